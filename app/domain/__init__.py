@@ -1,0 +1,1 @@
+"""The nouns of Harmony Desk (conversations, messages, events) as immutable values. No Qt."""

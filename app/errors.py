@@ -1,0 +1,70 @@
+"""The one error tree of Harmony Desk, and the OpenChatML error codes.
+
+Expected failures (malformed model output, a bad input line) are values that carry an
+`ErrorCode`; exceptions are for conditions the caller cannot continue past (a missing or
+altered vocabulary file, a conversation that cannot be rendered). Every exception raised
+on purpose by the app derives from `HarmonyDeskError` and carries a stable `code`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+
+class ErrorCode(StrEnum):
+    """Error codes: the OpenChatML 2.2 taxonomy first, then the app's own input codes."""
+
+    PARSE_HEADER = "E-PARSE-HEADER"
+    PARSE_CHANNEL_MISSING = "E-PARSE-CHANNEL-MISSING"
+    BODY_CONSTRAINT_VIOLATION = "E-BODY-CONSTRAINT-VIOLATION"
+    CALL_SCHEMA = "E-CALL-SCHEMA"
+    TOOL_TIMEOUT = "E-TOOL-TIMEOUT"
+    TOOL_CANCELLED = "E-TOOL-CANCELLED"
+    STREAM_TRUNCATED = "E-STREAM-TRUNCATED"
+    PERM_VISIBILITY = "E-PERM-VISIBILITY"
+    # Not in OpenChatML: problems with what a caller handed to the app.
+    INPUT_JSON = "E-INPUT-JSON"
+    INPUT_INVALID = "E-INPUT-INVALID"
+    RENDER = "E-RENDER"
+    RESOURCE = "E-RESOURCE"
+
+
+class HarmonyDeskError(Exception):
+    """Base of every error the app raises on purpose."""
+
+    code: ErrorCode = ErrorCode.INPUT_INVALID
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ResourceError(HarmonyDeskError):
+    """A bundled resource is missing or is not the file the app was built with."""
+
+    code = ErrorCode.RESOURCE
+
+
+class VocabularyError(ResourceError):
+    """The o200k vocabulary file is missing, unreadable or altered."""
+
+    def __init__(self, path: Path, expected_sha256: str, problem: str) -> None:
+        super().__init__(
+            f"The tokenizer vocabulary {path} {problem}; expected a file with "
+            f"sha256 {expected_sha256}. Reinstall Harmony Desk to restore it."
+        )
+        self.path = path
+        self.expected_sha256 = expected_sha256
+
+
+class InvalidInputError(HarmonyDeskError):
+    """Input that does not describe a valid conversation, message or token list."""
+
+    code = ErrorCode.INPUT_INVALID
+
+
+class RenderError(HarmonyDeskError):
+    """A conversation that is valid data but cannot be rendered to Harmony tokens."""
+
+    code = ErrorCode.RENDER

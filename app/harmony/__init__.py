@@ -1,0 +1,1 @@
+"""The Harmony format of gpt-oss: encoding, renderer, streaming parser, tool namespaces."""

@@ -1,0 +1,1 @@
+"""Data files bundled with Harmony Desk, reached only through `app.resources`."""
