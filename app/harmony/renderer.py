@@ -131,7 +131,9 @@ class Renderer:
                 raise RenderError(f"system content may only appear in a system message, not {role}")
             return system_text(content, function_tools=function_tools)
         if role is not Role.DEVELOPER:
-            raise RenderError(f"developer content may only appear in a developer message, not {role}")
+            raise RenderError(
+                f"developer content may only appear in a developer message, not {role}"
+            )
         return developer_text(content)
 
     def _header(self, message: Message, into: list[int]) -> None:

@@ -66,9 +66,7 @@ def _top_level_one_of(variants: list[Any], indent: str) -> str:
             if desc is not None:
                 comments.append(desc)
             if "default" in variant:
-                comments.append(
-                    _default_text(variant, variant["default"], quote_enum_strings=True)
-                )
+                comments.append(_default_text(variant, variant["default"], quote_enum_strings=True))
         if comments:
             out += f" // {' '.join(comments)}"
     return out
