@@ -1,0 +1,76 @@
+"""Command-line entry point: `harmony-desk` (the app) and its headless subcommands.
+
+Subcommands never need a display. `harmony render` and `harmony parse` read JSON Lines on
+stdin and write one JSON line per input line (see README, "Command-line contract").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from functools import partial
+
+from app import __version__
+from app.domain.messages import Role
+from app.errors import HarmonyDeskError
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harmony-desk", description="Harmony Desk")
+    parser.add_argument("--version", action="version", version=f"harmony-desk {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    harmony = commands.add_parser("harmony", help="render and parse the Harmony format")
+    verbs = harmony.add_subparsers(dest="verb", required=True)
+    render = verbs.add_parser("render", help="conversations (JSON Lines) to token ids")
+    render.add_argument("--mode", choices=["completion", "plain", "training"], default="completion")
+    render.add_argument("--next-role", choices=[r.value for r in Role], default="assistant")
+    render.add_argument("--keep-analysis", action="store_true")
+    parse = verbs.add_parser("parse", help="token ids (JSON Lines) to messages")
+    parse.add_argument("--role", default="assistant", help="role of the first message, or 'null'")
+    parse.add_argument("--strict", action="store_true", help="the reference parser's rules")
+    return parser
+
+
+def _harmony(args: argparse.Namespace) -> int:
+    from app.harmony import jsonl
+    from app.harmony.encoding import load_encoding
+    from app.harmony.renderer import Renderer, RenderMode
+
+    if args.verb == "render":
+        defaults = jsonl.RenderDefaults(
+            mode=RenderMode(args.mode),
+            next_role=Role(args.next_role),
+            keep_analysis=args.keep_analysis,
+        )
+        handle = partial(jsonl.render_line, defaults=defaults, renderer=Renderer())
+    else:
+        role = None if args.role in ("null", "none", "") else Role(args.role)
+        pdefaults = jsonl.ParseDefaults(role=role, strict=args.strict)
+        handle = partial(jsonl.parse_line, defaults=pdefaults, encoding=load_encoding())
+    jsonl.run_lines(sys.stdin, handle, sys.stdout)
+    return 0
+
+
+def _gui() -> int:
+    print(
+        "Harmony Desk: the chat window and the bundled default model are not part of this\n"
+        "build yet. What works now, headless:\n"
+        "  harmony-desk harmony render   conversations (JSON Lines) -> Harmony token ids\n"
+        "  harmony-desk harmony parse    token ids (JSON Lines) -> messages and errors\n"
+        "See README.md for the exact contract.",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    args = _build_parser().parse_args(argv)
+    try:
+        if args.command == "harmony":
+            return _harmony(args)
+        return _gui()
+    except HarmonyDeskError as exc:
+        print(f"harmony-desk: {exc.message}", file=sys.stderr)
+        return 2
