@@ -218,8 +218,8 @@ def _choose_content_type(reader: _Reader) -> str | None:
             reader.problems.append(f"dropped content type {ctype!r}")
             continue
         kept.append(ctype)
-    if len(set(kept)) > 1:
-        reader.problems.append(f"several content types {kept}")
+    if len(kept) > 1:
+        reader.problems.append(f"content type given {len(kept)} times: {kept}")
     return kept[-1] if kept else None
 
 

@@ -419,9 +419,10 @@ class StreamParser:
         header = self._read_header(head)
         if self._foreign(header):
             return
-        self._issue(
-            ErrorCode.PARSE_HEADER, "a header ended without <|message|>; its text is the body"
-        )
+        if header.channel is None and header.role is Role.ASSISTANT:
+            self._issue(ErrorCode.PARSE_CHANNEL_MISSING, "text with no channel before a stop token")
+        else:
+            self._issue(ErrorCode.PARSE_HEADER, "a header ended without <|message|>")
         self._start_message(header, pending=True)
         self._open.body.feed(body.encode())  # type: ignore[union-attr]
         self._content_control(token)
