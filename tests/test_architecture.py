@@ -1,0 +1,39 @@
+"""Layering: no Qt in the display-free packages; domain imports nothing of the app."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parent.parent / "app"
+NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store"]
+
+
+def imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", NO_QT)
+def test_no_qt_outside_the_ui(package: str) -> None:
+    for path in (APP / package).rglob("*.py"):
+        bad = {n for n in imports(path) if n.split(".")[0] in ("PySide6", "qasync", "PyQt5", "PyQt6")}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_domain_imports_nothing_of_the_app_but_errors() -> None:
+    for path in (APP / "domain").rglob("*.py"):
+        inner = {n for n in imports(path) if n.startswith("app.") and not n.startswith("app.domain")}
+        assert inner <= {"app.errors"}, f"{path} imports {inner}"
+
+
+def test_every_module_opens_with_a_docstring() -> None:
+    for path in APP.rglob("*.py"):
+        assert ast.get_docstring(ast.parse(path.read_text())), f"{path} has no docstring"
