@@ -32,7 +32,7 @@ class StopReason(StrEnum):
     TRUNCATED = "truncated"  # the stream ended without a stop token
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MessageStarted:
     index: int
     role: Role
@@ -43,14 +43,14 @@ class MessageStarted:
     lane: Lane
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContentDelta:
     index: int
     text: str
     lane: Lane
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MessageDone:
     index: int
     message: Message
@@ -59,7 +59,7 @@ class MessageDone:
     token_ids: tuple[int, ...]  # the exact generated ids of this message, terminator included
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParseIssue:
     code: ErrorCode
     message: str
@@ -67,7 +67,7 @@ class ParseIssue:
     index: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnDone:
     stop: StopReason
     detail: str = ""

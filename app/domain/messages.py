@@ -130,7 +130,7 @@ class Message(_Frozen):
     def of(cls, role: Role | str, content: str | Content, **header: str | None) -> Message:
         """A message from `role` with one content (a string becomes text)."""
         body = TextContent(text=content) if isinstance(content, str) else content
-        return cls(author=Author(role=Role(role)), content=(body,), **header)  # type: ignore[arg-type]
+        return cls(author=Author(role=Role(role)), content=(body,), **header)
 
     @property
     def text(self) -> str:
@@ -256,7 +256,7 @@ def message_from_dict(raw: object) -> Message:
     if not isinstance(raw, Mapping):
         raise InvalidInputError("a message must be an object")
     try:
-        role = Role(raw.get("role"))
+        role = Role(str(raw.get("role")))
     except ValueError as exc:
         raise InvalidInputError(f"unknown role {raw.get('role')!r}") from exc
     content = raw.get("content", [])

@@ -105,11 +105,12 @@ class HarmonyEncoding:
             mergeable_ranks=ranks,
             special_tokens=self.specials,
         )
-        self._token_bytes: list[bytes] = [b""] * N_VOCAB
+        # The bytes of every id (special ids as their text), indexed by id.
+        self.token_table: list[bytes] = [b""] * N_VOCAB
         for token, rank in ranks.items():
-            self._token_bytes[rank] = token
+            self.token_table[rank] = token
         for rank, text in self.special_text.items():
-            self._token_bytes[rank] = text.encode()
+            self.token_table[rank] = text.encode()
         self.n_vocab = N_VOCAB
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -130,12 +131,12 @@ class HarmonyEncoding:
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one token; a special token gives its text; an unknown id gives b""."""
         if 0 <= token < N_VOCAB:
-            return self._token_bytes[token]
+            return self.token_table[token]
         return b""
 
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
         """Concatenated bytes of `tokens` (special tokens as their text)."""
-        table = self._token_bytes
+        table = self.token_table
         return b"".join(table[t] if 0 <= t < N_VOCAB else b"" for t in tokens)
 
     def decode(self, tokens: Sequence[int]) -> str:

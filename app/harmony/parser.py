@@ -89,6 +89,7 @@ class StreamParser:
         self.role = role
         self.strict = strict
         self.known_tools = frozenset(known_tools)
+        self._token_bytes = self.encoding.token_table
         self.reset()
 
     # --- public state ---------------------------------------------------------------
@@ -130,7 +131,16 @@ class StreamParser:
 
     def feed(self, token: int) -> list[ParseEvent]:
         """Consume one token id; return the events it caused."""
-        return self.feed_many((token,))
+        m = self._open
+        if token < enc.START_OF_TEXT and m is not None and not self.strict:
+            # The hot path while streaming: one ordinary token inside a message body.
+            self.tokens.append(token)
+            m.token_ids.append(token)
+            text = m.body.feed(self._token_bytes[token])
+            if text and not m.pending:
+                return [ContentDelta(m.index, text, m.lane)]
+            return []
+        return self.feed_many([token])
 
     def feed_many(self, tokens: Iterable[int]) -> list[ParseEvent]:
         """Consume token ids; return the events they caused."""
@@ -537,7 +547,7 @@ class StreamParser:
             if token == enc.MESSAGE:
                 self._strict_header()
             else:
-                self._segments.append(token)  # type: ignore[arg-type]
+                self._segments.append(token)
         elif token in _REFERENCE_STOPS:
             self._close(token)
             if token in _TERMINAL and self.stop is None:
