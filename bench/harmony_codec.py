@@ -22,10 +22,10 @@ from app.resources import resources_dir
 
 os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(resources_dir()))
 
-WORDS = (
+WORDS = (  # noqa: SIM905
     "the model answers questions about weather, code, history and maths; naïve café 日本語 💖"
     ' {"json": [1, 2, 3]} def f(x): return x * 2\n'
-).split(" ")  # noqa: SIM905
+).split(" ")
 
 
 def corpus(n: int, seed: int = 7) -> list[Conversation]:

@@ -266,7 +266,7 @@ def test_w29_split_multibyte_is_buffered_not_replaced(encoding: HarmonyEncoding)
     assert deltas == ["💖"]
     parser.feed(ranks[b"\xe2"])
     events = parser.feed(200002)
-    final = [e for e in events if isinstance(e, MessageDone)][0]
+    final = next(e for e in events if isinstance(e, MessageDone))
     assert final.message.text == "💖\ufffd"
 
 

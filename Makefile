@@ -1,0 +1,38 @@
+# Set-up and checks for Harmony Desk. Needs Python 3.11 and a C compiler; nothing else.
+#   make run    install what the app needs into .venv and start Harmony Desk
+#   make test   install the app and its test tools into .venv and run every check
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.app: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.app
+
+run: $(VENV)/.app
+	$(BIN)/harmony-desk
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check app bench tests
+	$(BIN)/ruff format --check app bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(VENV)/.test
+	$(BIN)/python bench/harmony_codec.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
