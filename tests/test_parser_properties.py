@@ -9,7 +9,7 @@ from app.domain.events import MessageDone, ParseIssue, StopReason, TurnDone
 from app.domain.messages import Message, Role
 from app.domain.visibility import Lane
 from app.harmony.encoding import HarmonyEncoding
-from app.harmony.parser import StreamParser, parse_tokens
+from app.harmony.parser import StreamParser, make_parser, parse_tokens
 from app.harmony.renderer import Renderer
 from tests.strategies import assistant_messages, special_heavy_tokens
 from tests.test_parser_reference import completion_tokens
@@ -25,7 +25,7 @@ from tests.test_parser_reference import completion_tokens
 def test_parser_never_raises_and_always_closes_the_turn(
     tokens: list[int], role: Role | None, strict: bool, split: int, encoding: HarmonyEncoding
 ) -> None:
-    parser = StreamParser(encoding, role=role, strict=strict)
+    parser = make_parser(encoding, role=role, strict=strict)
     events = parser.feed_many(tokens[:split])
     for token in tokens[split:]:
         events += parser.feed(token)
