@@ -10,12 +10,18 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from app.harmony.encoding import HarmonyEncoding, load_encoding
 from app.harmony.renderer import Renderer
 from app.resources import resources_dir
 
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
+
+# CI replays the same examples every run; a developer's run explores new ones each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

@@ -68,3 +68,12 @@ def test_strict_mode_agrees_with_reference_wherever_it_accepts(
     got = ours(tokens, strict=True, role=role)
     if isinstance(expected, list):
         assert got == expected
+
+
+def test_w38_strict_keeps_reference_reading_tolerant_fixes_it(encoding: HarmonyEncoding, oracle: Any) -> None:
+    tokens = encoding.encode_with_specials('<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>')
+    expected = reference_parse(oracle, tokens)
+    assert isinstance(expected, list) and expected[0]["recipient"] == "<|constrain|>json"
+    assert ours(tokens, strict=True) == expected
+    tolerant = ours(tokens, strict=False)[0]
+    assert "recipient" not in tolerant and tolerant["content_type"] == "<|constrain|>json"

@@ -78,7 +78,9 @@ def reference_header(text: str, role: Role | None, parse_attrs: bool = True) -> 
         last = parts.pop()
         if last.startswith("to="):
             header.recipient = last[3:]
-        elif count == 1 and not last.startswith(CONSTRAIN_TEXT):
+        elif count == 1:
+            # openai-harmony 0.0.8 reads a lone `<|constrain|>json` as a recipient too (its
+            # issue #144); strict mode keeps that, the tolerant rules read a content type.
             header.recipient = last
         else:
             header.content_type = last
