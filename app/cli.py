@@ -13,7 +13,7 @@ from functools import partial
 
 from app import __version__
 from app.domain.messages import Role
-from app.errors import HarmonyDeskError
+from app.errors import HarmonyDeskError, InvalidInputError
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,52 @@ def _build_parser() -> argparse.ArgumentParser:
     parse = verbs.add_parser("parse", help="token ids (JSON Lines) to messages")
     parse.add_argument("--role", default="assistant", help="role of the first message, or 'null'")
     parse.add_argument("--strict", action="store_true", help="the reference parser's rules")
+    transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
+    tverbs = transcript.add_subparsers(dest="verb", required=True)
+    convert = tverbs.add_parser("convert", help="convert a transcript between formats")
+    formats = ["ocm", "json", "harmony-json", "harmony-tokens"]
+    convert.add_argument("--to", required=True, choices=formats, dest="to_format")
+    convert.add_argument("--from", choices=formats, dest="from_format", help="detected if left out")
+    convert.add_argument("input", help="a file, or - for stdin")
+    convert.add_argument("output", help="a file, or - for stdout")
+    check = tverbs.add_parser("check", help="list every problem in a transcript")
+    check.add_argument("input", help="a file, or - for stdin")
     return parser
+
+
+def _read_input(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        with open(name, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {name}: {exc}") from exc
+
+
+def _write_output(name: str, text: str) -> None:
+    if name == "-":
+        sys.stdout.write(text)
+        return
+    from app.fileio import write_atomic
+
+    write_atomic(name, text)
+
+
+def _transcript(args: argparse.Namespace) -> int:
+    from app.harmony.ocm import convert
+
+    text = _read_input(args.input)
+    if args.verb == "check":
+        problems = convert.problems(text)
+        for problem in problems:
+            print(problem)
+        return 1 if problems else 0
+    transcript = convert.load(text, args.from_format)
+    _write_output(args.output, convert.dump(transcript, args.to_format))
+    for problem in transcript.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0
 
 
 def _harmony(args: argparse.Namespace) -> int:
@@ -70,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "harmony":
             return _harmony(args)
+        if args.command == "transcript":
+            return _transcript(args)
         return _gui()
     except HarmonyDeskError as exc:
-        print(f"harmony-desk: {exc.message}", file=sys.stderr)
+        print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)
         return 2

@@ -68,3 +68,18 @@ class RenderError(HarmonyDeskError):
     """A conversation that is valid data but cannot be rendered to Harmony tokens."""
 
     code = ErrorCode.RENDER
+
+
+class TranscriptError(HarmonyDeskError):
+    """A transcript that cannot be read, with where: line, column (1-based) and byte offset."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, line: int = 0, column: int = 0, offset: int = 0
+    ) -> None:
+        where = f"{line}:{column}: " if line else ""
+        super().__init__(f"{where}{message}")
+        self.code = code
+        self.detail = message
+        self.line = line
+        self.column = column
+        self.offset = offset

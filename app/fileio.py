@@ -1,0 +1,37 @@
+"""Atomic file writes: a reader never sees half a file, and a failed write leaves the old one.
+
+Writes go to a temporary file in the same folder, are flushed and fsynced, then renamed
+over the target. A full disk or a missing folder is an `OutputError` that names the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from app.errors import ErrorCode, HarmonyDeskError
+
+
+class OutputError(HarmonyDeskError):
+    """A file could not be written; the previous file, if any, is untouched."""
+
+    code = ErrorCode.RESOURCE
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically."""
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {target}: {exc.strerror}; nothing was changed") from exc

@@ -1,0 +1,1 @@
+"""OpenChatML 2.2 transcripts: the model, reader, writer, JSON projection and Harmony interop."""

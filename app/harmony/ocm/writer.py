@@ -1,0 +1,86 @@
+"""Write a `Transcript` as canonical OpenChatML 2.2 text.
+
+Canonical form: the YAML header between `---` lines (`version` first, other keys in their
+order); one frame per line group, attributes in the grammar's order
+(`to`, `call_id`, `name`, `intent`, `content_type`) in the start header, then
+`<|channel|>`, then `<|constrain|>`; a newline after each frame. Body text that spells a
+control token is escaped by doubling its leading `<`; literal segments are written as
+literal blocks. Guarantee: `read_transcript(write_transcript(t)) == t` (bodies compared as
+text), and writing what was read gives canonical text back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from app.errors import ErrorCode, TranscriptError
+from app.harmony.ocm.model import OcmMessage, Segment, Transcript
+from app.harmony.ocm.reader import MARKER
+
+_END_LITERAL = "<|endliteral|>"
+_UNSAFE_VALUE = re.compile(r"\s|<\||\|>")
+
+
+def escape(text: str) -> str:
+    """Body text with every control-token spelling protected by one more leading `<`."""
+    return MARKER.sub(lambda m: "<" + m.group(0), text)
+
+
+def _segments(body: tuple[Segment, ...]) -> str:
+    """Body text; a trailing `<` before a marker we write goes into a literal block."""
+    out: list[str] = []
+    for segment in body:
+        text = segment.text
+        if segment.literal and _END_LITERAL not in text:
+            out.append(f"<|literal|>{text}<|endliteral|>")
+            continue
+        stem = text.rstrip("<")
+        out.append(escape(stem))
+        if tail := text[len(stem) :]:
+            out.append(f"<|literal|>{tail}<|endliteral|>")
+    return "".join(out)
+
+
+def _value(key: str, value: str) -> str:
+    if not value or _UNSAFE_VALUE.search(value):
+        raise TranscriptError(
+            ErrorCode.PARSE_HEADER, f"{key}={value!r} cannot be written in a message header"
+        )
+    return f" {key}={value}"
+
+
+def frame_text(message: OcmMessage) -> str:
+    """One message as a canonical frame (without the trailing newline)."""
+    if message.role == "tool" and message.legacy_role and message.name:
+        head = message.name
+        attrs = {"to": message.recipient, "call_id": message.call_id}
+    else:
+        head = message.role
+        attrs = {"to": message.recipient, "call_id": message.call_id, "name": message.name}
+    attrs.update(intent=message.intent, content_type=message.content_type)
+    head += "".join(_value(k, v) for k, v in attrs.items() if v is not None)
+    if message.channel is not None:
+        head += f"<|channel|>{message.channel}"
+    if message.constrain is not None:
+        head += f"<|constrain|>{message.constrain}"
+    end = "" if message.terminator is None else f"<|{message.terminator.value}|>"
+    return f"<|start|>{head}<|message|>{_segments(message.body)}{end}"
+
+
+def header_text(header: dict[str, Any]) -> str:
+    """The YAML front matter, `version` first."""
+    version = str(header.get("version", "2.2"))
+    rest = {k: v for k, v in header.items() if k != "version"}
+    lines = f"version: {version}\n"
+    if rest:
+        lines += yaml.safe_dump(rest, sort_keys=False, allow_unicode=True, width=100)
+    return f"---\n{lines}---\n"
+
+
+def write_transcript(transcript: Transcript) -> str:
+    """The canonical text of `transcript`."""
+    frames = [frame_text(m) + "\n" for m in transcript.messages]
+    return header_text(transcript.header) + "".join(frames)
