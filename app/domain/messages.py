@@ -236,7 +236,8 @@ _CONTENT_TYPES: dict[str, type[Content]] = {
 }
 
 
-def _content_from_dict(raw: object) -> Content:
+def content_from_dict(raw: object) -> Content:
+    """One content item from openai-harmony's JSON form."""
     if not isinstance(raw, Mapping):
         raise InvalidInputError("each content item must be an object")
     kind = raw.get("type")
@@ -267,7 +268,7 @@ def message_from_dict(raw: object) -> Message:
     try:
         return Message(
             author=Author(role=role, name=raw.get("name")),
-            content=tuple(_content_from_dict(c) for c in content),
+            content=tuple(content_from_dict(c) for c in content),
             channel=raw.get("channel"),
             recipient=raw.get("recipient"),
             content_type=raw.get("content_type"),

@@ -1,8 +1,9 @@
 """Conversions between the transcript formats the command line reads and writes.
 
 Formats: `ocm` (OpenChatML 2.2 text), `json` (its JSON projection), `harmony-json`
-(openai-harmony's conversation JSON) and `harmony-tokens` (`{"tokens": [...]}`: rendered
-history in, or parsed back out). Every failure is a `TranscriptError` with a code.
+(openai-harmony's conversation JSON) and `harmony-tokens` (`{"tokens": [...]}`: the whole
+history rendered, analysis included, or parsed back out). Every failure is a
+`TranscriptError` with a code.
 """
 
 from __future__ import annotations
@@ -81,10 +82,11 @@ def dump(transcript: Transcript, fmt: str) -> str:
     if fmt == "harmony-json":
         return json.dumps(conversation.to_dict(), ensure_ascii=False) + "\n"
     if fmt == "harmony-tokens":
-        from app.harmony.renderer import Renderer, RenderMode
+        from app.harmony.renderer import RenderConfig, Renderer, RenderMode
 
-        renderer = Renderer()
-        tokens = renderer.render(conversation, RenderMode.PLAIN)
+        renderer = Renderer()  # every message, analysis included: a conversion loses nothing
+        keep = RenderConfig(auto_drop_analysis=False)
+        tokens = renderer.render(conversation, RenderMode.PLAIN, config=keep)
         return json.dumps({"tokens": tokens, "text": renderer.encoding.decode(tokens)}) + "\n"
     raise TranscriptError(ErrorCode.INPUT_INVALID, f"unknown format {fmt!r}")
 

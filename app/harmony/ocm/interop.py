@@ -25,6 +25,7 @@ from app.domain.messages import (
     Role,
     SystemContent,
     TextContent,
+    content_from_dict,
     content_to_dict,
 )
 from app.domain.visibility import is_tool_recipient
@@ -54,12 +55,11 @@ def _stored_contents(header: Mapping[str, Any]) -> dict[int, Content]:
         if not (isinstance(value, Mapping) and str(key).isdigit()):
             continue
         try:
-            if value.get("type") == "system_content":
-                out[int(key)] = SystemContent(**{k: v for k, v in value.items() if k != "type"})
-            elif value.get("type") == "developer_content":
-                out[int(key)] = DeveloperContent(**{k: v for k, v in value.items() if k != "type"})
-        except ValueError:
+            content = content_from_dict(value)
+        except (InvalidInputError, ValueError):
             continue  # an edited or foreign extension: the body text stands
+        if isinstance(content, SystemContent | DeveloperContent):
+            out[int(key)] = content
     return out
 
 

@@ -103,12 +103,24 @@ def _split_header(reader: _Reader) -> dict[str, Any]:
     body_start = first_newline + 1
     close = re.compile(r"^---[ \t]*\r?$", re.MULTILINE).search(text, body_start)
     first_start = text.find("<|start|>", body_start)
-    if close is not None and (first_start < 0 or close.start() < first_start):
+    if close is not None and (
+        first_start < 0
+        or close.start() < first_start
+        or _is_header(text[body_start : close.start()])  # a header value spells <|start|>
+    ):
         yaml_text, reader.pos = text[body_start : close.start()], close.end()
-    else:
+    else:  # no closing '---': the header ends where the first frame begins
         end = first_start if first_start >= 0 else len(text)
         yaml_text, reader.pos = text[body_start:end], end
     return _parse_yaml(reader, yaml_text, body_start)
+
+
+def _is_header(yaml_text: str) -> bool:
+    try:
+        data = yaml.safe_load(yaml_text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, Mapping) and "version" in data
 
 
 def _parse_yaml(reader: _Reader, yaml_text: str, at: int) -> dict[str, Any]:

@@ -82,5 +82,12 @@ def header_text(header: dict[str, Any]) -> str:
 
 def write_transcript(transcript: Transcript) -> str:
     """The canonical text of `transcript`."""
-    frames = [frame_text(m) + "\n" for m in transcript.messages]
+    frames = []
+    for index, message in enumerate(transcript.messages):
+        if message.terminator is None and index != len(transcript.messages) - 1:
+            raise TranscriptError(
+                ErrorCode.STREAM_TRUNCATED, f"message {index} is cut off but is not the last one"
+            )
+        # A cut-off last frame gets no newline: it would become part of its body.
+        frames.append(frame_text(message) + ("" if message.terminator is None else "\n"))
     return header_text(transcript.header) + "".join(frames)
