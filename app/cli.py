@@ -29,6 +29,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parse = verbs.add_parser("parse", help="token ids (JSON Lines) to messages")
     parse.add_argument("--role", default="assistant", help="role of the first message, or 'null'")
     parse.add_argument("--strict", action="store_true", help="the reference parser's rules")
+    from app.headless_chat import add_arguments
+
+    add_arguments(commands.add_parser("chat", help="chat in the terminal (headless)"))
     transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
     tverbs = transcript.add_subparsers(dest="verb", required=True)
     convert = tverbs.add_parser("convert", help="convert a transcript between formats")
@@ -117,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _harmony(args)
         if args.command == "transcript":
             return _transcript(args)
+        if args.command == "chat":
+            from app.headless_chat import run_chat
+
+            return run_chat(args)
         return _gui()
     except HarmonyDeskError as exc:
         print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)

@@ -83,3 +83,34 @@ class TranscriptError(HarmonyDeskError):
         self.line = line
         self.column = column
         self.offset = offset
+
+
+class LoadProblem(StrEnum):
+    """Why a model could not be loaded."""
+
+    MISSING_FILE = "missing_file"
+    NOT_GGUF = "not_gguf"
+    TRUNCATED = "truncated"
+    UNSUPPORTED_ARCHITECTURE = "unsupported_architecture"
+    NOT_ENOUGH_MEMORY = "not_enough_memory"
+    INCOMPATIBLE_VOCABULARY = "incompatible_vocabulary"
+    LOAD_FAILED = "load_failed"
+    CANCELLED = "cancelled"
+
+
+class ModelLoadError(HarmonyDeskError):
+    """A model file that cannot be loaded; `problem` says why, the message says it in words."""
+
+    code = ErrorCode.RESOURCE
+
+    def __init__(self, problem: LoadProblem, path: object, reason: str) -> None:
+        super().__init__(f"Cannot load the model {path}: {reason}.")
+        self.problem = problem
+        self.path = path
+        self.reason = reason
+
+
+class WorkerError(HarmonyDeskError):
+    """The model worker process failed (it died, or answered out of turn)."""
+
+    code = ErrorCode.STREAM_TRUNCATED

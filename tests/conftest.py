@@ -39,3 +39,22 @@ def oracle() -> Any:
     import openai_harmony as oh
 
     return oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Any:
+    """A tiny random-weight gpt-oss GGUF with the full o200k_harmony vocabulary (cached)."""
+    from tests.tiny_gpt_oss import build
+
+    return build()
+
+
+@pytest.fixture(scope="module")
+def tiny_client(tiny_model: Any) -> Any:
+    """A worker with the tiny gpt-oss model loaded (one thread: see the README on threads)."""
+    from app.engine.client import WorkerClient
+
+    client = WorkerClient()
+    client.load(tiny_model, n_ctx=1024, n_threads=1)
+    yield client
+    client.close()

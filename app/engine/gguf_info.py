@@ -1,0 +1,302 @@
+"""GGUF file facts from the header alone: metadata, tensor table, and whether the file is whole.
+
+Guarantees: reads only the header and tensor table (never the weights); a file that is not
+a GGUF, or is cut short, or lists tensors past its end, is a `ModelLoadError` with a
+`LoadProblem` saying which; no other exception escapes for a bad file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import LoadProblem, ModelLoadError
+
+MAGIC = b"GGUF"
+_SCALARS: dict[int, tuple[str, int]] = {
+    0: ("<B", 1),
+    1: ("<b", 1),
+    2: ("<H", 2),
+    3: ("<h", 2),
+    4: ("<I", 4),
+    5: ("<i", 4),
+    6: ("<f", 4),
+    7: ("<?", 1),
+    10: ("<Q", 8),
+    11: ("<q", 8),
+    12: ("<d", 8),
+}
+_STRING, _ARRAY = 8, 9
+# ggml type id → (elements per block, bytes per block), for the size check of the data section.
+_TYPE_SIZES: dict[int, tuple[int, int]] = {
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    9: (32, 36),
+    10: (256, 84),
+    11: (256, 110),
+    12: (256, 144),
+    13: (256, 176),
+    14: (256, 210),
+    15: (256, 292),
+    16: (256, 66),
+    17: (256, 74),
+    18: (256, 98),
+    19: (256, 50),
+    20: (32, 18),
+    21: (256, 110),
+    22: (256, 82),
+    23: (256, 136),
+    24: (1, 1),
+    25: (1, 2),
+    26: (1, 4),
+    27: (1, 8),
+    28: (1, 8),
+    29: (256, 56),
+    30: (1, 2),
+    34: (256, 54),
+    35: (256, 66),
+    39: (32, 17),
+}
+_TYPE_NAMES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    6: "Q5_0",
+    7: "Q5_1",
+    8: "Q8_0",
+    10: "Q2_K",
+    11: "Q3_K",
+    12: "Q4_K",
+    13: "Q5_K",
+    14: "Q6_K",
+    30: "BF16",
+    39: "MXFP4",
+}
+_FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    32: "BF16",
+    38: "MXFP4_MOE",
+}
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    ggml_type: int
+    offset: int
+
+    @property
+    def elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int | None:
+        size = _TYPE_SIZES.get(self.ggml_type)
+        if size is None:
+            return None
+        block, block_bytes = size
+        return -(-self.elements // block) * block_bytes
+
+
+@dataclass(frozen=True)
+class GgufInfo:
+    """What the header of a GGUF file says."""
+
+    path: Path
+    file_size: int
+    version: int
+    metadata: dict[str, Any] = field(repr=False)
+    tensors: tuple[TensorInfo, ...] = field(repr=False)
+    vocab_size: int = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.metadata.get(key, default)
+
+    @property
+    def architecture(self) -> str:
+        return str(self.get("general.architecture", ""))
+
+    def arch_value(self, name: str, default: Any = None) -> Any:
+        return self.get(f"{self.architecture}.{name}", default)
+
+    @property
+    def context_length(self) -> int:
+        return int(self.arch_value("context_length", 0) or 0)
+
+    @property
+    def chat_template(self) -> str | None:
+        value = self.get("tokenizer.chat_template")
+        return value if isinstance(value, str) else None
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(t.elements for t in self.tensors)
+
+    @property
+    def quantization(self) -> str:
+        file_type = self.get("general.file_type")
+        if isinstance(file_type, int) and file_type in _FILE_TYPES:
+            return _FILE_TYPES[file_type]
+        counts: dict[int, int] = {}
+        for t in self.tensors:
+            counts[t.ggml_type] = counts.get(t.ggml_type, 0) + t.elements
+        top = max(counts, key=lambda k: counts[k]) if counts else -1
+        return _TYPE_NAMES.get(top, f"type {top}")
+
+    def kv_cache_bytes(self, n_ctx: int) -> int:
+        """Bytes of an f16 KV cache for `n_ctx` positions (all layers, full size)."""
+        layers = int(self.arch_value("block_count", 0) or 0)
+        heads = int(self.arch_value("attention.head_count", 1) or 1)
+        kv_heads = self.arch_value("attention.head_count_kv", heads)
+        if isinstance(kv_heads, list):  # per-layer counts
+            kv_heads = max(kv_heads) if kv_heads else heads
+        embd = int(self.arch_value("embedding_length", 0) or 0)
+        key_len = int(self.arch_value("attention.key_length", embd // max(heads, 1)) or 0)
+        value_len = int(self.arch_value("attention.value_length", key_len) or 0)
+        return n_ctx * layers * int(kv_heads) * (key_len + value_len) * 2
+
+
+class _Cursor:
+    def __init__(self, data: bytes | mmap.mmap, path: Path) -> None:
+        self.data, self.pos, self.path = data, 0, path
+
+    def take(self, fmt: str, size: int) -> Any:
+        if self.pos + size > len(self.data):
+            raise ModelLoadError(
+                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
+            )
+        value = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += size
+        return value
+
+    def string(self) -> str:
+        length = self.take("<Q", 8)
+        if self.pos + length > len(self.data):
+            raise ModelLoadError(
+                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
+            )
+        raw = bytes(self.data[self.pos : self.pos + length])
+        self.pos += length
+        return raw.decode("utf-8", errors="replace")
+
+    def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True) -> Any:
+        if kind in _SCALARS:
+            fmt, size = _SCALARS[kind]
+            return self.take(fmt, size)
+        if kind == _STRING:
+            return self.string()
+        if kind == _ARRAY:
+            item_kind = self.take("<I", 4)
+            count = self.take("<Q", 8)
+            if item_kind in _SCALARS and not keep(count):
+                self.pos += _SCALARS[item_kind][1] * count  # skip large numeric arrays
+                return _Skipped(count)
+            items = [self.value(item_kind) for _ in range(count)]
+            return items if keep(count) else _Skipped(count)
+        raise ModelLoadError(LoadProblem.NOT_GGUF, self.path, f"unknown metadata value type {kind}")
+
+
+@dataclass(frozen=True)
+class _Skipped:
+    """A large array whose items were not kept (only its length)."""
+
+    count: int
+
+
+def _keep_small(count: int) -> bool:
+    return count <= 4096
+
+
+def read_gguf(path: str | Path) -> GgufInfo:
+    """The header facts of the GGUF file at `path`, or a `ModelLoadError` saying what is wrong."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        f = p.open("rb")
+    except FileNotFoundError as exc:
+        raise ModelLoadError(LoadProblem.MISSING_FILE, p, "there is no such file") from exc
+    except OSError as exc:
+        raise ModelLoadError(
+            LoadProblem.MISSING_FILE, p, f"it cannot be opened ({exc.strerror})"
+        ) from exc
+    with f:
+        if size < 24:
+            raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"it is only {size} bytes long")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _parse(_Cursor(data, p), size)
+
+
+def _parse(cur: _Cursor, size: int) -> GgufInfo:
+    p = cur.path
+    if bytes(cur.data[:4]) != MAGIC:
+        raise ModelLoadError(
+            LoadProblem.NOT_GGUF, p, f"it starts with {bytes(cur.data[:4])!r}, not b'GGUF'"
+        )
+    cur.pos = 4
+    version = cur.take("<I", 4)
+    if version not in (2, 3):
+        raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"GGUF version {version} is not supported")
+    n_tensors, n_kv = cur.take("<Q", 8), cur.take("<Q", 8)
+    if n_tensors > 1_000_000 or n_kv > 1_000_000:
+        raise ModelLoadError(LoadProblem.NOT_GGUF, p, "its header counts are implausible")
+    metadata: dict[str, Any] = {}
+    vocab_size = 0
+    for _ in range(n_kv):
+        key = cur.string()
+        kind = cur.take("<I", 4)
+        value = cur.value(kind, _keep_small)
+        if key == "tokenizer.ggml.tokens":
+            vocab_size = value.count if isinstance(value, _Skipped) else len(value)
+        if not isinstance(value, _Skipped):
+            metadata[key] = value
+    tensors = []
+    for _ in range(n_tensors):
+        name = cur.string()
+        n_dims = cur.take("<I", 4)
+        if n_dims > 8:
+            raise ModelLoadError(
+                LoadProblem.NOT_GGUF, p, f"tensor {name!r} has {n_dims} dimensions"
+            )
+        shape = tuple(cur.take("<Q", 8) for _ in range(n_dims))
+        tensors.append(TensorInfo(name, shape, cur.take("<I", 4), cur.take("<Q", 8)))
+    alignment = int(metadata.get("general.alignment", 32) or 32)
+    data_start = -(-cur.pos // alignment) * alignment
+    for t in tensors:
+        nbytes = t.nbytes
+        if nbytes is not None and data_start + t.offset + nbytes > size:
+            raise ModelLoadError(
+                LoadProblem.TRUNCATED,
+                p,
+                f"tensor {t.name!r} runs past the end of the file ({size} bytes):"
+                " the file is cut short",
+            )
+    return GgufInfo(p, size, version, metadata, tuple(tensors), vocab_size)

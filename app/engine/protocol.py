@@ -1,0 +1,210 @@
+"""The seam between the app and a model backend, and the messages that cross the worker pipe.
+
+Everything here is a plain, picklable value. `Sampling` is the one declaration of the
+sampling knobs (validation, settings dialog and tooltips read it). `WorkerState` is the
+worker's state machine; an illegal move raises with a sentence saying why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Sampling(BaseModel):
+    """How the next token is chosen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(1.0, ge=0.0, le=2.0, description="Randomness; 0 is greedy.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    top_k: int = Field(0, ge=0, description="Keep only the k likeliest tokens; 0 keeps all.")
+    min_p: float = Field(
+        0.0, ge=0.0, le=1.0, description="Drop tokens below this share of the top one."
+    )
+    repeat_penalty: float = Field(
+        1.0, ge=0.5, le=2.0, description="Penalty on repeated tokens; 1 is off."
+    )
+    seed: int | None = Field(None, ge=0, description="Fixed seed for reproducible sampling.")
+
+
+class WorkerState(StrEnum):
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    READY = "ready"
+    GENERATING = "generating"
+    CANCELLING = "cancelling"
+    FAILED = "failed"
+
+
+_ALLOWED: dict[WorkerState, frozenset[WorkerState]] = {
+    WorkerState.UNLOADED: frozenset({WorkerState.LOADING, WorkerState.FAILED}),
+    WorkerState.LOADING: frozenset({WorkerState.READY, WorkerState.UNLOADED, WorkerState.FAILED}),
+    WorkerState.READY: frozenset(
+        {WorkerState.GENERATING, WorkerState.LOADING, WorkerState.UNLOADED, WorkerState.FAILED}
+    ),
+    WorkerState.GENERATING: frozenset(
+        {WorkerState.READY, WorkerState.CANCELLING, WorkerState.FAILED}
+    ),
+    WorkerState.CANCELLING: frozenset({WorkerState.READY, WorkerState.FAILED}),
+    WorkerState.FAILED: frozenset({WorkerState.LOADING, WorkerState.UNLOADED}),
+}
+
+_WHY = {
+    WorkerState.UNLOADED: "no model is loaded",
+    WorkerState.LOADING: "a model is still loading",
+    WorkerState.GENERATING: "a generation is running",
+    WorkerState.CANCELLING: "a generation is being cancelled",
+    WorkerState.FAILED: "the worker failed and must be restarted by loading a model",
+    WorkerState.READY: "the worker is idle",
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A bug: the client asked the worker for something its state does not allow."""
+
+
+def check_transition(current: WorkerState, new: WorkerState) -> None:
+    """Raise `IllegalTransition` unless `current → new` is a legal move."""
+    if new not in _ALLOWED[current]:
+        raise IllegalTransition(f"cannot go from {current} to {new}: {_WHY[current]}")
+
+
+# --- generation results (what `generate` yields) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStep:
+    """One generated token and when it arrived (ms since the request was sent)."""
+
+    token: int
+    t_ms: float
+
+
+@dataclass(frozen=True)
+class Timings:
+    prompt_tokens: int = 0
+    prompt_reused: int = 0  # tokens of the prompt already in the KV cache
+    prompt_evaluated: int = 0
+    first_token_ms: float = 0.0
+    total_ms: float = 0.0
+    generated: int = 0
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        decode_ms = self.total_ms - self.first_token_ms
+        return (
+            (self.generated - 1) * 1000 / decode_ms if self.generated > 1 and decode_ms > 0 else 0.0
+        )
+
+
+class FinishReason(StrEnum):
+    STOP = "stop"  # one of the stop ids
+    LENGTH = "length"  # max_tokens
+    CONTEXT = "context"  # the context window is full
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class GenerationDone:
+    reason: FinishReason
+    stop_id: int | None
+    timings: Timings
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    """The worker died or failed mid-generation; `partial` keeps what had arrived."""
+
+    reason: str
+    partial: tuple[int, ...] = ()
+
+
+GenerationEvent = TokenStep | GenerationDone | TurnFailed
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: str
+    n_vocab: int
+    n_ctx: int
+    n_ctx_train: int
+    architecture: str
+    n_threads: int
+    load_ms: float
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+# --- pipe messages ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    path: str
+    n_ctx: int
+    n_threads: int
+    n_batch: int = 256
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    prompt_ids: tuple[int, ...]
+    stop_ids: tuple[int, ...]
+    sampling: Sampling
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """A quick question to the loaded model: `tokenize`, `token_bytes`, `vocab`."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShutdownRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    fraction: float
+
+
+@dataclass(frozen=True)
+class LoadFailed:
+    stage: str  # "vocabulary" (architecture, hyper-parameters, tokenizer) or "weights"
+    message: str
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class CallResult:
+    value: Any = None
+    error: str | None = None
+
+
+class ModelBackend(Protocol):
+    """The one seam to a model: what the chat session and tokenizer need of a backend."""
+
+    @property
+    def info(self) -> ModelInfo | None: ...
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        stop_ids: Sequence[int],
+        sampling: Sampling | None = None,
+        max_tokens: int = 512,
+        constraint: object = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[GenerationEvent]: ...
+
+    def call(self, name: str, *args: object) -> Any: ...

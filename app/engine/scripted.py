@@ -1,0 +1,83 @@
+"""A scripted token source with the worker's `generate` seam, for UI and flow tests and demos.
+
+It replays token ids given in advance (Harmony token text is encoded with the special
+tokens), one script per call, with the same event types as the real worker. It never stands
+in for the real-model tests; it sits beside them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+from app.engine.protocol import (
+    FinishReason,
+    GenerationDone,
+    GenerationEvent,
+    ModelInfo,
+    Sampling,
+    Timings,
+    TokenStep,
+    WorkerState,
+)
+from app.harmony import encoding as enc
+
+
+class ScriptedClient:
+    """Replays scripted generations in order."""
+
+    def __init__(self, scripts: Sequence[str | Sequence[int]]) -> None:
+        self.encoding = enc.load_encoding()
+        self._scripts = [
+            self.encoding.encode_with_specials(s) if isinstance(s, str) else list(s)
+            for s in scripts
+        ]
+        self.prompts: list[list[int]] = []
+        self.state = WorkerState.READY
+        self.info: ModelInfo | None = ModelInfo(
+            "scripted", enc.N_VOCAB, 8192, 131072, "gpt-oss", 1, 0.0
+        )
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        stop_ids: Sequence[int],
+        sampling: Sampling | None = None,
+        max_tokens: int = 512,
+        constraint: object = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[GenerationEvent]:
+        self.prompts.append(list(prompt_ids))
+        script = self._scripts.pop(0) if self._scripts else []
+        reason, stop_id, count = FinishReason.LENGTH, None, 0
+        for count, token in enumerate(script[:max_tokens], 1):
+            yield TokenStep(token, float(count))
+            if token in stop_ids:
+                reason, stop_id = FinishReason.STOP, token
+                break
+            if cancel is not None and cancel.is_set():
+                reason = FinishReason.CANCELLED
+                break
+        yield GenerationDone(
+            reason, stop_id, Timings(prompt_tokens=len(prompt_ids), generated=count)
+        )
+
+    def call(self, name: str, *args: object) -> object:
+        if name == "specials":
+            return {"bos": enc.START_OF_TEXT, "eos": enc.RETURN, "add_bos": False}
+        if name == "special_bytes":
+            ids = args[0]
+            assert isinstance(ids, list)
+            return [self.encoding.token_bytes(t) for t in ids]
+        if name == "tokenize":
+            text, special = args
+            assert isinstance(text, str)
+            return (
+                self.encoding.encode_with_specials(text)
+                if special
+                else self.encoding.encode_ordinary(text)
+            )
+        if name == "token_table":
+            return list(self.encoding.token_table)
+        raise ValueError(name)

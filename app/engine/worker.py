@@ -1,0 +1,233 @@
+"""The model worker: the only process that imports llama.cpp.
+
+Runs `serve(conn, cancel)` in its own OS process: loads one GGUF model, generates from
+prompt ids, and answers quick calls (tokenize, token bytes). Guarantees: every request gets
+an answer on the pipe; a generation checks the shared cancel flag between tokens and ends
+with `GenerationDone(CANCELLED)` when it is set; a load failure says at which stage it failed
+(vocabulary: architecture, hyper-parameters, tokenizer; weights: tensors) so the client can
+type the error without reading llama.cpp's text. If llama.cpp aborts the process, the client
+sees the pipe close and reports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
+from typing import Any
+
+from app.engine.protocol import (
+    CallRequest,
+    CallResult,
+    FinishReason,
+    GenerateRequest,
+    GenerationDone,
+    LoadFailed,
+    LoadProgress,
+    LoadRequest,
+    ModelInfo,
+    ShutdownRequest,
+    Timings,
+    TokenStep,
+)
+
+_PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
+
+
+_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
+_log = logging.getLogger("llama")
+
+
+def _native_log(level: int, text: bytes, _data: Any) -> None:
+    """llama.cpp's own log lines go to the `llama` logger, not straight to stderr."""
+    _log.log(_LEVELS.get(level, logging.DEBUG), text.decode("utf-8", "replace").rstrip())
+
+
+class _Worker:
+    def __init__(self, conn: Connection, cancel: Event) -> None:
+        import llama_cpp
+        import llama_cpp.llama_cpp as low_level
+
+        self.lc = llama_cpp
+        self.low = low_level  # the module `Llama` reads its default model params from
+        self.conn = conn
+        self.cancel = cancel
+        self.llm: Any = None
+        self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        self._log_callback = low_level.llama_log_callback(_native_log)
+        low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
+
+    # --- loading --------------------------------------------------------------------
+
+    def _progress_params(self) -> Any:
+        """Default model params that report load progress and stop on cancel."""
+        original = self.low.llama_model_default_params
+
+        def report(fraction: float, _data: Any) -> bool:
+            self.conn.send(LoadProgress(float(fraction)))
+            return not self.cancel.is_set()
+
+        callback = self.low.llama_progress_callback(report)
+
+        def params() -> Any:
+            p = original()
+            p.progress_callback = callback
+            return p
+
+        return params, callback
+
+    def load(self, req: LoadRequest) -> None:
+        start = time.perf_counter()
+        self.llm = None
+        try:
+            self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.conn.send(LoadFailed("vocabulary", str(exc)))
+            return
+        params, keep_alive = self._progress_params()
+        original = self.low.llama_model_default_params
+        self.low.llama_model_default_params = params
+        try:
+            self.llm = self.lc.Llama(
+                model_path=req.path,
+                n_ctx=req.n_ctx,
+                n_batch=req.n_batch,
+                n_threads=req.n_threads,
+                n_threads_batch=req.n_threads,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.conn.send(LoadFailed("weights", str(exc), cancelled=self.cancel.is_set()))
+            return
+        finally:
+            self.low.llama_model_default_params = original
+            del keep_alive
+        llm = self.llm
+        self.conn.send(
+            ModelInfo(
+                path=req.path,
+                n_vocab=llm.n_vocab(),
+                n_ctx=llm.n_ctx(),
+                n_ctx_train=llm._model.n_ctx_train(),
+                architecture=str(llm.metadata.get("general.architecture", "")),
+                n_threads=req.n_threads,
+                load_ms=(time.perf_counter() - start) * 1000,
+                metadata={k: v for k, v in llm.metadata.items() if len(v) < 65536},
+            )
+        )
+
+    # --- generation -----------------------------------------------------------------
+
+    def _reused(self, prompt: list[int]) -> int:
+        llm = self.llm
+        cached = llm._input_ids[: llm.n_tokens].tolist()
+        n = 0
+        for a, b in zip(cached, prompt[:-1], strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def generate(self, req: GenerateRequest) -> None:
+        llm, prompt, s = self.llm, list(req.prompt_ids), req.sampling
+        start = time.perf_counter()
+        if len(prompt) >= llm.n_ctx():
+            self.conn.send(
+                CallResult(
+                    error=f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
+                )
+            )
+            return
+        reused = self._reused(prompt)
+        if s.seed is not None:
+            llm.set_seed(s.seed)
+        stops = frozenset(req.stop_ids)
+        first_ms = 0.0
+        generated = 0
+        reason, stop_id = FinishReason.LENGTH, None
+        tokens = llm.generate(
+            prompt,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            min_p=s.min_p,
+            temp=s.temperature,
+            repeat_penalty=s.repeat_penalty,
+            reset=True,
+        )
+        for token in tokens:
+            now = (time.perf_counter() - start) * 1000
+            if generated == 0:
+                first_ms = now
+            generated += 1
+            self.conn.send(TokenStep(int(token), now))
+            if token in stops:
+                reason, stop_id = FinishReason.STOP, int(token)
+                break
+            if self.cancel.is_set():
+                reason = FinishReason.CANCELLED
+                break
+            if generated >= req.max_tokens:
+                break
+            if llm.n_tokens >= llm.n_ctx() - 1:
+                reason = FinishReason.CONTEXT
+                break
+        timings = Timings(
+            prompt_tokens=len(prompt),
+            prompt_reused=reused,
+            prompt_evaluated=len(prompt) - reused,
+            first_token_ms=first_ms,
+            total_ms=(time.perf_counter() - start) * 1000,
+            generated=generated,
+        )
+        self.conn.send(GenerationDone(reason, stop_id, timings))
+
+    # --- quick calls ----------------------------------------------------------------
+
+    def piece(self, token: int, special: bool) -> bytes:
+        vocab = self.llm._model.vocab
+        n = self.low.llama_token_to_piece(vocab, token, self._buf, _PIECE_BUFFER, 0, special)
+        return self._buf.raw[: max(n, 0)]
+
+    def call(self, req: CallRequest) -> None:
+        llm = self.llm
+        if req.name == "tokenize":
+            text, special = req.args
+            value: Any = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+        elif req.name == "token_table":
+            value = [self.piece(t, False) for t in range(llm.n_vocab())]
+        elif req.name == "special_bytes":
+            value = [self.piece(t, True) for t in req.args[0]]
+        elif req.name == "specials":
+            value = {
+                "bos": llm.token_bos(),
+                "eos": llm.token_eos(),
+                "add_bos": llm._model.add_bos_token(),
+            }
+        else:
+            self.conn.send(CallResult(error=f"unknown call {req.name!r}"))
+            return
+        self.conn.send(CallResult(value))
+
+    def serve(self) -> None:
+        while True:
+            req = self.conn.recv()
+            if isinstance(req, ShutdownRequest):
+                return
+            if isinstance(req, LoadRequest):
+                self.load(req)
+            elif self.llm is None:
+                self.conn.send(CallResult(error="no model is loaded"))
+            elif isinstance(req, GenerateRequest):
+                self.generate(req)
+            elif isinstance(req, CallRequest):
+                self.call(req)
+
+
+def serve(conn: Connection, cancel: Event) -> None:
+    """Process entry point."""
+    # EOF or a broken pipe means the app went away: there is nothing left to answer.
+    with contextlib.suppress(EOFError, BrokenPipeError, KeyboardInterrupt):
+        _Worker(conn, cancel).serve()

@@ -1,0 +1,130 @@
+"""`harmony-desk chat`: a conversation in the terminal, on the same engine the window uses.
+
+The visible answer (and preambles) stream to stdout; analysis goes to stderr only with
+`--show-analysis`; progress, timings and problems go to stderr. A load error exits with
+status 2 and says what is wrong; a failed turn exits 1 with `--prompt`, and the interactive
+loop goes on after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
+from app.domain.messages import ReasoningEffort
+from app.domain.visibility import Lane, shows_text
+from app.engine.chat import ChatEvent, ChatSession
+from app.engine.client import WorkerClient, default_threads
+from app.engine.protocol import GenerationDone, TurnFailed
+from app.templates.registry import default_template_name, get_template
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="default", help="a GGUF file, or 'default'")
+    parser.add_argument("--template", help="a chat template name (default: from the model)")
+    parser.add_argument("--reasoning-effort", choices=[e.value for e in ReasoningEffort])
+    parser.add_argument("--show-analysis", action="store_true", help="print reasoning to stderr")
+    parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--prompt", help="one message; without it, an interactive loop")
+    parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
+    parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
+    parser.add_argument("--seed", type=int, default=None)
+
+
+class _Printer:
+    def __init__(self, show_analysis: bool, out: TextIO, err: TextIO) -> None:
+        self.show_analysis, self.out, self.err = show_analysis, out, err
+        self.streamed: set[int] = set()
+
+    def __call__(self, event: ChatEvent) -> None:
+        if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
+            self.err.write("[analysis] ")
+        elif isinstance(event, ContentDelta):
+            self._text(event.lane, event.text, event.index)
+        elif isinstance(event, MessageDone):
+            if shows_text(event.lane) and event.index not in self.streamed:
+                self._text(event.lane, event.message.text, event.index)  # resolved late (W10, W24)
+            (self.err if event.lane is Lane.ANALYSIS else self.out).write(
+                "\n" if self._shown(event.lane) else ""
+            )
+        elif isinstance(event, ParseIssue) and event.severity.value != "debug":
+            self.err.write(f"[{event.code.value}] {event.message}\n")
+        elif isinstance(event, GenerationDone):
+            t = event.timings
+            self.err.write(
+                f"[{event.reason.value}: {t.generated} tokens,"
+                f" first after {t.first_token_ms:.0f} ms,"
+                f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
+                f" {t.prompt_reused} reused]\n"
+            )
+        elif isinstance(event, TurnFailed):
+            self.err.write(f"[turn failed] {event.reason}\n")
+        self.out.flush()
+
+    def _shown(self, lane: Lane) -> bool:
+        return shows_text(lane) or (lane is Lane.ANALYSIS and self.show_analysis)
+
+    def _text(self, lane: Lane, text: str, index: int) -> None:
+        if shows_text(lane):
+            self.streamed.add(index)
+            self.out.write(text)
+        elif lane is Lane.ANALYSIS and self.show_analysis:
+            self.err.write(text)
+
+
+def _status(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _model_path(name: str) -> str:
+    if name != "default":
+        return name
+    from app.engine.default_model import default_model_path
+
+    path = default_model_path(lambda f: _status(f"\rPreparing the default model… {f:4.0%}"))
+    sys.stderr.write("\r")
+    return str(path)
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """Run the chat command; returns the exit status."""
+    path = _model_path(args.model)
+    with WorkerClient() as client:
+        info = client.load(
+            path,
+            n_ctx=args.ctx or 4096,
+            n_threads=args.threads,
+            on_progress=lambda f: _status(f"\rLoading {path}… {f:4.0%}"),
+        )
+        name = args.template or default_template_name(info.metadata)
+        sys.stderr.write(
+            f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name}).\n"
+        )
+        template = get_template(name).for_model(info.metadata)
+        sampling = template.defaults.sampling(seed=args.seed)
+        session = ChatSession(client, template, sampling=sampling, max_tokens=args.max_tokens)
+        effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
+        printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
+        prompts = [args.prompt] if args.prompt is not None else _interactive()
+        status = 0
+        for text in prompts:
+            for event in session.send(text, reasoning_effort=effort):
+                printer(event)
+                if isinstance(event, TurnFailed):
+                    status = 1
+        return status if args.prompt is not None else 0
+
+
+def _interactive() -> Iterator[str]:
+    while True:
+        sys.stderr.write("> ")
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            return
+        if line.strip():
+            yield line.rstrip("\n")

@@ -1,0 +1,1 @@
+"""Chat templates: how a model family's prompts are written, with its sampling defaults."""

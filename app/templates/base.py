@@ -1,0 +1,116 @@
+"""What every chat template provides, and the tokenizer it writes with.
+
+A template turns a conversation into prompt token ids, names its stop ids, and makes the
+parser for the model's output. Template markers are tokenized with special-token parsing;
+message text never is (the prompt-injection guard).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.domain.events import ParseEvent
+from app.domain.messages import Conversation, Message, ReasoningEffort
+from app.engine.protocol import Sampling
+
+
+class Capability(StrEnum):
+    CHAT = "chat"
+    COMPLETION = "completion"  # a base model: the prompt goes in undecorated
+
+
+class TemplateDefaults(BaseModel):
+    """A template's defaults; the user may override them per model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_len: int = Field(4096, ge=16, description="Context length in tokens.")
+    temperature: float = Field(0.8, ge=0.0, le=2.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    top_k: int = Field(40, ge=0)
+    repetition_penalty: float = Field(1.0, ge=0.5, le=2.0)
+    stop_words: tuple[str, ...] = ()
+    capability: Capability = Capability.CHAT
+
+    def sampling(self, seed: int | None = None) -> Sampling:
+        return Sampling(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            repeat_penalty=self.repetition_penalty,
+            seed=seed,
+        )
+
+
+class Tokenizer(Protocol):
+    """The loaded model's tokenizer."""
+
+    @property
+    def n_vocab(self) -> int: ...
+
+    @property
+    def eos_id(self) -> int:
+        """The end-of-generation id the model declares (-1 when none)."""
+        ...
+
+    @property
+    def bos_ids(self) -> list[int]:
+        """What a prompt starts with ([] when the model adds no BOS)."""
+        ...
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]: ...
+
+    def token_table(self) -> Sequence[bytes]:
+        """The bytes of every id, control tokens as b""."""
+        ...
+
+    def special_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """The bytes of `ids`, control tokens spelled out."""
+        ...
+
+
+class OutputParser(Protocol):
+    """Turns generated ids into the same typed events the Harmony parser emits."""
+
+    messages: list[Message]  # the messages completed so far
+
+    def feed(self, token: int) -> list[ParseEvent]: ...
+
+    def finish(self, reason: str = "") -> list[ParseEvent]: ...
+
+
+class Template(ABC):
+    """A model family's prompt format."""
+
+    name: ClassVar[str]
+    defaults: ClassVar[TemplateDefaults] = TemplateDefaults()
+
+    @abstractmethod
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        tokenizer: Tokenizer,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> list[int]:
+        """The prompt for the model's next message."""
+
+    @abstractmethod
+    def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
+        """Ids that end a generation."""
+
+    @abstractmethod
+    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+        """A fresh parser for one generation."""
+
+    def check_model(self, tokenizer: Tokenizer) -> None:  # noqa: B027 - optional hook
+        """Raise `ModelLoadError` when the loaded model cannot use this template."""
+
+    def for_model(self, metadata: dict[str, Any]) -> Template:
+        """This template set up for a model (from its GGUF metadata); most need nothing."""
+        return self

@@ -1,0 +1,144 @@
+"""The built-in templates for plain-text chat models: chatml, qwen, gemma, llama-3, completion.
+
+Markers are tokenized with special-token parsing, message text without it; each template
+carries the sampling defaults its model family recommends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from app.domain.messages import Conversation, ReasoningEffort, Role
+from app.templates.base import Capability, OutputParser, Template, TemplateDefaults, Tokenizer
+from app.templates.registry import register_template
+from app.templates.text_output import TextOutputParser
+
+
+def _single(tokenizer: Tokenizer, marker: str) -> list[int]:
+    ids = tokenizer.tokenize(marker, special=True)
+    return ids if len(ids) == 1 else []
+
+
+class _Marked(Template):
+    """A template of `head(role) + text + tail` turns and a generation prompt."""
+
+    bos = ""
+    stop_markers: tuple[str, ...] = ()
+
+    def head(self, role: str) -> str:
+        raise NotImplementedError
+
+    tail = ""
+
+    def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
+        for m in conversation.messages:
+            if m.author.role is not Role.TOOL and m.channel in (None, "final"):
+                yield m.author.role.value, m.text
+
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        tokenizer: Tokenizer,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> list[int]:
+        out = tokenizer.tokenize(self.bos, special=True) if self.bos else []
+        for role, text in self.turns(conversation):
+            out += tokenizer.tokenize(self.head(role), special=True)
+            out += tokenizer.tokenize(text, special=False)
+            out += tokenizer.tokenize(self.tail, special=True)
+        return out + tokenizer.tokenize(self.head("assistant"), special=True)
+
+    def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
+        ids: list[int] = []
+        for marker in self.stop_markers:
+            ids += _single(tokenizer, marker)
+        eos = tokenizer.eos_id
+        return sorted(set(ids) | ({eos} if eos >= 0 else set()))
+
+    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+        return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
+
+
+@register_template("chatml")
+class ChatML(_Marked):
+    defaults = TemplateDefaults(
+        session_len=4096, temperature=0.7, top_p=0.9, top_k=40, stop_words=("<|im_end|>",)
+    )
+    stop_markers = ("<|im_end|>", "<|endoftext|>")
+    tail = "<|im_end|>\n"
+
+    def head(self, role: str) -> str:
+        return f"<|im_start|>{role}\n"
+
+
+@register_template("qwen")
+class Qwen(ChatML):
+    defaults = TemplateDefaults(
+        session_len=8192,
+        temperature=0.7,
+        top_p=0.8,
+        top_k=20,
+        repetition_penalty=1.05,
+        stop_words=("<|im_end|>",),
+    )
+
+
+@register_template("gemma")
+class Gemma(_Marked):
+    defaults = TemplateDefaults(
+        session_len=8192, temperature=1.0, top_p=0.95, top_k=64, stop_words=("<end_of_turn>",)
+    )
+    bos = "<bos>"
+    stop_markers = ("<end_of_turn>", "<eos>")
+    tail = "<end_of_turn>\n"
+
+    def head(self, role: str) -> str:
+        return f"<start_of_turn>{'model' if role == 'assistant' else 'user'}\n"
+
+    def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
+        system = ""
+        for role, text in super().turns(conversation):
+            if role in (
+                "system",
+                "developer",
+            ):  # Gemma has no system turn: it leads the next user turn
+                system += text + "\n\n"
+                continue
+            yield role, (system + text if role == "user" else text)
+            system = "" if role == "user" else system
+
+
+@register_template("llama-3")
+class Llama3(_Marked):
+    defaults = TemplateDefaults(
+        session_len=8192, temperature=0.6, top_p=0.9, top_k=40, stop_words=("<|eot_id|>",)
+    )
+    bos = "<|begin_of_text|>"
+    stop_markers = ("<|eot_id|>", "<|end_of_text|>")
+    tail = "<|eot_id|>"
+
+    def head(self, role: str) -> str:
+        return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
+
+
+@register_template("completion")
+class Completion(_Marked):
+    """A base model: the text so far, undecorated, to be continued."""
+
+    defaults = TemplateDefaults(
+        session_len=2048, temperature=0.8, top_p=0.95, top_k=40, capability=Capability.COMPLETION
+    )
+
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        tokenizer: Tokenizer,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> list[int]:
+        bos = tokenizer.bos_ids
+        text = "".join(
+            text for role, text in self.turns(conversation) if role in ("user", "assistant")
+        )
+        return list(bos) + tokenizer.tokenize(text, special=False)

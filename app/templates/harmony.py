@@ -1,0 +1,84 @@
+"""The `harmony` template: gpt-oss prompts rendered by our Harmony codec, fed as ids.
+
+Guarantees: the prompt is our renderer's ids (never text through llama.cpp's tokenizer); the
+stop ids are `<|return|>`, `<|call|>` and `<|endoftext|>`, never `<|end|>`; a model whose
+vocabulary disagrees with o200k_harmony (size or special tokens) is refused before use.
+"""
+
+from __future__ import annotations
+
+from app.domain.messages import Conversation, Message, ReasoningEffort, Role, SystemContent
+from app.errors import LoadProblem, ModelLoadError
+from app.harmony import encoding as enc
+from app.harmony.parser import StreamParser
+from app.harmony.renderer import Renderer, RenderMode
+from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
+from app.templates.registry import register_template
+
+_CHECKED_SPECIALS = (
+    enc.RETURN,
+    enc.CONSTRAIN,
+    enc.CHANNEL,
+    enc.START,
+    enc.END,
+    enc.MESSAGE,
+    enc.CALL,
+)
+
+
+def with_effort(conversation: Conversation, effort: ReasoningEffort) -> Conversation:
+    """The conversation with its system message asking for `effort` (one is added if absent)."""
+    messages = list(conversation.messages)
+    for i, m in enumerate(messages):
+        if m.author.role is Role.SYSTEM and isinstance(m.content[0], SystemContent):
+            system = m.content[0].model_copy(update={"reasoning_effort": effort})
+            messages[i] = m.model_copy(update={"content": (system, *m.content[1:])})
+            return Conversation(messages=tuple(messages))
+    first = Message.of(Role.SYSTEM, SystemContent(reasoning_effort=effort))
+    return Conversation(messages=(first, *messages))
+
+
+@register_template("harmony")
+class HarmonyTemplate(Template):
+    defaults = TemplateDefaults(
+        session_len=8192, temperature=1.0, top_p=1.0, top_k=0, repetition_penalty=1.0
+    )
+
+    def __init__(self) -> None:
+        self._renderer = Renderer()
+
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        tokenizer: Tokenizer,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> list[int]:
+        if reasoning_effort is not None:
+            conversation = with_effort(conversation, reasoning_effort)
+        return self._renderer.render(conversation, RenderMode.COMPLETION)
+
+    def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
+        return [enc.RETURN, enc.CALL, enc.END_OF_TEXT]
+
+    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+        return StreamParser(self._renderer.encoding)
+
+    def check_model(self, tokenizer: Tokenizer) -> None:
+        if tokenizer.n_vocab != enc.N_VOCAB:
+            raise ModelLoadError(
+                LoadProblem.INCOMPATIBLE_VOCABULARY,
+                "the model",
+                f"its vocabulary has {tokenizer.n_vocab} tokens,"
+                f" not the {enc.N_VOCAB} of o200k_harmony",
+            )
+        ours = self._renderer.encoding
+        theirs = tokenizer.special_bytes(list(_CHECKED_SPECIALS))
+        for token, piece in zip(_CHECKED_SPECIALS, theirs, strict=True):
+            if piece != ours.token_bytes(token):
+                raise ModelLoadError(
+                    LoadProblem.INCOMPATIBLE_VOCABULARY,
+                    "the model",
+                    f"its token {token} is {piece!r},"
+                    f" not {ours.token_bytes(token)!r} as in o200k_harmony",
+                )

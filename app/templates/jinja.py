@@ -1,0 +1,105 @@
+"""The `gguf-jinja` template: the chat template stored in the GGUF, rendered in a sandbox.
+
+Guarantees: the template runs in Jinja's immutable sandbox (no attribute tricks, no file or
+network access); message text is tokenized without special-token parsing even though the
+template writes one string: each message's content is rendered as a sentinel, the string is
+split at the sentinels, and only the template's own text is tokenized with special parsing.
+A template that rewrites message text (so the sentinels do not survive) is refused with a
+clear error when a message spells a control token, rather than risk an injection.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, NoReturn
+
+from app.domain.messages import Conversation, ReasoningEffort, Role
+from app.errors import HarmonyDeskError
+from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
+from app.templates.registry import register_template
+from app.templates.text_output import TextOutputParser
+
+_SENTINEL = re.compile("\ue000(\\d+)\ue001")
+
+
+class JinjaTemplateError(HarmonyDeskError):
+    """The model's own chat template cannot be used."""
+
+
+def _raise(message: str) -> NoReturn:
+    raise JinjaTemplateError(f"the model's chat template refused the conversation: {message}")
+
+
+@register_template("gguf-jinja")
+class GgufJinja(Template):
+    defaults = TemplateDefaults()
+
+    def __init__(self, source: str = "", bos: str = "", eos: str = "") -> None:
+        self.source, self.bos, self.eos = source, bos, eos
+
+    def for_model(self, metadata: dict[str, Any]) -> Template:
+        source = metadata.get("tokenizer.chat_template")
+        if not isinstance(source, str) or not source.strip():
+            raise JinjaTemplateError("this model stores no chat template; choose another template")
+        return GgufJinja(
+            source, str(metadata.get("x.bos_text", "")), str(metadata.get("x.eos_text", ""))
+        )
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        from jinja2 import TemplateError
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals.update(
+            raise_exception=_raise, strftime_now=lambda f: datetime.now().strftime(f)
+        )
+        try:
+            return env.from_string(self.source).render(
+                messages=messages,
+                add_generation_prompt=True,
+                bos_token=self.bos,
+                eos_token=self.eos,
+            )
+        except TemplateError as exc:
+            raise JinjaTemplateError(f"the model's chat template failed: {exc}") from exc
+
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        tokenizer: Tokenizer,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+    ) -> list[int]:
+        turns = [
+            (m.author.role.value, m.text)
+            for m in conversation.messages
+            if m.author.role is not Role.TOOL
+        ]
+        marked = self._render(
+            [{"role": r, "content": f"\ue000{i}\ue001"} for i, (r, _) in enumerate(turns)]
+        )
+        found = [int(i) for i in _SENTINEL.findall(marked)]
+        if sorted(found) == list(range(len(turns))):
+            out: list[int] = []
+            for i, part in enumerate(_SENTINEL.split(marked)):
+                if i % 2:
+                    out += tokenizer.tokenize(turns[int(part)][1], special=False)
+                elif part:
+                    out += tokenizer.tokenize(part, special=True)
+            return out
+        for _, text in turns:
+            if tokenizer.tokenize(text, special=True) != tokenizer.tokenize(text, special=False):
+                raise JinjaTemplateError(
+                    "the model's chat template rewrites message text, and a message spells a"
+                    " control token; choose a built-in template for this model"
+                )
+        return tokenizer.tokenize(
+            self._render([{"role": r, "content": t} for r, t in turns]), special=True
+        )
+
+    def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
+        return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
+
+    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+        return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))

@@ -1,0 +1,74 @@
+"""The template registry: names to template classes, refusing silent overwrites.
+
+`register_template("name")` adds a class; a second registration of the same name raises
+with how to replace it on purpose (`replace=True`); an unknown name raises with the valid
+names. `default_template_name` picks a template from GGUF metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.errors import HarmonyDeskError
+from app.templates.base import Template
+
+T = TypeVar("T", bound=type[Template])
+_REGISTRY: dict[str, type[Template]] = {}
+
+
+class TemplateError(HarmonyDeskError):
+    """An unknown or doubly registered template name."""
+
+
+def register_template(name: str, *, replace: bool = False) -> Callable[[T], T]:
+    """Class decorator: register a template under `name`."""
+
+    def add(cls: T) -> T:
+        if name in _REGISTRY and not replace:
+            raise TemplateError(
+                f"a template named {name!r} is already registered ({_REGISTRY[name].__name__});"
+                " pass replace=True to register_template to replace it on purpose"
+            )
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return add
+
+
+def template_names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def get_template(name: str) -> Template:
+    """A new instance of the template called `name`."""
+    _load_builtins()
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise TemplateError(
+            f"no chat template is called {name!r}; valid names: {', '.join(sorted(_REGISTRY))}"
+        )
+    return cls()
+
+
+def default_template_name(metadata: dict[str, Any]) -> str:
+    """The template the registry picks for a model, from its GGUF metadata."""
+    arch = str(metadata.get("general.architecture", ""))
+    text = metadata.get("tokenizer.chat_template")
+    if arch == "gpt-oss":
+        return "harmony"
+    if not isinstance(text, str) or not text.strip():
+        return "completion"
+    if "<|im_start|>" in text:
+        return "qwen" if arch.startswith("qwen") else "chatml"
+    if "<start_of_turn>" in text:
+        return "gemma"
+    if "<|start_header_id|>" in text:
+        return "llama-3"
+    return "gguf-jinja"
+
+
+def _load_builtins() -> None:
+    from app.templates import builtin, harmony, jinja  # noqa: F401 - registration side effects

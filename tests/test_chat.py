@@ -1,0 +1,73 @@
+"""The chat session: a scripted token source for the flow, and the real tiny model beside it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.domain.events import ContentDelta, MessageDone, MessageStarted, TurnDone
+from app.domain.messages import ReasoningEffort, Role, SystemContent
+from app.domain.visibility import Lane
+from app.engine.chat import ChatSession
+from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.scripted import ScriptedClient
+from app.templates.registry import get_template
+
+TURN = ("<|channel|>analysis<|message|>The user greets; reply kindly.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>Hello there!<|return|>")
+
+
+def test_scripted_turns_route_analysis_away_from_the_answer() -> None:
+    client = ScriptedClient([TURN, "<|channel|>final<|message|>Again!<|return|>"])
+    session = ChatSession(client, get_template("harmony"), today=dt.date(2026, 11, 22))  # type: ignore[arg-type]
+    events = list(session.send("Hi", reasoning_effort=ReasoningEffort.LOW))
+    visible = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)
+    assert visible == "Hello there!"
+    assert any(isinstance(e, MessageStarted) and e.lane is Lane.ANALYSIS for e in events)
+    assert isinstance(events[-1], GenerationDone) and isinstance(events[-2], TurnDone)
+    list(session.send("Once more"))
+    roles = [(m.author.role, m.channel) for m in session.conversation.messages]
+    assert roles == [(Role.SYSTEM, None), (Role.USER, None), (Role.ASSISTANT, "analysis"), (Role.ASSISTANT, "final"),
+                     (Role.USER, None), (Role.ASSISTANT, "final")]
+    system = session.conversation.messages[0].content[0]
+    assert isinstance(system, SystemContent) and system.reasoning_effort is ReasoningEffort.LOW
+    assert system.conversation_start_date == "2026-11-22"
+    assert session.turns[0].reasoning_effort is ReasoningEffort.LOW
+    text = client.encoding.decode(client.prompts[1])
+    assert "Reasoning: low" in text and "The user greets" not in text  # prior analysis dropped
+    assert text.endswith("<|start|>user<|message|>Once more<|end|><|start|>assistant")
+
+
+def test_partial_output_of_a_cut_turn_is_kept() -> None:
+    client = ScriptedClient(["<|channel|>final<|message|>Half of the answ"])
+    session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
+    events = list(session.send("Tell me"))
+    done = [e for e in events if isinstance(e, MessageDone)]
+    assert done[0].message.text == "Half of the answ" and not done[0].complete
+    assert session.conversation.messages[-1].text == "Half of the answ"
+
+
+def test_real_model_session_reuses_the_cache_on_turn_two(tiny_client: Any) -> None:
+    session = ChatSession(tiny_client, get_template("harmony"), max_tokens=12)
+    first = list(session.send("Hello"))
+    second = list(session.send("And again?"))
+    assert isinstance(first[-1], GenerationDone) and isinstance(second[-1], GenerationDone)
+    t1, t2 = first[-1].timings, second[-1].timings
+    assert t2.prompt_reused > 0 and t2.prompt_reused >= t1.prompt_tokens - 30
+    assert [m.author.role for m in session.conversation.messages][:2] == [Role.SYSTEM, Role.USER]
+    assert all(not isinstance(e, TurnFailed) for e in first + second)
+
+
+def test_headless_chat_command(tiny_model: Path, tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Hi", "--max-tokens", "6",
+           "--threads", "1", "--ctx", "512", "--show-analysis", "--reasoning-effort", "high"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Loaded gpt-oss model" in result.stderr and "template harmony" in result.stderr
+    assert "tokens, first after" in result.stderr
+    missing = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tmp_path / "no.gguf"),
+                              "--prompt", "Hi"], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "Cannot load the model" in missing.stderr and "no such file" in missing.stderr
