@@ -7,6 +7,7 @@ TIKTOKEN_ENCODINGS_BASE; we point it at the bundled `resources/` so nothing is d
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,10 @@ from app.harmony.renderer import Renderer
 from app.resources import resources_dir
 
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
+# The app's cache (the assembled default model) goes to a test folder, never the user's own.
+os.environ.setdefault(
+    "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
+)
 
 # CI replays the same examples every run; a developer's run explores new ones each time.
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -56,5 +61,23 @@ def tiny_client(tiny_model: Any) -> Any:
 
     client = WorkerClient()
     client.load(tiny_model, n_ctx=1024, n_threads=1)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def gemma_model() -> Any:
+    """The bundled default model (Gemma 3 270M base, Q4_K_M), assembled from its packages."""
+    from app.engine.default_model import default_model_path
+
+    return default_model_path()
+
+
+@pytest.fixture(scope="module")
+def gemma_client(gemma_model: Any) -> Any:
+    from app.engine.client import WorkerClient
+
+    client = WorkerClient()
+    client.load(gemma_model, n_ctx=1024, n_threads=1)
     yield client
     client.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-
 import pytest
 
 from app.engine.client import WorkerClient
@@ -31,6 +30,7 @@ def faults(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         (folder / f"{name}.gguf").write_bytes(content)
         out[name] = folder / f"{name}.gguf"
     out["missing_tensor"] = build(drop={"blk.1.attn_sinks.weight"})
+    out["aborts_llama"] = build(drop={"expert_count"})  # llama.cpp hits an assertion: SIGABRT
     out["unknown_architecture"] = _unknown_arch(folder / "frob.gguf")
     return out
 
@@ -53,7 +53,8 @@ def _unknown_arch(path: Path) -> Path:
     "fault, problem",
     [("truncated", LoadProblem.TRUNCATED), ("zeroed_header", LoadProblem.NOT_GGUF),
      ("random_bytes", LoadProblem.NOT_GGUF), ("wrong_magic", LoadProblem.NOT_GGUF), ("tiny", LoadProblem.NOT_GGUF),
-     ("missing_tensor", LoadProblem.LOAD_FAILED), ("unknown_architecture", LoadProblem.UNSUPPORTED_ARCHITECTURE)],
+     ("missing_tensor", LoadProblem.LOAD_FAILED), ("unknown_architecture", LoadProblem.UNSUPPORTED_ARCHITECTURE),
+     ("aborts_llama", LoadProblem.LOAD_FAILED)],
 )
 def test_fault_files_give_typed_errors_and_the_worker_recovers(
     faults: dict[str, Path], fault: str, problem: LoadProblem, tiny_model: Path

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from app.engine.client import WorkerClient
-from app.engine.protocol import FinishReason, GenerationDone, Sampling, TokenStep, TurnFailed, WorkerState
+from app.engine.protocol import (
+    FinishReason,
+    GenerationDone,
+    Sampling,
+    TokenStep,
+    TurnFailed,
+    WorkerState,
+)
 from app.harmony import encoding as enc
 from app.harmony.renderer import Renderer
 from tests.fixed_conversations import fixed_conversations
@@ -70,7 +77,7 @@ def test_a_stop_id_ends_generation_and_is_reported(tiny_client: WorkerClient) ->
 
 def test_follow_up_turn_reuses_the_kv_cache_and_matches_a_fresh_evaluation(tiny_client: WorkerClient, tiny_model: Any) -> None:
     p1 = prompt()
-    out1, done1 = run(tiny_client, p1, max_tokens=8)
+    out1, _done1 = run(tiny_client, p1, max_tokens=8)
     p2 = p1 + out1 + Renderer().encoding.encode_ordinary(" and more")
     out2, done2 = run(tiny_client, p2, max_tokens=8)
     assert done2.timings.prompt_reused >= len(p1)

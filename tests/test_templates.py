@@ -7,6 +7,7 @@ tokenizer) live in test_engine_models.py; these pin the logic without a model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import pytest
 
@@ -14,18 +15,24 @@ from app.domain.events import ContentDelta, MessageDone, StopReason, TurnDone
 from app.domain.messages import Conversation, Message, Role
 from app.domain.visibility import Lane
 from app.templates.base import Template
-from app.templates.registry import TemplateError, default_template_name, get_template, register_template, template_names
+from app.templates.registry import (
+    TemplateError,
+    default_template_name,
+    get_template,
+    register_template,
+    template_names,
+)
 from app.templates.text_output import TextOutputParser
 
 
 class WordTokenizer:
     """A scripted tokenizer: each known marker is one id, text is one id per character."""
 
-    MARKERS = ["<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>",
+    MARKERS: ClassVar[list[str]] = ["<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>",
                "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
     n_vocab = 1000
     eos_id = 1001
-    bos_ids: list[int] = []
+    bos_ids: ClassVar[list[int]] = []
 
     def tokenize(self, text: str, *, special: bool) -> list[int]:
         out: list[int] = []
@@ -49,7 +56,7 @@ class WordTokenizer:
 
 def test_registry_names_and_errors() -> None:
     assert {"harmony", "chatml", "gemma", "llama-3", "qwen", "completion", "gguf-jinja"} <= set(template_names())
-    with pytest.raises(TemplateError, match="valid names: .*chatml"):
+    with pytest.raises(TemplateError, match=r"valid names: .*chatml"):
         get_template("nope")
     with pytest.raises(TemplateError, match="replace=True"):
         register_template("chatml")(type("Again", (Template,), {}))

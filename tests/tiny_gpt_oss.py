@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from app.harmony.encoding import N_VOCAB, START_OF_TEXT, default_vocab_path, read_ranks, special_tokens
+from app.harmony.encoding import (
+    N_VOCAB,
+    START_OF_TEXT,
+    default_vocab_path,
+    read_ranks,
+    special_tokens,
+)
 
 BUILDER_VERSION = 1
 N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF, N_EXPERT, N_LAYER = 64, 2, 1, 64, 64, 4, 2
@@ -108,11 +114,19 @@ def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 def _write(path: Path, seed: int, drop: Collection[str]) -> None:
+    """Write the model; `drop` names tensors or metadata keys (without the arch prefix) to leave out."""
     import gguf
 
     tokens, types, merges = vocabulary()
     w = gguf.GGUFWriter(str(path), arch="gpt-oss")
     a = "gpt-oss."
+    real_add_uint32 = w.add_uint32
+
+    def add_uint32(key: str, value: int) -> None:
+        if key.removeprefix(a) not in drop:
+            real_add_uint32(key, value)
+
+    w.add_uint32 = add_uint32  # type: ignore[method-assign]
     w.add_string("general.name", "tiny-gpt-oss-test")
     w.add_uint32(a + "context_length", 131072)
     w.add_uint32(a + "embedding_length", N_EMBD)

@@ -149,6 +149,7 @@ class LoadRequest:
     n_ctx: int
     n_threads: int
     n_batch: int = 256
+    extra_buffers: bool = False  # llama.cpp's repack/AMX buffers: faster on some CPUs, crashed here
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,10 @@ from app.engine.protocol import (
 _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
 
 
-_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
+# ggml's levels: 1 info, 2 warning, 3 error, 4 debug, 5 continuation of the previous line.
+_LEVELS = {1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
 _log = logging.getLogger("llama")
+_log.addHandler(logging.NullHandler())  # silent unless the app attaches a handler (debug pane)
 
 
 def _native_log(level: int, text: bytes, _data: Any) -> None:
@@ -62,7 +64,7 @@ class _Worker:
 
     # --- loading --------------------------------------------------------------------
 
-    def _progress_params(self) -> Any:
+    def _progress_params(self, extra_buffers: bool) -> Any:
         """Default model params that report load progress and stop on cancel."""
         original = self.low.llama_model_default_params
 
@@ -75,6 +77,9 @@ class _Worker:
         def params() -> Any:
             p = original()
             p.progress_callback = callback
+            # llama.cpp's CPU "extra buffer" (weight repacking, AMX) path crashed with SIGSEGV on
+            # Q4_K weights on these machines (AVX-512/AMX CPUs); plain buffers are safe everywhere.
+            p.use_extra_bufts = extra_buffers
             return p
 
         return params, callback
@@ -87,7 +92,7 @@ class _Worker:
         except (ValueError, RuntimeError, OSError) as exc:
             self.conn.send(LoadFailed("vocabulary", str(exc)))
             return
-        params, keep_alive = self._progress_params()
+        params, keep_alive = self._progress_params(req.extra_buffers)
         original = self.low.llama_model_default_params
         self.low.llama_model_default_params = params
         try:
