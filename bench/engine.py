@@ -1,0 +1,228 @@
+"""Engine benchmark: our worker path next to raw llama-cpp-python, measured in one run.
+
+Usage: python bench/engine.py [--tokens 128] [--threads 1] [--turns 20]
+
+Prints, per model (the bundled Gemma 3 270M Q4_K_M and the tiny test gpt-oss):
+- decode tokens/s through our worker + output parser + event path vs raw `Llama.generate`
+  in-process on the same model, prompt, greedy sampling and thread count (goal ≥ 0.97);
+- time to first token at turn 1 and turn N of a growing conversation, with our KV-cache reuse
+  vs a full re-evaluation each turn (goal: turn-N / turn-1 ≤ 1.2 with reuse);
+- cancel latency (goal ≤ 100 ms), model load time, the worker's peak memory, and the app
+  side's idle memory without a model.
+Runs one thing at a time (never two models computing at once): on 2 cores, parallel load
+makes llama.cpp's spin-waiting threads collapse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from app.domain.messages import Conversation, Message, Role
+from app.engine.client import WorkerClient
+from app.engine.default_model import default_model_path
+from app.engine.protocol import GenerationDone, Sampling, TokenStep
+from app.engine.tokenizer import ModelTokenizer
+from app.templates.registry import get_template
+
+GREEDY = Sampling(temperature=0.0)
+WORDS = "the quick brown fox jumps over the lazy dog while the model keeps answering".split()  # noqa: SIM905
+
+
+def _raw_child(path: str, prompt: list[int], n: int, threads: int, out: Connection) -> None:
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    original = low.llama_model_default_params
+
+    def params() -> object:
+        p = original()
+        p.use_extra_bufts = False  # the same model parameters our worker uses
+        return p
+
+    low.llama_model_default_params = params
+    llm = llama_cpp.Llama(
+        model_path=path,
+        n_ctx=4096,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_batch=256,
+        verbose=False,
+    )
+    rates = []
+    for _ in range(3):
+        stamps = []
+        for _token in llm.generate(
+            prompt, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True
+        ):
+            stamps.append(time.perf_counter())
+            if len(stamps) >= n:
+                break
+        rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
+    out.send(statistics.median(rates))
+
+
+def raw_decode_rate(path: Path, prompt: list[int], n: int, threads: int) -> float:
+    """Tokens/s of raw `Llama.generate` (decode only: first to last token), in its own process
+    like our worker, so the ratio shows the cost of our pipe, parser and events alone."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_raw_child, args=(str(path), prompt, n, threads, child))
+    proc.start()
+    rate = float(parent.recv())
+    proc.join()
+    return rate
+
+
+def our_decode_rate(client: WorkerClient, template_name: str, prompt: list[int], n: int) -> float:
+    """Tokens/s through the worker, the pipe, the output parser and the events."""
+    tok = ModelTokenizer(client)
+    parser = get_template(template_name).output_parser(tok)
+    stamps = []
+    for event in client.generate(prompt, stop_ids=[], sampling=GREEDY, max_tokens=n):
+        if isinstance(event, TokenStep):
+            parser.feed(event.token)
+            stamps.append(time.perf_counter())
+    parser.finish()
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0])
+
+
+def _turn_text(i: int, k: int) -> str:
+    return " ".join(WORDS[(i + j) % len(WORDS)] for j in range(k))
+
+
+def _user_turn(template_name: str, tok: ModelTokenizer, text: str) -> list[int]:
+    """The ids a new user turn adds: its frame and the generation prompt (no BOS)."""
+    ids = get_template(template_name).prompt_ids(
+        Conversation(messages=(Message.of(Role.USER, text),)), tok
+    )
+    return ids[len(tok.bos_ids) :]
+
+
+def ttft_series(client: WorkerClient, template_name: str, turns: int, reuse: bool) -> list[float]:
+    """First-token latency (ms) per turn of an append-only conversation: each turn adds the
+    model's own reply (32 tokens, generated) and a new user message of about 25 words."""
+    tok = ModelTokenizer(client)
+    close = tok.tokenize("<end_of_turn>\n", special=True) if template_name == "gemma" else [200007]
+    prompt = tok.bos_ids + _user_turn(template_name, tok, _turn_text(0, 25))
+    flush = tok.tokenize("Unrelated.", special=False) or [1]
+    out = []
+    for i in range(turns):
+        if not reuse:  # push the conversation out of the cache: a server that re-reads history
+            list(client.generate(flush, stop_ids=[], sampling=GREEDY, max_tokens=1))
+        reply: list[int] = []
+        for event in client.generate(prompt, stop_ids=[], sampling=GREEDY, max_tokens=32):
+            if isinstance(event, TokenStep):
+                reply.append(event.token)
+            elif isinstance(event, GenerationDone):
+                out.append(event.timings.first_token_ms)
+        prompt = prompt + reply + close + _user_turn(template_name, tok, _turn_text(i + 1, 25))
+    return out
+
+
+def cancel_latency(client: WorkerClient, prompt: list[int]) -> float:
+    cancel = threading.Event()
+    set_at = 0.0
+    for event in client.generate(
+        prompt, stop_ids=[], sampling=GREEDY, max_tokens=1500, cancel=cancel
+    ):
+        if isinstance(event, TokenStep) and not cancel.is_set() and event.t_ms > 200:
+            set_at = time.perf_counter()
+            cancel.set()
+        if isinstance(event, GenerationDone):
+            return (time.perf_counter() - set_at) * 1000
+    return float("nan")
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def idle_app_rss_mib() -> float:
+    code = (
+        "import app.cli, app.engine.chat, app.engine.client, app.harmony.parser;"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1])"
+    )
+    return (
+        int(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        / 1024
+    )
+
+
+def bench_model(label: str, path: Path, template_name: str, args: argparse.Namespace) -> None:
+    with WorkerClient() as client:
+        info = client.load(path, n_ctx=4096, n_threads=args.threads)
+        tok = ModelTokenizer(client)
+        prompt = get_template(template_name).prompt_ids(
+            Conversation(messages=(Message.of(Role.USER, "Tell me a long story about a fox."),)),
+            tok,
+        )
+        ours = statistics.median(
+            our_decode_rate(client, template_name, prompt, args.tokens) for _ in range(3)
+        )
+        reuse = ttft_series(client, template_name, args.turns, reuse=True)
+        full = ttft_series(client, template_name, args.turns, reuse=False)
+        cancel = statistics.median(cancel_latency(client, prompt) for _ in range(3))
+        peak = peak_rss_mib(client.pid or 0)
+    raw = statistics.median(
+        raw_decode_rate(path, prompt, args.tokens, args.threads) for _ in range(3)
+    )
+    n = args.turns
+    print(f"\n== {label}: {path.name} ({info.architecture}), template {template_name}")
+    print(f"   {args.threads} thread(s), greedy, {args.tokens} tokens per decode run")
+    print(f"{'measure':46}{'ours':>11}{'reference':>11}{'ratio':>8}")
+    _row("decode tok/s (ours vs raw Llama.generate)", ours, raw)
+    _row("TTFT turn 1, ms (KV reuse vs full re-eval)", reuse[0], full[0])
+    _row(f"TTFT turn {n}, ms (KV reuse vs full re-eval)", reuse[-1], full[-1])
+    _row(
+        f"TTFT turn {n} / turn 1 (goal <= 1.2 w/ reuse)",
+        reuse[-1] / reuse[0],
+        full[-1] / full[0],
+        ratio=False,
+    )
+    _row("cancel latency, ms (goal <= 100)", cancel)
+    _row("model load, ms", info.load_ms)
+    _row("worker peak memory, MiB", peak)
+
+
+def _row(label: str, ours: float, reference: float | None = None, *, ratio: bool = True) -> None:
+    line = f"{label:46}{ours:>11.2f}"
+    if reference is not None:
+        line += f"{reference:>11.2f}"
+        if ratio:
+            line += f"{ours / reference:>8.2f}"
+    print(line)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--skip-tiny", action="store_true")
+    args = ap.parse_args()
+    print(f"app side idle memory without a model: {idle_app_rss_mib():.0f} MiB")
+    bench_model("default model", default_model_path(), "gemma", args)
+    if not args.skip_tiny:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.tiny_gpt_oss import build
+
+        bench_model("tiny gpt-oss (random weights)", build(), "harmony", args)
+
+
+if __name__ == "__main__":
+    main()
