@@ -33,6 +33,7 @@ test: lint
 
 bench: $(VENV)/.test
 	$(BIN)/python bench/harmony_codec.py
+	$(BIN)/python bench/engine.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -100,21 +100,23 @@ def _harmony(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gui() -> int:
+def _app(parser: argparse.ArgumentParser) -> int:
+    """The app without a subcommand: for now, the terminal chat on the default model."""
+    from app.headless_chat import run_chat
+
     print(
-        "Harmony Desk: the chat window and the bundled default model are not part of this\n"
-        "build yet. What works now, headless:\n"
-        "  harmony-desk harmony render   conversations (JSON Lines) -> Harmony token ids\n"
-        "  harmony-desk harmony parse    token ids (JSON Lines) -> messages and errors\n"
-        "See README.md for the exact contract.",
+        "Harmony Desk: the window is not part of this build yet; starting the terminal chat on the"
+        " bundled default model (Gemma 3 270M, a base model: it continues your text).\n"
+        "Type a message and press Enter; Ctrl+D quits. `harmony-desk --help` lists the commands.",
         file=sys.stderr,
     )
-    return 0
+    return run_chat(parser.parse_args(["chat"]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args = parser.parse_args(argv)
     try:
         if args.command == "harmony":
             return _harmony(args)
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.headless_chat import run_chat
 
             return run_chat(args)
-        return _gui()
+        return _app(parser)
     except HarmonyDeskError as exc:
         print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)
         return 2

@@ -68,7 +68,7 @@ def test_parse_strict_flag_and_role_null(encoding: enc.HarmonyEncoding) -> None:
     assert code == 0 and out[0]["messages"][0]["role"] == "user" and out[0]["errors"] == []
 
 
-def test_default_command_explains_itself() -> None:
-    code, out, err = cli()
+def test_default_command_starts_the_terminal_chat_on_the_default_model(gemma_model: Any) -> None:
+    code, out, err = cli(stdin="")  # stdin closed at once: load, then leave
     assert code == 0 and out == []
-    assert "harmony-desk harmony render" in err
+    assert "terminal chat" in err and "Loaded gemma3 model" in err and "template completion" in err
