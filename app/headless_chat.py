@@ -13,12 +13,16 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
+from pydantic import ValidationError
+
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
 from app.domain.visibility import Lane, shows_text
 from app.engine.chat import ChatEvent, ChatSession
 from app.engine.client import WorkerClient, default_threads
 from app.engine.protocol import GenerationDone, TurnFailed
+from app.errors import InvalidInputError
+from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
 
 
@@ -32,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--temperature", type=float, help="remembered for this model")
+    parser.add_argument("--top-p", type=float, help="remembered for this model")
+    parser.add_argument("--top-k", type=int, help="remembered for this model")
+    parser.add_argument("--repeat-penalty", type=float, help="remembered for this model")
 
 
 class _Printer:
@@ -90,6 +98,23 @@ def _model_path(name: str) -> str:
     return str(path)
 
 
+def _choice(args: argparse.Namespace) -> ModelChoice:
+    """The choices given on the command line, checked before they are remembered."""
+    if args.template:
+        get_template(args.template)  # an unknown name fails here, and is not remembered
+    try:
+        return ModelChoice(
+            template=args.template,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            repetition_penalty=args.repeat_penalty,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        raise InvalidInputError(f"invalid sampling value ({problems})") from exc
+
+
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
     path = _model_path(args.model)
@@ -100,12 +125,13 @@ def run_chat(args: argparse.Namespace) -> int:
             n_threads=args.threads,
             on_progress=lambda f: _status(f"\rLoading {path}… {f:4.0%}"),
         )
-        name = args.template or default_template_name(info.metadata)
+        choice = ChoiceStore().remember(path, _choice(args))
+        name = choice.template or default_template_name(info.metadata)
         sys.stderr.write(
             f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name}).\n"
         )
         template = get_template(name).for_model(info.metadata)
-        sampling = template.defaults.sampling(seed=args.seed)
+        sampling = choice.apply(template.defaults).sampling(seed=args.seed)
         session = ChatSession(client, template, sampling=sampling, max_tokens=args.max_tokens)
         effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
         printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)

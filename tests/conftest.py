@@ -19,6 +19,7 @@ from app.resources import resources_dir
 
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
 # The app's cache (the assembled default model) goes to a test folder, never the user's own.
+os.environ["HARMONY_DESK_CONFIG"] = str(Path.home() / ".cache" / "harmony-desk-tests" / "config")
 os.environ.setdefault(
     "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
 )

@@ -71,3 +71,24 @@ def test_headless_chat_command(tiny_model: Path, tmp_path: Path) -> None:
     missing = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tmp_path / "no.gguf"),
                               "--prompt", "Hi"], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "Cannot load the model" in missing.stderr and "no such file" in missing.stderr
+
+
+def test_template_and_sampling_choices_are_remembered_per_model(tiny_model: Path, tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path)}
+    base = [sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Hi", "--max-tokens", "2",
+            "--threads", "1", "--ctx", "256"]
+    first = subprocess.run([*base, "--template", "chatml", "--temperature", "0.3"], capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0 and "template chatml" in first.stderr
+    second = subprocess.run(base, capture_output=True, text=True, env=env, timeout=300)
+    assert second.returncode == 0 and "template chatml" in second.stderr
+    from app.templates.choices import ChoiceStore
+
+    stored = ChoiceStore(tmp_path / "models.json").get(tiny_model)
+    assert (stored.template, stored.temperature) == ("chatml", 0.3)
+    bad = subprocess.run([*base, "--template", "nope"], capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and "valid names" in bad.stderr
+    assert ChoiceStore(tmp_path / "models.json").get(tiny_model).template == "chatml"
+    hot = subprocess.run([*base, "--temperature", "9"], capture_output=True, text=True, env=env, timeout=300)
+    assert hot.returncode == 2 and "temperature" in hot.stderr

@@ -3,6 +3,7 @@ cancel, and a worker killed mid-answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -138,3 +139,39 @@ def test_a_worker_killed_mid_answer_becomes_turn_failed_and_restarts(tiny_model:
         again, done = run(client, prompt(), max_tokens=3)  # the next request restarts the worker
         assert client.pid != first_pid and client.state is WorkerState.READY
         assert isinstance(done, GenerationDone) and len(again) == 3
+
+
+def test_async_client_streams_without_blocking_the_loop_and_cancels_on_exit(tiny_model: Any) -> None:
+    import asyncio
+
+    from app.engine.async_client import AsyncWorkerClient
+
+    async def scenario() -> tuple[list[int], int, WorkerState, list[float]]:
+        client = AsyncWorkerClient()
+        progress: list[float] = []
+        await client.load(tiny_model, n_ctx=512, n_threads=1, on_progress=progress.append)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        tick_task = asyncio.create_task(ticker())
+        tokens: list[int] = []
+        stream = client.generate(prompt(), stop_ids=[], sampling=GREEDY, max_tokens=500)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                if isinstance(event, TokenStep):
+                    tokens.append(event.token)
+                    if len(tokens) == 6:
+                        break  # leaving the block closes the stream, which cancels the generation
+        tick_task.cancel()
+        state = client.client.state
+        await client.close()
+        return tokens, ticks, state, progress
+
+    tokens, ticks, state, progress = asyncio.run(scenario())
+    assert len(tokens) == 6 and ticks > 0 and progress[-1] == pytest.approx(1.0)
+    assert state is WorkerState.READY

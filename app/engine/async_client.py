@@ -1,8 +1,8 @@
 """`WorkerClient` for asyncio code (the window's qasync loop): the same calls, awaitable.
 
 The blocking pipe work runs in a helper thread; events come back through the loop, so the
-loop never blocks. Cancelling the consuming task (or leaving the `async for`) cancels the
-generation, and the worker stays ready.
+loop never blocks. Closing the stream (`async with contextlib.aclosing(stream)`, or cancelling
+the consuming task) cancels the generation, and the worker stays ready.
 """
 
 from __future__ import annotations

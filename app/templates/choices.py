@@ -1,0 +1,76 @@
+"""Per-model choices the user made (template, sampling values), remembered across runs.
+
+Guarantees: stored as JSON in the per-user config folder (`HARMONY_DESK_CONFIG` overrides it),
+written atomically; a missing or damaged file reads as "no choices" and is never fatal; values
+are validated with the same bounds as the template defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.fileio import write_atomic
+from app.templates.base import TemplateDefaults
+
+
+def config_dir() -> Path:
+    root = os.environ.get("HARMONY_DESK_CONFIG")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "harmony-desk"
+
+
+class ModelChoice(BaseModel):
+    """What the user chose for one model; None means "the template's default"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    template: str | None = None
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=0)
+    repetition_penalty: float | None = Field(None, ge=0.5, le=2.0)
+
+    def merged(self, newer: ModelChoice) -> ModelChoice:
+        """These choices with every value `newer` sets replacing ours."""
+        return self.model_copy(update=newer.model_dump(exclude_none=True))
+
+    def apply(self, defaults: TemplateDefaults) -> TemplateDefaults:
+        """The template's defaults with these choices on top."""
+        values = self.model_dump(exclude_none=True, exclude={"template"})
+        return defaults.model_copy(update=values)
+
+
+class ChoiceStore:
+    """The remembered choices of every model, keyed by the model file's absolute path."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or config_dir() / "models.json"
+
+    def _all(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, model: str | Path) -> ModelChoice:
+        raw = self._all().get(str(Path(model).resolve()))
+        try:
+            return ModelChoice.model_validate(raw) if isinstance(raw, dict) else ModelChoice()
+        except ValidationError:
+            return ModelChoice()
+
+    def remember(self, model: str | Path, choice: ModelChoice) -> ModelChoice:
+        """Merge `choice` into what is stored for `model`; return the result."""
+        merged = self.get(model).merged(choice)
+        data = self._all()
+        data[str(Path(model).resolve())] = merged.model_dump(exclude_none=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return merged
