@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.engine.constraint import Constraint
 from app.engine.gguf_info import read_gguf
 from app.engine.protocol import (
     CallRequest,
@@ -265,14 +266,14 @@ class WorkerClient:
         constraint: object = None,
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]:
-        """Stream the generation for `prompt_ids`; see the module guarantees."""
-        if constraint is not None:
-            raise NotImplementedError("constrained generation arrives with JSON mode")
+        """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
+        makes every token follow its grammar (JSON mode)."""
         self._ensure_ready()
         self._set(WorkerState.GENERATING)
         self._cancel.clear()
+        grammar = constraint.grammar if isinstance(constraint, Constraint) else None
         request = GenerateRequest(
-            tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens
+            tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens, grammar
         )
         partial: list[int] = []
         try:

@@ -158,6 +158,7 @@ class GenerateRequest:
     stop_ids: tuple[int, ...]
     sampling: Sampling
     max_tokens: int
+    grammar: str | None = None  # an llguidance grammar the tokens must follow
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ class _Worker:
         self.conn = conn
         self.cancel = cancel
         self.llm: Any = None
+        self._mask_factory: Any = None
+        self._mask_factory_llm: Any = None
         self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
         self._log_callback = low_level.llama_log_callback(_native_log)
         low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
@@ -153,8 +155,16 @@ class _Worker:
         first_ms = 0.0
         generated = 0
         reason, stop_id = FinishReason.LENGTH, None
+        mask = None
+        if req.grammar is not None:
+            try:
+                mask = self._masks().mask(req.grammar, req.stop_ids)
+            except ValueError as exc:
+                self.conn.send(CallResult(error=f"the JSON constraint could not be set up: {exc}"))
+                return
         tokens = llm.generate(
             prompt,
+            logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
             top_k=s.top_k,
             top_p=s.top_p,
             min_p=s.min_p,
@@ -168,6 +178,9 @@ class _Worker:
                 first_ms = now
             generated += 1
             self.conn.send(TokenStep(int(token), now))
+            if mask is not None and (not mask.consume(int(token)) or mask.finished):
+                reason, stop_id = FinishReason.STOP, int(token) if token in stops else None
+                break
             if token in stops:
                 reason, stop_id = FinishReason.STOP, int(token)
                 break
@@ -188,6 +201,13 @@ class _Worker:
             generated=generated,
         )
         self.conn.send(GenerationDone(reason, stop_id, timings))
+
+    def _masks(self) -> Any:
+        if self._mask_factory is None or self._mask_factory_llm is not self.llm:
+            from app.engine.masking import MaskFactory
+
+            self._mask_factory, self._mask_factory_llm = MaskFactory(self.llm), self.llm
+        return self._mask_factory
 
     # --- quick calls ----------------------------------------------------------------
 

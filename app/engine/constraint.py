@@ -1,0 +1,282 @@
+"""JSON mode: response formats, schema checks, and the grammars the worker enforces.
+
+Guarantees:
+- A schema is checked before generation: it must be a valid JSON Schema (its meta-schema) and
+  every keyword must be one the constraint engine (llguidance) enforces; otherwise a
+  `SchemaError` names the keyword or the place, never a silent widening.
+- For Harmony models only the `final` body (or the arguments of a tool call) is constrained;
+  analysis stays free text. The header words the app knows in advance are grammar tokens given
+  by id (`<[id]>`), so the model cannot spell them in non-canonical pieces, and the grammar
+  ends with the right stop id (`<|return|>` after an answer, `<|call|>` after a call).
+- For other models the whole answer is constrained.
+- JSON is written without free whitespace: a small model cannot loop in blank space.
+- A `Constraint` is a plain value (a grammar string): it crosses the worker pipe unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.errors import ErrorCode, HarmonyDeskError
+from app.harmony import encoding as enc
+
+# Keywords llguidance refuses (measured with llguidance 1.9): named in the error with their place.
+_UNSUPPORTED = frozenset(
+    {
+        "not",
+        "if",
+        "then",
+        "else",
+        "uniqueItems",
+        "dependentRequired",
+        "dependentSchemas",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "propertyNames",
+    }
+)
+_JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}
+
+
+class SchemaError(HarmonyDeskError):
+    """A schema that cannot be enforced: which keyword, and where."""
+
+    code = ErrorCode.INPUT_INVALID
+
+
+class JsonSchemaFormat(BaseModel):
+    """`response_format.json_schema` of OpenAI-style APIs (Databricks' included)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field("response", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    schema_: dict[str, Any] = Field(default_factory=lambda: {"type": "object"}, alias="schema")
+    strict: bool = True
+
+
+class ResponseFormat(BaseModel):
+    """`text`, any JSON object, or JSON matching a schema."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["text", "json_object", "json_schema"] = "text"
+    json_schema: JsonSchemaFormat | None = None
+
+    @property
+    def json_schema_dict(self) -> dict[str, Any] | None:
+        """The schema the answer must match (None for plain text)."""
+        if self.type == "json_object":
+            return {"type": "object"}
+        if self.type == "json_schema":
+            return (self.json_schema or JsonSchemaFormat()).schema_
+        return None
+
+
+ToolChoice = Literal["auto", "none", "required"] | str  # a name forces a call to that function
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the worker enforces: an llguidance grammar (Lark text)."""
+
+    grammar: str
+    description: str = ""
+
+
+def check_schema(schema: Mapping[str, Any]) -> None:
+    """Raise `SchemaError` unless `schema` is valid and fully enforceable."""
+    from jsonschema import SchemaError as MetaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(schema).check_schema(dict(schema))
+    except MetaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise SchemaError(f"the schema is not valid JSON Schema at {where}: {exc.message}") from exc
+    grammar = "start: body\nbody: %json " + json.dumps(_with_options(schema))
+    try:
+        _compile(grammar)
+    except SchemaError as exc:
+        places = _paths_of(schema, _UNSUPPORTED)
+        if places:
+            names = sorted({p.rsplit("/", 1)[1] for p in places})
+            raise SchemaError(
+                f"the schema uses keywords JSON mode cannot enforce: {names} at {', '.join(places)}"
+            ) from exc
+        raise
+
+
+def _with_options(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {**schema, "x-guidance": {**_JSON_OPTIONS, **schema.get("x-guidance", {})}}
+
+
+def _compile(lark: str) -> str:
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_lark(lark)
+    is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
+    if is_error or messages:  # a warning means a keyword would be ignored: a silent widening
+        raise SchemaError(f"the schema cannot be enforced: {_first_line(messages)}")
+    return grammar
+
+
+def _first_line(messages: list[str]) -> str:
+    return "; ".join(m.splitlines()[0] for m in messages if m)
+
+
+def _paths_of(node: Any, keys: frozenset[str] | set[str], path: str = "") -> list[str]:
+    """JSON-pointer paths in a schema where any of `keys` is used as a keyword."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        found += [f"{path}/{k}" for k in node if k in keys]
+        for k, v in node.items():
+            found += _paths_of(v, keys, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += _paths_of(v, keys, f"{path}/{i}")
+    return found
+
+
+def _tok(token: int) -> str:
+    return f"<[{token}]>"
+
+
+def _ids(text: str) -> str:
+    return " ".join(f"<[{t}]>" for t in enc.load_encoding().encode_ordinary(text))
+
+
+def _tool_call(name: str, parameters: Mapping[str, Any] | None) -> str:
+    header = " ".join(
+        [
+            _tok(enc.CHANNEL),
+            _ids("commentary"),
+            _ids(f" to=functions.{name}"),
+            _ids(" "),
+            _tok(enc.CONSTRAIN),
+            _ids("json"),
+            _tok(enc.MESSAGE),
+        ]
+    )
+    body = json.dumps(_with_options(parameters or {"type": "object"}))
+    return f"{header} %json {body} <[{enc.CALL}]>"
+
+
+def harmony_constraint(
+    schema: Mapping[str, Any] | None,
+    *,
+    tools: Mapping[str, Mapping[str, Any] | None] | None = None,
+    tool_choice: ToolChoice = "auto",
+) -> Constraint:
+    """The grammar for a gpt-oss turn: free analysis, then a constrained answer or tool call."""
+    tools = dict(tools or {})
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+        if tool_choice not in tools:
+            raise SchemaError(
+                f"tool_choice names {tool_choice!r}, which is not among the tools: {sorted(tools)}"
+            )
+        tools = {tool_choice: tools[tool_choice]}
+        tool_choice = "required"
+    for parameters in tools.values():
+        if parameters is not None:
+            check_schema(parameters)
+    if schema is not None:
+        check_schema(schema)
+    analysis = " ".join(
+        [
+            _tok(enc.CHANNEL),
+            _ids("analysis"),
+            _tok(enc.MESSAGE),
+            "TEXT",
+            _tok(enc.END),
+            _tok(enc.START),
+            _ids("assistant"),
+        ]
+    )
+    final_body = f"%json {json.dumps(_with_options(schema))}" if schema is not None else "TEXT"
+    answer = f"<[{enc.CHANNEL}]> {_ids('final')} <[{enc.MESSAGE}]> {final_body} <[{enc.RETURN}]>"
+    choices = []
+    if tool_choice != "required":
+        choices.append("answer")
+    if tool_choice != "none":
+        choices += [f"call_{i}" for i in range(len(tools))]
+    if not choices:
+        raise SchemaError("tool_choice 'required' needs at least one tool")
+    rules = [
+        f"start: analysis* ({' | '.join(choices)})",
+        f"analysis: {analysis}",
+        f"answer: {answer}",
+        *(
+            f"call_{i}: {_tool_call(name, params)}"
+            for i, (name, params) in enumerate(tools.items())
+        ),
+        "TEXT: /(.|\\n)*/",
+    ]
+    # The schemas were checked above; the frame around them names tokens by id, which only the
+    # worker's tokenizer can check (a bad frame is a bug, reported when the worker builds it).
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_lark("\n".join(rules))
+    return Constraint(grammar, description=f"harmony, tool_choice={tool_choice}")
+
+
+def json_constraint(
+    schema: Mapping[str, Any] | None, *, prefix_free_text: bool = False
+) -> Constraint:
+    """The grammar for a whole answer in JSON (non-Harmony models)."""
+    check_schema(schema or {"type": "object"})
+    body = f"%json {json.dumps(_with_options(schema or {'type': 'object'}))}"
+    rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
+    if prefix_free_text:
+        rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")
+    return Constraint(_compile("\n".join(rules)), description="whole answer")
+
+
+@dataclass(frozen=True)
+class JsonResult:
+    """Whether a JSON answer is valid for its schema, and where it fails."""
+
+    valid: bool
+    value: Any = None
+    error: str | None = None
+    path: str = ""
+    code: ErrorCode | None = None
+
+
+def validate_json(
+    text: str, schema: Mapping[str, Any] | None, *, complete: bool = True
+) -> JsonResult:
+    """Parse and validate an answer; a cut-off answer is E-STREAM-TRUNCATED, not valid."""
+    from jsonschema import ValidationError
+    from jsonschema.validators import validator_for
+
+    if not complete:
+        return JsonResult(
+            False,
+            error="the answer was cut off before the JSON ended",
+            code=ErrorCode.STREAM_TRUNCATED,
+        )
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return JsonResult(False, error=f"not JSON: {exc}", code=ErrorCode.BODY_CONSTRAINT_VIOLATION)
+    schema = schema or {"type": "object"}
+    try:
+        validator_for(schema)(schema).validate(value)
+    except ValidationError as exc:
+        path = "/" + "/".join(str(p) for p in exc.absolute_path)
+        return JsonResult(False, value, exc.message, path, ErrorCode.BODY_CONSTRAINT_VIOLATION)
+    return JsonResult(True, value)
+
+
+def tool_schemas(tools: Sequence[Any]) -> dict[str, dict[str, Any] | None]:
+    """`{name: parameters}` of domain `ToolDescription`s."""
+    return {t.name: t.parameters for t in tools}
