@@ -9,6 +9,7 @@ loop goes on after it.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from typing import TextIO
@@ -18,8 +19,9 @@ from pydantic import ValidationError
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
 from app.domain.visibility import Lane, shows_text
-from app.engine.chat import ChatEvent, ChatSession
+from app.engine.chat import ChatEvent, ChatSession, JsonChecked
 from app.engine.client import WorkerClient, default_threads
+from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
 from app.errors import InvalidInputError
 from app.templates.choices import ChoiceStore, ModelChoice
@@ -36,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--json-schema", metavar="FILE", help="answer in JSON matching this schema")
+    parser.add_argument("--json-object", action="store_true", help="answer with any JSON object")
     parser.add_argument("--temperature", type=float, help="remembered for this model")
     parser.add_argument("--top-p", type=float, help="remembered for this model")
     parser.add_argument("--top-k", type=int, help="remembered for this model")
@@ -70,6 +74,14 @@ class _Printer:
             )
         elif isinstance(event, TurnFailed):
             self.err.write(f"[turn failed] {event.reason}\n")
+        elif isinstance(event, JsonChecked):
+            r = event.result
+            verdict = (
+                "valid"
+                if r.valid
+                else f"invalid ({r.code.value if r.code else ''}) at {r.path or '/'}: {r.error}"
+            )
+            self.err.write(f"[json {event.target}] {verdict}\n")
         self.out.flush()
 
     def _shown(self, lane: Lane) -> bool:
@@ -115,8 +127,26 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
         raise InvalidInputError(f"invalid sampling value ({problems})") from exc
 
 
+def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
+    """JSON mode from `--json-schema FILE` or `--json-object`, checked before generation."""
+    if args.json_schema:
+        try:
+            with open(args.json_schema, encoding="utf-8") as f:
+                schema = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(f"cannot read the schema {args.json_schema}: {exc}") from exc
+        if not isinstance(schema, dict):
+            raise InvalidInputError(f"the schema {args.json_schema} is not a JSON object")
+        check_schema(schema)
+        return ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(schema=schema))
+    if args.json_object:
+        return ResponseFormat(type="json_object")
+    return None
+
+
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
+    response_format = _response_format(args)  # a bad schema fails before the model loads
     path = _model_path(args.model)
     with WorkerClient() as client:
         info = client.load(
@@ -138,7 +168,9 @@ def run_chat(args: argparse.Namespace) -> int:
         prompts = [args.prompt] if args.prompt is not None else _interactive()
         status = 0
         for text in prompts:
-            for event in session.send(text, reasoning_effort=effort):
+            for event in session.send(
+                text, reasoning_effort=effort, response_format=response_format
+            ):
                 printer(event)
                 if isinstance(event, TurnFailed):
                     status = 1

@@ -98,12 +98,21 @@ class SystemContent(_Frozen):
         return self.model_copy(update={"tools": {**(self.tools or {}), namespace.name: namespace}})
 
 
+class ResponseFormatSpec(_Frozen):
+    """A JSON answer format the developer message announces (Harmony's "Response Formats")."""
+
+    name: str
+    description: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
 class DeveloperContent(_Frozen):
-    """The developer message: instructions and function tools."""
+    """The developer message: instructions, function tools and response formats."""
 
     type: Literal["developer_content"] = "developer_content"
     instructions: str | None = None
     tools: dict[str, ToolNamespaceConfig] | None = None
+    response_formats: tuple[ResponseFormatSpec, ...] = ()
 
     def with_tools(self, namespace: ToolNamespaceConfig) -> DeveloperContent:
         """A copy with `namespace` added (replacing one of the same name)."""
@@ -207,8 +216,13 @@ def content_to_dict(content: Content) -> dict[str, Any]:
         out["knowledge_cutoff"] = content.knowledge_cutoff
         channels = content.channel_config
         out["channel_config"] = None if channels is None else channels.model_dump(mode="json")
-    elif content.instructions is not None:
-        out["instructions"] = content.instructions
+    else:
+        if content.instructions is not None:
+            out["instructions"] = content.instructions
+        if content.response_formats:
+            out["response_formats"] = [
+                f.model_dump(by_alias=True, exclude_none=True) for f in content.response_formats
+            ]
     if content.tools is not None:
         out["tools"] = _namespaces_to_dict(content.tools)
     out["type"] = content.type

@@ -4,7 +4,9 @@ Guarantees: the same typed events for every template (Harmony's parser, or the t
 with `<think>` routing); the partial output of a failed or cancelled turn is kept in the
 conversation; the reasoning effort chosen for a message is recorded with its turn; a
 follow-up turn shares the KV cache with the previous one for the unchanged prefix (its
-timings say how much was reused).
+timings say how much was reused). With a `response_format` (JSON mode) or declared function
+tools, the worker enforces the grammar, and every JSON answer or tool call is checked with
+`jsonschema` afterwards (`JsonChecked`): a cut-off answer is E-STREAM-TRUNCATED, never valid.
 """
 
 from __future__ import annotations
@@ -13,10 +15,30 @@ import datetime as dt
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Union
 
 from app.domain.events import ParseEvent
-from app.domain.messages import Conversation, Message, ReasoningEffort, Role, SystemContent
+from app.domain.messages import (
+    Conversation,
+    DeveloperContent,
+    Message,
+    ReasoningEffort,
+    ResponseFormatSpec,
+    Role,
+    SystemContent,
+)
+from app.domain.visibility import is_tool_recipient
+from app.engine.constraint import (
+    Constraint,
+    JsonResult,
+    ResponseFormat,
+    ToolChoice,
+    harmony_constraint,
+    json_constraint,
+    validate_json,
+)
 from app.engine.protocol import (
+    FinishReason,
     GenerationDone,
     ModelBackend,
     Sampling,
@@ -28,7 +50,7 @@ from app.engine.tokenizer import ModelTokenizer
 from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
-ChatEvent = ParseEvent | GenerationDone | TurnFailed
+ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +74,7 @@ class ChatSession:
         sampling: Sampling | None = None,
         max_tokens: int = 1024,
         today: dt.date | None = None,
+        thinking_budget: int | None = None,
     ) -> None:
         self.client = client
         self.template = template
@@ -59,6 +82,7 @@ class ChatSession:
         template.check_model(self.tokenizer)
         self.sampling = sampling or template.defaults.sampling()
         self.max_tokens = max_tokens
+        self.thinking_budget = thinking_budget  # tokens per analysis message under a constraint
         self.turns: list[TurnRecord] = []
         messages: tuple[Message, ...] = ()
         if isinstance(template, HarmonyTemplate):  # the date is pinned: the prompt prefix stays put
@@ -73,29 +97,39 @@ class ChatSession:
         reasoning_effort: ReasoningEffort | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
     ) -> Iterator[ChatEvent]:
-        """Send a user message and stream the reply's events."""
+        """Send a user message and stream the reply's events (JSON mode with `response_format`)."""
         conversation = self.conversation.with_message(Message.of(Role.USER, text))
-        if reasoning_effort is not None and isinstance(self.template, HarmonyTemplate):
+        harmony = isinstance(self.template, HarmonyTemplate)
+        if reasoning_effort is not None and harmony:
             conversation = with_effort(conversation, reasoning_effort)
+        schema = response_format.json_schema_dict if response_format else None
+        if schema is not None and harmony:
+            conversation = with_response_format(conversation, response_format)  # type: ignore[arg-type]
         self.conversation = conversation
+        constraint = self._constraint(schema, tool_choice)
         user_index = len(conversation.messages) - 1
         prompt = self.template.prompt_ids(conversation, self.tokenizer)
         parser = self.template.output_parser(self.tokenizer)
         timings: Timings | None = None
         failed: str | None = None
+        finished = False
         for event in self.client.generate(
             prompt,
             stop_ids=self.template.stop_ids(self.tokenizer),
             sampling=self.sampling,
             max_tokens=max_tokens or self.max_tokens,
             cancel=cancel,
+            constraint=constraint,
         ):
             if isinstance(event, TokenStep):
                 yield from parser.feed(event.token)
                 continue
             if isinstance(event, GenerationDone):
                 timings = event.timings
+                finished = event.reason is FinishReason.STOP
                 yield from parser.finish("" if event.reason.value == "stop" else event.reason.value)
             else:
                 failed = event.reason
@@ -103,3 +137,68 @@ class ChatSession:
             yield event
         self.conversation = self.conversation.with_messages(parser.messages)
         self.turns.append(TurnRecord(user_index, reasoning_effort, timings, failed))
+        if constraint is not None:
+            yield from self._check_json(parser.messages, schema, finished)
+
+    def _constraint(
+        self, schema: dict[str, Any] | None, tool_choice: ToolChoice
+    ) -> Constraint | None:
+        if isinstance(self.template, HarmonyTemplate):
+            tools = _function_tools(self.conversation)
+            if schema is None and not tools:
+                return None
+            return harmony_constraint(
+                schema, tools=tools, tool_choice=tool_choice, thinking_budget=self.thinking_budget
+            )
+        if schema is None:
+            return None
+        return json_constraint(schema, prefix_free_text=self.template.name == "qwen")
+
+    def _check_json(
+        self, messages: list[Message], schema: dict[str, Any] | None, complete: bool
+    ) -> Iterator[JsonChecked]:
+        tools = _function_tools(self.conversation)
+        for m in messages:
+            if is_tool_recipient(m.recipient) and m.recipient:
+                name = m.recipient.removeprefix("functions.")
+                yield JsonChecked(name, validate_json(m.text, tools.get(name), complete=complete))
+            elif m.channel == "final" and schema is not None:
+                yield JsonChecked("answer", validate_json(m.text, schema, complete=complete))
+
+
+@dataclass(frozen=True)
+class JsonChecked:
+    """JSON mode's verdict on one answer or tool call of the turn."""
+
+    target: str  # "answer", or the tool's name
+    result: JsonResult
+
+
+def _function_tools(conversation: Conversation) -> dict[str, dict[str, Any] | None]:
+    """`{name: parameters}` of the functions the developer message declares."""
+    for m in conversation.messages:
+        for c in m.content:
+            if isinstance(c, DeveloperContent) and c.tools and "functions" in c.tools:
+                return {t.name: t.parameters for t in c.tools["functions"].tools}
+    return {}
+
+
+def with_response_format(
+    conversation: Conversation, response_format: ResponseFormat
+) -> Conversation:
+    """The conversation whose developer message announces `response_format` (one is added)."""
+    spec_source = response_format.json_schema
+    spec = ResponseFormatSpec(
+        name=spec_source.name if spec_source else "response",
+        description=spec_source.description if spec_source else None,
+        schema=response_format.json_schema_dict or {"type": "object"},
+    )
+    messages = list(conversation.messages)
+    for i, m in enumerate(messages):
+        if m.author.role is Role.DEVELOPER and isinstance(m.content[0], DeveloperContent):
+            dev = m.content[0].model_copy(update={"response_formats": (spec,)})
+            messages[i] = m.model_copy(update={"content": (dev, *m.content[1:])})
+            return Conversation(messages=tuple(messages))
+    at = 1 if messages and messages[0].author.role is Role.SYSTEM else 0
+    messages.insert(at, Message.of(Role.DEVELOPER, DeveloperContent(response_formats=(spec,))))
+    return Conversation(messages=tuple(messages))

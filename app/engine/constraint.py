@@ -175,8 +175,12 @@ def harmony_constraint(
     *,
     tools: Mapping[str, Mapping[str, Any] | None] | None = None,
     tool_choice: ToolChoice = "auto",
+    thinking_budget: int | None = None,
 ) -> Constraint:
-    """The grammar for a gpt-oss turn: free analysis, then a constrained answer or tool call."""
+    """The grammar for a gpt-oss turn: free analysis, then a constrained answer or tool call.
+
+    `thinking_budget` caps each analysis or preamble message at that many tokens, and their
+    number at four (the model must then move on); None leaves reasoning unbounded."""
     tools = dict(tools or {})
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
         if tool_choice not in tools:
@@ -195,12 +199,25 @@ def harmony_constraint(
             _tok(enc.CHANNEL),
             _ids("analysis"),
             _tok(enc.MESSAGE),
-            "TEXT",
+            "thought",
             _tok(enc.END),
             _tok(enc.START),
             _ids("assistant"),
         ]
     )
+    preamble = " ".join(
+        [
+            _tok(enc.CHANNEL),
+            _ids("commentary"),
+            _tok(enc.MESSAGE),
+            "thought",
+            _tok(enc.END),
+            _tok(enc.START),
+            _ids("assistant"),
+        ]
+    )
+    budget = f"[max_tokens={thinking_budget}]" if thinking_budget else ""
+    repeat = "{0,4}" if thinking_budget else "*"  # with a budget, at most four reasoning messages
     final_body = f"%json {json.dumps(_with_options(schema))}" if schema is not None else "TEXT"
     answer = f"<[{enc.CHANNEL}]> {_ids('final')} <[{enc.MESSAGE}]> {final_body} <[{enc.RETURN}]>"
     choices = []
@@ -211,14 +228,16 @@ def harmony_constraint(
     if not choices:
         raise SchemaError("tool_choice 'required' needs at least one tool")
     rules = [
-        f"start: analysis* ({' | '.join(choices)})",
+        f"start: (analysis | preamble){repeat} ({' | '.join(choices)})",
         f"analysis: {analysis}",
+        f"preamble: {preamble}",
         f"answer: {answer}",
         *(
             f"call_{i}: {_tool_call(name, params)}"
             for i, (name, params) in enumerate(tools.items())
         ),
         "TEXT: /(.|\\n)*/",
+        f"thought{budget}: /(.|\\n)*/",
     ]
     # The schemas were checked above; the frame around them names tokens by id, which only the
     # worker's tokenizer can check (a bad frame is a bug, reported when the worker builds it).

@@ -12,6 +12,7 @@ messages before the conversation's first `final` are left out (`auto_drop_analys
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +22,7 @@ from app.domain.messages import (
     Conversation,
     DeveloperContent,
     Message,
+    ResponseFormatSpec,
     Role,
     SystemContent,
     TextContent,
@@ -109,7 +111,21 @@ def developer_text(developer: DeveloperContent) -> str:
         sections.extend(["# Instructions", developer.instructions])
     if developer.tools:
         sections.append(tools_section(developer.tools))
+    if developer.response_formats:
+        sections.append(response_formats_section(developer.response_formats))
     return "\n\n".join(sections)
+
+
+def response_formats_section(formats: Sequence[ResponseFormatSpec]) -> str:
+    """The Harmony guide's `# Response Formats` section: each schema as compact JSON."""
+    parts = ["# Response Formats"]
+    for spec in formats:
+        lines = [f"## {spec.name}\n"]
+        if spec.description:
+            lines.append(f"// {spec.description}")
+        lines.append(json.dumps(spec.schema_, separators=(",", ":"), ensure_ascii=False))
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
 
 
 class Renderer:

@@ -1,0 +1,144 @@
+"""JSON mode: schema checks, and real constrained generations on both models (random weights
+are a good adversary: every completed answer must still parse and validate)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.domain.messages import Conversation, DeveloperContent, Message, Role, ToolDescription
+from app.engine.chat import ChatSession, JsonChecked
+from app.engine.constraint import (
+    JsonSchemaFormat,
+    ResponseFormat,
+    SchemaError,
+    check_schema,
+    harmony_constraint,
+    validate_json,
+)
+from app.engine.protocol import Sampling
+from app.errors import ErrorCode
+from app.templates.registry import get_template
+from tests.json_schemas import SCHEMAS
+
+FORMATS = {name: ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name=name, schema=s)) for name, s in SCHEMAS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_suite_schemas_compile(name: str) -> None:
+    check_schema(SCHEMAS[name])
+
+
+@pytest.mark.parametrize(
+    "schema, words",
+    [({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, ["['not']", "/properties/a/not"]),
+     ({"type": "array", "uniqueItems": True}, ["uniqueItems", "/uniqueItems"]),
+     ({"type": "object", "if": {}, "then": {}}, ["'if'", "'then'"]),
+     ({"type": 7}, ["not valid JSON Schema", "type"])],
+)
+def test_unsupported_or_invalid_schemas_are_refused_before_generation(schema: dict[str, Any], words: list[str]) -> None:
+    with pytest.raises(SchemaError) as info:
+        check_schema(schema)
+    for word in words:
+        assert word in info.value.message
+
+
+def _answers(events: list[Any]) -> list[JsonChecked]:
+    return [e for e in events if isinstance(e, JsonChecked)]
+
+
+def _run(client: Any, template: str, name: str, seed: int, max_tokens: int) -> JsonChecked:
+    session = ChatSession(client, get_template(template), sampling=Sampling(temperature=1.0, seed=seed),
+                          max_tokens=max_tokens, thinking_budget=48)
+    checks = _answers(list(session.send("Answer in JSON.", response_format=FORMATS[name])))
+    assert len(checks) == 1 and checks[0].target == "answer"
+    return checks[0]
+
+
+def test_every_completed_answer_validates_on_the_tiny_gpt_oss(tiny_client: Any) -> None:
+    """Random weights write endless strings and digits, so some answers run out of tokens
+    (reported as truncated); each schema gets up to four seeds to finish one answer."""
+    completed = set()
+    for i, name in enumerate(sorted(SCHEMAS)):
+        for seed in range(4):
+            check = _run(tiny_client, "harmony", name, seed=100 * i + seed, max_tokens=120)
+            if check.result.code is ErrorCode.STREAM_TRUNCATED:
+                continue
+            assert check.result.valid, (name, check.result)
+            completed.add(name)
+            break
+    # Measured here: 10 of 32 schemas finish within 4 x 160 tokens on random weights (open
+    # objects invite endless extra keys); the real model below finishes nearly all of them.
+    assert len(completed) >= 8, sorted(set(SCHEMAS) - completed)
+
+
+def test_every_completed_answer_validates_on_gemma(gemma_client: Any) -> None:
+    completed = 0
+    for i, name in enumerate(sorted(SCHEMAS)):
+        check = _run(gemma_client, "completion", name, seed=i, max_tokens=160)
+        if check.result.code is ErrorCode.STREAM_TRUNCATED:
+            continue
+        assert check.result.valid, (name, check.result)
+        completed += 1
+    assert completed >= 25
+
+
+def test_hitting_max_tokens_inside_the_json_is_truncated_not_valid(tiny_client: Any) -> None:
+    check = _run(tiny_client, "harmony", "32_invoice", seed=1, max_tokens=6)
+    assert not check.result.valid and check.result.code is ErrorCode.STREAM_TRUNCATED
+
+
+def test_the_developer_message_announces_the_response_format(tiny_client: Any) -> None:
+    session = ChatSession(tiny_client, get_template("harmony"), sampling=Sampling(temperature=0.0), max_tokens=60)
+    list(session.send("JSON please", response_format=FORMATS["06_enum"]))
+    developer = next(m for m in session.conversation.messages if m.author.role is Role.DEVELOPER)
+    from app.harmony.renderer import developer_text
+
+    text = developer_text(developer.content[0])  # type: ignore[arg-type]
+    assert text.startswith("# Response Formats\n\n## 06_enum\n\n") and '"enum":["celsius","fahrenheit"]' in text
+
+
+WEATHER = ToolDescription(name="get_weather", description="Weather.", parameters={
+    "type": "object", "properties": {"city": {"type": "string", "maxLength": 10}, "days": {"type": "integer", "minimum": 1, "maximum": 3}},
+    "required": ["city", "days"], "additionalProperties": False})
+CLOCK = ToolDescription(name="get_time", description="Time.", parameters={"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"], "additionalProperties": False})
+
+
+def _tool_session(client: Any, seed: int) -> ChatSession:
+    session = ChatSession(client, get_template("harmony"), sampling=Sampling(temperature=1.0, seed=seed),
+                          max_tokens=300, thinking_budget=48)
+    dev = Message.of(Role.DEVELOPER, DeveloperContent().with_function_tools([WEATHER, CLOCK]))
+    session.conversation = Conversation(messages=(*session.conversation.messages, dev))
+    return session
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_named_tool_choice_forces_a_valid_call(tiny_client: Any, seed: int) -> None:
+    session = _tool_session(tiny_client, seed)
+    events = list(session.send("Weather in Oslo?", tool_choice="get_weather"))
+    checks = _answers(events)
+    assert [c.target for c in checks] == ["get_weather"] and checks[0].result.valid
+    call = session.conversation.messages[-1]
+    assert call.recipient == "functions.get_weather" and call.content_type == "<|constrain|>json"
+    assert set(json.loads(call.text)) == {"city", "days"}
+
+
+def test_tool_choice_none_and_required(tiny_client: Any) -> None:
+    session = _tool_session(tiny_client, 5)
+    list(session.send("Just talk.", tool_choice="none"))
+    assert session.conversation.messages[-1].channel == "final"
+    session = _tool_session(tiny_client, 6)
+    checks = _answers(list(session.send("Use a tool.", tool_choice="required")))
+    assert checks and checks[0].target in ("get_weather", "get_time") and checks[0].result.valid
+    with pytest.raises(SchemaError, match="not among the tools"):
+        harmony_constraint(None, tools={"a": None}, tool_choice="b")
+
+
+def test_validation_reports_the_failing_path() -> None:
+    schema = SCHEMAS["14_array_of_objects"]
+    bad = validate_json('{"items":[{"id":1,"qty":0}]}', schema)
+    assert not bad.valid and bad.path == "/items/0/qty" and bad.code is ErrorCode.BODY_CONSTRAINT_VIOLATION
+    assert validate_json("not json", schema).code is ErrorCode.BODY_CONSTRAINT_VIOLATION
+    assert validate_json('{"items":[]}', schema).valid
