@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from pydantic import ValidationError
@@ -100,12 +100,25 @@ def _status(text: str) -> None:
     sys.stderr.flush()
 
 
+def _progress(label: str) -> Callable[[float], None]:
+    """A progress printer that writes only when the shown percentage changes."""
+    shown = [-1]
+
+    def report(fraction: float) -> None:
+        percent = int(fraction * 100)
+        if percent != shown[0]:
+            shown[0] = percent
+            _status(f"\r{label}… {percent:3d}%")
+
+    return report
+
+
 def _model_path(name: str) -> str:
     if name != "default":
         return name
     from app.engine.default_model import default_model_path
 
-    path = default_model_path(lambda f: _status(f"\rPreparing the default model… {f:4.0%}"))
+    path = default_model_path(_progress("Preparing the default model"))
     sys.stderr.write("\r")
     return str(path)
 
@@ -153,7 +166,7 @@ def run_chat(args: argparse.Namespace) -> int:
             path,
             n_ctx=args.ctx or 4096,
             n_threads=args.threads,
-            on_progress=lambda f: _status(f"\rLoading {path}… {f:4.0%}"),
+            on_progress=_progress(f"Loading {path}"),
         )
         choice = ChoiceStore().remember(path, _choice(args))
         name = choice.template or default_template_name(info.metadata)

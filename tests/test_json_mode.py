@@ -142,3 +142,25 @@ def test_validation_reports_the_failing_path() -> None:
     assert not bad.valid and bad.path == "/items/0/qty" and bad.code is ErrorCode.BODY_CONSTRAINT_VIOLATION
     assert validate_json("not json", schema).code is ErrorCode.BODY_CONSTRAINT_VIOLATION
     assert validate_json('{"items":[]}', schema).valid
+
+
+def test_chat_command_json_flags(gemma_model: Any, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(SCHEMAS["13_nested_object"]))
+    base = [sys.executable, "-m", "app", "chat", "--model", str(gemma_model), "--prompt", "A user:", "--threads", "1",
+            "--ctx", "512", "--max-tokens", "80", "--seed", "3"]
+    result = subprocess.run([*base, "--json-schema", str(schema_file)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "[json answer] valid" in result.stderr
+    validate = validate_json(result.stdout.strip(), SCHEMAS["13_nested_object"])
+    assert validate.valid, result.stdout
+    anything = subprocess.run([*base, "--json-object"], capture_output=True, text=True, timeout=300)
+    assert anything.returncode == 0 and anything.stdout.startswith("{")
+    verdict = next(line for line in anything.stderr.splitlines() if line.startswith("[json answer]"))
+    assert verdict == "[json answer] valid" or "E-STREAM-TRUNCATED" in verdict  # an open object may run long
+    schema_file.write_text(json.dumps({"type": "array", "uniqueItems": True}))
+    refused = subprocess.run([*base, "--json-schema", str(schema_file)], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "uniqueItems" in refused.stderr and "Loaded" not in refused.stderr
