@@ -32,8 +32,11 @@ test: lint
 	$(BIN)/pytest
 
 bench: $(VENV)/.test
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/harmony_codec.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/json_mode.py
+	$(BIN)/python bench/json_coverage.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
