@@ -3,9 +3,10 @@
 Usage: python bench/json_coverage.py [--sample 100] [--max-tokens 256]
 
 Reports how many of the schemas JSON mode compiles, how many it refuses with a clear message
-(grouped by reason), and, for a sample of compiled ones, whether the answer the tiny gpt-oss
-model generates under the constraint validates (random weights: some answers run out of
-tokens and are reported as truncated, never as valid).
+(grouped by reason), and, for a sample of compiled ones, whether the answer a model writes
+under the constraint validates (the bundled Gemma by default, or the random-weight tiny
+gpt-oss with --model tiny); an answer that runs out of tokens is reported as truncated,
+never as valid.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from app.engine.chat import ChatSession, JsonChecked
 from app.engine.client import WorkerClient
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
-from app.engine.protocol import Sampling
+from app.engine.default_model import default_model_path
+from app.engine.protocol import Sampling, TurnFailed
 from app.errors import ErrorCode
 from app.templates.registry import get_template
 
@@ -43,6 +45,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sample", type=int, default=100)
     ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument(
+        "--model", choices=["gemma", "tiny"], default="gemma", help="who writes the answers"
+    )
     args = ap.parse_args()
     compiled: list[tuple[str, dict[str, object]]] = []
     refused: collections.Counter[str] = collections.Counter()
@@ -68,25 +73,29 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.tiny_gpt_oss import build
 
+    path, template = (
+        (default_model_path(), "completion") if args.model == "gemma" else (build(), "harmony")
+    )
     outcome: collections.Counter[str] = collections.Counter()
     with WorkerClient() as client:
-        client.load(build(), n_ctx=4096, n_threads=1)
+        client.load(path, n_ctx=4096, n_threads=1)
         for i, (name, schema) in enumerate(compiled[: args.sample]):
             session = ChatSession(
                 client,
-                get_template("harmony"),
+                get_template(template),
                 sampling=Sampling(temperature=1.0, seed=i),
                 max_tokens=args.max_tokens,
                 thinking_budget=16,
             )
             fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(schema=schema))
-            checks = [
-                e
-                for e in session.send("Answer in JSON.", response_format=fmt)
-                if isinstance(e, JsonChecked)
-            ]
+            events = list(session.send("Answer in JSON.", response_format=fmt))
+            checks = [e for e in events if isinstance(e, JsonChecked)]
+            failed = [e for e in events if isinstance(e, TurnFailed)]
             result = checks[0].result if checks else None
-            if result is None:
+            if failed:
+                outcome["turn failed"] += 1
+                print(f"  turn failed: {name}: {failed[0].reason[:80]}")
+            elif result is None:
                 outcome["no answer"] += 1
             elif result.valid:
                 outcome["valid"] += 1
@@ -96,7 +105,7 @@ def main() -> None:
                 outcome["INVALID"] += 1
                 print(f"  invalid: {name}: {result.path} {result.error}")
     sample = min(args.sample, len(compiled))
-    print(f"sample of {sample} compiled schemas (tiny gpt-oss, {args.max_tokens} tokens max):")
+    print(f"sample of {sample} compiled schemas ({args.model}, {args.max_tokens} tokens max):")
     print(f"  {dict(outcome)}")
 
 

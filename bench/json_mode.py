@@ -67,22 +67,33 @@ def ms(values: list[float]) -> tuple[float, float]:
 
 def ours(
     llm: Any, prompt: list[int], schema: dict[str, Any], n: int
-) -> tuple[list[int], list[float], float]:
-    """Generate under our mask; return the tokens, per-token mask times and compile time."""
+) -> tuple[list[int], dict[str, Any]]:
+    """Generate under our mask; return the tokens and timings: schema check (jsonschema's
+    meta-schema + llguidance), matcher compile, and per token the mask computation
+    (llguidance) and its application to the logits (numpy)."""
+    import llguidance.numpy as lnp
+
     factory = MaskFactory(llm)
     factory.mask(
         json_constraint({"type": "object"}).grammar, [llm.token_eos()]
     )  # build the tokenizer
     t0 = time.perf_counter()
-    mask = factory.mask(json_constraint(schema).grammar, [llm.token_eos()])
-    compile_s = time.perf_counter() - t0
-    times: list[float] = []
+    constraint = json_constraint(schema)
+    t1 = time.perf_counter()
+    mask = factory.mask(constraint.grammar, [llm.token_eos()])
+    t2 = time.perf_counter()
+    fill: list[float] = []
+    apply: list[float] = []
 
-    def timed(ids: Any, scores: np.ndarray) -> np.ndarray:
+    def timed(_ids: Any, scores: np.ndarray) -> np.ndarray:
         t = time.perf_counter()
-        out = mask(ids, scores)
-        times.append(time.perf_counter() - t)
-        return out
+        lnp.fill_next_token_bitmask(mask.matcher, mask._mask, 0)
+        u = time.perf_counter()
+        allowed = np.unpackbits(mask._mask.view(np.uint8), bitorder="little")[: len(scores)]
+        scores[allowed == 0] = -np.inf
+        fill.append(u - t)
+        apply.append(time.perf_counter() - u)
+        return scores
 
     import llama_cpp
 
@@ -99,7 +110,7 @@ def ours(
         tokens.append(int(token))
         if not mask.consume(int(token)) or mask.finished or len(tokens) >= n:
             break
-    return tokens, times, compile_s
+    return tokens, {"check": t1 - t0, "compile": t2 - t1, "fill": fill, "apply": apply}
 
 
 def lmfe(
@@ -147,17 +158,20 @@ def vocab_report(label: str, path: Path, n: int) -> None:
     data = build_token_enforcer_tokenizer_data(llm)
     lmfe_prep = time.perf_counter() - t0
     print(f"\n== {label}: vocabulary {llm.n_vocab()} (lm-format-enforcer prep {lmfe_prep:.1f} s)")
-    print(f"{'schema':22}{'engine':22}{'compile ms':>12}{'mask ms med':>13}{'mask ms p99':>13}")
+    print(f"{'schema':22}{'engine':24}{'compile ms':>11}{'mask ms med':>12}{'mask ms p99':>12}")
     for name in SUITE:
         schema = SCHEMAS[name]
-        tokens, mask_times, ours_compile = ours(llm, prompt, schema, n)
-        med, p99 = ms(mask_times)
+        tokens, t = ours(llm, prompt, schema, n)
+        med, p99 = ms(t["fill"])
         print(
-            f"{name:22}{'llguidance (ours)':22}{ours_compile * 1000:>12.2f}{med:>13.3f}{p99:>13.3f}"
+            f"{name:22}{'llguidance (ours)':24}{t['compile'] * 1000:>11.2f}{med:>12.3f}{p99:>12.3f}"
         )
+        med, p99 = ms(t["apply"])
+        print(f"{'':22}{'  + apply mask (numpy)':24}{'':>11}{med:>12.3f}{p99:>12.3f}")
+        print(f"{'':22}{'  + schema check (app)':24}{t['check'] * 1000:>11.2f}")
         times, comp = lmfe(llm, prompt, schema, tokens, data)
         med, p99 = ms(times) if times else (float("nan"), float("nan"))
-        print(f"{'':22}{'lm-format-enforcer':22}{comp * 1000:>12.2f}{med:>13.3f}{p99:>13.3f}")
+        print(f"{'':22}{'lm-format-enforcer':24}{comp * 1000:>11.2f}{med:>12.3f}{p99:>12.3f}")
         try:
             comp, with_g, without = gbnf(llm, prompt, schema, n)
             cost = (
@@ -167,7 +181,7 @@ def vocab_report(label: str, path: Path, n: int) -> None:
                 f"{'':22}{'llama.cpp GBNF':22}{comp * 1000:>12.2f}{cost:>13.3f}{'(slowdown)':>13}"
             )
         except (ValueError, RuntimeError) as exc:
-            print(f"{'':22}{'llama.cpp GBNF':22}  refused: {str(exc)[:50]}")
+            print(f"{'':22}{'llama.cpp GBNF':24}  refused: {str(exc)[:50]}")
     del llm
 
 
