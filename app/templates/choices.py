@@ -8,21 +8,13 @@ are validated with the same bounds as the template defaults.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.fileio import write_atomic
+from app.paths import config_dir
 from app.templates.base import TemplateDefaults
-
-
-def config_dir() -> Path:
-    root = os.environ.get("HARMONY_DESK_CONFIG")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "harmony-desk"
 
 
 class ModelChoice(BaseModel):

@@ -1,0 +1,25 @@
+"""Per-user folders of Harmony Desk (XDG on Linux), each overridable by an environment variable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def user_dir(override: str, xdg_variable: str, fallback: str) -> Path:
+    """`$override` if set, else `$xdg_variable/harmony-desk`, else `~/<fallback>/harmony-desk`."""
+    explicit = os.environ.get(override)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get(xdg_variable) or str(Path.home() / fallback)
+    return Path(base) / "harmony-desk"
+
+
+def cache_dir() -> Path:
+    """Re-creatable data (the assembled default model): `$HARMONY_DESK_CACHE` overrides it."""
+    return user_dir("HARMONY_DESK_CACHE", "XDG_CACHE_HOME", ".cache")
+
+
+def config_dir() -> Path:
+    """The user's choices: `$HARMONY_DESK_CONFIG` overrides it."""
+    return user_dir("HARMONY_DESK_CONFIG", "XDG_CONFIG_HOME", ".config")
