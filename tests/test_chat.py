@@ -92,3 +92,20 @@ def test_template_and_sampling_choices_are_remembered_per_model(tiny_model: Path
     assert ChoiceStore(tmp_path / "models.json").get(tiny_model).template == "chatml"
     hot = subprocess.run([*base, "--temperature", "9"], capture_output=True, text=True, env=env, timeout=300)
     assert hot.returncode == 2 and "temperature" in hot.stderr
+
+
+def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
+    from app.engine.chat import JsonChecked
+    from app.engine.constraint import JsonSchemaFormat, ResponseFormat
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="count", schema=schema))
+    client = ScriptedClient(['<|channel|>final<|message|>{"n":3}<|return|>', '<|channel|>final<|message|>{"n":"x"}<|return|>',
+                             "<|channel|>final<|message|>plain<|return|>"])
+    session = ChatSession(client, get_template("harmony"), response_format=fmt)  # type: ignore[arg-type]
+    first = [e for e in session.send("Count") if isinstance(e, JsonChecked)]
+    second = [e for e in session.send("Again") if isinstance(e, JsonChecked)]
+    assert first[0].result.valid and not second[0].result.valid and second[0].result.path == "/n"
+    plain = [e for e in session.send("Talk", response_format=ResponseFormat(type="text")) if isinstance(e, JsonChecked)]
+    assert plain == []
+    assert "# Response Formats" in client.encoding.decode(client.prompts[0])

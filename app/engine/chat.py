@@ -75,6 +75,7 @@ class ChatSession:
         max_tokens: int = 1024,
         today: dt.date | None = None,
         thinking_budget: int | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> None:
         self.client = client
         self.template = template
@@ -83,6 +84,7 @@ class ChatSession:
         self.sampling = sampling or template.defaults.sampling()
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget  # tokens per analysis message under a constraint
+        self.response_format = response_format  # JSON mode for the whole conversation
         self.turns: list[TurnRecord] = []
         messages: tuple[Message, ...] = ()
         if isinstance(template, HarmonyTemplate):  # the date is pinned: the prompt prefix stays put
@@ -105,6 +107,7 @@ class ChatSession:
         harmony = isinstance(self.template, HarmonyTemplate)
         if reasoning_effort is not None and harmony:
             conversation = with_effort(conversation, reasoning_effort)
+        response_format = response_format or self.response_format  # per message wins
         schema = response_format.json_schema_dict if response_format else None
         if schema is not None and harmony:
             conversation = with_response_format(conversation, response_format)  # type: ignore[arg-type]
