@@ -92,8 +92,20 @@ class Constraint:
     description: str = ""
 
 
+_CHECKED: set[str] = set()  # schemas already found valid and enforceable (by canonical JSON)
+
+
 def check_schema(schema: Mapping[str, Any]) -> None:
-    """Raise `SchemaError` unless `schema` is valid and fully enforceable."""
+    """Raise `SchemaError` unless `schema` is valid and fully enforceable (cached when it is)."""
+    key = json.dumps(schema, sort_keys=True)
+    if key in _CHECKED:
+        return
+    _check_schema(schema)
+    if len(_CHECKED) < 4096:
+        _CHECKED.add(key)
+
+
+def _check_schema(schema: Mapping[str, Any]) -> None:
     from jsonschema import SchemaError as MetaError
     from jsonschema.validators import validator_for
 
