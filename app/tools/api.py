@@ -1,0 +1,139 @@
+"""The only module a tool plugin imports: the `tool` decorator, the context, results and errors.
+
+A typed Python function with a docstring becomes a tool: its parameters become a pydantic
+model, whose JSON schema is what the model sees (the Harmony `functions` namespace) and what
+JSON mode constrains the arguments to. Built-in tools are written against this module too.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from app.domain.messages import ToolDescription
+
+
+class Risk(StrEnum):
+    """What running a tool may do; shown when the user is asked to approve a call."""
+
+    READ_ONLY = "read-only"
+    NETWORK = "network"
+    RUNS_CODE = "runs code"
+    WRITES_FILES = "writes files"
+
+
+class ToolError(Exception):
+    """Raise it from a tool for an expected failure: the model reads `message`, the chat goes on."""
+
+    def __init__(self, message: str, code: str = "E-TOOL-ERROR") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may know about its call."""
+
+    call_id: str
+    conversation_id: str = ""
+    offline: bool = False
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: its function, argument model, namespace, risk and deadline."""
+
+    name: str
+    namespace: str
+    description: str
+    arguments: type[BaseModel]
+    function: Callable[..., Any]
+    risk: Risk = Risk.READ_ONLY
+    deadline_ms: int = 30_000
+    plugin: str = "built-in"
+    wants_context: bool = field(default=False, compare=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def description_for_model(self) -> ToolDescription:
+        return ToolDescription(
+            name=self.name, description=self.description, parameters=self.parameters
+        )
+
+    def parse_arguments(self, raw: dict[str, Any]) -> BaseModel:
+        """The validated arguments; pydantic's `ValidationError` when they do not match."""
+        return self.arguments.model_validate(raw)
+
+
+def _is_context(annotation: Any) -> bool:
+    """True for `ToolContext` and `ToolContext | None`: filled in by the host, not the model."""
+    if annotation is ToolContext:
+        return True
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return union and ToolContext in typing.get_args(annotation)
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    namespace: str = "functions",
+    risk: Risk = Risk.READ_ONLY,
+    deadline_ms: int = 30_000,
+) -> Any:
+    """Decorator: turn a typed function with a docstring into a `Tool`."""
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        doc = inspect.getdoc(fn)
+        if not doc:
+            raise TypeError(
+                f"tool {fn.__name__!r} needs a docstring: it is the model's description of it"
+            )
+        fields: dict[str, Any] = {}
+        wants_context = False
+        hints = typing.get_type_hints(fn)
+        for pname, param in inspect.signature(fn).parameters.items():
+            annotation = hints.get(pname, inspect.Parameter.empty)
+            if _is_context(annotation):
+                wants_context = True
+                continue
+            if annotation is inspect.Parameter.empty:
+                raise TypeError(
+                    f"tool {fn.__name__!r}: parameter {pname!r} needs a type annotation"
+                )
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (annotation, default)
+        model = create_model(
+            f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        return Tool(
+            name=name or fn.__name__,
+            namespace=namespace,
+            description=doc,
+            arguments=model,
+            function=fn,
+            risk=risk,
+            deadline_ms=deadline_ms,
+            wants_context=wants_context,
+        )
+
+    return wrap(function) if function is not None else wrap
+
+
+__all__ = ["Risk", "Tool", "ToolContext", "ToolError", "ValidationError", "tool"]

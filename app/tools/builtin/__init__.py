@@ -1,0 +1,1 @@
+"""Built-in tools, written against `app.tools.api` like any plugin."""
