@@ -1,0 +1,138 @@
+"""Running approved tool calls: concurrently, each with its deadline, every failure a value.
+
+Guarantees: calls run at the same time and come back matched by call id; a call past its
+deadline is E-TOOL-TIMEOUT and one the user cancels is E-TOOL-CANCELLED (the turn goes on
+without waiting for it); a denied call never runs; a tool that raises, or returns something
+that is not JSON-serialisable, becomes an error outcome and a log line, never a crash.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.turn_loop import CallOutcome, PendingCall
+from app.errors import ErrorCode
+from app.tools.api import ToolContext, ToolError, ValidationError
+
+log = logging.getLogger("tools")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The user's answer to an approval request; `arguments` replaces the model's when edited."""
+
+    allow: bool
+    arguments: dict[str, Any] | None = None
+
+
+Approve = Callable[[PendingCall], Decision]
+
+
+def allow_all(_call: PendingCall) -> Decision:
+    return Decision(True)
+
+
+def _invoke(call: PendingCall, arguments: dict[str, Any]) -> Any:
+    tool = call.tool
+    values = tool.parse_arguments(arguments).model_dump()
+    if tool.wants_context:
+        values["ctx"] = ToolContext(call_id=call.call_id)
+    result = tool.function(**values)
+    json.dumps(result)  # a result the model cannot read is the tool's error
+    return result
+
+
+def _outcome(call: PendingCall, future: cf.Future[Any], arguments: dict[str, Any]) -> CallOutcome:
+    try:
+        return CallOutcome(call.call_id, True, future.result(timeout=0), arguments=arguments)
+    except ToolError as exc:
+        return CallOutcome(
+            call.call_id, False, error_code=exc.code, error=exc.message, arguments=arguments
+        )
+    except ValidationError as exc:
+        return CallOutcome(
+            call.call_id,
+            False,
+            error_code=ErrorCode.CALL_SCHEMA.value,
+            error=f"the edited arguments are invalid: {exc}",
+            arguments=arguments,
+        )
+    except (TypeError, ValueError) as exc:  # includes results json cannot serialise
+        log.warning("tool %s failed: %s", call.tool.qualified_name, exc)
+        return CallOutcome(
+            call.call_id,
+            False,
+            error_code="E-TOOL-ERROR",
+            error=f"{type(exc).__name__}: {exc}",
+            arguments=arguments,
+        )
+    except Exception as exc:
+        log.exception("tool %s raised", call.tool.qualified_name)
+        return CallOutcome(
+            call.call_id,
+            False,
+            error_code="E-TOOL-ERROR",
+            error=f"the tool failed: {type(exc).__name__}: {exc}",
+            arguments=arguments,
+        )
+
+
+def run_calls(
+    calls: Sequence[PendingCall],
+    *,
+    approve: Approve = allow_all,
+    cancel: threading.Event | None = None,
+) -> list[CallOutcome]:
+    """Ask, then run the allowed calls concurrently; one outcome per call, in call order."""
+    decided: dict[str, CallOutcome] = {}
+    running: dict[str, tuple[PendingCall, cf.Future[Any], dict[str, Any], float]] = {}
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, len(calls)), thread_name_prefix="tool")
+    for call in calls:
+        decision = approve(call)
+        if not decision.allow:
+            decided[call.call_id] = CallOutcome(
+                call.call_id,
+                False,
+                error_code="E-TOOL-DENIED",
+                error="the user did not allow this call",
+            )
+            continue
+        arguments = decision.arguments if decision.arguments is not None else call.arguments
+        deadline = time.monotonic() + call.tool.deadline_ms / 1000
+        running[call.call_id] = (call, pool.submit(_invoke, call, arguments), arguments, deadline)
+    while running:
+        for call_id, (call, future, arguments, deadline) in list(running.items()):
+            if future.done():
+                decided[call_id] = _outcome(call, future, arguments)
+            elif cancel is not None and cancel.is_set():
+                decided[call_id] = CallOutcome(
+                    call_id,
+                    False,
+                    error_code=ErrorCode.TOOL_CANCELLED.value,
+                    error="the user cancelled the call",
+                    arguments=arguments,
+                )
+            elif time.monotonic() > deadline:
+                decided[call_id] = CallOutcome(
+                    call_id,
+                    False,
+                    error_code=ErrorCode.TOOL_TIMEOUT.value,
+                    error=f"no result within {call.tool.deadline_ms} ms",
+                    arguments=arguments,
+                )
+            else:
+                continue
+            del running[call_id]
+        if running:
+            cf.wait(
+                [f for _, f, _, _ in running.values()], timeout=0.01, return_when=cf.FIRST_COMPLETED
+            )
+    pool.shutdown(wait=False, cancel_futures=True)
+    return [decided[c.call_id] for c in calls]
