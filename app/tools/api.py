@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import pluggy
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from app.domain.messages import ToolDescription
@@ -136,4 +137,7 @@ def tool(
     return wrap(function) if function is not None else wrap
 
 
-__all__ = ["Risk", "Tool", "ToolContext", "ToolError", "ValidationError", "tool"]
+hookimpl = pluggy.HookimplMarker("harmony_desk")
+"""Marks a plugin's hook implementations: `@hookimpl def harmony_desk_tools(): return [my_tool]`."""
+
+__all__ = ["Risk", "Tool", "ToolContext", "ToolError", "ValidationError", "hookimpl", "tool"]
