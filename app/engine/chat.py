@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -51,6 +51,17 @@ from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
 ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked"]
+
+
+@dataclass
+class Generation:
+    """What one generation produced."""
+
+    messages: list[Message]
+    timings: Timings | None
+    failed: str | None  # why the turn failed (the worker died, the prompt did not fit)
+    finished: bool  # ended on a stop id or a completed grammar, not on a limit
+    stop_id: int | None
 
 
 @dataclass(frozen=True)
@@ -114,11 +125,26 @@ class ChatSession:
         self.conversation = conversation
         constraint = self._constraint(schema, tool_choice)
         user_index = len(conversation.messages) - 1
+        out = yield from self.generate(
+            conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel
+        )
+        self.conversation = conversation.with_messages(out.messages)
+        self.turns.append(TurnRecord(user_index, reasoning_effort, out.timings, out.failed))
+        if constraint is not None:
+            yield from self._check_json(out.messages, schema, out.finished)
+
+    def generate(
+        self,
+        conversation: Conversation,
+        *,
+        constraint: Constraint | None = None,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generator[ChatEvent, None, Generation]:
+        """One generation for `conversation` (events streamed; the parsed result returned)."""
         prompt = self.template.prompt_ids(conversation, self.tokenizer)
         parser = self.template.output_parser(self.tokenizer)
-        timings: Timings | None = None
-        failed: str | None = None
-        finished = False
+        out = Generation([], None, None, False, None)
         for event in self.client.generate(
             prompt,
             stop_ids=self.template.stop_ids(self.tokenizer),
@@ -131,17 +157,15 @@ class ChatSession:
                 yield from parser.feed(event.token)
                 continue
             if isinstance(event, GenerationDone):
-                timings = event.timings
-                finished = event.reason is FinishReason.STOP
+                out.timings, out.stop_id = event.timings, event.stop_id
+                out.finished = event.reason is FinishReason.STOP
                 yield from parser.finish("" if event.reason.value == "stop" else event.reason.value)
             else:
-                failed = event.reason
+                out.failed = event.reason
                 yield from parser.finish(event.reason)
             yield event
-        self.conversation = self.conversation.with_messages(parser.messages)
-        self.turns.append(TurnRecord(user_index, reasoning_effort, timings, failed))
-        if constraint is not None:
-            yield from self._check_json(parser.messages, schema, finished)
+        out.messages = parser.messages
+        return out
 
     def _constraint(
         self, schema: dict[str, Any] | None, tool_choice: ToolChoice

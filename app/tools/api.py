@@ -108,7 +108,7 @@ def tool(
             )
         fields: dict[str, Any] = {}
         wants_context = False
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
         for pname, param in inspect.signature(fn).parameters.items():
             annotation = hints.get(pname, inspect.Parameter.empty)
             if _is_context(annotation):

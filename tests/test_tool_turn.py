@@ -1,0 +1,61 @@
+"""Tool turns on a chat session: scripted for the flow, and the real tiny gpt-oss model whose
+call is constrained by the tool's schema, executed, and answered."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from app.domain.messages import Role
+from app.engine.chat import ChatSession
+from app.engine.protocol import Sampling
+from app.engine.scripted import ScriptedClient
+from app.engine.tool_turn import ToolsRan, run_tool_turn
+from app.engine.turn_loop import TurnResult
+from app.templates.registry import get_template
+from app.tools.api import tool
+from app.tools.builtin.everyday import calculate
+from app.tools.registry import ToolRegistry
+
+
+@tool
+def square(n: Annotated[int, Field(ge=0, le=99)]) -> int:
+    """The square of a whole number from 0 to 99."""
+    return n * n
+
+
+def test_scripted_tool_turn_keeps_the_chain_in_the_follow_up_prompt() -> None:
+    client = ScriptedClient([
+        "<|channel|>analysis<|message|>Need to multiply.<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.calculate <|constrain|>json<|message|>{"expression":"6*7"}<|call|>',
+        "<|channel|>final<|message|>It is 42.<|return|>",
+    ])
+    session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
+    events = list(run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
+    result = events[-1]
+    assert isinstance(result, TurnResult) and result.reason == "answer"
+    ran = [e for e in events if isinstance(e, ToolsRan)]
+    assert ran[0].outcomes[0].ok and ran[0].outcomes[0].content == {"expression": "6*7", "result": 42}
+    follow_up = client.encoding.decode(client.prompts[1])
+    assert "Need to multiply." in follow_up and "namespace functions {" in follow_up
+    assert '<|start|>functions.calculate to=assistant<|channel|>commentary<|message|>{"ok": true' in follow_up
+    assert session.conversation.messages[-1].text == "It is 42."
+
+
+def test_real_model_call_is_constrained_executed_and_answered(tiny_client: Any) -> None:
+    session = ChatSession(tiny_client, get_template("harmony"), sampling=Sampling(temperature=1.0, seed=3),
+                          max_tokens=120, thinking_budget=16)
+    events = list(run_tool_turn(session, "Square a number.", ToolRegistry([square]), tool_choice="square", max_calls=3))
+    result = events[-1]
+    assert isinstance(result, TurnResult)
+    first = result.records[0]
+    sent = json.loads(first.arguments_sent)
+    assert first.tool == "functions.square" and 0 <= sent["n"] <= 99
+    assert first.outcome.ok and first.outcome.content == sent["n"] ** 2
+    roles = [m.author.role for m in session.conversation.messages]
+    assert Role.TOOL in roles and roles.index(Role.TOOL) > roles.index(Role.USER)
+    reply = next(m for m in session.conversation.messages if m.author.role is Role.TOOL)
+    assert json.loads(reply.text) == {"ok": True, "content": sent["n"] ** 2}
+    assert result.reason in ("answer", "loop cap", "no answer")
