@@ -19,13 +19,19 @@ from pydantic import ValidationError
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
 from app.domain.visibility import Lane, shows_text
+from app.engine.approval import ApprovalPolicy, terminal_ask
 from app.engine.chat import ChatEvent, ChatSession, JsonChecked
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.tool_runner import allow_all
+from app.engine.tool_turn import ToolsRan, run_tool_turn
+from app.engine.turn_loop import TurnResult
 from app.errors import InvalidInputError
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
+from app.tools.discovery import discover
+from app.tools.registry import ToolRegistry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--tools", help="comma-separated tools the model may call (see `tools list`)"
+    )
+    parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+    parser.add_argument(
+        "--tool-choice", default="auto", help="auto, none, required, or a tool name"
+    )
+    parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        default=None,
+        help="gpt-oss with tools or JSON: at most this many tokens per reasoning message",
+    )
     parser.add_argument("--json-schema", metavar="FILE", help="answer in JSON matching this schema")
     parser.add_argument("--json-object", action="store_true", help="answer with any JSON object")
     parser.add_argument("--temperature", type=float, help="remembered for this model")
@@ -51,7 +70,7 @@ class _Printer:
         self.show_analysis, self.out, self.err = show_analysis, out, err
         self.streamed: set[int] = set()
 
-    def __call__(self, event: ChatEvent) -> None:
+    def __call__(self, event: ChatEvent | ToolsRan | TurnResult) -> None:
         if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
             self.err.write("[analysis] ")
         elif isinstance(event, ContentDelta):
@@ -74,6 +93,16 @@ class _Printer:
             )
         elif isinstance(event, TurnFailed):
             self.err.write(f"[turn failed] {event.reason}\n")
+        elif isinstance(event, ToolsRan):
+            for o in event.outcomes:
+                shown = (
+                    json.dumps(o.content, ensure_ascii=False)
+                    if o.ok
+                    else f"{o.error_code}: {o.error}"
+                )
+                self.err.write(f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {shown}\n")
+        elif isinstance(event, TurnResult) and event.reason != "answer":
+            self.err.write(f"[turn ended: {event.reason}]\n")
         elif isinstance(event, JsonChecked):
             r = event.result
             verdict = (
@@ -140,6 +169,26 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
         raise InvalidInputError(f"invalid sampling value ({problems})") from exc
 
 
+def _read_line(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+def _registry(names: str) -> ToolRegistry:
+    """The discovered tools named on the command line (a clear error for an unknown name)."""
+    found = discover()
+    available = {t.name: t for tools in found.tools.values() for t in tools}
+    available |= {t.qualified_name: t for t in available.values()}
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    missing = [n for n in wanted if n not in available]
+    if missing:
+        raise InvalidInputError(
+            f"no tool called {', '.join(missing)}; available: {', '.join(sorted(available))}"
+        )
+    return ToolRegistry(available[n] for n in dict.fromkeys(wanted))
+
+
 def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
     """JSON mode from `--json-schema FILE` or `--json-object`, checked before generation."""
     if args.json_schema:
@@ -160,6 +209,8 @@ def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
     response_format = _response_format(args)  # a bad schema fails before the model loads
+    registry = _registry(args.tools) if args.tools else None
+    approve = allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line))
     path = _model_path(args.model)
     with WorkerClient() as client:
         info = client.load(
@@ -175,15 +226,26 @@ def run_chat(args: argparse.Namespace) -> int:
         )
         template = get_template(name).for_model(info.metadata)
         sampling = choice.apply(template.defaults).sampling(seed=args.seed)
-        session = ChatSession(client, template, sampling=sampling, max_tokens=args.max_tokens)
+        session = ChatSession(
+            client,
+            template,
+            sampling=sampling,
+            max_tokens=args.max_tokens,
+            thinking_budget=args.thinking_budget,
+        )
         effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
         printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
         prompts = [args.prompt] if args.prompt is not None else _interactive()
         status = 0
         for text in prompts:
-            for event in session.send(
-                text, reasoning_effort=effort, response_format=response_format
-            ):
+            events = (
+                run_tool_turn(
+                    session, text, registry, approve=approve, tool_choice=args.tool_choice
+                )
+                if registry is not None
+                else session.send(text, reasoning_effort=effort, response_format=response_format)
+            )
+            for event in events:
                 printer(event)
                 if isinstance(event, TurnFailed):
                     status = 1

@@ -59,3 +59,21 @@ def test_real_model_call_is_constrained_executed_and_answered(tiny_client: Any) 
     reply = next(m for m in session.conversation.messages if m.author.role is Role.TOOL)
     assert json.loads(reply.text) == {"ok": True, "content": sent["n"] ** 2}
     assert result.reason in ("answer", "loop cap", "no answer")
+
+
+def test_tools_cli(tiny_model: Any) -> None:
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-m", "app", "tools", "list"], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "functions.calculate" in listed.stdout and "read-only" in listed.stdout
+    base = [sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Compute.", "--threads", "1",
+            "--ctx", "1024", "--max-tokens", "120", "--seed", "1", "--tool-choice", "current_time",
+            "--thinking-budget", "8", "--tools", "current_time"]
+    allowed = subprocess.run([*base, "--yes"], capture_output=True, text=True, timeout=300)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "[tool call_1]" in allowed.stderr
+    denied = subprocess.run(base, input="n\n" * 10, capture_output=True, text=True, timeout=300)
+    assert "Run functions.current_time (read-only) with" in denied.stderr and "E-TOOL-DENIED" in denied.stderr
+    unknown = subprocess.run([*base[:-1], "teleport"], capture_output=True, text=True, timeout=120)
+    assert unknown.returncode == 2 and "no tool called teleport" in unknown.stderr and "current_time" in unknown.stderr

@@ -11,7 +11,10 @@ import ast
 import datetime as dt
 import operator
 from collections.abc import Callable
+from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
 
 from app.tools.api import ToolError, tool
 
@@ -32,8 +35,12 @@ _MAX_EXPONENT = 1000
 _MAX_LENGTH = 500
 
 
+Zone = Annotated[str, Field(max_length=40, pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+){0,2}$")]
+Expression = Annotated[str, Field(max_length=_MAX_LENGTH)]
+
+
 @tool
-def current_time(timezone: str = "UTC") -> dict[str, str]:
+def current_time(timezone: Zone = "UTC") -> dict[str, str]:
     """The current date and time in an IANA time zone (for example Europe/Oslo)."""
     try:
         zone = ZoneInfo(timezone)
@@ -72,7 +79,7 @@ def _eval(node: ast.AST) -> float:
 
 
 @tool
-def calculate(expression: str) -> dict[str, float | str]:
+def calculate(expression: Expression) -> dict[str, float | str]:
     """Evaluate an arithmetic expression (numbers, + - * / // % ** and parentheses)."""
     if len(expression) > _MAX_LENGTH:
         raise ToolError(f"the expression is longer than {_MAX_LENGTH} characters")
