@@ -32,8 +32,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from app.headless_chat import add_arguments
 
     add_arguments(commands.add_parser("chat", help="chat in the terminal (headless)"))
-    tools = commands.add_parser("tools", help="tool plugins")
-    tools.add_subparsers(dest="verb", required=True).add_parser("list", help="discovered tools")
+    from app import tools_cli
+
+    tools_cli.add_arguments(commands.add_parser("tools", help="tool plugins, audit log, approvals"))
     transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
     tverbs = transcript.add_subparsers(dest="verb", required=True)
     convert = tverbs.add_parser("convert", help="convert a transcript between formats")
@@ -102,20 +103,6 @@ def _harmony(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tools_list() -> int:
-    from app.tools.discovery import discover
-
-    found = discover()
-    for plugin, tools in sorted(found.tools.items()):
-        for t in tools:
-            print(
-                f"{t.qualified_name:32} {plugin:20} {t.risk.value:14} deadline {t.deadline_ms} ms"
-            )
-    for plugin, reason in sorted(found.failures.items()):
-        print(f"plugin {plugin} could not be loaded: {reason}", file=sys.stderr)
-    return 0
-
-
 def _app(parser: argparse.ArgumentParser) -> int:
     """The app without a subcommand: for now, the terminal chat on the default model."""
     from app.headless_chat import run_chat
@@ -139,7 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "transcript":
             return _transcript(args)
         if args.command == "tools":
-            return _tools_list()
+            from app import tools_cli
+
+            return tools_cli.run(args)
         if args.command == "chat":
             from app.headless_chat import run_chat
 

@@ -28,6 +28,10 @@ class ErrorCode(StrEnum):
     INPUT_INVALID = "E-INPUT-INVALID"
     RENDER = "E-RENDER"
     RESOURCE = "E-RESOURCE"
+    TOOL_ERROR = "E-TOOL-ERROR"
+    TOOL_DENIED = "E-TOOL-DENIED"
+    OFFLINE = "E-OFFLINE"
+    NETWORK = "E-NETWORK"
 
 
 class HarmonyDeskError(Exception):

@@ -9,8 +9,10 @@ loop goes on after it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
@@ -19,7 +21,8 @@ from pydantic import ValidationError
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
 from app.domain.visibility import Lane, shows_text
-from app.engine.approval import ApprovalPolicy, terminal_ask
+from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
+from app.engine.audit import AuditLog
 from app.engine.chat import ChatEvent, ChatSession, JsonChecked
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
@@ -30,8 +33,8 @@ from app.engine.turn_loop import TurnResult
 from app.errors import InvalidInputError
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
-from app.tools.discovery import discover
-from app.tools.registry import ToolRegistry
+from app.tools.api import ToolContext
+from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +48,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
-        "--tools", help="comma-separated tools the model may call (see `tools list`)"
+        "--tools",
+        help="comma-separated tools or plugins the model may call, `python` and `browser` for"
+        " the built-ins (see `tools list`)",
     )
+    parser.add_argument(
+        "--offline", action="store_true", help="no tool may use the network (browser refused)"
+    )
+    parser.add_argument(
+        "--grant", action="append", default=[], metavar="DIR", help="a folder python may use"
+    )
+    parser.add_argument("--search", choices=["duckduckgo", "searxng", "none"], default="duckduckgo")
+    parser.add_argument("--searxng-url", default="", help="a SearXNG instance for --search searxng")
+    parser.add_argument(
+        "--allow-local-addresses",
+        action="store_true",
+        help="let the browser open addresses on this machine or the local network",
+    )
+    parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
     parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     parser.add_argument(
         "--tool-choice", default="auto", help="auto, none, required, or a tool name"
@@ -100,6 +119,7 @@ class _Printer:
                     if o.ok
                     else f"{o.error_code}: {o.error}"
                 )
+                shown = shown if len(shown) <= 400 else shown[:400] + "…"
                 self.err.write(f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {shown}\n")
         elif isinstance(event, TurnResult) and event.reason != "answer":
             self.err.write(f"[turn ended: {event.reason}]\n")
@@ -175,18 +195,22 @@ def _read_line(prompt: str) -> str:
     return sys.stdin.readline()
 
 
-def _registry(names: str) -> ToolRegistry:
-    """The discovered tools named on the command line (a clear error for an unknown name)."""
-    found = discover()
-    available = {t.name: t for tools in found.tools.values() for t in tools}
-    available |= {t.qualified_name: t for t in available.values()}
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    missing = [n for n in wanted if n not in available]
-    if missing:
-        raise InvalidInputError(
-            f"no tool called {', '.join(missing)}; available: {', '.join(sorted(available))}"
-        )
-    return ToolRegistry(available[n] for n in dict.fromkeys(wanted))
+def _tools(args: argparse.Namespace) -> ConversationTools | None:
+    """The conversation's tools named on the command line (a clear error for an unknown name)."""
+    if not args.tools:
+        return None
+    options = ToolOptions(
+        enabled=tuple(n.strip() for n in args.tools.split(",") if n.strip()),
+        offline=args.offline,
+        granted_folders=tuple(args.grant),
+        search=args.search,
+        searxng_url=args.searxng_url,
+        allow_private_addresses=args.allow_local_addresses,
+    )
+    try:
+        return ConversationTools(options)
+    except UnknownToolError as exc:
+        raise InvalidInputError(exc.message) from exc
 
 
 def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
@@ -209,10 +233,16 @@ def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
     response_format = _response_format(args)  # a bad schema fails before the model loads
-    registry = _registry(args.tools) if args.tools else None
-    approve = allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line))
+    tools = _tools(args)
+    approve = (
+        allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
+    )
+    conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
+    context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
     path = _model_path(args.model)
-    with WorkerClient() as client:
+    with WorkerClient() as client, contextlib.ExitStack() as stack:
+        if tools is not None:
+            stack.callback(tools.close)
         info = client.load(
             path,
             n_ctx=args.ctx or 4096,
@@ -240,15 +270,23 @@ def run_chat(args: argparse.Namespace) -> int:
         for text in prompts:
             events = (
                 run_tool_turn(
-                    session, text, registry, approve=approve, tool_choice=args.tool_choice
+                    session,
+                    text,
+                    tools.registry,
+                    approve=approve,
+                    tool_choice=args.tool_choice,
+                    max_calls=args.max_tool_calls,
+                    context=context,
                 )
-                if registry is not None
+                if tools is not None
                 else session.send(text, reasoning_effort=effort, response_format=response_format)
             )
             for event in events:
                 printer(event)
                 if isinstance(event, TurnFailed):
                     status = 1
+                elif isinstance(event, TurnResult):
+                    AuditLog().append(event.records, conversation_id)
         return status if args.prompt is not None else 0
 
 

@@ -23,3 +23,8 @@ def cache_dir() -> Path:
 def config_dir() -> Path:
     """The user's choices: `$HARMONY_DESK_CONFIG` overrides it."""
     return user_dir("HARMONY_DESK_CONFIG", "XDG_CONFIG_HOME", ".config")
+
+
+def data_dir() -> Path:
+    """What the user would lose (history, the tool audit log): `$HARMONY_DESK_DATA` overrides it."""
+    return user_dir("HARMONY_DESK_DATA", "XDG_DATA_HOME", ".local/share")

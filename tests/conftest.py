@@ -7,6 +7,7 @@ TIKTOKEN_ENCODINGS_BASE; we point it at the bundled `resources/` so nothing is d
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from app.resources import resources_dir
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
 # The app's cache (the assembled default model) goes to a test folder, never the user's own.
 os.environ["HARMONY_DESK_CONFIG"] = str(Path.home() / ".cache" / "harmony-desk-tests" / "config")
+os.environ["HARMONY_DESK_DATA"] = tempfile.mkdtemp(prefix="harmony-desk-test-data-")
 os.environ.setdefault(
     "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
 )

@@ -172,6 +172,29 @@ class Conversation(_Frozen):
         """A copy with `messages` appended."""
         return self.model_copy(update={"messages": (*self.messages, *messages)})
 
+    def with_header(
+        self, role: Literal[Role.SYSTEM, Role.DEVELOPER], **update: Any
+    ) -> Conversation:
+        """A copy whose system (or developer) message has the fields in `update` replaced.
+        `role` is `Role.SYSTEM` or `Role.DEVELOPER`.
+
+        When there is none, one is added: the system message first, the developer message
+        right after the system message."""
+        kind = SystemContent if role is Role.SYSTEM else DeveloperContent
+        messages = list(self.messages)
+        for i, m in enumerate(messages):
+            if m.author.role is role and isinstance(m.content[0], kind):
+                header = m.content[0].model_copy(update=update)
+                messages[i] = m.model_copy(update={"content": (header, *m.content[1:])})
+                return Conversation(messages=tuple(messages))
+        at = (
+            0
+            if role is Role.SYSTEM
+            else int(bool(messages) and messages[0].author.role is Role.SYSTEM)
+        )
+        messages.insert(at, Message.of(role, kind().model_copy(update=update)))
+        return Conversation(messages=tuple(messages))
+
     def to_dict(self) -> dict[str, Any]:
         return {"messages": [message_to_dict(m) for m in self.messages]}
 

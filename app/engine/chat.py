@@ -220,12 +220,4 @@ def with_response_format(
         description=spec_source.description if spec_source else None,
         schema=response_format.json_schema_dict or {"type": "object"},
     )
-    messages = list(conversation.messages)
-    for i, m in enumerate(messages):
-        if m.author.role is Role.DEVELOPER and isinstance(m.content[0], DeveloperContent):
-            dev = m.content[0].model_copy(update={"response_formats": (spec,)})
-            messages[i] = m.model_copy(update={"content": (dev, *m.content[1:])})
-            return Conversation(messages=tuple(messages))
-    at = 1 if messages and messages[0].author.role is Role.SYSTEM else 0
-    messages.insert(at, Message.of(Role.DEVELOPER, DeveloperContent(response_formats=(spec,))))
-    return Conversation(messages=tuple(messages))
+    return conversation.with_header(Role.DEVELOPER, response_formats=(spec,))

@@ -166,19 +166,31 @@ def _ids(text: str) -> str:
     return " ".join(f"<[{t}]>" for t in enc.load_encoding().encode_ordinary(text))
 
 
-def _tool_call(name: str, parameters: Mapping[str, Any] | None) -> str:
+@dataclass(frozen=True)
+class CallSpec:
+    """A call the grammar allows besides `functions.*`: a built-in (`python`, `browser.open`)
+    or a plugin namespace. `schema` None with `code` True: the body is free text (code)."""
+
+    recipient: str
+    channel: str = "analysis"
+    schema: Mapping[str, Any] | None = None
+    code: bool = False
+
+
+def _tool_call(spec: CallSpec) -> str:
+    content_type = [_ids(" code")] if spec.code else [_ids(" "), _tok(enc.CONSTRAIN), _ids("json")]
     header = " ".join(
         [
             _tok(enc.CHANNEL),
-            _ids("commentary"),
-            _ids(f" to=functions.{name}"),
-            _ids(" "),
-            _tok(enc.CONSTRAIN),
-            _ids("json"),
+            _ids(spec.channel),
+            _ids(f" to={spec.recipient}"),
+            *content_type,
             _tok(enc.MESSAGE),
         ]
     )
-    body = json.dumps(_with_options(parameters or {"type": "object"}))
+    if spec.code:
+        return f"{header} TEXT <[{enc.CALL}]>"
+    body = json.dumps(_with_options(spec.schema or {"type": "object"}))
     return f"{header} %json {body} <[{enc.CALL}]>"
 
 
@@ -188,22 +200,29 @@ def harmony_constraint(
     tools: Mapping[str, Mapping[str, Any] | None] | None = None,
     tool_choice: ToolChoice = "auto",
     thinking_budget: int | None = None,
+    calls: Sequence[CallSpec] = (),
 ) -> Constraint:
     """The grammar for a gpt-oss turn: free analysis, then a constrained answer or tool call.
 
-    `thinking_budget` caps each analysis or preamble message at that many tokens, and their
-    number at four (the model must then move on); None leaves reasoning unbounded."""
+    `tools` are the `functions` (called on `commentary` with JSON arguments); `calls` are
+    the other tools the model may call (built-ins on `analysis`). A `tool_choice` naming a
+    function allows only that call. `thinking_budget` caps each analysis or preamble message
+    at that many tokens, and their number at four (the model must then move on); None leaves
+    reasoning unbounded."""
     tools = dict(tools or {})
+    specs = [CallSpec(f"functions.{name}", "commentary", params) for name, params in tools.items()]
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
         if tool_choice not in tools:
             raise SchemaError(
                 f"tool_choice names {tool_choice!r}, which is not among the tools: {sorted(tools)}"
             )
-        tools = {tool_choice: tools[tool_choice]}
+        specs = [CallSpec(f"functions.{tool_choice}", "commentary", tools[tool_choice])]
         tool_choice = "required"
-    for parameters in tools.values():
-        if parameters is not None:
-            check_schema(parameters)
+    else:
+        specs += calls
+    for spec in specs:
+        if spec.schema is not None:
+            check_schema(spec.schema)
     if schema is not None:
         check_schema(schema)
     analysis = " ".join(
@@ -236,7 +255,7 @@ def harmony_constraint(
     if tool_choice != "required":
         choices.append("answer")
     if tool_choice != "none":
-        choices += [f"call_{i}" for i in range(len(tools))]
+        choices += [f"call_{i}" for i in range(len(specs))]
     if not choices:
         raise SchemaError("tool_choice 'required' needs at least one tool")
     rules = [
@@ -244,10 +263,7 @@ def harmony_constraint(
         f"analysis: {analysis}",
         f"preamble: {preamble}",
         f"answer: {answer}",
-        *(
-            f"call_{i}: {_tool_call(name, params)}"
-            for i, (name, params) in enumerate(tools.items())
-        ),
+        *(f"call_{i}: {_tool_call(spec)}" for i, spec in enumerate(specs)),
         "TEXT: /(.|\\n)*/",
         f"thought{budget}: /(.|\\n)*/",
     ]

@@ -9,6 +9,7 @@ that is not JSON-serialisable, becomes an error outcome and a log line, never a 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
 import logging
 import threading
@@ -30,20 +31,21 @@ class Decision:
 
     allow: bool
     arguments: dict[str, Any] | None = None
+    how: str = ""  # for the audit record: "asked", "allowed for this conversation", …
 
 
 Approve = Callable[[PendingCall], Decision]
 
 
 def allow_all(_call: PendingCall) -> Decision:
-    return Decision(True)
+    return Decision(True, how="allowed without asking")
 
 
-def _invoke(call: PendingCall, arguments: dict[str, Any]) -> Any:
+def _invoke(call: PendingCall, arguments: dict[str, Any], context: ToolContext) -> Any:
     tool = call.tool
     values = tool.parse_arguments(arguments).model_dump()
     if tool.wants_context:
-        values["ctx"] = ToolContext(call_id=call.call_id)
+        values["ctx"] = dataclasses.replace(context, call_id=call.call_id)
     result = tool.function(**values)
     json.dumps(result)  # a result the model cannot read is the tool's error
     return result
@@ -84,18 +86,32 @@ def _outcome(call: PendingCall, future: cf.Future[Any], arguments: dict[str, Any
         )
 
 
+def _how(decision: Decision, call: PendingCall) -> str:
+    verdict = decision.how or ("allowed" if decision.allow else "denied")
+    if decision.allow and decision.arguments is not None and decision.arguments != call.arguments:
+        verdict += ", arguments edited"
+    return verdict
+
+
 def run_calls(
     calls: Sequence[PendingCall],
     *,
     approve: Approve = allow_all,
     cancel: threading.Event | None = None,
+    context: ToolContext | None = None,
 ) -> list[CallOutcome]:
-    """Ask, then run the allowed calls concurrently; one outcome per call, in call order."""
+    """Ask, then run the allowed calls concurrently; one outcome per call, in call order.
+
+    Each outcome carries the approval decision and, for calls that ran, their duration."""
+    context = context or ToolContext(call_id="")
     decided: dict[str, CallOutcome] = {}
     running: dict[str, tuple[PendingCall, cf.Future[Any], dict[str, Any], float]] = {}
+    started: dict[str, float] = {}
+    how: dict[str, str] = {}
     pool = cf.ThreadPoolExecutor(max_workers=max(1, len(calls)), thread_name_prefix="tool")
     for call in calls:
         decision = approve(call)
+        how[call.call_id] = _how(decision, call)
         if not decision.allow:
             decided[call.call_id] = CallOutcome(
                 call.call_id,
@@ -105,8 +121,10 @@ def run_calls(
             )
             continue
         arguments = decision.arguments if decision.arguments is not None else call.arguments
-        deadline = time.monotonic() + call.tool.deadline_ms / 1000
-        running[call.call_id] = (call, pool.submit(_invoke, call, arguments), arguments, deadline)
+        started[call.call_id] = time.monotonic()
+        deadline = started[call.call_id] + call.tool.deadline_ms / 1000
+        future = pool.submit(_invoke, call, arguments, context)
+        running[call.call_id] = (call, future, arguments, deadline)
     while running:
         for call_id, (call, future, arguments, deadline) in list(running.items()):
             if future.done():
@@ -129,10 +147,12 @@ def run_calls(
                 )
             else:
                 continue
+            elapsed = (time.monotonic() - started[call_id]) * 1000
+            decided[call_id] = dataclasses.replace(decided[call_id], duration_ms=elapsed)
             del running[call_id]
         if running:
             cf.wait(
                 [f for _, f, _, _ in running.values()], timeout=0.01, return_when=cf.FIRST_COMPLETED
             )
     pool.shutdown(wait=False, cancel_futures=True)
-    return [decided[c.call_id] for c in calls]
+    return [dataclasses.replace(decided[c.call_id], decision=how[c.call_id]) for c in calls]

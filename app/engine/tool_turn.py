@@ -12,13 +12,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.domain.messages import Conversation, Message, Role, SystemContent
 from app.engine.chat import ChatEvent, ChatSession
-from app.engine.constraint import ToolChoice, harmony_constraint
+from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
 from app.engine.tool_runner import Approve, allow_all, run_calls
 from app.engine.turn_loop import CallOutcome, Generate, Generated, TurnResult, turn_loop
 from app.harmony import encoding as enc
 from app.templates.harmony import HarmonyTemplate
+from app.tools.api import Tool, ToolContext
 from app.tools.registry import ToolRegistry
 
 
@@ -30,17 +31,20 @@ class ToolsRan:
 
 
 def with_tools(conversation: Conversation, registry: ToolRegistry) -> Conversation:
-    """The conversation whose developer message declares the registry's tools (one is added)."""
-    namespaces = registry.namespaces() or None
-    messages = list(conversation.messages)
-    for i, m in enumerate(messages):
-        if m.author.role is Role.DEVELOPER and isinstance(m.content[0], DeveloperContent):
-            dev = m.content[0].model_copy(update={"tools": namespaces})
-            messages[i] = m.model_copy(update={"content": (dev, *m.content[1:])})
-            return Conversation(messages=tuple(messages))
-    at = 1 if messages and messages[0].author.role is Role.SYSTEM else 0
-    messages.insert(at, Message.of(Role.DEVELOPER, DeveloperContent(tools=namespaces)))
-    return Conversation(messages=tuple(messages))
+    """The conversation declaring the registry's tools: plugin namespaces in the developer
+    message, the built-in `browser` and `python` in the system message."""
+    system = registry.system_namespaces()
+    if system or any(
+        m.author.role is Role.SYSTEM and isinstance(m.content[0], SystemContent)
+        for m in conversation.messages
+    ):
+        conversation = conversation.with_header(Role.SYSTEM, tools=system or None)
+    return conversation.with_header(Role.DEVELOPER, tools=registry.namespaces() or None)
+
+
+def _call_spec(t: Tool) -> CallSpec:
+    code = t.body == "code"
+    return CallSpec(t.qualified_name, t.channel, None if code else t.parameters, code)
 
 
 def run_tool_turn(
@@ -52,6 +56,7 @@ def run_tool_turn(
     tool_choice: ToolChoice = "auto",
     max_calls: int = 8,
     cancel: threading.Event | None = None,
+    context: ToolContext | None = None,
 ) -> Iterator[ChatEvent | ToolsRan | TurnResult]:
     """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`."""
     conversation = with_tools(
@@ -59,19 +64,21 @@ def run_tool_turn(
     )
     loop = turn_loop(conversation, registry, max_calls=max_calls)
     schemas = {t.name: t.parameters for t in registry if t.namespace == "functions"}
+    calls = [_call_spec(t) for t in registry if t.namespace != "functions"]
     action = next(loop)
     first = True
     try:
         while True:
             if isinstance(action, Generate):
                 constraint = None
-                if isinstance(session.template, HarmonyTemplate) and schemas:
+                if isinstance(session.template, HarmonyTemplate) and (schemas or calls):
                     choice = tool_choice if first else "auto"
                     constraint = harmony_constraint(
                         None,
                         tools=schemas,
                         tool_choice=choice,
                         thinking_budget=session.thinking_budget,
+                        calls=calls,
                     )
                 first = False
                 out = yield from session.generate(
@@ -82,7 +89,7 @@ def run_tool_turn(
                     return
                 action = loop.send(Generated(tuple(out.messages), called=out.stop_id == enc.CALL))
             else:
-                outcomes = run_calls(action.calls, approve=approve, cancel=cancel)
+                outcomes = run_calls(action.calls, approve=approve, cancel=cancel, context=context)
                 yield ToolsRan(tuple(outcomes))
                 action = loop.send(outcomes)
     except StopIteration as stop:

@@ -63,6 +63,8 @@ class CallOutcome:
     error_code: str | None = None
     error: str | None = None
     arguments: dict[str, Any] | None = None  # as run, after the user's edits
+    decision: str = ""  # how approval went: "asked: allowed", "always allow", "denied", …
+    duration_ms: float | None = None  # how long the tool ran (None: it never ran)
 
 
 @dataclass(frozen=True)
@@ -90,11 +92,15 @@ def envelope(outcome: CallOutcome) -> str:
     return json.dumps({"ok": False, "error": error}, ensure_ascii=False)
 
 
-def _reply(name: str, outcome: CallOutcome) -> Message:
+def _reply(call: Message, tool: Tool | None, outcome: CallOutcome) -> Message:
+    """The tool message answering `call`, on the call's channel (built-ins: `analysis`)."""
+    text = envelope(outcome)
+    if outcome.ok and tool is not None and tool.text_reply and isinstance(outcome.content, str):
+        text = outcome.content  # what gpt-oss was trained to read from python and browser
     return Message(
-        author=Author(role=Role.TOOL, name=name),
-        content=(TextContent(text=envelope(outcome)),),
-        channel="commentary",
+        author=Author(role=Role.TOOL, name=call.recipient or ""),
+        content=(TextContent(text=text),),
+        channel=call.channel or "commentary",
         recipient="assistant",
     )
 
@@ -110,7 +116,7 @@ def _check(call_id: str, message: Message, registry: ToolRegistry) -> PendingCal
             error=f"there is no tool {message.recipient!r}; available: {known}",
         )
     try:
-        raw = json.loads(message.text)
+        raw = {"code": message.text} if tool.body == "code" else json.loads(message.text)
         if not isinstance(raw, dict):
             raise ValueError("the arguments must be a JSON object")
         arguments = tool.parse_arguments(raw).model_dump()
@@ -161,4 +167,5 @@ def turn_loop(
             records.append(
                 CallRecord(outcome.call_id, message.recipient or "", message.text, outcome)
             )
-            conversation = conversation.with_message(_reply(message.recipient or "", outcome))
+            tool = registry.get(message.recipient or "")
+            conversation = conversation.with_message(_reply(message, tool, outcome))

@@ -7,7 +7,7 @@ vocabulary disagrees with o200k_harmony (size or special tokens) is refused befo
 
 from __future__ import annotations
 
-from app.domain.messages import Conversation, Message, ReasoningEffort, Role, SystemContent
+from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.errors import LoadProblem, ModelLoadError
 from app.harmony import encoding as enc
 from app.harmony.parser import StreamParser
@@ -28,14 +28,7 @@ _CHECKED_SPECIALS = (
 
 def with_effort(conversation: Conversation, effort: ReasoningEffort) -> Conversation:
     """The conversation with its system message asking for `effort` (one is added if absent)."""
-    messages = list(conversation.messages)
-    for i, m in enumerate(messages):
-        if m.author.role is Role.SYSTEM and isinstance(m.content[0], SystemContent):
-            system = m.content[0].model_copy(update={"reasoning_effort": effort})
-            messages[i] = m.model_copy(update={"content": (system, *m.content[1:])})
-            return Conversation(messages=tuple(messages))
-    first = Message.of(Role.SYSTEM, SystemContent(reasoning_effort=effort))
-    return Conversation(messages=(first, *messages))
+    return conversation.with_header(Role.SYSTEM, reasoning_effort=effort)
 
 
 @register_template("harmony")

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import pluggy
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -48,6 +48,10 @@ class ToolContext:
     offline: bool = False
 
 
+Body = Literal["json", "code"]
+"""How the model writes a call: JSON arguments, or raw text (Harmony's `python` gets code)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A registered tool: its function, argument model, namespace, risk and deadline."""
@@ -61,10 +65,18 @@ class Tool:
     deadline_ms: int = 30_000
     plugin: str = "built-in"
     wants_context: bool = field(default=False, compare=False)
+    body: Body = "json"  # "code": the call's whole body is the one string parameter `code`
+    text_reply: bool = False  # a successful string result goes to the model as it is
 
     @property
     def qualified_name(self) -> str:
-        return f"{self.namespace}.{self.name}"
+        """`namespace.name`; a namespace's one tool named like it is the namespace (`python`)."""
+        return self.namespace if self.name == self.namespace else f"{self.namespace}.{self.name}"
+
+    @property
+    def channel(self) -> str:
+        """The channel the model calls it on: built-ins on `analysis`, functions on `commentary`."""
+        return "commentary" if self.namespace == "functions" else "analysis"
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -90,6 +102,23 @@ def _is_context(annotation: Any) -> bool:
     return union and ToolContext in typing.get_args(annotation)
 
 
+@typing.overload
+def tool(function: Callable[..., Any]) -> Tool: ...
+
+
+@typing.overload
+def tool(
+    function: None = None,
+    *,
+    name: str | None = None,
+    namespace: str = "functions",
+    risk: Risk = Risk.READ_ONLY,
+    deadline_ms: int = 30_000,
+    body: Body = "json",
+    text_reply: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     function: Callable[..., Any] | None = None,
     *,
@@ -97,7 +126,9 @@ def tool(
     namespace: str = "functions",
     risk: Risk = Risk.READ_ONLY,
     deadline_ms: int = 30_000,
-) -> Any:
+    body: Body = "json",
+    text_reply: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator: turn a typed function with a docstring into a `Tool`."""
 
     def wrap(fn: Callable[..., Any]) -> Tool:
@@ -120,6 +151,8 @@ def tool(
                 )
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, default)
+        if body == "code" and list(fields) != ["code"]:
+            raise TypeError(f"tool {fn.__name__!r}: a code-bodied tool takes one parameter, `code`")
         model = create_model(
             f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
@@ -132,6 +165,8 @@ def tool(
             risk=risk,
             deadline_ms=deadline_ms,
             wants_context=wants_context,
+            body=body,
+            text_reply=text_reply,
         )
 
     return wrap(function) if function is not None else wrap

@@ -2,16 +2,21 @@
 
 Guarantees: two tools with the same qualified name are refused with a message naming both
 plugins and how to resolve it (disable one, or register one under another name); the
-`functions` namespace renders to the Harmony developer message; other namespaces too.
+`functions` namespace and other plugin namespaces render to the Harmony developer message;
+the built-in `browser` and `python` namespaces render to the system message with the exact
+text gpt-oss was trained on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from app.domain.builtin_tools import browser_namespace, python_namespace
 from app.domain.messages import DeveloperContent, ToolNamespaceConfig
 from app.errors import HarmonyDeskError
 from app.tools.api import Tool
+
+SYSTEM_NAMESPACES = {"browser": browser_namespace, "python": python_namespace}
 
 
 class DuplicateToolError(HarmonyDeskError):
@@ -46,10 +51,11 @@ class ToolRegistry:
         return len(self._tools)
 
     def namespaces(self) -> dict[str, ToolNamespaceConfig]:
-        """Every namespace with its tools, as the Harmony developer message declares them."""
+        """The plugin namespaces and their tools, as the developer message declares them."""
         out: dict[str, list[Tool]] = {}
         for t in self._tools.values():
-            out.setdefault(t.namespace, []).append(t)
+            if t.namespace not in SYSTEM_NAMESPACES:
+                out.setdefault(t.namespace, []).append(t)
         return {
             ns: ToolNamespaceConfig(name=ns, tools=tuple(t.description_for_model() for t in tools))
             for ns, tools in out.items()
@@ -57,3 +63,8 @@ class ToolRegistry:
 
     def developer_content(self, instructions: str | None = None) -> DeveloperContent:
         return DeveloperContent(instructions=instructions, tools=self.namespaces() or None)
+
+    def system_namespaces(self) -> dict[str, ToolNamespaceConfig]:
+        """The built-in namespaces present, as the Harmony system message declares them."""
+        present = {t.namespace for t in self._tools.values()}
+        return {ns: make() for ns, make in SYSTEM_NAMESPACES.items() if ns in present}

@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +101,7 @@ class PythonSandbox:
         self.granted = list(granted or [])
         self._folder = tempfile.TemporaryDirectory(prefix="harmony-desk-python-")
         self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()  # one call at a time: parallel calls queue in call order
 
     @property
     def workdir(self) -> Path:
@@ -131,6 +133,10 @@ class PythonSandbox:
 
     def run(self, code: str) -> SandboxResult:
         """Run `code` in the conversation's process; the last expression's value is printed."""
+        with self._lock:
+            return self._run(code)
+
+    def _run(self, code: str) -> SandboxResult:
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
         proc = self._process

@@ -1,0 +1,1 @@
+"""The built-in `browser` tool: fetching, page text, search providers, and the tools."""

@@ -1,0 +1,43 @@
+"""Harmony's built-in `python` tool: the model's code runs in the conversation's sandbox.
+
+Guarantees: the tool is addressed as `python`, declared in the system message with the text
+gpt-oss was trained on, called on the analysis channel with the code as the whole body, and
+marked as running code; state lives between calls of one conversation (one `PythonSandbox`
+per tool instance); the model reads the printed output as plain text, and every failure
+(an exception, a refused socket or file, a limit) as an error envelope with the reason.
+"""
+
+from __future__ import annotations
+
+from app.tools.api import Risk, Tool, ToolError, tool
+from app.tools.sandbox import PythonSandbox
+
+
+def python_tool(sandbox: PythonSandbox) -> Tool:
+    """The `python` tool bound to one conversation's sandbox."""
+    margin_ms = (
+        5_000  # the sandbox enforces its own wall clock; the runner's deadline is a backstop
+    )
+
+    @tool(
+        name="python",
+        namespace="python",
+        risk=Risk.RUNS_CODE,
+        deadline_ms=int(sandbox.limits.wall_seconds * 1000) + margin_ms,
+        body="code",
+        text_reply=True,
+    )
+    def run(code: str) -> str:
+        """Runs Python code in the conversation's sandbox and returns what it printed."""
+        result = sandbox.run(code)
+        if not result.ok:
+            message = result.error or "the code failed"
+            if result.output:
+                message = f"{result.output.rstrip()}\n{message}"
+            raise ToolError(message, result.code or "E-TOOL-ERROR")
+        return result.output or "(no output)"
+
+    return run
+
+
+__all__ = ["python_tool"]
