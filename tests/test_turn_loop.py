@@ -143,3 +143,27 @@ def test_unknown_tool_and_the_loop_cap() -> None:
     runaway = [[call("calculate", {"expression": "1"})] for _ in range(5)]
     result, _ = drive(runaway, max_calls=3)
     assert result.reason == "loop cap" and len(replies(result)) == 3
+
+
+def test_every_record_says_how_it_was_approved_and_how_long_it_ran(tmp_path: Any) -> None:
+    from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
+
+    asked: list[str] = []
+
+    def ask(c: Any) -> tuple[Mode | None, Decision]:
+        asked.append(c.tool.qualified_name)
+        return (Mode.ALWAYS, Decision(True)) if c.tool.name == "calculate" else (None, Decision(False))
+
+    store = ApprovalStore(tmp_path / "approvals.json")
+    policy = ApprovalPolicy(ask, store=store)
+    script = [[call("calculate", {"expression": "1"}), call("slow", {"seconds": 0.05})], [call("calculate", {"expression": "2"})], [final("x")]]
+    result, _ = drive(script, approve=policy)
+    decisions = [(r.tool, r.outcome.decision) for r in result.records]
+    assert decisions == [("functions.calculate", "asked: allowed"), ("functions.slow", "asked: denied"),
+                         ("functions.calculate", "always allow")]
+    assert asked == ["functions.calculate", "functions.slow"]  # "always" is not asked again
+    assert result.records[0].outcome.duration_ms is not None and result.records[1].outcome.duration_ms is None
+    assert store.load() == {"functions.calculate": Mode.ALWAYS}
+    edited, _ = drive([[call("calculate", {"expression": "1"})], [final("x")]],
+                      approve=lambda c: Decision(True, {"expression": "3"}, how="asked: allowed"))
+    assert edited.records[0].outcome.decision == "asked: allowed, arguments edited"

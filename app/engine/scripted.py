@@ -33,6 +33,7 @@ class ScriptedClient:
             for s in scripts
         ]
         self.prompts: list[list[int]] = []
+        self.constraints: list[object] = []  # what each generation was asked to enforce
         self.state = WorkerState.READY
         self.info: ModelInfo | None = ModelInfo(
             "scripted", enc.N_VOCAB, 8192, 131072, "gpt-oss", 1, 0.0
@@ -49,6 +50,7 @@ class ScriptedClient:
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]:
         self.prompts.append(list(prompt_ids))
+        self.constraints.append(constraint)
         script = self._scripts.pop(0) if self._scripts else []
         reason, stop_id, count = FinishReason.LENGTH, None, 0
         for count, token in enumerate(script[:max_tokens], 1):

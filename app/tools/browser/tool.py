@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
+from typing import Annotated
+
+from pydantic import Field
 
 from app.errors import ErrorCode
 from app.tools.api import Risk, Tool, ToolError, tool
@@ -103,24 +106,28 @@ def browser_tools(browser: Browser) -> list[Tool]:
     """The three browser tools bound to one conversation's `Browser`."""
 
     @tool(name="search", namespace="browser", risk=Risk.NETWORK, text_reply=True)
-    def search(query: str, topn: int = 10, source: str | None = None) -> str:
+    def search(
+        query: Annotated[str, Field(max_length=500)],
+        topn: Annotated[int, Field(ge=1, le=20)] = 10,
+        source: Annotated[str, Field(max_length=100)] | None = None,
+    ) -> str:
         """Searches for information related to `query` and displays `topn` results."""
         return browser.search(query, topn)
 
     @tool(name="open", namespace="browser", risk=Risk.NETWORK, text_reply=True)
     def open_(
-        id: int | str = -1,
+        id: int | Annotated[str, Field(max_length=2048)] = -1,
         cursor: int = -1,
         loc: int = -1,
-        num_lines: int = -1,
+        num_lines: Annotated[int, Field(le=500)] = -1,
         view_source: bool = False,
-        source: str | None = None,
+        source: Annotated[str, Field(max_length=100)] | None = None,
     ) -> str:
         """Opens the link `id` from the page indicated by `cursor`, or a URL, at line `loc`."""
         return browser.open(id, cursor, loc, num_lines, view_source)
 
     @tool(name="find", namespace="browser", risk=Risk.READ_ONLY, text_reply=True)
-    def find(pattern: str, cursor: int = -1) -> str:
+    def find(pattern: Annotated[str, Field(max_length=200)], cursor: int = -1) -> str:
         """Finds exact matches of `pattern` in the current page, or the page given by `cursor`."""
         return browser.find(pattern, cursor)
 
