@@ -50,7 +50,14 @@ from app.engine.tokenizer import ModelTokenizer
 from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
-ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked"]
+ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked", "PromptRendered"]
+
+
+@dataclass(frozen=True)
+class PromptRendered:
+    """The exact prompt of the generation about to start (for the debug pane)."""
+
+    ids: tuple[int, ...]
 
 
 @dataclass
@@ -143,6 +150,7 @@ class ChatSession:
     ) -> Generator[ChatEvent, None, Generation]:
         """One generation for `conversation` (events streamed; the parsed result returned)."""
         prompt = self.template.prompt_ids(conversation, self.tokenizer)
+        yield PromptRendered(tuple(prompt))
         parser = self.template.output_parser(self.tokenizer)
         out = Generation([], None, None, False, None)
         for event in self.client.generate(
