@@ -14,7 +14,9 @@ _PATTERNS = [
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
     re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
     re.compile(r"()\bdapi[0-9a-f]{16,}(-\d+)?"),
-    re.compile(r"(?i)([\"']?\b(?:api[_-]?key|access[_-]?token|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
+    re.compile(
+        r"(?i)([\"']?\b(?:api[_-]?key|access[_-]?token|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
+    ),
 ]
 
 
