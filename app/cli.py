@@ -19,6 +19,10 @@ from app.errors import HarmonyDeskError, InvalidInputError
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harmony-desk", description="Harmony Desk")
     parser.add_argument("--version", action="version", version=f"harmony-desk {__version__}")
+    parser.add_argument("--model", help="the window: a GGUF file to load instead of the default")
+    parser.add_argument(
+        "--screenshot", metavar="PATH", help="render a sample conversation to a PNG and exit"
+    )
     commands = parser.add_subparsers(dest="command")
     harmony = commands.add_parser("harmony", help="render and parse the Harmony format")
     verbs = harmony.add_subparsers(dest="verb", required=True)
@@ -103,13 +107,29 @@ def _harmony(args: argparse.Namespace) -> int:
     return 0
 
 
-def _app(parser: argparse.ArgumentParser) -> int:
-    """The app without a subcommand: for now, the terminal chat on the default model."""
+def _has_display() -> bool:
+    import os
+
+    if sys.platform != "linux" or os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The app without a subcommand: the window (the terminal chat where there is no display)."""
+    if args.screenshot:
+        from app.ui.app import screenshot
+
+        return screenshot(args.screenshot)
+    if _has_display():
+        from app.ui.app import run_window
+
+        return run_window(args.model)
     from app.headless_chat import run_chat
 
     print(
-        "Harmony Desk: the window is not part of this build yet; starting the terminal chat on the"
-        " bundled default model (Gemma 3 270M, a base model: it continues your text).\n"
+        "Harmony Desk: no display here; starting the terminal chat on the bundled default model"
+        " (Gemma 3 270M, a base model: it continues your text).\n"
         "Type a message and press Enter; Ctrl+D quits. `harmony-desk --help` lists the commands.",
         file=sys.stderr,
     )
@@ -133,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.headless_chat import run_chat
 
             return run_chat(args)
-        return _app(parser)
+        return _app(parser, args)
     except HarmonyDeskError as exc:
         print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)
         return 2

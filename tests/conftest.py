@@ -17,8 +17,10 @@ from hypothesis import settings
 from app.harmony.encoding import HarmonyEncoding, load_encoding
 from app.harmony.renderer import Renderer
 from app.resources import resources_dir
+from tests.gui_helpers import qloop  # noqa: F401 (the window tests' asyncio loop)
 
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests need no display
 # The app's cache (the assembled default model) goes to a test folder, never the user's own.
 os.environ["HARMONY_DESK_CONFIG"] = str(Path.home() / ".cache" / "harmony-desk-tests" / "config")
 os.environ["HARMONY_DESK_DATA"] = tempfile.mkdtemp(prefix="harmony-desk-test-data-")

@@ -37,3 +37,15 @@ def test_domain_imports_nothing_of_the_app_but_errors() -> None:
 def test_every_module_opens_with_a_docstring() -> None:
     for path in APP.rglob("*.py"):
         assert ast.get_docstring(ast.parse(path.read_text())), f"{path} has no docstring"
+
+
+def test_the_ui_binds_to_controllers_and_domain_only() -> None:
+    for path in (APP / "ui").rglob("*.py"):
+        inner = {n for n in imports(path) if n.startswith("app.")}
+        bad = {n for n in inner if n.split(".")[1] not in ("ui", "controllers", "domain")}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_controllers_never_import_the_ui() -> None:
+    for path in (APP / "controllers").rglob("*.py"):
+        assert not {n for n in imports(path) if n.startswith("app.ui")}, path

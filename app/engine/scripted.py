@@ -8,6 +8,7 @@ in for the real-model tests; it sits beside them.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 from app.engine.protocol import (
@@ -26,8 +27,9 @@ from app.harmony import encoding as enc
 class ScriptedClient:
     """Replays scripted generations in order."""
 
-    def __init__(self, scripts: Sequence[str | Sequence[int]]) -> None:
+    def __init__(self, scripts: Sequence[str | Sequence[int]], *, delay_s: float = 0.0) -> None:
         self.encoding = enc.load_encoding()
+        self.delay_s = delay_s  # pause before each token: a paced source for stop tests and benches
         self._scripts = [
             self.encoding.encode_with_specials(s) if isinstance(s, str) else list(s)
             for s in scripts
@@ -54,6 +56,8 @@ class ScriptedClient:
         script = self._scripts.pop(0) if self._scripts else []
         reason, stop_id, count = FinishReason.LENGTH, None, 0
         for count, token in enumerate(script[:max_tokens], 1):
+            if self.delay_s:
+                time.sleep(self.delay_s)
             yield TokenStep(token, float(count))
             if token in stop_ids:
                 reason, stop_id = FinishReason.STOP, token

@@ -1,0 +1,1 @@
+"""GUI-side orchestration on the asyncio loop (qasync): conversations, turns, the model."""

@@ -1,0 +1,520 @@
+"""The chat controller: one user turn from the composer to a finished reply, on the asyncio loop.
+
+Guarantees:
+- the GUI thread never waits on the model, a tool or the disk: generation and tools run on
+  the engine thread (`EngineBridge`), and their events come back to the loop in order;
+- visible text is coalesced: deltas are gathered and handed to the view at most every
+  `FLUSH_MS` (40 ms), one signal per segment per flush;
+- analysis goes only to the reply's `DebugRecord`, never into a `Segment`;
+- stop, a dead worker, a crashed tool or engine thread all end the turn with a message in
+  context; the partial reply is kept (marked stopped, failed or incomplete) and can be
+  continued or regenerated;
+- regenerate keeps the old reply as an alternative; editing a user message starts a new
+  version of that turn and keeps the old branch;
+- a tool call waits for the user's decision (run, run with edited arguments, allow for this
+  chat, always, deny) shown on its card; stop denies what is still waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.controllers.bridge import EngineBridge, StreamCrashed
+from app.controllers.history import ChatDoc, ConversationList, Reply, Segment, Version
+from app.controllers.model_host import ModelHost
+from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
+from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
+from app.domain.visibility import Lane
+from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.engine.chat import JsonChecked, PromptRendered
+from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
+from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.tool_runner import Decision
+from app.engine.tool_turn import ToolsRan, run_tool_turn
+from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
+from app.templates.harmony import HarmonyTemplate
+from app.tools.api import ToolContext
+from app.tools.session import ConversationTools, ToolOptions
+
+FLUSH_MS = 40
+Answer = tuple[Mode | None, Decision]
+
+
+def _notice(text: str) -> Segment:
+    return Segment("notice", text, complete=True)
+
+
+class _Vocab:
+    def __init__(self, table: tuple[bytes, ...]) -> None:
+        self.table = table
+
+
+class _SessionDone:
+    def __init__(self, conversation: Conversation, start: int) -> None:
+        self.conversation, self.start = conversation, start
+
+
+class ChatController(QObject):
+    """Drives the turns of the selected conversation; the view listens to its signals."""
+
+    docChanged = Signal()  # the whole transcript must be shown again (switch, flip, edit)
+    listChanged = Signal()  # the sidebar must be shown again
+    replyStarted = Signal(int)  # turn index
+    segmentAdded = Signal(int, int)  # turn, segment
+    segmentText = Signal(int, int, str)  # turn, segment, appended text (coalesced)
+    segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
+    replyFinished = Signal(int)  # turn index
+    debugChanged = Signal(int)  # turn index whose debug record grew
+    busyChanged = Signal(bool)
+    statusChanged = Signal(dict)  # tokens/s, first token ms, context used
+
+    def __init__(self, host: ModelHost, conversations: ConversationList | None = None) -> None:
+        super().__init__()
+        self.host = host
+        self.conversations = conversations or ConversationList()
+        self.doc: ChatDoc = self.conversations.new()
+        self.busy = False
+        self.effort: ReasoningEffort | None = None
+        self.json_schema: dict[str, Any] | None = None
+        self.max_tokens = 1024
+        self._cancel: threading.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._pending: dict[tuple[int, int], str] = {}
+        self._debug_pending: set[int] = set()
+        self._approvals: dict[str, asyncio.Future[Answer]] = {}
+        self._tools: dict[str, ConversationTools] = {}
+        self._policies: dict[str, ApprovalPolicy] = {}
+        self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+
+    # --- conversations ---------------------------------------------------------------
+
+    def new_chat(self) -> None:
+        if self.busy:
+            return
+        self.doc = self.conversations.new()
+        self.listChanged.emit()
+        self.docChanged.emit()
+
+    def select(self, doc_id: str) -> None:
+        doc = self.conversations.get(doc_id)
+        if doc is not None and not self.busy:
+            self.doc = doc
+            self.docChanged.emit()
+
+    def delete(self, doc_id: str) -> None:
+        if self.busy and doc_id == self.doc.id:
+            return
+        self.conversations.delete(doc_id)
+        if doc_id == self.doc.id:
+            listed = self.conversations.listed()
+            self.doc = listed[0] if listed else self.conversations.new()
+            self.docChanged.emit()
+        self.listChanged.emit()
+
+    def undo_delete(self) -> None:
+        if self.conversations.undo_delete() is not None:
+            self.listChanged.emit()
+
+    def available_tools(self) -> list[str]:
+        """The built-ins and the plugins a conversation can enable."""
+        from app.tools.discovery import discover
+
+        return ["python", "browser", *sorted(discover().tools)]
+
+    def set_tools(self, names: tuple[str, ...]) -> None:
+        """The tools enabled for the selected conversation."""
+        self.doc.tools = names
+        old = self._tools.pop(self.doc.id, None)
+        if old is not None:
+            old.close()
+
+    # --- turns -------------------------------------------------------------------------
+
+    def send(self, text: str) -> bool:
+        """Send a user message; False when it cannot be sent now (busy, empty, no model)."""
+        if self.busy or not text.strip() or not self.host.ready:
+            return False
+        if not self.doc.turns and self.doc.title == "New chat":
+            self.doc.title = text.strip().splitlines()[0][:60]
+            self.listChanged.emit()
+        from app.controllers.history import Turn
+
+        self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
+        self.docChanged.emit()
+        self._start(len(self.doc.turns) - 1)
+        return True
+
+    def regenerate(self, turn_index: int | None = None) -> None:
+        """A new reply for the turn (the last by default); the old one stays as an alternative."""
+        if self.busy or not self.doc.turns or not self.host.ready:
+            return
+        index = len(self.doc.turns) - 1 if turn_index is None else turn_index
+        self.doc.choose_version(index, self.doc.turns[index].chosen)
+        del self.doc.turns[index + 1 :]
+        self.docChanged.emit()
+        self._start(index)
+
+    def edit(self, turn_index: int, text: str) -> None:
+        """Resend turn `turn_index` with new text; the old version and its branch are kept."""
+        if self.busy or not text.strip() or not self.host.ready:
+            return
+        self.doc.edit(turn_index, text)
+        self.docChanged.emit()
+        self._start(turn_index)
+
+    def continue_reply(self) -> None:
+        """Ask the model to go on after a stopped, cut or failed reply (a new turn says so)."""
+        if self.doc.turns and not self.busy:
+            self.send("Continue exactly where your last answer stopped.")
+
+    def choose_reply(self, turn_index: int, chosen: int) -> None:
+        version = self.doc.turns[turn_index].version
+        if not self.busy and 0 <= chosen < len(version.replies):
+            version.chosen = chosen
+            self.docChanged.emit()
+
+    def choose_version(self, turn_index: int, chosen: int) -> None:
+        if not self.busy:
+            self.doc.choose_version(turn_index, chosen)
+            self.docChanged.emit()
+
+    def stop(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+        for future in list(self._approvals.values()):
+            if not future.done():
+                future.set_result((None, Decision(False, how="stopped by the user")))
+
+    def decide(
+        self,
+        call_id: str,
+        allow: bool,
+        arguments: dict[str, Any] | None = None,
+        remember: Mode | None = None,
+    ) -> None:
+        """The user's answer on a tool card."""
+        future = self._approvals.get(call_id)
+        if future is not None and not future.done():
+            future.set_result((remember, Decision(allow, arguments)))
+
+    def _start(self, turn_index: int) -> None:
+        self.busy = True
+        self.busyChanged.emit(True)
+        self._task = asyncio.ensure_future(self._run(turn_index))
+
+    async def wait(self) -> None:
+        """Until the running turn (if any) ends."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    # --- one turn ----------------------------------------------------------------------
+
+    def _header(self, version: Version) -> list[Message]:
+        messages: list[Message] = []
+        if self.doc.instructions.strip():
+            messages.append(
+                Message.of(Role.DEVELOPER, DeveloperContent(instructions=self.doc.instructions))
+            )
+        return messages
+
+    def _conversation_tools(self) -> ConversationTools | None:
+        if not self.doc.tools:
+            return None
+        tools = self._tools.get(self.doc.id)
+        if tools is None:
+            tools = ConversationTools(ToolOptions(enabled=self.doc.tools, offline=self.doc.offline))
+            self._tools[self.doc.id] = tools
+        return tools
+
+    def _policy(self, loop: asyncio.AbstractEventLoop, turn: int) -> ApprovalPolicy:
+        policy = self._policies.get(self.doc.id)
+        if policy is None:
+            policy = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
+            self._policies[self.doc.id] = policy
+        policy.ask = lambda call: EngineBridge.ask(loop, self._ask(turn, call))
+        return policy
+
+    async def _run(self, turn_index: int) -> None:
+        doc = self.doc
+        version = doc.turns[turn_index].version
+        reply = Reply(model=self.host.name)
+        version.replies.append(reply)
+        version.chosen = len(version.replies) - 1
+        self._cancel = cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        history = self._header(version) + doc.messages(upto=turn_index)
+        tools = self._conversation_tools()
+        policy = self._policy(loop, turn_index) if tools is not None else None
+        response_format = (
+            ResponseFormat(
+                type="json_schema", json_schema=JsonSchemaFormat(schema=version.json_schema)
+            )
+            if version.json_schema is not None
+            else None
+        )
+        max_tokens = self.max_tokens
+        host = self.host
+        need_vocab = not self.token_table
+
+        def make() -> Iterator[Any]:
+            session = host.session(max_tokens=max_tokens, response_format=response_format)
+            if need_vocab:
+                yield _Vocab(tuple(session.tokenizer.token_table()))
+            session.conversation = session.conversation.with_messages(history)
+            start = len(session.conversation.messages) + 1
+            if tools is not None and policy is not None:
+                if version.effort is not None and isinstance(session.template, HarmonyTemplate):
+                    from app.templates.harmony import with_effort
+
+                    session.conversation = with_effort(session.conversation, version.effort)
+                context = ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline)
+                yield from run_tool_turn(
+                    session,
+                    version.user_text,
+                    tools.registry,
+                    approve=policy,
+                    cancel=cancel,
+                    context=context,
+                )
+            else:
+                yield from session.send(
+                    version.user_text,
+                    reasoning_effort=version.effort,
+                    cancel=cancel,
+                    response_format=response_format,
+                )
+            yield _SessionDone(session.conversation, start)
+
+        self.replyStarted.emit(turn_index)
+        state = _TurnState()
+        try:
+            async for event in self.host.bridge.stream(make):
+                self._on_event(turn_index, reply, state, event)
+        finally:
+            self.flush()
+            if cancel.is_set() and reply.state in ("streaming", "incomplete"):
+                reply.state = "stopped"
+            elif reply.state == "streaming":
+                reply.state = "done"
+            if cancel.is_set() and reply.state == "stopped":
+                self._add(
+                    turn_index,
+                    reply,
+                    Segment("notice", "Stopped. The partial answer is kept.", complete=True),
+                )
+            self._cancel = None
+            self.busy = False
+            self.busyChanged.emit(False)
+            self.replyFinished.emit(turn_index)
+            self.listChanged.emit()
+
+    def _add(self, turn: int, reply: Reply, segment: Segment) -> int:
+        self.flush()
+        reply.segments.append(segment)
+        index = len(reply.segments) - 1
+        self.segmentAdded.emit(turn, index)
+        return index
+
+    def _on_event(self, turn: int, reply: Reply, state: _TurnState, event: Any) -> None:
+        debug = reply.debug
+        if isinstance(event, PromptRendered):
+            debug.prompt_ids = event.ids
+            state.segments = {}
+            debug.sampling = str(self.host.sampling)
+        elif isinstance(event, MessageStarted):
+            if event.lane in (Lane.ANSWER, Lane.PREAMBLE):
+                segment = Segment("answer" if event.lane is Lane.ANSWER else "preamble")
+                state.segments[event.index] = self._add(turn, reply, segment)
+        elif isinstance(event, ContentDelta):
+            if event.lane is Lane.ANALYSIS:
+                debug.analysis += event.text
+                self._debug_pending.add(turn)
+                self._timer.start() if not self._timer.isActive() else None
+            elif event.index in state.segments:
+                key = (turn, state.segments[event.index])
+                self._pending[key] = self._pending.get(key, "") + event.text
+                if not self._timer.isActive():
+                    self._timer.start()
+        elif isinstance(event, MessageDone):
+            debug.token_ids.extend(event.token_ids)
+            if (
+                event.lane is Lane.ANALYSIS
+                and event.message.text
+                and not debug.analysis.endswith("\n")
+            ):
+                debug.analysis += "\n"
+            if event.lane is Lane.TOOL_CALL:
+                data = {
+                    "tool": event.message.recipient,
+                    "arguments": event.message.text,
+                    "state": "called",
+                    "risk": "",
+                }
+                self._add(turn, reply, Segment("tool", data=data, complete=event.complete))
+            elif event.index in state.segments:
+                self.flush()
+                segment = reply.segments[state.segments[event.index]]
+                segment.complete = event.complete
+                if not segment.text and event.message.text:  # resolved late (W10, W24)
+                    segment.text = event.message.text
+                    self.segmentText.emit(turn, state.segments[event.index], event.message.text)
+                if not event.complete:
+                    reply.state = "incomplete"
+        elif isinstance(event, ParseIssue):
+            debug.events.append(f"{event.code.value} ({event.severity.value}): {event.message}")
+            self.debugChanged.emit(turn)
+        elif isinstance(event, GenerationDone):
+            t = event.timings
+            debug.stop_reason = event.reason.value
+            debug.timings = {
+                "prompt_tokens": t.prompt_tokens,
+                "prompt_evaluated": t.prompt_evaluated,
+                "prompt_reused": t.prompt_reused,
+                "first_token_ms": round(t.first_token_ms, 1),
+                "total_ms": round(t.total_ms, 1),
+                "generated": t.generated,
+                "tokens_per_s": round(t.decode_tokens_per_s, 1),
+            }
+            self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx})
+            self.debugChanged.emit(turn)
+        elif isinstance(event, TurnFailed | StreamCrashed):
+            reply.state = "failed"
+            reply.error = event.reason if isinstance(event, TurnFailed) else event.message
+            text = f"The reply failed: {reply.error}. What arrived is kept; you can regenerate it."
+            self._add(turn, reply, Segment("error", text, complete=True))
+        elif isinstance(event, JsonChecked):
+            self._json(turn, reply, event)
+        elif isinstance(event, ToolsRan):
+            for outcome in event.outcomes:
+                self._outcome(turn, reply, outcome)
+        elif isinstance(event, TurnResult):
+            for record in event.records:
+                self._outcome(turn, reply, record.outcome, tool=record.tool)
+            if event.reason == "loop cap":
+                self._add(
+                    turn,
+                    reply,
+                    Segment("notice", "Stopped: too many tool calls in one turn.", complete=True),
+                )
+        elif isinstance(event, _Vocab):
+            self.token_table = event.table
+        elif isinstance(event, _SessionDone):
+            reply.messages = tuple(event.conversation.messages[event.start :])
+
+    def _json(self, turn: int, reply: Reply, event: JsonChecked) -> None:
+        r = event.result
+        pretty = json.dumps(r.value, indent=2, ensure_ascii=False) if r.value is not None else ""
+        data = {
+            "valid": r.valid,
+            "error": r.error or "",
+            "path": r.path,
+            "code": r.code.value if r.code else "",
+            "target": event.target,
+        }
+        if event.target == "answer":
+            self._add(turn, reply, Segment("json", pretty, data=data, complete=True))
+
+    def _segment_for(self, reply: Reply, call_id: str, tool: str | None) -> int | None:
+        for i, s in enumerate(reply.segments):
+            if s.kind == "tool" and s.data.get("call_id") == call_id:
+                return i
+        for i, s in enumerate(reply.segments):
+            if (
+                s.kind == "tool"
+                and "call_id" not in s.data
+                and (tool is None or s.data["tool"] == tool)
+            ):
+                s.data["call_id"] = call_id
+                return i
+        return None
+
+    def _outcome(
+        self, turn: int, reply: Reply, outcome: CallOutcome, tool: str | None = None
+    ) -> None:
+        index = self._segment_for(reply, outcome.call_id, tool)
+        if index is None:
+            return
+        data = reply.segments[index].data
+        if data.get("state") in ("ok", "error"):
+            return
+        data["state"] = "ok" if outcome.ok else "error"
+        data["result"] = (
+            (
+                outcome.content
+                if isinstance(outcome.content, str)
+                else json.dumps(outcome.content, ensure_ascii=False, indent=1)
+            )
+            if outcome.ok
+            else f"{outcome.error_code}: {outcome.error}"
+        )
+        data["duration_ms"] = outcome.duration_ms
+        data["decision"] = outcome.decision
+        self.segmentUpdated.emit(turn, index)
+
+    async def _ask(self, turn: int, call: PendingCall) -> tuple[Mode | None, Decision]:
+        reply = self.doc.turns[turn].version.reply
+        assert reply is not None
+        self.flush()
+        index = self._segment_for(reply, call.call_id, call.tool.qualified_name)
+        if index is None:
+            data = {"tool": call.tool.qualified_name, "arguments": json.dumps(call.arguments)}
+            index = self._add(turn, reply, Segment("tool", data=data, complete=True))
+            reply.segments[index].data["call_id"] = call.call_id
+        data = reply.segments[index].data
+        data.update(
+            state="pending",
+            risk=call.tool.risk.value,
+            arguments=json.dumps(call.arguments, ensure_ascii=False, indent=1),
+        )
+        future: asyncio.Future[tuple[Mode | None, Decision]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._approvals[call.call_id] = future
+        self.segmentUpdated.emit(turn, index)
+        if self._cancel is None or self._cancel.is_set():
+            future.set_result((None, Decision(False, how="stopped by the user")))
+        try:
+            remember, decision = await future
+        finally:
+            self._approvals.pop(call.call_id, None)
+        data["state"] = "running" if decision.allow else "denied"
+        self.segmentUpdated.emit(turn, index)
+        return remember, decision
+
+    def flush(self) -> None:
+        """Hand the gathered text to the view (one signal per segment)."""
+        pending, self._pending = self._pending, {}
+        for (turn, index), text in pending.items():
+            reply = self.doc.turns[turn].version.reply if turn < len(self.doc.turns) else None
+            if reply is None or index >= len(reply.segments):
+                continue
+            reply.segments[index].text += text
+            self.segmentText.emit(turn, index, text)
+        for turn in self._debug_pending:
+            self.debugChanged.emit(turn)
+        self._debug_pending.clear()
+        if not self._pending:
+            self._timer.stop()
+
+    def close(self) -> None:
+        self.stop()
+        for tools in self._tools.values():
+            tools.close()
+        self._tools.clear()
+
+
+class _TurnState:
+    def __init__(self) -> None:
+        self.segments: dict[int, int] = {}  # parser message index → segment index
+
+
+__all__ = ["FLUSH_MS", "ChatController", "Mode", "SchemaError", "check_schema"]

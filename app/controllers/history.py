@@ -1,0 +1,206 @@
+"""What a conversation holds for the window: turns, their alternative replies, what each shows.
+
+Guarantees:
+- a turn keeps every version of itself: regenerating adds a version (the old reply stays and can
+  be flipped back to), editing the user message adds a version that starts a new branch, and
+  the later turns of the branch that was left are kept with it and come back when it is chosen;
+- a reply's `segments` are what the transcript shows (answer, preambles, tool cards, JSON
+  verdicts, errors) and never hold analysis; analysis, the prompt, raw tokens and parser
+  events live in the reply's `debug` record, which only the debug pane reads;
+- `messages()` rebuilds the model conversation from the chosen versions, so the next prompt is
+  exactly the history the user sees;
+- the in-memory `ConversationList` (new, rename, delete with undo, pin, search over titles and
+  visible text) has the interface the SQLite store will implement.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.domain.messages import Message, ReasoningEffort
+
+SegmentKind = Literal["answer", "preamble", "tool", "json", "error", "notice"]
+
+
+@dataclass
+class Segment:
+    """One visible block of a reply."""
+
+    kind: SegmentKind
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)  # tool card and JSON verdict details
+    complete: bool = False
+
+
+@dataclass
+class DebugRecord:
+    """What the debug pane shows for one reply; never copied into the transcript."""
+
+    analysis: str = ""
+    prompt_ids: tuple[int, ...] = ()
+    token_ids: list[int] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    sampling: str = ""
+    stop_reason: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Reply:
+    """One assistant reply: what it shows, the messages it added, and its debug record."""
+
+    segments: list[Segment] = field(default_factory=list)
+    messages: tuple[Message, ...] = ()
+    debug: DebugRecord = field(default_factory=DebugRecord)
+    state: Literal["streaming", "done", "stopped", "failed", "incomplete"] = "streaming"
+    error: str = ""
+    model: str = ""
+
+    def visible_text(self) -> str:
+        """The reply as a normal copy action gives it: answers and preambles only."""
+        return "\n\n".join(
+            s.text for s in self.segments if s.kind in ("answer", "preamble", "json")
+        )
+
+
+@dataclass
+class Version:
+    """One version of a turn: its user text, its replies (regenerations), the branch after it."""
+
+    user_text: str
+    effort: ReasoningEffort | None = None
+    json_schema: dict[str, Any] | None = None
+    replies: list[Reply] = field(default_factory=list)
+    chosen: int = 0
+    following: list[Turn] = field(default_factory=list)  # later turns, while not on this branch
+
+    @property
+    def reply(self) -> Reply | None:
+        return self.replies[self.chosen] if self.replies else None
+
+
+@dataclass
+class Turn:
+    versions: list[Version]
+    chosen: int = 0
+
+    @property
+    def version(self) -> Version:
+        return self.versions[self.chosen]
+
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class ChatDoc:
+    """One conversation as the window holds it."""
+
+    title: str = "New chat"
+    id: str = field(default_factory=lambda: f"chat-{next(_ids)}")
+    pinned: bool = False
+    instructions: str = ""
+    tools: tuple[str, ...] = ()
+    offline: bool = False
+    turns: list[Turn] = field(default_factory=list)
+
+    def messages(self, upto: int | None = None) -> list[Message]:
+        """The model conversation after the system/developer header, from the chosen versions
+        (of the turns before `upto` when given)."""
+        from app.domain.messages import Role
+
+        out: list[Message] = []
+        for turn in self.turns[:upto]:
+            version = turn.version
+            out.append(Message.of(Role.USER, version.user_text))
+            if version.reply is not None:
+                out.extend(version.reply.messages)
+        return out
+
+    def visible_text(self) -> str:
+        parts = [self.title]
+        for turn in self.turns:
+            parts.append(turn.version.user_text)
+            if turn.version.reply is not None:
+                parts.append(turn.version.reply.visible_text())
+        return "\n".join(parts)
+
+    def edit(self, index: int, text: str) -> Version:
+        """A new version of turn `index` with `text`; the later turns stay with the old one."""
+        turn = self.turns[index]
+        turn.version.following = self.turns[index + 1 :]
+        del self.turns[index + 1 :]
+        old = turn.version
+        turn.versions.append(Version(text, old.effort, old.json_schema))
+        turn.chosen = len(turn.versions) - 1
+        return turn.version
+
+    def choose_version(self, index: int, chosen: int) -> None:
+        """Flip turn `index` to another version, bringing back that branch's later turns."""
+        turn = self.turns[index]
+        if not 0 <= chosen < len(turn.versions) or chosen == turn.chosen:
+            return
+        turn.version.following = self.turns[index + 1 :]
+        del self.turns[index + 1 :]
+        turn.chosen = chosen
+        self.turns.extend(turn.version.following)
+        turn.version.following = []
+
+
+class ConversationList:
+    """The conversations in memory: new, rename, delete with undo, pin, search."""
+
+    def __init__(self) -> None:
+        self._docs: list[ChatDoc] = []
+        self._trash: list[tuple[int, ChatDoc]] = []
+
+    def new(self, title: str = "New chat") -> ChatDoc:
+        doc = ChatDoc(title=title)
+        self._docs.insert(0, doc)
+        return doc
+
+    def get(self, doc_id: str) -> ChatDoc | None:
+        return next((d for d in self._docs if d.id == doc_id), None)
+
+    def rename(self, doc_id: str, title: str) -> None:
+        doc = self.get(doc_id)
+        if doc is not None and title.strip():
+            doc.title = title.strip()
+
+    def pin(self, doc_id: str, pinned: bool = True) -> None:
+        doc = self.get(doc_id)
+        if doc is not None:
+            doc.pinned = pinned
+
+    def delete(self, doc_id: str) -> None:
+        doc = self.get(doc_id)
+        if doc is not None:
+            index = self._docs.index(doc)
+            self._trash.append((index, doc))
+            self._docs.remove(doc)
+
+    def undo_delete(self) -> ChatDoc | None:
+        if not self._trash:
+            return None
+        index, doc = self._trash.pop()
+        self._docs.insert(min(index, len(self._docs)), doc)
+        return doc
+
+    def listed(self, search: str = "") -> list[ChatDoc]:
+        """Pinned first, then newest first; only those whose title or visible text match."""
+        needle = search.strip().lower()
+        found = [d for d in self._docs if not needle or needle in d.visible_text().lower()]
+        return sorted(found, key=lambda d: not d.pinned)
+
+
+__all__ = [
+    "ChatDoc",
+    "ConversationList",
+    "DebugRecord",
+    "Reply",
+    "Segment",
+    "Turn",
+    "Version",
+]

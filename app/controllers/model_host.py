@@ -1,0 +1,155 @@
+"""The loaded model as the window sees it: load with progress and cancel, template, sampling.
+
+Guarantees: loading runs on the engine thread and reports progress as a fraction; a cancel
+ends it with a clear message; a load error (corrupt file, not enough memory, unsupported
+architecture) arrives as `loadFailed` with the app's sentence and leaves the previous state
+usable; template and sampling come from the template registry, with the user's remembered
+choices for that model applied; recent models are remembered (most recent first, at most 10).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.controllers.bridge import EngineBridge
+from app.engine.chat import ChatSession
+from app.engine.protocol import ModelBackend, Sampling, WorkerState
+from app.errors import HarmonyDeskError
+from app.fileio import write_atomic
+from app.paths import config_dir
+from app.templates.base import Template
+from app.templates.choices import ChoiceStore, ModelChoice
+from app.templates.registry import default_template_name, get_template
+
+
+class RecentModels:
+    """The recently opened model files (a small JSON file in the config folder)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or config_dir() / "recent-models.json"
+
+    def load(self) -> list[str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return [str(p) for p in data if isinstance(p, str)][:10]
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def add(self, path: str) -> list[str]:
+        recent = [path, *[p for p in self.load() if p != path]][:10]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(recent, indent=1))
+        return recent
+
+
+class ModelHost(QObject):
+    """One backend (a worker process, or a scripted source for tests) and its template."""
+
+    stateChanged = Signal(str)
+    progress = Signal(float)
+    loaded = Signal(str)  # a one-line description of the model
+    loadFailed = Signal(str)
+
+    def __init__(self, bridge: EngineBridge, backend: ModelBackend | None = None) -> None:
+        super().__init__()
+        self.bridge = bridge
+        self.backend: ModelBackend | None = backend
+        self.template: Template | None = None
+        self.sampling: Sampling | None = None
+        self.name = ""
+        self.path = ""
+        self.n_ctx = 0
+        self._cancel = threading.Event()
+        self.recent = RecentModels()
+
+    @property
+    def ready(self) -> bool:
+        return self.backend is not None and self.template is not None
+
+    def use(self, backend: ModelBackend, template: str, name: str = "scripted") -> None:
+        """Use an already loaded backend (the scripted source in tests and benches)."""
+        self.backend = backend
+        self.template = get_template(template)
+        self.sampling = self.template.defaults.sampling()
+        self.name = name
+        self.n_ctx = getattr(getattr(backend, "info", None), "n_ctx", 8192)
+        self.loaded.emit(name)
+
+    def use_scripted(self, scripts: list[str], *, delay_s: float = 0.0) -> None:
+        """Use the scripted token source (the screenshot, the UI bench, the window tests)."""
+        from app.engine.scripted import ScriptedClient
+
+        self.use(ScriptedClient(scripts, delay_s=delay_s), "harmony")
+
+    def cancel_load(self) -> None:
+        self._cancel.set()
+
+    async def load(
+        self, path: str | None = None, *, n_ctx: int = 4096, threads: int | None = None
+    ) -> bool:
+        """Load `path` (None: the bundled default model); True when it loaded."""
+        from app.engine.client import WorkerClient
+
+        self._cancel.clear()
+        self.stateChanged.emit(WorkerState.LOADING.value)
+
+        def work() -> tuple[Any, str, str]:
+            from app.engine.default_model import default_model_path
+
+            file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
+            client = self.backend if hasattr(self.backend, "load") else WorkerClient()
+            info = client.load(  # type: ignore[union-attr]
+                file,
+                n_ctx=n_ctx,
+                n_threads=threads,
+                on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
+                cancel=self._cancel,
+            )
+            choice = ChoiceStore().get(file)
+            name = choice.template or default_template_name(info.metadata)
+            return client, file, name
+
+        try:
+            client, file, template_name = await self.bridge.call(work)
+        except HarmonyDeskError as exc:
+            self.stateChanged.emit(WorkerState.FAILED.value if self.backend is None else "ready")
+            self.loadFailed.emit(exc.message)
+            return False
+        self.backend = client
+        self.template = get_template(template_name).for_model(client.info.metadata)
+        self.apply_choice(ChoiceStore().get(file))
+        self.path, self.n_ctx = file, client.info.n_ctx
+        self.name = f"{Path(file).name} ({client.info.architecture}, template {template_name})"
+        self.recent.add(file)
+        self.stateChanged.emit(WorkerState.READY.value)
+        self.loaded.emit(self.name)
+        return True
+
+    def apply_choice(self, choice: ModelChoice) -> None:
+        """Sampling values from the template's defaults with the user's choices on top."""
+        assert self.template is not None
+        self.sampling = choice.apply(self.template.defaults).sampling()
+
+    def remember(self, choice: ModelChoice) -> None:
+        """Save the user's sampling choice for this model and apply it."""
+        if self.path:
+            choice = ChoiceStore().remember(self.path, choice)
+        self.apply_choice(choice)
+
+    def session(self, **options: Any) -> ChatSession:
+        """A chat session on the loaded model (call on the engine thread: it asks the worker)."""
+        assert self.backend is not None and self.template is not None
+        return ChatSession(self.backend, self.template, sampling=self.sampling, **options)
+
+    def close(self) -> None:
+        close = getattr(self.backend, "close", None)
+        if callable(close):
+            close()
+
+
+__all__ = ["ModelHost", "RecentModels"]

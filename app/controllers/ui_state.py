@@ -1,0 +1,37 @@
+"""Small window choices remembered between runs: one JSON file, written atomically.
+
+Guarantees: a missing or damaged file reads as "no choices" (the defaults), never an error;
+each change rewrites the file atomically (`ui-state.json` in the config folder).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.fileio import write_atomic
+from app.paths import config_dir
+
+
+class UiState:
+    """Small window choices remembered between runs (`ui-state.json` in the config folder)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or config_dir() / "ui-state.json"
+
+    def get(self, key: str, default: object = None) -> object:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return default
+        return data.get(key, default) if isinstance(data, dict) else default
+
+    def set(self, key: str, value: object) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            data = {}
+        data[key] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(data, indent=1))

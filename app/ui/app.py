@@ -1,0 +1,115 @@
+"""Starting the window: the Qt application on a qasync event loop, and the screenshot command.
+
+Guarantees: the window appears before any model loads (the default model loads in the
+background with a progress bar); `screenshot` renders a sample conversation — a preamble,
+a tool card, a JSON result and the debug pane open — from the scripted source, with no model
+and no network, and writes a PNG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from app.controllers.bridge import EngineBridge
+from app.controllers.chat import ChatController
+from app.controllers.model_host import ModelHost
+from app.ui.main_window import MainWindow
+
+_CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
+SAMPLE_TURNS = [
+    (
+        "<|channel|>analysis<|message|>The user wants the weather; call the tool.<|end|>"
+        "<|start|>assistant<|channel|>commentary<|message|>Let me check the time first.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.current_time " + _CALL,
+        "<|channel|>final<|message|>Here is a summary:\n\n* It is **daytime** in Oslo.\n\n"
+        "```python\nprint('hello')\n```\n<|return|>",
+    ),
+    (
+        "<|channel|>analysis<|message|>JSON please.<|end|><|start|>assistant"
+        '<|channel|>final<|message|>{"answer":"42"}<|return|>',
+    ),
+]
+
+
+def application() -> QApplication:
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Harmony Desk")
+    app.setOrganizationName("Harmony Desk")
+    return app  # type: ignore[return-value]
+
+
+def build_window(host: ModelHost | None = None) -> MainWindow:
+    bridge = EngineBridge()
+    host = host or ModelHost(bridge)
+    return MainWindow(ChatController(host))
+
+
+def run_window(model: str | None = None) -> int:
+    """The window on a qasync loop; the default model (or `model`) loads in the background."""
+    import qasync
+
+    started = time.perf_counter()
+    app = application()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    window = build_window()
+    window.show()
+    print(f"window shown after {(time.perf_counter() - started) * 1000:.0f} ms", file=sys.stderr)
+    window.load_model(model)
+    closed = asyncio.Event()
+    app.aboutToQuit.connect(closed.set)
+    with loop:
+        loop.run_until_complete(closed.wait())
+    window.host.close()
+    return 0
+
+
+async def _sample(window: MainWindow) -> None:
+    c = window.controller
+    c.set_tools(("current_time",))
+    c.send("What time is it in Oslo?")
+    while c.busy:
+        await asyncio.sleep(0.01)
+        for seg in c.doc.turns[-1].version.reply.segments if c.doc.turns[-1].version.reply else []:
+            if seg.kind == "tool" and seg.data.get("state") == "pending":
+                c.decide(seg.data["call_id"], True)
+    c.set_tools(())
+    c.json_schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    c.send("Answer in JSON.")
+    await c.wait()
+
+
+def screenshot(path: str) -> int:
+    """Render the sample conversation with the debug pane open and save it as a PNG."""
+    import qasync
+
+    app = application()
+    loop = qasync.QEventLoop(app, already_running=True)
+    asyncio.set_event_loop(loop)
+    scripts = [s for turn in SAMPLE_TURNS for s in turn]
+    host = ModelHost(EngineBridge())
+    host.use_scripted(scripts)
+    window = build_window(host)
+    window.set_debug(True, remember=False)
+    window.resize(1280, 1300)
+    window.show()
+    future = asyncio.ensure_future(_sample(window))
+    while not future.done():
+        app.processEvents()
+        time.sleep(0.005)
+    future.result()
+    for _ in range(20):
+        app.processEvents()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    ok = window.grab().save(path)
+    window.close()
+    print(f"{'wrote' if ok else 'could not write'} {path}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+__all__ = ["application", "build_window", "run_window", "screenshot"]

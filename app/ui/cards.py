@@ -1,0 +1,194 @@
+"""Transcript cards: a tool call (approve, edit, deny, running time, result) and a JSON result.
+
+Guarantees: a pending tool card shows the tool, its declared risk and its arguments in an
+editor; Run sends the edited arguments only if they are a JSON object (otherwise the card says
+why and waits); the elapsed time ticks while the call runs; the result or error is shown
+collapsed and expands on demand. A JSON card shows the answer pretty-printed with a
+valid/invalid badge and, when invalid, the failing path and reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controllers.chat import Mode
+from app.ui.markdown_view import monospace
+
+Decide = Callable[[str, bool, "dict[str, Any] | None", "Mode | None"], None]
+
+
+def _button(text: str, name: str, parent: QWidget) -> QPushButton:
+    button = QPushButton(text, parent)
+    button.setAccessibleName(name)
+    return button
+
+
+class ToolCard(QFrame):
+    """One tool call in the transcript."""
+
+    def __init__(self, data: dict[str, Any], decide: Decide, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName("Tool call")
+        self.data = data
+        self._decide = decide
+        self._started: float | None = None
+        layout = QVBoxLayout(self)
+        self.title = QLabel(self)
+        self.args = QPlainTextEdit(self)
+        self.args.setFont(monospace())
+        self.args.setAccessibleName("Tool arguments")
+        self.args.setMaximumHeight(110)
+        self.problem = QLabel(self)
+        self.problem.setStyleSheet("color: #b3261e")
+        buttons = QHBoxLayout()
+        self.run = _button("Run", "Run the tool call", self)
+        self.allow_chat = _button(
+            "Allow in this chat", "Allow this tool for this conversation", self
+        )
+        self.always = _button("Always allow", "Always allow this tool", self)
+        self.deny = _button("Deny", "Deny the tool call", self)
+        for b in (self.run, self.allow_chat, self.always, self.deny):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        self.state = QLabel(self)
+        self.state.setAccessibleName("Tool call state")
+        self.toggle = QToolButton(self)
+        self.toggle.setText("Show result")
+        self.toggle.setAccessibleName("Show or hide the tool result")
+        self.toggle.setCheckable(True)
+        self.result = QPlainTextEdit(self)
+        self.result.setReadOnly(True)
+        self.result.setFont(monospace())
+        self.result.setAccessibleName("Tool result")
+        self.result.setMaximumHeight(200)
+        self.result.hide()
+        self.toggle.toggled.connect(self.result.setVisible)
+        for w in (self.title, self.args, self.problem):
+            layout.addWidget(w)
+        layout.addLayout(buttons)
+        row = QHBoxLayout()
+        row.addWidget(self.state, 1)
+        row.addWidget(self.toggle)
+        layout.addLayout(row)
+        layout.addWidget(self.result)
+        self.run.clicked.connect(lambda: self._answer(True, None))
+        self.allow_chat.clicked.connect(lambda: self._answer(True, Mode.ALLOW_CONVERSATION))
+        self.always.clicked.connect(lambda: self._answer(True, Mode.ALWAYS))
+        self.deny.clicked.connect(lambda: self._answer(False, None))
+        self._tick = QTimer(self)
+        self._tick.setInterval(100)
+        self._tick.timeout.connect(self._show_elapsed)
+        self.refresh()
+
+    def _answer(self, allow: bool, remember: Mode | None) -> None:
+        arguments: dict[str, Any] | None = None
+        if allow:
+            try:
+                value = json.loads(self.args.toPlainText())
+            except ValueError as exc:
+                self.problem.setText(f"The arguments are not JSON: {exc}")
+                return
+            if not isinstance(value, dict):
+                self.problem.setText("The arguments must be a JSON object.")
+                return
+            arguments = value
+        self.problem.setText("")
+        self._decide(str(self.data.get("call_id", "")), allow, arguments, remember)
+
+    def refresh(self) -> None:
+        d = self.data
+        risk = f" · {d['risk']}" if d.get("risk") else ""
+        self.title.setText(f"<b>{d.get('tool', '?')}</b>{risk}")
+        if (self.args.toPlainText() != d.get("arguments", "") and d.get("state") != "pending") or (
+            d.get("state") == "pending" and not self.args.toPlainText()
+        ):
+            self.args.setPlainText(str(d.get("arguments", "")))
+        pending = d.get("state") == "pending"
+        self.args.setReadOnly(not pending)
+        for b in (self.run, self.allow_chat, self.always, self.deny):
+            b.setVisible(pending)
+        state = d.get("state", "called")
+        if state == "running":
+            self._started = self._started or time.monotonic()
+            self._tick.start()
+        else:
+            self._tick.stop()
+        words = {
+            "called": "Waiting…",
+            "pending": "Waiting for your decision",
+            "running": "Running…",
+            "denied": "Denied",
+            "ok": "Done",
+            "error": "Failed",
+        }
+        text = words.get(state, state)
+        if d.get("duration_ms") is not None and state in ("ok", "error"):
+            text += f" in {d['duration_ms'] / 1000:.2f} s"
+        if d.get("decision"):
+            text += f" ({d['decision']})"
+        self.state.setText(text)
+        if "result" in d:
+            self.result.setPlainText(str(d["result"]))
+            self.toggle.setVisible(True)
+            if state == "error":
+                self.toggle.setChecked(True)
+        else:
+            self.toggle.setVisible(False)
+
+    def _show_elapsed(self) -> None:
+        if self._started is not None:
+            self.state.setText(f"Running… {time.monotonic() - self._started:.1f} s")
+
+
+class JsonCard(QFrame):
+    """A JSON answer: pretty-printed, with its verdict."""
+
+    def __init__(self, text: str, data: dict[str, Any], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("jsonCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName("JSON result")
+        layout = QVBoxLayout(self)
+        valid = bool(data.get("valid"))
+        self.badge = QLabel("✓ valid JSON" if valid else "✗ invalid JSON", self)
+        self.badge.setAccessibleName("JSON verdict")
+        self.badge.setStyleSheet(
+            "color: white; padding: 2px 6px; border-radius: 4px; background: "
+            + ("#1a7f37" if valid else "#b3261e")
+        )
+        layout.addWidget(self.badge)
+        if not valid:
+            where = data.get("path") or "/"
+            self.reason = QLabel(
+                f"{data.get('code', '')} at {where}: {data.get('error', '')}", self
+            )
+            self.reason.setWordWrap(True)
+            layout.addWidget(self.reason)
+        self.body = QPlainTextEdit(self)
+        self.body.setReadOnly(True)
+        self.body.setFont(monospace())
+        self.body.setPlainText(text)
+        self.body.setAccessibleName("JSON text")
+        lines = min(text.count("\n") + 2, 14)
+        self.body.setFixedHeight(self.body.fontMetrics().lineSpacing() * lines + 12)
+        layout.addWidget(self.body)
+
+
+__all__ = ["JsonCard", "ToolCard"]

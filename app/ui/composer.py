@@ -1,0 +1,134 @@
+"""The composer: the message box and the options that apply to the next message.
+
+Guarantees: Enter sends, Shift+Enter adds a line, Esc stops; the reasoning effort chosen here is
+recorded on the message it is sent with; JSON mode sends only with a schema that is valid and
+enforceable, and the schema editor says what is wrong as you type; every control has an
+accessible name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controllers.chat import SchemaError, check_schema
+from app.ui.markdown_view import monospace
+
+DEFAULT_SCHEMA = (
+    '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
+)
+
+
+class MessageBox(QPlainTextEdit):
+    """Enter sends, Shift+Enter adds a line, Esc stops."""
+
+    submitted = Signal()
+    stopRequested = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+            else:
+                self.submitted.emit()
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            self.stopRequested.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class Composer(QWidget):
+    """Message box, send/stop, reasoning effort, JSON mode with its schema editor."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        options = QHBoxLayout()
+        self.effort = QComboBox(self)
+        self.effort.addItems(["default effort", "low", "medium", "high"])
+        self.effort.setAccessibleName("Reasoning effort for the next message")
+        self.json_mode = QCheckBox("JSON mode", self)
+        self.json_mode.setAccessibleName("Answer in JSON matching the schema")
+        self.tools_button = QPushButton("Tools…", self)
+        self.tools_button.setAccessibleName("Choose the tools of this conversation")
+        options.addWidget(QLabel("Reasoning:", self))
+        options.addWidget(self.effort)
+        options.addWidget(self.json_mode)
+        options.addWidget(self.tools_button)
+        options.addStretch(1)
+        layout.addLayout(options)
+        self.schema = QPlainTextEdit(self)
+        self.schema.setFont(monospace())
+        self.schema.setPlainText(DEFAULT_SCHEMA)
+        self.schema.setAccessibleName("JSON schema")
+        self.schema.setMaximumHeight(90)
+        self.schema_state = QLabel(self)
+        self.schema_state.setAccessibleName("Schema check")
+        self.schema.hide()
+        self.schema_state.hide()
+        layout.addWidget(self.schema)
+        layout.addWidget(self.schema_state)
+        row = QHBoxLayout()
+        self.box = MessageBox(self)
+        self.box.setPlaceholderText("Message (Enter sends, Shift+Enter new line, Esc stops)")
+        self.box.setAccessibleName("Message")
+        self.box.setMaximumHeight(110)
+        self.send = QPushButton("Send", self)
+        self.send.setAccessibleName("Send the message")
+        self.stop = QPushButton("Stop", self)
+        self.stop.setAccessibleName("Stop the answer")
+        self.stop.setEnabled(False)
+        row.addWidget(self.box, 1)
+        row.addWidget(self.send)
+        row.addWidget(self.stop)
+        layout.addLayout(row)
+        self.json_mode.toggled.connect(self._json_toggled)
+        self.schema.textChanged.connect(self.check_schema)
+        self.check_schema()
+
+    def _json_toggled(self, on: bool) -> None:
+        self.schema.setVisible(on)
+        self.schema_state.setVisible(on)
+        self.check_schema()
+
+    def check_schema(self) -> dict[str, Any] | None:
+        """The schema when it is valid and enforceable; None (and a reason shown) otherwise."""
+        try:
+            schema = json.loads(self.schema.toPlainText())
+            if not isinstance(schema, dict):
+                raise SchemaError("the schema must be a JSON object")
+            check_schema(schema)
+        except ValueError as exc:
+            self.schema_state.setText(f"✗ not JSON: {exc}")
+            return None
+        except SchemaError as exc:
+            self.schema_state.setText(f"✗ {exc.message}")
+            return None
+        self.schema_state.setText("✓ schema is valid")
+        return schema
+
+    def effort_value(self) -> str | None:
+        text = self.effort.currentText()
+        return None if text.startswith("default") else text
+
+    def set_busy(self, busy: bool) -> None:
+        self.send.setEnabled(not busy)
+        self.stop.setEnabled(busy)
+
+
+__all__ = ["Composer", "MessageBox"]

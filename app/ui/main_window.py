@@ -1,0 +1,338 @@
+"""The main window: sidebar, instructions, transcript, composer, model bar, status bar, debug pane.
+
+Guarantees: every slow action (loading a model, generating, running tools) is started here and
+awaited elsewhere, so the window stays responsive; load errors and failed replies are shown in
+the window, which survives them; Ctrl+N, Ctrl+K, Ctrl+D, Enter, Shift+Enter and Esc work as
+the README says; the debug pane is off by default and its last state is remembered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMenu,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controllers.chat import ChatController
+from app.controllers.model_host import ModelHost
+from app.controllers.ui_state import UiState
+from app.domain.messages import ReasoningEffort
+from app.ui.composer import Composer
+from app.ui.debug_pane import DebugPane
+from app.ui.transcript import TranscriptView
+
+
+class Sidebar(QWidget):
+    """Conversations: new, search, rename, pin, delete with undo."""
+
+    def __init__(self, controller: ChatController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        layout = QVBoxLayout(self)
+        self.new = QPushButton("New chat", self)
+        self.new.setAccessibleName("New chat")
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search chats (Ctrl+K)")
+        self.search.setAccessibleName("Search chats")
+        self.list = QListWidget(self)
+        self.list.setAccessibleName("Conversations")
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.undo = QPushButton("Undo delete", self)
+        self.undo.setAccessibleName("Undo the last delete")
+        self.undo.hide()
+        for w in (self.new, self.search, self.list, self.undo):
+            layout.addWidget(w)
+        self.new.clicked.connect(controller.new_chat)
+        self.search.textChanged.connect(self.refresh)
+        self.list.currentItemChanged.connect(self._selected)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.undo.clicked.connect(self._undo)
+        controller.listChanged.connect(self.refresh)
+        controller.docChanged.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        for doc in self.controller.conversations.listed(self.search.text()):
+            item = QListWidgetItem(("📌 " if doc.pinned else "") + doc.title)
+            item.setData(Qt.ItemDataRole.UserRole, doc.id)
+            self.list.addItem(item)
+            if doc.id == self.controller.doc.id:
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+
+    def _selected(self, item: QListWidgetItem | None) -> None:
+        if item is not None:
+            self.controller.select(item.data(Qt.ItemDataRole.UserRole))
+
+    def _menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        doc_id = item.data(Qt.ItemDataRole.UserRole)
+        doc = self.controller.conversations.get(doc_id)
+        if doc is None:
+            return
+        menu = QMenu(self)
+        rename = menu.addAction("Rename…")
+        pin = menu.addAction("Unpin" if doc.pinned else "Pin")
+        delete = menu.addAction("Delete")
+        chosen = menu.exec(self.list.mapToGlobal(pos))
+        if chosen is rename:
+            title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=doc.title)
+            if ok:
+                self.controller.conversations.rename(doc_id, title)
+        elif chosen is pin:
+            self.controller.conversations.pin(doc_id, not doc.pinned)
+        elif chosen is delete:
+            self.delete(doc_id)
+        self.refresh()
+
+    def delete(self, doc_id: str) -> None:
+        self.controller.delete(doc_id)
+        self.undo.show()
+        QTimer.singleShot(10_000, self.undo.hide)
+
+    def _undo(self) -> None:
+        self.controller.undo_delete()
+        self.undo.hide()
+
+
+class MainWindow(QMainWindow):
+    """The Harmony Desk window."""
+
+    def __init__(self, controller: ChatController, state: UiState | None = None) -> None:
+        super().__init__()
+        self.controller = controller
+        self.host: ModelHost = controller.host
+        self.state = state or UiState()
+        self.setWindowTitle("Harmony Desk")
+        self.resize(1100, 760)
+        self.sidebar = Sidebar(controller, self)
+        center = QWidget(self)
+        column = QVBoxLayout(center)
+        model_row = QHBoxLayout()
+        self.model_label = QLabel("No model loaded", center)
+        self.model_label.setAccessibleName("Model")
+        self.open_model = QPushButton("Open model…", center)
+        self.open_model.setAccessibleName("Open a GGUF model file")
+        self.progress = QProgressBar(center)
+        self.progress.setAccessibleName("Model load progress")
+        self.progress.setRange(0, 100)
+        self.progress.hide()
+        self.cancel_load = QPushButton("Cancel", center)
+        self.cancel_load.setAccessibleName("Cancel loading the model")
+        self.cancel_load.hide()
+        for w in (self.model_label, self.progress, self.cancel_load, self.open_model):
+            model_row.addWidget(w)
+        column.addLayout(model_row)
+        self.banner = QLabel(center)
+        self.banner.setObjectName("errorBanner")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("color: #b3261e")
+        self.banner.setAccessibleName("Problem")
+        self.banner.hide()
+        column.addWidget(self.banner)
+        self.instructions = QPlainTextEdit(center)
+        self.instructions.setPlaceholderText("Instructions for this conversation (optional)")
+        self.instructions.setAccessibleName("Conversation instructions")
+        self.instructions.setMaximumHeight(60)
+        column.addWidget(self.instructions)
+        self.transcript = TranscriptView(controller, center)
+        column.addWidget(self.transcript, 1)
+        self.composer = Composer(center)
+        column.addWidget(self.composer)
+        split = QSplitter(self)
+        split.addWidget(self.sidebar)
+        split.addWidget(center)
+        split.setStretchFactor(1, 1)
+        split.setSizes([240, 860])
+        self.setCentralWidget(split)
+        self.debug = DebugPane(self)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.debug)
+        self.status_model = QLabel(self)
+        self.status_worker = QLabel("worker: idle", self)
+        self.status_speed = QLabel(self)
+        self.status_context = QLabel(self)
+        for w in (self.status_model, self.status_worker, self.status_speed, self.status_context):
+            self.statusBar().addPermanentWidget(w)
+        self._menus()
+        self._wire()
+        self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
+        if self.host.ready:
+            self._loaded(self.host.name)
+
+    # --- set-up --------------------------------------------------------------------------
+
+    def _menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.new_action = QAction("New chat", self, shortcut=QKeySequence("Ctrl+N"))
+        self.new_action.triggered.connect(self.controller.new_chat)
+        self.open_action = QAction("Open model…", self, shortcut=QKeySequence("Ctrl+O"))
+        self.open_action.triggered.connect(self._open_model)
+        self.recent_menu = QMenu("Recent models", self)
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file_menu.addAction(self.new_action)
+        file_menu.addAction(self.open_action)
+        file_menu.addMenu(self.recent_menu)
+        view = self.menuBar().addMenu("&View")
+        self.debug_action = QAction(
+            "Debug pane", self, checkable=True, shortcut=QKeySequence("Ctrl+D")
+        )
+        self.debug_action.toggled.connect(self.set_debug)
+        view.addAction(self.debug_action)
+        self.search_action = QAction("Search chats", self, shortcut=QKeySequence("Ctrl+K"))
+        self.search_action.triggered.connect(lambda: self.sidebar.search.setFocus())
+        view.addAction(self.search_action)
+        for action in (self.new_action, self.open_action, self.debug_action, self.search_action):
+            self.addAction(action)
+
+    def _wire(self) -> None:
+        c, host, comp = self.controller, self.host, self.composer
+        comp.box.submitted.connect(self.send)
+        comp.send.clicked.connect(self.send)
+        comp.stop.clicked.connect(c.stop)
+        comp.box.stopRequested.connect(c.stop)
+        comp.tools_button.clicked.connect(self._choose_tools)
+        self.open_model.clicked.connect(self._open_model)
+        self.cancel_load.clicked.connect(host.cancel_load)
+        self.instructions.textChanged.connect(
+            lambda: setattr(c.doc, "instructions", self.instructions.toPlainText())
+        )
+        c.docChanged.connect(self._doc_changed)
+        c.busyChanged.connect(self._busy)
+        c.statusChanged.connect(self._status)
+        c.debugChanged.connect(self._debug_changed)
+        c.replyStarted.connect(self._debug_changed)
+        host.progress.connect(lambda f: self.progress.setValue(int(f * 100)))
+        host.loaded.connect(self._loaded)
+        host.loadFailed.connect(self.show_problem)
+        host.stateChanged.connect(lambda s: self.status_worker.setText(f"worker: {s}"))
+
+    # --- actions -------------------------------------------------------------------------
+
+    def send(self) -> None:
+        comp = self.composer
+        effort = comp.effort_value()
+        self.controller.effort = ReasoningEffort(effort) if effort else None
+        schema = None
+        if comp.json_mode.isChecked():
+            schema = comp.check_schema()
+            if schema is None:
+                self.show_problem("The JSON schema is not valid; see the note under it.")
+                return
+        self.controller.json_schema = schema
+        if not self.host.ready:
+            self.show_problem("No model is loaded yet: open a GGUF model or wait for the default.")
+            return
+        if self.controller.send(comp.box.toPlainText()):
+            comp.box.clear()
+            self.banner.hide()
+
+    def show_problem(self, text: str) -> None:
+        self.banner.setText(text)
+        self.banner.show()
+        self.progress.hide()
+        self.cancel_load.hide()
+
+    def load_model(
+        self, path: str | None = None, *, n_ctx: int = 4096, threads: int | None = None
+    ) -> asyncio.Task[bool]:
+        self.progress.setValue(0)
+        self.progress.show()
+        self.cancel_load.show()
+        self.banner.hide()
+        return asyncio.ensure_future(self.host.load(path, n_ctx=n_ctx, threads=threads))
+
+    def _open_model(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model", "", "GGUF models (*.gguf)")
+        if path:
+            self.load_model(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.host.recent.load():
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.load_model(p))
+
+    def _choose_tools(self) -> None:
+        menu = QMenu(self)
+        for name in self.controller.available_tools():
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(name in self.controller.doc.tools)
+        chosen = menu.exec(
+            self.composer.tools_button.mapToGlobal(self.composer.tools_button.rect().bottomLeft())
+        )
+        if chosen is not None:
+            enabled = tuple(a.text() for a in menu.actions() if a.isChecked())
+            self.controller.set_tools(enabled)
+
+    def set_debug(self, on: bool, remember: bool = True) -> None:
+        if self.debug_action.isChecked() != on:
+            self.debug_action.setChecked(on)
+            return
+        self.debug.setVisible(on)
+        if on:
+            self._debug_changed(len(self.controller.doc.turns) - 1)
+        else:
+            self.debug.clear_all()
+        if remember:
+            self.state.set("debug_pane", on)
+
+    def _debug_changed(self, turn: int) -> None:
+        if not self.debug.isVisible():
+            return
+        turns = self.controller.doc.turns
+        if 0 <= turn < len(turns) and turn == len(turns) - 1:
+            self.debug.token_table = self.controller.token_table
+            self.debug.show_reply(turns[turn].version.reply)
+
+    def _doc_changed(self) -> None:
+        self.instructions.blockSignals(True)
+        self.instructions.setPlainText(self.controller.doc.instructions)
+        self.instructions.blockSignals(False)
+        self._debug_changed(len(self.controller.doc.turns) - 1)
+
+    def _busy(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        self.status_worker.setText("worker: generating" if busy else "worker: ready")
+
+    def _status(self, s: dict[str, float]) -> None:
+        self.status_speed.setText(
+            f"{s.get('tokens_per_s', 0):.1f} tok/s"
+            f" · first token {s.get('first_token_ms', 0):.0f} ms"
+        )
+        used = int(s.get("prompt_tokens", 0) + s.get("generated", 0))
+        self.status_context.setText(f"context {used}/{int(s.get('n_ctx', 0))}")
+
+    def _loaded(self, name: str) -> None:
+        self.model_label.setText(name)
+        self.status_model.setText(name)
+        self.progress.hide()
+        self.cancel_load.hide()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.controller.close()
+        super().closeEvent(event)
+
+
+__all__ = ["MainWindow", "Sidebar", "UiState"]

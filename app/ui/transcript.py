@@ -1,0 +1,277 @@
+"""The transcript: user messages, answers, preambles, tool cards and JSON results, as they stream.
+
+Guarantees: only segments are shown (the controller never puts analysis in one, and this view
+reads nothing else); streamed text goes to the growing segment only; the view follows the
+bottom while the user is at the bottom and stays put when they scrolled up; each turn has
+Copy (visible text only), Regenerate, alternatives (‹ n/m ›), Edit for the user message,
+Continue for a reply that stopped, failed or was cut.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controllers.chat import ChatController
+from app.controllers.history import Segment, Turn
+from app.ui.cards import JsonCard, ToolCard
+from app.ui.markdown_view import MarkdownView
+
+_USER_STYLE = "background: palette(alternate-base); padding: 6px; border-radius: 6px"
+_PREAMBLE_STYLE = "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
+
+
+def _button(text: str, name: str, parent: QWidget) -> QPushButton:
+    b = QPushButton(text, parent)
+    b.setAccessibleName(name)
+    b.setFlat(True)
+    return b
+
+
+class TurnWidget(QFrame):
+    """One turn: the user message (with its versions) and the chosen reply."""
+
+    def __init__(self, controller: ChatController, index: int, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.controller, self.index = controller, index
+        self.segments: list[QWidget] = []
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.user = QLabel(self)
+        self.user.setObjectName("userMessage")
+        self.user.setWordWrap(True)
+        self.user.setTextFormat(Qt.TextFormat.PlainText)
+        self.user.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.user.setAccessibleName("Your message")
+        self.user.setStyleSheet(
+            "background: palette(alternate-base); padding: 6px; border-radius: 6px"
+        )
+        layout.addWidget(self.user)
+        user_row = QHBoxLayout()
+        self.edit_button = _button("Edit", "Edit this message and resend", self)
+        self.versions = QLabel(self)
+        self.prev_version = _button("‹", "Previous version of this message", self)
+        self.next_version = _button("›", "Next version of this message", self)
+        for w in (self.edit_button, self.prev_version, self.versions, self.next_version):
+            user_row.addWidget(w)
+        user_row.addStretch(1)
+        layout.addLayout(user_row)
+        self.editor = QPlainTextEdit(self)
+        self.editor.setAccessibleName("Edited message")
+        self.editor.hide()
+        self.resend = _button("Send edited message", "Send the edited message", self)
+        self.resend.hide()
+        layout.addWidget(self.editor)
+        layout.addWidget(self.resend)
+        self.body = QVBoxLayout()
+        layout.addLayout(self.body)
+        actions = QHBoxLayout()
+        self.copy = _button("Copy", "Copy the answer", self)
+        self.regenerate = _button("Regenerate", "Regenerate the answer", self)
+        self.continue_ = _button("Continue", "Continue the answer", self)
+        self.prev_reply = _button("‹", "Previous answer", self)
+        self.replies = QLabel(self)
+        self.next_reply = _button("›", "Next answer", self)
+        for w in (
+            self.copy,
+            self.regenerate,
+            self.continue_,
+            self.prev_reply,
+            self.replies,
+            self.next_reply,
+        ):
+            actions.addWidget(w)
+        actions.addStretch(1)
+        layout.addLayout(actions)
+        self.edit_button.clicked.connect(self._start_edit)
+        self.resend.clicked.connect(lambda: controller.edit(self.index, self.editor.toPlainText()))
+        self.copy.clicked.connect(self._copy)
+        self.regenerate.clicked.connect(lambda: controller.regenerate(self.index))
+        self.continue_.clicked.connect(controller.continue_reply)
+        self.prev_reply.clicked.connect(lambda: self._flip_reply(-1))
+        self.next_reply.clicked.connect(lambda: self._flip_reply(1))
+        self.prev_version.clicked.connect(lambda: self._flip_version(-1))
+        self.next_version.clicked.connect(lambda: self._flip_version(1))
+
+    @property
+    def turn(self) -> Turn:
+        return self.controller.doc.turns[self.index]
+
+    def show_all(self) -> None:
+        version = self.turn.version
+        self.user.setText(version.user_text)
+        for w in self.segments:
+            w.deleteLater()
+        self.segments = []
+        reply = version.reply
+        if reply is not None:
+            for segment in reply.segments:
+                self.add_segment(segment)
+            for w in self.segments:
+                if isinstance(w, MarkdownView):
+                    w.finish()
+        self.update_actions()
+
+    def add_segment(self, segment: Segment) -> QWidget:
+        widget: QWidget
+        if segment.kind in ("answer", "preamble"):
+            name = "Answer" if segment.kind == "answer" else "Preamble"
+            view = MarkdownView(self, accessible_name=name)
+            view.setObjectName(segment.kind)
+            if segment.kind == "preamble":
+                view.setStyleSheet(
+                    "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
+                )
+            view.append_text(segment.text)
+            widget = view
+        elif segment.kind == "tool":
+            widget = ToolCard(segment.data, self.controller.decide, self)
+        elif segment.kind == "json":
+            widget = JsonCard(segment.text, segment.data, self)
+            if self.segments and isinstance(self.segments[-1], MarkdownView):
+                self.segments[-1].hide()  # the card shows the same answer, pretty-printed
+        else:
+            label = QLabel(segment.text, self)
+            label.setWordWrap(True)
+            label.setObjectName(segment.kind)
+            label.setAccessibleName("Error" if segment.kind == "error" else "Notice")
+            if segment.kind == "error":
+                label.setStyleSheet("color: #b3261e")
+            widget = label
+        self.body.addWidget(widget)
+        self.segments.append(widget)
+        return widget
+
+    def update_actions(self) -> None:
+        version = self.turn.version
+        busy = self.controller.busy
+        reply = version.reply
+        n, m = version.chosen + 1, len(version.replies)
+        self.replies.setText(f"{n}/{m}" if m > 1 else "")
+        for b in (self.prev_reply, self.next_reply):
+            b.setVisible(m > 1)
+        self.prev_reply.setEnabled(not busy and n > 1)
+        self.next_reply.setEnabled(not busy and n < m)
+        v, w = self.turn.chosen + 1, len(self.turn.versions)
+        self.versions.setText(f"{v}/{w}" if w > 1 else "")
+        for b in (self.prev_version, self.next_version):
+            b.setVisible(w > 1)
+        self.prev_version.setEnabled(not busy and v > 1)
+        self.next_version.setEnabled(not busy and v < w)
+        for b in (self.copy, self.regenerate, self.edit_button):
+            b.setEnabled(not busy)
+        self.continue_.setVisible(
+            reply is not None and reply.state in ("stopped", "failed", "incomplete")
+        )
+        self.continue_.setEnabled(not busy)
+
+    def _copy(self) -> None:
+        reply = self.turn.version.reply
+        if reply is not None:
+            QGuiApplication.clipboard().setText(reply.visible_text())
+
+    def _start_edit(self) -> None:
+        self.editor.setPlainText(self.turn.version.user_text)
+        self.editor.show()
+        self.resend.show()
+        self.editor.setFocus()
+
+    def _flip_reply(self, step: int) -> None:
+        self.controller.choose_reply(self.index, self.turn.version.chosen + step)
+
+    def _flip_version(self, step: int) -> None:
+        self.controller.choose_version(self.index, self.turn.chosen + step)
+
+
+class TranscriptView(QScrollArea):
+    """All turns of the selected conversation."""
+
+    def __init__(self, controller: ChatController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.setWidgetResizable(True)
+        self.setAccessibleName("Transcript")
+        self.inner = QWidget(self)
+        self.column = QVBoxLayout(self.inner)
+        self.column.addStretch(1)
+        self.setWidget(self.inner)
+        self.turns: list[TurnWidget] = []
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(lambda v: setattr(self, "_follow", v >= bar.maximum() - 4))
+        bar.rangeChanged.connect(lambda _lo, hi: bar.setValue(hi) if self._follow else None)
+        c = controller
+        c.docChanged.connect(self.show_all)
+        c.replyStarted.connect(self._reply_started)
+        c.segmentAdded.connect(self._segment_added)
+        c.segmentText.connect(self._segment_text)
+        c.segmentUpdated.connect(self._segment_updated)
+        c.replyFinished.connect(self._reply_finished)
+        c.busyChanged.connect(self._busy)
+        self.show_all()
+
+    def _busy(self, _busy: bool) -> None:
+        for t in self.turns:
+            t.update_actions()
+
+    def show_all(self) -> None:
+        for t in self.turns:
+            t.deleteLater()
+        self.turns = []
+        for i in range(len(self.controller.doc.turns)):
+            self._add_turn(i)
+        QTimer.singleShot(
+            0, lambda: self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+        )
+
+    def _add_turn(self, index: int) -> TurnWidget:
+        widget = TurnWidget(self.controller, index, self.inner)
+        self.column.insertWidget(self.column.count() - 1, widget)
+        self.turns.append(widget)
+        widget.show_all()
+        return widget
+
+    def _turn(self, index: int) -> TurnWidget:
+        while len(self.turns) <= index:
+            self._add_turn(len(self.turns))
+        return self.turns[index]
+
+    def _reply_started(self, index: int) -> None:
+        self._follow = True
+        self._turn(index).show_all()
+
+    def _segment_added(self, turn: int, index: int) -> None:
+        widget = self._turn(turn)
+        reply = widget.turn.version.reply
+        if reply is not None and len(widget.segments) == index:
+            widget.add_segment(reply.segments[index])
+
+    def _segment_text(self, turn: int, index: int, text: str) -> None:
+        widget = self._turn(turn)
+        if index < len(widget.segments) and isinstance(widget.segments[index], MarkdownView):
+            widget.segments[index].append_text(text)  # type: ignore[attr-defined]
+
+    def _segment_updated(self, turn: int, index: int) -> None:
+        widget = self._turn(turn)
+        if index < len(widget.segments) and isinstance(widget.segments[index], ToolCard):
+            widget.segments[index].refresh()  # type: ignore[attr-defined]
+
+    def _reply_finished(self, turn: int) -> None:
+        widget = self._turn(turn)
+        for w in widget.segments:
+            if isinstance(w, MarkdownView):
+                w.finish()
+        widget.update_actions()
+
+
+__all__ = ["TranscriptView", "TurnWidget"]

@@ -1,0 +1,39 @@
+"""Shared set-up for window tests: a qasync loop that runs under pytest-qt's waits."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
+
+
+@pytest.fixture
+def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
+    import qasync
+
+    loop = qasync.QEventLoop(qapp, already_running=True)
+    asyncio.set_event_loop(loop)
+    yield loop
+    # qasync's stop() would quit the application (and every later wait); end this loop alone
+    qapp.aboutToQuit.disconnect(loop._after_run_forever)
+    loop._QEventLoop__is_running = False  # type: ignore[attr-defined]
+    loop._after_run_forever()
+    asyncio.events._set_running_loop(None)
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+def all_text(root: QWidget) -> str:
+    """Every piece of text any widget under `root` holds, visible or not."""
+    parts: list[str] = []
+    for w in [root, *root.findChildren(QWidget)]:
+        if isinstance(w, QLabel):
+            parts.append(w.text())
+        elif isinstance(w, QTextEdit | QPlainTextEdit):
+            parts.append(w.toPlainText())
+        elif isinstance(w, QLineEdit):
+            parts.append(w.text())
+    return "\n".join(parts)

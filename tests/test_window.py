@@ -1,0 +1,267 @@
+"""The window through its real controllers, on the offscreen platform: tests wait on signals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QComboBox,
+    QLineEdit,
+    QListWidget,
+    QPlainTextEdit,
+    QTextEdit,
+    QWidget,
+)
+
+from app.controllers.bridge import EngineBridge
+from app.controllers.chat import ChatController
+from app.controllers.model_host import ModelHost
+from app.engine.scripted import ScriptedClient
+from app.ui.cards import JsonCard, ToolCard
+from app.ui.main_window import MainWindow, UiState
+from app.ui.markdown_view import MarkdownView
+from tests.gui_helpers import all_text
+
+SECRET_THOUGHT = "zebra-analysis-text"
+TURN = (f"<|channel|>analysis<|message|>{SECRET_THOUGHT} thinking.<|end|>"
+        "<|start|>assistant<|channel|>commentary<|message|>A short preamble.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>The **answer** is 42.\n\n```python\nprint(42)\n```\n<|return|>")
+
+
+def make_window(qtbot: Any, tmp_path: Path, scripts: list[str], delay_s: float = 0.0) -> tuple[MainWindow, ScriptedClient]:
+    client = ScriptedClient(scripts, delay_s=delay_s)
+    host = ModelHost(EngineBridge())
+    host.use(client, "harmony")
+    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    return window, client
+
+
+def send(qtbot: Any, window: MainWindow, text: str, timeout: int = 10_000) -> None:
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=timeout):
+        window.composer.box.setPlainText(text)
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+
+
+def segments(window: MainWindow, turn: int = -1) -> list[QWidget]:
+    return window.transcript.turns[turn].segments
+
+
+def test_answer_and_preamble_stream_into_the_transcript_and_analysis_only_into_the_debug_pane(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    widgets = segments(window)
+    assert [w.objectName() for w in widgets] == ["preamble", "answer"]
+    answer = widgets[1]
+    assert isinstance(answer, MarkdownView) and "The answer is 42." in answer.toPlainText()
+    assert answer.code_blocks() == ["print(42)\n"]
+    assert SECRET_THOUGHT not in all_text(window)  # debug pane off: nowhere in the widget tree
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert window.debug.isVisible() and SECRET_THOUGHT in window.debug.analysis.toPlainText()
+    assert "prompt tokens" in window.debug.prompt_count.text() and "<|start|>" in window.debug.prompt.toPlainText()
+    assert "200002" in window.debug.tokens.toPlainText()  # the <|return|> id, among the raw tokens
+    window.transcript.turns[-1].copy.click()
+    assert SECRET_THOUGHT not in QGuiApplication.clipboard().text()
+    assert "A short preamble." in QGuiApplication.clipboard().text()
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert SECRET_THOUGHT not in all_text(window)
+    assert UiState(tmp_path / "ui-state.json").get("debug_pane") is False
+    assert window.transcript.turns[-1].user.text() == "What is 6*7?"
+
+
+def test_stop_keeps_the_partial_answer_and_offers_continue(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    long = "<|channel|>final<|message|>" + "word " * 400 + "<|return|>"
+    window, _ = make_window(qtbot, tmp_path, [long], delay_s=0.003)
+    c = window.controller
+    with qtbot.waitSignal(c.segmentText, timeout=10_000):
+        window.composer.box.setPlainText("Talk")
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    assert not window.composer.send.isEnabled() and window.composer.stop.isEnabled()
+    with qtbot.waitSignal(c.replyFinished, timeout=10_000):
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Escape)
+    reply = c.doc.turns[-1].version.reply
+    assert reply is not None and reply.state == "stopped"
+    text = segments(window)[0].toPlainText()  # type: ignore[attr-defined]
+    assert text.startswith("word word") and text.count("word") < 400
+    turn = window.transcript.turns[-1]
+    assert turn.continue_.isVisible() and "Stopped." in all_text(window)
+
+
+def test_regenerate_keeps_the_old_answer_as_an_alternative(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, ["<|channel|>final<|message|>First.<|return|>",
+                                              "<|channel|>final<|message|>Second.<|return|>"])
+    send(qtbot, window, "Hi")
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        window.transcript.turns[-1].regenerate.click()
+    turn = window.transcript.turns[-1]
+    assert turn.replies.text() == "2/2" and "Second." in segments(window)[0].toPlainText()  # type: ignore[attr-defined]
+    turn.prev_reply.click()
+    turn = window.transcript.turns[-1]
+    assert turn.replies.text() == "1/2" and "First." in segments(window)[0].toPlainText()  # type: ignore[attr-defined]
+
+
+def test_edit_resends_and_the_old_branch_comes_back(qtbot: Any, qloop: Any, tmp_path: Path, ) -> None:
+    window, client = make_window(qtbot, tmp_path, ["<|channel|>final<|message|>One.<|return|>",
+                                                   "<|channel|>final<|message|>Two.<|return|>",
+                                                   "<|channel|>final<|message|>Edited.<|return|>"])
+    send(qtbot, window, "first")
+    send(qtbot, window, "second")
+    first = window.transcript.turns[0]
+    first.edit_button.click()
+    first.editor.setPlainText("first, edited")
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        first.resend.click()
+    assert len(window.transcript.turns) == 1 and window.transcript.turns[0].versions.text() == "2/2"
+    assert "first, edited" in client.encoding.decode(client.prompts[-1])
+    assert "second" not in client.encoding.decode(client.prompts[-1])  # the later turn left with its branch
+    window.transcript.turns[0].prev_version.click()
+    assert [t.user.text() for t in window.transcript.turns] == ["first", "second"]
+
+
+def tool_scripts(arguments: str) -> list[str]:
+    return [f"<|channel|>commentary to=functions.calculate <|constrain|>json<|message|>{arguments}<|call|>",
+            "<|channel|>final<|message|>Done.<|return|>"]
+
+
+def pending_card(qtbot: Any, window: MainWindow) -> ToolCard:
+    def card_is_pending() -> None:
+        cards = [w for w in segments(window) if isinstance(w, ToolCard)] if window.transcript.turns else []
+        assert cards and cards[-1].data.get("state") == "pending"
+    qtbot.waitUntil(card_is_pending, timeout=10_000)
+    return [w for w in segments(window) if isinstance(w, ToolCard)][-1]
+
+
+def test_a_tool_call_waits_for_approval_and_runs_the_edited_arguments(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, client = make_window(qtbot, tmp_path, tool_scripts('{"expression":"1+1"}'))
+    window.controller.set_tools(("calculate",))
+    window.composer.box.setPlainText("Add")
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    card = pending_card(qtbot, window)
+    assert "calculate" in card.title.text() and "read-only" in card.title.text() and card.run.isVisible()
+    card.args.setPlainText("not json")
+    card.run.click()
+    assert "not JSON" in card.problem.text()  # the card waits for valid arguments
+    card.args.setPlainText('{"expression": "2+3"}')
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        card.run.click()
+    assert card.data["state"] == "ok" and '"result": 5' in card.result.toPlainText()
+    assert "arguments edited" in card.state.text()
+    assert '"result": 5' in client.encoding.decode(client.prompts[1])
+
+
+def test_a_denied_tool_call_reaches_the_model_as_an_error(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, client = make_window(qtbot, tmp_path, tool_scripts('{"expression":"1+1"}'))
+    window.controller.set_tools(("calculate",))
+    window.composer.box.setPlainText("Add")
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    card = pending_card(qtbot, window)
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        card.deny.click()
+    assert card.data["state"] == "error" and "E-TOOL-DENIED" in card.result.toPlainText()
+    assert "E-TOOL-DENIED" in client.encoding.decode(client.prompts[1])
+
+
+@pytest.mark.parametrize("body, valid", [('{"answer":"42"}', True), ('{"answer":42}', False)])
+def test_json_mode_shows_the_verdict(qtbot: Any, qloop: Any, tmp_path: Path, body: str, valid: bool) -> None:
+    window, client = make_window(qtbot, tmp_path, [f"<|channel|>final<|message|>{body}<|return|>"])
+    window.composer.json_mode.setChecked(True)
+    assert window.composer.schema_state.text() == "✓ schema is valid"
+    window.composer.schema.setPlainText('{"type": "object", "not": {}}')
+    assert "cannot enforce" in window.composer.schema_state.text()
+    window.composer.schema.setPlainText('{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}')
+    send(qtbot, window, "Answer in JSON")
+    card = next(w for w in segments(window) if isinstance(w, JsonCard))
+    assert card.badge.text() == ("✓ valid JSON" if valid else "✗ invalid JSON")
+    assert json.loads(card.body.toPlainText()) == json.loads(body)
+    if not valid:
+        assert "/answer" in card.reason.text() and "E-BODY-CONSTRAINT-VIOLATION" in card.reason.text()
+    assert "Response Formats" in client.encoding.decode(client.prompts[0])
+
+
+def test_conversations_new_search_rename_pin_delete_undo(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, ["<|channel|>final<|message|>Bonjour.<|return|>"])
+    send(qtbot, window, "Say hello in French")
+    first = window.controller.doc
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    assert window.controller.doc is not first and window.transcript.turns == []
+    titles = lambda: [window.sidebar.list.item(i).text() for i in range(window.sidebar.list.count())]  # noqa: E731
+    assert titles() == ["New chat", "Say hello in French"]
+    window.sidebar.search.setText("bonjour")  # visible text is searched, not only titles
+    assert titles() == ["Say hello in French"]
+    window.sidebar.search.setText("")
+    window.controller.conversations.rename(first.id, "French")
+    window.controller.conversations.pin(first.id)
+    window.sidebar.refresh()
+    assert titles() == ["📌 French", "New chat"]
+    window.sidebar.delete(first.id)
+    assert titles() == ["New chat"] and window.sidebar.undo.isVisible()
+    window.sidebar.undo.click()
+    assert titles() == ["📌 French", "New chat"]
+    window.sidebar.list.setCurrentRow(0)
+    assert window.controller.doc is first and len(window.transcript.turns) == 1
+
+
+def test_a_load_error_is_shown_in_the_window(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, [])
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    with qtbot.waitSignal(window.host.loadFailed, timeout=30_000):
+        window.load_model(str(broken))
+    assert window.banner.isVisible() and "broken.gguf" in window.banner.text()
+    assert window.host.ready and window.model_label.text() == "scripted"  # the old model stays
+
+
+def test_every_control_has_an_accessible_name(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "Hi")
+    window.set_debug(True)
+    kinds = (QAbstractButton, QLineEdit, QPlainTextEdit, QTextEdit, QComboBox, QListWidget)
+    unnamed = [w for w in window.findChildren(QWidget) if isinstance(w, kinds) and not w.objectName().startswith("qt_")
+               and w.focusPolicy() != Qt.FocusPolicy.NoFocus and not w.accessibleName()]
+    assert unnamed == []
+
+
+def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtbot: Any, qloop: Any, tmp_path: Path, gemma_model: Any) -> None:
+    import os
+    import signal
+
+    host = ModelHost(EngineBridge())
+    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(host.loaded, timeout=180_000):
+            window.load_model(str(gemma_model), n_ctx=1024, threads=1)
+        assert "gemma" in window.model_label.text().lower()
+        window.controller.max_tokens = 12
+        send(qtbot, window, "The capital of France is", timeout=120_000)
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None and reply.debug.timings["generated"] > 0
+        assert (reply.state, reply.debug.stop_reason) in (("done", "stop"), ("incomplete", "length"))
+        assert segments(window) and segments(window)[0].toPlainText().strip()  # type: ignore[attr-defined]
+        assert "tok/s" in window.status_speed.text() and "context" in window.status_context.text()
+        window.controller.max_tokens = 400
+        with qtbot.waitSignal(window.controller.segmentText, timeout=120_000):
+            window.composer.box.setPlainText("Write a long story about a lighthouse keeper.")
+            qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+        with qtbot.waitSignal(window.controller.replyFinished, timeout=60_000):
+            os.kill(host.backend.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None and reply.state == "failed" and "worker" in reply.error.lower()
+        assert reply.segments[0].text.strip()  # what had arrived is kept
+        assert "The reply failed" in all_text(window) and window.isVisible()
+        assert window.transcript.turns[-1].continue_.isVisible()
+        window.controller.max_tokens = 8
+        send(qtbot, window, "Again:", timeout=180_000)  # the worker comes back for the next message
+        again = window.controller.doc.turns[-1].version.reply
+        assert again is not None and again.state in ("done", "incomplete") and again.segments
+    finally:
+        window.close()
+        host.close()
