@@ -265,3 +265,26 @@ def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtb
     finally:
         window.close()
         host.close()
+
+
+def test_continue_goes_on_from_where_a_stopped_answer_ended(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    words = "<|channel|>final<|message|>" + "word " * 300
+    window, client = make_window(qtbot, tmp_path, [words + "<|return|>", "more words.<|return|>"], delay_s=0.003)
+    c = window.controller
+    with qtbot.waitSignal(c.segmentText, timeout=10_000):
+        window.composer.box.setPlainText("Talk")
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    with qtbot.waitSignal(c.replyFinished, timeout=10_000):
+        c.stop()
+    reply = c.doc.turns[-1].version.reply
+    assert reply is not None and reply.state == "stopped"
+    partial = reply.segments[0].text
+    with qtbot.waitSignal(c.replyFinished, timeout=10_000):
+        window.transcript.turns[-1].continue_.click()
+    assert len(c.doc.turns[-1].version.replies) == 1 and reply.state == "done"
+    assert [s.kind for s in reply.segments] == ["answer"]  # the "Stopped." notice is gone
+    assert reply.segments[0].text == partial + "more words."
+    assert segments(window)[0].toPlainText().strip() == (partial + "more words.").strip()  # type: ignore[attr-defined]
+    generated = client.encoding.encode_with_specials("<|channel|>final<|message|>" + partial)
+    assert client.prompts[1][-len(generated):] == generated  # the cut tokens follow the prompt
+    assert reply.messages[-1].text == partial + "more words."

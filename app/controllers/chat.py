@@ -38,7 +38,7 @@ from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
-from app.templates.harmony import HarmonyTemplate
+from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
 from app.tools.session import ConversationTools, ToolOptions
 
@@ -172,9 +172,18 @@ class ChatController(QObject):
         self._start(turn_index)
 
     def continue_reply(self) -> None:
-        """Ask the model to go on after a stopped, cut or failed reply (a new turn says so)."""
-        if self.doc.turns and not self.busy:
-            self.send("Continue exactly where your last answer stopped.")
+        """Let the model go on from where the last reply stopped, was cut or failed: its tokens
+        so far follow the prompt and the new ones are appended to the same reply."""
+        if self.busy or not self.doc.turns or not self.host.ready:
+            return
+        index = len(self.doc.turns) - 1
+        reply = self.doc.turns[index].version.reply
+        if reply is None or reply.state not in ("stopped", "failed", "incomplete"):
+            return
+        while reply.segments and reply.segments[-1].kind in ("notice", "error"):
+            reply.segments.pop()
+        reply.state, reply.error = "streaming", ""
+        self._start(index, resume=reply)
 
     def choose_reply(self, turn_index: int, chosen: int) -> None:
         version = self.doc.turns[turn_index].version
@@ -206,10 +215,10 @@ class ChatController(QObject):
         if future is not None and not future.done():
             future.set_result((remember, Decision(allow, arguments)))
 
-    def _start(self, turn_index: int) -> None:
+    def _start(self, turn_index: int, resume: Reply | None = None) -> None:
         self.busy = True
         self.busyChanged.emit(True)
-        self._task = asyncio.ensure_future(self._run(turn_index))
+        self._task = asyncio.ensure_future(self._run(turn_index, resume))
 
     async def wait(self) -> None:
         """Until the running turn (if any) ends."""
@@ -243,12 +252,21 @@ class ChatController(QObject):
         policy.ask = lambda call: EngineBridge.ask(loop, self._ask(turn, call))
         return policy
 
-    async def _run(self, turn_index: int) -> None:
+    async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
         doc = self.doc
         version = doc.turns[turn_index].version
-        reply = Reply(model=self.host.name)
-        version.replies.append(reply)
-        version.chosen = len(version.replies) - 1
+        prefix: tuple[int, ...] = ()
+        kept: tuple[Message, ...] = ()
+        if resume is None:
+            reply = Reply(model=self.host.name)
+            version.replies.append(reply)
+            version.chosen = len(version.replies) - 1
+        else:
+            reply = resume
+            debug = reply.debug
+            prefix = tuple(debug.token_ids[debug.generation_start :])
+            kept = reply.messages[: len(reply.messages) - debug.generation_messages]
+            del debug.token_ids[debug.generation_start :]
         self._cancel = cancel = threading.Event()
         loop = asyncio.get_running_loop()
         history = self._header(version) + doc.messages(upto=turn_index)
@@ -271,10 +289,18 @@ class ChatController(QObject):
                 yield _Vocab(tuple(session.tokenizer.token_table()))
             session.conversation = session.conversation.with_messages(history)
             start = len(session.conversation.messages) + 1
-            if tools is not None and policy is not None:
+            if resume is not None:
+                conversation = session.conversation.with_messages(
+                    [Message.of(Role.USER, version.user_text), *kept]
+                )
                 if version.effort is not None and isinstance(session.template, HarmonyTemplate):
-                    from app.templates.harmony import with_effort
-
+                    conversation = with_effort(conversation, version.effort)
+                out = yield from session.generate(
+                    conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
+                )
+                session.conversation = conversation.with_messages(out.messages)
+            elif tools is not None and policy is not None:
+                if version.effort is not None and isinstance(session.template, HarmonyTemplate):
                     session.conversation = with_effort(session.conversation, version.effort)
                 context = ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline)
                 yield from run_tool_turn(
@@ -296,11 +322,13 @@ class ChatController(QObject):
 
         self.replyStarted.emit(turn_index)
         state = _TurnState()
+        state.resume = dict(reply.open_segments) if resume is not None else None
         try:
             async for event in self.host.bridge.stream(make):
                 self._on_event(turn_index, reply, state, event)
         finally:
             self.flush()
+            reply.open_segments = dict(state.segments)
             if cancel.is_set() and reply.state in ("streaming", "incomplete"):
                 reply.state = "stopped"
             elif reply.state == "streaming":
@@ -328,7 +356,8 @@ class ChatController(QObject):
         debug = reply.debug
         if isinstance(event, PromptRendered):
             debug.prompt_ids = event.ids
-            state.segments = {}
+            state.segments, state.resume = state.resume or {}, None
+            debug.generation_start, debug.generation_messages = len(debug.token_ids), 0
             debug.sampling = str(self.host.sampling)
         elif isinstance(event, MessageStarted):
             if event.lane in (Lane.ANSWER, Lane.PREAMBLE):
@@ -346,6 +375,7 @@ class ChatController(QObject):
                     self._timer.start()
         elif isinstance(event, MessageDone):
             debug.token_ids.extend(event.token_ids)
+            debug.generation_messages += 1
             if (
                 event.lane is Lane.ANALYSIS
                 and event.message.text
@@ -515,6 +545,7 @@ class ChatController(QObject):
 class _TurnState:
     def __init__(self) -> None:
         self.segments: dict[int, int] = {}  # parser message index → segment index
+        self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 
 __all__ = ["FLUSH_MS", "ChatController", "Mode", "SchemaError", "check_schema"]

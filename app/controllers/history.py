@@ -45,6 +45,8 @@ class DebugRecord:
     sampling: str = ""
     stop_reason: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    generation_start: int = 0  # where the last generation's ids begin in `token_ids`
+    generation_messages: int = 0  # how many messages the last generation produced
 
 
 @dataclass
@@ -57,6 +59,9 @@ class Reply:
     state: Literal["streaming", "done", "stopped", "failed", "incomplete"] = "streaming"
     error: str = ""
     model: str = ""
+    open_segments: dict[int, int] = field(
+        default_factory=dict
+    )  # last generation's message → segment
 
     def visible_text(self) -> str:
         """The reply as a normal copy action gives it: answers and preambles only."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -147,11 +147,19 @@ class ChatSession:
         constraint: Constraint | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        prefix: Sequence[int] = (),
     ) -> Generator[ChatEvent, None, Generation]:
-        """One generation for `conversation` (events streamed; the parsed result returned)."""
-        prompt = self.template.prompt_ids(conversation, self.tokenizer)
+        """One generation for `conversation` (events streamed; the parsed result returned).
+
+        `prefix` continues a cut-off generation: its token ids (what the model had produced)
+        follow the prompt, the parser reads them silently, and the new tokens carry on from
+        there; the returned messages include the continued ones whole."""
+        prompt = [*self.template.prompt_ids(conversation, self.tokenizer), *prefix]
         yield PromptRendered(tuple(prompt))
         parser = self.template.output_parser(self.tokenizer)
+        for token in prefix:
+            for _ in parser.feed(token):
+                pass
         out = Generation([], None, None, False, None)
         for event in self.client.generate(
             prompt,

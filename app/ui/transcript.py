@@ -118,7 +118,7 @@ class TurnWidget(QFrame):
             for segment in reply.segments:
                 self.add_segment(segment)
             for w in self.segments:
-                if isinstance(w, MarkdownView):
+                if isinstance(w, MarkdownView) and reply.state != "streaming":
                     w.finish()
         self.update_actions()
 
