@@ -72,7 +72,7 @@ def test_answer_and_preamble_stream_into_the_transcript_and_analysis_only_into_t
     assert "A short preamble." in QGuiApplication.clipboard().text()
     qtbot.keyClick(window.composer.box, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
     assert SECRET_THOUGHT not in all_text(window)
-    assert UiState(tmp_path / "ui-state.json").get("debug_pane") is False
+    qtbot.waitUntil(lambda: UiState(tmp_path / "ui-state.json").get("debug_pane") is False)
     assert window.transcript.turns[-1].user.text() == "What is 6*7?"
 
 
@@ -288,3 +288,19 @@ def test_continue_goes_on_from_where_a_stopped_answer_ended(qtbot: Any, qloop: A
     generated = client.encoding.encode_with_specials("<|channel|>final<|message|>" + partial)
     assert client.prompts[1][-len(generated):] == generated  # the cut tokens follow the prompt
     assert reply.messages[-1].text == partial + "more words."
+
+
+def test_model_settings_apply_to_the_next_message(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app.ui.model_settings import ModelSettings
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    dialog = ModelSettings(window.host, window)
+    qtbot.addWidget(dialog)
+    assert dialog.template.currentText() == "harmony" and dialog.temperature.value() == 1.0
+    dialog.temperature.setValue(0.3)
+    dialog.top_k.setValue(40)
+    dialog.accept()
+    assert window.host.sampling is not None
+    assert (window.host.sampling.temperature, window.host.sampling.top_k) == (0.3, 40)
+    dialog.temperature.setValue(5.0)  # beyond what the engine accepts: the box stops at 2
+    assert dialog.temperature.value() == 2.0

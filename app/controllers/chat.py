@@ -89,6 +89,7 @@ class ChatController(QObject):
         self._debug_pending: set[int] = set()
         self._approvals: dict[str, asyncio.Future[Answer]] = {}
         self._tools: dict[str, ConversationTools] = {}
+        self._plugins: list[str] | None = None
         self._policies: dict[str, ApprovalPolicy] = {}
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self._timer = QTimer(self)
@@ -125,10 +126,25 @@ class ChatController(QObject):
             self.listChanged.emit()
 
     def available_tools(self) -> list[str]:
-        """The built-ins and the plugins a conversation can enable."""
-        from app.tools.discovery import discover
+        """The built-ins and the plugins a conversation can enable. Plugins are found on a
+        background thread the first time; until then only the built-ins are listed."""
+        if self._plugins is None:
+            self._plugins = []
 
-        return ["python", "browser", *sorted(discover().tools)]
+            def find() -> None:
+                from app.tools.discovery import discover
+
+                self._plugins = sorted(discover().tools)
+
+            threading.Thread(target=find, name="plugin-discovery", daemon=True).start()
+        return ["python", "browser", *self._plugins]
+
+    def set_offline(self, offline: bool) -> None:
+        """Mark the selected conversation offline: its tools may not use the network."""
+        self.doc.offline = offline
+        old = self._tools.pop(self.doc.id, None)
+        if old is not None:
+            old.close()
 
     def set_tools(self, names: tuple[str, ...]) -> None:
         """The tools enabled for the selected conversation."""
@@ -235,13 +251,12 @@ class ChatController(QObject):
             )
         return messages
 
-    def _conversation_tools(self) -> ConversationTools | None:
-        if not self.doc.tools:
-            return None
-        tools = self._tools.get(self.doc.id)
+    def _conversation_tools(self, doc: ChatDoc) -> ConversationTools:
+        """The conversation's tools (built on the engine thread: discovery reads the disk)."""
+        tools = self._tools.get(doc.id)
         if tools is None:
-            tools = ConversationTools(ToolOptions(enabled=self.doc.tools, offline=self.doc.offline))
-            self._tools[self.doc.id] = tools
+            tools = ConversationTools(ToolOptions(enabled=doc.tools, offline=doc.offline))
+            self._tools[doc.id] = tools
         return tools
 
     def _policy(self, loop: asyncio.AbstractEventLoop, turn: int) -> ApprovalPolicy:
@@ -270,8 +285,7 @@ class ChatController(QObject):
         self._cancel = cancel = threading.Event()
         loop = asyncio.get_running_loop()
         history = self._header(version) + doc.messages(upto=turn_index)
-        tools = self._conversation_tools()
-        policy = self._policy(loop, turn_index) if tools is not None else None
+        policy = self._policy(loop, turn_index) if doc.tools else None
         response_format = (
             ResponseFormat(
                 type="json_schema", json_schema=JsonSchemaFormat(schema=version.json_schema)
@@ -299,7 +313,8 @@ class ChatController(QObject):
                     conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
                 )
                 session.conversation = conversation.with_messages(out.messages)
-            elif tools is not None and policy is not None:
+            elif policy is not None:
+                tools = self._conversation_tools(doc)
                 if version.effort is not None and isinstance(session.template, HarmonyTemplate):
                     session.conversation = with_effort(session.conversation, version.effort)
                 context = ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline)

@@ -130,6 +130,28 @@ class ModelHost(QObject):
         self.loaded.emit(self.name)
         return True
 
+    def template_names(self) -> list[str]:
+        from app.templates.registry import template_names
+
+        return template_names()
+
+    def choice(self) -> ModelChoice:
+        """What the user chose for the loaded model (empty for the scripted source)."""
+        return ChoiceStore().get(self.path) if self.path else ModelChoice()
+
+    def settings(self) -> dict[str, Any]:
+        """The template name and the sampling values in use."""
+        assert self.template is not None and self.sampling is not None
+        return {"template": self.template.name, **self.sampling.model_dump()}
+
+    def apply_settings(self, choice: ModelChoice) -> None:
+        """Use (and remember for this model) a template and sampling values."""
+        if choice.template and self.template is not None and choice.template != self.template.name:
+            info = getattr(self.backend, "info", None)
+            metadata = info.metadata if info is not None else {}
+            self.template = get_template(choice.template).for_model(metadata)
+        self.remember(choice)
+
     def apply_choice(self, choice: ModelChoice) -> None:
         """Sampling values from the template's defaults with the user's choices on top."""
         assert self.template is not None
@@ -152,4 +174,4 @@ class ModelHost(QObject):
             close()
 
 
-__all__ = ["ModelHost", "RecentModels"]
+__all__ = ["ModelChoice", "ModelHost", "RecentModels"]

@@ -1,11 +1,14 @@
 """Small window choices remembered between runs: one JSON file, written atomically.
 
 Guarantees: a missing or damaged file reads as "no choices" (the defaults), never an error;
-each change rewrites the file atomically (`ui-state.json` in the config folder).
+each change rewrites the file atomically (`ui-state.json` in the config folder); `set_later`
+writes on a background thread, one write at a time in the order asked, so the GUI thread never
+waits for the disk and the last choice is the one kept.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 from pathlib import Path
 
@@ -18,6 +21,11 @@ class UiState:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or config_dir() / "ui-state.json"
+        self._writer = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ui-state")
+
+    def set_later(self, key: str, value: object) -> cf.Future[None]:
+        """`set`, on the writer thread (ordered)."""
+        return self._writer.submit(self.set, key, value)
 
     def get(self, key: str, default: object = None) -> object:
         try:

@@ -193,6 +193,9 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
         file_menu.addMenu(self.recent_menu)
+        self.settings_action = QAction("Model settings…", self)
+        self.settings_action.triggered.connect(self._model_settings)
+        file_menu.addAction(self.settings_action)
         view = self.menuBar().addMenu("&View")
         self.debug_action = QAction(
             "Debug pane", self, checkable=True, shortcut=QKeySequence("Ctrl+D")
@@ -212,6 +215,7 @@ class MainWindow(QMainWindow):
         comp.stop.clicked.connect(c.stop)
         comp.box.stopRequested.connect(c.stop)
         comp.tools_button.clicked.connect(self._choose_tools)
+        comp.offline.toggled.connect(c.set_offline)
         self.open_model.clicked.connect(self._open_model)
         self.cancel_load.clicked.connect(host.cancel_load)
         self.instructions.textChanged.connect(
@@ -267,6 +271,14 @@ class MainWindow(QMainWindow):
         if path:
             self.load_model(path)
 
+    def _model_settings(self) -> None:
+        from app.ui.model_settings import ModelSettings
+
+        if not self.host.ready:
+            self.show_problem("Load a model first; its settings are remembered per model file.")
+            return
+        ModelSettings(self.host, self).exec()
+
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for path in self.host.recent.load():
@@ -295,8 +307,8 @@ class MainWindow(QMainWindow):
             self._debug_changed(len(self.controller.doc.turns) - 1)
         else:
             self.debug.clear_all()
-        if remember:
-            self.state.set("debug_pane", on)
+        if remember:  # written off the GUI thread: an atomic write waits for the disk
+            self.state.set_later("debug_pane", on)
 
     def _debug_changed(self, turn: int) -> None:
         if not self.debug.isVisible():
@@ -307,6 +319,9 @@ class MainWindow(QMainWindow):
             self.debug.show_reply(turns[turn].version.reply)
 
     def _doc_changed(self) -> None:
+        self.composer.offline.blockSignals(True)
+        self.composer.offline.setChecked(self.controller.doc.offline)
+        self.composer.offline.blockSignals(False)
         self.instructions.blockSignals(True)
         self.instructions.setPlainText(self.controller.doc.instructions)
         self.instructions.blockSignals(False)
