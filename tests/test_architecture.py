@@ -49,3 +49,17 @@ def test_the_ui_binds_to_controllers_and_domain_only() -> None:
 def test_controllers_never_import_the_ui() -> None:
     for path in (APP / "controllers").rglob("*.py"):
         assert not {n for n in imports(path) if n.startswith("app.ui")}, path
+
+
+def test_the_qt_binding_keeps_reference_counts(qapp: object) -> None:
+    """qasync starts and kills a Qt timer for every callback; PySide6 6.12.0's killTimer dropped
+    a reference to None each time, and the app crashed after some thousands of callbacks."""
+    import sys
+
+    from PySide6.QtCore import QObject
+
+    owner = QObject()
+    before = sys.getrefcount(None)
+    for _ in range(20_000):
+        owner.killTimer(owner.startTimer(1000))
+    assert abs(sys.getrefcount(None) - before) < 1000

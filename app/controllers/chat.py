@@ -25,7 +25,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.controllers.bridge import EngineBridge, StreamCrashed
+from app.controllers.bridge import StreamCrashed
 from app.controllers.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.controllers.model_host import ModelHost
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
@@ -264,7 +264,8 @@ class ChatController(QObject):
         if policy is None:
             policy = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
             self._policies[self.doc.id] = policy
-        policy.ask = lambda call: EngineBridge.ask(loop, self._ask(turn, call))
+        bridge = self.host.bridge
+        policy.ask = lambda call: bridge.ask(loop, self._ask(turn, call))
         return policy
 
     async def _run(self, turn_index: int, resume: Reply | None = None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -68,6 +69,7 @@ class DebugPane(QDockWidget):
         self.setWidget(self.tabs)
         self.token_table: Sequence[bytes] = ()
         self._shown_prompt: tuple[int, ...] = ()
+        self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
 
     def _piece(self, token: int) -> str:
         if 0 <= token < len(self.token_table):
@@ -80,29 +82,36 @@ class DebugPane(QDockWidget):
         self.prompt.clear()
         self.prompt_count.clear()
         self._shown_prompt = ()
+        self._shown = (-1, 0, 0, 0)
 
     def show_reply(self, reply: Reply | None) -> None:
+        """Show `reply`; while it streams only what is new is added (no re-layout of the rest)."""
         if not self.isVisible() or reply is None:
             self.clear_all()
             return
         d = reply.debug
-        if self.analysis.toPlainText() != redact(d.analysis):
-            self.analysis.setPlainText(redact(d.analysis))
+        shown = self._shown
+        if shown[0] != id(reply) or len(d.analysis) < shown[1] or len(d.token_ids) < shown[2]:
+            self.clear_all()
+            shown = (id(reply), 0, 0, 0)
+        _, n_analysis, n_tokens, n_events = shown
+        if len(d.analysis) > n_analysis:
+            _append(self.analysis, redact(d.analysis[n_analysis:]))
+        if len(d.token_ids) > n_tokens:
+            new = d.token_ids[n_tokens:]
+            _append(self.tokens, "".join(f"{t}\t{self._piece(t)!r}\n" for t in new))
+        if len(d.events) > n_events:
+            _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
+        self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
         if d.prompt_ids != self._shown_prompt:
             self._shown_prompt = d.prompt_ids
             parts = []
             for t in d.prompt_ids:
                 piece = html.escape(redact(self._piece(t)))
                 special = piece.startswith("&lt;|") and piece.endswith("|&gt;")
-                parts.append(
-                    f'<span style="background:#fff3b0;color:#7a4b00">{piece}</span>'
-                    if special
-                    else piece
-                )
+                parts.append(f"<span style='{_SPECIAL}'>{piece}</span>" if special else piece)
             self.prompt.setHtml("<pre>" + "".join(parts) + "</pre>")
             self.prompt_count.setText(f"{len(d.prompt_ids)} prompt tokens")
-        self.tokens.setPlainText("\n".join(f"{t}\t{self._piece(t)!r}" for t in d.token_ids))
-        self.events.setPlainText("\n".join(redact(e) for e in d.events))
         timings = "\n".join(f"{k}: {v}" for k, v in d.timings.items())
         self.details.setPlainText(
             redact(
@@ -110,6 +119,12 @@ class DebugPane(QDockWidget):
                 f"stop reason: {d.stop_reason}\n{timings}"
             )
         )
+
+
+def _append(box: QPlainTextEdit, text: str) -> None:
+    cursor = box.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    cursor.insertText(text)
 
 
 __all__ = ["DebugPane"]

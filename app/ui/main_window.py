@@ -299,9 +299,11 @@ class MainWindow(QMainWindow):
             self.controller.set_tools(enabled)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
+        """Show or hide the debug pane; hidden, it holds no text at all."""
         if self.debug_action.isChecked() != on:
+            self.debug_action.blockSignals(True)
             self.debug_action.setChecked(on)
-            return
+            self.debug_action.blockSignals(False)
         self.debug.setVisible(on)
         if on:
             self._debug_changed(len(self.controller.doc.turns) - 1)
