@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -36,6 +37,7 @@ def _text_box(name: str, parent: QWidget) -> QPlainTextEdit:
     return box
 
 
+TOKENS_PER_SLICE = 500
 _SPECIAL = "background:#fff3b0;color:#7a4b00"
 
 
@@ -70,11 +72,21 @@ class DebugPane(QDockWidget):
         self.token_table: Sequence[bytes] = ()
         self._shown_prompt: tuple[int, ...] = ()
         self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
+        self._backlog: list[int] = []
+        self._drain = QTimer(self)
+        self._drain.setInterval(0)
+        self._drain.timeout.connect(self._drain_tokens)
 
     def _piece(self, token: int) -> str:
         if 0 <= token < len(self.token_table):
             return self.token_table[token].decode("utf-8", errors="replace")
         return f"<{token}>"
+
+    def _drain_tokens(self) -> None:
+        chunk, self._backlog = self._backlog[:TOKENS_PER_SLICE], self._backlog[TOKENS_PER_SLICE:]
+        _append(self.tokens, "".join(f"{t}\t{self._piece(t)!r}\n" for t in chunk))
+        if not self._backlog:
+            self._drain.stop()
 
     def clear_all(self) -> None:
         for box in (self.analysis, self.tokens, self.events, self.details):
@@ -83,6 +95,7 @@ class DebugPane(QDockWidget):
         self.prompt_count.clear()
         self._shown_prompt = ()
         self._shown = (-1, 0, 0, 0)
+        self._backlog = []
 
     def show_reply(self, reply: Reply | None) -> None:
         """Show `reply`; while it streams only what is new is added (no re-layout of the rest)."""
@@ -97,9 +110,9 @@ class DebugPane(QDockWidget):
         _, n_analysis, n_tokens, n_events = shown
         if len(d.analysis) > n_analysis:
             _append(self.analysis, redact(d.analysis[n_analysis:]))
-        if len(d.token_ids) > n_tokens:
-            new = d.token_ids[n_tokens:]
-            _append(self.tokens, "".join(f"{t}\t{self._piece(t)!r}\n" for t in new))
+        if len(d.token_ids) > n_tokens:  # in slices, so a long message never stalls the window
+            self._backlog.extend(d.token_ids[n_tokens:])
+            self._drain.start()
         if len(d.events) > n_events:
             _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
