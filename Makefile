@@ -37,6 +37,7 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/json_mode.py
 	$(BIN)/python bench/json_coverage.py
+	$(BIN)/python bench/ui_stream.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
