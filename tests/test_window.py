@@ -304,3 +304,16 @@ def test_model_settings_apply_to_the_next_message(qtbot: Any, qloop: Any, tmp_pa
     assert (window.host.sampling.temperature, window.host.sampling.top_k) == (0.3, 40)
     dialog.temperature.setValue(5.0)  # beyond what the engine accepts: the box stops at 2
     assert dialog.temperature.value() == 2.0
+
+
+def test_the_debug_pane_shows_the_turn_that_was_clicked(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    first = "<|channel|>analysis<|message|>first-thought<|end|><|start|>assistant<|channel|>final<|message|>A<|return|>"
+    second = "<|channel|>analysis<|message|>second-thought<|end|><|start|>assistant<|channel|>final<|message|>B<|return|>"
+    window, _ = make_window(qtbot, tmp_path, [first, second])
+    send(qtbot, window, "one")
+    send(qtbot, window, "two")
+    window.set_debug(True, remember=False)
+    assert "second-thought" in window.debug.analysis.toPlainText()
+    qtbot.mouseClick(window.transcript.turns[0], Qt.MouseButton.LeftButton)
+    assert "first-thought" in window.debug.analysis.toPlainText()
+    assert "second-thought" not in window.debug.analysis.toPlainText()

@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self.controller = controller
         self.host: ModelHost = controller.host
         self.state = state or UiState()
+        self._debug_turn = -1  # the turn the debug pane shows; -1: the newest
         self.setWindowTitle("Harmony Desk")
         self.resize(1100, 760)
         self.sidebar = Sidebar(controller, self)
@@ -222,10 +223,11 @@ class MainWindow(QMainWindow):
             lambda: setattr(c.doc, "instructions", self.instructions.toPlainText())
         )
         c.docChanged.connect(self._doc_changed)
+        self.transcript.turnSelected.connect(self._select_turn)
         c.busyChanged.connect(self._busy)
         c.statusChanged.connect(self._status)
         c.debugChanged.connect(self._debug_changed)
-        c.replyStarted.connect(self._debug_changed)
+        c.replyStarted.connect(self._reply_started)
         host.progress.connect(lambda f: self.progress.setValue(int(f * 100)))
         host.loaded.connect(self._loaded)
         host.loadFailed.connect(self.show_problem)
@@ -312,15 +314,26 @@ class MainWindow(QMainWindow):
         if remember:  # written off the GUI thread: an atomic write waits for the disk
             self.state.set_later("debug_pane", on)
 
+    def _reply_started(self, turn: int) -> None:
+        self._debug_turn = -1  # a new answer: follow it
+        self._debug_changed(turn)
+
+    def _select_turn(self, turn: int) -> None:
+        """Show this turn's answer in the debug pane (the newest one is shown by default)."""
+        self._debug_turn = turn
+        self._debug_changed(turn)
+
     def _debug_changed(self, turn: int) -> None:
         if not self.debug.isVisible():
             return
         turns = self.controller.doc.turns
-        if 0 <= turn < len(turns) and turn == len(turns) - 1:
+        shown = self._debug_turn if 0 <= self._debug_turn < len(turns) else len(turns) - 1
+        if 0 <= turn < len(turns) and turn == shown:
             self.debug.token_table = self.controller.token_table
             self.debug.show_reply(turns[turn].version.reply)
 
     def _doc_changed(self) -> None:
+        self._debug_turn = -1
         self.composer.offline.blockSignals(True)
         self.composer.offline.setChecked(self.controller.doc.offline)
         self.composer.offline.blockSignals(False)

@@ -9,8 +9,8 @@ Continue for a reply that stopped, failed or was cut.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -40,6 +40,8 @@ def _button(text: str, name: str, parent: QWidget) -> QPushButton:
 
 class TurnWidget(QFrame):
     """One turn: the user message (with its versions) and the chosen reply."""
+
+    selected = Signal(int)
 
     def __init__(self, controller: ChatController, index: int, parent: QWidget) -> None:
         super().__init__(parent)
@@ -102,6 +104,11 @@ class TurnWidget(QFrame):
         self.next_reply.clicked.connect(lambda: self._flip_reply(1))
         self.prev_version.clicked.connect(lambda: self._flip_version(-1))
         self.next_version.clicked.connect(lambda: self._flip_version(1))
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        """Clicking a turn shows its answer in the debug pane."""
+        self.selected.emit(self.index)
+        super().mousePressEvent(event)
 
     @property
     def turn(self) -> Turn:
@@ -196,6 +203,8 @@ class TurnWidget(QFrame):
 class TranscriptView(QScrollArea):
     """All turns of the selected conversation."""
 
+    turnSelected = Signal(int)  # the turn whose answer the debug pane should show
+
     def __init__(self, controller: ChatController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
@@ -236,6 +245,7 @@ class TranscriptView(QScrollArea):
 
     def _add_turn(self, index: int) -> TurnWidget:
         widget = TurnWidget(self.controller, index, self.inner)
+        widget.selected.connect(self.turnSelected)
         self.column.insertWidget(self.column.count() - 1, widget)
         self.turns.append(widget)
         widget.show_all()
