@@ -1,8 +1,8 @@
 """Transcript cards: a tool call (approve, edit, deny, running time, result) and a JSON result.
 
 Guarantees: a pending tool card shows the tool, its declared risk and its arguments in an
-editor; Run sends the edited arguments only if they are a JSON object (otherwise the card says
-why and waits); the elapsed time ticks while the call runs; the result or error is shown
+editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited arguments are
+sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time ticks while the call runs; the result or error is shown
 collapsed and expands on demand. A JSON card shows the answer pretty-printed with a
 valid/invalid badge and, when invalid, the failing path and reason.
 """
@@ -64,7 +64,8 @@ class ToolCard(QFrame):
         )
         self.always = _button("Always allow", "Always allow this tool", self)
         self.deny = _button("Deny", "Deny the tool call", self)
-        for b in (self.run, self.allow_chat, self.always, self.deny):
+        self.never = _button("Never", "Never allow this tool", self)
+        for b in (self.run, self.allow_chat, self.always, self.deny, self.never):
             buttons.addWidget(b)
         buttons.addStretch(1)
         self.state = QLabel(self)
@@ -92,6 +93,7 @@ class ToolCard(QFrame):
         self.allow_chat.clicked.connect(lambda: self._answer(True, Mode.ALLOW_CONVERSATION))
         self.always.clicked.connect(lambda: self._answer(True, Mode.ALWAYS))
         self.deny.clicked.connect(lambda: self._answer(False, None))
+        self.never.clicked.connect(lambda: self._answer(False, Mode.DENY))
         self._tick = QTimer(self)
         self._tick.setInterval(100)
         self._tick.timeout.connect(self._show_elapsed)
@@ -122,7 +124,7 @@ class ToolCard(QFrame):
             self.args.setPlainText(str(d.get("arguments", "")))
         pending = d.get("state") == "pending"
         self.args.setReadOnly(not pending)
-        for b in (self.run, self.allow_chat, self.always, self.deny):
+        for b in (self.run, self.allow_chat, self.always, self.deny, self.never):
             b.setVisible(pending)
         state = d.get("state", "called")
         if state == "running":
