@@ -1,10 +1,11 @@
 """Transcript cards: a tool call (approve, edit, deny, running time, result) and a JSON result.
 
 Guarantees: a pending tool card shows the tool, its declared risk and its arguments in an
-editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited arguments
-are sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time ticks while the call runs; the result or error is shown
-collapsed and expands on demand. A JSON card shows the answer pretty-printed with a
-valid/invalid badge and, when invalid, the failing path and reason.
+editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited arguments are
+sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time
+ticks while the call runs; the result or error is shown collapsed and expands on demand. A
+JSON card shows the answer pretty-printed with a valid/invalid badge and, when invalid, the
+failing path and reason.
 """
 
 from __future__ import annotations
