@@ -11,9 +11,9 @@ from app.harmony import encoding as enc
 from tests.fixed_conversations import fixed_conversations
 
 
-def cli(*args: str, stdin: str = "") -> tuple[int, list[dict[str, Any]], str]:
+def cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> tuple[int, list[dict[str, Any]], str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "app", *args], input=stdin, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "app", *args], input=stdin, capture_output=True, text=True, timeout=120, env=env
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     return proc.returncode, lines, proc.stderr
@@ -69,6 +69,19 @@ def test_parse_strict_flag_and_role_null(encoding: enc.HarmonyEncoding) -> None:
 
 
 def test_default_command_starts_the_terminal_chat_on_the_default_model(gemma_model: Any) -> None:
-    code, out, err = cli(stdin="")  # stdin closed at once: load, then leave
+    import os
+
+    headless = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+    code, out, err = cli(stdin="", env=headless)  # no display; stdin closed at once: load, then leave
     assert code == 0 and out == []
     assert "terminal chat" in err and "Loaded gemma3 model" in err and "template completion" in err
+
+
+def test_the_screenshot_command_renders_the_sample_conversation(tmp_path: Any) -> None:
+    from PySide6.QtGui import QImage
+
+    shot = tmp_path / "shot.png"
+    code, _, err = cli("--screenshot", str(shot))
+    assert code == 0 and f"wrote {shot}" in err
+    image = QImage(str(shot))
+    assert not image.isNull() and image.width() >= 1000 and image.height() >= 1000

@@ -26,9 +26,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.controllers.bridge import StreamCrashed
-from app.controllers.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.controllers.model_host import ModelHost
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
+from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.visibility import Lane
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
@@ -162,7 +162,7 @@ class ChatController(QObject):
         if not self.doc.turns and self.doc.title == "New chat":
             self.doc.title = text.strip().splitlines()[0][:60]
             self.listChanged.emit()
-        from app.controllers.history import Turn
+        from app.domain.history import Turn
 
         self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
         self.docChanged.emit()

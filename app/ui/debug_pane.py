@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.controllers.history import Reply
+from app.domain.history import Reply
 from app.domain.redact import redact
 from app.ui.markdown_view import monospace
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
-from app.controllers.history import Segment, Turn
+from app.domain.history import Segment, Turn
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.markdown_view import MarkdownView
 

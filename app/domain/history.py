@@ -15,7 +15,8 @@ Guarantees:
 
 from __future__ import annotations
 
-import itertools
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -80,6 +81,7 @@ class Version:
     replies: list[Reply] = field(default_factory=list)
     chosen: int = 0
     following: list[Turn] = field(default_factory=list)  # later turns, while not on this branch
+    db_id: int | None = None
 
     @property
     def reply(self) -> Reply | None:
@@ -90,13 +92,15 @@ class Version:
 class Turn:
     versions: list[Version]
     chosen: int = 0
+    db_id: int | None = None
 
     @property
     def version(self) -> Version:
         return self.versions[self.chosen]
 
 
-_ids = itertools.count(1)
+def _new_id() -> str:
+    return f"chat-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass
@@ -104,12 +108,14 @@ class ChatDoc:
     """One conversation as the window holds it."""
 
     title: str = "New chat"
-    id: str = field(default_factory=lambda: f"chat-{next(_ids)}")
+    id: str = field(default_factory=_new_id)
     pinned: bool = False
     instructions: str = ""
     tools: tuple[str, ...] = ()
     offline: bool = False
     turns: list[Turn] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
 
     def messages(self, upto: int | None = None) -> list[Message]:
         """The model conversation after the system/developer header, from the chosen versions
