@@ -60,9 +60,9 @@ class Reply:
     state: Literal["streaming", "done", "stopped", "failed", "incomplete"] = "streaming"
     error: str = ""
     model: str = ""
-    open_segments: dict[int, int] = field(
-        default_factory=dict
-    )  # last generation's message → segment
+    # the last generation's parser message index → segment index (to continue it)
+    open_segments: dict[int, int] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: _new_id("reply"))
 
     def visible_text(self) -> str:
         """The reply as a normal copy action gives it: answers and preambles only."""
@@ -81,7 +81,7 @@ class Version:
     replies: list[Reply] = field(default_factory=list)
     chosen: int = 0
     following: list[Turn] = field(default_factory=list)  # later turns, while not on this branch
-    db_id: int | None = None
+    id: str = field(default_factory=lambda: _new_id("version"))
 
     @property
     def reply(self) -> Reply | None:
@@ -92,15 +92,16 @@ class Version:
 class Turn:
     versions: list[Version]
     chosen: int = 0
-    db_id: int | None = None
+    id: str = field(default_factory=lambda: _new_id("turn"))
 
     @property
     def version(self) -> Version:
         return self.versions[self.chosen]
 
 
-def _new_id() -> str:
-    return f"chat-{uuid.uuid4().hex[:16]}"
+def _new_id(kind: str = "chat") -> str:
+    """A fresh id: made here, not by the store, so saving never has to hand one back."""
+    return f"{kind}-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The history store: SQLite with named migrations, conversations, search, export, import."""

@@ -1,0 +1,304 @@
+"""Conversations in SQLite: the window's conversation tree, checkpoints, trash and search.
+
+Guarantees:
+- a conversation is stored as its whole tree: turns, every version of a user message, every
+  reply of a version (regenerations), the model messages of each reply, its visible segments,
+  its debug record (analysis included) and its tool calls; `load` gives back the same tree;
+- `checkpoint` writes one reply (state, segments, messages, tool calls, search text) in one
+  transaction: what was committed survives a crash of the app, and a reply that was still
+  streaming comes back marked incomplete (E-STREAM-TRUNCATED) so it can be continued or
+  regenerated;
+- delete moves a conversation to the trash (`deleted_at`); undo and restore bring it back;
+  only `purge` (the user, or the retention period) removes rows;
+- search (FTS5) covers titles, user messages and the visible text of replies; analysis is not in
+  the index (the debug pane searches it separately with `search_analysis`);
+- a failed write (a full disk) raises `StoreError` and rolls back: nothing committed earlier is
+  touched.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from app.domain.history import ChatDoc, Reply, Version
+from app.store.database import StoreError, StoreProblem, open_database
+from app.store.rows import Rows, all_rows, build_doc, build_reply, reply_rows, structure_rows
+
+
+class HistoryStore:
+    """The conversations of one database file (thread-safe: one writer at a time)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        opened = open_database(path)
+        self.db = opened.connection
+        self.migrated = opened.migrated
+        self.backup = opened.backup
+        self.path = Path(self.db.execute("PRAGMA database_list").fetchone()[2])
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                yield self.db
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise StoreError(StoreProblem.UNWRITABLE, self.path, str(exc)) from exc
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+
+    # --- writing ------------------------------------------------------------------------
+
+    def new(self, title: str = "New chat") -> ChatDoc:
+        doc = ChatDoc(title=title)
+        self.save(doc)
+        return doc
+
+    def save(self, doc: ChatDoc) -> None:
+        """Write the whole conversation (every branch and reply)."""
+        self.write(all_rows(doc))
+
+    def checkpoint(self, doc: ChatDoc, version: Version, reply: Reply) -> None:
+        """Save the conversation's structure and one reply now (while it streams, at the end)."""
+        self.write(reply_rows(doc, version, reply, structure_rows(doc)))
+
+    def write(self, rows: Rows) -> None:
+        """Upsert `rows` in one transaction (the rows can be taken on another thread)."""
+        with self._write() as db:
+            if rows.conversation is not None:
+                db.execute(
+                    "INSERT INTO conversations (id, title, pinned, options, created, updated)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                    " title = excluded.title, pinned = excluded.pinned,"
+                    " options = excluded.options, updated = excluded.updated",
+                    rows.conversation,
+                )
+            db.executemany(
+                "INSERT INTO turns (id, conversation_id, after_version, position, chosen)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                " after_version = excluded.after_version, position = excluded.position,"
+                " chosen = excluded.chosen",
+                rows.turns,
+            )
+            db.executemany(
+                "INSERT INTO versions (id, turn_id, position, user_text, effort, json_schema,"
+                " chosen) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                " position = excluded.position, chosen = excluded.chosen",
+                rows.versions,
+            )
+            db.executemany(
+                "INSERT INTO replies (id, version_id, position, state, error, model,"
+                " stop_reason, sampling, timings, segments, debug, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                " state = excluded.state, error = excluded.error, model = excluded.model,"
+                " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
+                " timings = excluded.timings, segments = excluded.segments,"
+                " debug = excluded.debug, updated = excluded.updated",
+                rows.replies,
+            )
+            for reply_id, messages in rows.messages.items():
+                db.execute("DELETE FROM messages WHERE reply_id = ?", (reply_id,))
+                db.executemany(
+                    "INSERT INTO messages (reply_id, position, role, name, channel, recipient,"
+                    " content_type, text, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    messages,
+                )
+            for reply_id, calls in rows.tool_calls.items():
+                db.execute("DELETE FROM tool_calls WHERE reply_id = ?", (reply_id,))
+                db.executemany(
+                    "INSERT INTO tool_calls (reply_id, call_id, tool, record) VALUES (?, ?, ?, ?)",
+                    calls,
+                )
+            for text, conversation_id, kind, ref in rows.search:
+                db.execute("DELETE FROM search WHERE kind = ? AND ref = ?", (kind, ref))
+                db.execute(
+                    "INSERT INTO search (text, conversation_id, kind, ref) VALUES (?, ?, ?, ?)",
+                    (text, conversation_id, kind, ref),
+                )
+
+    # --- reading ------------------------------------------------------------------------
+
+    def load(self, doc_id: str) -> ChatDoc | None:
+        """The conversation's whole tree (a reply that was streaming comes back incomplete)."""
+        with self._lock:
+            conversation = self.db.execute(
+                "SELECT id, title, pinned, options, created, updated FROM conversations"
+                " WHERE id = ?",
+                (doc_id,),
+            ).fetchone()
+            if conversation is None:
+                return None
+            turns = self.db.execute(
+                "SELECT id, after_version, position, chosen FROM turns"
+                " WHERE conversation_id = ? ORDER BY position",
+                (doc_id,),
+            ).fetchall()
+            versions = self.db.execute(
+                "SELECT versions.id, turn_id, user_text, effort, json_schema, versions.chosen"
+                " FROM versions JOIN turns ON turns.id = turn_id WHERE conversation_id = ?"
+                " ORDER BY turn_id, versions.position",
+                (doc_id,),
+            ).fetchall()
+            reply_rows_ = self.db.execute(
+                "SELECT replies.id, version_id, state, error, model, stop_reason, sampling,"
+                " timings, segments, debug FROM replies JOIN versions ON versions.id = version_id"
+                " JOIN turns ON turns.id = turn_id WHERE conversation_id = ?"
+                " ORDER BY version_id, replies.position",
+                (doc_id,),
+            ).fetchall()
+            bodies: dict[str, list[str]] = {}
+            for reply_id, body in self.db.execute(
+                "SELECT reply_id, body FROM messages JOIN replies ON replies.id = reply_id"
+                " JOIN versions ON versions.id = version_id JOIN turns ON turns.id = turn_id"
+                " WHERE conversation_id = ? ORDER BY reply_id, messages.position",
+                (doc_id,),
+            ):
+                bodies.setdefault(reply_id, []).append(body)
+        replies: dict[str, list[Reply]] = {}
+        for row in reply_rows_:
+            replies.setdefault(row[1], []).append(build_reply(row, bodies.get(row[0], [])))
+        return build_doc(conversation, turns, versions, replies)
+
+    get = load
+
+    def listed(self, search: str = "") -> list[ChatDoc]:
+        """Conversations not in the trash, pinned first then newest; with `search`, only those
+        whose title, messages or visible answers match (full-text)."""
+        with self._lock:
+            ids = self._search_ids(search) if search.strip() else None
+            rows = self.db.execute(
+                "SELECT id, title, pinned, created, updated FROM conversations"
+                " WHERE deleted_at IS NULL ORDER BY pinned DESC, updated DESC"
+            ).fetchall()
+        return [
+            ChatDoc(title=r[1], id=r[0], pinned=bool(r[2]), created=r[3], updated=r[4])
+            for r in rows
+            if ids is None or r[0] in ids
+        ]
+
+    def _search_ids(self, text: str) -> set[str]:
+        query = " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
+        try:
+            rows = self.db.execute(
+                "SELECT DISTINCT conversation_id FROM search WHERE search MATCH ?", (query,)
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return set()
+        return {r[0] for r in rows}
+
+    def search(self, text: str, limit: int = 50) -> list[tuple[str, str, str]]:
+        """(conversation id, kind, snippet) of the best matches of `text` in visible text."""
+        query = " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
+        if not query:
+            return []
+        with self._lock:
+            return [
+                (r[0], r[1], r[2])
+                for r in self.db.execute(
+                    "SELECT conversation_id, kind, snippet(search, 0, '[', ']', '…', 12)"
+                    " FROM search JOIN conversations ON conversations.id = conversation_id"
+                    " WHERE search MATCH ? AND deleted_at IS NULL ORDER BY rank LIMIT ?",
+                    (query, limit),
+                )
+            ]
+
+    def search_analysis(self, doc_id: str, text: str) -> list[int]:
+        """Reply ids of this conversation whose analysis contains `text` (the debug pane)."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT replies.id, replies.debug FROM replies JOIN versions ON versions.id ="
+                " replies.version_id JOIN turns ON turns.id = versions.turn_id"
+                " WHERE turns.conversation_id = ?",
+                (doc_id,),
+            ).fetchall()
+        needle = text.lower()
+        return [
+            rid for rid, debug in rows if needle in json.loads(debug).get("analysis", "").lower()
+        ]
+
+    # --- trash --------------------------------------------------------------------------
+
+    def rename(self, doc_id: str, title: str) -> None:
+        if title.strip():
+            with self._write() as db:
+                db.execute(
+                    "UPDATE conversations SET title = ? WHERE id = ?", (title.strip(), doc_id)
+                )
+                db.execute(
+                    "UPDATE search SET text = ? WHERE conversation_id = ? AND kind = 'title'",
+                    (title.strip(), doc_id),
+                )
+
+    def pin(self, doc_id: str, pinned: bool = True) -> None:
+        with self._write() as db:
+            db.execute("UPDATE conversations SET pinned = ? WHERE id = ?", (int(pinned), doc_id))
+
+    def delete(self, doc_id: str) -> None:
+        """To the trash (nothing is removed)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE id = ?", (time.time(), doc_id)
+            )
+
+    def undo_delete(self) -> str | None:
+        """Bring back the conversation deleted last; its id."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT id FROM conversations WHERE deleted_at IS NOT NULL"
+                " ORDER BY deleted_at DESC LIMIT 1"
+            ).fetchone()
+        if row is None:
+            return None
+        self.restore(row[0])
+        return str(row[0])
+
+    def restore(self, doc_id: str) -> None:
+        with self._write() as db:
+            db.execute("UPDATE conversations SET deleted_at = NULL WHERE id = ?", (doc_id,))
+
+    def trash(self) -> list[tuple[str, str, float]]:
+        """(id, title, deleted at) of the conversations in the trash."""
+        with self._lock:
+            return [
+                (r[0], r[1], r[2])
+                for r in self.db.execute(
+                    "SELECT id, title, deleted_at FROM conversations"
+                    " WHERE deleted_at IS NOT NULL ORDER BY deleted_at DESC"
+                )
+            ]
+
+    def purge(self, doc_id: str | None = None, *, older_than_days: float | None = None) -> int:
+        """Remove conversations from the trash for good: one, or those deleted before the
+        retention period; the number removed."""
+        with self._write() as db:
+            if doc_id is not None:
+                query = "SELECT id FROM conversations WHERE id = ? AND deleted_at IS NOT NULL"
+                ids = [r[0] for r in db.execute(query, (doc_id,))]
+            else:
+                limit = time.time() - (older_than_days or 0) * 86400
+                query = (
+                    "SELECT id FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < ?"
+                )
+                ids = [r[0] for r in db.execute(query, (limit,))]
+            for i in ids:
+                db.execute("DELETE FROM search WHERE conversation_id = ?", (i,))
+                db.execute("DELETE FROM conversations WHERE id = ?", (i,))
+            return len(ids)
+
+
+__all__ = ["HistoryStore"]

@@ -1,0 +1,235 @@
+"""Conversations as plain rows and back: what the store writes, computed without the database.
+
+Guarantees: `structure_rows` and `reply_rows` only read the objects and return tuples of plain
+values (so they can be taken on the GUI thread in a millisecond and written on another);
+`build_doc` turns the rows read back into the same tree: every version, every reply, the
+branches not shown (`following`), the debug records; a reply saved while streaming comes back
+`incomplete` with an E-STREAM-TRUNCATED note.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
+from app.domain.messages import ReasoningEffort, message_from_dict, message_to_dict
+
+TRUNCATED = (
+    "E-STREAM-TRUNCATED: the app stopped while this answer streamed; it was saved up to then"
+)
+
+
+@dataclass
+class Rows:
+    """Rows to upsert, and the search text of what they hold."""
+
+    conversation: tuple[Any, ...] | None = None
+    turns: list[tuple[Any, ...]] = field(default_factory=list)
+    versions: list[tuple[Any, ...]] = field(default_factory=list)
+    replies: list[tuple[Any, ...]] = field(default_factory=list)
+    messages: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)  # by reply id
+    tool_calls: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    search: list[tuple[str, str, str, str]] = field(default_factory=list)  # text, conv, kind, ref
+
+
+def conversation_row(doc: ChatDoc) -> tuple[Any, ...]:
+    options = json.dumps(
+        {"instructions": doc.instructions, "tools": list(doc.tools), "offline": doc.offline}
+    )
+    return (doc.id, doc.title, int(doc.pinned), options, doc.created, time.time())
+
+
+def structure_rows(doc: ChatDoc) -> Rows:
+    """The conversation, its turns and versions (every branch), and their search text;
+    replies only where they were never saved (`saved` is the set of reply ids already in)."""
+    rows = Rows(conversation=conversation_row(doc))
+    rows.search.append((doc.title, doc.id, "title", doc.id))
+
+    def walk(turns: list[Turn], after: str | None) -> None:
+        for position, turn in enumerate(turns):
+            rows.turns.append((turn.id, doc.id, after, position, turn.chosen))
+            for vpos, version in enumerate(turn.versions):
+                schema = (
+                    json.dumps(version.json_schema) if version.json_schema is not None else None
+                )
+                effort = version.effort.value if version.effort else None
+                rows.versions.append(
+                    (version.id, turn.id, vpos, version.user_text, effort, schema, version.chosen)
+                )
+                rows.search.append((version.user_text, doc.id, "user", version.id))
+                if version.following:
+                    walk(version.following, version.id)
+            after = turn.version.id
+
+    walk(doc.turns, None)
+    return rows
+
+
+def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None = None) -> Rows:
+    """One reply (its messages, tool calls and search text) as rows."""
+    rows = rows or Rows()
+    d = reply.debug
+    debug = json.dumps(
+        {
+            "analysis": d.analysis,
+            "prompt_ids": list(d.prompt_ids),
+            "token_ids": d.token_ids,
+            "events": d.events,
+            "generation_start": d.generation_start,
+            "generation_messages": d.generation_messages,
+            "open_segments": {str(k): v for k, v in reply.open_segments.items()},
+        }
+    )
+    position = version.replies.index(reply) if reply in version.replies else 0
+    rows.replies.append(
+        (
+            reply.id,
+            version.id,
+            position,
+            reply.state,
+            reply.error,
+            reply.model,
+            d.stop_reason,
+            d.sampling,
+            json.dumps(d.timings),
+            json.dumps([asdict(s) for s in reply.segments], default=str),
+            debug,
+            time.time(),
+        )
+    )
+    rows.messages[reply.id] = [
+        (
+            reply.id,
+            i,
+            m.author.role.value,
+            m.author.name,
+            m.channel,
+            m.recipient,
+            m.content_type,
+            m.text,
+            json.dumps(message_to_dict(m), ensure_ascii=False),
+        )
+        for i, m in enumerate(reply.messages)
+    ]
+    rows.tool_calls[reply.id] = [
+        (
+            reply.id,
+            str(s.data.get("call_id", "")),
+            str(s.data.get("tool", "")),
+            json.dumps(s.data, default=str),
+        )
+        for s in reply.segments
+        if s.kind == "tool"
+    ]
+    rows.search.append((reply.visible_text(), doc.id, "reply", reply.id))
+    return rows
+
+
+def all_rows(doc: ChatDoc) -> Rows:
+    """The whole conversation."""
+    rows = structure_rows(doc)
+
+    def replies(turns: list[Turn]) -> None:
+        for turn in turns:
+            for version in turn.versions:
+                for reply in version.replies:
+                    reply_rows(doc, version, reply, rows)
+                replies(version.following)
+
+    replies(doc.turns)
+    return rows
+
+
+def build_reply(row: tuple[Any, ...], messages: list[str]) -> Reply:
+    rid, _vid, state, error, model, stop, sampling, timings, segments, debug = row
+    d = json.loads(debug)
+    record = DebugRecord(
+        analysis=d.get("analysis", ""),
+        prompt_ids=tuple(d.get("prompt_ids", ())),
+        token_ids=list(d.get("token_ids", ())),
+        events=list(d.get("events", ())),
+        sampling=sampling,
+        stop_reason=stop,
+        timings=json.loads(timings),
+        generation_start=d.get("generation_start", 0),
+        generation_messages=d.get("generation_messages", 0),
+    )
+    reply = Reply(
+        segments=[Segment(**s) for s in json.loads(segments)],
+        messages=tuple(message_from_dict(json.loads(b)) for b in messages),
+        debug=record,
+        state=state,
+        error=error,
+        model=model,
+        open_segments={int(k): v for k, v in d.get("open_segments", {}).items()},
+        id=rid,
+    )
+    if reply.state == "streaming":  # the app stopped while it streamed
+        reply.state, reply.error = "incomplete", TRUNCATED
+    return reply
+
+
+def build_doc(
+    conversation: tuple[Any, ...],
+    turns: list[tuple[Any, ...]],
+    versions: list[tuple[Any, ...]],
+    replies: dict[str, list[Reply]],
+) -> ChatDoc:
+    """The tree from its rows (turns: id, after, position, chosen; versions: id, turn id,
+    text, effort, schema, chosen — both in position order)."""
+    cid, title, pinned, options, created, updated = conversation
+    o = json.loads(options)
+    doc = ChatDoc(
+        title=title,
+        id=cid,
+        pinned=bool(pinned),
+        instructions=o.get("instructions", ""),
+        tools=tuple(o.get("tools", ())),
+        offline=bool(o.get("offline", False)),
+        created=created,
+        updated=updated,
+    )
+    by_turn: dict[str, list[Version]] = {}
+    for vid, turn_id, text, effort, schema, chosen in versions:
+        by_turn.setdefault(turn_id, []).append(
+            Version(
+                text,
+                ReasoningEffort(effort) if effort else None,
+                json.loads(schema) if schema else None,
+                replies.get(vid, []),
+                chosen,
+                id=vid,
+            )
+        )
+    after: dict[str | None, list[Turn]] = {}
+    for tid, after_version, _position, chosen in turns:
+        after.setdefault(after_version, []).append(Turn(by_turn.get(tid, []), chosen, id=tid))
+
+    def chain(start: str | None) -> list[Turn]:
+        out: list[Turn] = []
+        nexts = after.get(start, [])
+        while nexts and nexts[0].versions:
+            turn = nexts[0]
+            out.append(turn)
+            for i, v in enumerate(turn.versions):
+                if i != turn.chosen:
+                    v.following = chain(v.id)
+            nexts = after.get(turn.version.id, [])
+        return out
+
+    doc.turns = chain(None)
+    return doc
+
+
+__all__ = [
+    "TRUNCATED",
+    "Rows",
+    "all_rows",
+    "build_doc",
+    "build_reply",
+    "reply_rows",
+    "structure_rows",
+]
