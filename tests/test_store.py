@@ -189,7 +189,7 @@ def test_search_while_a_reply_streams_into_the_same_file(tmp_path: Path) -> None
             for i in range(200):
                 streaming.segments[0].text += f" word{i}"
                 writer.checkpoint(doc, version, streaming)
-        except BaseException as exc:  # noqa: BLE001 (reported below)
+        except BaseException as exc:
             failures.append(exc)
 
     thread = threading.Thread(target=write)
