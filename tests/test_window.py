@@ -232,8 +232,10 @@ def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtb
     import os
     import signal
 
+    from app.store.history import HistoryStore
+
     host = ModelHost(EngineBridge())
-    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    window = MainWindow(ChatController(host, HistoryStore(tmp_path / "h.db")), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
     window.show()
     try:
@@ -258,6 +260,11 @@ def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtb
         assert reply.segments[0].kind == "answer" and reply.segments[0].text  # what had arrived is kept
         assert "The reply failed" in all_text(window) and window.isVisible()
         assert window.transcript.turns[-1].continue_.isVisible()
+        window.controller.saved()  # the partial answer is in the database too
+        saved = HistoryStore(tmp_path / "h.db").load(window.controller.doc.id)
+        assert saved is not None and saved.turns[-1].version.reply is not None
+        assert saved.turns[-1].version.reply.state == "failed"
+        assert saved.turns[-1].version.reply.segments[0].text == reply.segments[0].text
         window.controller.max_tokens = 8
         send(qtbot, window, "Again:", timeout=180_000)  # the worker comes back for the next message
         again = window.controller.doc.turns[-1].version.reply
@@ -317,3 +324,40 @@ def test_the_debug_pane_shows_the_turn_that_was_clicked(qtbot: Any, qloop: Any, 
     qtbot.mouseClick(window.transcript.turns[0], Qt.MouseButton.LeftButton)
     assert "first-thought" in window.debug.analysis.toPlainText()
     assert "second-thought" not in window.debug.analysis.toPlainText()
+
+
+def test_conversations_are_saved_as_they_stream_and_come_back(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app.store.history import HistoryStore
+
+    store = HistoryStore(tmp_path / "history.db")
+    client = ScriptedClient([TURN, "<|channel|>final<|message|>Second.<|return|>"])
+    host = ModelHost(EngineBridge())
+    host.use(client, "harmony")
+    window = MainWindow(ChatController(host, store), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    send(qtbot, window, "What is 6*7?")
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        window.transcript.turns[-1].regenerate.click()
+    window.controller.saved()
+    doc_id = window.controller.doc.id
+    loaded = HistoryStore(tmp_path / "history.db").load(doc_id)
+    assert loaded is not None and loaded.title == "What is 6*7?"
+    version = loaded.turns[0].version
+    assert [r.visible_text() for r in version.replies][1] == "Second." and version.chosen == 1
+    assert version.replies[0].debug.analysis.startswith(SECRET_THOUGHT) and version.replies[0].state == "done"
+    fresh = ChatController(ModelHost(EngineBridge()), HistoryStore(tmp_path / "history.db"))
+    assert fresh.doc.id == doc_id and fresh.doc.messages() == window.controller.doc.messages()
+
+
+def test_a_bad_history_file_is_left_alone_and_a_fresh_one_used(tmp_path: Path) -> None:
+    from app.controllers.history_host import open_history
+
+    state = UiState(tmp_path / "ui-state.json")
+    bad = tmp_path / "history.db"
+    bad.write_bytes(b"not a database" * 50)
+    state.set("history_db", str(bad))
+    asked: list[str] = []
+    store = open_history(lambda problem: (asked.append(problem.message), "fresh")[1], state)  # type: ignore[arg-type, return-value]
+    assert store is not None and store.path != bad and bad.read_bytes() == b"not a database" * 50
+    assert "not a database" in asked[0] and state.get("history_db") == str(store.path)
+    assert open_history(lambda problem: "quit", UiState(tmp_path / "other.json")) is not None  # default path works

@@ -18,8 +18,10 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,11 +40,15 @@ from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
+from app.store.database import StoreError
+from app.store.history import HistoryStore
+from app.store.rows import Rows, reply_rows, structure_rows
 from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
 from app.tools.session import ConversationTools, ToolOptions
 
 FLUSH_MS = 40
+CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
 Answer = tuple[Mode | None, Decision]
 
 
@@ -64,6 +70,7 @@ class ChatController(QObject):
     """Drives the turns of the selected conversation; the view listens to its signals."""
 
     docChanged = Signal()  # the whole transcript must be shown again (switch, flip, edit)
+    storeFailed = Signal(str)  # a save failed: what happened (the conversation stays in memory)
     listChanged = Signal()  # the sidebar must be shown again
     replyStarted = Signal(int)  # turn index
     segmentAdded = Signal(int, int)  # turn, segment
@@ -74,11 +81,19 @@ class ChatController(QObject):
     busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
 
-    def __init__(self, host: ModelHost, conversations: ConversationList | None = None) -> None:
+    def __init__(
+        self, host: ModelHost, conversations: ConversationList | HistoryStore | None = None
+    ) -> None:
         super().__init__()
         self.host = host
         self.conversations = conversations or ConversationList()
-        self.doc: ChatDoc = self.conversations.new()
+        self.store = conversations if isinstance(conversations, HistoryStore) else None
+        self._writer = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        self._streaming: tuple[Version, Reply] | None = None
+        self._checkpointed = 0.0
+        listed = self.conversations.listed()
+        latest = self.conversations.get(listed[0].id) if listed else None
+        self.doc: ChatDoc = latest if latest is not None else self.conversations.new()
         self.busy = False
         self.effort: ReasoningEffort | None = None
         self.json_schema: dict[str, Any] | None = None
@@ -117,7 +132,8 @@ class ChatController(QObject):
         self.conversations.delete(doc_id)
         if doc_id == self.doc.id:
             listed = self.conversations.listed()
-            self.doc = listed[0] if listed else self.conversations.new()
+            latest = self.conversations.get(listed[0].id) if listed else None
+            self.doc = latest if latest is not None else self.conversations.new()
             self.docChanged.emit()
         self.listChanged.emit()
 
@@ -165,6 +181,7 @@ class ChatController(QObject):
         from app.domain.history import Turn
 
         self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
+        self.persist()
         self.docChanged.emit()
         self._start(len(self.doc.turns) - 1)
         return True
@@ -184,6 +201,7 @@ class ChatController(QObject):
         if self.busy or not text.strip() or not self.host.ready:
             return
         self.doc.edit(turn_index, text)
+        self.persist()
         self.docChanged.emit()
         self._start(turn_index)
 
@@ -205,11 +223,13 @@ class ChatController(QObject):
         version = self.doc.turns[turn_index].version
         if not self.busy and 0 <= chosen < len(version.replies):
             version.chosen = chosen
+            self.persist()
             self.docChanged.emit()
 
     def choose_version(self, turn_index: int, chosen: int) -> None:
         if not self.busy:
             self.doc.choose_version(turn_index, chosen)
+            self.persist()
             self.docChanged.emit()
 
     def stop(self) -> None:
@@ -336,6 +356,8 @@ class ChatController(QObject):
                 )
             yield _SessionDone(session.conversation, start)
 
+        self._streaming = (version, reply)
+        self.persist(version, reply)
         self.replyStarted.emit(turn_index)
         state = _TurnState()
         state.resume = dict(reply.open_segments) if resume is not None else None
@@ -355,6 +377,8 @@ class ChatController(QObject):
                     reply,
                     Segment("notice", "Stopped. The partial answer is kept.", complete=True),
                 )
+            self.persist(version, reply)
+            self._streaming = None
             self._cancel = None
             self.busy = False
             self.busyChanged.emit(False)
@@ -390,6 +414,7 @@ class ChatController(QObject):
                 if not self._timer.isActive():
                     self._timer.start()
         elif isinstance(event, MessageDone):
+            self._checkpointed = 0.0  # a message boundary: saved at the next flush
             debug.token_ids.extend(event.token_ids)
             debug.generation_messages += 1
             if (
@@ -548,11 +573,37 @@ class ChatController(QObject):
         for turn in self._debug_pending:
             self.debugChanged.emit(turn)
         self._debug_pending.clear()
+        if self._streaming is not None and time.monotonic() - self._checkpointed >= CHECKPOINT_S:
+            self.persist(*self._streaming)
         if not self._pending:
             self._timer.stop()
 
+    def persist(self, version: Version | None = None, reply: Reply | None = None) -> None:
+        """Save the conversation (and `reply`) on the store's thread: the rows are taken now,
+        written in order; a failed write is reported with `storeFailed`, nothing is lost."""
+        if self.store is None:
+            return
+        rows = structure_rows(self.doc)
+        if version is not None and reply is not None:
+            reply_rows(self.doc, version, reply, rows)
+        self._checkpointed = time.monotonic()
+        self._writer.submit(self._write, self.store, rows)
+
+    def _write(self, store: HistoryStore, rows: Rows) -> None:
+        try:
+            store.write(rows)
+        except StoreError as exc:
+            self.storeFailed.emit(exc.message)
+
+    def saved(self) -> None:
+        """Wait until every save asked so far is written (tests, closing the window)."""
+        self._writer.submit(lambda: None).result()
+
     def close(self) -> None:
         self.stop()
+        if self._streaming is not None:
+            self.persist(*self._streaming)
+        self._writer.shutdown(wait=True)
         for tools in self._tools.values():
             tools.close()
         self._tools.clear()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
+from app.controllers.history_host import Choice, HistoryStore, StoreError, open_history
 from app.controllers.model_host import ModelHost
 from app.ui.main_window import MainWindow
 
@@ -43,10 +44,25 @@ def application() -> QApplication:
     return app  # type: ignore[return-value]
 
 
-def build_window(host: ModelHost | None = None) -> MainWindow:
+def build_window(host: ModelHost | None = None, history: HistoryStore | None = None) -> MainWindow:
+    """A window; with `history`, conversations are saved there (otherwise kept in memory)."""
     bridge = EngineBridge()
     host = host or ModelHost(bridge)
-    return MainWindow(ChatController(host))
+    return MainWindow(ChatController(host, history))
+
+
+def _ask_about_history(problem: StoreError) -> Choice:
+    """The window's question when the history file cannot be opened."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Warning, "Harmony Desk", problem.message)
+    backup = box.addButton("Open the backup", QMessageBox.ButtonRole.AcceptRole)
+    fresh = box.addButton("Start a fresh history", QMessageBox.ButtonRole.ResetRole)
+    box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
+    backup.setEnabled(bool(problem.backups))
+    box.exec()
+    clicked = box.clickedButton()
+    return "backup" if clicked is backup else "fresh" if clicked is fresh else "quit"
 
 
 def run_window(model: str | None = None) -> int:
@@ -57,7 +73,10 @@ def run_window(model: str | None = None) -> int:
     app = application()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = build_window()
+    history = open_history(_ask_about_history)
+    if history is None:
+        return 1
+    window = build_window(history=history)
     window.show()
     print(f"window shown after {(time.perf_counter() - started) * 1000:.0f} ms", file=sys.stderr)
     window.load_model(model)

@@ -226,6 +226,7 @@ class MainWindow(QMainWindow):
         self.transcript.turnSelected.connect(self._select_turn)
         c.busyChanged.connect(self._busy)
         c.statusChanged.connect(self._status)
+        c.storeFailed.connect(self._store_failed)
         c.debugChanged.connect(self._debug_changed)
         c.replyStarted.connect(self._reply_started)
         host.progress.connect(lambda f: self.progress.setValue(int(f * 100)))
@@ -252,6 +253,9 @@ class MainWindow(QMainWindow):
         if self.controller.send(comp.box.toPlainText()):
             comp.box.clear()
             self.banner.hide()
+
+    def _store_failed(self, why: str) -> None:
+        self.show_problem(f"Could not save this conversation: {why}. It stays open here.")
 
     def show_problem(self, text: str) -> None:
         self.banner.setText(text)
