@@ -36,7 +36,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from app.headless_chat import add_arguments
 
     add_arguments(commands.add_parser("chat", help="chat in the terminal (headless)"))
-    from app import tools_cli
+    from app import history_cli, tools_cli
+
+    history_cli.add_arguments(commands.add_parser("history", help="saved conversations"))
 
     tools_cli.add_arguments(commands.add_parser("tools", help="tool plugins, audit log, approvals"))
     transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
@@ -139,12 +141,20 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "history" and args.verb == "export":
+        args.target += extra  # `history export ID --format md OUT`: positionals around an option
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command == "harmony":
             return _harmony(args)
         if args.command == "transcript":
             return _transcript(args)
+        if args.command == "history":
+            from app import history_cli
+
+            return history_cli.run(args)
         if args.command == "tools":
             from app import tools_cli
 

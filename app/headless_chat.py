@@ -66,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let the browser open addresses on this machine or the local network",
     )
     parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
+    parser.add_argument(
+        "--save", action="store_true", help="keep the conversation in the history the window shows"
+    )
     parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     parser.add_argument(
         "--tool-choice", default="auto", help="auto, none, required, or a tool name"
@@ -287,7 +290,23 @@ def run_chat(args: argparse.Namespace) -> int:
                     status = 1
                 elif isinstance(event, TurnResult):
                     AuditLog().append(event.records, conversation_id)
+        if args.save:
+            _save(session, args.prompt)
         return status if args.prompt is not None else 0
+
+
+def _save(session: ChatSession, prompt: str | None) -> None:
+    """Store the conversation where the window keeps its history."""
+    from app.store.exchange import from_domain
+    from app.store.history import HistoryStore
+
+    doc = from_domain(session.conversation)
+    store = HistoryStore()
+    try:
+        store.save(doc)
+    finally:
+        store.close()
+    sys.stderr.write(f"[saved as {doc.id}: {doc.title}]\n")
 
 
 def _interactive() -> Iterator[str]:

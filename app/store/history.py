@@ -73,6 +73,20 @@ class HistoryStore:
         """Write the whole conversation (every branch and reply)."""
         self.write(all_rows(doc))
 
+    def save_many(self, docs: list[ChatDoc]) -> None:
+        """Write several conversations in one transaction: all of them or none."""
+        rows = [all_rows(doc) for doc in docs]
+        with self._lock:
+            self.db.execute("SAVEPOINT many")
+            try:
+                for r in rows:
+                    self._upsert(self.db, r)
+                self.db.execute("RELEASE many")
+            except sqlite3.Error as exc:
+                self.db.execute("ROLLBACK TO many")
+                self.db.execute("RELEASE many")
+                raise StoreError(StoreProblem.UNWRITABLE, self.path, str(exc)) from exc
+
     def checkpoint(self, doc: ChatDoc, version: Version, reply: Reply) -> None:
         """Save the conversation's structure and one reply now (while it streams, at the end)."""
         self.write(reply_rows(doc, version, reply, structure_rows(doc)))
@@ -80,56 +94,59 @@ class HistoryStore:
     def write(self, rows: Rows) -> None:
         """Upsert `rows` in one transaction (the rows can be taken on another thread)."""
         with self._write() as db:
-            if rows.conversation is not None:
-                db.execute(
-                    "INSERT INTO conversations (id, title, pinned, options, created, updated)"
-                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                    " title = excluded.title, pinned = excluded.pinned,"
-                    " options = excluded.options, updated = excluded.updated",
-                    rows.conversation,
-                )
-            db.executemany(
-                "INSERT INTO turns (id, conversation_id, after_version, position, chosen)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                " after_version = excluded.after_version, position = excluded.position,"
-                " chosen = excluded.chosen",
-                rows.turns,
+            self._upsert(db, rows)
+
+    def _upsert(self, db: sqlite3.Connection, rows: Rows) -> None:
+        if rows.conversation is not None:
+            db.execute(
+                "INSERT INTO conversations (id, title, pinned, options, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                " title = excluded.title, pinned = excluded.pinned,"
+                " options = excluded.options, updated = excluded.updated",
+                rows.conversation,
             )
+        db.executemany(
+            "INSERT INTO turns (id, conversation_id, after_version, position, chosen)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " after_version = excluded.after_version, position = excluded.position,"
+            " chosen = excluded.chosen",
+            rows.turns,
+        )
+        db.executemany(
+            "INSERT INTO versions (id, turn_id, position, user_text, effort, json_schema,"
+            " chosen) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " position = excluded.position, chosen = excluded.chosen",
+            rows.versions,
+        )
+        db.executemany(
+            "INSERT INTO replies (id, version_id, position, state, error, model,"
+            " stop_reason, sampling, timings, segments, debug, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " state = excluded.state, error = excluded.error, model = excluded.model,"
+            " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
+            " timings = excluded.timings, segments = excluded.segments,"
+            " debug = excluded.debug, updated = excluded.updated",
+            rows.replies,
+        )
+        for reply_id, messages in rows.messages.items():
+            db.execute("DELETE FROM messages WHERE reply_id = ?", (reply_id,))
             db.executemany(
-                "INSERT INTO versions (id, turn_id, position, user_text, effort, json_schema,"
-                " chosen) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                " position = excluded.position, chosen = excluded.chosen",
-                rows.versions,
+                "INSERT INTO messages (reply_id, position, role, name, channel, recipient,"
+                " content_type, text, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                messages,
             )
+        for reply_id, calls in rows.tool_calls.items():
+            db.execute("DELETE FROM tool_calls WHERE reply_id = ?", (reply_id,))
             db.executemany(
-                "INSERT INTO replies (id, version_id, position, state, error, model,"
-                " stop_reason, sampling, timings, segments, debug, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                " state = excluded.state, error = excluded.error, model = excluded.model,"
-                " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
-                " timings = excluded.timings, segments = excluded.segments,"
-                " debug = excluded.debug, updated = excluded.updated",
-                rows.replies,
+                "INSERT INTO tool_calls (reply_id, call_id, tool, record) VALUES (?, ?, ?, ?)",
+                calls,
             )
-            for reply_id, messages in rows.messages.items():
-                db.execute("DELETE FROM messages WHERE reply_id = ?", (reply_id,))
-                db.executemany(
-                    "INSERT INTO messages (reply_id, position, role, name, channel, recipient,"
-                    " content_type, text, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    messages,
-                )
-            for reply_id, calls in rows.tool_calls.items():
-                db.execute("DELETE FROM tool_calls WHERE reply_id = ?", (reply_id,))
-                db.executemany(
-                    "INSERT INTO tool_calls (reply_id, call_id, tool, record) VALUES (?, ?, ?, ?)",
-                    calls,
-                )
-            for text, conversation_id, kind, ref in rows.search:
-                db.execute("DELETE FROM search WHERE kind = ? AND ref = ?", (kind, ref))
-                db.execute(
-                    "INSERT INTO search (text, conversation_id, kind, ref) VALUES (?, ?, ?, ?)",
-                    (text, conversation_id, kind, ref),
-                )
+        for text, conversation_id, kind, ref in rows.search:
+            db.execute("DELETE FROM search WHERE kind = ? AND ref = ?", (kind, ref))
+            db.execute(
+                "INSERT INTO search (text, conversation_id, kind, ref) VALUES (?, ?, ?, ?)",
+                (text, conversation_id, kind, ref),
+            )
 
     # --- reading ------------------------------------------------------------------------
 

@@ -1,0 +1,249 @@
+"""Importing conversations from files: ours (OpenChatML, JSON projection) and other apps'.
+
+- LM Studio `*.conversation.json`: `messages[].versions[currentlySelected]` with `role`; user
+  text in `content[]` text parts; assistant `steps[]` of `contentBlock`s, where a block styled
+  `thinking` is reasoning; other versions (regenerations) become alternative replies; the system
+  prompt (`systemPrompt` or the `llm.prediction.systemPrompt` field) becomes the instructions.
+- Open WebUI JSON export: a list of chats (or one chat) whose `chat.history.messages` is a tree
+  (`parentId`, `childrenIds`, `currentId`); the branch shown in Open WebUI is imported, with
+  `<details type="reasoning">` blocks as analysis; tool-call blocks are kept as a note.
+
+Guarantees: reasoning becomes analysis (never visible text); anything that cannot be mapped is
+listed in `unmapped` (what, and where); a file that is not one of these formats, or is malformed,
+raises `TranscriptError` (code and place) and yields nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+from app.domain.messages import Message, Role
+from app.errors import ErrorCode, TranscriptError
+from app.store.exchange import import_text
+
+
+@dataclass
+class ImportResult:
+    docs: list[ChatDoc]
+    source: str  # "ocm", "json", "lm-studio", "open-webui"
+    unmapped: list[str] = field(default_factory=list)
+
+
+def import_file(path: Path) -> ImportResult:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"cannot read {path}: {exc}") from exc
+    return import_any(text)
+
+
+def import_any(text: str) -> ImportResult:
+    """Whatever `text` is (see the module docstring)."""
+    try:
+        return _import_any(text)
+    except TranscriptError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        raise TranscriptError(
+            ErrorCode.INPUT_INVALID,
+            f"the file has an unexpected shape ({type(exc).__name__}: {exc})",
+        ) from exc
+
+
+def _import_any(text: str) -> ImportResult:
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return ImportResult([import_text(text, "ocm")], "ocm")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(
+            ErrorCode.INPUT_JSON, f"not JSON: {exc.msg}", line=exc.lineno, column=exc.colno
+        ) from exc
+    if _is_lm_studio(data):
+        return _lm_studio(data)
+    if _is_open_webui(data):
+        return _open_webui(data)
+    return ImportResult([import_text(text, "json")], "json")
+
+
+# --- LM Studio -----------------------------------------------------------------------------
+
+
+def _is_lm_studio(data: Any) -> bool:
+    messages = data.get("messages") if isinstance(data, dict) else None
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) and "versions" in m for m in messages)
+    )
+
+
+def _texts(parts: Any, where: str) -> str:
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}: content must be a list")
+    return "\n".join(
+        str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+    )
+
+
+def _lm_reply(version: dict[str, Any], where: str, unmapped: list[str]) -> Reply:
+    reply = Reply(state="done")
+    answer: list[str] = []
+    steps = version.get("steps") if version.get("type") == "multiStep" else None
+    if steps is None:
+        answer.append(_texts(version.get("content", []), where))
+    else:
+        if not isinstance(steps, list):
+            raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}: steps must be a list")
+        for j, step in enumerate(steps):
+            if not isinstance(step, dict):
+                raise TranscriptError(
+                    ErrorCode.INPUT_INVALID, f"{where}.steps[{j}] is not an object"
+                )
+            if step.get("type") != "contentBlock":
+                unmapped.append(f"{where}.steps[{j}]: a {step.get('type')!r} step")
+                continue
+            text = _texts(step.get("content", []), f"{where}.steps[{j}]")
+            style = step["style"] if isinstance(step.get("style"), dict) else {}
+            if style.get("type") == "thinking":
+                reply.debug.analysis += text + "\n"
+                reply.messages = (
+                    *reply.messages,
+                    Message.of(Role.ASSISTANT, text, channel="analysis"),
+                )
+            else:
+                answer.append(text)
+    final = "\n\n".join(a for a in answer if a)
+    reply.messages = (*reply.messages, Message.of(Role.ASSISTANT, final, channel="final"))
+    reply.segments.append(Segment("answer", final, complete=True))
+    return reply
+
+
+def _lm_studio(data: dict[str, Any]) -> ImportResult:
+    unmapped: list[str] = []
+    doc = ChatDoc(title=str(data.get("name") or "LM Studio chat"))
+    system = data.get("systemPrompt") or ""
+    config = data.get("perChatPredictionConfig")
+    fields = config.get("fields", []) if isinstance(config, dict) else []
+    for f in fields if isinstance(fields, list) else []:
+        if isinstance(f, dict) and f.get("key") == "llm.prediction.systemPrompt" and f.get("value"):
+            system = str(f["value"])
+    doc.instructions = str(system)
+    for i, message in enumerate(data["messages"]):
+        where = f"messages[{i}]"
+        versions = message.get("versions")
+        if not isinstance(versions, list) or not versions:
+            raise TranscriptError(
+                ErrorCode.INPUT_INVALID, f"{where}: versions must be a non-empty list"
+            )
+        chosen = message.get("currentlySelected", 0)
+        chosen = chosen if isinstance(chosen, int) and 0 <= chosen < len(versions) else 0
+        role = versions[chosen].get("role") if isinstance(versions[chosen], dict) else None
+        if role == "user":
+            doc.turns.append(Turn([Version(_texts(versions[chosen].get("content", []), where))]))
+        elif role == "assistant":
+            if not doc.turns:
+                doc.turns.append(Turn([Version("")]))
+            version = doc.turns[-1].version
+            for k, v in enumerate(versions):
+                if isinstance(v, dict):
+                    version.replies.append(_lm_reply(v, f"{where}.versions[{k}]", unmapped))
+            version.chosen = min(chosen, len(version.replies) - 1)
+        elif role == "system":
+            doc.instructions = _texts(versions[chosen].get("content", []), where)
+        else:
+            unmapped.append(f"{where}: a message with role {role!r}")
+    return ImportResult([doc], "lm-studio", unmapped)
+
+
+# --- Open WebUI ----------------------------------------------------------------------------
+
+_DETAILS = re.compile(r'<details\s+type="(?P<kind>[^"]+)"[^>]*>(?P<body>.*?)</details>', re.S)
+_SUMMARY = re.compile(r"<summary>.*?</summary>", re.S)
+
+
+def _is_open_webui(data: Any) -> bool:
+    chats = data if isinstance(data, list) else [data]
+    return bool(chats) and all(
+        isinstance(c, dict) and isinstance(c.get("chat"), dict) for c in chats
+    )
+
+
+def _split_reasoning(content: str) -> tuple[str, str, list[str]]:
+    """(visible text, reasoning, other detail kinds) of an Open WebUI message."""
+    reasoning: list[str] = []
+    other: list[str] = []
+    for m in _DETAILS.finditer(content):
+        body = _SUMMARY.sub("", m.group("body")).strip()
+        if m.group("kind") == "reasoning":
+            reasoning.append(re.sub(r"^> ?", "", body, flags=re.M))
+        else:
+            other.append(m.group("kind"))
+    return _DETAILS.sub("", content).strip(), "\n".join(reasoning), other
+
+
+def _webui_chat(chat: dict[str, Any], where: str, unmapped: list[str]) -> ChatDoc:
+    body = chat["chat"]
+    doc = ChatDoc(title=str(chat.get("title") or body.get("title") or "Open WebUI chat"))
+    history = body.get("history") if isinstance(body.get("history"), dict) else {}
+    nodes = history.get("messages") if isinstance(history.get("messages"), dict) else None
+    if nodes:
+        chain: list[dict[str, Any]] = []
+        current = history.get("currentId")
+        seen: set[str] = set()
+        while isinstance(current, str) and current in nodes and current not in seen:
+            seen.add(current)
+            chain.append(nodes[current])
+            current = nodes[current].get("parentId")
+        chain.reverse()
+        if len(nodes) > len(chain):
+            unmapped.append(f"{where}: {len(nodes) - len(chain)} messages on branches not shown")
+    else:
+        chain = body.get("messages") if isinstance(body.get("messages"), list) else []
+    for j, node in enumerate(chain):
+        if not isinstance(node, dict):
+            raise TranscriptError(
+                ErrorCode.INPUT_INVALID, f"{where}.messages[{j}] is not an object"
+            )
+        role, content = node.get("role"), node.get("content", "")
+        if not isinstance(content, str):
+            raise TranscriptError(
+                ErrorCode.INPUT_INVALID, f"{where}.messages[{j}]: content must be text"
+            )
+        if role == "user":
+            doc.turns.append(Turn([Version(content)]))
+        elif role == "assistant":
+            if not doc.turns:
+                doc.turns.append(Turn([Version("")]))
+            visible, reasoning, other = _split_reasoning(content)
+            reply = Reply(state="done")
+            if reasoning:
+                reply.debug.analysis = reasoning
+                reply.messages = (Message.of(Role.ASSISTANT, reasoning, channel="analysis"),)
+            reply.messages = (*reply.messages, Message.of(Role.ASSISTANT, visible, channel="final"))
+            reply.segments.append(Segment("answer", visible, complete=True))
+            unmapped.extend(f"{where}.messages[{j}]: a {kind!r} block" for kind in other)
+            doc.turns[-1].version.replies.append(reply)
+        elif role == "system":
+            doc.instructions = content
+        else:
+            unmapped.append(f"{where}.messages[{j}]: a message with role {role!r}")
+    return doc
+
+
+def _open_webui(data: Any) -> ImportResult:
+    chats = data if isinstance(data, list) else [data]
+    unmapped: list[str] = []
+    docs = [_webui_chat(c, f"[{i}]", unmapped) for i, c in enumerate(chats)]
+    return ImportResult(docs, "open-webui", unmapped)
+
+
+__all__ = ["ImportResult", "import_any", "import_file"]
