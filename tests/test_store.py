@@ -201,3 +201,39 @@ def test_search_while_a_reply_streams_into_the_same_file(tmp_path: Path) -> None
     thread.join()
     assert not failures
     assert [d.id for d in reader.listed("word199")] == [doc.id]
+
+
+def test_settings_are_validated_and_saved_atomically(tmp_path: Path) -> None:
+    from app.settings import Settings, load_settings, save_settings
+
+    path = tmp_path / "settings.json"
+    assert load_settings(path) == Settings()
+    save_settings(Settings(trash_retention_days=7), path)
+    assert load_settings(path).trash_retention_days == 7
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+    path.write_text('{"trash_retention_days": -3}')
+    assert load_settings(path).trash_retention_days == 30  # a bad value: its default
+    path.write_text("{half a file")
+    assert load_settings(path) == Settings()
+    assert "key" not in " ".join(Settings.model_fields)  # nothing secret has a place here
+
+
+def test_the_trash_retention_applies_when_the_history_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from app.controllers.history_host import open_history
+    from app.controllers.ui_state import UiState
+    from app.settings import Settings, save_settings
+
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    save_settings(Settings(trash_retention_days=2))
+    state = UiState(tmp_path / "ui.json")
+    state.set("history_db", str(tmp_path / "history.db"))
+    store = HistoryStore(tmp_path / "history.db")
+    old, recent = store.new("old"), store.new("recent")
+    store.delete(old.id)
+    store.delete(recent.id)
+    store.db.execute("UPDATE conversations SET deleted_at = ? WHERE id = ?", (time.time() - 3 * 86400, old.id))
+    store.close()
+    reopened = open_history(lambda problem: "quit", state)
+    assert reopened is not None and [t[1] for t in reopened.trash()] == ["recent"]

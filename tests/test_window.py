@@ -361,3 +361,25 @@ def test_a_bad_history_file_is_left_alone_and_a_fresh_one_used(tmp_path: Path) -
     assert store is not None and store.path != bad and bad.read_bytes() == b"not a database" * 50
     assert "not a database" in asked[0] and state.get("history_db") == str(store.path)
     assert open_history(lambda problem: "quit", UiState(tmp_path / "other.json")) is not None  # default path works
+
+
+def test_the_trash_menu_restores_and_empties(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app.store.history import HistoryStore
+
+    store = HistoryStore(tmp_path / "history.db")
+    host = ModelHost(EngineBridge())
+    host.use(ScriptedClient([]), "harmony")
+    window = MainWindow(ChatController(host, store), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    first = window.controller.doc.id
+    window.controller.new_chat()
+    window.sidebar.delete(first)
+    window._fill_trash()
+    labels = [a.text() for a in window.trash_menu.actions()]
+    assert labels[0] == "Restore “New chat”" and labels[-1] == "Empty trash (1)…"
+    window.trash_menu.actions()[0].trigger()
+    assert first in [d.id for d in store.listed()]
+    window.sidebar.delete(first)
+    assert window.controller.empty_trash() == 1 and store.load(first) is None
+    window._fill_trash()
+    assert [a.text() for a in window.trash_menu.actions()] == ["The trash is empty"]

@@ -137,6 +137,19 @@ class ChatController(QObject):
             self.docChanged.emit()
         self.listChanged.emit()
 
+    def trash(self) -> list[tuple[str, str, float]]:
+        return self.conversations.trash()
+
+    def restore(self, doc_id: str) -> None:
+        self.conversations.restore(doc_id)
+        self.listChanged.emit()
+
+    def empty_trash(self) -> int:
+        """Remove every trashed conversation for good (the user asked); how many."""
+        removed = self.conversations.purge(older_than_days=0)
+        self.listChanged.emit()
+        return removed
+
     def undo_delete(self) -> None:
         if self.conversations.undo_delete() is not None:
             self.listChanged.emit()

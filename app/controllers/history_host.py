@@ -3,7 +3,8 @@
 Guarantees: a database that is damaged, not a database, or from a newer app version is never
 changed; the user chooses between the copy taken before the last upgrade (copied to a new file
 and opened), a fresh database in a new file, or quitting; the file chosen is remembered in the
-window state, so the next start opens it without asking again.
+window state, so the next start opens it without asking again; conversations in the trash for
+longer than the retention period in the settings are removed when the history opens.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from app.controllers.ui_state import UiState
+from app.settings import load_settings
 from app.store.database import StoreError, default_path
 from app.store.history import HistoryStore
 
@@ -28,8 +30,11 @@ def open_history(
     state = state or UiState()
     remembered = state.get("history_db")
     path = Path(str(remembered)) if remembered else default_path()
+    retention = load_settings().trash_retention_days
     try:
-        return HistoryStore(path)
+        store = HistoryStore(path)
+        store.purge(older_than_days=retention)  # the retention period the user set
+        return store
     except StoreError as exc:
         choice = choose(exc)
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -200,6 +200,23 @@ class ConversationList:
         self._docs.insert(min(index, len(self._docs)), doc)
         return doc
 
+    def trash(self) -> list[tuple[str, str, float]]:
+        """(id, title, when deleted) of the conversations in the trash, newest first."""
+        return [(d.id, d.title, 0.0) for _, d in reversed(self._trash)]
+
+    def restore(self, doc_id: str) -> None:
+        for entry in list(self._trash):
+            if entry[1].id == doc_id:
+                self._trash.remove(entry)
+                self._docs.insert(min(entry[0], len(self._docs)), entry[1])
+
+    def purge(self, doc_id: str | None = None, *, older_than_days: float | None = None) -> int:
+        """Forget trashed conversations: one, or all of them."""
+        gone = [e for e in self._trash if doc_id is None or e[1].id == doc_id]
+        for entry in gone:
+            self._trash.remove(entry)
+        return len(gone)
+
     def listed(self, search: str = "") -> list[ChatDoc]:
         """Pinned first, then newest first; only those whose title or visible text match."""
         needle = search.strip().lower()

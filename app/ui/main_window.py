@@ -194,6 +194,9 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
         file_menu.addMenu(self.recent_menu)
+        self.trash_menu = QMenu("Trash", self)
+        self.trash_menu.aboutToShow.connect(self._fill_trash)
+        file_menu.addMenu(self.trash_menu)
         self.settings_action = QAction("Model settings…", self)
         self.settings_action.triggered.connect(self._model_settings)
         file_menu.addAction(self.settings_action)
@@ -284,6 +287,28 @@ class MainWindow(QMainWindow):
             self.show_problem("Load a model first; its settings are remembered per model file.")
             return
         ModelSettings(self.host, self).exec()
+
+    def _fill_trash(self) -> None:
+        self.trash_menu.clear()
+        trashed = self.controller.trash()
+        for doc_id, title, _when in trashed:
+            action = self.trash_menu.addAction(f"Restore “{title}”")
+            action.triggered.connect(lambda _=False, d=doc_id: self.controller.restore(d))
+        if trashed:
+            self.trash_menu.addSeparator()
+            empty = self.trash_menu.addAction(f"Empty trash ({len(trashed)})…")
+            empty.triggered.connect(self._empty_trash)
+        else:
+            self.trash_menu.addAction("The trash is empty").setEnabled(False)
+
+    def _empty_trash(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        answer = QMessageBox.question(
+            self, "Empty trash", "Remove the conversations in the trash for good?"
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.controller.empty_trash()
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
