@@ -42,7 +42,7 @@ from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
 from app.store.database import StoreError
 from app.store.history import HistoryStore
-from app.store.rows import Rows, reply_rows, structure_rows
+from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
 from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
 from app.tools.session import ConversationTools, ToolOptions
@@ -587,16 +587,18 @@ class ChatController(QObject):
             self.debugChanged.emit(turn)
         self._debug_pending.clear()
         if self._streaming is not None and time.monotonic() - self._checkpointed >= CHECKPOINT_S:
-            self.persist(*self._streaming)
+            self.persist(*self._streaming, structure=False)  # the answer only: cheap
         if not self._pending:
             self._timer.stop()
 
-    def persist(self, version: Version | None = None, reply: Reply | None = None) -> None:
+    def persist(
+        self, version: Version | None = None, reply: Reply | None = None, *, structure: bool = True
+    ) -> None:
         """Save the conversation (and `reply`) on the store's thread: the rows are taken now,
         written in order; a failed write is reported with `storeFailed`, nothing is lost."""
         if self.store is None:
             return
-        rows = structure_rows(self.doc)
+        rows = structure_rows(self.doc) if structure else Rows(conversation_row(self.doc))
         if version is not None and reply is not None:
             reply_rows(self.doc, version, reply, rows)
         self._checkpointed = time.monotonic()

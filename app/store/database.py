@@ -61,6 +61,7 @@ CREATE TABLE replies (
     timings TEXT NOT NULL DEFAULT '{}',
     segments TEXT NOT NULL DEFAULT '[]',
     debug TEXT NOT NULL DEFAULT '{}',
+    bodies TEXT NOT NULL DEFAULT '[]',
     updated REAL NOT NULL
 );
 CREATE INDEX replies_by_version ON replies(version_id);
@@ -83,6 +84,14 @@ CREATE TABLE tool_calls (
     record TEXT NOT NULL
 );
 CREATE INDEX tool_calls_by_reply ON tool_calls(reply_id);
+CREATE TABLE search_keys (
+    rowid INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    UNIQUE (kind, ref)
+);
+CREATE INDEX search_keys_by_conversation ON search_keys(conversation_id);
 CREATE VIRTUAL TABLE search USING fts5(
     text, conversation_id UNINDEXED, kind UNINDEXED, ref UNINDEXED, tokenize = 'unicode61'
 );

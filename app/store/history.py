@@ -18,6 +18,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import threading
@@ -28,7 +29,16 @@ from pathlib import Path
 
 from app.domain.history import ChatDoc, Reply, Version
 from app.store.database import StoreError, StoreProblem, open_database
-from app.store.rows import Rows, all_rows, build_doc, build_reply, reply_rows, structure_rows
+from app.store.rows import (
+    REPLY_COLUMNS,
+    Rows,
+    all_rows,
+    build_doc,
+    build_reply,
+    conversation_row,
+    reply_rows,
+    structure_rows,
+)
 
 
 class HistoryStore:
@@ -89,7 +99,12 @@ class HistoryStore:
 
     def checkpoint(self, doc: ChatDoc, version: Version, reply: Reply) -> None:
         """Save the conversation's structure and one reply now (while it streams, at the end)."""
-        self.write(reply_rows(doc, version, reply, structure_rows(doc)))
+        with self._lock:
+            known = self.db.execute("SELECT 1 FROM versions WHERE id = ?", (version.id,)).fetchone()
+        rows = reply_rows(doc, version, reply, None if known else structure_rows(doc))
+        if known:
+            rows.conversation = conversation_row(doc)
+        self.write(rows)
 
     def write(self, rows: Rows) -> None:
         """Upsert `rows` in one transaction (the rows can be taken on another thread)."""
@@ -120,12 +135,12 @@ class HistoryStore:
         )
         db.executemany(
             "INSERT INTO replies (id, version_id, position, state, error, model,"
-            " stop_reason, sampling, timings, segments, debug, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " stop_reason, sampling, timings, segments, debug, bodies, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
             " state = excluded.state, error = excluded.error, model = excluded.model,"
             " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
             " timings = excluded.timings, segments = excluded.segments,"
-            " debug = excluded.debug, updated = excluded.updated",
+            " debug = excluded.debug, bodies = excluded.bodies, updated = excluded.updated",
             rows.replies,
         )
         for reply_id, messages in rows.messages.items():
@@ -142,16 +157,44 @@ class HistoryStore:
                 calls,
             )
         for text, conversation_id, kind, ref in rows.search:
-            db.execute("DELETE FROM search WHERE kind = ? AND ref = ?", (kind, ref))
+            self._index(db, text, conversation_id, kind, ref)
+
+    @staticmethod
+    def _index(
+        db: sqlite3.Connection, text: str, conversation_id: str, kind: str, ref: str
+    ) -> None:
+        """Put `text` in the full-text index under (kind, ref); a user message never changes,
+        so it is indexed once; titles and answers are replaced."""
+        added = db.execute(
+            "INSERT INTO search_keys (kind, ref, conversation_id) VALUES (?, ?, ?)"
+            " ON CONFLICT (kind, ref) DO NOTHING",
+            (kind, ref, conversation_id),
+        ).rowcount
+        rowid = db.execute(
+            "SELECT rowid FROM search_keys WHERE kind = ? AND ref = ?", (kind, ref)
+        ).fetchone()[0]
+        if added:
             db.execute(
-                "INSERT INTO search (text, conversation_id, kind, ref) VALUES (?, ?, ?, ?)",
-                (text, conversation_id, kind, ref),
+                "INSERT INTO search (rowid, text, conversation_id, kind, ref)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (rowid, text, conversation_id, kind, ref),
             )
+        elif kind != "user":
+            db.execute("UPDATE search SET text = ? WHERE rowid = ?", (text, rowid))
 
     # --- reading ------------------------------------------------------------------------
 
     def load(self, doc_id: str) -> ChatDoc | None:
         """The conversation's whole tree (a reply that was streaming comes back incomplete)."""
+        collecting = gc.isenabled()
+        gc.disable()  # many small objects at once: the cyclic collector would rescan the heap
+        try:
+            return self._load(doc_id)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _load(self, doc_id: str) -> ChatDoc | None:
         with self._lock:
             conversation = self.db.execute(
                 "SELECT id, title, pinned, options, created, updated FROM conversations"
@@ -172,23 +215,14 @@ class HistoryStore:
                 (doc_id,),
             ).fetchall()
             reply_rows_ = self.db.execute(
-                "SELECT replies.id, version_id, state, error, model, stop_reason, sampling,"
-                " timings, segments, debug FROM replies JOIN versions ON versions.id = version_id"
-                " JOIN turns ON turns.id = turn_id WHERE conversation_id = ?"
-                " ORDER BY version_id, replies.position",
+                f"SELECT {REPLY_COLUMNS} FROM replies"
+                " JOIN versions ON versions.id = version_id JOIN turns ON turns.id = turn_id"
+                " WHERE conversation_id = ? ORDER BY version_id, replies.position",
                 (doc_id,),
             ).fetchall()
-            bodies: dict[str, list[str]] = {}
-            for reply_id, body in self.db.execute(
-                "SELECT reply_id, body FROM messages JOIN replies ON replies.id = reply_id"
-                " JOIN versions ON versions.id = version_id JOIN turns ON turns.id = turn_id"
-                " WHERE conversation_id = ? ORDER BY reply_id, messages.position",
-                (doc_id,),
-            ):
-                bodies.setdefault(reply_id, []).append(body)
         replies: dict[str, list[Reply]] = {}
         for row in reply_rows_:
-            replies.setdefault(row[1], []).append(build_reply(row, bodies.get(row[0], [])))
+            replies.setdefault(row[1], []).append(build_reply(row))
         return build_doc(conversation, turns, versions, replies)
 
     get = load
@@ -256,10 +290,7 @@ class HistoryStore:
                 db.execute(
                     "UPDATE conversations SET title = ? WHERE id = ?", (title.strip(), doc_id)
                 )
-                db.execute(
-                    "UPDATE search SET text = ? WHERE conversation_id = ? AND kind = 'title'",
-                    (title.strip(), doc_id),
-                )
+                self._index(db, title.strip(), doc_id, "title", doc_id)
 
     def pin(self, doc_id: str, pinned: bool = True) -> None:
         with self._write() as db:
@@ -313,7 +344,12 @@ class HistoryStore:
                 )
                 ids = [r[0] for r in db.execute(query, (limit,))]
             for i in ids:
-                db.execute("DELETE FROM search WHERE conversation_id = ?", (i,))
+                db.execute(
+                    "DELETE FROM search WHERE rowid IN"
+                    " (SELECT rowid FROM search_keys WHERE conversation_id = ?)",
+                    (i,),
+                )
+                db.execute("DELETE FROM search_keys WHERE conversation_id = ?", (i,))
                 db.execute("DELETE FROM conversations WHERE id = ?", (i,))
             return len(ids)
 

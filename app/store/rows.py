@@ -14,9 +14,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
-from app.domain.messages import ReasoningEffort, message_from_dict, message_to_dict
+from pydantic import TypeAdapter
 
+from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
+from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent, message_to_dict
+
+MESSAGES = TypeAdapter(list[Message])  # a reply's messages, written as one JSON array
 TRUNCATED = (
     "E-STREAM-TRUNCATED: the app stopped while this answer streamed; it was saved up to then"
 )
@@ -84,6 +87,7 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
         }
     )
     position = version.replies.index(reply) if reply in version.replies else 0
+    bodies = MESSAGES.dump_json(list(reply.messages)).decode()
     rows.replies.append(
         (
             reply.id,
@@ -97,6 +101,7 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
             json.dumps(d.timings),
             json.dumps([asdict(s) for s in reply.segments], default=str),
             debug,
+            bodies,
             time.time(),
         )
     )
@@ -143,9 +148,46 @@ def all_rows(doc: ChatDoc) -> Rows:
     return rows
 
 
-def build_reply(row: tuple[Any, ...], messages: list[str]) -> Reply:
-    rid, _vid, state, error, model, stop, sampling, timings, segments, debug = row
-    d = json.loads(debug)
+def _messages(raw: list[dict[str, Any]]) -> tuple[Message, ...]:
+    """A reply's messages as the store wrote them. Text-only messages (nearly all) are rebuilt
+    without validating again (they were valid when written, and this keeps opening a long
+    conversation fast); anything else goes through full validation."""
+    out: list[Message] = []
+    for m in raw:
+        content = m.get("content", [])
+        if all(c.get("type") == "text" for c in content) and set(m) <= _FAST_KEYS:
+            author = m["author"]
+            out.append(
+                Message.model_construct(
+                    author=Author.model_construct(
+                        role=Role(author["role"]), name=author.get("name")
+                    ),
+                    content=tuple(
+                        TextContent.model_construct(type="text", text=c["text"]) for c in content
+                    ),
+                    channel=m.get("channel"),
+                    recipient=m.get("recipient"),
+                    content_type=m.get("content_type"),
+                )
+            )
+        else:
+            out.append(Message.model_validate(m))
+    return tuple(out)
+
+
+_FAST_KEYS = frozenset({"author", "content", "channel", "recipient", "content_type"})
+
+
+REPLY_COLUMNS = (
+    "replies.id, version_id, state, error, model, stop_reason, sampling,"
+    " '[' || timings || ',' || segments || ',' || debug || ',' || bodies || ']'"
+)  # the four JSON columns come back as one array: one parse per reply
+
+
+def build_reply(row: tuple[Any, ...]) -> Reply:
+    """A reply from a row selected with `REPLY_COLUMNS`."""
+    rid, _vid, state, error, model, stop, sampling, packed = row
+    timings, segments, d, bodies = json.loads(packed)
     record = DebugRecord(
         analysis=d.get("analysis", ""),
         prompt_ids=tuple(d.get("prompt_ids", ())),
@@ -153,13 +195,13 @@ def build_reply(row: tuple[Any, ...], messages: list[str]) -> Reply:
         events=list(d.get("events", ())),
         sampling=sampling,
         stop_reason=stop,
-        timings=json.loads(timings),
+        timings=timings,
         generation_start=d.get("generation_start", 0),
         generation_messages=d.get("generation_messages", 0),
     )
     reply = Reply(
-        segments=[Segment(**s) for s in json.loads(segments)],
-        messages=tuple(message_from_dict(json.loads(b)) for b in messages),
+        segments=[Segment(**s) for s in segments],
+        messages=_messages(bodies),
         debug=record,
         state=state,
         error=error,
