@@ -38,6 +38,7 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/json_mode.py
 	$(BIN)/python bench/json_coverage.py
 	$(BIN)/python bench/ui_stream.py
+	$(BIN)/python bench/store.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
