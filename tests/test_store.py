@@ -237,3 +237,24 @@ def test_the_trash_retention_applies_when_the_history_opens(tmp_path: Path, monk
     store.close()
     reopened = open_history(lambda problem: "quit", state)
     assert reopened is not None and [t[1] for t in reopened.trash()] == ["recent"]
+
+
+def test_every_kind_of_message_comes_back_equal(tmp_path: Path) -> None:
+    from app.domain.messages import Author, DeveloperContent, TextContent
+
+    doc = ChatDoc(title="kinds")
+    r = reply("done")
+    r.messages = (
+        Message.of(Role.ASSISTANT, "thinking", channel="analysis"),
+        Message.of(Role.ASSISTANT, '{"a":1}', channel="commentary", recipient="functions.f", content_type="<|constrain|>json"),
+        Message(author=Author(role=Role.TOOL, name="functions.f"), content=(TextContent(text="ok"),), channel="commentary",
+                recipient="assistant"),
+        Message.of(Role.DEVELOPER, DeveloperContent(instructions="odd, but kept")),
+        Message.of(Role.ASSISTANT, "done", channel="final"),
+    )
+    doc.turns.append(Turn([Version("go", replies=[r])]))
+    store = HistoryStore(tmp_path / "history.db")
+    store.save(doc)
+    loaded = HistoryStore(tmp_path / "history.db").load(doc.id)
+    assert loaded is not None and loaded.turns[0].version.replies[0].messages == r.messages
+    assert [m.text for m in loaded.messages()] == [m.text for m in doc.messages()]

@@ -9,12 +9,13 @@ branches not shown (`following`), the debug records; a reply saved while streami
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
 from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent, message_to_dict
@@ -155,27 +156,47 @@ def _messages(raw: list[dict[str, Any]]) -> tuple[Message, ...]:
     out: list[Message] = []
     for m in raw:
         content = m.get("content", [])
-        if all(c.get("type") == "text" for c in content) and set(m) <= _FAST_KEYS:
+        if _FAST_OK and all(c.get("type") == "text" for c in content) and set(m) <= _FAST_KEYS:
             author = m["author"]
-            out.append(
-                Message.model_construct(
-                    author=Author.model_construct(
-                        role=Role(author["role"]), name=author.get("name")
-                    ),
-                    content=tuple(
-                        TextContent.model_construct(type="text", text=c["text"]) for c in content
-                    ),
-                    channel=m.get("channel"),
-                    recipient=m.get("recipient"),
-                    content_type=m.get("content_type"),
-                )
-            )
+            body = tuple(_built(TextContent, {"type": "text", "text": c["text"]}) for c in content)
+            values = {
+                "author": _author(author["role"], author.get("name")),
+                "content": body,
+                "channel": m.get("channel"),
+                "recipient": m.get("recipient"),
+                "content_type": m.get("content_type"),
+            }
+            out.append(_built(Message, values))
         else:
             out.append(Message.model_validate(m))
     return tuple(out)
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _built(cls: type[M], values: dict[str, Any]) -> M:
+    """A model from values it was validated with when saved (every field given)."""
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
+@functools.lru_cache(maxsize=256)
+def _author(role: str, name: str | None) -> Author:
+    """Authors are few and immutable: one object each."""
+    return Author(role=Role(role), name=name)
+
+
 _FAST_KEYS = frozenset({"author", "content", "channel", "recipient", "content_type"})
+# the fast path gives every field; should the models gain one, it steps aside by itself
+_FAST_OK = set(Message.model_fields) == _FAST_KEYS and set(TextContent.model_fields) == {
+    "type",
+    "text",
+}
 
 
 REPLY_COLUMNS = (
