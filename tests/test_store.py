@@ -110,8 +110,8 @@ def test_search_covers_visible_text_and_titles_but_not_analysis(tmp_path: Path) 
 def test_a_new_file_is_migrated_and_an_old_one_backed_up_first(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     opened = open_database(path)
-    assert opened.migrated == ("initial",) and opened.backup is None
-    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert opened.migrated == ("initial", "replies-by-conversation") and opened.backup is None
+    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 2
     assert opened.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert opened.connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     opened.connection.close()
@@ -258,3 +258,25 @@ def test_every_kind_of_message_comes_back_equal(tmp_path: Path) -> None:
     loaded = HistoryStore(tmp_path / "history.db").load(doc.id)
     assert loaded is not None and loaded.turns[0].version.replies[0].messages == r.messages
     assert [m.text for m in loaded.messages()] == [m.text for m in doc.messages()]
+
+
+def test_an_older_history_is_upgraded_after_a_backup_and_keeps_its_conversations(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    doc = sample()
+    store = HistoryStore(path)
+    store.save(doc)
+    store.close()
+    raw = sqlite3.connect(path)  # the file as the first version of the schema left it
+    raw.execute("DROP INDEX replies_by_conversation")
+    raw.execute("ALTER TABLE replies DROP COLUMN conversation_id")
+    raw.execute("PRAGMA user_version = 1")
+    raw.commit()
+    raw.close()
+    upgraded = HistoryStore(path)
+    assert upgraded.migrated == ("replies-by-conversation",)
+    assert upgraded.backup == tmp_path / "history.db.before-replies-by-conversation"
+    loaded = upgraded.load(doc.id)
+    assert loaded is not None and loaded.messages() == doc.messages()
+    old = sqlite3.connect(upgraded.backup)
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 1
+    old.close()

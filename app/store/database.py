@@ -97,7 +97,19 @@ CREATE VIRTUAL TABLE search USING fts5(
 );
 """
 
-MIGRATIONS: list[tuple[str, str]] = [("initial", SCHEMA_1)]
+SCHEMA_2 = """
+ALTER TABLE replies ADD COLUMN conversation_id TEXT;
+UPDATE replies SET conversation_id = (
+    SELECT turns.conversation_id FROM versions JOIN turns ON turns.id = versions.turn_id
+    WHERE versions.id = replies.version_id
+);
+CREATE INDEX replies_by_conversation ON replies(conversation_id, version_id, position)
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("initial", SCHEMA_1),
+    ("replies-by-conversation", SCHEMA_2),  # opening a conversation reads its replies directly
+]
 
 
 class StoreProblem(StrEnum):

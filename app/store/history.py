@@ -135,8 +135,8 @@ class HistoryStore:
         )
         db.executemany(
             "INSERT INTO replies (id, version_id, position, state, error, model,"
-            " stop_reason, sampling, timings, segments, debug, bodies, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " stop_reason, sampling, timings, segments, debug, bodies, updated, conversation_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
             " state = excluded.state, error = excluded.error, model = excluded.model,"
             " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
             " timings = excluded.timings, segments = excluded.segments,"
@@ -216,8 +216,7 @@ class HistoryStore:
             ).fetchall()
             reply_rows_ = self.db.execute(
                 f"SELECT {REPLY_COLUMNS} FROM replies"
-                " JOIN versions ON versions.id = version_id JOIN turns ON turns.id = turn_id"
-                " WHERE conversation_id = ? ORDER BY version_id, replies.position",
+                " WHERE conversation_id = ? ORDER BY version_id, position",
                 (doc_id,),
             ).fetchall()
         replies: dict[str, list[Reply]] = {}

@@ -104,6 +104,7 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
             debug,
             bodies,
             time.time(),
+            doc.id,
         )
     )
     rows.messages[reply.id] = [
