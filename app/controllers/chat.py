@@ -420,7 +420,8 @@ class ChatController(QObject):
             if event.lane is Lane.ANALYSIS:
                 debug.analysis += event.text
                 self._debug_pending.add(turn)
-                self._timer.start() if not self._timer.isActive() else None
+                if not self._timer.isActive():
+                    self._timer.start()
             elif event.index in state.segments:
                 key = (turn, state.segments[event.index])
                 self._pending[key] = self._pending.get(key, "") + event.text

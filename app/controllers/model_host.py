@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from app.controllers.bridge import EngineBridge
 from app.engine.chat import ChatSession
 from app.engine.protocol import ModelBackend, Sampling, WorkerState
+from app.engine.tokenizer import ModelTokenizer
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -66,6 +67,8 @@ class ModelHost(QObject):
         self.n_ctx = 0
         self._cancel = threading.Event()
         self.recent = RecentModels()
+        self._tokenizer: ModelTokenizer | None = None
+        self._tokenizer_of: object = None  # the backend `_tokenizer` belongs to
 
     @property
     def ready(self) -> bool:
@@ -121,6 +124,7 @@ class ModelHost(QObject):
             self.loadFailed.emit(exc.message)
             return False
         self.backend = client
+        self._tokenizer = None  # a new model: a new vocabulary
         self.template = get_template(template_name).for_model(client.info.metadata)
         self.apply_choice(ChoiceStore().get(file))
         self.path, self.n_ctx = file, client.info.n_ctx
@@ -164,9 +168,18 @@ class ModelHost(QObject):
         self.apply_choice(choice)
 
     def session(self, **options: Any) -> ChatSession:
-        """A chat session on the loaded model (call on the engine thread: it asks the worker)."""
+        """A chat session on the loaded model (call on the engine thread: it asks the worker).
+        Sessions share one tokenizer per model, so the vocabulary crosses the pipe once."""
         assert self.backend is not None and self.template is not None
-        return ChatSession(self.backend, self.template, sampling=self.sampling, **options)
+        if self._tokenizer is None or self._tokenizer_of is not self.backend:
+            self._tokenizer, self._tokenizer_of = ModelTokenizer(self.backend), self.backend
+        return ChatSession(
+            self.backend,
+            self.template,
+            sampling=self.sampling,
+            tokenizer=self._tokenizer,
+            **options,
+        )
 
     def close(self) -> None:
         close = getattr(self.backend, "close", None)

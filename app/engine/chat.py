@@ -94,10 +94,11 @@ class ChatSession:
         today: dt.date | None = None,
         thinking_budget: int | None = None,
         response_format: ResponseFormat | None = None,
+        tokenizer: ModelTokenizer | None = None,
     ) -> None:
         self.client = client
         self.template = template
-        self.tokenizer = ModelTokenizer(client)
+        self.tokenizer = tokenizer or ModelTokenizer(client)  # shared: it caches the vocabulary
         template.check_model(self.tokenizer)
         self.sampling = sampling or template.defaults.sampling()
         self.max_tokens = max_tokens

@@ -242,7 +242,7 @@ class HistoryStore:
         ]
 
     def _search_ids(self, text: str) -> set[str]:
-        query = " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
+        query = _fts_query(text)
         try:
             rows = self.db.execute(
                 "SELECT DISTINCT conversation_id FROM search WHERE search MATCH ?", (query,)
@@ -253,7 +253,7 @@ class HistoryStore:
 
     def search(self, text: str, limit: int = 50) -> list[tuple[str, str, str]]:
         """(conversation id, kind, snippet) of the best matches of `text` in visible text."""
-        query = " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
+        query = _fts_query(text)
         if not query:
             return []
         with self._lock:
@@ -351,6 +351,11 @@ class HistoryStore:
                 db.execute("DELETE FROM search_keys WHERE conversation_id = ?", (i,))
                 db.execute("DELETE FROM conversations WHERE id = ?", (i,))
             return len(ids)
+
+
+def _fts_query(text: str) -> str:
+    """User text as an FTS5 query: every word quoted (never FTS syntax), prefix-matched."""
+    return " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
 
 
 __all__ = ["HistoryStore"]
