@@ -99,7 +99,7 @@ def test_search_covers_visible_text_and_titles_but_not_analysis(tmp_path: Path) 
     assert [d.id for d in store.listed("oxidised")] == [doc.id]
     assert [d.id for d in store.listed("coffee")] == [other.id]
     assert store.listed("think") == []  # analysis is not in the index
-    assert store.search_analysis(doc.id, "think-2") == [doc.turns[0].version.replies[1].id]
+    assert store.search_analysis(doc.id, "think-2") == [(doc.turns[0].version.replies[1].id, "think-2")]
     hits = store.search("unoxidised")
     assert hits and hits[0][0] == doc.id and "[Unoxidised]" in hits[0][2]
     assert store.listed('"quotes" and (parentheses') == []  # user text is never FTS syntax
@@ -110,8 +110,9 @@ def test_search_covers_visible_text_and_titles_but_not_analysis(tmp_path: Path) 
 def test_a_new_file_is_migrated_and_an_old_one_backed_up_first(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     opened = open_database(path)
-    assert opened.migrated == ("initial", "replies-by-conversation") and opened.backup is None
-    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert opened.migrated == ("initial", "replies-by-conversation", "debug-records-apart")
+    assert opened.backup is None
+    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 3
     assert opened.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert opened.connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     opened.connection.close()
@@ -261,22 +262,41 @@ def test_every_kind_of_message_comes_back_equal(tmp_path: Path) -> None:
 
 
 def test_an_older_history_is_upgraded_after_a_backup_and_keeps_its_conversations(tmp_path: Path) -> None:
+    import json
+
+    from app.store.database import MIGRATIONS
+
     path = tmp_path / "history.db"
-    doc = sample()
-    store = HistoryStore(path)
-    store.save(doc)
-    store.close()
-    raw = sqlite3.connect(path)  # the file as the first version of the schema left it
-    raw.execute("DROP INDEX replies_by_conversation")
-    raw.execute("ALTER TABLE replies DROP COLUMN conversation_id")
+    raw = sqlite3.connect(path)  # a file as the first version of the schema wrote it
+    raw.executescript(MIGRATIONS[0][1])
+    raw.execute("INSERT INTO conversations VALUES ('c1', 'Tea', 1, '{\"instructions\": \"Be brief.\"}', 1, 2, NULL)")
+    raw.execute("INSERT INTO turns VALUES ('t1', 'c1', NULL, 0, 0)")
+    raw.execute("INSERT INTO versions VALUES ('v1', 't1', 0, 'What is green tea?', 'low', NULL, 0)")
+    final = Message.of(Role.ASSISTANT, "Unoxidised leaves.", channel="final")
+    body = json.dumps([final.model_dump(mode="json")])
+    debug = {"analysis": "think-1", "prompt_ids": [5, 6], "token_ids": [1, 2, 3], "events": ["e"],
+             "generation_start": 1, "generation_messages": 1, "open_segments": {"0": 0}}
+    raw.execute("INSERT INTO replies VALUES ('r1', 'v1', 0, 'streaming', '', 'tiny', 'stop', 'temp 1',"
+                " '{\"decode_tps\": 9.0}', ?, ?, ?, 3)",
+                (json.dumps([{"kind": "answer", "text": "Unoxidised", "data": {}, "complete": False}]),
+                 json.dumps(debug), body))
+    raw.execute("INSERT INTO messages VALUES ('r1', 0, 'assistant', NULL, 'final', NULL, NULL,"
+                " 'Unoxidised leaves.', ?)", (json.dumps(final.model_dump(mode="json")),))
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()
     upgraded = HistoryStore(path)
-    assert upgraded.migrated == ("replies-by-conversation",)
+    assert upgraded.migrated == ("replies-by-conversation", "debug-records-apart")
     assert upgraded.backup == tmp_path / "history.db.before-replies-by-conversation"
-    loaded = upgraded.load(doc.id)
-    assert loaded is not None and loaded.messages() == doc.messages()
+    loaded = upgraded.load("c1")
+    assert loaded is not None and loaded.title == "Tea" and loaded.instructions == "Be brief."
+    r = loaded.turns[0].version.replies[0]
+    assert r.messages == (final,) and r.open_segments == {0: 0} and r.state == "incomplete"
+    d = r.debug
+    assert (d.analysis, d.prompt_ids, d.token_ids, d.events) == ("think-1", (5, 6), [1, 2, 3], ["e"])
+    assert (d.generation_start, d.stop_reason, d.sampling, d.timings) == (1, "stop", "temp 1", {"decode_tps": 9.0})
+    assert upgraded.search_analysis("c1", "THINK") == [("r1", "think-1")]
+    assert upgraded.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     old = sqlite3.connect(upgraded.backup)
     assert old.execute("PRAGMA user_version").fetchone()[0] == 1
     old.close()

@@ -41,6 +41,7 @@ def make_window(qtbot: Any, tmp_path: Path, scripts: list[str], delay_s: float =
     window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
     window.show()
+    window.controller.settle()  # the newest conversation is read off the GUI thread
     return window, client
 
 
@@ -192,19 +193,25 @@ def test_conversations_new_search_rename_pin_delete_undo(qtbot: Any, qloop: Any,
     qtbot.keyClick(window.composer.box, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert window.controller.doc is not first and window.transcript.turns == []
     titles = lambda: [window.sidebar.list.item(i).text() for i in range(window.sidebar.list.count())]  # noqa: E731
+    settle = window.controller.settle
+    settle()
     assert titles() == ["New chat", "Say hello in French"]
     window.sidebar.search.setText("bonjour")  # visible text is searched, not only titles
+    settle()
     assert titles() == ["Say hello in French"]
     window.sidebar.search.setText("")
-    window.controller.conversations.rename(first.id, "French")
-    window.controller.conversations.pin(first.id)
-    window.sidebar.refresh()
+    window.controller.rename(first.id, "French")
+    window.controller.pin(first.id)
+    settle()
     assert titles() == ["📌 French", "New chat"]
     window.sidebar.delete(first.id)
+    settle()
     assert titles() == ["New chat"] and window.sidebar.undo.isVisible()
     window.sidebar.undo.click()
+    settle()
     assert titles() == ["📌 French", "New chat"]
     window.sidebar.list.setCurrentRow(0)
+    settle()
     assert window.controller.doc is first and len(window.transcript.turns) == 1
 
 
@@ -335,6 +342,7 @@ def test_conversations_are_saved_as_they_stream_and_come_back(qtbot: Any, qloop:
     host.use(client, "harmony")
     window = MainWindow(ChatController(host, store), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
+    window.controller.settle()
     send(qtbot, window, "What is 6*7?")
     with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
         window.transcript.turns[-1].regenerate.click()
@@ -346,6 +354,7 @@ def test_conversations_are_saved_as_they_stream_and_come_back(qtbot: Any, qloop:
     assert [r.visible_text() for r in version.replies][1] == "Second." and version.chosen == 1
     assert version.replies[0].debug.analysis.startswith(SECRET_THOUGHT) and version.replies[0].state == "done"
     fresh = ChatController(ModelHost(EngineBridge()), HistoryStore(tmp_path / "history.db"))
+    fresh.settle()
     assert fresh.doc.id == doc_id and fresh.doc.messages() == window.controller.doc.messages()
 
 
@@ -371,15 +380,118 @@ def test_the_trash_menu_restores_and_empties(qtbot: Any, qloop: Any, tmp_path: P
     host.use(ScriptedClient([]), "harmony")
     window = MainWindow(ChatController(host, store), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
+    window.controller.settle()
     first = window.controller.doc.id
     window.controller.new_chat()
     window.sidebar.delete(first)
+    window.controller.settle()
     window._fill_trash()
     labels = [a.text() for a in window.trash_menu.actions()]
     assert labels[0] == "Restore “New chat”" and labels[-1] == "Empty trash (1)…"
     window.trash_menu.actions()[0].trigger()
-    assert first in [d.id for d in store.listed()]
+    window.controller.settle()
+    assert first in [d.id for d in store.listed()] and first in [d.id for d in window.controller.listing]
     window.sidebar.delete(first)
-    assert window.controller.empty_trash() == 1 and store.load(first) is None
+    window.controller.empty_trash()
+    window.controller.settle()
+    assert store.load(first) is None and window.controller.trash() == []
     window._fill_trash()
     assert [a.text() for a in window.trash_menu.actions()] == ["The trash is empty"]
+
+def test_a_stored_conversation_is_read_off_the_gui_thread_and_its_debug_record_when_asked(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+    from app.domain.messages import Message, Role
+    from app.store.history import HistoryStore
+
+    readers: list[str] = []
+
+    class Recorded(HistoryStore):
+        """The real store, noting which thread reads it."""
+
+        def load(self, doc_id: str) -> Any:
+            readers.append(threading.current_thread().name)
+            return super().load(doc_id)
+
+        def listed(self, search: str = "") -> Any:
+            readers.append(threading.current_thread().name)
+            return super().listed(search)
+
+        def debug(self, reply_id: str) -> Any:
+            readers.append(threading.current_thread().name)
+            return super().debug(reply_id)
+
+    path = tmp_path / "history.db"
+    doc = ChatDoc(title="Stored")
+    for i in range(30):
+        reply = Reply(segments=[Segment("answer", f"Answer {i}.", complete=True)], state="done")
+        reply.messages = (Message.of(Role.ASSISTANT, f"Answer {i}.", channel="final"),)
+        reply.debug.analysis = f"{SECRET_THOUGHT} {i}"
+        reply.debug.token_ids = [1, 2, 3]
+        doc.turns.append(Turn([Version(f"Question {i}?", replies=[reply])]))
+    seed = HistoryStore(path)
+    seed.save(doc)
+    seed.close()
+    client = ScriptedClient(["<|channel|>final<|message|>Answer 30.<|return|>"])
+    host = ModelHost(EngineBridge())
+    host.use(client, "harmony")
+    window = MainWindow(ChatController(host, Recorded(path)), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    window.controller.settle()
+    assert window.controller.doc.id == doc.id and len(window.controller.doc.turns) == 30
+    assert window.transcript.turns[-1].user.text() == "Question 29?"
+    assert [d.title for d in window.controller.listing] == ["Stored"]
+    loaded = window.controller.doc.turns[29].version.reply
+    assert loaded is not None and not loaded.debug_loaded  # not read until asked
+    window.set_debug(True)
+    qtbot.waitUntil(lambda: f"{SECRET_THOUGHT} 29" in window.debug.analysis.toPlainText())
+    window.controller.refresh_list(SECRET_THOUGHT)  # the sidebar's search never sees analysis
+    window.controller.settle()
+    assert window.controller.listing == []
+    window.controller.refresh_list("")
+    window.debug.search.setText(f"{SECRET_THOUGHT} 7")  # the debug pane's search does
+    qtbot.keyClick(window.debug.search, Qt.Key.Key_Return)
+    window.controller.settle()
+    assert [window.debug.found.item(i).text() for i in range(window.debug.found.count())] == [
+        f"Turn 8: {SECRET_THOUGHT} 7"
+    ]
+    window.debug.found.itemClicked.emit(window.debug.found.item(0))
+    qtbot.waitUntil(lambda: window.debug.analysis.toPlainText() == f"{SECRET_THOUGHT} 7")
+    window.set_debug(False)
+    assert SECRET_THOUGHT not in all_text(window)
+    window.set_debug(True)
+    send(qtbot, window, "Question 30?")
+    assert [m.text for m in window.controller.doc.messages()][-3:] == ["Answer 29.", "Question 30?", "Answer 30."]
+    assert "Answer 12." in client.encoding.decode(client.prompts[0])  # the history reached the model
+    assert readers and "MainThread" not in readers
+
+
+def test_a_long_conversation_opens_on_its_last_page_and_shows_earlier_turns_on_request(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    from PySide6.QtWidgets import QAbstractSlider
+
+    from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+    from app.ui.transcript import PAGE
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    doc = ChatDoc(title="Long")
+    for i in range(2 * PAGE + 5):
+        reply = Reply(segments=[Segment("answer", f"Answer {i}.", complete=True)], state="done")
+        doc.turns.append(Turn([Version(f"Question {i}?", replies=[reply])]))
+    window.controller.doc = doc
+    window.controller.docChanged.emit()
+    view = window.transcript
+    assert [t.index for t in view.turns] == list(range(PAGE + 5, 2 * PAGE + 5))
+    assert view.earlier.isVisible() and f"({PAGE + 5} turns)" in view.earlier.text()
+    view.earlier.click()
+    assert [t.index for t in view.turns] == list(range(5, 2 * PAGE + 5))
+    qtbot.waitUntil(lambda: view.verticalScrollBar().maximum() > 0)
+    view.verticalScrollBar().triggerAction(QAbstractSlider.SliderAction.SliderToMinimum)  # the user scrolls up
+    qtbot.waitUntil(lambda: view.first == 0)
+    assert [t.index for t in view.turns] == list(range(2 * PAGE + 5)) and not view.earlier.isVisible()
+    assert view.turns[0].user.text() == "Question 0?" and "Answer 0." in all_text(window)

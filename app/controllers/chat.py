@@ -2,7 +2,9 @@
 
 Guarantees:
 - the GUI thread never waits on the model, a tool or the disk: generation and tools run on
-  the engine thread (`EngineBridge`), and their events come back to the loop in order;
+  the engine thread (`EngineBridge`), and their events come back to the loop in order; the
+  store is read and written on its own thread, in the order asked (`_io`), and results come
+  back as signals (`listChanged` with `listing`, `docChanged` with `doc`);
 - visible text is coalesced: deltas are gathered and handed to the view at most every
   `FLUSH_MS` (40 ms), one signal per segment per flush;
 - analysis goes only to the reply's `DebugRecord`, never into a `Segment`;
@@ -22,15 +24,16 @@ import concurrent.futures as cf
 import json
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 
 from app.controllers.bridge import StreamCrashed
 from app.controllers.model_host import ModelHost
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
-from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
+from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version, snippet
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.visibility import Lane
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
@@ -50,6 +53,7 @@ from app.tools.session import ConversationTools, ToolOptions
 FLUSH_MS = 40
 CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
 Answer = tuple[Mode | None, Decision]
+T = TypeVar("T")
 
 
 def _notice(text: str) -> Segment:
@@ -80,6 +84,8 @@ class ChatController(QObject):
     debugChanged = Signal(int)  # turn index whose debug record grew
     busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
+    analysisFound = Signal(list)  # [(turn index, snippet)]: the debug pane's search
+    _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
     def __init__(
         self, host: ModelHost, conversations: ConversationList | HistoryStore | None = None
@@ -91,9 +97,13 @@ class ChatController(QObject):
         self._writer = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self._streaming: tuple[Version, Reply] | None = None
         self._checkpointed = 0.0
-        listed = self.conversations.listed()
-        latest = self.conversations.get(listed[0].id) if listed else None
-        self.doc: ChatDoc = latest if latest is not None else self.conversations.new()
+        self.doc: ChatDoc = ChatDoc()  # a fresh chat until the latest one is read
+        self.listing: list[ChatDoc] = []  # the sidebar: titles and pins, no turns
+        self.trashed: list[tuple[str, str, float]] = []
+        self.search_text = ""
+        self._inflight = 0  # store calls whose result is not yet shown
+        self._list_asked = 0
+        self._delivered.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self.busy = False
         self.effort: ReasoningEffort | None = None
         self.json_schema: dict[str, Any] | None = None
@@ -110,49 +120,147 @@ class ChatController(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
+        placeholder = self.doc
+        self._io(self._latest_or_new, lambda doc: self._show(doc, instead_of=placeholder))
 
     # --- conversations ---------------------------------------------------------------
+
+    def _io(self, work: Callable[[], T], then: Callable[[T], None] | None = None) -> None:
+        """Run `work` on the store's thread, after every save asked before it, and hand its
+        result to `then` on the GUI thread; a failure is reported with `storeFailed`."""
+        self._inflight += 1
+
+        def run() -> None:
+            landed: Callable[[], None] = lambda: None  # noqa: E731
+            try:
+                result = work()
+                if then is not None:
+                    landed = partial(then, result)
+            except StoreError as exc:
+                self.storeFailed.emit(exc.message)
+            finally:
+                self._delivered.emit(landed)
+
+        self._writer.submit(run)
+
+    def _deliver(self, landed: Callable[[], None]) -> None:
+        self._inflight -= 1
+        landed()
+
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Wait until every store call asked so far is done and its result shown (tests)."""
+        deadline = time.monotonic() + timeout_s
+        while self._inflight and time.monotonic() < deadline:
+            self.saved()
+            QCoreApplication.processEvents()
+
+    def _latest_or_new(self) -> ChatDoc:
+        """The newest conversation not in the trash, or a new one (on the store's thread)."""
+        listed = self.conversations.listed()
+        latest = self.conversations.get(listed[0].id) if listed else None
+        return latest if latest is not None else self.conversations.new()
+
+    def _show(self, doc: ChatDoc | None, instead_of: ChatDoc | None = None) -> None:
+        """Make `doc` the selected conversation (unless a reply streams, or the user has
+        started on the conversation it was read to replace), then show the list again."""
+        untouched = instead_of is None or (self.doc is instead_of and not self.doc.turns)
+        if doc is not None and not self.busy and untouched and doc is not self.doc:
+            self.doc = doc
+            self.docChanged.emit()
+        self.refresh_list()
+
+    def refresh_list(self, search: str | None = None) -> None:
+        """Read the sidebar's list (matching `search`, or the last search) and the trash on
+        the store's thread; `listChanged` says when they are in `listing` and `trashed`."""
+        if search is not None:
+            self.search_text = search
+        self._list_asked += 1
+        asked, text = self._list_asked, self.search_text
+
+        def shown(result: tuple[list[ChatDoc], list[tuple[str, str, float]]]) -> None:
+            if asked == self._list_asked:  # a later search replaces this one
+                self.listing, self.trashed = result
+                self.listChanged.emit()
+
+        self._io(lambda: (self.conversations.listed(text), self.conversations.trash()), shown)
 
     def new_chat(self) -> None:
         if self.busy:
             return
-        self.doc = self.conversations.new()
-        self.listChanged.emit()
+        self.doc = ChatDoc()
         self.docChanged.emit()
+        self._io(partial(self.conversations.save, self.doc), lambda _: self.refresh_list())
 
     def select(self, doc_id: str) -> None:
-        doc = self.conversations.get(doc_id)
-        if doc is not None and not self.busy:
-            self.doc = doc
-            self.docChanged.emit()
+        if not self.busy and doc_id != self.doc.id:
+            self._io(partial(self.conversations.get, doc_id), self._show)
+
+    def rename(self, doc_id: str, title: str) -> None:
+        if title.strip() and doc_id == self.doc.id:
+            self.doc.title = title.strip()  # the next save writes it too
+        self._io(partial(self.conversations.rename, doc_id, title), lambda _: self.refresh_list())
+
+    def pin(self, doc_id: str, pinned: bool = True) -> None:
+        if doc_id == self.doc.id:
+            self.doc.pinned = pinned
+        self._io(partial(self.conversations.pin, doc_id, pinned), lambda _: self.refresh_list())
 
     def delete(self, doc_id: str) -> None:
+        """To the trash; when it was the selected conversation, the newest one is shown."""
         if self.busy and doc_id == self.doc.id:
             return
-        self.conversations.delete(doc_id)
-        if doc_id == self.doc.id:
-            listed = self.conversations.listed()
-            latest = self.conversations.get(listed[0].id) if listed else None
-            self.doc = latest if latest is not None else self.conversations.new()
-            self.docChanged.emit()
-        self.listChanged.emit()
+        selected = doc_id == self.doc.id
+
+        def work() -> ChatDoc | None:
+            self.conversations.delete(doc_id)
+            return self._latest_or_new() if selected else None
+
+        self._io(work, self._show)
+
+    def debug_ready(self, turn: int) -> bool:
+        """Whether the debug record of the turn's shown reply is in memory; when not, it is
+        read on the store's thread and `debugChanged(turn)` says when it is."""
+        reply = self.doc.turns[turn].version.reply if 0 <= turn < len(self.doc.turns) else None
+        if reply is None or reply.debug_loaded:
+            return True
+        self._io(lambda: reply.debug, lambda _: self.debugChanged.emit(turn))
+        return False
+
+    def search_analysis(self, text: str) -> None:
+        """Find `text` in the analysis of the shown turns' replies (the debug pane's search;
+        the sidebar never searches analysis); `analysisFound` gives the turns."""
+        doc, needle, store = self.doc, text.strip(), self.store
+
+        def work() -> list[tuple[int, str]]:
+            if not needle:
+                return []
+            stored = dict(store.search_analysis(doc.id, needle)) if store is not None else {}
+            found: list[tuple[int, str]] = []
+            for index, turn in enumerate(doc.turns):
+                for reply in turn.version.replies:
+                    hit = stored.get(reply.id)
+                    if hit is None and reply.debug_loaded:  # not saved yet, or changed since
+                        hit = snippet(reply.debug.analysis, needle)
+                    if hit is not None:
+                        found.append((index, hit))
+            return found
+
+        self._io(work, self.analysisFound.emit)
 
     def trash(self) -> list[tuple[str, str, float]]:
-        return self.conversations.trash()
+        """(id, title, when deleted) of the trashed conversations, as last read."""
+        return self.trashed
 
     def restore(self, doc_id: str) -> None:
-        self.conversations.restore(doc_id)
-        self.listChanged.emit()
+        self._io(partial(self.conversations.restore, doc_id), lambda _: self.refresh_list())
 
-    def empty_trash(self) -> int:
-        """Remove every trashed conversation for good (the user asked); how many."""
-        removed = self.conversations.purge(older_than_days=0)
-        self.listChanged.emit()
-        return removed
+    def empty_trash(self) -> None:
+        """Remove every trashed conversation for good (the user asked)."""
+        work = partial(self.conversations.purge, older_than_days=0)
+        self._io(work, lambda _: self.refresh_list())
 
     def undo_delete(self) -> None:
-        if self.conversations.undo_delete() is not None:
-            self.listChanged.emit()
+        self._io(self.conversations.undo_delete, lambda _: self.refresh_list())
 
     def available_tools(self) -> list[str]:
         """The built-ins and the plugins a conversation can enable. Plugins are found on a
@@ -190,11 +298,11 @@ class ChatController(QObject):
             return False
         if not self.doc.turns and self.doc.title == "New chat":
             self.doc.title = text.strip().splitlines()[0][:60]
-            self.listChanged.emit()
         from app.domain.history import Turn
 
         self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
         self.persist()
+        self.refresh_list()  # its title, and newest first
         self.docChanged.emit()
         self._start(len(self.doc.turns) - 1)
         return True
@@ -306,6 +414,10 @@ class ChatController(QObject):
         version = doc.turns[turn_index].version
         prefix: tuple[int, ...] = ()
         kept: tuple[Message, ...] = ()
+        self._cancel = cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        # what a loaded conversation has not read yet is read on the store's thread
+        await loop.run_in_executor(self._writer, _read_stored, doc, turn_index, resume)
         if resume is None:
             reply = Reply(model=self.host.name)
             version.replies.append(reply)
@@ -316,8 +428,6 @@ class ChatController(QObject):
             prefix = tuple(debug.token_ids[debug.generation_start :])
             kept = reply.messages[: len(reply.messages) - debug.generation_messages]
             del debug.token_ids[debug.generation_start :]
-        self._cancel = cancel = threading.Event()
-        loop = asyncio.get_running_loop()
         history = self._header(version) + doc.messages(upto=turn_index)
         policy = self._policy(loop, turn_index) if doc.tools else None
         response_format = (
@@ -396,7 +506,7 @@ class ChatController(QObject):
             self.busy = False
             self.busyChanged.emit(False)
             self.replyFinished.emit(turn_index)
-            self.listChanged.emit()
+            self.refresh_list()
 
     def _add(self, turn: int, reply: Reply, segment: Segment) -> int:
         self.flush()
@@ -623,6 +733,15 @@ class ChatController(QObject):
         for tools in self._tools.values():
             tools.close()
         self._tools.clear()
+
+
+def _read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
+    """Read the messages of the replies before turn `upto` and the debug record of `resume`."""
+    for turn in doc.turns[:upto]:
+        if turn.version.reply is not None:
+            _ = turn.version.reply.messages
+    if resume is not None:
+        _ = resume.debug, resume.messages
 
 
 class _TurnState:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from app.domain.messages import Message, ReasoningEffort
 
@@ -50,19 +50,58 @@ class DebugRecord:
     generation_messages: int = 0  # how many messages the last generation produced
 
 
+class StoredParts(Protocol):
+    """What a stored reply reads only when asked: its model messages and its debug record."""
+
+    def messages(self) -> tuple[Message, ...]: ...
+
+    def debug(self) -> DebugRecord: ...
+
+
 @dataclass
 class Reply:
-    """One assistant reply: what it shows, the messages it added, and its debug record."""
+    """One assistant reply: what it shows, the messages it added, and its debug record.
+
+    A reply loaded from the store reads its messages and its debug record on first use
+    (`stored`), so opening a long conversation decodes only what the transcript shows."""
 
     segments: list[Segment] = field(default_factory=list)
-    messages: tuple[Message, ...] = ()
-    debug: DebugRecord = field(default_factory=DebugRecord)
     state: Literal["streaming", "done", "stopped", "failed", "incomplete"] = "streaming"
     error: str = ""
     model: str = ""
     # the last generation's parser message index → segment index (to continue it)
     open_segments: dict[int, int] = field(default_factory=dict)
     id: str = field(default_factory=lambda: _new_id("reply"))
+    stored: StoredParts | None = field(default=None, repr=False, compare=False)
+    _messages: tuple[Message, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _debug: DebugRecord | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        if self._messages is None:
+            self._messages = self.stored.messages() if self.stored is not None else ()
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: tuple[Message, ...]) -> None:
+        self._messages = messages
+
+    @property
+    def debug(self) -> DebugRecord:
+        if self._debug is None:
+            self._debug = self.stored.debug() if self.stored is not None else DebugRecord()
+        return self._debug
+
+    @debug.setter
+    def debug(self, record: DebugRecord) -> None:
+        self._debug = record
+
+    @property
+    def debug_loaded(self) -> bool:
+        """Whether `debug` is in memory (reading it then never touches the store)."""
+        return self._debug is not None or self.stored is None
 
     def visible_text(self) -> str:
         """The reply as a normal copy action gives it: answers and preambles only."""
@@ -97,6 +136,19 @@ class Turn:
     @property
     def version(self) -> Version:
         return self.versions[self.chosen]
+
+
+def snippet(text: str, needle: str, width: int = 40) -> str | None:
+    """`text` around the first case-insensitive match of `needle`, or None without one."""
+    at = text.lower().find(needle.lower())
+    if at < 0 or not needle:
+        return None
+    start, end = max(0, at - width), min(len(text), at + len(needle) + width)
+    return (
+        ("…" if start else "")
+        + text[start:end].replace("\n", " ")
+        + ("…" if end < len(text) else "")
+    )
 
 
 def _new_id(kind: str = "chat") -> str:
@@ -170,8 +222,13 @@ class ConversationList:
 
     def new(self, title: str = "New chat") -> ChatDoc:
         doc = ChatDoc(title=title)
-        self._docs.insert(0, doc)
+        self.save(doc)
         return doc
+
+    def save(self, doc: ChatDoc) -> None:
+        """Keep `doc` (newest first); it is the live object, so later changes need no save."""
+        if self.get(doc.id) is None:
+            self._docs.insert(0, doc)
 
     def get(self, doc_id: str) -> ChatDoc | None:
         return next((d for d in self._docs if d.id == doc_id), None)
@@ -232,4 +289,5 @@ __all__ = [
     "Segment",
     "Turn",
     "Version",
+    "snippet",
 ]

@@ -106,9 +106,24 @@ UPDATE replies SET conversation_id = (
 CREATE INDEX replies_by_conversation ON replies(conversation_id, version_id, position)
 """
 
+SCHEMA_3 = """
+CREATE TABLE debug_records (
+    reply_id TEXT PRIMARY KEY REFERENCES replies(id) ON DELETE CASCADE,
+    record BLOB NOT NULL
+);
+INSERT INTO debug_records (reply_id, record) SELECT id, debug FROM replies WHERE debug != '{}';
+ALTER TABLE replies ADD COLUMN open_segments TEXT NOT NULL DEFAULT '{}';
+UPDATE replies SET open_segments = coalesce(json_extract(debug, '$.open_segments'), '{}');
+ALTER TABLE replies DROP COLUMN debug;
+ALTER TABLE messages DROP COLUMN body
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("initial", SCHEMA_1),
     ("replies-by-conversation", SCHEMA_2),  # opening a conversation reads its replies directly
+    # debug records (prompt and token ids, analysis, events) in their own table, compressed and
+    # read when the debug pane asks; the messages table keeps its columns, not a second body
+    ("debug-records-apart", SCHEMA_3),
 ]
 
 

@@ -3,7 +3,10 @@
 Guarantees:
 - a conversation is stored as its whole tree: turns, every version of a user message, every
   reply of a version (regenerations), the model messages of each reply, its visible segments,
-  its debug record (analysis included) and its tool calls; `load` gives back the same tree;
+  its debug record (analysis included) and its tool calls; `load` gives back the same tree,
+  leaving each reply's model messages as text until first used and its debug record (prompt
+  and token ids, analysis, events: kept compressed in a table of their own) in the file until
+  the debug pane or a continuation asks (`debug`);
 - `checkpoint` writes one reply (state, segments, messages, tool calls, search text) in one
   transaction: what was committed survives a crash of the app, and a reply that was still
   streaming comes back marked incomplete (E-STREAM-TRUNCATED) so it can be continued or
@@ -19,7 +22,6 @@ Guarantees:
 from __future__ import annotations
 
 import gc
-import json
 import sqlite3
 import threading
 import time
@@ -27,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.domain.history import ChatDoc, Reply, Version
+from app.domain.history import ChatDoc, DebugRecord, Reply, Version, snippet
 from app.store.database import StoreError, StoreProblem, open_database
 from app.store.rows import (
     REPLY_COLUMNS,
@@ -36,6 +38,7 @@ from app.store.rows import (
     build_doc,
     build_reply,
     conversation_row,
+    debug_record,
     reply_rows,
     structure_rows,
 )
@@ -134,20 +137,29 @@ class HistoryStore:
             rows.versions,
         )
         db.executemany(
-            "INSERT INTO replies (id, version_id, position, state, error, model,"
-            " stop_reason, sampling, timings, segments, debug, bodies, updated, conversation_id)"
+            "INSERT INTO replies (id, version_id, position, state, error, model, stop_reason,"
+            " sampling, timings, segments, open_segments, bodies, updated, conversation_id)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
             " state = excluded.state, error = excluded.error, model = excluded.model,"
             " stop_reason = excluded.stop_reason, sampling = excluded.sampling,"
             " timings = excluded.timings, segments = excluded.segments,"
-            " debug = excluded.debug, bodies = excluded.bodies, updated = excluded.updated",
+            " open_segments = excluded.open_segments, bodies = excluded.bodies,"
+            " updated = excluded.updated",
             rows.replies,
         )
+        for reply_id, blob in rows.debug.items():
+            if blob is None:
+                db.execute("DELETE FROM debug_records WHERE reply_id = ?", (reply_id,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO debug_records (reply_id, record) VALUES (?, ?)",
+                    (reply_id, blob),
+                )
         for reply_id, messages in rows.messages.items():
             db.execute("DELETE FROM messages WHERE reply_id = ?", (reply_id,))
             db.executemany(
                 "INSERT INTO messages (reply_id, position, role, name, channel, recipient,"
-                " content_type, text, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_type, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 messages,
             )
         for reply_id, calls in rows.tool_calls.items():
@@ -221,10 +233,21 @@ class HistoryStore:
             ).fetchall()
         replies: dict[str, list[Reply]] = {}
         for row in reply_rows_:
-            replies.setdefault(row[1], []).append(build_reply(row))
+            replies.setdefault(row[1], []).append(build_reply(row, self.debug))
         return build_doc(conversation, turns, versions, replies)
 
-    get = load
+    def get(self, doc_id: str) -> ChatDoc | None:
+        return self.load(doc_id)
+
+    def debug(self, reply_id: str) -> DebugRecord:
+        """A stored reply's debug record (what the debug pane shows; read when asked for)."""
+        with self._lock:
+            row = self.db.execute(
+                "SELECT record, sampling, stop_reason, timings FROM replies"
+                " LEFT JOIN debug_records ON reply_id = id WHERE id = ?",
+                (reply_id,),
+            ).fetchone()
+        return debug_record(*row) if row is not None else DebugRecord()
 
     def listed(self, search: str = "") -> list[ChatDoc]:
         """Conversations not in the trash, pinned first then newest; with `search`, only those
@@ -267,19 +290,19 @@ class HistoryStore:
                 )
             ]
 
-    def search_analysis(self, doc_id: str, text: str) -> list[int]:
-        """Reply ids of this conversation whose analysis contains `text` (the debug pane)."""
+    def search_analysis(self, doc_id: str, text: str) -> list[tuple[str, str]]:
+        """(reply id, snippet) of this conversation's replies whose analysis contains `text`
+        (the debug pane's search: analysis is not in the full-text index)."""
         with self._lock:
             rows = self.db.execute(
-                "SELECT replies.id, replies.debug FROM replies JOIN versions ON versions.id ="
-                " replies.version_id JOIN turns ON turns.id = versions.turn_id"
-                " WHERE turns.conversation_id = ?",
+                "SELECT id, record FROM replies JOIN debug_records ON reply_id = id"
+                " WHERE conversation_id = ?",
                 (doc_id,),
             ).fetchall()
-        needle = text.lower()
-        return [
-            rid for rid, debug in rows if needle in json.loads(debug).get("analysis", "").lower()
+        found = [
+            (rid, snippet(debug_record(blob, "", "", "{}").analysis, text)) for rid, blob in rows
         ]
+        return [(rid, text) for rid, text in found if text is not None]
 
     # --- trash --------------------------------------------------------------------------
 

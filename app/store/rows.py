@@ -3,8 +3,8 @@
 Guarantees: `structure_rows` and `reply_rows` only read the objects and return tuples of plain
 values (so they can be taken on the GUI thread in a millisecond and written on another);
 `build_doc` turns the rows read back into the same tree: every version, every reply, the
-branches not shown (`following`), the debug records; a reply saved while streaming comes back
-`incomplete` with an E-STREAM-TRUNCATED note.
+branches not shown (`following`), each reply's messages and debug record read when first used;
+a reply saved while streaming comes back `incomplete` with an E-STREAM-TRUNCATED note.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from __future__ import annotations
 import functools
 import json
 import time
+import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
-from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent, message_to_dict
+from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent
 
 MESSAGES = TypeAdapter(list[Message])  # a reply's messages, written as one JSON array
 TRUNCATED = (
@@ -36,6 +38,7 @@ class Rows:
     replies: list[tuple[Any, ...]] = field(default_factory=list)
     messages: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)  # by reply id
     tool_calls: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    debug: dict[str, bytes | None] = field(default_factory=dict)  # by reply id; None: empty
     search: list[tuple[str, str, str, str]] = field(default_factory=list)  # text, conv, kind, ref
 
 
@@ -76,17 +79,7 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
     """One reply (its messages, tool calls and search text) as rows."""
     rows = rows or Rows()
     d = reply.debug
-    debug = json.dumps(
-        {
-            "analysis": d.analysis,
-            "prompt_ids": list(d.prompt_ids),
-            "token_ids": d.token_ids,
-            "events": d.events,
-            "generation_start": d.generation_start,
-            "generation_messages": d.generation_messages,
-            "open_segments": {str(k): v for k, v in reply.open_segments.items()},
-        }
-    )
+    rows.debug[reply.id] = debug_blob(d)
     position = version.replies.index(reply) if reply in version.replies else 0
     bodies = MESSAGES.dump_json(list(reply.messages)).decode()
     rows.replies.append(
@@ -101,7 +94,7 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
             d.sampling,
             json.dumps(d.timings),
             json.dumps([asdict(s) for s in reply.segments], default=str),
-            debug,
+            json.dumps({str(k): v for k, v in reply.open_segments.items()}),
             bodies,
             time.time(),
             doc.id,
@@ -117,7 +110,6 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
             m.recipient,
             m.content_type,
             m.text,
-            json.dumps(message_to_dict(m), ensure_ascii=False),
         )
         for i, m in enumerate(reply.messages)
     ]
@@ -200,40 +192,85 @@ _FAST_OK = set(Message.model_fields) == _FAST_KEYS and set(TextContent.model_fie
 }
 
 
+# two JSON columns come back as one array (one parse per reply); the messages stay text
 REPLY_COLUMNS = (
-    "replies.id, version_id, state, error, model, stop_reason, sampling,"
-    " '[' || timings || ',' || segments || ',' || debug || ',' || bodies || ']'"
-)  # the four JSON columns come back as one array: one parse per reply
+    "id, version_id, state, error, model, '[' || segments || ',' || open_segments || ']', bodies"
+)
 
 
-def build_reply(row: tuple[Any, ...]) -> Reply:
-    """A reply from a row selected with `REPLY_COLUMNS`."""
-    rid, _vid, state, error, model, stop, sampling, packed = row
-    timings, segments, d, bodies = json.loads(packed)
-    record = DebugRecord(
+class _Stored:
+    """A loaded reply's messages (their JSON, decoded on first use) and its debug record (read
+    from the store when the debug pane or a continuation asks)."""
+
+    __slots__ = ("bodies", "read_debug", "reply_id")
+
+    def __init__(self, bodies: str, reply_id: str, read_debug: Callable[[str], DebugRecord]):
+        self.bodies, self.reply_id, self.read_debug = bodies, reply_id, read_debug
+
+    def messages(self) -> tuple[Message, ...]:
+        return _messages(json.loads(self.bodies))
+
+    def debug(self) -> DebugRecord:
+        return self.read_debug(self.reply_id)
+
+
+def build_reply(row: tuple[Any, ...], read_debug: Callable[[str], DebugRecord]) -> Reply:
+    """A reply from a row selected with `REPLY_COLUMNS`; `read_debug` reads a debug record."""
+    rid, _vid, state, error, model, packed, bodies = row
+    segments, open_segments = json.loads(packed)
+    reply = Reply(
+        segments=[_segment(**s) for s in segments],
+        state=state,
+        error=error,
+        model=model,
+        open_segments={int(k): v for k, v in open_segments.items()} if open_segments else {},
+        id=rid,
+        stored=_Stored(bodies, rid, read_debug),
+    )
+    if state == "streaming":  # the app stopped while it streamed
+        reply.state, reply.error = "incomplete", TRUNCATED
+    return reply
+
+
+def _segment(kind: str, text: str, data: dict[str, Any], complete: bool) -> Segment:
+    segment = Segment.__new__(Segment)
+    segment.__dict__.update(kind=kind, text=text, data=data, complete=complete)
+    return segment
+
+
+def debug_blob(d: DebugRecord) -> bytes | None:
+    """The parts of a debug record not kept in the reply's columns, compressed (None when
+    there is nothing: a reply that never reached the model)."""
+    values = {
+        "analysis": d.analysis,
+        "prompt_ids": list(d.prompt_ids),
+        "token_ids": d.token_ids,
+        "events": d.events,
+        "generation_start": d.generation_start,
+        "generation_messages": d.generation_messages,
+    }
+    if all(not v for v in values.values()):
+        return None
+    return zlib.compress(json.dumps(values, separators=(",", ":")).encode(), 1)
+
+
+def debug_record(
+    blob: bytes | str | None, sampling: str, stop_reason: str, timings: str
+) -> DebugRecord:
+    """A debug record from its stored parts (`blob` compressed, or JSON text as the first
+    schema kept it)."""
+    d = json.loads(zlib.decompress(blob) if isinstance(blob, bytes) else blob or "{}")
+    return DebugRecord(
         analysis=d.get("analysis", ""),
         prompt_ids=tuple(d.get("prompt_ids", ())),
         token_ids=list(d.get("token_ids", ())),
         events=list(d.get("events", ())),
         sampling=sampling,
-        stop_reason=stop,
-        timings=timings,
+        stop_reason=stop_reason,
+        timings=json.loads(timings),
         generation_start=d.get("generation_start", 0),
         generation_messages=d.get("generation_messages", 0),
     )
-    reply = Reply(
-        segments=[Segment(**s) for s in segments],
-        messages=_messages(bodies),
-        debug=record,
-        state=state,
-        error=error,
-        model=model,
-        open_segments={int(k): v for k, v in d.get("open_segments", {}).items()},
-        id=rid,
-    )
-    if reply.state == "streaming":  # the app stopped while it streamed
-        reply.state, reply.error = "incomplete", TRUNCATED
-    return reply
 
 
 def build_doc(
@@ -294,6 +331,8 @@ __all__ = [
     "all_rows",
     "build_doc",
     "build_reply",
+    "debug_blob",
+    "debug_record",
     "reply_rows",
     "structure_rows",
 ]

@@ -4,7 +4,8 @@ Guarantees: it holds text only while it is on; turning it off empties every tab,
 analysis stays anywhere in the widget tree; it shows the selected reply (the newest by
 default) and follows it while it streams; special tokens in the prompt are highlighted and
 the prompt's token count is shown; secrets are redacted from everything it shows; nothing
-here is ever put on the clipboard by the transcript's Copy actions.
+here is ever put on the clipboard by the transcript's Copy actions. Its search box is the only
+place analysis can be searched (the sidebar's search never sees it); a result shows its turn.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QTabWidget,
     QTextEdit,
@@ -44,11 +48,28 @@ _SPECIAL = "background:#fff3b0;color:#7a4b00"
 class DebugPane(QDockWidget):
     """A dock with one tab per kind of detail."""
 
+    searched = Signal(str)  # the user searches the conversation's analysis
+    turnChosen = Signal(int)  # a search result was clicked
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Debug", parent)
         self.setObjectName("debugPane")
         self.setAccessibleName("Debug pane")
-        self.tabs = QTabWidget(self)
+        body = QWidget(self)
+        column = QVBoxLayout(body)
+        self.search = QLineEdit(body)
+        self.search.setPlaceholderText("Search the analysis of this chat")
+        self.search.setAccessibleName("Search analysis")
+        self.search.returnPressed.connect(lambda: self.searched.emit(self.search.text()))
+        self.found = QListWidget(body)
+        self.found.setAccessibleName("Analysis matches")
+        self.found.setMaximumHeight(120)
+        self.found.hide()
+        self.found.itemActivated.connect(self._chosen)
+        self.found.itemClicked.connect(self._chosen)
+        column.addWidget(self.search)
+        column.addWidget(self.found)
+        self.tabs = QTabWidget(body)
         self.tabs.setAccessibleName("Debug details")
         self.analysis = _text_box("Analysis", self.tabs)
         prompt_page = QWidget(self.tabs)
@@ -68,7 +89,8 @@ class DebugPane(QDockWidget):
         self.tabs.addTab(self.tokens, "Tokens")
         self.tabs.addTab(self.events, "Events")
         self.tabs.addTab(self.details, "Details")
-        self.setWidget(self.tabs)
+        column.addWidget(self.tabs)
+        self.setWidget(body)
         self.token_table: Sequence[bytes] = ()
         self._shown_prompt: tuple[int, ...] = ()
         self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
@@ -87,6 +109,33 @@ class DebugPane(QDockWidget):
         _append(self.tokens, "".join(f"{t}\t{self._piece(t)!r}\n" for t in chunk))
         if not self._backlog:
             self._drain.stop()
+
+    def show_found(self, found: list[tuple[int, str]]) -> None:
+        """The turns whose analysis matched, each with the text around the match."""
+        self.found.clear()
+        if not self.isVisible():  # turned off meanwhile: no analysis stays here
+            self.found.hide()
+            return
+        for turn, text in found:
+            item = QListWidgetItem(f"Turn {turn + 1}: {redact(text)}")
+            item.setData(Qt.ItemDataRole.UserRole, turn)
+            self.found.addItem(item)
+        if not found and self.search.text().strip():
+            self.found.addItem("No analysis in this chat matches")
+        self.found.setVisible(self.found.count() > 0)
+
+    def _chosen(self, item: QListWidgetItem) -> None:
+        turn = item.data(Qt.ItemDataRole.UserRole)
+        if isinstance(turn, int):
+            self.turnChosen.emit(turn)
+
+    def forget(self) -> None:
+        """Empty everything, the search and its results included (the pane was turned off,
+        or another chat is shown)."""
+        self.clear_all()
+        self.search.clear()
+        self.found.clear()
+        self.found.hide()
 
     def clear_all(self) -> None:
         for box in (self.analysis, self.tokens, self.events, self.details):

@@ -60,7 +60,7 @@ class Sidebar(QWidget):
         for w in (self.new, self.search, self.list, self.undo):
             layout.addWidget(w)
         self.new.clicked.connect(controller.new_chat)
-        self.search.textChanged.connect(self.refresh)
+        self.search.textChanged.connect(controller.refresh_list)
         self.list.currentItemChanged.connect(self._selected)
         self.list.customContextMenuRequested.connect(self._menu)
         self.undo.clicked.connect(self._undo)
@@ -69,9 +69,10 @@ class Sidebar(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
+        """Show the list the controller last read (it reads it off the GUI thread)."""
         self.list.blockSignals(True)
         self.list.clear()
-        for doc in self.controller.conversations.listed(self.search.text()):
+        for doc in self.controller.listing:
             item = QListWidgetItem(("📌 " if doc.pinned else "") + doc.title)
             item.setData(Qt.ItemDataRole.UserRole, doc.id)
             self.list.addItem(item)
@@ -88,7 +89,7 @@ class Sidebar(QWidget):
         if item is None:
             return
         doc_id = item.data(Qt.ItemDataRole.UserRole)
-        doc = self.controller.conversations.get(doc_id)
+        doc = next((d for d in self.controller.listing if d.id == doc_id), None)
         if doc is None:
             return
         menu = QMenu(self)
@@ -99,12 +100,11 @@ class Sidebar(QWidget):
         if chosen is rename:
             title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=doc.title)
             if ok:
-                self.controller.conversations.rename(doc_id, title)
+                self.controller.rename(doc_id, title)
         elif chosen is pin:
-            self.controller.conversations.pin(doc_id, not doc.pinned)
+            self.controller.pin(doc_id, not doc.pinned)
         elif chosen is delete:
             self.delete(doc_id)
-        self.refresh()
 
     def delete(self, doc_id: str) -> None:
         self.controller.delete(doc_id)
@@ -227,6 +227,9 @@ class MainWindow(QMainWindow):
         )
         c.docChanged.connect(self._doc_changed)
         self.transcript.turnSelected.connect(self._select_turn)
+        self.debug.searched.connect(self.controller.search_analysis)
+        self.debug.turnChosen.connect(self._select_turn)
+        self.controller.analysisFound.connect(self.debug.show_found)
         c.busyChanged.connect(self._busy)
         c.statusChanged.connect(self._status)
         c.storeFailed.connect(self._store_failed)
@@ -339,7 +342,7 @@ class MainWindow(QMainWindow):
         if on:
             self._debug_changed(len(self.controller.doc.turns) - 1)
         else:
-            self.debug.clear_all()
+            self.debug.forget()
         if remember:  # written off the GUI thread: an atomic write waits for the disk
             self.state.set_later("debug_pane", on)
 
@@ -357,12 +360,13 @@ class MainWindow(QMainWindow):
             return
         turns = self.controller.doc.turns
         shown = self._debug_turn if 0 <= self._debug_turn < len(turns) else len(turns) - 1
-        if 0 <= turn < len(turns) and turn == shown:
+        if 0 <= turn < len(turns) and turn == shown and self.controller.debug_ready(turn):
             self.debug.token_table = self.controller.token_table
             self.debug.show_reply(turns[turn].version.reply)
 
     def _doc_changed(self) -> None:
         self._debug_turn = -1
+        self.debug.forget()  # another chat: its own analysis only
         self.composer.offline.blockSignals(True)
         self.composer.offline.setChecked(self.controller.doc.offline)
         self.composer.offline.blockSignals(False)

@@ -4,7 +4,9 @@ Guarantees: only segments are shown (the controller never puts analysis in one, 
 reads nothing else); streamed text goes to the growing segment only; the view follows the
 bottom while the user is at the bottom and stays put when they scrolled up; each turn has
 Copy (visible text only), Regenerate, alternatives (‹ n/m ›), Edit for the user message,
-Continue for a reply that stopped, failed or was cut.
+Continue for a reply that stopped, failed or was cut. A long conversation opens on its last
+`PAGE` turns; earlier ones are shown a page at a time when the user scrolls to the top or asks
+("Show earlier messages"), keeping the view where it was.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from app.domain.history import Segment, Turn
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.markdown_view import MarkdownView
 
+PAGE = 20  # turns shown when a conversation opens, and added per step back
 _USER_STYLE = "background: palette(alternate-base); padding: 6px; border-radius: 6px"
 _PREAMBLE_STYLE = "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
 
@@ -214,11 +217,18 @@ class TranscriptView(QScrollArea):
         self.column = QVBoxLayout(self.inner)
         self.column.addStretch(1)
         self.setWidget(self.inner)
-        self.turns: list[TurnWidget] = []
+        self.earlier = QPushButton("Show earlier messages", self.inner)
+        self.earlier.setAccessibleName("Show earlier messages")
+        self.earlier.clicked.connect(self.show_earlier)
+        self.column.insertWidget(0, self.earlier)
+        self.turns: list[TurnWidget] = []  # the turns shown, from turn `first` on
+        self.first = 0
         self._follow = True
+        self._keep_from_bottom: int | None = None  # where the view stays while a page is added
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(lambda v: setattr(self, "_follow", v >= bar.maximum() - 4))
-        bar.rangeChanged.connect(lambda _lo, hi: bar.setValue(hi) if self._follow else None)
+        bar.rangeChanged.connect(self._range_changed)
+        bar.actionTriggered.connect(lambda _action: self._scrolled())
         c = controller
         c.docChanged.connect(self.show_all)
         c.replyStarted.connect(self._reply_started)
@@ -233,28 +243,68 @@ class TranscriptView(QScrollArea):
         for t in self.turns:
             t.update_actions()
 
+    def _range_changed(self, _low: int, high: int) -> None:
+        bar = self.verticalScrollBar()
+        if self._keep_from_bottom is not None:
+            bar.setValue(high - self._keep_from_bottom)
+        elif self._follow:
+            bar.setValue(high)
+
+    def _scrolled(self) -> None:
+        """The user scrolled: at the top, the previous page is shown."""
+        if self.verticalScrollBar().sliderPosition() == 0 and self.first > 0:
+            QTimer.singleShot(0, self.show_earlier)
+
     def show_all(self) -> None:
         for t in self.turns:
             t.deleteLater()
         self.turns = []
-        for i in range(len(self.controller.doc.turns)):
+        self._follow, self._keep_from_bottom = True, None
+        self.first = max(0, len(self.controller.doc.turns) - PAGE)
+        for i in range(self.first, len(self.controller.doc.turns)):
             self._add_turn(i)
+        self._update_earlier()
         QTimer.singleShot(
             0, lambda: self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
         )
 
-    def _add_turn(self, index: int) -> TurnWidget:
+    def show_earlier(self) -> None:
+        """Show the page of turns before the first one shown; the view stays where it was."""
+        if self.first == 0:
+            return
+        bar = self.verticalScrollBar()
+        self._follow, self._keep_from_bottom = False, bar.maximum() - bar.value()
+        start = max(0, self.first - PAGE)
+        added = [self._make_turn(i) for i in range(start, self.first)]
+        for position, widget in enumerate(added, start=1):
+            self.column.insertWidget(position, widget)  # after the button
+        self.turns[:0] = added
+        self.first = start
+        self._update_earlier()
+        QTimer.singleShot(0, lambda: setattr(self, "_keep_from_bottom", None))
+
+    def _update_earlier(self) -> None:
+        self.earlier.setVisible(self.first > 0)
+        self.earlier.setText(f"Show earlier messages ({self.first} turns)")
+
+    def _make_turn(self, index: int) -> TurnWidget:
         widget = TurnWidget(self.controller, index, self.inner)
         widget.selected.connect(self.turnSelected)
-        self.column.insertWidget(self.column.count() - 1, widget)
-        self.turns.append(widget)
         widget.show_all()
         return widget
 
+    def _add_turn(self, index: int) -> TurnWidget:
+        widget = self._make_turn(index)
+        self.column.insertWidget(self.column.count() - 1, widget)
+        self.turns.append(widget)
+        return widget
+
     def _turn(self, index: int) -> TurnWidget:
-        while len(self.turns) <= index:
-            self._add_turn(len(self.turns))
-        return self.turns[index]
+        while index < self.first:
+            self.show_earlier()
+        while self.first + len(self.turns) <= index:
+            self._add_turn(self.first + len(self.turns))
+        return self.turns[index - self.first]
 
     def _reply_started(self, index: int) -> None:
         self._follow = True
