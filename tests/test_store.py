@@ -253,9 +253,13 @@ def test_every_kind_of_message_comes_back_equal(tmp_path: Path) -> None:
         Message.of(Role.DEVELOPER, DeveloperContent(instructions="odd, but kept")),
         Message.of(Role.ASSISTANT, "done", channel="final"),
     )
+    r.segments.insert(0, Segment("tool", data={"tool": "functions.f", "call_id": "call_9", "state": "ok"}))
     doc.turns.append(Turn([Version("go", replies=[r])]))
     store = HistoryStore(tmp_path / "history.db")
     store.save(doc)
+    described = store.db.execute("SELECT intent, call_id FROM messages WHERE reply_id = ? ORDER BY position", (r.id,))
+    assert described.fetchall() == [("analysis", None), ("tool-call", "call_9"), ("tool-result", "call_9"),
+                                    ("developer", None), ("answer", None)]
     loaded = HistoryStore(tmp_path / "history.db").load(doc.id)
     assert loaded is not None and loaded.turns[0].version.replies[0].messages == r.messages
     assert [m.text for m in loaded.messages()] == [m.text for m in doc.messages()]

@@ -115,14 +115,17 @@ INSERT INTO debug_records (reply_id, record) SELECT id, debug FROM replies WHERE
 ALTER TABLE replies ADD COLUMN open_segments TEXT NOT NULL DEFAULT '{}';
 UPDATE replies SET open_segments = coalesce(json_extract(debug, '$.open_segments'), '{}');
 ALTER TABLE replies DROP COLUMN debug;
-ALTER TABLE messages DROP COLUMN body
+ALTER TABLE messages DROP COLUMN body;
+ALTER TABLE messages ADD COLUMN intent TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN call_id TEXT
 """
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("initial", SCHEMA_1),
     ("replies-by-conversation", SCHEMA_2),  # opening a conversation reads its replies directly
     # debug records (prompt and token ids, analysis, events) in their own table, compressed and
-    # read when the debug pane asks; the messages table keeps its columns, not a second body
+    # read when the debug pane asks; messages gain what they are for (intent) and their call id,
+    # and lose a second copy of their body
     ("debug-records-apart", SCHEMA_3),
 ]
 

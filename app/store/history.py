@@ -159,7 +159,7 @@ class HistoryStore:
             db.execute("DELETE FROM messages WHERE reply_id = ?", (reply_id,))
             db.executemany(
                 "INSERT INTO messages (reply_id, position, role, name, channel, recipient,"
-                " content_type, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_type, text, intent, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 messages,
             )
         for reply_id, calls in rows.tool_calls.items():

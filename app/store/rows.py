@@ -100,19 +100,26 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
             doc.id,
         )
     )
-    rows.messages[reply.id] = [
-        (
-            reply.id,
-            i,
-            m.author.role.value,
-            m.author.name,
-            m.channel,
-            m.recipient,
-            m.content_type,
-            m.text,
+    call_ids = [str(s.data.get("call_id", "")) or None for s in reply.segments if s.kind == "tool"]
+    calls, results = iter(call_ids), iter(call_ids)  # the n-th call, its n-th result
+    rows.messages[reply.id] = []
+    for i, m in enumerate(reply.messages):
+        intent = message_intent(m)
+        call = next(calls if intent == "tool-call" else results, None) if "tool" in intent else None
+        rows.messages[reply.id].append(
+            (
+                reply.id,
+                i,
+                m.author.role.value,
+                m.author.name,
+                m.channel,
+                m.recipient,
+                m.content_type,
+                m.text,
+                intent,
+                call,
+            )
         )
-        for i, m in enumerate(reply.messages)
-    ]
     rows.tool_calls[reply.id] = [
         (
             reply.id,
@@ -125,6 +132,19 @@ def reply_rows(doc: ChatDoc, version: Version, reply: Reply, rows: Rows | None =
     ]
     rows.search.append((reply.visible_text(), doc.id, "reply", reply.id))
     return rows
+
+
+def message_intent(m: Message) -> str:
+    """What a model message is for: analysis, answer, preamble, tool-call, tool-result, or its
+    role (user, system, developer)."""
+    role = m.author.role
+    if role is Role.TOOL:
+        return "tool-result"
+    if role is not Role.ASSISTANT:
+        return role.value
+    if m.recipient and m.recipient != "assistant":
+        return "tool-call"
+    return {"analysis": "analysis", "commentary": "preamble"}.get(m.channel or "", "answer")
 
 
 def all_rows(doc: ChatDoc) -> Rows:
@@ -333,6 +353,7 @@ __all__ = [
     "build_reply",
     "debug_blob",
     "debug_record",
+    "message_intent",
     "reply_rows",
     "structure_rows",
 ]
