@@ -1,0 +1,32 @@
+"""A remote endpoint as the settings keep it: where it is, which model, default parameters.
+
+Guarantees: names are short and plain (they name keyring entries and command-line arguments);
+the base URL is http(s); parameters are in the ranges the chat-completion API accepts; there is
+no field for the API key: it lives in the OS keyring, under `key_name`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Endpoint(BaseModel):
+    """One OpenAI-compatible endpoint (Databricks serving endpoint, vLLM, Ollama, OpenAI...)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    base_url: str = Field(pattern=r"^https?://\S+$")
+    model: str = Field(min_length=1)
+    key_name: str | None = Field(default=None, pattern=NAME_PATTERN)  # None: no key needed
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_k: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=3, ge=0, le=10)
+
+
+__all__ = ["NAME_PATTERN", "Endpoint"]

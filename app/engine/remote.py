@@ -1,0 +1,507 @@
+"""Remote OpenAI-compatible endpoints (Databricks serving endpoints, vLLM, Ollama, LM Studio,
+llama.cpp's server, OpenAI) through the `openai` SDK, behind the events a local model gives.
+
+Guarantees:
+- `RemoteSession.generate` streams the same events as `ChatSession.generate` (`MessageStarted`,
+  `ContentDelta`, `MessageDone`, then one `GenerationDone` or `TurnFailed`) and returns a
+  `Generation`: answers on `final`, reasoning the server returns (`reasoning_content`,
+  `reasoning`) on `analysis`, tool calls as `functions.NAME` messages on `commentary` with their
+  JSON arguments, so approval, deadlines and the turn loop are shared with local models;
+- what is sent is the conversation the user sees: analysis is never sent back, developer
+  instructions go as a system message, tool calls and their results keep their pairing;
+- failures are plain and keep the conversation: 401/403 say which key to fix and how; 404 lists
+  the models the server offers; 429 waits per Retry-After (or backs off) and says so; 5xx,
+  connection errors and timeouts are retried with backoff before any text arrived, then the
+  turn fails; a stream cut in the middle is E-STREAM-TRUNCATED with the partial text kept;
+- the API key goes to the SDK only: it is never in an event, an error, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.endpoint import Endpoint
+from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue, Severity
+from app.domain.messages import (
+    Conversation,
+    DeveloperContent,
+    Message,
+    ReasoningEffort,
+    Role,
+)
+from app.domain.visibility import Lane, is_tool_recipient, route
+from app.engine.chat import ChatEvent, Generation, JsonChecked, TurnRecord
+from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
+from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
+from app.errors import ErrorCode
+
+
+class RemoteError(Exception):
+    """A request the endpoint refused, with what to do about it."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.NETWORK) -> None:
+        super().__init__(message)
+        self.message, self.code = message, code
+
+
+def openai_client(endpoint: Endpoint, key: str | None) -> Any:
+    """The SDK client for `endpoint` (its own retries off: this module retries and says so)."""
+    from openai import OpenAI
+
+    return OpenAI(
+        base_url=endpoint.base_url,
+        api_key=key or "no-key",
+        timeout=endpoint.timeout_s,
+        max_retries=0,
+    )
+
+
+def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
+    """The conversation as chat-completion messages (analysis left out, calls paired)."""
+    out: list[dict[str, Any]] = []
+    calls: list[str] = []  # ids of the calls whose results are still to come, in order
+    for m in conversation.messages:
+        role = m.author.role
+        if role is Role.SYSTEM:
+            continue  # Harmony's system message (identity, dates, channels) is for gpt-oss only
+        if role is Role.DEVELOPER:
+            developer = next((c for c in m.content if isinstance(c, DeveloperContent)), None)
+            if developer is not None and developer.instructions:
+                out.append({"role": "system", "content": developer.instructions})
+        elif role is Role.USER:
+            out.append({"role": "user", "content": m.text})
+        elif role is Role.TOOL:
+            call_id = calls.pop(0) if calls else f"call_{len(out)}"
+            out.append({"role": "tool", "tool_call_id": call_id, "content": m.text})
+        elif m.channel == "analysis":
+            continue  # reasoning is never sent back
+        elif is_tool_recipient(m.recipient) and m.recipient:
+            call_id = f"call_{len(out)}"
+            calls.append(call_id)
+            function = {"name": m.recipient.removeprefix("functions."), "arguments": m.text}
+            call = {"id": call_id, "type": "function", "function": function}
+            if out and out[-1]["role"] == "assistant" and "tool_calls" in out[-1]:
+                out[-1]["tool_calls"].append(call)  # parallel calls: one assistant message
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        else:
+            out.append({"role": "assistant", "content": m.text})
+    return out
+
+
+def _functions(conversation: Conversation) -> list[dict[str, Any]]:
+    """The function tools the developer message declares, in the chat-completion shape."""
+    for m in conversation.messages:
+        for c in m.content:
+            if isinstance(c, DeveloperContent) and c.tools and "functions" in c.tools:
+                return [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters or {"type": "object", "properties": {}},
+                        },
+                    }
+                    for t in c.tools["functions"].tools
+                ][:32]
+    return []
+
+
+@dataclass
+class _Stream:
+    """What one streamed reply has produced so far."""
+
+    messages: list[Message] = field(default_factory=list)
+    open: tuple[Lane, list[str]] | None = None  # the message being written: its lane and text
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
+    finish: str | None = None
+    usage: Any = None
+    chunks: int = 0  # content chunks: the generated count where the server reports no usage
+    first_token_ms: float = 0.0
+
+
+class RemoteSession:
+    """One conversation with a remote endpoint; the same `send` and `generate` as a local one."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        key: str | None,
+        *,
+        sampling: Sampling | None = None,
+        max_tokens: int = 1024,
+        client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.endpoint = endpoint
+        self.client = client or openai_client(endpoint, key)
+        self.sampling = sampling
+        self.max_tokens = endpoint.max_tokens or max_tokens
+        self.conversation = Conversation(messages=())
+        self.turns: list[TurnRecord] = []
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"RemoteSession({self.endpoint.name!r}, {self.endpoint.base_url!r})"
+
+    def send(
+        self,
+        text: str,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        stop: Sequence[str] = (),
+    ) -> Iterator[ChatEvent]:
+        """Send a user message and stream the reply's events (`stop`: words that end it)."""
+        conversation = self.conversation.with_message(Message.of(Role.USER, text))
+        self.conversation = conversation
+        out = yield from self.generate(
+            conversation,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            response_format=response_format,
+            tool_choice=tool_choice,
+            reasoning_effort=reasoning_effort,
+            stop=stop,
+        )
+        self.conversation = conversation.with_messages(out.messages)
+        index = len(conversation.messages) - 1
+        self.turns.append(TurnRecord(index, reasoning_effort, out.timings, out.failed))
+        schema = response_format.json_schema_dict if response_format else None
+        if response_format is not None:
+            for m in out.messages:
+                if m.channel == "final":
+                    yield JsonChecked(
+                        "answer", validate_json(m.text, schema, complete=out.finished)
+                    )
+
+    def request(
+        self,
+        conversation: Conversation,
+        *,
+        max_tokens: int | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        reasoning_effort: ReasoningEffort | None = None,
+        stop: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The body of the chat-completion request for `conversation` (no key in it)."""
+        e, s = self.endpoint, self.sampling
+        body: dict[str, Any] = {
+            "model": e.model,
+            "messages": to_openai(conversation),
+            "max_tokens": max_tokens or self.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        temperature = e.temperature if e.temperature is not None else s and s.temperature
+        top_p = e.top_p if e.top_p is not None else s and s.top_p
+        top_k = e.top_k if e.top_k is not None else s and s.top_k
+        if temperature is not None:
+            body["temperature"] = temperature
+        if top_p:
+            body["top_p"] = top_p
+        if top_k:
+            body["extra_body"] = {"top_k": top_k}
+        if s is not None and s.seed is not None:
+            body["seed"] = s.seed
+        if stop:
+            body["stop"] = list(stop)[:4]
+        tools = _functions(conversation)
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = (
+                tool_choice
+                if tool_choice in ("auto", "none", "required")
+                else {"type": "function", "function": {"name": tool_choice}}
+            )
+        if response_format is not None and response_format.type == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        elif response_format is not None and response_format.type == "json_schema":
+            spec = response_format.json_schema
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": spec.name if spec else "response",
+                    "schema": response_format.json_schema_dict,
+                    "strict": True,
+                },
+            }
+        if reasoning_effort is not None:
+            body["reasoning_effort"] = reasoning_effort.value
+        return body
+
+    def generate(
+        self,
+        conversation: Conversation,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        reasoning_effort: ReasoningEffort | None = None,
+        stop: Sequence[str] = (),
+    ) -> Generator[ChatEvent, None, Generation]:
+        """One streamed reply for `conversation`: events, then the parsed result returned."""
+        body = self.request(
+            conversation,
+            max_tokens=max_tokens,
+            response_format=response_format,
+            tool_choice=tool_choice,
+            reasoning_effort=reasoning_effort,
+            stop=stop,
+        )
+        cancel = cancel or threading.Event()
+        start = time.monotonic()
+        state = _Stream()
+        failed: str | None = None
+        try:
+            chunks = yield from self._open(body, cancel)
+            if chunks is not None:
+                try:
+                    for chunk in chunks:
+                        yield from self._chunk(chunk, state, start)
+                        if cancel.is_set():
+                            state.finish = "cancelled"
+                            break
+                finally:
+                    close = getattr(chunks, "close", None)
+                    if close is not None:
+                        close()
+                if state.finish is None:
+                    failed = (
+                        f"{ErrorCode.STREAM_TRUNCATED.value}: the stream from"
+                        f" {self.endpoint.name} ended before the answer did;"
+                        " the text so far is kept"
+                    )
+            else:
+                state.finish = "cancelled"
+        except RemoteError as exc:
+            failed = f"{exc.code.value}: {exc.message}"
+        except Exception as exc:  # the SDK and its HTTP client raise many kinds mid-stream
+            failed = (
+                f"{ErrorCode.STREAM_TRUNCATED.value}: the connection to {self.endpoint.name} broke"
+                f" during the answer ({type(exc).__name__}); the text so far is kept"
+            )
+        yield from self._close_open(state, complete=failed is None and state.finish != "length")
+        yield from self._emit_calls(state)
+        total_ms = (time.monotonic() - start) * 1000
+        usage = state.usage
+        timings = Timings(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            prompt_evaluated=getattr(usage, "prompt_tokens", 0) or 0,
+            first_token_ms=state.first_token_ms,
+            total_ms=total_ms,
+            generated=getattr(usage, "completion_tokens", 0) or state.chunks,
+        )
+        if failed is not None:
+            yield TurnFailed(failed)
+        else:
+            reason = {
+                "length": FinishReason.LENGTH,
+                "cancelled": FinishReason.CANCELLED,
+            }.get(state.finish or "", FinishReason.STOP)
+            yield GenerationDone(reason, None, timings)
+        return Generation(
+            state.messages,
+            timings,
+            failed,
+            failed is None and state.finish not in ("length", "cancelled"),
+            None,
+        )
+
+    # --- the request, with retries -------------------------------------------------
+
+    def _open(
+        self, body: dict[str, Any], cancel: threading.Event
+    ) -> Generator[ChatEvent, None, Any]:
+        """The stream of chunks, after retrying what may be retried (None: cancelled)."""
+        import openai
+
+        e = self.endpoint
+        for attempt in range(e.retries + 1):
+            last = attempt == e.retries
+            try:
+                return self.client.chat.completions.create(**body)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                where = (
+                    f"the key '{e.key_name}' (set it with `harmony-desk keys set {e.key_name}`)"
+                    if e.key_name
+                    else f"a key: this endpoint has none (`harmony-desk endpoints add {e.name}"
+                    " ... --key-name NAME`, then `harmony-desk keys set NAME`)"
+                )
+                raise RemoteError(
+                    f"{e.name} refused the request ({exc.status_code}): check {where}"
+                ) from None
+            except openai.NotFoundError:
+                raise RemoteError(
+                    f"{e.name} has no model '{e.model}'; it offers: {self._offered()}"
+                ) from None
+            except openai.RateLimitError as exc:
+                if last:
+                    raise RemoteError(
+                        f"{e.name} is still rate limiting after {attempt} waits"
+                    ) from None
+                wait = _retry_after(exc.response) or _backoff(attempt)
+                yield ParseIssue(
+                    ErrorCode.NETWORK,
+                    f"{e.name} is rate limiting (429); waiting {wait:.0f} s before trying again",
+                    Severity.WARNING,
+                )
+            except (openai.InternalServerError, openai.APIConnectionError) as exc:
+                # a timeout is a connection error to the SDK
+                if last:
+                    raise RemoteError(
+                        f"{e.name} failed {attempt + 1} times ({_describe(exc)}); try again later"
+                    ) from None
+                wait = _backoff(attempt)
+                yield ParseIssue(
+                    ErrorCode.NETWORK,
+                    f"{e.name}: {_describe(exc)}; trying again in {wait:.0f} s",
+                    Severity.WARNING,
+                )
+            except openai.APIStatusError as exc:
+                raise RemoteError(
+                    f"{e.name} refused the request ({exc.status_code}): {_detail(exc)}"
+                ) from None
+            if _wait(wait, cancel, self._sleep):
+                return None
+        raise AssertionError("unreachable")
+
+    def _offered(self) -> str:
+        try:
+            names = sorted(m.id for m in self.client.models.list())
+        except Exception:  # listing is a courtesy
+            return "(the list of models could not be read)"
+        return ", ".join(names) or "(no models)"
+
+    # --- chunks to events ----------------------------------------------------------
+
+    def _chunk(self, chunk: Any, state: _Stream, start: float) -> Iterator[ChatEvent]:
+        if getattr(chunk, "usage", None) is not None:
+            state.usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or ():
+            delta = choice.delta
+            reasoning = _field(delta, "reasoning_content") or _field(delta, "reasoning")
+            if reasoning:
+                yield from self._text(state, Lane.ANALYSIS, reasoning, start)
+            if delta.content:
+                yield from self._text(state, Lane.ANSWER, delta.content, start)
+            for call in getattr(delta, "tool_calls", None) or ():
+                if not state.first_token_ms:
+                    state.first_token_ms = (time.monotonic() - start) * 1000
+                slot = state.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                function = call.function
+                slot["id"] = call.id or slot["id"]
+                if function is not None:
+                    slot["name"] += function.name or ""
+                    slot["arguments"] += function.arguments or ""
+            if choice.finish_reason:
+                state.finish = choice.finish_reason
+
+    def _text(self, state: _Stream, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
+        state.chunks += 1
+        if not state.first_token_ms:
+            state.first_token_ms = (time.monotonic() - start) * 1000
+        if state.open is None or state.open[0] is not lane:
+            yield from self._close_open(state, complete=True)
+            channel = "analysis" if lane is Lane.ANALYSIS else "final"
+            yield MessageStarted(
+                len(state.messages), Role.ASSISTANT, None, channel, None, None, lane
+            )
+            state.open = (lane, [])
+        state.open[1].append(text)
+        yield ContentDelta(len(state.messages), text, lane)
+
+    def _close_open(self, state: _Stream, complete: bool) -> Iterator[ChatEvent]:
+        if state.open is None:
+            return
+        lane, parts = state.open
+        channel = "analysis" if lane is Lane.ANALYSIS else "final"
+        message = Message.of(Role.ASSISTANT, "".join(parts), channel=channel)
+        yield MessageDone(len(state.messages), message, lane, complete, ())
+        state.messages.append(message)
+        state.open = None
+
+    def _emit_calls(self, state: _Stream) -> Iterator[ChatEvent]:
+        for _, call in sorted(state.calls.items()):
+            recipient = f"functions.{call['name']}"
+            lane = route(Role.ASSISTANT, "commentary", recipient)
+            index = len(state.messages)
+            yield MessageStarted(
+                index, Role.ASSISTANT, None, "commentary", recipient, "<|constrain|>json", lane
+            )
+            yield ContentDelta(index, call["arguments"], lane)
+            message = Message.of(
+                Role.ASSISTANT,
+                call["arguments"],
+                channel="commentary",
+                recipient=recipient,
+                content_type="<|constrain|>json",
+            )
+            yield MessageDone(index, message, lane, True, ())
+            state.messages.append(message)
+
+
+def _field(delta: Any, name: str) -> str:
+    """A field the SDK's delta model does not declare but servers send (reasoning)."""
+    value = getattr(delta, name, None)
+    if value is None:
+        extra = getattr(delta, "model_extra", None) or {}
+        value = extra.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _retry_after(response: Any) -> float | None:
+    header = getattr(response, "headers", {}).get("retry-after") if response is not None else None
+    try:
+        return min(60.0, max(0.0, float(header))) if header is not None else None
+    except ValueError:
+        return None
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(30, 2**attempt))
+
+
+def _wait(seconds: float, cancel: threading.Event, sleep: Callable[[float], None]) -> bool:
+    """Sleep `seconds` in small steps; True when cancelled meanwhile."""
+    slept = 0.0
+    while slept < seconds:
+        if cancel.is_set():
+            return True
+        step = min(0.1, seconds - slept)
+        sleep(step)
+        slept += step
+    return cancel.is_set()
+
+
+def _describe(exc: Exception) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "no answer within the time limit"
+    if isinstance(exc, openai.APIStatusError):
+        return f"server error {exc.status_code}"
+    return "cannot connect"
+
+
+def _detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        message = body.get("message") or (body.get("error") or {}).get("message")
+        if message:
+            return str(message)[:300]
+    return json.dumps(body)[:300] if body is not None else str(exc)[:300]
+
+
+__all__ = ["Endpoint", "RemoteError", "RemoteSession", "openai_client", "to_openai"]

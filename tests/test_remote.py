@@ -1,0 +1,183 @@
+"""Remote endpoints against a real OpenAI-compatible server on loopback (llama-cpp-python's own
+server with the default model), directly and through a fault-injecting proxy."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.domain.endpoint import Endpoint
+from app.domain.events import ContentDelta, MessageDone, ParseIssue
+from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.engine.chat import JsonChecked
+from app.engine.constraint import ResponseFormat
+from app.engine.protocol import FinishReason, GenerationDone, Sampling, TurnFailed
+from app.engine.remote import RemoteSession, to_openai
+from tests.fault_proxy import FaultProxy
+
+GREEDY = Sampling(temperature=0.0, seed=1)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(gemma_model: Any) -> Iterator[int]:
+    port = _free_port()
+    script = Path(__file__).with_name("llama_server.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(gemma_model), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"the llama-cpp-python server did not start: {err[-2000:]}")
+            time.sleep(0.5)
+    yield port
+    proc.terminate()
+    proc.wait(timeout=30)
+    if proc.stderr:
+        proc.stderr.close()
+
+
+@pytest.fixture
+def proxy(server: int) -> Iterator[FaultProxy]:
+    p = FaultProxy(server)
+    yield p
+    p.close()
+
+
+def endpoint(url: str, **values: Any) -> Endpoint:
+    return Endpoint(name="loopback", base_url=url, model="gemma", **values)
+
+
+def run(session: RemoteSession, text: str, **kwargs: Any) -> list[Any]:
+    return list(session.send(text, **kwargs))
+
+
+def test_a_streamed_answer_arrives_as_events_with_timings(server: int) -> None:
+    session = RemoteSession(endpoint(f"http://127.0.0.1:{server}/v1"), None, sampling=GREEDY, max_tokens=10)
+    events = run(session, "The capital of France is")
+    deltas = [e.text for e in events if isinstance(e, ContentDelta)]
+    done = [e for e in events if isinstance(e, GenerationDone)]
+    assert len(deltas) > 1 and done and done[0].reason is FinishReason.LENGTH  # max_tokens reached
+    assert done[0].timings.generated == 10 and done[0].timings.first_token_ms > 0
+    answer = session.conversation.messages[-1]
+    assert answer.channel == "final" and answer.text == "".join(deltas) and "Paris" in answer.text
+    again = run(session, "And of Italy?")  # the history goes with the next request
+    assert any(isinstance(e, GenerationDone) for e in again)
+    assert [m.author.role for m in session.conversation.messages] == [Role.USER, Role.ASSISTANT] * 2
+
+
+def test_stop_words_json_object_and_cancel(server: int) -> None:
+    url = f"http://127.0.0.1:{server}/v1"
+    stopped = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=40)
+    events = run(stopped, "Count: 1, 2, 3,", stop=["7"])
+    assert "7" not in stopped.conversation.messages[-1].text
+    assert next(e for e in events if isinstance(e, GenerationDone)).reason is FinishReason.STOP
+    strict = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=40)
+    checked = [e for e in run(strict, "A JSON object:", response_format=ResponseFormat(type="json_object"))
+               if isinstance(e, JsonChecked)]
+    assert checked and checked[0].result.valid and isinstance(checked[0].result.value, dict)
+    cancel = threading.Event()
+    slow = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=200)
+    seen: list[Any] = []
+    for event in slow.send("The capital of France is", cancel=cancel):
+        seen.append(event)
+        if isinstance(event, ContentDelta) and sum(isinstance(e, ContentDelta) for e in seen) == 3:
+            cancel.set()
+    done = next(e for e in seen if isinstance(e, GenerationDone))
+    assert done.reason is FinishReason.CANCELLED and sum(isinstance(e, ContentDelta) for e in seen) <= 4
+    assert slow.conversation.messages[-1].text  # the partial answer is kept
+
+
+@pytest.mark.parametrize("status", ["401", "403"])
+def test_a_refused_key_says_which_key_and_how_to_set_it(proxy: FaultProxy, status: str) -> None:
+    proxy.faults = [status]
+    session = RemoteSession(endpoint(proxy.url, key_name="work-key"), "sk-test-123", sampling=GREEDY)
+    events = run(session, "Hello")
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed) and f"({status})" in failed.reason
+    assert "work-key" in failed.reason and "harmony-desk keys set work-key" in failed.reason
+    assert "sk-test-123" not in failed.reason and "sk-test-123" not in repr(session)
+    assert proxy.requests[0][2].get("authorization") == "Bearer sk-test-123"  # the key went to the server
+    assert session.conversation.messages[-1].text == "Hello"  # the conversation is kept
+
+
+def test_an_unknown_model_lists_what_the_server_offers(proxy: FaultProxy) -> None:
+    proxy.faults = ["404"]
+    events = run(RemoteSession(endpoint(proxy.url), None), "Hello")
+    assert isinstance(events[-1], TurnFailed) and "it offers: gemma" in events[-1].reason
+
+
+def test_rate_limits_and_server_errors_are_waited_out_and_said(proxy: FaultProxy) -> None:
+    proxy.faults = ["429", "500"]
+    waits: list[float] = []
+    session = RemoteSession(endpoint(proxy.url), None, sampling=GREEDY, max_tokens=4, sleep=waits.append)
+    events = run(session, "The capital of France is")
+    notes = [e.message for e in events if isinstance(e, ParseIssue)]
+    assert "rate limiting (429); waiting 1 s" in notes[0] and "server error 500; trying again in 2 s" in notes[1]
+    assert abs(sum(waits) - 3.0) < 0.3  # Retry-After 1 s, then a 2 s backoff
+    assert isinstance(events[-1], GenerationDone) and session.conversation.messages[-1].text
+    proxy.faults = ["500"] * 3
+    gives_up = RemoteSession(endpoint(proxy.url, retries=2), None, sleep=lambda s: None)
+    failed = run(gives_up, "Hello")[-1]
+    assert isinstance(failed, TurnFailed) and "failed 3 times (server error 500)" in failed.reason
+
+
+def test_a_cut_stream_keeps_the_partial_answer_as_truncated(proxy: FaultProxy) -> None:
+    proxy.faults = ["cut"]
+    session = RemoteSession(endpoint(proxy.url), None, sampling=GREEDY, max_tokens=40)
+    events = run(session, "The capital of France is")
+    assert isinstance(events[-1], TurnFailed) and events[-1].reason.startswith("E-STREAM-TRUNCATED")
+    done = next(e for e in events if isinstance(e, MessageDone))
+    assert not done.complete and done.message.text  # what arrived is kept, marked incomplete
+    assert session.conversation.messages[-1].text == done.message.text
+
+
+def test_a_slow_server_times_out_and_the_turn_fails(proxy: FaultProxy) -> None:
+    proxy.faults = ["slow", "slow"]
+    session = RemoteSession(endpoint(proxy.url, timeout_s=0.5, retries=1), None, sleep=lambda s: None)
+    events = run(session, "Hello")
+    assert isinstance(events[-1], TurnFailed) and "no answer within the time limit" in events[-1].reason
+    assert len([r for r in proxy.requests if r[0] == "POST"]) == 2
+
+
+def test_what_is_sent_is_the_visible_conversation_with_calls_paired() -> None:
+    conversation = Conversation(
+        messages=(
+            Message.of(Role.DEVELOPER, DeveloperContent(instructions="Be brief.")),
+            Message.of(Role.USER, "Weather?"),
+            Message.of(Role.ASSISTANT, "secret reasoning", channel="analysis"),
+            Message.of(Role.ASSISTANT, '{"city":"Oslo"}', channel="commentary", recipient="functions.weather"),
+            Message(author=Message.of(Role.TOOL, "x").author.model_copy(update={"name": "functions.weather"}),
+                    content=Message.of(Role.TOOL, '{"temp":3}').content, channel="commentary"),
+            Message.of(Role.ASSISTANT, "3 degrees.", channel="final"),
+        )
+    )
+    sent = to_openai(conversation)
+    assert "secret reasoning" not in str(sent)
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant"]
+    call = sent[2]["tool_calls"][0]
+    assert call["function"] == {"name": "weather", "arguments": '{"city":"Oslo"}'}
+    assert sent[3]["tool_call_id"] == call["id"] and sent[4]["content"] == "3 degrees."
