@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean keyring-daemon
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,16 @@ lint: $(VENV)/.test
 	$(BIN)/ruff format --check app bench
 	$(BIN)/mypy
 
-test: lint
+APT := apt-get install -y -qq --no-install-recommends gnome-keyring dbus >/dev/null
+
+# The keyring tests run a private Secret Service (gnome-keyring on its own D-Bus session).
+keyring-daemon:
+	@command -v gnome-keyring-daemon >/dev/null && command -v dbus-daemon >/dev/null || \
+	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	    { $(APT) || { apt-get update -qq && $(APT); }; }; } || \
+	  echo "gnome-keyring and dbus are needed by the keyring tests: install them (Debian: apt-get install gnome-keyring dbus)"
+
+test: lint keyring-daemon
 	$(BIN)/pytest
 
 bench: $(VENV)/.test

@@ -41,6 +41,12 @@ def _build_parser() -> argparse.ArgumentParser:
     history_cli.add_arguments(commands.add_parser("history", help="saved conversations"))
 
     tools_cli.add_arguments(commands.add_parser("tools", help="tool plugins, audit log, approvals"))
+    from app import endpoints_cli
+
+    endpoints_cli.add_endpoint_arguments(
+        commands.add_parser("endpoints", help="remote OpenAI-compatible endpoints")
+    )
+    endpoints_cli.add_key_arguments(commands.add_parser("keys", help="API keys in the OS keyring"))
     transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
     tverbs = transcript.add_subparsers(dest="verb", required=True)
     convert = tverbs.add_parser("convert", help="convert a transcript between formats")
@@ -159,6 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app import tools_cli
 
             return tools_cli.run(args)
+        if args.command in ("endpoints", "keys"):
+            from app import endpoints_cli
+
+            if args.command == "keys":
+                return endpoints_cli.run_keys(args)
+            return endpoints_cli.run_endpoints(args)
         if args.command == "chat":
             from app.headless_chat import run_chat
 

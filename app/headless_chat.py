@@ -18,6 +18,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from app.domain.endpoint import Endpoint
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
 from app.domain.visibility import Lane, shows_text
@@ -26,7 +27,8 @@ from app.engine.audit import AuditLog
 from app.engine.chat import ChatEvent, ChatSession, JsonChecked
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
-from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.protocol import GenerationDone, Sampling, TurnFailed
+from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import TurnResult
@@ -85,6 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, help="remembered for this model")
     parser.add_argument("--top-k", type=int, help="remembered for this model")
     parser.add_argument("--repeat-penalty", type=float, help="remembered for this model")
+    parser.add_argument(
+        "--endpoint", help="chat with a remote endpoint: a configured name or a base URL"
+    )
+    parser.add_argument("--remote-model", help="the served model (with --endpoint URL)")
+    parser.add_argument("--key-name", help="the keyring entry of the endpoint's API key")
 
 
 class _Printer:
@@ -233,9 +240,73 @@ def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
     return None
 
 
+def _remote(args: argparse.Namespace) -> RemoteSession:
+    """The remote session `--endpoint` names (a configured endpoint, or a base URL)."""
+    from app.secrets import Secrets
+    from app.settings import load_settings
+
+    if args.offline:
+        raise InvalidInputError("an offline conversation never uses a remote endpoint")
+    if args.tools:
+        raise InvalidInputError("tools with a remote endpoint are not available in this version")
+    endpoint = load_settings().endpoint(args.endpoint)
+    try:
+        if endpoint is None:
+            if not args.remote_model:
+                raise InvalidInputError(
+                    f"{args.endpoint!r} is not a configured endpoint; with a base URL, name the"
+                    " model with --remote-model (`harmony-desk endpoints list` shows the others)"
+                )
+            endpoint = Endpoint(
+                name="command-line",
+                base_url=args.endpoint,
+                model=args.remote_model,
+                key_name=args.key_name,
+            )
+        else:
+            chosen = {"model": args.remote_model, "key_name": args.key_name}
+            endpoint = Endpoint.model_validate(
+                endpoint.model_dump() | {k: v for k, v in chosen.items() if v}
+            )
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        raise InvalidInputError(f"the endpoint is not valid: {problems}") from None
+    secrets = Secrets()
+    key = secrets.get(endpoint.key_name) if endpoint.key_name else None
+    if endpoint.key_name and key is None:
+        raise InvalidInputError(
+            f"the key {endpoint.key_name!r} is not set: `harmony-desk keys set"
+            f" {endpoint.key_name}`" + (f" ({secrets.problem})" if secrets.problem else "")
+        )
+    sampling = Sampling(
+        temperature=1.0 if args.temperature is None else args.temperature,
+        top_p=args.top_p or 1.0,
+        top_k=args.top_k or 0,
+        seed=args.seed,
+    )
+    sys.stderr.write(f"Remote endpoint {endpoint.name}: {endpoint.base_url} ({endpoint.model}).\n")
+    return RemoteSession(endpoint, key, sampling=sampling, max_tokens=args.max_tokens)
+
+
+def _run_remote(args: argparse.Namespace, response_format: ResponseFormat | None) -> int:
+    remote = _remote(args)
+    status = 0
+    printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
+    effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
+    for text in [args.prompt] if args.prompt is not None else _interactive():
+        for step in remote.send(text, reasoning_effort=effort, response_format=response_format):
+            printer(step)
+            status = 1 if isinstance(step, TurnFailed) else status
+    if args.save:
+        _save(remote, args.prompt)
+    return status if args.prompt is not None else 0
+
+
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
     response_format = _response_format(args)  # a bad schema fails before the model loads
+    if args.endpoint:
+        return _run_remote(args, response_format)
     tools = _tools(args)
     approve = (
         allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
@@ -295,7 +366,7 @@ def run_chat(args: argparse.Namespace) -> int:
         return status if args.prompt is not None else 0
 
 
-def _save(session: ChatSession, prompt: str | None) -> None:
+def _save(session: ChatSession | RemoteSession, prompt: str | None) -> None:
     """Store the conversation where the window keeps its history."""
     from app.store.exchange import from_domain
     from app.store.history import HistoryStore

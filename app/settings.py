@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.domain.endpoint import Endpoint
 from app.fileio import write_atomic
 from app.paths import config_dir
 
@@ -25,6 +26,12 @@ class Settings(BaseModel):
     trash_retention_days: int = Field(
         30, ge=1, le=3650, description="Deleted conversations are removed for good after this."
     )
+    endpoints: tuple[Endpoint, ...] = Field(
+        (), description="Remote OpenAI-compatible endpoints (their keys are in the keyring)."
+    )
+
+    def endpoint(self, name: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.name == name), None)
 
 
 def settings_path() -> Path:

@@ -33,12 +33,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(gemma_model: Any) -> Iterator[int]:
+def start_server(model: Any) -> tuple[int, subprocess.Popen[bytes]]:
+    """llama-cpp-python's server with `model` on a free loopback port, once it answers."""
     port = _free_port()
     script = Path(__file__).with_name("llama_server.py")
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(gemma_model), str(port)],
+        [sys.executable, str(script), str(model), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -46,13 +46,18 @@ def server(gemma_model: Any) -> Iterator[int]:
     while True:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
-            break
+            return port, proc
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                 pytest.fail(f"the llama-cpp-python server did not start: {err[-2000:]}")
             time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def server(gemma_model: Any) -> Iterator[int]:
+    port, proc = start_server(gemma_model)
     yield port
     proc.terminate()
     proc.wait(timeout=30)

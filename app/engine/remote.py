@@ -452,6 +452,26 @@ class RemoteSession:
             state.messages.append(message)
 
 
+def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) -> tuple[bool, str]:
+    """Whether `endpoint` answers, and what it said: its models when it lists them, else the
+    outcome of a one-token request (Databricks serving endpoints do not list models)."""
+    session = RemoteSession(endpoint, key, max_tokens=1, client=client)
+    try:
+        names = sorted(m.id for m in session.client.models.list())
+    except Exception:  # not every server lists models: ask for one token instead
+        names = []
+    if names:
+        offered = "offered" if endpoint.model in names else "NOT offered"
+        return endpoint.model in names, (
+            f"{endpoint.name} answers; its models: {', '.join(names)} ({endpoint.model} {offered})"
+        )
+    ping = Conversation(messages=(Message.of(Role.USER, "ping"),))
+    failed = [e.reason for e in session.generate(ping, max_tokens=1) if isinstance(e, TurnFailed)]
+    if failed:
+        return False, failed[0]
+    return True, f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"
+
+
 def _field(delta: Any, name: str) -> str:
     """A field the SDK's delta model does not declare but servers send (reasoning)."""
     value = getattr(delta, name, None)
@@ -504,4 +524,11 @@ def _detail(exc: Any) -> str:
     return json.dumps(body)[:300] if body is not None else str(exc)[:300]
 
 
-__all__ = ["Endpoint", "RemoteError", "RemoteSession", "openai_client", "to_openai"]
+__all__ = [
+    "Endpoint",
+    "RemoteError",
+    "RemoteSession",
+    "check_connection",
+    "openai_client",
+    "to_openai",
+]

@@ -1,0 +1,91 @@
+"""API keys in the OS keyring, and nowhere else.
+
+Guarantees: a key is stored in the user's keyring (Secret Service, macOS Keychain, Windows
+Credential Locker) under the service `harmony-desk` with the key's name; it is never written to a
+file, logged, printed or put in an error message. Where there is no usable keyring (a headless
+Linux without a Secret Service, a locked or failing one), `problem` says so in plain words and
+keys are kept in memory for this run only: never a silent fallback to plain text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.domain.endpoint import NAME_PATTERN
+from app.errors import InvalidInputError
+
+SERVICE = "harmony-desk"
+NO_KEYRING = (
+    "no usable keyring was found ({why}); keys are kept in memory for this run only and are not"
+    " saved. Install and unlock one (on Linux: a Secret Service such as gnome-keyring) to keep them"
+)
+
+
+class Secrets:
+    """API keys by name."""
+
+    def __init__(self, backend: Any = None) -> None:
+        import keyring
+
+        self.backend = backend if backend is not None else keyring.get_keyring()
+        self._memory: dict[str, str] = {}
+        self.problem: str | None = None
+        if getattr(self.backend, "priority", 0) <= 0:  # the "fail" and "null" backends
+            self._unusable(f"backend {type(self.backend).__module__}")
+
+    @property
+    def saved(self) -> bool:
+        """Whether keys set now outlive this run."""
+        return self.problem is None
+
+    def _unusable(self, why: str) -> None:
+        if self.problem is None:
+            self.problem = NO_KEYRING.format(why=why)
+
+    def set(self, name: str, key: str) -> None:
+        _check(name)
+        if not key.strip():
+            raise InvalidInputError("the key is empty; nothing was stored")
+        if self.saved:
+            try:
+                self.backend.set_password(SERVICE, name, key.strip())
+                self._memory.pop(name, None)
+                return
+            except Exception as exc:  # keyring and its D-Bus layers raise several kinds
+                self._unusable(type(exc).__name__)
+        self._memory[name] = key.strip()
+
+    def get(self, name: str) -> str | None:
+        _check(name)
+        if name in self._memory or not self.saved:
+            return self._memory.get(name)
+        try:
+            value = self.backend.get_password(SERVICE, name)
+        except Exception as exc:  # a locked or vanished keyring
+            self._unusable(type(exc).__name__)
+            return None
+        return value if isinstance(value, str) else None
+
+    def delete(self, name: str) -> bool:
+        """Forget the key; whether there was one."""
+        _check(name)
+        had = self._memory.pop(name, None) is not None
+        if self.saved:
+            try:
+                if self.backend.get_password(SERVICE, name) is not None:
+                    self.backend.delete_password(SERVICE, name)
+                    had = True
+            except Exception as exc:
+                self._unusable(type(exc).__name__)
+        return had
+
+
+def _check(name: str) -> None:
+    if not re.match(NAME_PATTERN, name):
+        raise InvalidInputError(
+            f"{name!r} is not a key name: letters, digits, '.', '_' and '-' (up to 64)"
+        )
+
+
+__all__ = ["SERVICE", "Secrets"]
