@@ -247,8 +247,6 @@ def _remote(args: argparse.Namespace) -> RemoteSession:
 
     if args.offline:
         raise InvalidInputError("an offline conversation never uses a remote endpoint")
-    if args.tools:
-        raise InvalidInputError("tools with a remote endpoint are not available in this version")
     endpoint = load_settings().endpoint(args.endpoint)
     try:
         if endpoint is None:
@@ -288,31 +286,16 @@ def _remote(args: argparse.Namespace) -> RemoteSession:
     return RemoteSession(endpoint, key, sampling=sampling, max_tokens=args.max_tokens)
 
 
-def _run_remote(args: argparse.Namespace, response_format: ResponseFormat | None) -> int:
-    remote = _remote(args)
-    status = 0
-    printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
-    effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
-    for text in [args.prompt] if args.prompt is not None else _interactive():
-        for step in remote.send(text, reasoning_effort=effort, response_format=response_format):
-            printer(step)
-            status = 1 if isinstance(step, TurnFailed) else status
-    if args.save:
-        _save(remote, args.prompt)
-    return status if args.prompt is not None else 0
-
-
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
     response_format = _response_format(args)  # a bad schema fails before the model loads
-    if args.endpoint:
-        return _run_remote(args, response_format)
+    remote = _remote(args) if args.endpoint else None
     tools = _tools(args)
-    approve = (
-        allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
-    )
-    conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
-    context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
+    if remote is not None:
+        with contextlib.ExitStack() as stack:
+            if tools is not None:
+                stack.callback(tools.close)
+            return _converse(remote, args, tools, response_format)
     path = _model_path(args.model)
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
@@ -337,33 +320,49 @@ def run_chat(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             thinking_budget=args.thinking_budget,
         )
-        effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
-        printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
-        prompts = [args.prompt] if args.prompt is not None else _interactive()
-        status = 0
-        for text in prompts:
-            events = (
-                run_tool_turn(
-                    session,
-                    text,
-                    tools.registry,
-                    approve=approve,
-                    tool_choice=args.tool_choice,
-                    max_calls=args.max_tool_calls,
-                    context=context,
-                )
-                if tools is not None
-                else session.send(text, reasoning_effort=effort, response_format=response_format)
+        return _converse(session, args, tools, response_format)
+
+
+def _converse(
+    session: ChatSession | RemoteSession,
+    args: argparse.Namespace,
+    tools: ConversationTools | None,
+    response_format: ResponseFormat | None,
+) -> int:
+    """The prompt (or the interactive loop) through `session`, with the tool loop when tools
+    are enabled; the exit status."""
+    approve = (
+        allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
+    )
+    conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
+    context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
+    effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
+    printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
+    prompts = [args.prompt] if args.prompt is not None else _interactive()
+    status = 0
+    for text in prompts:
+        events = (
+            run_tool_turn(
+                session,
+                text,
+                tools.registry,
+                approve=approve,
+                tool_choice=args.tool_choice,
+                max_calls=args.max_tool_calls,
+                context=context,
             )
-            for event in events:
-                printer(event)
-                if isinstance(event, TurnFailed):
-                    status = 1
-                elif isinstance(event, TurnResult):
-                    AuditLog().append(event.records, conversation_id)
-        if args.save:
-            _save(session, args.prompt)
-        return status if args.prompt is not None else 0
+            if tools is not None
+            else session.send(text, reasoning_effort=effort, response_format=response_format)
+        )
+        for event in events:
+            printer(event)
+            if isinstance(event, TurnFailed):
+                status = 1
+            elif isinstance(event, TurnResult):
+                AuditLog().append(event.records, conversation_id)
+    if args.save:
+        _save(session, args.prompt)
+    return status if args.prompt is not None else 0
 
 
 def _save(session: ChatSession | RemoteSession, prompt: str | None) -> None:

@@ -21,6 +21,7 @@ class FaultProxy:
         self.upstream_port = upstream_port
         self.faults: list[str] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        self.bodies: list[bytes] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,7 +36,11 @@ class FaultProxy:
             def do_POST(self) -> None:
                 proxy.handle(self, "POST")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hangs up (a cut or timed-out stream) is expected here
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -53,6 +58,7 @@ class FaultProxy:
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
         self.requests.append((method, h.path, {k.lower(): v for k, v in h.headers.items()}))
+        self.bodies.append(body)
         fault = self.faults.pop(0) if self.faults else ""
         if fault in ("401", "403", "404", "429", "500"):
             payload = json.dumps({"error": {"message": f"injected {fault}"}}).encode()

@@ -139,3 +139,74 @@ def test_an_endpoint_with_a_key_end_to_end_and_the_key_is_nowhere_else(
         server.wait(timeout=30)
         if server.stderr:
             server.stderr.close()
+
+
+def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with_it(
+    qtbot: Any, qloop: Any, secret_service: dict[str, str], tmp_path: Path, gemma_model: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.controllers.bridge import EngineBridge
+    from app.controllers.chat import ChatController
+    from app.controllers.model_host import ModelHost
+    from app.controllers.remote_host import RemoteHost
+    from app.store.history import HistoryStore
+    from app.ui.endpoints import EndpointDialog
+    from app.ui.main_window import MainWindow, UiState
+    from tests.fault_proxy import FaultProxy
+    from tests.gui_helpers import all_text
+    from tests.test_remote import start_server
+    from tests.test_window import send
+
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    port, server = start_server(gemma_model)
+    proxy = FaultProxy(port)
+    remote = RemoteHost(Secrets(secret_service_backend()))
+    window = MainWindow(
+        ChatController(ModelHost(EngineBridge()), HistoryStore(tmp_path / "history.db"), remote),
+        UiState(tmp_path / "ui-state.json"),
+    )
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        window.controller.settle()
+        assert window.picker is not None and window.picker.currentText() == "This computer"
+        dialog = EndpointDialog(remote, window)
+        qtbot.addWidget(dialog)
+        for field, text in ((dialog.name, "lab"), (dialog.base_url, proxy.url), (dialog.model, "gemma"),
+                            (dialog.key_name, "lab-key"), (dialog.key, KEY)):
+            field.setText(text)
+        with qtbot.waitSignal(remote.tested, timeout=30_000) as tested:
+            dialog.test_button.click()
+        assert tested.args[0] and "its models: gemma" in tested.args[1]
+        with qtbot.waitSignal(remote.saved, timeout=30_000):
+            dialog._save()
+        assert dialog.key.text() == "" and Secrets(secret_service_backend()).get("lab-key") == KEY
+        qtbot.waitUntil(lambda: window.picker is not None and window.picker.count() == 2)
+        window.picker.setCurrentIndex(1)
+        window.picker.activated.emit(1)
+        window.controller.settle()
+        assert window.controller.doc.endpoint == "lab"
+        window.controller.max_tokens = 8
+        send(qtbot, window, "The capital of France is", timeout=60_000)
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None and reply.state in ("done", "incomplete") and reply.segments[0].text
+        window.controller.settle()
+        assert window.sidebar.list.item(0).text().startswith("☁ ")  # this chat sends data out
+        chats = [h for _, path, h in proxy.requests if path.endswith("/chat/completions")]
+        assert chats and all(h.get("authorization") == f"Bearer {KEY}" for h in chats)
+        window.controller.set_offline(True)  # offline: nothing more leaves the computer
+        send(qtbot, window, "And of Italy?", timeout=60_000)
+        refused = window.controller.doc.turns[-1].version.reply
+        assert refused is not None and refused.state == "failed" and "offline" in refused.error
+        assert len([r for r in proxy.requests if r[1].endswith("/chat/completions")]) == len(chats)
+        window.controller.saved()
+        assert KEY not in all_text(window)
+        leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+        assert leaks == []
+    finally:
+        window.close()
+        proxy.close()
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr:
+            server.stderr.close()

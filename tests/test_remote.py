@@ -186,3 +186,30 @@ def test_what_is_sent_is_the_visible_conversation_with_calls_paired() -> None:
     call = sent[2]["tool_calls"][0]
     assert call["function"] == {"name": "weather", "arguments": '{"city":"Oslo"}'}
     assert sent[3]["tool_call_id"] == call["id"] and sent[4]["content"] == "3 degrees."
+
+
+def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: FaultProxy) -> None:
+    import json
+
+    from app.engine.tool_turn import ToolsRan, run_tool_turn
+    from app.engine.turn_loop import TurnResult
+    from app.tools.api import tool
+    from app.tools.registry import ToolRegistry
+
+    @tool
+    def square(x: int) -> int:
+        """Square a number."""
+        return x * x
+
+    session = RemoteSession(endpoint(proxy.url), None, sampling=GREEDY, max_tokens=30)
+    events = list(run_tool_turn(session, "Square 7.", ToolRegistry([square]), tool_choice="square", max_calls=1))
+    ran = [e for e in events if isinstance(e, ToolsRan)]
+    assert ran and ran[0].outcomes[0].ok and isinstance(ran[0].outcomes[0].arguments["x"], int)
+    assert isinstance(events[-1], TurnResult)
+    first, follow_up = (json.loads(b) for b in proxy.bodies if b)
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "square"}}
+    assert first["tools"][0]["function"]["name"] == "square"
+    call = next(m for m in follow_up["messages"] if m.get("tool_calls"))["tool_calls"][0]
+    result = next(m for m in follow_up["messages"] if m["role"] == "tool")
+    assert call["function"]["name"] == "square" and result["tool_call_id"] == call["id"]
+    assert json.loads(result["content"]) == {"ok": True, "content": ran[0].outcomes[0].content}

@@ -32,14 +32,16 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 
 from app.controllers.bridge import StreamCrashed
 from app.controllers.model_host import ModelHost
+from app.controllers.remote_host import EndpointError, RemoteHost
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version, snippet
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.visibility import Lane
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
-from app.engine.chat import JsonChecked, PromptRendered
+from app.engine.chat import ChatSession, JsonChecked, PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.remote import RemoteSession
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
@@ -88,10 +90,14 @@ class ChatController(QObject):
     _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
     def __init__(
-        self, host: ModelHost, conversations: ConversationList | HistoryStore | None = None
+        self,
+        host: ModelHost,
+        conversations: ConversationList | HistoryStore | None = None,
+        remote: RemoteHost | None = None,
     ) -> None:
         super().__init__()
         self.host = host
+        self.remote = remote  # remote endpoints; None: only the model on this computer
         self.conversations = conversations or ConversationList()
         self.store = conversations if isinstance(conversations, HistoryStore) else None
         self._writer = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
@@ -276,6 +282,18 @@ class ChatController(QObject):
             threading.Thread(target=find, name="plugin-discovery", daemon=True).start()
         return ["python", "browser", *self._plugins]
 
+    @property
+    def can_answer(self) -> bool:
+        """A model is loaded here, or the conversation talks to a remote endpoint."""
+        return self.host.ready or (self.doc.endpoint is not None and self.remote is not None)
+
+    def set_endpoint(self, name: str | None) -> None:
+        """Answer this conversation from endpoint `name` (None: the model on this computer)."""
+        if name != self.doc.endpoint and not self.busy:
+            self.doc.endpoint = name
+            self.persist()
+            self.refresh_list()
+
     def set_offline(self, offline: bool) -> None:
         """Mark the selected conversation offline: its tools may not use the network."""
         self.doc.offline = offline
@@ -294,7 +312,7 @@ class ChatController(QObject):
 
     def send(self, text: str) -> bool:
         """Send a user message; False when it cannot be sent now (busy, empty, no model)."""
-        if self.busy or not text.strip() or not self.host.ready:
+        if self.busy or not text.strip() or not self.can_answer:
             return False
         if not self.doc.turns and self.doc.title == "New chat":
             self.doc.title = text.strip().splitlines()[0][:60]
@@ -309,7 +327,7 @@ class ChatController(QObject):
 
     def regenerate(self, turn_index: int | None = None) -> None:
         """A new reply for the turn (the last by default); the old one stays as an alternative."""
-        if self.busy or not self.doc.turns or not self.host.ready:
+        if self.busy or not self.doc.turns or not self.can_answer:
             return
         index = len(self.doc.turns) - 1 if turn_index is None else turn_index
         self.doc.choose_version(index, self.doc.turns[index].chosen)
@@ -319,7 +337,7 @@ class ChatController(QObject):
 
     def edit(self, turn_index: int, text: str) -> None:
         """Resend turn `turn_index` with new text; the old version and its branch are kept."""
-        if self.busy or not text.strip() or not self.host.ready:
+        if self.busy or not text.strip() or not self.can_answer:
             return
         self.doc.edit(turn_index, text)
         self.persist()
@@ -329,7 +347,7 @@ class ChatController(QObject):
     def continue_reply(self) -> None:
         """Let the model go on from where the last reply stopped, was cut or failed: its tokens
         so far follow the prompt and the new ones are appended to the same reply."""
-        if self.busy or not self.doc.turns or not self.host.ready:
+        if self.busy or not self.doc.turns or not self.can_answer:
             return
         index = len(self.doc.turns) - 1
         reply = self.doc.turns[index].version.reply
@@ -438,13 +456,27 @@ class ChatController(QObject):
             else None
         )
         max_tokens = self.max_tokens
-        host = self.host
+        host, remote, endpoint, offline = self.host, self.remote, doc.endpoint, doc.offline
         need_vocab = not self.token_table
 
         def make() -> Iterator[Any]:
-            session = host.session(max_tokens=max_tokens, response_format=response_format)
-            if need_vocab:
-                yield _Vocab(tuple(session.tokenizer.token_table()))
+            session: ChatSession | RemoteSession
+            if endpoint is not None:
+                if offline or remote is None:
+                    yield TurnFailed(
+                        "this conversation is marked offline: it never sends anything to a remote"
+                        f" endpoint ({endpoint}); turn Offline off, or answer on this computer"
+                    )
+                    return
+                try:
+                    session = remote.session(endpoint, max_tokens=max_tokens)
+                except EndpointError as exc:
+                    yield TurnFailed(str(exc))
+                    return
+            else:
+                session = host.session(max_tokens=max_tokens, response_format=response_format)
+                if need_vocab:
+                    yield _Vocab(tuple(session.tokenizer.token_table()))
             session.conversation = session.conversation.with_messages(history)
             start = len(session.conversation.messages) + 1
             if resume is not None:

@@ -166,6 +166,7 @@ class ChatDoc:
     instructions: str = ""
     tools: tuple[str, ...] = ()
     offline: bool = False
+    endpoint: str | None = None  # a remote endpoint's name; None: the model on this computer
     turns: list[Turn] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)

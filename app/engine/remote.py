@@ -39,6 +39,7 @@ from app.engine.chat import ChatEvent, Generation, JsonChecked, TurnRecord
 from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
 from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
 from app.errors import ErrorCode
+from app.harmony.encoding import CALL
 
 
 class RemoteError(Exception):
@@ -88,7 +89,8 @@ def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
             if out and out[-1]["role"] == "assistant" and "tool_calls" in out[-1]:
                 out[-1]["tool_calls"].append(call)  # parallel calls: one assistant message
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                # "" rather than null: servers that validate strictly refuse a null content
+                out.append({"role": "assistant", "content": "", "tool_calls": [call]})
         else:
             out.append({"role": "assistant", "content": m.text})
     return out
@@ -146,6 +148,11 @@ class RemoteSession:
         self.conversation = Conversation(messages=())
         self.turns: list[TurnRecord] = []
         self._sleep = sleep
+        # what the turn loop asks of a local session: a remote one has no template, grammar
+        # or vocabulary of ours (the server is told the tools and tool_choice instead)
+        self.template = None
+        self.thinking_budget = None
+        self.tokenizer = None
 
     def __repr__(self) -> str:
         return f"RemoteSession({self.endpoint.name!r}, {self.endpoint.base_url!r})"
@@ -250,8 +257,19 @@ class RemoteSession:
         tool_choice: ToolChoice = "auto",
         reasoning_effort: ReasoningEffort | None = None,
         stop: Sequence[str] = (),
+        constraint: object = None,
+        prefix: Sequence[int] = (),
     ) -> Generator[ChatEvent, None, Generation]:
-        """One streamed reply for `conversation`: events, then the parsed result returned."""
+        """One streamed reply for `conversation`: events, then the parsed result returned.
+        `constraint` (a local grammar) does not apply: the request names the tools and the
+        response format; `prefix` (continuing from token ids) cannot be done remotely."""
+        if prefix:
+            reason = (
+                "continuing a cut answer from its tokens is not available with a remote"
+                " endpoint; regenerate it instead"
+            )
+            yield TurnFailed(reason)
+            return Generation([], None, reason, False, None)
         body = self.request(
             conversation,
             max_tokens=max_tokens,
@@ -316,7 +334,7 @@ class RemoteSession:
             timings,
             failed,
             failed is None and state.finish not in ("length", "cancelled"),
-            None,
+            CALL if state.calls and failed is None else None,  # ended in calls, as <|call|>
         )
 
     # --- the request, with retries -------------------------------------------------
@@ -403,7 +421,12 @@ class RemoteSession:
                 function = call.function
                 slot["id"] = call.id or slot["id"]
                 if function is not None:
-                    slot["name"] += function.name or ""
+                    name = function.name or ""
+                    # some servers repeat the whole name in every chunk, others send it once
+                    if not slot["name"] or name.startswith(slot["name"]):
+                        slot["name"] = name or slot["name"]
+                    else:
+                        slot["name"] += name
                     slot["arguments"] += function.arguments or ""
             if choice.finish_reason:
                 state.finish = choice.finish_reason

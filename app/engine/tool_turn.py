@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from app.domain.messages import Conversation, Message, Role, SystemContent
 from app.engine.chat import ChatEvent, ChatSession
 from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
+from app.engine.remote import RemoteSession
 from app.engine.tool_runner import Approve, allow_all, run_calls
 from app.engine.turn_loop import CallOutcome, Generate, Generated, TurnResult, turn_loop
 from app.harmony import encoding as enc
@@ -48,7 +49,7 @@ def _call_spec(t: Tool) -> CallSpec:
 
 
 def run_tool_turn(
-    session: ChatSession,
+    session: ChatSession | RemoteSession,
     text: str,
     registry: ToolRegistry,
     *,
@@ -71,8 +72,8 @@ def run_tool_turn(
         while True:
             if isinstance(action, Generate):
                 constraint = None
+                choice = tool_choice if first else "auto"
                 if isinstance(session.template, HarmonyTemplate) and (schemas or calls):
-                    choice = tool_choice if first else "auto"
                     constraint = harmony_constraint(
                         None,
                         tools=schemas,
@@ -81,9 +82,14 @@ def run_tool_turn(
                         calls=calls,
                     )
                 first = False
-                out = yield from session.generate(
-                    action.conversation, constraint=constraint, cancel=cancel
-                )
+                if isinstance(session, RemoteSession):  # the server enforces the choice
+                    out = yield from session.generate(
+                        action.conversation, cancel=cancel, tool_choice=choice
+                    )
+                else:
+                    out = yield from session.generate(
+                        action.conversation, constraint=constraint, cancel=cancel
+                    )
                 if out.failed is not None:
                     session.conversation = action.conversation.with_messages(out.messages)
                     return

@@ -255,11 +255,13 @@ class HistoryStore:
         with self._lock:
             ids = self._search_ids(search) if search.strip() else None
             rows = self.db.execute(
-                "SELECT id, title, pinned, created, updated FROM conversations"
-                " WHERE deleted_at IS NULL ORDER BY pinned DESC, updated DESC"
+                "SELECT id, title, pinned, created, updated, json_extract(options, '$.endpoint')"
+                " FROM conversations WHERE deleted_at IS NULL ORDER BY pinned DESC, updated DESC"
             ).fetchall()
         return [
-            ChatDoc(title=r[1], id=r[0], pinned=bool(r[2]), created=r[3], updated=r[4])
+            ChatDoc(
+                title=r[1], id=r[0], pinned=bool(r[2]), created=r[3], updated=r[4], endpoint=r[5]
+            )
             for r in rows
             if ids is None or r[0] in ids
         ]

@@ -44,7 +44,12 @@ class Rows:
 
 def conversation_row(doc: ChatDoc) -> tuple[Any, ...]:
     options = json.dumps(
-        {"instructions": doc.instructions, "tools": list(doc.tools), "offline": doc.offline}
+        {
+            "instructions": doc.instructions,
+            "tools": list(doc.tools),
+            "offline": doc.offline,
+            "endpoint": doc.endpoint,
+        }
     )
     return (doc.id, doc.title, int(doc.pinned), options, doc.created, time.time())
 
@@ -310,6 +315,7 @@ def build_doc(
         instructions=o.get("instructions", ""),
         tools=tuple(o.get("tools", ())),
         offline=bool(o.get("offline", False)),
+        endpoint=o.get("endpoint") if isinstance(o.get("endpoint"), str) else None,
         created=created,
         updated=updated,
     )

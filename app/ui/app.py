@@ -19,6 +19,7 @@ from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.history_host import Choice, HistoryStore, StoreError, open_history
 from app.controllers.model_host import ModelHost
+from app.controllers.remote_host import RemoteHost
 from app.ui.main_window import MainWindow
 
 _CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
@@ -48,7 +49,7 @@ def build_window(host: ModelHost | None = None, history: HistoryStore | None = N
     """A window; with `history`, conversations are saved there (otherwise kept in memory)."""
     bridge = EngineBridge()
     host = host or ModelHost(bridge)
-    return MainWindow(ChatController(host, history))
+    return MainWindow(ChatController(host, history, RemoteHost()))
 
 
 def _ask_about_history(problem: StoreError) -> Choice:

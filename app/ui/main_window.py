@@ -36,6 +36,7 @@ from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
+from app.ui.endpoints import EndpointDialog, EndpointPicker
 from app.ui.transcript import TranscriptView
 
 
@@ -73,7 +74,8 @@ class Sidebar(QWidget):
         self.list.blockSignals(True)
         self.list.clear()
         for doc in self.controller.listing:
-            item = QListWidgetItem(("📌 " if doc.pinned else "") + doc.title)
+            remote = "☁ " if doc.endpoint is not None else ""  # its messages leave the computer
+            item = QListWidgetItem(("📌 " if doc.pinned else "") + remote + doc.title)
             item.setData(Qt.ItemDataRole.UserRole, doc.id)
             self.list.addItem(item)
             if doc.id == self.controller.doc.id:
@@ -144,6 +146,11 @@ class MainWindow(QMainWindow):
         self.cancel_load.hide()
         for w in (self.model_label, self.progress, self.cancel_load, self.open_model):
             model_row.addWidget(w)
+        self.picker: EndpointPicker | None = None
+        if controller.remote is not None:
+            self.picker = EndpointPicker(controller, controller.remote, center)
+            model_row.addWidget(QLabel("Answered by:", center))
+            model_row.addWidget(self.picker)
         column.addLayout(model_row)
         self.banner = QLabel(center)
         self.banner.setObjectName("errorBanner")
@@ -197,6 +204,10 @@ class MainWindow(QMainWindow):
         self.trash_menu = QMenu("Trash", self)
         self.trash_menu.aboutToShow.connect(self._fill_trash)
         file_menu.addMenu(self.trash_menu)
+        if self.controller.remote is not None:
+            endpoints = QAction("Endpoints…", self)
+            endpoints.triggered.connect(self._endpoints)
+            file_menu.addAction(endpoints)
         self.settings_action = QAction("Model settings…", self)
         self.settings_action.triggered.connect(self._model_settings)
         file_menu.addAction(self.settings_action)
@@ -253,7 +264,7 @@ class MainWindow(QMainWindow):
                 self.show_problem("The JSON schema is not valid; see the note under it.")
                 return
         self.controller.json_schema = schema
-        if not self.host.ready:
+        if not self.controller.can_answer:
             self.show_problem("No model is loaded yet: open a GGUF model or wait for the default.")
             return
         if self.controller.send(comp.box.toPlainText()):
@@ -392,6 +403,10 @@ class MainWindow(QMainWindow):
         self.status_model.setText(name)
         self.progress.hide()
         self.cancel_load.hide()
+
+    def _endpoints(self) -> None:
+        assert self.controller.remote is not None
+        EndpointDialog(self.controller.remote, self).exec()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.controller.close()

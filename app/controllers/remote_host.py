@@ -1,0 +1,123 @@
+"""Remote endpoints as the window sees them: the configured list, adding one with its key,
+testing a connection, and the session a remote conversation talks through.
+
+Guarantees: the settings file and the keyring are read and written off the GUI thread (a
+keyring call can wait on D-Bus or an unlock prompt), results come back as signals; a key goes
+from the dialog to the keyring only (never to settings, the store or a log); where the keyring
+is unusable the user is told the key is kept for this run only; `session` (called on the engine
+thread) fails with a plain reason when the endpoint is gone or its key is not set.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+
+from app.domain.endpoint import Endpoint
+from app.engine.protocol import Sampling
+from app.engine.remote import RemoteSession, check_connection
+from app.secrets import Secrets
+from app.settings import load_settings, save_settings
+
+
+class EndpointError(Exception):
+    """Why a remote conversation cannot start (said to the user as the turn's error)."""
+
+
+class RemoteHost(QObject):
+    changed = Signal()  # `endpoints` was read again
+    tested = Signal(bool, str)  # the connection test: ok, what happened
+    saved = Signal(str)  # an endpoint was saved: what to tell the user
+    failed = Signal(str)
+    _done = Signal(object)
+
+    def __init__(self, secrets: Secrets | None = None) -> None:
+        super().__init__()
+        self.endpoints: tuple[Endpoint, ...] = ()
+        self._secrets = secrets
+        self._lock = threading.Lock()
+        self._done.connect(lambda f: f(), Qt.ConnectionType.QueuedConnection)
+        self.reload()
+
+    @property
+    def secrets(self) -> Secrets:
+        with self._lock:  # made on first use, off the GUI thread
+            if self._secrets is None:
+                self._secrets = Secrets()
+            return self._secrets
+
+    def _background(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        def run() -> None:
+            try:
+                result = work()
+            except Exception as exc:  # settings or keyring failures: said, never raised here
+                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                self._done.emit(lambda: self.failed.emit(message))
+                return
+            self._done.emit(lambda: then(result))
+
+        threading.Thread(target=run, name="endpoints", daemon=True).start()
+
+    def reload(self) -> None:
+        def shown(endpoints: tuple[Endpoint, ...]) -> None:
+            self.endpoints = endpoints
+            self.changed.emit()
+
+        self._background(lambda: load_settings().endpoints, shown)
+
+    def add(self, endpoint: Endpoint, key: str) -> None:
+        """Save `endpoint` in the settings and `key` (if any) in the keyring."""
+
+        def work() -> str:
+            settings = load_settings()
+            kept = tuple(e for e in settings.endpoints if e.name != endpoint.name)
+            save_settings(settings.model_copy(update={"endpoints": (*kept, endpoint)}))
+            if endpoint.key_name and key.strip():
+                self.secrets.set(endpoint.key_name, key)
+                if not self.secrets.saved:
+                    return (
+                        f"Endpoint {endpoint.name} saved. Its key is NOT saved:"
+                        f" {self.secrets.problem}."
+                    )
+            return f"Endpoint {endpoint.name} saved."
+
+        def then(message: str) -> None:
+            self.saved.emit(message)
+            self.reload()
+
+        self._background(work, then)
+
+    def test(self, endpoint: Endpoint, key: str) -> None:
+        """Try `endpoint` with `key` (or its stored key when `key` is empty)."""
+
+        def work() -> tuple[bool, str]:
+            use = key.strip() or (
+                self.secrets.get(endpoint.key_name) if endpoint.key_name else None
+            )
+            return check_connection(endpoint, use)
+
+        self._background(work, lambda result: self.tested.emit(*result))
+
+    def session(
+        self, name: str, *, sampling: Sampling | None = None, max_tokens: int = 1024
+    ) -> RemoteSession:
+        """The session for a conversation that talks to endpoint `name` (engine thread)."""
+        endpoint = load_settings().endpoint(name)
+        if endpoint is None:
+            raise EndpointError(
+                f"the endpoint {name!r} is no longer configured; choose another in the model bar"
+            )
+        key = self.secrets.get(endpoint.key_name) if endpoint.key_name else None
+        if endpoint.key_name and key is None:
+            extra = f" ({self.secrets.problem})" if self.secrets.problem else ""
+            raise EndpointError(
+                f"the key {endpoint.key_name!r} of {name} is not set: add it in"
+                f" File ▸ Endpoints… or with `harmony-desk keys set {endpoint.key_name}`{extra}"
+            )
+        return RemoteSession(endpoint, key, sampling=sampling, max_tokens=max_tokens)
+
+
+__all__ = ["EndpointError", "RemoteHost"]
