@@ -192,6 +192,9 @@ def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with
         assert reply is not None and reply.state in ("done", "incomplete") and reply.segments[0].text
         window.controller.settle()
         assert window.sidebar.list.item(0).text().startswith("☁ ")  # this chat sends data out
+        assert window.status_context.text().startswith("☁ lab: ")  # what the endpoint reported
+        sent = next(e for e in reply.debug.events if e.startswith("request to lab: "))
+        assert '"model": "gemma"' in sent and "The capital of France is" in sent and KEY not in sent
         chats = [h for _, path, h in proxy.requests if path.endswith("/chat/completions")]
         assert chats and all(h.get("authorization") == f"Bearer {KEY}" for h in chats)
         window.controller.set_offline(True)  # offline: nothing more leaves the computer

@@ -41,7 +41,7 @@ from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.engine.chat import ChatSession, JsonChecked, PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.remote import RemoteSession
+from app.engine.remote import RemoteSession, RequestSent
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
@@ -596,6 +596,9 @@ class ChatController(QObject):
                     self.segmentText.emit(turn, state.segments[event.index], event.message.text)
                 if not event.complete:
                     reply.state = "incomplete"
+        elif isinstance(event, RequestSent):  # a remote endpoint: what it was sent, exactly
+            debug.events.append(f"request to {event.endpoint}: {json.dumps(event.body)}")
+            self._debug_pending.add(turn)
         elif isinstance(event, ParseIssue):
             debug.events.append(f"{event.code.value} ({event.severity.value}): {event.message}")
             self.debugChanged.emit(turn)
@@ -611,7 +614,8 @@ class ChatController(QObject):
                 "generated": t.generated,
                 "tokens_per_s": round(t.decode_tokens_per_s, 1),
             }
-            self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx})
+            where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
+            self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx, **where})
             self.debugChanged.emit(turn)
         elif isinstance(event, TurnFailed | StreamCrashed):
             reply.state = "failed"

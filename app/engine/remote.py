@@ -42,6 +42,15 @@ from app.errors import ErrorCode
 from app.harmony.encoding import CALL
 
 
+@dataclass(frozen=True)
+class RequestSent:
+    """The exact request body sent to the endpoint (the debug pane shows it; the key is not in
+    it: the SDK sends that in a header)."""
+
+    endpoint: str
+    body: dict[str, Any]
+
+
 class RemoteError(Exception):
     """A request the endpoint refused, with what to do about it."""
 
@@ -279,6 +288,7 @@ class RemoteSession:
             stop=stop,
         )
         cancel = cancel or threading.Event()
+        yield RequestSent(self.endpoint.name, body)  # type: ignore[misc]
         start = time.monotonic()
         state = _Stream()
         failed: str | None = None
@@ -551,6 +561,7 @@ __all__ = [
     "Endpoint",
     "RemoteError",
     "RemoteSession",
+    "RequestSent",
     "check_connection",
     "openai_client",
     "to_openai",

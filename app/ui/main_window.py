@@ -9,6 +9,7 @@ the README says; the debug pane is off by default and its last state is remember
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -36,7 +37,7 @@ from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
-from app.ui.endpoints import EndpointDialog, EndpointPicker
+from app.ui.endpoints import EndpointDialog, EndpointPicker, where
 from app.ui.transcript import TranscriptView
 
 
@@ -390,13 +391,21 @@ class MainWindow(QMainWindow):
         self.composer.set_busy(busy)
         self.status_worker.setText("worker: generating" if busy else "worker: ready")
 
-    def _status(self, s: dict[str, float]) -> None:
+    def _status(self, s: dict[str, Any]) -> None:
         self.status_speed.setText(
             f"{s.get('tokens_per_s', 0):.1f} tok/s"
             f" · first token {s.get('first_token_ms', 0):.0f} ms"
         )
-        used = int(s.get("prompt_tokens", 0) + s.get("generated", 0))
-        self.status_context.setText(f"context {used}/{int(s.get('n_ctx', 0))}")
+        prompt, generated = int(s.get("prompt_tokens", 0)), int(s.get("generated", 0))
+        if s.get("endpoint"):  # a remote answer: the usage the endpoint reported
+            usage = (
+                f"{prompt} prompt + {generated} completion = {prompt + generated} tokens"
+                if prompt
+                else f"usage not reported ({generated} chunks streamed)"
+            )
+            self.status_context.setText(f"{where(s['endpoint'])}: {usage}")
+            return
+        self.status_context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
 
     def _loaded(self, name: str) -> None:
         self.model_label.setText(name)
