@@ -213,3 +213,18 @@ def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: Fa
     result = next(m for m in follow_up["messages"] if m["role"] == "tool")
     assert call["function"]["name"] == "square" and result["tool_call_id"] == call["id"]
     assert json.loads(result["content"]) == {"ok": True, "content": ran[0].outcomes[0].content}
+
+
+def test_the_response_id_and_logprobs_come_back_for_the_debug_pane(server: int) -> None:
+    from app.engine.remote import RequestSent, ResponseReceived
+
+    session = RemoteSession(endpoint(f"http://127.0.0.1:{server}/v1", top_logprobs=2), None,
+                            sampling=GREEDY, max_tokens=4)
+    events = run(session, "The capital of France is")
+    sent = next(e for e in events if isinstance(e, RequestSent))
+    assert sent.body["logprobs"] is True and sent.body["top_logprobs"] == 2
+    assert sent.body["messages"] == [{"role": "user", "content": "The capital of France is"}]
+    said = next(e for e in events if isinstance(e, ResponseReceived))
+    assert said.response_id and said.finish_reason == "length"
+    assert len(said.logprobs) == 4 and all(lp <= 0 for _, lp in said.logprobs)
+    assert "".join(t for t, _ in said.logprobs) == session.conversation.messages[-1].text

@@ -41,7 +41,7 @@ from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.engine.chat import ChatSession, JsonChecked, PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.remote import RemoteSession, RequestSent
+from app.engine.remote import RemoteSession, RequestSent, ResponseReceived
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
@@ -598,6 +598,13 @@ class ChatController(QObject):
                     reply.state = "incomplete"
         elif isinstance(event, RequestSent):  # a remote endpoint: what it was sent, exactly
             debug.events.append(f"request to {event.endpoint}: {json.dumps(event.body)}")
+            self._debug_pending.add(turn)
+        elif isinstance(event, ResponseReceived):
+            said: dict[str, Any] = {"id": event.response_id, "finish_reason": event.finish_reason}
+            said |= {"usage": event.usage} if event.usage else {"usage": "not reported"}
+            if event.logprobs:
+                said["logprobs"] = [[t, round(lp, 4)] for t, lp in event.logprobs]
+            debug.events.append(f"response from {event.endpoint}: {json.dumps(said)}")
             self._debug_pending.add(turn)
         elif isinstance(event, ParseIssue):
             debug.events.append(f"{event.code.value} ({event.severity.value}): {event.message}")

@@ -25,6 +25,7 @@ class Endpoint(BaseModel):
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)  # asks for logprobs when set
     timeout_s: float = Field(default=60.0, gt=0)
     retries: int = Field(default=3, ge=0, le=10)
 

@@ -51,6 +51,18 @@ class RequestSent:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ResponseReceived:
+    """What the endpoint said about its answer: its id, why it ended, the usage it reported,
+    and the log-probabilities of the tokens when they were asked for (the debug pane)."""
+
+    endpoint: str
+    response_id: str
+    finish_reason: str
+    usage: dict[str, int]
+    logprobs: tuple[tuple[str, float], ...] = ()
+
+
 class RemoteError(Exception):
     """A request the endpoint refused, with what to do about it."""
 
@@ -133,6 +145,8 @@ class _Stream:
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
     finish: str | None = None
     usage: Any = None
+    response_id: str = ""
+    logprobs: list[tuple[str, float]] = field(default_factory=list)
     chunks: int = 0  # content chunks: the generated count where the server reports no usage
     first_token_ms: float = 0.0
 
@@ -232,6 +246,9 @@ class RemoteSession:
             body["seed"] = s.seed
         if stop:
             body["stop"] = list(stop)[:4]
+        if e.top_logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = e.top_logprobs
         tools = _functions(conversation)
         if tools:
             body["tools"] = tools
@@ -331,6 +348,15 @@ class RemoteSession:
             total_ms=total_ms,
             generated=getattr(usage, "completion_tokens", 0) or state.chunks,
         )
+        yield ResponseReceived(  # type: ignore[misc]
+            self.endpoint.name,
+            state.response_id,
+            "failed" if failed is not None else state.finish or "",
+            {"prompt_tokens": timings.prompt_tokens, "completion_tokens": timings.generated}
+            if usage is not None
+            else {},
+            tuple(state.logprobs),
+        )
         if failed is not None:
             yield TurnFailed(failed)
         else:
@@ -417,8 +443,11 @@ class RemoteSession:
     def _chunk(self, chunk: Any, state: _Stream, start: float) -> Iterator[ChatEvent]:
         if getattr(chunk, "usage", None) is not None:
             state.usage = chunk.usage
+        state.response_id = getattr(chunk, "id", "") or state.response_id
         for choice in getattr(chunk, "choices", None) or ():
             delta = choice.delta
+            for item in getattr(getattr(choice, "logprobs", None), "content", None) or ():
+                state.logprobs.append((str(item.token), float(item.logprob)))
             reasoning = _field(delta, "reasoning_content") or _field(delta, "reasoning")
             if reasoning:
                 yield from self._text(state, Lane.ANALYSIS, reasoning, start)
@@ -562,6 +591,7 @@ __all__ = [
     "RemoteError",
     "RemoteSession",
     "RequestSent",
+    "ResponseReceived",
     "check_connection",
     "openai_client",
     "to_openai",
