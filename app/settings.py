@@ -1,8 +1,10 @@
 """The user's settings: one pydantic model, saved atomically as JSON in the config folder.
 
 Guarantees: values are validated (a bad value in the file is reported and the default used, the
-rest kept); writes go to a temporary file, are fsynced and renamed over the old one; the model
-forbids unknown fields, and it has no field for secrets: API keys live in the OS keyring only.
+rest kept; an invalid endpoint is left out, the others kept; the file as written is first copied
+to `settings.json.invalid`, so nothing the user wrote is lost); writes go to a temporary file,
+are fsynced and renamed over the old one; the model forbids unknown fields, and it has no field
+for secrets: API keys live in the OS keyring only.
 """
 
 from __future__ import annotations
@@ -47,19 +49,47 @@ def load_settings(path: Path | None = None) -> Settings:
         return Settings()
     except (OSError, ValueError) as exc:
         log.warning("settings file %s is unreadable (%s); using the defaults", path, exc)
+        if isinstance(exc, ValueError):
+            _keep_copy(path)
         return Settings()
     if not isinstance(raw, dict):
+        _keep_copy(path)
         return Settings()
     kept = dict(raw)
+    if isinstance(kept.get("endpoints"), list):  # one bad endpoint does not drop the others
+        endpoints = [e for e in kept["endpoints"] if _valid_endpoint(e)]
+        if len(endpoints) < len(kept["endpoints"]):
+            log.warning("some endpoints in %s are invalid and were left out", path)
+            _keep_copy(path)
+        kept["endpoints"] = endpoints
     while True:
         try:
             return Settings.model_validate(kept)
         except ValidationError as exc:
             bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
             log.warning("settings %s in %s are invalid; using their defaults", sorted(bad), path)
+            _keep_copy(path)
             if not bad & kept.keys():
                 return Settings()
             kept = {k: v for k, v in kept.items() if k not in bad}
+
+
+def _valid_endpoint(value: object) -> bool:
+    try:
+        Endpoint.model_validate(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _keep_copy(path: Path) -> None:
+    """Keep the file as the user wrote it (`settings.json.invalid`) before it is ever
+    rewritten without its bad parts."""
+    copy = path.with_name(path.name + ".invalid")
+    try:
+        write_atomic(copy, path.read_bytes().decode("utf-8", errors="replace"))
+    except OSError as exc:
+        log.warning("could not keep a copy of %s (%s)", path, exc)
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -214,8 +215,13 @@ def test_settings_are_validated_and_saved_atomically(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
     path.write_text('{"trash_retention_days": -3}')
     assert load_settings(path).trash_retention_days == 30  # a bad value: its default
+    assert (tmp_path / "settings.json.invalid").read_text() == '{"trash_retention_days": -3}'
     path.write_text("{half a file")
     assert load_settings(path) == Settings()
+    assert (tmp_path / "settings.json.invalid").read_text() == "{half a file"  # kept as written
+    good = {"name": "lab", "base_url": "http://127.0.0.1:8000/v1", "model": "m"}
+    path.write_text(json.dumps({"endpoints": [good, {"name": "bad name!", "model": ""}]}))
+    assert [e.name for e in load_settings(path).endpoints] == ["lab"]  # the others are kept
     assert "key" not in " ".join(Settings.model_fields)  # nothing secret has a place here
 
 
