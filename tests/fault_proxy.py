@@ -2,7 +2,9 @@
 
 Each request takes the next fault from the proxy's queue (none left: pass it through):
 `401`, `403`, `404`, `429` (with `Retry-After: 1`), `500`, `cut` (the streamed answer is
-forwarded, then the connection closes after a few events), `slow` (no answer for 5 s).
+forwarded, then the connection closes after a few events), `slow` (no answer for 5 s),
+`canned` (a stream of chat-completion chunks whose contents are `canned`, as a server that
+passes gpt-oss output through would send).
 `requests` records the paths and headers that reached the proxy.
 """
 
@@ -22,6 +24,7 @@ class FaultProxy:
         self.faults: list[str] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self.bodies: list[bytes] = []
+        self.canned: list[str] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,6 +72,22 @@ class FaultProxy:
             h.send_header("Content-Length", str(len(payload)))
             h.end_headers()
             h.wfile.write(payload)
+            return
+        if fault == "canned":
+            h.send_response(200)
+            h.send_header("Content-Type", "text/event-stream")
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            chunks = [{"content": c} for c in self.canned] + [{}]
+            for i, delta in enumerate(chunks):
+                finish = "stop" if i == len(chunks) - 1 else None
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
+                event = {"id": "canned-1", "object": "chat.completion.chunk", "created": 0,
+                         "model": "gemma", "choices": [choice]}
+                line = b"data: " + json.dumps(event).encode() + b"\n\n"
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            done = b"data: [DONE]\n\n"
+            h.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
             return
         if fault == "slow":
             time.sleep(5)

@@ -228,3 +228,19 @@ def test_the_response_id_and_logprobs_come_back_for_the_debug_pane(server: int) 
     assert said.response_id and said.finish_reason == "length"
     assert len(said.logprobs) == 4 and all(lp <= 0 for _, lp in said.logprobs)
     assert "".join(t for t, _ in said.logprobs) == session.conversation.messages[-1].text
+
+
+def test_gpt_oss_markup_passed_through_as_text_never_shows_analysis_as_answer(proxy: FaultProxy) -> None:
+    from app.domain.visibility import Lane
+
+    proxy.faults = ["canned"]
+    proxy.canned = ["<|chan", "nel|>analysis<|message|>The user wants", " a capital.<|e", "nd|><|start|>assistant",
+                    "<|channel|>final<|message|>Par", "is.<|return|>"]
+    session = RemoteSession(endpoint(proxy.url), None)
+    events = run(session, "Capital of France?")
+    shown = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)
+    thought = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANALYSIS)
+    assert shown == "Paris." and thought == "The user wants a capital."
+    assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
+        ("analysis", "The user wants a capital."), ("final", "Paris.")]
+    assert all(e.complete for e in events if isinstance(e, MessageDone))

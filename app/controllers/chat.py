@@ -108,6 +108,7 @@ class ChatController(QObject):
         self.trashed: list[tuple[str, str, float]] = []
         self.search_text = ""
         self._inflight = 0  # store calls whose result is not yet shown
+        self._closed = False
         self._list_asked = 0
         self._delivered.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self.busy = False
@@ -133,7 +134,10 @@ class ChatController(QObject):
 
     def _io(self, work: Callable[[], T], then: Callable[[T], None] | None = None) -> None:
         """Run `work` on the store's thread, after every save asked before it, and hand its
-        result to `then` on the GUI thread; a failure is reported with `storeFailed`."""
+        result to `then` on the GUI thread; a failure is reported with `storeFailed`. After
+        `close`, nothing more is asked of the store."""
+        if self._closed:
+            return
         self._inflight += 1
 
         def run() -> None:
@@ -750,7 +754,7 @@ class ChatController(QObject):
     ) -> None:
         """Save the conversation (and `reply`) on the store's thread: the rows are taken now,
         written in order; a failed write is reported with `storeFailed`, nothing is lost."""
-        if self.store is None:
+        if self.store is None or self._closed:
             return
         rows = structure_rows(self.doc) if structure else Rows(conversation_row(self.doc))
         if version is not None and reply is not None:
@@ -772,6 +776,7 @@ class ChatController(QObject):
         self.stop()
         if self._streaming is not None:
             self.persist(*self._streaming)
+        self._closed = True
         self._writer.shutdown(wait=True)
         for tools in self._tools.values():
             tools.close()

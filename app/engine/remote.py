@@ -40,6 +40,7 @@ from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
 from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
 from app.errors import ErrorCode
 from app.harmony.encoding import CALL
+from app.harmony.text_stream import Ended, HarmonyText, Piece, Started, Text
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,23 @@ def _functions(conversation: Conversation) -> list[dict[str, Any]]:
 
 
 @dataclass
+class _Open:
+    lane: Lane
+    channel: str
+    recipient: str | None
+    content_type: str | None
+    parts: list[str] = field(default_factory=list)
+
+
+@dataclass
 class _Stream:
     """What one streamed reply has produced so far."""
 
     messages: list[Message] = field(default_factory=list)
-    open: tuple[Lane, list[str]] | None = None  # the message being written: its lane and text
+    open: _Open | None = None  # the message being written
+    mode: str | None = None  # "plain", or "harmony" (a server passing gpt-oss markup through)
+    pending: str = ""  # the reply's first text, until it shows which
+    harmony: HarmonyText = field(default_factory=HarmonyText)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
     finish: str | None = None
     usage: Any = None
@@ -337,8 +350,10 @@ class RemoteSession:
                 f"{ErrorCode.STREAM_TRUNCATED.value}: the connection to {self.endpoint.name} broke"
                 f" during the answer ({type(exc).__name__}); the text so far is kept"
             )
-        yield from self._close_open(state, complete=failed is None and state.finish != "length")
-        yield from self._emit_calls(state)
+        complete = failed is None and state.finish not in ("length", "cancelled", None)
+        yield from self._end_content(state, start, complete)
+        yield from self._close_open(state, complete=complete)
+        yield from self._emit_calls(state, start)
         total_ms = (time.monotonic() - start) * 1000
         usage = state.usage
         timings = Timings(
@@ -452,7 +467,7 @@ class RemoteSession:
             if reasoning:
                 yield from self._text(state, Lane.ANALYSIS, reasoning, start)
             if delta.content:
-                yield from self._text(state, Lane.ANSWER, delta.content, start)
+                yield from self._content(state, delta.content, start)
             for call in getattr(delta, "tool_calls", None) or ():
                 if not state.first_token_ms:
                     state.first_token_ms = (time.monotonic() - start) * 1000
@@ -470,48 +485,86 @@ class RemoteSession:
             if choice.finish_reason:
                 state.finish = choice.finish_reason
 
+    def _content(self, state: _Stream, text: str, start: float) -> Iterator[ChatEvent]:
+        """Answer text; or, from a server that passes gpt-oss output through, Harmony markup
+        read here so that analysis never shows as answer text."""
+        if state.mode is None:
+            state.pending += text
+            head = state.pending.lstrip()
+            if not head or any(m.startswith(head) for m in ("<|channel|>", "<|start|>")):
+                return  # it may still turn out to be markup
+            state.mode = "harmony" if head.startswith(("<|channel|>", "<|start|>")) else "plain"
+            text, state.pending = state.pending, ""
+        if state.mode == "plain":
+            yield from self._text(state, Lane.ANSWER, text, start)
+            return
+        state.chunks += 1
+        yield from self._pieces(state, state.harmony.feed(text), start)
+
+    def _pieces(self, state: _Stream, pieces: list[Piece], start: float) -> Iterator[ChatEvent]:
+        for piece in pieces:
+            if isinstance(piece, Started):
+                yield from self._close_open(state, complete=True)
+                yield from self._start(state, piece.channel, piece.recipient, piece.content_type)
+            elif isinstance(piece, Text) and state.open is not None:
+                yield from self._append(state, piece.text, start)
+            elif isinstance(piece, Ended):
+                yield from self._close_open(state, complete=piece.complete)
+
+    def _end_content(self, state: _Stream, start: float, complete: bool) -> Iterator[ChatEvent]:
+        """What the reply's text left open when the stream ended."""
+        if state.mode is None and state.pending:
+            yield from self._text(state, Lane.ANSWER, state.pending, start)
+        elif state.mode == "harmony":
+            yield from self._pieces(state, state.harmony.finish(complete), start)
+
     def _text(self, state: _Stream, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
         state.chunks += 1
+        if state.open is None or state.open.lane is not lane:
+            yield from self._close_open(state, complete=True)
+            yield from self._start(state, "analysis" if lane is Lane.ANALYSIS else "final")
+        yield from self._append(state, text, start)
+
+    def _start(
+        self,
+        state: _Stream,
+        channel: str,
+        recipient: str | None = None,
+        content_type: str | None = None,
+    ) -> Iterator[ChatEvent]:
+        lane = route(Role.ASSISTANT, channel, recipient)
+        state.open = _Open(lane, channel, recipient, content_type)
+        index = len(state.messages)
+        yield MessageStarted(index, Role.ASSISTANT, None, channel, recipient, content_type, lane)
+
+    def _append(self, state: _Stream, text: str, start: float) -> Iterator[ChatEvent]:
+        assert state.open is not None
         if not state.first_token_ms:
             state.first_token_ms = (time.monotonic() - start) * 1000
-        if state.open is None or state.open[0] is not lane:
-            yield from self._close_open(state, complete=True)
-            channel = "analysis" if lane is Lane.ANALYSIS else "final"
-            yield MessageStarted(
-                len(state.messages), Role.ASSISTANT, None, channel, None, None, lane
-            )
-            state.open = (lane, [])
-        state.open[1].append(text)
-        yield ContentDelta(len(state.messages), text, lane)
+        state.open.parts.append(text)
+        yield ContentDelta(len(state.messages), text, state.open.lane)
 
     def _close_open(self, state: _Stream, complete: bool) -> Iterator[ChatEvent]:
-        if state.open is None:
+        o = state.open
+        if o is None:
             return
-        lane, parts = state.open
-        channel = "analysis" if lane is Lane.ANALYSIS else "final"
-        message = Message.of(Role.ASSISTANT, "".join(parts), channel=channel)
-        yield MessageDone(len(state.messages), message, lane, complete, ())
+        message = Message.of(
+            Role.ASSISTANT,
+            "".join(o.parts),
+            channel=o.channel,
+            recipient=o.recipient,
+            content_type=o.content_type,
+        )
+        yield MessageDone(len(state.messages), message, o.lane, complete, ())
         state.messages.append(message)
         state.open = None
 
-    def _emit_calls(self, state: _Stream) -> Iterator[ChatEvent]:
+    def _emit_calls(self, state: _Stream, start: float) -> Iterator[ChatEvent]:
         for _, call in sorted(state.calls.items()):
             recipient = f"functions.{call['name']}"
-            lane = route(Role.ASSISTANT, "commentary", recipient)
-            index = len(state.messages)
-            yield MessageStarted(
-                index, Role.ASSISTANT, None, "commentary", recipient, "<|constrain|>json", lane
-            )
-            yield ContentDelta(index, call["arguments"], lane)
-            message = Message.of(
-                Role.ASSISTANT,
-                call["arguments"],
-                channel="commentary",
-                recipient=recipient,
-                content_type="<|constrain|>json",
-            )
-            yield MessageDone(index, message, lane, True, ())
-            state.messages.append(message)
+            yield from self._start(state, "commentary", recipient, "<|constrain|>json")
+            yield from self._append(state, call["arguments"], start)
+            yield from self._close_open(state, complete=True)
 
 
 def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) -> tuple[bool, str]:
