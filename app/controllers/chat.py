@@ -45,6 +45,7 @@ from app.engine.remote import RemoteSession, RequestSent, ResponseReceived
 from app.engine.tool_runner import Decision
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
+from app.errors import ErrorCode
 from app.store.database import StoreError
 from app.store.history import HistoryStore
 from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
@@ -86,6 +87,7 @@ class ChatController(QObject):
     debugChanged = Signal(int)  # turn index whose debug record grew
     busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
+    notice = Signal(str)  # something the user should know now (a remote endpoint is waiting)
     analysisFound = Signal(list)  # [(turn index, snippet)]: the debug pane's search
     _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
@@ -612,6 +614,8 @@ class ChatController(QObject):
             self._debug_pending.add(turn)
         elif isinstance(event, ParseIssue):
             debug.events.append(f"{event.code.value} ({event.severity.value}): {event.message}")
+            if event.code is ErrorCode.NETWORK:  # a remote endpoint waits or retries: say so
+                self.notice.emit(event.message)
             self.debugChanged.emit(turn)
         elif isinstance(event, GenerationDone):
             t = event.timings

@@ -244,6 +244,7 @@ class MainWindow(QMainWindow):
         self.controller.analysisFound.connect(self.debug.show_found)
         c.busyChanged.connect(self._busy)
         c.statusChanged.connect(self._status)
+        c.notice.connect(lambda text: self.statusBar().showMessage(text, 15_000))
         c.storeFailed.connect(self._store_failed)
         c.debugChanged.connect(self._debug_changed)
         c.replyStarted.connect(self._reply_started)
