@@ -24,7 +24,7 @@ class FaultProxy:
         self.faults: list[str] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self.bodies: list[bytes] = []
-        self.canned: list[str] = []
+        self.canned: list[str | dict[str, Any]] = []  # contents, or whole deltas
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -78,7 +78,7 @@ class FaultProxy:
             h.send_header("Content-Type", "text/event-stream")
             h.send_header("Transfer-Encoding", "chunked")
             h.end_headers()
-            chunks = [{"content": c} for c in self.canned] + [{}]
+            chunks = [c if isinstance(c, dict) else {"content": c} for c in self.canned] + [{}]
             for i, delta in enumerate(chunks):
                 finish = "stop" if i == len(chunks) - 1 else None
                 choice = {"index": 0, "delta": delta, "finish_reason": finish}

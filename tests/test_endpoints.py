@@ -206,6 +206,9 @@ def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with
         assert refused is not None and refused.state == "failed" and "offline" in refused.error
         assert len([r for r in proxy.requests if r[1].endswith("/chat/completions")]) == len(chats)
         window.controller.saved()
+        window.set_debug(True)  # the debug pane shows the request, never the key
+        window.transcript.turnSelected.emit(0)
+        qtbot.waitUntil(lambda: "request to lab" in window.debug.events.toPlainText())
         assert KEY not in all_text(window)
         leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
         assert leaks == []

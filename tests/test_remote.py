@@ -244,3 +244,19 @@ def test_gpt_oss_markup_passed_through_as_text_never_shows_analysis_as_answer(pr
     assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
         ("analysis", "The user wants a capital."), ("final", "Paris.")]
     assert all(e.complete for e in events if isinstance(e, MessageDone))
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_a_server_returns_goes_to_analysis(proxy: FaultProxy, field: str) -> None:
+    from app.domain.visibility import Lane
+
+    proxy.faults = ["canned"]
+    proxy.canned = [{field: "Thinking about "}, {field: "capitals."}, {"content": "Paris."}]
+    session = RemoteSession(endpoint(proxy.url), None)
+    events = run(session, "Capital of France?")
+    lanes = [(e.lane, e.text) for e in events if isinstance(e, ContentDelta)]
+    assert lanes == [(Lane.ANALYSIS, "Thinking about "), (Lane.ANALYSIS, "capitals."), (Lane.ANSWER, "Paris.")]
+    assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
+        ("analysis", "Thinking about capitals."), ("final", "Paris.")]
+    follow_up = list(session.send("And Italy?"))  # analysis is never sent back
+    assert follow_up and "Thinking about" not in proxy.bodies[-1].decode()
