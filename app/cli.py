@@ -23,6 +23,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--screenshot", metavar="PATH", help="render a sample conversation to a PNG and exit"
     )
+    parser.add_argument(
+        "--self-test", action="store_true", help="check this installation (offline) and exit"
+    )
     commands = parser.add_subparsers(dest="command")
     harmony = commands.add_parser("harmony", help="render and parse the Harmony format")
     verbs = harmony.add_subparsers(dest="verb", required=True)
@@ -125,6 +128,10 @@ def _has_display() -> bool:
 
 def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The app without a subcommand: the window (the terminal chat where there is no display)."""
+    if args.self_test:
+        from app import self_test
+
+        return self_test.main()
     if args.screenshot:
         from app.ui.app import screenshot
 
