@@ -495,3 +495,20 @@ def test_a_long_conversation_opens_on_its_last_page_and_shows_earlier_turns_on_r
     qtbot.waitUntil(lambda: view.first == 0)
     assert [t.index for t in view.turns] == list(range(2 * PAGE + 5)) and not view.earlier.isVisible()
     assert view.turns[0].user.text() == "Question 0?" and "Answer 0." in all_text(window)
+
+
+def test_a_first_run_welcomes_once_and_about_names_the_version_and_licences(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app import __version__
+    from app.ui.about import about_text
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    assert window.welcome is not None and window.welcome.isVisible()
+    assert "on this computer" in window.welcome.text.text() and "Endpoints" in window.welcome.text.text()
+    window.welcome.close_button.click()
+    assert not window.welcome.isVisible()
+    qtbot.waitUntil(lambda: UiState(tmp_path / "ui-state.json").get("welcomed") is True)
+    again, _ = make_window(qtbot, tmp_path, [])
+    assert again.welcome is None  # shown until dismissed once
+    text = about_text()
+    assert f"Harmony Desk {__version__}" in text and "LGPL-3.0" in text and "Gemma Terms of Use" in text
+    assert "llama.cpp" in text and "MIT" in text

@@ -35,6 +35,7 @@ from app.controllers.chat import ChatController
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
+from app.ui.about import Welcome, show_about
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker, where
@@ -153,6 +154,11 @@ class MainWindow(QMainWindow):
             model_row.addWidget(QLabel("Answered by:", center))
             model_row.addWidget(self.picker)
         column.addLayout(model_row)
+        self.welcome: Welcome | None = None
+        if not self.state.get("welcomed", False):  # a first run: say where answers come from
+            self.welcome = Welcome(center)
+            self.welcome.close_button.clicked.connect(self._welcomed)
+            column.addWidget(self.welcome)
         self.banner = QLabel(center)
         self.banner.setObjectName("errorBanner")
         self.banner.setWordWrap(True)
@@ -218,6 +224,10 @@ class MainWindow(QMainWindow):
         )
         self.debug_action.toggled.connect(self.set_debug)
         view.addAction(self.debug_action)
+        help_menu = self.menuBar().addMenu("&Help")
+        about = QAction("About Harmony Desk", self)
+        about.triggered.connect(lambda: show_about(self))
+        help_menu.addAction(about)
         self.search_action = QAction("Search chats", self, shortcut=QKeySequence("Ctrl+K"))
         self.search_action.triggered.connect(lambda: self.sidebar.search.setFocus())
         view.addAction(self.search_action)
@@ -413,6 +423,11 @@ class MainWindow(QMainWindow):
         self.status_model.setText(name)
         self.progress.hide()
         self.cancel_load.hide()
+
+    def _welcomed(self) -> None:
+        if self.welcome is not None:
+            self.welcome.hide()
+        self.state.set_later("welcomed", True)
 
     def _endpoints(self) -> None:
         assert self.controller.remote is not None
