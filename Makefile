@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean keyring-daemon
+.PHONY: run test lint bench bundle clean keyring-daemon
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,5 +49,8 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/ui_stream.py
 	$(BIN)/python bench/store.py
 
+bundle: $(VENV)/.test
+	PYTHON=$(BIN)/python packaging/build_linux.sh
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist
