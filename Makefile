@@ -48,6 +48,7 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/json_coverage.py
 	$(BIN)/python bench/ui_stream.py
 	$(BIN)/python bench/store.py
+	$(BIN)/python bench/bundle.py
 
 bundle: $(VENV)/.test
 	PYTHON=$(BIN)/python packaging/build_linux.sh
