@@ -512,3 +512,24 @@ def test_a_first_run_welcomes_once_and_about_names_the_version_and_licences(qtbo
     text = about_text()
     assert f"Harmony Desk {__version__}" in text and "LGPL-3.0" in text and "Gemma Terms of Use" in text
     assert "llama.cpp" in text and "MIT" in text
+
+
+def test_a_first_run_on_empty_folders_welcomes_and_starts_on_the_default_model(
+    qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ui.app import build_window
+
+    for name in ("CONFIG", "DATA", "CACHE"):  # a fresh user account
+        monkeypatch.setenv(f"HARMONY_DESK_{name}", str(tmp_path / name.lower()))
+    window = build_window()
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        assert window.welcome is not None and window.welcome.isVisible()
+        with qtbot.waitSignal(window.host.loaded, timeout=180_000):
+            window.load_model(None, n_ctx=512, threads=1)  # the default: assembled offline
+        assert "gemma" in window.model_label.text().lower()
+        assert list((tmp_path / "cache").rglob("*.gguf"))
+    finally:
+        window.close()
+        window.host.close()
