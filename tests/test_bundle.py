@@ -47,3 +47,6 @@ def test_the_linux_bundle_builds_and_passes_its_self_test(tmp_path: Path) -> Non
     from app import __version__
 
     assert version.stdout.strip() == f"harmony-desk {__version__}"
+    tools = subprocess.run([str(bundle / "harmony-desk"), "tools", "list"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config")})
+    assert "functions.word_count" in tools.stdout and "example-tools" in tools.stdout  # bundled plugins

@@ -5,7 +5,7 @@ then plugin folders, read without installing anything: each sub-folder with a
 `pyproject.toml` that declares `harmony_desk.tools` entry points (its `src/` or the folder
 itself is put on the import path), and each single-file `*.py` plugin. The folders are the
 user's `plugins` folder in the config folder, the checkout's `plugins/` when running from
-source, and those listed in `$HARMONY_DESK_PLUGINS`.
+source (or the bundle's `plugins/` in a frozen build), and those listed in `$HARMONY_DESK_PLUGINS`.
 
 Guarantees: a plugin that fails to import, or whose hook raises, is reported (with its name
 and the reason) and skipped; the rest load. A folder plugin with the name of an installed one
@@ -82,8 +82,11 @@ def plugin_folders() -> list[Path]:
     """The folders scanned for plugins that are not installed (see the module docstring)."""
     folders = [config_dir() / "plugins"]
     checkout = Path(__file__).resolve().parents[2] / "plugins"
+    bundled = getattr(sys, "_MEIPASS", None)  # a frozen bundle carries the example plugins
     if (checkout.parent / "pyproject.toml").is_file():
         folders.append(checkout)
+    elif bundled is not None:
+        folders.append(Path(bundled) / "plugins")
     extra = os.environ.get("HARMONY_DESK_PLUGINS", "")
     folders += [Path(p) for p in extra.split(os.pathsep) if p]
     return folders
