@@ -48,6 +48,10 @@ def test_a_conversation_tree_comes_back_whole(tmp_path: Path) -> None:
     assert [t.version.user_text for t in again.turns] == ["What is green tea?", "And black tea?"]
     first = again.turns[0].version
     assert first.effort is ReasoningEffort.LOW and first.chosen == 1
+    from dataclasses import fields
+
+    for built in (again.turns[0], first, first.replies[0], first.replies[0].segments[0]):
+        assert set(vars(built)) == {f.name for f in fields(built)}  # every field, nothing more
     assert [r.segments[0].text for r in first.replies] == ["Unoxidised leaves.", "A tea."]
     assert [r.debug.analysis for r in first.replies] == ["think-1", "think-2"]
     assert first.replies[0].messages == doc.turns[0].version.replies[0].messages

@@ -243,24 +243,33 @@ def build_reply(row: tuple[Any, ...], read_debug: Callable[[str], DebugRecord]) 
     """A reply from a row selected with `REPLY_COLUMNS`; `read_debug` reads a debug record."""
     rid, _vid, state, error, model, packed, bodies = row
     segments, open_segments = json.loads(packed)
-    reply = Reply(
-        segments=[_segment(**s) for s in segments],
-        state=state,
-        error=error,
-        model=model,
-        open_segments={int(k): v for k, v in open_segments.items()} if open_segments else {},
-        id=rid,
-        stored=_Stored(bodies, rid, read_debug),
-    )
     if state == "streaming":  # the app stopped while it streamed
-        reply.state, reply.error = "incomplete", TRUNCATED
-    return reply
+        state, error = "incomplete", TRUNCATED
+    return _made(
+        Reply,
+        {
+            "segments": [_made(Segment, s) for s in segments],
+            "state": state,
+            "error": error,
+            "model": model,
+            "open_segments": {int(k): v for k, v in open_segments.items()} if open_segments else {},
+            "id": rid,
+            "stored": _Stored(bodies, rid, read_debug),
+            "_messages": None,
+            "_debug": None,
+        },
+    )
 
 
-def _segment(kind: str, text: str, data: dict[str, Any], complete: bool) -> Segment:
-    segment = Segment.__new__(Segment)
-    segment.__dict__.update(kind=kind, text=text, data=data, complete=complete)
-    return segment
+D = TypeVar("D")
+
+
+def _made(cls: type[D], values: dict[str, Any]) -> D:
+    """A dataclass instance from a value for every one of its fields, without `__init__` and
+    its default factories: opening a long conversation builds tens of thousands of them."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 def debug_blob(d: DebugRecord) -> bytes | None:
@@ -321,34 +330,38 @@ def build_doc(
     )
     by_turn: dict[str, list[Version]] = {}
     for vid, turn_id, text, effort, schema, chosen in versions:
-        by_turn.setdefault(turn_id, []).append(
-            Version(
-                text,
-                ReasoningEffort(effort) if effort else None,
-                json.loads(schema) if schema else None,
-                replies.get(vid, []),
-                chosen,
-                id=vid,
-            )
-        )
+        version = {
+            "user_text": text,
+            "effort": ReasoningEffort(effort) if effort else None,
+            "json_schema": json.loads(schema) if schema else None,
+            "replies": replies.get(vid, []),
+            "chosen": chosen,
+            "following": [],
+            "id": vid,
+        }
+        by_turn.setdefault(turn_id, []).append(_made(Version, version))
     after: dict[str | None, list[Turn]] = {}
     for tid, after_version, _position, chosen in turns:
-        after.setdefault(after_version, []).append(Turn(by_turn.get(tid, []), chosen, id=tid))
-
-    def chain(start: str | None) -> list[Turn]:
-        out: list[Turn] = []
-        nexts = after.get(start, [])
-        while nexts and nexts[0].versions:
-            turn = nexts[0]
-            out.append(turn)
-            for i, v in enumerate(turn.versions):
-                if i != turn.chosen:
-                    v.following = chain(v.id)
-            nexts = after.get(turn.version.id, [])
-        return out
-
-    doc.turns = chain(None)
+        turn = {"versions": by_turn.get(tid, []), "chosen": chosen, "id": tid}
+        after.setdefault(after_version, []).append(_made(Turn, turn))
+    doc.turns = _chain(after, None)
     return doc
+
+
+def _chain(after: dict[str | None, list[Turn]], start: str | None) -> list[Turn]:
+    """The turns that follow version `start` (None: the first turn), each version's own branch
+    in `following`. (A module function, not a closure: a recursive closure is a reference cycle
+    that would keep the whole tree alive until the cyclic collector runs.)"""
+    out: list[Turn] = []
+    nexts = after.get(start, [])
+    while nexts and nexts[0].versions:
+        turn = nexts[0]
+        out.append(turn)
+        for i, v in enumerate(turn.versions):
+            if i != turn.chosen:
+                v.following = _chain(after, v.id)
+        nexts = after.get(turn.version.id, [])
+    return out
 
 
 __all__ = [

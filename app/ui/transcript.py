@@ -29,7 +29,7 @@ from app.domain.history import Segment, Turn
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.markdown_view import MarkdownView
 
-PAGE = 20  # turns shown when a conversation opens, and added per step back
+PAGE = 12  # turns shown when a conversation opens, and added per step back
 _USER_STYLE = "background: palette(alternate-base); padding: 6px; border-radius: 6px"
 _PREAMBLE_STYLE = "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
 
