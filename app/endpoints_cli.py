@@ -16,8 +16,8 @@ import sys
 from pydantic import ValidationError
 
 from app.domain.endpoint import Endpoint
-from app.errors import InvalidInputError
-from app.secrets import Secrets
+from app.errors import InvalidInputError, validation_problems
+from app.secrets import MissingKey, Secrets
 from app.settings import Settings, load_settings, save_settings
 
 
@@ -74,10 +74,9 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
                 retries=args.retries,
             )
         except ValidationError as exc:
-            problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+            problems = validation_problems(exc)
             raise InvalidInputError(f"the endpoint is not valid: {problems}") from None
-        kept = tuple(e for e in settings.endpoints if e.name != endpoint.name)
-        save_settings(settings.model_copy(update={"endpoints": (*kept, endpoint)}))
+        save_settings(settings.with_endpoint(endpoint))
         hint = f"; store its key with `harmony-desk keys set {endpoint.key_name}`"
         print(f"endpoint {endpoint.name} saved{hint if endpoint.key_name else ''}", file=sys.stderr)
         return 0
@@ -91,8 +90,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
         return 0
     endpoint = _endpoint(settings, args.name)
     if args.verb == "remove":
-        kept = tuple(e for e in settings.endpoints if e.name != endpoint.name)
-        save_settings(settings.model_copy(update={"endpoints": kept}))
+        save_settings(settings.without_endpoint(endpoint.name))
         print(f"endpoint {endpoint.name} removed", file=sys.stderr)
         return 0
     return _test(endpoint, secrets or Secrets())
@@ -101,13 +99,10 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
 def _test(endpoint: Endpoint, secrets: Secrets) -> int:
     from app.engine.remote import check_connection
 
-    key = secrets.get(endpoint.key_name) if endpoint.key_name else None
-    if endpoint.key_name and key is None:
-        print(
-            f"the key {endpoint.key_name!r} is not set:"
-            f" `harmony-desk keys set {endpoint.key_name}`",
-            file=sys.stderr,
-        )
+    try:
+        key = secrets.key_for(endpoint)
+    except MissingKey as exc:
+        print(exc.message, file=sys.stderr)
         return 1
     ok, report = check_connection(endpoint, key)
     print(report, file=sys.stdout if ok else sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -66,6 +67,12 @@ class InvalidInputError(HarmonyDeskError):
     """Input that does not describe a valid conversation, message or token list."""
 
     code = ErrorCode.INPUT_INVALID
+
+
+def validation_problems(exc: Exception) -> str:
+    """A pydantic `ValidationError` in one line: `field: what is wrong; ...`."""
+    errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
+    return "; ".join(f"{e['loc'][0] if e['loc'] else 'value'}: {e['msg']}" for e in errors)
 
 
 class RenderError(HarmonyDeskError):

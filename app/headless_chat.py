@@ -32,7 +32,7 @@ from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import TurnResult
-from app.errors import InvalidInputError
+from app.errors import InvalidInputError, validation_problems
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
 from app.tools.api import ToolContext
@@ -195,8 +195,7 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
             repetition_penalty=args.repeat_penalty,
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
-        raise InvalidInputError(f"invalid sampling value ({problems})") from exc
+        raise InvalidInputError(f"invalid sampling value ({validation_problems(exc)})") from exc
 
 
 def _read_line(prompt: str) -> str:
@@ -267,15 +266,8 @@ def _remote(args: argparse.Namespace) -> RemoteSession:
                 endpoint.model_dump() | {k: v for k, v in chosen.items() if v}
             )
     except ValidationError as exc:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
-        raise InvalidInputError(f"the endpoint is not valid: {problems}") from None
-    secrets = Secrets()
-    key = secrets.get(endpoint.key_name) if endpoint.key_name else None
-    if endpoint.key_name and key is None:
-        raise InvalidInputError(
-            f"the key {endpoint.key_name!r} is not set: `harmony-desk keys set"
-            f" {endpoint.key_name}`" + (f" ({secrets.problem})" if secrets.problem else "")
-        )
+        raise InvalidInputError(f"the endpoint is not valid: {validation_problems(exc)}") from None
+    key = Secrets().key_for(endpoint)  # a clear error when it is not set
     sampling = Sampling(
         temperature=1.0 if args.temperature is None else args.temperature,
         top_p=args.top_p or 1.0,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.domain.endpoint import NAME_PATTERN
+from app.domain.endpoint import NAME_PATTERN, Endpoint
 from app.errors import InvalidInputError
 
 SERVICE = "harmony-desk"
@@ -20,6 +20,10 @@ NO_KEYRING = (
     "no usable keyring was found ({why}); keys are kept in memory for this run only and are not"
     " saved. Install and unlock one (on Linux: a Secret Service such as gnome-keyring) to keep them"
 )
+
+
+class MissingKey(InvalidInputError):
+    """An endpoint needs a key that is not set."""
 
 
 class Secrets:
@@ -67,6 +71,20 @@ class Secrets:
             return None
         return value if isinstance(value, str) else None
 
+    def key_for(self, endpoint: Endpoint) -> str | None:
+        """The key `endpoint` is used with (None: it needs none); `MissingKey` says how to set
+        one that is missing."""
+        if endpoint.key_name is None:
+            return None
+        key = self.get(endpoint.key_name)
+        if key is None:
+            extra = f" ({self.problem})" if self.problem else ""
+            raise MissingKey(
+                f"the key {endpoint.key_name!r} of {endpoint.name} is not set: add it in File ▸"
+                f" Endpoints… or with `harmony-desk keys set {endpoint.key_name}`{extra}"
+            )
+        return key
+
     def delete(self, name: str) -> bool:
         """Forget the key; whether there was one."""
         _check(name)
@@ -88,4 +106,4 @@ def _check(name: str) -> None:
         )
 
 
-__all__ = ["SERVICE", "Secrets"]
+__all__ = ["SERVICE", "MissingKey", "Secrets"]

@@ -35,6 +35,16 @@ class Settings(BaseModel):
     def endpoint(self, name: str) -> Endpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
 
+    def without_endpoint(self, name: str) -> Settings:
+        return self.model_copy(
+            update={"endpoints": tuple(e for e in self.endpoints if e.name != name)}
+        )
+
+    def with_endpoint(self, endpoint: Endpoint) -> Settings:
+        """These settings with `endpoint` added, or replacing the one of the same name."""
+        kept = self.without_endpoint(endpoint.name).endpoints
+        return self.model_copy(update={"endpoints": (*kept, endpoint)})
+
 
 def settings_path() -> Path:
     return config_dir() / "settings.json"

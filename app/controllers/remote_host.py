@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from app.domain.endpoint import Endpoint
 from app.engine.protocol import Sampling
 from app.engine.remote import RemoteSession, check_connection
-from app.secrets import Secrets
+from app.secrets import MissingKey, Secrets
 from app.settings import load_settings, save_settings
 
 
@@ -72,9 +72,7 @@ class RemoteHost(QObject):
         """Save `endpoint` in the settings and `key` (if any) in the keyring."""
 
         def work() -> str:
-            settings = load_settings()
-            kept = tuple(e for e in settings.endpoints if e.name != endpoint.name)
-            save_settings(settings.model_copy(update={"endpoints": (*kept, endpoint)}))
+            save_settings(load_settings().with_endpoint(endpoint))
             if endpoint.key_name and key.strip():
                 self.secrets.set(endpoint.key_name, key)
                 if not self.secrets.saved:
@@ -110,13 +108,10 @@ class RemoteHost(QObject):
             raise EndpointError(
                 f"the endpoint {name!r} is no longer configured; choose another in the model bar"
             )
-        key = self.secrets.get(endpoint.key_name) if endpoint.key_name else None
-        if endpoint.key_name and key is None:
-            extra = f" ({self.secrets.problem})" if self.secrets.problem else ""
-            raise EndpointError(
-                f"the key {endpoint.key_name!r} of {name} is not set: add it in"
-                f" File ▸ Endpoints… or with `harmony-desk keys set {endpoint.key_name}`{extra}"
-            )
+        try:
+            key = self.secrets.key_for(endpoint)
+        except MissingKey as exc:
+            raise EndpointError(exc.message) from None
         return RemoteSession(endpoint, key, sampling=sampling, max_tokens=max_tokens)
 
 
