@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     TOOL_DENIED = "E-TOOL-DENIED"
     OFFLINE = "E-OFFLINE"
     NETWORK = "E-NETWORK"
+    DOWNLOAD = "E-DOWNLOAD"
 
 
 class HarmonyDeskError(Exception):
@@ -118,6 +119,37 @@ class ModelLoadError(HarmonyDeskError):
         super().__init__(f"Cannot load the model {path}: {reason}.")
         self.problem = problem
         self.path = path
+        self.reason = reason
+
+
+class DownloadProblem(StrEnum):
+    """Why a model download stopped."""
+
+    NOT_FOUND = "not_found"  # HTTP 404 / 410
+    RANGE = "range"  # HTTP 416 on a resume that cannot be used
+    REDIRECTS = "redirects"  # a redirect loop, or too many
+    TLS = "tls"
+    NETWORK = "network"  # refused, reset, timed out, cut short, HTTP 5xx / 429: retried
+    HTTP = "http"  # any other refusal
+    NO_SPACE = "no_space"  # checked before starting
+    DISK_FULL = "disk_full"  # while writing
+    WRITE = "write"
+    CHECKSUM = "checksum"
+    CHANGED = "changed"  # the server's size is not the catalogue's
+    NOT_GGUF = "not_gguf"
+    EXISTS = "exists"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+
+
+class DownloadError(HarmonyDeskError):
+    """A download that stopped; `problem` says why, the message says it in words."""
+
+    code = ErrorCode.DOWNLOAD
+
+    def __init__(self, problem: DownloadProblem, what: object, reason: str) -> None:
+        super().__init__(f"Download of {what} stopped: {reason}.")
+        self.problem = problem
         self.reason = reason
 
 

@@ -31,6 +31,18 @@ class Settings(BaseModel):
     endpoints: tuple[Endpoint, ...] = Field(
         (), description="Remote OpenAI-compatible endpoints (their keys are in the keyring)."
     )
+    model_folders: tuple[str, ...] = Field(
+        (), description="Folders searched for GGUF models besides the default models folder."
+    )
+    default_model: str | None = Field(
+        None, description="The model loaded at start (None: the bundled default model)."
+    )
+    context_length: int = Field(
+        4096, ge=256, le=1_048_576, description="Context (tokens) models are loaded with."
+    )
+    max_downloads: int = Field(
+        2, ge=1, le=8, description="Model downloads running at once; the others wait."
+    )
 
     def endpoint(self, name: str) -> Endpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)

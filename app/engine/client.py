@@ -23,8 +23,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.domain.library import Fit
 from app.engine.constraint import Constraint
-from app.engine.gguf_info import read_gguf
+from app.engine.gguf_info import read_model
+from app.engine.memory import estimate_memory
 from app.engine.protocol import (
     CallRequest,
     CallResult,
@@ -45,26 +47,12 @@ from app.engine.protocol import (
 from app.engine.worker import serve
 from app.errors import LoadProblem, ModelLoadError, WorkerError
 
-_MEMORY_OVERHEAD = 1.10
-_MEMORY_FIXED = 96 * 1024 * 1024
 _SIGNALS = {
     signal.SIGKILL: "it was killed (SIGKILL) — by the system when memory ran out, or by a user",
     signal.SIGABRT: "llama.cpp aborted (SIGABRT), usually an assertion on a bad model file",
     signal.SIGSEGV: "it crashed (SIGSEGV)",
     signal.SIGTERM: "it was terminated (SIGTERM)",
 }
-
-
-def available_memory() -> int:
-    """Bytes of memory available to a new process (MemAvailable on Linux)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def default_threads() -> int:
@@ -169,26 +157,16 @@ class WorkerClient:
         cancel: threading.Event | None = None,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one)."""
-        header = read_gguf(path)
+        header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
                 LoadProblem.UNSUPPORTED_ARCHITECTURE, path, "it names no architecture"
             )
-        need = (
-            int((header.file_size + header.kv_cache_bytes(n_ctx)) * _MEMORY_OVERHEAD)
-            + _MEMORY_FIXED
+        memory = estimate_memory(
+            header.weights_bytes, header.kv_cache_bytes(1), header.vocab_size, n_ctx
         )
-        have = available_memory()
-        if need > have:
-            raise ModelLoadError(
-                LoadProblem.NOT_ENOUGH_MEMORY,
-                path,
-                f"it needs about {need / 2**30:.1f} GiB with a {n_ctx}-token context"
-                f" (weights {header.file_size / 2**30:.1f} GiB + KV cache"
-                f" {header.kv_cache_bytes(n_ctx) / 2**30:.1f} GiB),"
-                f" and {have / 2**30:.1f} GiB is available;"
-                " choose a shorter context or a smaller model",
-            )
+        if memory.verdict is Fit.TOO_BIG:
+            raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
         threads = n_threads or default_threads()
         if self._process is None:
             self._start()

@@ -58,6 +58,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def assembled_default_model() -> Path | None:
+    """The default model's file if it has been assembled already (no hashing, no writing)."""
+    try:
+        name, _sha256, _chunks = _package()
+    except ModelLoadError:
+        return None
+    target = cache_dir() / "models" / name
+    return target if target.is_file() else None
+
+
 def default_model_path(on_progress: Callable[[float], None] | None = None) -> Path:
     """The default model's file, assembled on first use."""
     name, sha256, chunks = _package()

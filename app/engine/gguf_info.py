@@ -2,21 +2,25 @@
 
 Guarantees: reads only the header and tensor table (never the weights); a file that is not
 a GGUF, or is cut short, or lists tensors past its end, is a `ModelLoadError` with a
-`LoadProblem` saying which; no other exception escapes for a bad file.
+`LoadProblem` saying which; no other exception escapes for a bad file. A split model
+(`NAME-00001-of-00003.gguf`, llama.cpp's naming) is read as one: `read_model` takes the
+metadata from the first part and the tensors of every part, and names a missing part.
 """
 
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from app.errors import LoadProblem, ModelLoadError
 
 MAGIC = b"GGUF"
+SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _SCALARS: dict[int, tuple[str, int]] = {
     0: ("<B", 1),
     1: ("<b", 1),
@@ -31,6 +35,10 @@ _SCALARS: dict[int, tuple[str, int]] = {
     12: ("<d", 8),
 }
 _STRING, _ARRAY = 8, 9
+_KIND_NAMES = {
+    0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool",
+    8: "str", 10: "u64", 11: "i64", 12: "f64",
+}  # fmt: skip
 # ggml type id → (elements per block, bytes per block), for the size check of the data section.
 _TYPE_SIZES: dict[int, tuple[int, int]] = {
     0: (1, 4),
@@ -137,6 +145,8 @@ class GgufInfo:
     metadata: dict[str, Any] = field(repr=False)
     tensors: tuple[TensorInfo, ...] = field(repr=False)
     vocab_size: int = 0
+    omitted: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    """Large arrays left out of `metadata`: key → (item type, length)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.metadata.get(key, default)
@@ -156,6 +166,11 @@ class GgufInfo:
     def chat_template(self) -> str | None:
         value = self.get("tokenizer.chat_template")
         return value if isinstance(value, str) else None
+
+    @property
+    def weights_bytes(self) -> int:
+        """Bytes of tensor data (what llama.cpp maps or copies into memory)."""
+        return sum(t.nbytes or 0 for t in self.tensors)
 
     @property
     def parameter_count(self) -> int:
@@ -208,6 +223,20 @@ class _Cursor:
         self.pos += length
         return raw.decode("utf-8", errors="replace")
 
+    def _skip_strings(self, count: int) -> None:
+        """Step over `count` strings reading only their lengths (a vocabulary: ~200,000)."""
+        data, pos, end, unpack = self.data, self.pos, len(self.data), struct.unpack_from
+        for _ in range(count):
+            if pos + 8 > end:
+                pos = end + 1
+                break
+            pos += 8 + unpack("<Q", data, pos)[0]
+        if pos > end:
+            raise ModelLoadError(
+                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
+            )
+        self.pos = pos
+
     def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True) -> Any:
         if kind in _SCALARS:
             fmt, size = _SCALARS[kind]
@@ -219,17 +248,21 @@ class _Cursor:
             count = self.take("<Q", 8)
             if item_kind in _SCALARS and not keep(count):
                 self.pos += _SCALARS[item_kind][1] * count  # skip large numeric arrays
-                return _Skipped(count)
+                return _Skipped(count, item_kind)
+            if item_kind == _STRING and not keep(count):
+                self._skip_strings(count)
+                return _Skipped(count, item_kind)
             items = [self.value(item_kind) for _ in range(count)]
-            return items if keep(count) else _Skipped(count)
+            return items if keep(count) else _Skipped(count, item_kind)
         raise ModelLoadError(LoadProblem.NOT_GGUF, self.path, f"unknown metadata value type {kind}")
 
 
 @dataclass(frozen=True)
 class _Skipped:
-    """A large array whose items were not kept (only its length)."""
+    """A large array whose items were not kept (only its length and item type)."""
 
     count: int
+    item_kind: int
 
 
 def _keep_small(count: int) -> bool:
@@ -269,6 +302,7 @@ def _parse(cur: _Cursor, size: int) -> GgufInfo:
     if n_tensors > 1_000_000 or n_kv > 1_000_000:
         raise ModelLoadError(LoadProblem.NOT_GGUF, p, "its header counts are implausible")
     metadata: dict[str, Any] = {}
+    omitted: dict[str, tuple[str, int]] = {}
     vocab_size = 0
     for _ in range(n_kv):
         key = cur.string()
@@ -276,7 +310,9 @@ def _parse(cur: _Cursor, size: int) -> GgufInfo:
         value = cur.value(kind, _keep_small)
         if key == "tokenizer.ggml.tokens":
             vocab_size = value.count if isinstance(value, _Skipped) else len(value)
-        if not isinstance(value, _Skipped):
+        if isinstance(value, _Skipped):
+            omitted[key] = (_KIND_NAMES.get(value.item_kind, "array"), value.count)
+        else:
             metadata[key] = value
     tensors = []
     for _ in range(n_tensors):
@@ -299,4 +335,45 @@ def _parse(cur: _Cursor, size: int) -> GgufInfo:
                 f"tensor {t.name!r} runs past the end of the file ({size} bytes):"
                 " the file is cut short",
             )
-    return GgufInfo(p, size, version, metadata, tuple(tensors), vocab_size)
+    return GgufInfo(p, size, version, metadata, tuple(tensors), vocab_size, omitted)
+
+
+def model_parts(path: str | Path) -> tuple[Path, ...]:
+    """The files of the model whose first (or only) file is `path`, in order."""
+    p = Path(path)
+    m = SPLIT_NAME.match(p.name)
+    if m is None:
+        return (p,)
+    count = int(m["count"])
+    names = (f"{m['stem']}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1))
+    return tuple(p.with_name(name) for name in names)
+
+
+def read_model(path: str | Path) -> GgufInfo:
+    """`read_gguf` for a whole model: a split model's parts read together (sizes and tensors
+    summed, metadata from the first part); a missing or damaged part is a `ModelLoadError`."""
+    parts = model_parts(path)
+    if len(parts) == 1:
+        return read_gguf(parts[0])
+    missing = [p.name for p in parts if not p.is_file()]
+    if missing:
+        raise ModelLoadError(
+            LoadProblem.MISSING_FILE,
+            parts[0],
+            f"part{'s' if len(missing) > 1 else ''} {', '.join(missing)} of this split model"
+            f" {'are' if len(missing) > 1 else 'is'} not in the folder",
+        )
+    first = read_gguf(parts[0])
+    declared = first.get("split.count")
+    if declared is not None and int(declared) != len(parts):
+        raise ModelLoadError(
+            LoadProblem.NOT_GGUF,
+            parts[0],
+            f"its name says {len(parts)} parts but its header says {declared}",
+        )
+    rest = [read_gguf(p) for p in parts[1:]]
+    return replace(
+        first,
+        file_size=first.file_size + sum(r.file_size for r in rest),
+        tensors=first.tensors + tuple(t for r in rest for t in r.tensors),
+    )

@@ -1,0 +1,466 @@
+"""Downloading a model: streamed to a partial file, resumable, checked, renamed into place.
+
+Guarantees: bytes go to `NAME.partial` beside the target, described by a sidecar
+(`NAME.partial.json`: URL, the server's validator, size, sha256), so a download resumes with
+an HTTP range request after a dropped connection (retried here a few times, with backoff) or
+after an app restart; a server that ignores ranges, or whose file changed, starts again from
+zero; free space is checked once the size is known; the whole file is checked against its
+sha256 when one is known and must start like a GGUF, is fsynced, then renamed over the target
+in one step — the target is never touched before that; pausing keeps the partial file,
+cancelling removes it. Every failure is a `DownloadError` with a `DownloadProblem` and a
+sentence (404, 416, redirect loops, TLS failures, a full disk, a wrong checksum, ...); a
+failure keeps the partial file whenever resuming could still use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+from app import __version__
+from app.errors import DownloadError, DownloadProblem
+
+MAX_REDIRECTS = 10
+CHUNK = 1 << 20
+SPACE_MARGIN = 16 << 20  # left free beyond the file itself
+PROGRESS_EVERY_S = 0.1
+_RETRYABLE = (DownloadProblem.NETWORK,)
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._+-]+")
+
+Progress = Callable[[int, "int | None"], None]
+
+
+@dataclass(frozen=True)
+class DownloadRequest:
+    """What to fetch and where: `dest` is a folder; the name comes from the URL unless given."""
+
+    url: str
+    dest: Path
+    sha256: str | None = None
+    size: int | None = None  # the expected size (from the catalogue), checked against the server's
+    filename: str | None = None
+
+    @property
+    def target(self) -> Path:
+        return self.dest / (self.filename or filename_from_url(self.url))
+
+
+def filename_from_url(url: str) -> str:
+    """The file name a URL names (its last path segment, made safe), e.g. `model-Q4_K_M.gguf`."""
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    name = _SAFE_NAME.sub("_", name).strip("._") or "model.gguf"
+    return name
+
+
+def partial_of(target: Path) -> Path:
+    return target.with_name(target.name + ".partial")
+
+
+def _sidecar(target: Path) -> Path:
+    return target.with_name(target.name + ".partial.json")
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """The system's certificate authorities, plus certifi's where it is installed (bundles)."""
+    context = ssl.create_default_context()
+    try:
+        import certifi
+
+        context.load_verify_locations(certifi.where())
+    except (ImportError, OSError):
+        pass
+    return context
+
+
+class _Stopped(Exception):
+    pass
+
+
+class Download:
+    """One download; `run` blocks (call it on a worker thread) and returns the finished file."""
+
+    def __init__(
+        self,
+        request: DownloadRequest,
+        *,
+        on_progress: Progress | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self.request = request
+        self.target = request.target
+        self.partial = partial_of(self.target)
+        self.on_progress = on_progress
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self._stop = threading.Event()
+        self._discard = False
+        self.total: int | None = request.size
+        self.done = 0
+        self.resumed_from = 0  # where the last request started (tests and the debug log read it)
+        self._validator = ""
+        self._last_report = 0.0
+        self._digest: hashlib._Hash | None = None  # sha256 of the bytes written so far
+
+    # --- control (any thread) --------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Stop, keeping the partial file for a later resume."""
+        self._stop.set()
+
+    def cancel(self) -> None:
+        """Stop and remove the partial file."""
+        self._discard = True
+        self._stop.set()
+
+    # --- the work --------------------------------------------------------------------------
+
+    def run(self) -> Path:
+        """Fetch (or resume) the file; returns its final path."""
+        if self.target.exists():
+            raise DownloadError(
+                DownloadProblem.EXISTS, self.target, "a file of that name is already there"
+            )
+        self.request.dest.mkdir(parents=True, exist_ok=True)
+        attempt = 0
+        while True:
+            try:
+                self._fetch()
+                break
+            except _Stopped:
+                return self._stopped()
+            except DownloadError as exc:
+                attempt += 1
+                if exc.problem not in _RETRYABLE or attempt > self.retries:
+                    raise
+                if self._stop.wait(self.backoff_s * 2 ** (attempt - 1)):
+                    return self._stopped()
+        return self._finish()
+
+    def _stopped(self) -> Path:
+        if self._discard:
+            self.discard()
+            raise DownloadError(DownloadProblem.CANCELLED, self.target, "it was cancelled")
+        raise DownloadError(
+            DownloadProblem.PAUSED, self.target, "it was paused; the part fetched so far is kept"
+        )
+
+    def discard(self) -> None:
+        """Remove the partial file and its description."""
+        self.partial.unlink(missing_ok=True)
+        _sidecar(self.target).unlink(missing_ok=True)
+
+    def _resume_point(self) -> int:
+        """Bytes already fetched that a resume may keep (0 when they belong to another file)."""
+        try:
+            saved = json.loads(_sidecar(self.target).read_text(encoding="utf-8"))
+            have = self.partial.stat().st_size
+        except (OSError, ValueError):
+            return 0
+        if not isinstance(saved, dict) or saved.get("url") != self.request.url:
+            return 0
+        self._validator = str(saved.get("validator") or "")
+        return have
+
+    def _fetch(self) -> None:
+        start = self._resume_point()
+        response, conn = self._open(start)
+        try:
+            start = self._accept(response, start)
+            if start < 0:  # the server says the partial file is already whole
+                return
+            self._check_space(start)
+            self._save_sidecar()
+            self._stream(response, start)
+        finally:
+            response.close()
+            conn.close()
+
+    def _open(self, start: int) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
+        url, seen = self.request.url, {self.request.url}
+        for _ in range(MAX_REDIRECTS + 1):
+            conn = self._connection(url)
+            headers = {"User-Agent": f"harmony-desk/{__version__}", "Accept-Encoding": "identity"}
+            if start:
+                headers["Range"] = f"bytes={start}-"
+                if self._validator:
+                    headers["If-Range"] = self._validator
+            parts = urlsplit(url)
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            try:
+                conn.request("GET", path, headers=headers)
+                response = conn.getresponse()
+            except BaseException as exc:
+                conn.close()
+                raise self._network_error(exc, parts.hostname or url) from exc
+            if response.status not in (301, 302, 303, 307, 308):
+                self.resumed_from = start
+                return response, conn
+            location = response.getheader("Location")
+            response.close()
+            conn.close()
+            if not location:
+                raise DownloadError(
+                    DownloadProblem.HTTP,
+                    url,
+                    f"the server redirected (HTTP {response.status}) without saying where",
+                )
+            url = urljoin(url, location)
+            if url in seen:
+                raise DownloadError(
+                    DownloadProblem.REDIRECTS,
+                    self.request.url,
+                    f"the server's redirects go round in a loop (back to {url})",
+                )
+            seen.add(url)
+        raise DownloadError(
+            DownloadProblem.REDIRECTS, self.request.url, f"more than {MAX_REDIRECTS} redirects"
+        )
+
+    def _connection(self, url: str) -> http.client.HTTPConnection:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise DownloadError(
+                DownloadProblem.HTTP, url, "only http:// and https:// addresses can be downloaded"
+            )
+        if parts.scheme == "https":
+            return http.client.HTTPSConnection(
+                parts.hostname, parts.port, timeout=self.timeout_s, context=_ssl_context()
+            )
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s)
+
+    def _network_error(self, exc: BaseException, host: str) -> BaseException:
+        if isinstance(exc, ssl.SSLError):
+            why = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+            return DownloadError(
+                DownloadProblem.TLS,
+                self.request.url,
+                f"the secure connection to {host} failed ({why}); nothing was downloaded from it",
+            )
+        if isinstance(exc, (OSError, http.client.HTTPException)):
+            why = (
+                exc.strerror
+                if isinstance(exc, OSError) and exc.strerror
+                else str(exc) or type(exc).__name__
+            )
+            return DownloadError(
+                DownloadProblem.NETWORK,
+                self.request.url,
+                f"the network failed ({why}); the part fetched so far is kept",
+            )
+        return exc
+
+    def _accept(self, response: http.client.HTTPResponse, start: int) -> int:
+        """Where the response's bytes begin (-1: the partial file is already whole)."""
+        status = response.status
+        if status == 206:
+            m = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", response.getheader("Content-Range") or "")
+            if m is None or int(m[1]) != start:
+                raise DownloadError(
+                    DownloadProblem.HTTP,
+                    self.request.url,
+                    "the server sent a range it was not asked for",
+                )
+            self._set_total(int(m[3]) if m[3] != "*" else None)
+            return start
+        if status == 200:
+            length = response.getheader("Content-Length")
+            self._set_total(int(length) if length and length.isdigit() else None)
+            self._validator = (
+                response.getheader("ETag") or response.getheader("Last-Modified") or ""
+            )
+            return 0  # from the beginning: a first request, or a server that ignores ranges
+        if status == 416:
+            m = re.match(r"bytes \*/(\d+)", response.getheader("Content-Range") or "")
+            if m is not None and int(m[1]) == start and start > 0:
+                self._set_total(start)
+                return -1
+            self.discard()
+            raise DownloadError(
+                DownloadProblem.RANGE,
+                self.request.url,
+                "the server refused the byte range (HTTP 416): the file there no longer matches"
+                " the part fetched before, which was removed; start the download again",
+            )
+        raise self._status_error(status, response.reason)
+
+    def _status_error(self, status: int, reason: str) -> DownloadError:
+        url = self.request.url
+        if status in (404, 410):
+            return DownloadError(
+                DownloadProblem.NOT_FOUND, url, f"the server has no file there (HTTP {status})"
+            )
+        if status in (401, 403):
+            return DownloadError(
+                DownloadProblem.HTTP,
+                url,
+                f"the server refused access (HTTP {status} {reason}); the model's page may ask"
+                " you to sign in or accept its licence first",
+            )
+        problem = (
+            DownloadProblem.NETWORK if status >= 500 or status == 429 else DownloadProblem.HTTP
+        )
+        return DownloadError(problem, url, f"the server answered HTTP {status} {reason}")
+
+    def _set_total(self, total: int | None) -> None:
+        expected = self.request.size
+        if total is not None and expected is not None and total != expected:
+            raise DownloadError(
+                DownloadProblem.CHANGED,
+                self.request.url,
+                f"the server's file is {total:,} bytes but {expected:,} were expected;"
+                " it is not the file the catalogue describes",
+            )
+        self.total = total if total is not None else expected
+
+    def _check_space(self, start: int) -> None:
+        if self.total is None:
+            return
+        need = self.total - start
+        free = shutil.disk_usage(self.request.dest).free
+        if need + SPACE_MARGIN > free:
+            from app.domain.library import human_size
+
+            raise DownloadError(
+                DownloadProblem.NO_SPACE,
+                self.target,
+                f"it needs {human_size(need)} more and {human_size(free)} is free on the disk of"
+                f" {self.request.dest}; nothing was written",
+            )
+
+    def _save_sidecar(self) -> None:
+        record = {"url": self.request.url, "validator": self._validator, "size": self.total,
+                  "expected_size": self.request.size, "sha256": self.request.sha256}  # fmt: skip
+        _sidecar(self.target).write_text(json.dumps(record), encoding="utf-8")
+
+    def _stream(self, response: http.client.HTTPResponse, start: int) -> None:
+        mode = "r+b" if start else "wb"
+        if not self.partial.exists():
+            mode = "wb"
+        try:
+            with self.partial.open(mode) as out:
+                out.truncate(start)
+                self._digest = self._hash_prefix(start) if self.request.sha256 else None
+                out.seek(start)
+                self.done = start
+                self._report(force=True)
+                self._copy(response, out)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:
+            if getattr(exc, "errno", None) == 28:  # ENOSPC
+                raise DownloadError(
+                    DownloadProblem.DISK_FULL,
+                    self.target,
+                    f"the disk is full after {self.done:,} bytes; the part fetched is kept —"
+                    " free some space and resume",
+                ) from exc
+            raise DownloadError(
+                DownloadProblem.DISK_FULL if exc.errno == 122 else DownloadProblem.WRITE,
+                self.target,
+                f"it could not be written ({exc.strerror})",
+            ) from exc
+        if self.total is not None and self.done < self.total:
+            raise DownloadError(
+                DownloadProblem.NETWORK,
+                self.request.url,
+                f"the connection closed after {self.done:,} of {self.total:,} bytes;"
+                " the part fetched so far is kept",
+            )
+
+    def _hash_prefix(self, start: int) -> hashlib._Hash:
+        """The sha256 state after the first `start` bytes already in the partial file."""
+        digest = hashlib.sha256()
+        with self.partial.open("rb") as f:
+            left = start
+            while left and (block := f.read(min(4 << 20, left))):
+                digest.update(block)
+                left -= len(block)
+        return digest
+
+    def _copy(self, response: http.client.HTTPResponse, out: object) -> None:
+        write, digest = out.write, self._digest  # type: ignore[attr-defined]
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                block = (
+                    response.read1(CHUNK) if hasattr(response, "read1") else response.read(CHUNK)
+                )
+            except (OSError, http.client.HTTPException) as exc:
+                raise self._network_error(exc, urlsplit(self.request.url).hostname or "") from exc
+            if not block:
+                return
+            if self.done == 0 and not block.startswith(b"GGUF"[: len(block)]):
+                self._not_gguf(block[:4])
+            write(block)
+            if digest is not None:
+                digest.update(block)
+            self.done += len(block)
+            self._report()
+
+    def _report(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.on_progress is not None and (force or now - self._last_report >= PROGRESS_EVERY_S):
+            self._last_report = now
+            self.on_progress(self.done, self.total)
+
+    def _finish(self) -> Path:
+        """Check the whole partial file, then rename it into place."""
+        self._report(force=True)
+        self._check_content()
+        os.replace(self.partial, self.target)
+        _sidecar(self.target).unlink(missing_ok=True)
+        _fsync_dir(self.target.parent)
+        return self.target
+
+    def _not_gguf(self, head: bytes) -> None:
+        self.discard()
+        raise DownloadError(
+            DownloadProblem.NOT_GGUF,
+            self.request.url,
+            f"what the server sent is not a GGUF model (it starts with {head!r});"
+            " check that the address is a direct link to a .gguf file",
+        )
+
+    def _check_content(self) -> None:
+        with self.partial.open("rb") as f:
+            head = f.read(4)
+        if head != b"GGUF":
+            self._not_gguf(head)
+        if self.request.sha256:
+            if self._digest is None:  # already whole before this run (a 416 on resume)
+                self._digest = self._hash_prefix(self.partial.stat().st_size)
+            digest = self._digest.hexdigest()
+            if digest != self.request.sha256.lower():
+                self.discard()
+                raise DownloadError(
+                    DownloadProblem.CHECKSUM,
+                    self.request.url,
+                    f"the file's sha256 is {digest}, not {self.request.sha256.lower()};"
+                    " it was removed",
+                )
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,183 @@
+"""Finding models: every GGUF in the models folders, described from its header alone.
+
+Guarantees: a split model (`NAME-00001-of-0000N.gguf`) is one entry, found by its parts'
+names, its size and parameters those of all parts; a missing part or an unreadable file is
+listed with a sentence saying why, never dropped silently; partial downloads are not models;
+a header is read once per file version (a cache keyed by path, size and modification time,
+in the cache folder), so rescanning an unchanged folder reads no header; folders are walked
+four levels deep (publisher/model/file layouts), without following links or hidden folders.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from app.domain.library import ModelEntry
+from app.engine.gguf_info import SPLIT_NAME, GgufInfo, model_parts, read_model
+from app.errors import HarmonyDeskError
+from app.fileio import OutputError, write_atomic
+from app.paths import cache_dir
+from app.templates.registry import default_template_name
+
+log = logging.getLogger("library")
+MAX_DEPTH = 4
+_CACHE_VERSION = 1
+
+
+def describe(path: str | Path, *, bundled: bool = False) -> ModelEntry:
+    """The library entry of the model whose first (or only) file is `path`."""
+    parts = model_parts(path)
+    name = _display_name(Path(path))
+    sizes, modified = _stat(parts)
+    try:
+        info = read_model(path)
+    except HarmonyDeskError as exc:
+        reason = getattr(exc, "reason", exc.message)
+        return ModelEntry(name, str(path), _names(parts), sum(sizes), modified, problem=reason)
+    return _entry(info, name, parts, sum(sizes), modified, bundled)
+
+
+def _entry(
+    info: GgufInfo, name: str, parts: tuple[Path, ...], size: int, modified: float, bundled: bool
+) -> ModelEntry:
+    problem = "" if info.architecture else "its header names no architecture"
+    return ModelEntry(
+        name=name,
+        path=str(parts[0]),
+        files=_names(parts),
+        file_size=size,
+        modified=modified,
+        architecture=info.architecture,
+        parameters=info.parameter_count,
+        quantization=info.quantization,
+        context_length=info.context_length,
+        vocab_size=info.vocab_size,
+        has_chat_template=bool(info.chat_template),
+        template=default_template_name(info.metadata),
+        weights_bytes=info.weights_bytes,
+        kv_bytes_per_token=info.kv_cache_bytes(1),
+        problem=problem,
+        bundled=bundled,
+    )
+
+
+def _display_name(path: Path) -> str:
+    m = SPLIT_NAME.match(path.name)
+    return m["stem"] if m else path.stem
+
+
+def _names(parts: Iterable[Path]) -> tuple[str, ...]:
+    return tuple(str(p) for p in parts)
+
+
+def _stat(parts: Iterable[Path]) -> tuple[list[int], float]:
+    sizes, newest = [], 0.0
+    for p in parts:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        sizes.append(st.st_size)
+        newest = max(newest, st.st_mtime)
+    return sizes, newest
+
+
+def model_files(folder: Path) -> Iterator[Path]:
+    """The first (or only) file of every model under `folder`; a split model whose first
+    part is missing is named by the first part it should have."""
+    seen: set[Path] = set()
+    for path in _gguf_files(folder):
+        first = model_parts(path)[0]
+        if first not in seen:
+            seen.add(first)
+            yield first
+
+
+def _gguf_files(folder: Path) -> Iterator[Path]:
+    root_depth = len(folder.parts)
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        depth = len(Path(here).parts) - root_depth
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < MAX_DEPTH)
+        for name in sorted(files):
+            if name.lower().endswith(".gguf") and not name.startswith("."):
+                yield Path(here) / name
+
+
+class ScanCache:
+    """Entries already read, keyed by the first file's path, valid while every part's size
+    and modification time are unchanged."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or cache_dir() / "library-scan.json"
+        self._data = self._read()
+        self._dirty = False
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION
+        return data.get("entries", {}) if ok else {}
+
+    @staticmethod
+    def signature(parts: Iterable[Path]) -> list[list[int]]:
+        out = []
+        for p in parts:
+            try:
+                st = p.stat()
+            except OSError:
+                out.append([-1, -1])
+                continue
+            out.append([st.st_size, st.st_mtime_ns])
+        return out
+
+    def get(self, first: Path, bundled: bool = False) -> ModelEntry:
+        parts = model_parts(first)
+        sig = self.signature(parts)
+        known = self._data.get(str(first))
+        if isinstance(known, dict) and known.get("sig") == sig:
+            try:
+                entry = ModelEntry(**{**known["entry"], "files": tuple(known["entry"]["files"])})
+            except (TypeError, KeyError):
+                entry = None
+            if entry is not None and entry.bundled == bundled:
+                return entry
+        entry = describe(first, bundled=bundled)
+        self._data[str(first)] = {"sig": sig, "entry": asdict(entry)}
+        self._dirty = True
+        return entry
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps({"version": _CACHE_VERSION, "entries": self._data}))
+            self._dirty = False
+        except (OSError, OutputError) as exc:  # only a cache: the next scan reads headers again
+            log.warning("could not save the library's scan cache: %s", exc)
+
+
+def scan(
+    folders: Iterable[Path], *, bundled: Path | None = None, cache: ScanCache | None = None
+) -> list[ModelEntry]:
+    """Every model in `folders` (and the bundled default model when it is assembled), by name."""
+    cache = cache or ScanCache()
+    entries: dict[str, ModelEntry] = {}
+    if bundled is not None and bundled.is_file():
+        entries[str(bundled)] = cache.get(bundled, bundled=True)
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for first in model_files(folder):
+            if str(first) not in entries:
+                entries[str(first)] = cache.get(first)
+    cache.save()
+    return sorted(entries.values(), key=lambda e: (not e.bundled, e.name.lower(), e.path))
