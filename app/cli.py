@@ -50,6 +50,9 @@ def _build_parser() -> argparse.ArgumentParser:
         commands.add_parser("endpoints", help="remote OpenAI-compatible endpoints")
     )
     endpoints_cli.add_key_arguments(commands.add_parser("keys", help="API keys in the OS keyring"))
+    from app import library_cli
+
+    library_cli.add_arguments(commands.add_parser("models", help="the model library"))
     transcript = commands.add_parser("transcript", help="OpenChatML 2.2 transcripts")
     tverbs = transcript.add_subparsers(dest="verb", required=True)
     convert = tverbs.add_parser("convert", help="convert a transcript between formats")
@@ -178,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "keys":
                 return endpoints_cli.run_keys(args)
             return endpoints_cli.run_endpoints(args)
+        if args.command == "models":
+            from app import library_cli
+
+            return library_cli.run(args)
         if args.command == "chat":
             from app.headless_chat import run_chat
 

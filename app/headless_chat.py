@@ -40,7 +40,11 @@ from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="default", help="a GGUF file, or 'default'")
+    parser.add_argument(
+        "--model",
+        default="default",
+        help="a GGUF file, or 'default' (`models default`, else the bundled model)",
+    )
     parser.add_argument("--template", help="a chat template name (default: from the model)")
     parser.add_argument("--reasoning-effort", choices=[e.value for e in ReasoningEffort])
     parser.add_argument("--show-analysis", action="store_true", help="print reasoning to stderr")
@@ -176,6 +180,12 @@ def _model_path(name: str) -> str:
     if name != "default":
         return name
     from app.engine.default_model import default_model_path
+    from app.library.folders import startup_model
+    from app.settings import load_settings
+
+    chosen = startup_model(load_settings())  # `harmony-desk models default PATH`
+    if chosen is not None:
+        return chosen
 
     path = default_model_path(_progress("Preparing the default model"))
     sys.stderr.write("\r")

@@ -113,12 +113,13 @@ def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
-def _write(path: Path, seed: int, drop: Collection[str]) -> None:
-    """Write the model; `drop` names tensors or metadata keys (without the arch prefix) to leave out."""
+def _write(path: Path, seed: int, drop: Collection[str], split_max_tensors: int = 0) -> None:
+    """Write the model; `drop` names tensors or metadata keys (without the arch prefix) to leave
+    out; `split_max_tensors` > 0 writes llama.cpp's split files (`-00001-of-0000N.gguf`)."""
     import gguf
 
     tokens, types, merges = vocabulary()
-    w = gguf.GGUFWriter(str(path), arch="gpt-oss")
+    w = gguf.GGUFWriter(str(path), arch="gpt-oss", split_max_tensors=split_max_tensors)
     a = "gpt-oss."
     real_add_uint32 = w.add_uint32
 
@@ -173,3 +174,9 @@ def build(seed: int = 1234, drop: Collection[str] = ()) -> Path:
         _write(partial, seed, drop)
         partial.replace(path)
     return path
+
+
+def build_split(folder: Path, split_max_tensors: int = 12, seed: int = 1234) -> list[Path]:
+    """The tiny model written as llama.cpp split files into `folder`; the parts, in order."""
+    _write(folder / "tiny-split.gguf", seed, (), split_max_tensors)
+    return sorted(folder.glob("tiny-split-*-of-*.gguf"))

@@ -62,6 +62,17 @@ def startup_model(settings: Settings) -> str | None:
     return chosen
 
 
+def set_default(settings: Settings, path: str | Path | None) -> Settings:
+    """Settings with `path` (a readable model; None: the bundled one) as the start-up model."""
+    if path is None:
+        return settings.model_copy(update={"default_model": None})
+    from app.engine.gguf_info import read_model
+
+    chosen = Path(path).expanduser().resolve()
+    read_model(chosen)  # a clear error now rather than a failed start later
+    return settings.model_copy(update={"default_model": str(chosen)})
+
+
 def trash_model(entry: ModelEntry) -> list[str]:
     """Move the model's files to the desktop's trash; the paths moved."""
     if entry.bundled:
