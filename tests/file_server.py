@@ -96,12 +96,16 @@ class FileServer:
                 return self._send(h, 416, b"", {"Content-Range": f"bytes */{len(body)}"})
             headers = {"Content-Range": f"bytes {start}-{len(body) - 1}/{len(body)}", "ETag": etag}
             return self._send(h, 206, body[start:], headers)
-        return self._send(h, 200, body, {"ETag": etag, "Accept-Ranges": "none" if self.no_ranges else "bytes"})
+        return self._send(
+            h, 200, body, {"ETag": etag, "Accept-Ranges": "none" if self.no_ranges else "bytes"}
+        )
 
     def _redirect(self, h: BaseHTTPRequestHandler, where: str) -> None:
         self._send(h, 302, b"", {"Location": where})
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str]) -> None:
+    def _send(
+        self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str]
+    ) -> None:
         h.send_response(status)
         for k, v in headers.items():
             h.send_header(k, v)

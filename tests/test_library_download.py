@@ -35,21 +35,31 @@ def sha(data: bytes) -> str:
 def fetch(url: str, dest: Path, **kw: object) -> tuple[Path, list[tuple[int, int | None]]]:
     seen: list[tuple[int, int | None]] = []
     opts = {**FAST, **{k: v for k, v in kw.items() if k in ("retries", "timeout_s")}}
-    req = DownloadRequest(url, dest, **{k: v for k, v in kw.items() if k in ("sha256", "size", "filename")})  # type: ignore[arg-type]
+    req = DownloadRequest(
+        url, dest, **{k: v for k, v in kw.items() if k in ("sha256", "size", "filename")}
+    )  # type: ignore[arg-type]
     path = Download(req, on_progress=lambda d, t: seen.append((d, t)), **opts).run()  # type: ignore[arg-type]
     return path, seen
 
 
-def test_a_full_download_is_checked_and_renamed_into_place(server: FileServer, tmp_path: Path) -> None:
+def test_a_full_download_is_checked_and_renamed_into_place(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(3 * MIB + 17)
     url = server.add("model-Q4_K_M.gguf", body)
-    path, seen = fetch(url + "?download=true", tmp_path / "models", sha256=sha(body), size=len(body))
+    path, seen = fetch(
+        url + "?download=true", tmp_path / "models", sha256=sha(body), size=len(body)
+    )
     assert path == tmp_path / "models" / "model-Q4_K_M.gguf" and path.read_bytes() == body
     assert seen[-1] == (len(body), len(body)) and seen[0][0] == 0
-    assert [p.name for p in path.parent.iterdir()] == ["model-Q4_K_M.gguf"]  # no partial, no sidecar
+    assert [p.name for p in path.parent.iterdir()] == [
+        "model-Q4_K_M.gguf"
+    ]  # no partial, no sidecar
 
 
-def test_a_dropped_connection_resumes_with_a_range_request(server: FileServer, tmp_path: Path) -> None:
+def test_a_dropped_connection_resumes_with_a_range_request(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(5 * MIB)
     url = server.add("m.gguf", body)
     server.drop_after = MIB + 5
@@ -60,7 +70,9 @@ def test_a_dropped_connection_resumes_with_a_range_request(server: FileServer, t
     assert int(ranges[1].removeprefix("bytes=").rstrip("-")) >= MIB  # not from zero
 
 
-def test_a_failure_keeps_the_partial_file_and_a_new_run_resumes_it(server: FileServer, tmp_path: Path) -> None:
+def test_a_failure_keeps_the_partial_file_and_a_new_run_resumes_it(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(4 * MIB)
     url = server.add("m.gguf", body)
     server.drop_after = 2 * MIB
@@ -75,12 +87,25 @@ def test_a_failure_keeps_the_partial_file_and_a_new_run_resumes_it(server: FileS
     assert server.requests[-1][1] == f"bytes={kept}-"
 
 
-def test_the_app_killed_mid_download_resumes_on_the_next_run(server: FileServer, tmp_path: Path) -> None:
+def test_the_app_killed_mid_download_resumes_on_the_next_run(
+    server: FileServer, tmp_path: Path
+) -> None:
     """A real process (the command line) killed with SIGKILL, then the same command again."""
     body = payload(6 * MIB)
     url = server.add("big.gguf", body)
     server.rate = 2 * MIB  # ~3 s for the whole file
-    cmd = [sys.executable, "-m", "app", "models", "download", url, "--sha256", sha(body), "--dest", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app",
+        "models",
+        "download",
+        url,
+        "--sha256",
+        sha(body),
+        "--dest",
+        str(tmp_path),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     partial = partial_of(tmp_path / "big.gguf")
     deadline = time.monotonic() + 30
@@ -98,7 +123,9 @@ def test_the_app_killed_mid_download_resumes_on_the_next_run(server: FileServer,
     assert last_range is not None and int(last_range[6:-1]) >= MIB  # resumed, not restarted
 
 
-def test_a_wrong_checksum_is_refused_and_nothing_is_left(server: FileServer, tmp_path: Path) -> None:
+def test_a_wrong_checksum_is_refused_and_nothing_is_left(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(MIB)
     url = server.add("m.gguf", body)
     with pytest.raises(DownloadError) as failed:
@@ -107,7 +134,9 @@ def test_a_wrong_checksum_is_refused_and_nothing_is_left(server: FileServer, tmp
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_server_without_range_support_starts_again_from_zero(server: FileServer, tmp_path: Path) -> None:
+def test_a_server_without_range_support_starts_again_from_zero(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(3 * MIB)
     url = server.add("m.gguf", body)
     server.no_ranges = True
@@ -118,11 +147,16 @@ def test_a_server_without_range_support_starts_again_from_zero(server: FileServe
     assert any(d == 0 for d, _ in seen[1:])  # progress went back to zero
 
 
-def test_cancel_removes_the_partial_file_and_pause_keeps_it(server: FileServer, tmp_path: Path) -> None:
+def test_cancel_removes_the_partial_file_and_pause_keeps_it(
+    server: FileServer, tmp_path: Path
+) -> None:
     body = payload(8 * MIB)
     url = server.add("m.gguf", body)
     server.rate = 2 * MIB
-    for action, problem in (("cancel", DownloadProblem.CANCELLED), ("pause", DownloadProblem.PAUSED)):
+    for action, problem in (
+        ("cancel", DownloadProblem.CANCELLED),
+        ("pause", DownloadProblem.PAUSED),
+    ):
         started = threading.Event()
 
         def progressed(done: int, _total: int | None, started: threading.Event = started) -> None:
@@ -149,7 +183,9 @@ def test_cancel_removes_the_partial_file_and_pause_keeps_it(server: FileServer, 
         ("/html", DownloadProblem.NOT_GGUF, "not a GGUF"),
     ],
 )
-def test_clear_errors(server: FileServer, tmp_path: Path, path: str, problem: DownloadProblem, words: str) -> None:
+def test_clear_errors(
+    server: FileServer, tmp_path: Path, path: str, problem: DownloadProblem, words: str
+) -> None:
     with pytest.raises(DownloadError) as failed:
         fetch(server.base + path, tmp_path, filename="x.gguf")
     assert failed.value.problem is problem and words in failed.value.message
@@ -177,7 +213,9 @@ def test_416_on_a_partial_file_that_no_longer_matches(server: FileServer, tmp_pa
     assert not partial_of(tmp_path / "m.gguf").exists()
 
 
-def test_a_file_replaced_on_the_server_starts_again_from_zero(server: FileServer, tmp_path: Path) -> None:
+def test_a_file_replaced_on_the_server_starts_again_from_zero(
+    server: FileServer, tmp_path: Path
+) -> None:
     url = server.add("m.gguf", payload(MIB))
     server.drop_after = MIB // 2
     with pytest.raises(DownloadError):
@@ -212,7 +250,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs (needs permission to mount, as on the CI machines)."""
     mount = tmp_path / "small"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.decode().strip()}")
     yield mount
@@ -227,7 +267,9 @@ def test_too_little_space_is_refused_before_writing(server: FileServer, small_di
     assert not any(p.suffix == ".partial" for p in small_disk.iterdir())
 
 
-def test_a_disk_that_fills_up_while_writing(server: FileServer, small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_disk_that_fills_up_while_writing(
+    server: FileServer, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import app.library.download as download
 
     monkeypatch.setattr(download, "SPACE_MARGIN", 0)

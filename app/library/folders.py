@@ -68,7 +68,7 @@ def set_default(settings: Settings, path: str | Path | None) -> Settings:
         return settings.model_copy(update={"default_model": None})
     from app.engine.gguf_info import read_model
 
-    chosen = Path(path).expanduser().resolve()
+    chosen = Path(path).expanduser().absolute()
     read_model(chosen)  # a clear error now rather than a failed start later
     return settings.model_copy(update={"default_model": str(chosen)})
 
