@@ -48,12 +48,14 @@ class FileServer:
             cert, key = tmp / "cert.pem", tmp / "key.pem"
             subprocess.run(
                 ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                 "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                 "-keyout", str(key), "-out", str(cert)],
                 check=True, capture_output=True,
             )  # fmt: skip
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(cert, key)
             self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            self.cert = cert  # trust it with SSL_CERT_FILE to download from this server
             scheme = "https"
         self.base = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

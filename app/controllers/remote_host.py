@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 
+from app.controllers.background import Background
 from app.domain.endpoint import Endpoint
 from app.engine.protocol import Sampling
 from app.engine.remote import RemoteSession, check_connection
@@ -32,14 +33,13 @@ class RemoteHost(QObject):
     tested = Signal(bool, str)  # the connection test: ok, what happened
     saved = Signal(str)  # an endpoint was saved: what to tell the user
     failed = Signal(str)
-    _done = Signal(object)
 
     def __init__(self, secrets: Secrets | None = None) -> None:
         super().__init__()
         self.endpoints: tuple[Endpoint, ...] = ()
         self._secrets = secrets
         self._lock = threading.Lock()
-        self._done.connect(lambda f: f(), Qt.ConnectionType.QueuedConnection)
+        self._worker = Background("endpoints", self.failed.emit)
         self.reload()
 
     @property
@@ -50,16 +50,7 @@ class RemoteHost(QObject):
             return self._secrets
 
     def _background(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
-        def run() -> None:
-            try:
-                result = work()
-            except Exception as exc:  # settings or keyring failures: said, never raised here
-                message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-                self._done.emit(lambda: self.failed.emit(message))
-                return
-            self._done.emit(lambda: then(result))
-
-        threading.Thread(target=run, name="endpoints", daemon=True).start()
+        self._worker.run(work, then)
 
     def reload(self) -> None:
         def shown(endpoints: tuple[Endpoint, ...]) -> None:

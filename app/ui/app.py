@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QApplication
 from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.history_host import Choice, HistoryStore, StoreError, open_history
+from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.ui.main_window import MainWindow
@@ -80,7 +81,8 @@ def run_window(model: str | None = None) -> int:
     window = build_window(history=history)
     window.show()
     print(f"window shown after {(time.perf_counter() - started) * 1000:.0f} ms", file=sys.stderr)
-    window.load_model(model)
+    chosen, n_ctx = startup_choice()
+    window.load_model(model or chosen, n_ctx=n_ctx)
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
     with loop:

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
+from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
@@ -39,6 +40,7 @@ from app.ui.about import Welcome, show_about
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker, where
+from app.ui.models_page import ModelsPage
 from app.ui.transcript import TranscriptView
 
 
@@ -123,9 +125,16 @@ class Sidebar(QWidget):
 class MainWindow(QMainWindow):
     """The Harmony Desk window."""
 
-    def __init__(self, controller: ChatController, state: UiState | None = None) -> None:
+    def __init__(
+        self,
+        controller: ChatController,
+        state: UiState | None = None,
+        library: LibraryHost | None = None,
+    ) -> None:
         super().__init__()
         self.controller = controller
+        self.library = library or LibraryHost()
+        self.models_page: ModelsPage | None = None
         self.host: ModelHost = controller.host
         self.state = state or UiState()
         self._debug_turn = -1  # the turn the debug pane shows; -1: the newest
@@ -205,8 +214,11 @@ class MainWindow(QMainWindow):
         self.open_action.triggered.connect(self._open_model)
         self.recent_menu = QMenu("Recent models", self)
         self.recent_menu.aboutToShow.connect(self._fill_recent)
+        self.models_action = QAction("Models…", self, shortcut=QKeySequence("Ctrl+M"))
+        self.models_action.triggered.connect(self.show_models)
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
+        file_menu.addAction(self.models_action)
         file_menu.addMenu(self.recent_menu)
         self.trash_menu = QMenu("Trash", self)
         self.trash_menu.aboutToShow.connect(self._fill_trash)
@@ -231,7 +243,8 @@ class MainWindow(QMainWindow):
         self.search_action = QAction("Search chats", self, shortcut=QKeySequence("Ctrl+K"))
         self.search_action.triggered.connect(lambda: self.sidebar.search.setFocus())
         view.addAction(self.search_action)
-        for action in (self.new_action, self.open_action, self.debug_action, self.search_action):
+        actions = (self.new_action, self.open_action, self.models_action, self.debug_action)
+        for action in (*actions, self.search_action):
             self.addAction(action)
 
     def _wire(self) -> None:
@@ -429,12 +442,25 @@ class MainWindow(QMainWindow):
             self.welcome.hide()
         self.state.set_later("welcomed", True)
 
+    def show_models(self) -> ModelsPage:
+        """The models page (one, kept while the window lives)."""
+        if self.models_page is None:
+            self.models_page = ModelsPage(self.library, self)
+            self.models_page.loadRequested.connect(self._load_from_library)
+        self.models_page.show()
+        self.models_page.raise_()
+        return self.models_page
+
+    def _load_from_library(self, path: str) -> None:
+        self.load_model(path, n_ctx=self.library.settings.context_length)
+
     def _endpoints(self) -> None:
         assert self.controller.remote is not None
         EndpointDialog(self.controller.remote, self).exec()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.controller.close()
+        self.library.close()  # running downloads pause; their partial files stay
         super().closeEvent(event)
 
 

@@ -1,0 +1,219 @@
+"""The model library as the window sees it: the scanned list with memory estimates, the
+catalogue, the models folders, the default model, deleting, and the download queue.
+
+Guarantees: scanning, the settings file, the trash and the catalogue are touched off the GUI
+thread (results come back as signals); downloads run on their own threads, at most
+`max_downloads` at once (settings), and their progress reaches the GUI thread as
+`DownloadProgress` values; a finished download rescans the list; partial downloads an earlier
+run left in the models folders are listed as paused, ready to resume; closing pauses the
+running downloads (their partial files stay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.controllers.background import Background
+from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry
+from app.engine.default_model import assembled_default_model
+from app.engine.memory import available_memory, estimate_memory
+from app.errors import HarmonyDeskError
+from app.library import folders
+from app.library.catalog import Catalog, CatalogModel, load_catalog
+from app.library.download import DownloadRequest
+from app.library.queue import DownloadQueue, paused_downloads
+from app.library.scan import scan
+from app.settings import Settings, load_settings, save_settings
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One row of the models page: the model and its estimate at the configured context."""
+
+    entry: ModelEntry
+    memory: MemoryEstimate
+    is_default: bool
+
+
+def startup_choice() -> tuple[str | None, int]:
+    """The model the window loads at start (None: the bundled default model) and its context."""
+    settings = load_settings()
+    return folders.startup_model(settings), settings.context_length
+
+
+class LibraryHost(QObject):
+    listed = Signal(list)  # [Listed]
+    catalogued = Signal(list)  # [CatalogModel]
+    foldersChanged = Signal(list)  # [str]
+    progressed = Signal(object)  # DownloadProgress
+    downloaded = Signal(str)  # the path of a finished download
+    notice = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, catalog_path: Path | None = None, **download_options: float) -> None:
+        super().__init__()
+        self._worker = Background("library", self.failed.emit)
+        self._catalog_path = catalog_path
+        self.catalog: Catalog | None = None
+        self.rows: list[Listed] = []
+        self.settings = Settings()
+        self.queue = DownloadQueue(2, on_update=self._update, **download_options)
+        self._resumable_found = False
+
+    # --- reading -------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Scan the models folders again (and read the catalogue the first time)."""
+
+        def work() -> tuple[Settings, list[Listed], Catalog | None, list[DownloadRequest]]:
+            settings = load_settings()
+            where = folders.library_folders(settings)
+            entries = scan(where, bundled=assembled_default_model())
+            have = available_memory()
+            rows = [
+                Listed(
+                    e,
+                    self._estimate(e, settings.context_length, have),
+                    self._is_default(e, settings),
+                )
+                for e in entries
+            ]
+            catalog = self.catalog or self._read_catalog()
+            partials = [] if self._resumable_found else paused_downloads(where)
+            return settings, rows, catalog, partials
+
+        self._worker.run(work, self._show)
+
+    @staticmethod
+    def _estimate(e: ModelEntry, n_ctx: int, have: int | None) -> MemoryEstimate:
+        return estimate_memory(
+            e.weights_bytes, e.kv_bytes_per_token, e.vocab_size, n_ctx, available=have
+        )
+
+    @staticmethod
+    def _is_default(e: ModelEntry, settings: Settings) -> bool:
+        if settings.default_model is None:
+            return e.bundled
+        return e.path == settings.default_model
+
+    def _read_catalog(self) -> Catalog | None:
+        try:
+            return load_catalog(self._catalog_path)
+        except HarmonyDeskError as exc:
+            message = exc.message
+            self._worker.later(lambda: self.failed.emit(message))
+            return None
+
+    def _show(
+        self, result: tuple[Settings, list[Listed], Catalog | None, list[DownloadRequest]]
+    ) -> None:
+        settings, rows, catalog, partials = result
+        self.settings, self.rows = settings, rows
+        self.queue.set_limit(settings.max_downloads)
+        if catalog is not None and self.catalog is None:
+            self.catalog = catalog
+            self.catalogued.emit(list(catalog.models))
+        if not self._resumable_found:
+            self._resumable_found = True
+            for request in partials:
+                self.queue.add(request, paused=True)
+        self.foldersChanged.emit([str(f) for f in folders.library_folders(settings)])
+        self.listed.emit(rows)
+
+    # --- changing ------------------------------------------------------------------------
+
+    def _change_settings(self, change: Any, message: str) -> None:
+        def work() -> None:
+            save_settings(change(load_settings()))
+
+        def then(_: None) -> None:
+            if message:
+                self.notice.emit(message)
+            self.refresh()
+
+        self._worker.run(work, then)
+
+    def add_folder(self, folder: str) -> None:
+        self._change_settings(
+            lambda s: folders.with_folder(s, folder), f"Models in {folder} are listed too."
+        )
+
+    def remove_folder(self, folder: str) -> None:
+        self._change_settings(lambda s: folders.without_folder(s, folder), "")
+
+    def set_default(self, entry: ModelEntry | None) -> None:
+        """Make `entry` the model loaded at start (None: the bundled model)."""
+        path = None if entry is None or entry.bundled else entry.path
+        name = entry.name if entry is not None else "the bundled model"
+        self._change_settings(lambda s: folders.set_default(s, path), f"{name} now loads at start.")
+
+    def delete(self, entry: ModelEntry) -> None:
+        """Move the model's files to the trash."""
+
+        def work() -> list[str]:
+            moved = folders.trash_model(entry)
+            settings = load_settings()
+            if settings.default_model == entry.path:  # its default goes with it
+                save_settings(folders.set_default(settings, None))
+            return moved
+
+        def then(moved: list[str]) -> None:
+            self.notice.emit(
+                f"{entry.name} moved to the trash ({len(moved)} file{'s' * (len(moved) > 1)})."
+            )
+            self.refresh()
+
+        self._worker.run(work, then)
+
+    # --- downloads -----------------------------------------------------------------------
+
+    def download_catalog(self, model: CatalogModel) -> None:
+        self._add(model.requests(folders.models_dir()))
+
+    def download_url(self, url: str, sha256: str = "") -> None:
+        url, sha256 = url.strip(), sha256.strip().lower()
+        if not url.startswith(("http://", "https://")):
+            self.failed.emit("Paste a direct http:// or https:// link to a .gguf file.")
+            return
+        if sha256 and (len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256)):
+            self.failed.emit(
+                "A sha256 is 64 hexadecimal digits; leave it empty if you do not know it."
+            )
+            return
+        self._add([DownloadRequest(url, folders.models_dir(), sha256=sha256 or None)])
+
+    def _add(self, requests: list[DownloadRequest]) -> None:
+        for request in requests:
+            try:
+                self.queue.add(request)
+            except HarmonyDeskError as exc:
+                self.failed.emit(exc.message)
+
+    def pause(self, job_id: str) -> None:
+        self.queue.pause(job_id)
+
+    def resume(self, job_id: str) -> None:
+        self.queue.resume(job_id)
+
+    def cancel(self, job_id: str) -> None:
+        self.queue.cancel(job_id)
+
+    def _update(self, progress: DownloadProgress) -> None:
+        """From a download thread: hand the value to the GUI thread."""
+        self._worker.later(lambda: self._arrived(progress))
+
+    def _arrived(self, progress: DownloadProgress) -> None:
+        self.progressed.emit(progress)
+        if progress.state == "done":
+            self.downloaded.emit(progress.message)
+            self.refresh()
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+__all__ = ["CatalogModel", "LibraryHost", "Listed", "startup_choice"]
