@@ -49,6 +49,7 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/ui_stream.py
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/bundle.py
+	$(BIN)/python bench/library.py
 
 bundle: $(VENV)/.test
 	PYTHON=$(BIN)/python packaging/build_linux.sh

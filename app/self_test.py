@@ -111,6 +111,15 @@ def _keyring() -> str:
     return f"{name} is usable"
 
 
+def _library() -> str:
+    import send2trash  # noqa: F401 - deleting a model needs the trash backend in the bundle
+
+    from app.library.catalog import load_catalog
+
+    catalog = load_catalog()
+    return f"catalogue of {len(catalog.models)} models; downloads need network only when asked"
+
+
 def _folders() -> str:
     from app.paths import cache_dir, config_dir, data_dir
 
@@ -131,6 +140,7 @@ CHECKS: list[tuple[str, Callable[[], str]]] = [
     ("default model", _model),
     ("window", _window),
     ("keyring", _keyring),
+    ("model library", _library),
     ("folders", _folders),
 ]
 

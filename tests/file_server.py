@@ -135,4 +135,8 @@ def payload(size: int, seed: int = 7) -> bytes:
     import random
 
     rng = random.Random(seed)
-    return b"GGUF" + rng.randbytes(size - 4)
+    left, pieces = size - 4, [b"GGUF"]
+    while left > 0:
+        pieces.append(rng.randbytes(min(left, 1 << 20)))
+        left -= len(pieces[-1])
+    return b"".join(pieces)

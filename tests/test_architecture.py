@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store"]
+NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store", "library"]
 
 
 def imports(path: Path) -> set[str]:
@@ -44,6 +44,12 @@ def test_the_ui_binds_to_controllers_and_domain_only() -> None:
         inner = {n for n in imports(path) if n.startswith("app.")}
         bad = {n for n in inner if n.split(".")[1] not in ("ui", "controllers", "domain")}
         assert not bad, f"{path} imports {bad}"
+
+
+def test_the_library_uses_the_engine_never_the_window_or_the_store() -> None:
+    for path in (APP / "library").rglob("*.py"):
+        inner = {n.split(".")[1] for n in imports(path) if n.startswith("app.")}
+        assert not inner & {"ui", "controllers", "store", "tools"}, (path, inner)
 
 
 def test_controllers_never_import_the_ui() -> None:

@@ -27,7 +27,7 @@ def test_the_linux_bundle_builds_and_passes_its_self_test(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "all checks passed" in done.stdout
-    for check in ("vocabulary", "harmony format", "default model", "window", "folders"):
+    for check in ("vocabulary", "harmony format", "default model", "window", "model library", "folders"):
         assert any(line[2:].startswith(check) and line.startswith("✓") for line in done.stdout.splitlines())
     bundle = out / "harmony-desk"
     internal = bundle / "_internal"
@@ -50,3 +50,6 @@ def test_the_linux_bundle_builds_and_passes_its_self_test(tmp_path: Path) -> Non
     tools = subprocess.run([str(bundle / "harmony-desk"), "tools", "list"], capture_output=True, text=True,
                            timeout=120, env={**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config")})
     assert "functions.word_count" in tools.stdout and "example-tools" in tools.stdout  # bundled plugins
+    catalog = subprocess.run([str(bundle / "harmony-desk"), "models", "catalog"], capture_output=True, text=True,
+                             timeout=120)
+    assert "gpt-oss-120b" in catalog.stdout, catalog.stderr  # the catalogue ships in resources/
