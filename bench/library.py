@@ -5,8 +5,8 @@
 Printed, ours next to the reference, with ratios (best of `--repeat` runs each):
 - reading a model's header (metadata + tensor table, never the weights): `read_model` vs
   llama.cpp's own Python reader (`gguf.GGUFReader`, from the `gguf` package; run once), on the
-  bundled Gemma 3 270M (262,144-token vocabulary) and the tiny gpt-oss test model (201,088 tokens and
-  446,000 merges); then a rescan of an unchanged folder through the scan cache;
+  bundled Gemma 3 270M (262,144-token vocabulary) and the tiny gpt-oss test model (201,088
+  tokens and 446,000 merges); then a rescan of an unchanged folder through the scan cache;
 - a download over loopback of a generated file from a local HTTP server: ours (streamed to a
   partial file, sha256 checked while writing, fsynced, renamed into place) vs `curl -o` followed
   by `sha256sum` (the same work done by the usual tools).
