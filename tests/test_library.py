@@ -31,6 +31,7 @@ from app.library.folders import (
 )
 from app.library.scan import ScanCache, describe, scan
 from app.settings import Settings
+from tests.private_trash import use_private_trash
 from tests.tiny_gpt_oss import build_split
 
 
@@ -200,7 +201,7 @@ def test_delete_moves_every_part_to_the_trash(
     split_parts: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
-    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    trash = use_private_trash(monkeypatch, home)
     folder = tmp_path / "models"
     folder.mkdir()
     for p in split_parts:
@@ -208,7 +209,7 @@ def test_delete_moves_every_part_to_the_trash(
     entry = describe(folder / split_parts[0].name)
     moved = trash_model(entry)
     assert len(moved) == 4 and list(folder.iterdir()) == []
-    trashed = sorted(p.name for p in (home / "Trash" / "files").iterdir())
+    trashed = sorted(p.name for p in trash.iterdir())
     assert trashed == sorted(p.name for p in split_parts)
     assert (
         len(list((home / "Trash" / "info").iterdir())) == 4

@@ -19,6 +19,7 @@ from app.controllers.library_host import LibraryHost
 from app.domain.library import DownloadProgress
 from app.ui.models_page import COLUMNS, ModelsPage
 from tests.file_server import FileServer
+from tests.private_trash import use_private_trash
 from tests.tiny_gpt_oss import build_split
 
 
@@ -27,12 +28,18 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("CONFIG", "DATA"):
         (tmp_path / name.lower()).mkdir()
         monkeypatch.setenv(f"HARMONY_DESK_{name}", str(tmp_path / name.lower()))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    use_private_trash(monkeypatch, tmp_path / "xdg")
     return tmp_path
 
 
 def settings(home: Path, **values: Any) -> None:
     (home / "config" / "settings.json").write_text(json.dumps(values))
+
+
+def tiny_folder(home: Path, tiny_model: Path) -> Path:
+    """`home/models` holding the tiny gpt-oss model (a link)."""
+    folder = tiny_folder(home, tiny_model)
+    return folder
 
 
 def huge_header(path: Path) -> Path:
@@ -75,9 +82,7 @@ def cells(page: ModelsPage, row: int) -> dict[str, str]:
 def test_the_list_shows_header_facts_and_says_when_a_model_will_not_fit(
     qtbot: Any, home: Path, gemma_model: Path, tiny_model: Path
 ) -> None:
-    folder = home / "models"
-    folder.mkdir()
-    (folder / "tiny.gguf").symlink_to(tiny_model)
+    folder = tiny_folder(home, tiny_model)
     (folder / "broken.gguf").write_bytes(b"\0" * 64)
     build_split(folder)
     huge_header(folder / "huge.gguf")
@@ -232,9 +237,7 @@ def test_file_models_opens_the_page_and_load_loads_into_the_window(
     from app.controllers.model_host import ModelHost
     from app.ui.main_window import MainWindow
 
-    folder = home / "models"
-    folder.mkdir()
-    (folder / "tiny.gguf").symlink_to(tiny_model)
+    folder = tiny_folder(home, tiny_model)
     settings(home, model_folders=[str(folder)], context_length=512)
     host = ModelHost(EngineBridge())
     window = MainWindow(ChatController(host))

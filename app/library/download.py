@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 from app import __version__
+from app.domain.library import human_size
 from app.errors import DownloadError, DownloadProblem
 
 MAX_REDIRECTS = 10
@@ -201,7 +202,7 @@ class Download:
             try:
                 conn.request("GET", path, headers=headers)
                 response = conn.getresponse()
-            except BaseException as exc:
+            except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 raise self._network_error(exc, parts.hostname or url) from exc
             if response.status not in (301, 302, 303, 307, 308):
@@ -240,7 +241,7 @@ class Download:
             )
         return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s)
 
-    def _network_error(self, exc: BaseException, host: str) -> BaseException:
+    def _network_error(self, exc: Exception, host: str) -> DownloadError:
         if isinstance(exc, ssl.SSLError):
             why = getattr(exc, "verify_message", None) or exc.reason or str(exc)
             return DownloadError(
@@ -248,18 +249,12 @@ class Download:
                 self.request.url,
                 f"the secure connection to {host} failed ({why}); nothing was downloaded from it",
             )
-        if isinstance(exc, (OSError, http.client.HTTPException)):
-            why = (
-                exc.strerror
-                if isinstance(exc, OSError) and exc.strerror
-                else str(exc) or type(exc).__name__
-            )
-            return DownloadError(
-                DownloadProblem.NETWORK,
-                self.request.url,
-                f"the network failed ({why}); the part fetched so far is kept",
-            )
-        return exc
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return DownloadError(
+            DownloadProblem.NETWORK,
+            self.request.url,
+            f"the network failed ({why or type(exc).__name__}); the part fetched so far is kept",
+        )
 
     def _accept(self, response: http.client.HTTPResponse, start: int) -> int:
         """Where the response's bytes begin (-1: the partial file is already whole)."""
@@ -330,8 +325,6 @@ class Download:
         need = self.total - start
         free = shutil.disk_usage(self.request.dest).free
         if need + SPACE_MARGIN > free:
-            from app.domain.library import human_size
-
             raise DownloadError(
                 DownloadProblem.NO_SPACE,
                 self.target,

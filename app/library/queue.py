@@ -116,6 +116,8 @@ class DownloadQueue:
     def _stop(self, job_id: str, *, discard: bool) -> None:
         with self._lock:
             job = self._jobs[job_id]
+            if job.progress.state == "done" or (job.progress.state == "cancelled" and not discard):
+                return
             running = job.download if job.progress.state == "running" else None
             if running is None:
                 if discard:
