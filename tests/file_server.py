@@ -43,6 +43,7 @@ class FileServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # clients that hang up
         scheme = "http"
         if tls:
             cert, key = tmp / "cert.pem", tmp / "key.pem"

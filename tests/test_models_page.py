@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.controllers.library_host import LibraryHost
 from app.domain.library import DownloadProgress
+from app.errors import DownloadError
 from app.ui.models_page import COLUMNS, ModelsPage
 from tests.file_server import FileServer
 from tests.private_trash import use_private_trash
@@ -38,7 +39,9 @@ def settings(home: Path, **values: Any) -> None:
 
 def tiny_folder(home: Path, tiny_model: Path) -> Path:
     """`home/models` holding the tiny gpt-oss model (a link)."""
-    folder = tiny_folder(home, tiny_model)
+    folder = home / "models"
+    folder.mkdir()
+    (folder / "tiny.gguf").symlink_to(tiny_model)
     return folder
 
 
@@ -254,3 +257,30 @@ def test_file_models_opens_the_page_and_load_loads_into_the_window(
         assert "tiny.gguf" in loaded.args[0] and "gpt-oss" in loaded.args[0] and host.n_ctx == 512
     finally:
         host.close()
+
+
+def test_a_download_left_by_an_earlier_run_is_listed_paused_and_resumes(
+    qtbot: Any, home: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    from app.library.download import Download, DownloadRequest
+
+    body = tiny_model.read_bytes()
+    server = FileServer(tmp_path)
+    try:
+        url = server.add("left.gguf", body)
+        server.drop_after = 8 << 20
+        models = home / "data" / "models"
+        with pytest.raises(DownloadError):  # an earlier run: the connection dropped, no retries
+            Download(DownloadRequest(url, models, sha256=hashlib.sha256(body).hexdigest()), retries=0).run()
+        settings(home)
+        host = LibraryHost(backoff_s=0.01)
+        page = open_page(qtbot, host)
+        qtbot.waitUntil(lambda: len(page.downloads) == 1, timeout=10_000)
+        row = next(iter(page.downloads.values()))
+        assert row.state == "paused" and row.toggle.text() == "Resume" and row.name.text() == "left.gguf"
+        with qtbot.waitSignal(host.downloaded, timeout=60_000):
+            row.toggle.click()
+        assert (models / "left.gguf").read_bytes() == body
+        assert server.requests[-1][1] is not None  # it continued from the partial file
+    finally:
+        server.close()

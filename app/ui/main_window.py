@@ -268,6 +268,9 @@ class MainWindow(QMainWindow):
         c.busyChanged.connect(self._busy)
         c.statusChanged.connect(self._status)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 15_000))
+        self.library.downloaded.connect(
+            lambda path: self.statusBar().showMessage(f"Downloaded {path}", 15_000)
+        )
         c.storeFailed.connect(self._store_failed)
         c.debugChanged.connect(self._debug_changed)
         c.replyStarted.connect(self._reply_started)

@@ -10,6 +10,8 @@ cancel.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
 from PySide6.QtWidgets import (
@@ -58,7 +60,7 @@ class DownloadRow(QWidget):
         self.host, self.job_id = host, progress.job_id
         row = QHBoxLayout(self)
         row.setContentsMargins(2, 2, 2, 2)
-        self.name = QLabel(progress.target.rsplit("/", 1)[-1], self)
+        self.name = QLabel(Path(progress.target).name, self)
         self.bar = QProgressBar(self)
         self.bar.setRange(0, 1000)
         self.bar.setAccessibleName("Download progress")
