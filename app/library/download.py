@@ -20,19 +20,17 @@ import json
 import os
 import re
 import shutil
-import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
-from app import __version__
 from app.domain.library import human_size
 from app.errors import DownloadError, DownloadProblem
+from app.library.http_get import network_error, open_get, status_error
 
-MAX_REDIRECTS = 10
 CHUNK = 1 << 20
 SPACE_MARGIN = 16 << 20  # left free beyond the file itself
 PROGRESS_EVERY_S = 0.1
@@ -70,18 +68,6 @@ def partial_of(target: Path) -> Path:
 
 def _sidecar(target: Path) -> Path:
     return target.with_name(target.name + ".partial.json")
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """The system's certificate authorities, plus certifi's where it is installed (bundles)."""
-    context = ssl.create_default_context()
-    try:
-        import certifi
-
-        context.load_verify_locations(certifi.where())
-    except (ImportError, OSError):
-        pass
-    return context
 
 
 class _Stopped(Exception):
@@ -176,7 +162,10 @@ class Download:
 
     def _fetch(self) -> None:
         start = self._resume_point()
-        response, conn = self._open(start)
+        response, conn = open_get(
+            self.request.url, start=start, validator=self._validator, timeout_s=self.timeout_s
+        )
+        self.resumed_from = start
         try:
             start = self._accept(response, start)
             if start < 0:  # the server says the partial file is already whole
@@ -187,74 +176,6 @@ class Download:
         finally:
             response.close()
             conn.close()
-
-    def _open(self, start: int) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
-        url, seen = self.request.url, {self.request.url}
-        for _ in range(MAX_REDIRECTS + 1):
-            conn = self._connection(url)
-            headers = {"User-Agent": f"harmony-desk/{__version__}", "Accept-Encoding": "identity"}
-            if start:
-                headers["Range"] = f"bytes={start}-"
-                if self._validator:
-                    headers["If-Range"] = self._validator
-            parts = urlsplit(url)
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            try:
-                conn.request("GET", path, headers=headers)
-                response = conn.getresponse()
-            except (OSError, http.client.HTTPException) as exc:
-                conn.close()
-                raise self._network_error(exc, parts.hostname or url) from exc
-            if response.status not in (301, 302, 303, 307, 308):
-                self.resumed_from = start
-                return response, conn
-            location = response.getheader("Location")
-            response.close()
-            conn.close()
-            if not location:
-                raise DownloadError(
-                    DownloadProblem.HTTP,
-                    url,
-                    f"the server redirected (HTTP {response.status}) without saying where",
-                )
-            url = urljoin(url, location)
-            if url in seen:
-                raise DownloadError(
-                    DownloadProblem.REDIRECTS,
-                    self.request.url,
-                    f"the server's redirects go round in a loop (back to {url})",
-                )
-            seen.add(url)
-        raise DownloadError(
-            DownloadProblem.REDIRECTS, self.request.url, f"more than {MAX_REDIRECTS} redirects"
-        )
-
-    def _connection(self, url: str) -> http.client.HTTPConnection:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise DownloadError(
-                DownloadProblem.HTTP, url, "only http:// and https:// addresses can be downloaded"
-            )
-        if parts.scheme == "https":
-            return http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=self.timeout_s, context=_ssl_context()
-            )
-        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s)
-
-    def _network_error(self, exc: Exception, host: str) -> DownloadError:
-        if isinstance(exc, ssl.SSLError):
-            why = getattr(exc, "verify_message", None) or exc.reason or str(exc)
-            return DownloadError(
-                DownloadProblem.TLS,
-                self.request.url,
-                f"the secure connection to {host} failed ({why}); nothing was downloaded from it",
-            )
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return DownloadError(
-            DownloadProblem.NETWORK,
-            self.request.url,
-            f"the network failed ({why or type(exc).__name__}); the part fetched so far is kept",
-        )
 
     def _accept(self, response: http.client.HTTPResponse, start: int) -> int:
         """Where the response's bytes begin (-1: the partial file is already whole)."""
@@ -288,25 +209,7 @@ class Download:
                 "the server refused the byte range (HTTP 416): the file there no longer matches"
                 " the part fetched before, which was removed; start the download again",
             )
-        raise self._status_error(status, response.reason)
-
-    def _status_error(self, status: int, reason: str) -> DownloadError:
-        url = self.request.url
-        if status in (404, 410):
-            return DownloadError(
-                DownloadProblem.NOT_FOUND, url, f"the server has no file there (HTTP {status})"
-            )
-        if status in (401, 403):
-            return DownloadError(
-                DownloadProblem.HTTP,
-                url,
-                f"the server refused access (HTTP {status} {reason}); the model's page may ask"
-                " you to sign in or accept its licence first",
-            )
-        problem = (
-            DownloadProblem.NETWORK if status >= 500 or status == 429 else DownloadProblem.HTTP
-        )
-        return DownloadError(problem, url, f"the server answered HTTP {status} {reason}")
+        raise status_error(self.request.url, status, response.reason)
 
     def _set_total(self, total: int | None) -> None:
         expected = self.request.size
@@ -392,7 +295,7 @@ class Download:
                     response.read1(CHUNK) if hasattr(response, "read1") else response.read(CHUNK)
                 )
             except (OSError, http.client.HTTPException) as exc:
-                raise self._network_error(exc, urlsplit(self.request.url).hostname or "") from exc
+                raise network_error(exc, self.request.url) from exc
             if not block:
                 return
             if self.done == 0 and not block.startswith(b"GGUF"[: len(block)]):
