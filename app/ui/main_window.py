@@ -134,6 +134,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.controller = controller
         self.library = library or LibraryHost()
+        self.context_length = 4096  # the configured one arrives with the first load
         self.models_page: ModelsPage | None = None
         self.host: ModelHost = controller.host
         self.state = state or UiState()
@@ -309,8 +310,14 @@ class MainWindow(QMainWindow):
         self.cancel_load.hide()
 
     def load_model(
-        self, path: str | None = None, *, n_ctx: int = 4096, threads: int | None = None
+        self, path: str | None = None, *, n_ctx: int | None = None, threads: int | None = None
     ) -> asyncio.Task[bool]:
+        """Load `path` (None: the bundled model) with `n_ctx` tokens of context (None: the
+        configured `context_length`, which also becomes the context of later loads)."""
+        if n_ctx is None:
+            n_ctx = self.context_length
+        else:
+            self.context_length = n_ctx
         self.progress.setValue(0)
         self.progress.show()
         self.cancel_load.show()
@@ -455,7 +462,7 @@ class MainWindow(QMainWindow):
         return self.models_page
 
     def _load_from_library(self, path: str) -> None:
-        self.load_model(path, n_ctx=self.library.settings.context_length)
+        self.load_model(path, n_ctx=self.library.settings.context_length)  # as just read
 
     def _endpoints(self) -> None:
         assert self.controller.remote is not None
