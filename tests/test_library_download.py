@@ -309,3 +309,20 @@ def test_the_queue_never_runs_more_than_its_limit(server: FileServer, tmp_path: 
     assert states == ["done"] * 4 and most == 2
     for name, body in bodies.items():
         assert (tmp_path / name).read_bytes() == body
+
+
+def test_a_partial_file_that_is_already_whole_is_checked_and_finished(
+    server: FileServer, tmp_path: Path
+) -> None:
+    """Killed after the last byte but before the rename: the server answers 416 for the range
+    after the end, and the file is checked and put in place without fetching anything."""
+    body = payload(MIB)
+    url = server.add("m.gguf", body)
+    server.rate = 4 * MIB
+    download = Download(DownloadRequest(url, tmp_path, sha256=sha(body)), **FAST)  # type: ignore[arg-type]
+    download._finish = lambda: download.partial  # type: ignore[method-assign]  # "killed" here
+    assert download.run().read_bytes() == body  # whole, still named .partial
+    server.rate = None
+    path, seen = fetch(url, tmp_path, sha256=sha(body))
+    assert path.read_bytes() == body and seen[-1] == (len(body), len(body))
+    assert server.requests[-1][1] == f"bytes={len(body)}-"

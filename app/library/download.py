@@ -201,6 +201,7 @@ class Download:
             m = re.match(r"bytes \*/(\d+)", response.getheader("Content-Range") or "")
             if m is not None and int(m[1]) == start and start > 0:
                 self._set_total(start)
+                self.done = start
                 return -1
             self.discard()
             raise DownloadError(

@@ -455,8 +455,10 @@ class MainWindow(QMainWindow):
     def show_models(self) -> ModelsPage:
         """The models page (one, kept while the window lives)."""
         if self.models_page is None:
-            self.models_page = ModelsPage(self.library, self)
+            self.models_page = ModelsPage(self.library, self)  # it scans when it opens
             self.models_page.loadRequested.connect(self._load_from_library)
+        else:
+            self.library.refresh()  # files may have come or gone meanwhile
         self.models_page.show()
         self.models_page.raise_()
         return self.models_page
