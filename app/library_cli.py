@@ -135,7 +135,7 @@ def _catalog(_args: argparse.Namespace) -> int:
 
 def _download(args: argparse.Namespace) -> int:
     from app.library.catalog import load_catalog
-    from app.library.download import DownloadRequest
+    from app.library.download import DownloadRequest, check_space
     from app.library.folders import models_dir
     from app.library.queue import DownloadQueue
     from app.settings import load_settings
@@ -149,6 +149,7 @@ def _download(args: argparse.Namespace) -> int:
             known = ", ".join(m.id for m in load_catalog().models)
             raise HarmonyDeskError(f"{args.source!r} is neither a URL nor a catalogue id ({known})")
         requests = model.requests(dest)
+    check_space(requests, args.source)
     bar = _Bar()
     queue = DownloadQueue(load_settings().max_downloads, on_update=bar.update)
     ids = [queue.add(r) for r in requests]

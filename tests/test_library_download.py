@@ -326,3 +326,23 @@ def test_a_partial_file_that_is_already_whole_is_checked_and_finished(
     path, seen = fetch(url, tmp_path, sha256=sha(body))
     assert path.read_bytes() == body and seen[-1] == (len(body), len(body))
     assert server.requests[-1][1] == f"bytes={len(body)}-"
+
+
+def test_parts_that_fit_one_by_one_but_not_together_are_refused_before_any_starts(
+    server: FileServer, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.library.download as download
+    from app.library.download import check_space
+
+    monkeypatch.setattr(download, "SPACE_MARGIN", 0)
+
+    urls = [server.add(f"big-0000{i}-of-00002.gguf", payload(3 * MIB, seed=i)) for i in (1, 2)]
+    requests = [DownloadRequest(u, small_disk, size=3 * MIB) for u in urls]
+    check_space(requests[:1], "one part")  # 3 MiB of 4: fine alone
+    with pytest.raises(DownloadError) as refused:
+        check_space(requests, "the model")
+    assert (
+        refused.value.problem is DownloadProblem.NO_SPACE
+        and "6.0 MiB more" in refused.value.message
+    )
+    assert list(small_disk.iterdir()) == []

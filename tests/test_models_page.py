@@ -146,6 +146,15 @@ def test_load_set_default_open_folder_and_delete(
         model
     )
     assert "★" in page.table.item(row_of(page, "mine"), 0).text()
+    with qtbot.waitSignal(host.listed, timeout=10_000):
+        page._remove_folder(str(folder))  # stop listing it: the files stay
+    assert str(folder) not in page.folders.text() and model.exists()
+    assert all(
+        not page.table.item(i, 0).text().startswith("mine") for i in range(page.table.rowCount())
+    )
+    with qtbot.waitSignal(host.listed, timeout=10_000):
+        host.add_folder(str(folder))
+    page.table.selectRow(row_of(page, "mine"))
     opened = _Opened()
     QDesktopServices.setUrlHandler("file", opened, "open")
     try:
@@ -180,14 +189,18 @@ def test_a_catalogue_download_with_pause_and_resume(
     catalog = home / "catalog.json"
     entry = {"id": "tiny", "name": "Tiny gpt-oss", "description": "for tests",
              "files": [{"url": url, "size": len(body), "sha256": hashlib.sha256(body).hexdigest()}]}  # fmt: skip
-    catalog.write_text(json.dumps({"models": [entry]}))
+    too_big = {"id": "huge", "name": "Huge", "files": [{"url": "https://example.invalid/h.gguf",
+               "size": 1 << 50, "sha256": "0" * 64}]}  # fmt: skip
+    catalog.write_text(json.dumps({"models": [entry, too_big]}))
     settings(home)
     https.rate = 40 << 20  # ~1.5 s: time to pause it
     host = LibraryHost(catalog, backoff_s=0.01)
     seen: list[DownloadProgress] = []
     host.progressed.connect(seen.append)
     page = open_page(qtbot, host)
-    assert page.catalog_list.count() == 1 and "Tiny gpt-oss" in page.catalog_list.item(0).text()
+    assert page.catalog_list.count() == 2 and "Tiny gpt-oss" in page.catalog_list.item(0).text()
+    assert "larger than the memory available here" in page.catalog_list.item(1).text()
+    assert "[" not in page.catalog_list.item(0).text()
     page.catalog_list.setCurrentRow(0)
     page.get_button.click()
     qtbot.waitUntil(lambda: any(p.state == "running" and p.done > 0 for p in seen), timeout=20_000)
@@ -212,6 +225,7 @@ def test_a_catalogue_download_with_pause_and_resume(
         timeout=20_000,
     )
     assert row.status.text() == "done" and not row.cancel.isVisible()
+    qtbot.waitUntil(lambda: "[in your library]" in page.catalog_list.item(0).text(), timeout=10_000)
     assert any("/s" in p.line() and "left" in p.line() for p in seen if p.state == "running")
 
 
@@ -271,13 +285,19 @@ def test_a_download_left_by_an_earlier_run_is_listed_paused_and_resumes(
         server.drop_after = 8 << 20
         models = home / "data" / "models"
         with pytest.raises(DownloadError):  # an earlier run: the connection dropped, no retries
-            Download(DownloadRequest(url, models, sha256=hashlib.sha256(body).hexdigest()), retries=0).run()
+            Download(
+                DownloadRequest(url, models, sha256=hashlib.sha256(body).hexdigest()), retries=0
+            ).run()
         settings(home)
         host = LibraryHost(backoff_s=0.01)
         page = open_page(qtbot, host)
         qtbot.waitUntil(lambda: len(page.downloads) == 1, timeout=10_000)
         row = next(iter(page.downloads.values()))
-        assert row.state == "paused" and row.toggle.text() == "Resume" and row.name.text() == "left.gguf"
+        assert (
+            row.state == "paused"
+            and row.toggle.text() == "Resume"
+            and row.name.text() == "left.gguf"
+        )
         with qtbot.waitSignal(host.downloaded, timeout=60_000):
             row.toggle.click()
         assert (models / "left.gguf").read_bytes() == body

@@ -18,13 +18,13 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app.controllers.background import Background
-from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry
+from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, human_size
 from app.engine.default_model import assembled_default_model
 from app.engine.memory import available_memory, estimate_memory
 from app.errors import HarmonyDeskError
 from app.library import folders
 from app.library.catalog import Catalog, CatalogModel, load_catalog
-from app.library.download import DownloadRequest
+from app.library.download import DownloadRequest, check_space
 from app.library.queue import DownloadQueue, paused_downloads
 from app.library.scan import scan
 from app.settings import Settings, load_settings, save_settings
@@ -37,6 +37,9 @@ class Listed:
     entry: ModelEntry
     memory: MemoryEstimate
     is_default: bool
+
+
+_Scanned = tuple[Settings, list["Listed"], Catalog | None, list[DownloadRequest], int | None]
 
 
 def startup_choice() -> tuple[str | None, int]:
@@ -61,6 +64,7 @@ class LibraryHost(QObject):
         self.catalog: Catalog | None = None
         self.rows: list[Listed] = []
         self.settings = Settings()
+        self.available: int | None = None  # bytes of memory free at the last scan
         self.queue = DownloadQueue(2, on_update=self._update, **download_options)
         self._resumable_found = False
 
@@ -69,7 +73,7 @@ class LibraryHost(QObject):
     def refresh(self) -> None:
         """Scan the models folders again (and read the catalogue the first time)."""
 
-        def work() -> tuple[Settings, list[Listed], Catalog | None, list[DownloadRequest]]:
+        def work() -> _Scanned:
             settings = load_settings()
             where = folders.library_folders(settings)
             entries = scan(where, bundled=assembled_default_model())
@@ -84,7 +88,7 @@ class LibraryHost(QObject):
             ]
             catalog = self.catalog or self._read_catalog()
             partials = [] if self._resumable_found else paused_downloads(where)
-            return settings, rows, catalog, partials
+            return settings, rows, catalog, partials, have
 
         self._worker.run(work, self._show)
 
@@ -100,6 +104,15 @@ class LibraryHost(QObject):
             return e.bundled
         return e.path == settings.default_model
 
+    def catalog_note(self, model: CatalogModel) -> str:
+        """What the page says beside a catalogue entry: already here, or too big to run here."""
+        have = {Path(f).name for row in self.rows for f in row.entry.files}
+        if all(Path(r.target).name in have for r in model.requests(folders.models_dir())):
+            return "in your library"
+        if self.available and model.size > self.available:
+            return f"larger than the memory available here ({human_size(self.available)})"
+        return ""
+
     def _read_catalog(self) -> Catalog | None:
         try:
             return load_catalog(self._catalog_path)
@@ -108,15 +121,13 @@ class LibraryHost(QObject):
             self._worker.later(lambda: self.failed.emit(message))
             return None
 
-    def _show(
-        self, result: tuple[Settings, list[Listed], Catalog | None, list[DownloadRequest]]
-    ) -> None:
-        settings, rows, catalog, partials = result
+    def _show(self, result: _Scanned) -> None:
+        settings, rows, catalog, partials, self.available = result
         self.settings, self.rows = settings, rows
         self.queue.set_limit(settings.max_downloads)
-        if catalog is not None and self.catalog is None:
+        if catalog is not None:
             self.catalog = catalog
-            self.catalogued.emit(list(catalog.models))
+            self.catalogued.emit(list(catalog.models))  # again: the notes follow the list
         if not self._resumable_found:
             self._resumable_found = True
             for request in partials:
@@ -172,7 +183,8 @@ class LibraryHost(QObject):
     # --- downloads -----------------------------------------------------------------------
 
     def download_catalog(self, model: CatalogModel) -> None:
-        self._add(model.requests(folders.models_dir()))
+        requests = model.requests(folders.models_dir())
+        self._worker.run(lambda: check_space(requests, model.name), lambda _: self._add(requests))
 
     def download_url(self, url: str, sha256: str = "") -> None:
         url, sha256 = url.strip(), sha256.strip().lower()

@@ -224,17 +224,8 @@ class Download:
         self.total = total if total is not None else expected
 
     def _check_space(self, start: int) -> None:
-        if self.total is None:
-            return
-        need = self.total - start
-        free = shutil.disk_usage(self.request.dest).free
-        if need + SPACE_MARGIN > free:
-            raise DownloadError(
-                DownloadProblem.NO_SPACE,
-                self.target,
-                f"it needs {human_size(need)} more and {human_size(free)} is free on the disk of"
-                f" {self.request.dest}; nothing was written",
-            )
+        if self.total is not None:
+            _refuse_unless_room(self.total - start, self.request.dest, self.target)
 
     def _save_sidecar(self) -> None:
         record = {"url": self.request.url, "validator": self._validator, "size": self.total,
@@ -348,6 +339,35 @@ class Download:
                     f"the file's sha256 is {digest}, not {self.request.sha256.lower()};"
                     " it was removed",
                 )
+
+
+def _refuse_unless_room(need: int, dest: Path, what: object) -> None:
+    """A `NO_SPACE` error unless `need` bytes (and the margin) fit on the disk of `dest`."""
+    folder = dest
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the folder may not be made yet: its disk is its parent's
+    free = shutil.disk_usage(folder).free
+    if need + SPACE_MARGIN > free:
+        raise DownloadError(
+            DownloadProblem.NO_SPACE,
+            what,
+            f"it needs {human_size(need)} more and {human_size(free)} is free on the disk of"
+            f" {dest}; nothing was written",
+        )
+
+
+def check_space(requests: list[DownloadRequest], what: object) -> None:
+    """Refuse, before any starts, downloads whose known sizes together do not fit (the parts
+    of a split model, say); bytes already in partial files count as fetched."""
+    by_folder: dict[Path, int] = {}
+    for r in requests:
+        if r.size is None or r.target.exists():
+            continue
+        partial = partial_of(r.target)
+        have = partial.stat().st_size if partial.exists() else 0
+        by_folder[r.dest] = by_folder.get(r.dest, 0) + max(r.size - have, 0)
+    for dest, need in by_folder.items():
+        _refuse_unless_room(need, dest, what)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -154,9 +155,12 @@ class ModelsPage(QDialog):
         bar.addWidget(self.folders, 1)
         self.add_folder = QPushButton("Add folder…", self)
         self.add_folder.clicked.connect(self._add_folder)
+        self.remove_folder = QPushButton("Remove folder…", self)
+        self.remove_folder.clicked.connect(lambda: self._remove_folder())
         self.rescan = QPushButton("Rescan", self)
         self.rescan.clicked.connect(self.host.refresh)
         bar.addWidget(self.add_folder)
+        bar.addWidget(self.remove_folder)
         bar.addWidget(self.rescan)
         return bar
 
@@ -252,11 +256,17 @@ class ModelsPage(QDialog):
     def show_catalog(self, models: list[CatalogModel]) -> None:
         self.catalog = models
         self.catalog_list.clear()
+        current = self.catalog_list.currentRow()
         for m in models:
             files = f", {len(m.files)} files" if len(m.files) > 1 else ""
-            item = QListWidgetItem(f"{m.name} — {human_size(m.size)}{files} — {m.description}")
+            note = self.host.catalog_note(m)
+            text = f"{m.name} — {human_size(m.size)}{files} — {m.description}"
+            item = QListWidgetItem(text + (f" [{note}]" if note else ""))
             item.setToolTip(f"{m.publisher}; licence: {m.licence}")
+            if note.startswith("larger"):
+                item.setForeground(_WARN)
             self.catalog_list.addItem(item)
+        self.catalog_list.setCurrentRow(current)
 
     def show_download(self, p: DownloadProgress) -> None:
         row = self.downloads.get(p.job_id)
@@ -326,6 +336,22 @@ class ModelsPage(QDialog):
         folder = QFileDialog.getExistingDirectory(self, "A folder with GGUF models")
         if folder:
             self.host.add_folder(folder)
+
+    def _remove_folder(self, folder: str | None = None) -> None:
+        """Stop listing one of the added folders (its files stay where they are)."""
+        added = list(self.host.settings.model_folders)
+        if folder is None:
+            if not added:
+                self._say(
+                    "Only the default models folder is listed; it cannot be removed.", warn=False
+                )
+                return
+            folder, ok = QInputDialog.getItem(
+                self, "Remove folder", "Stop listing the models in:", added, 0, False
+            )
+            if not ok:
+                return
+        self.host.remove_folder(folder)
 
     def _download_catalog(self) -> None:
         i = self.catalog_list.currentRow()
