@@ -11,6 +11,7 @@ running downloads (their partial files stay).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,7 +132,8 @@ class LibraryHost(QObject):
         if not self._resumable_found:
             self._resumable_found = True
             for request in partials:
-                self.queue.add(request, paused=True)
+                with contextlib.suppress(HarmonyDeskError):  # already queued in this run
+                    self.queue.add(request, paused=True)
         self.foldersChanged.emit([str(f) for f in folders.library_folders(settings)])
         self.listed.emit(rows)
 
