@@ -73,9 +73,7 @@ def _list(args: argparse.Namespace) -> int:
     have = available_memory()
     entries = _entries()
     for e in entries:
-        memory = estimate_memory(
-            e.weights_bytes, e.kv_bytes_per_token, e.vocab_size, n_ctx, available=have
-        )
+        memory = estimate_memory(e, n_ctx, available=have)
         if args.json:
             row: dict[str, Any] = asdict(e)
             row["memory"] = {**asdict(memory), "total": memory.total, "fit": memory.verdict.value}

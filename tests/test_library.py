@@ -140,7 +140,7 @@ def test_the_kv_estimate_is_what_llama_cpp_allocates(gemma_model: Path, tiny_mod
 
 def test_the_estimate_bounds_the_workers_peak_memory(gemma_model: Path) -> None:
     info = read_model(gemma_model)
-    estimate = estimate_memory(info.weights_bytes, info.kv_cache_bytes(1), info.vocab_size, 2048)
+    estimate = estimate_memory(info, 2048)
     with WorkerClient() as client:
         client.load(gemma_model, n_ctx=2048, n_threads=1)
         for _ in client.generate(list(range(1000, 1300)), stop_ids=[], max_tokens=4):

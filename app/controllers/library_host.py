@@ -79,12 +79,9 @@ class LibraryHost(QObject):
             where = folders.library_folders(settings)
             entries = scan(where, bundled=assembled_default_model())
             have = available_memory()
+            n_ctx = settings.context_length
             rows = [
-                Listed(
-                    e,
-                    self._estimate(e, settings.context_length, have),
-                    self._is_default(e, settings),
-                )
+                Listed(e, estimate_memory(e, n_ctx, available=have), self._is_default(e, settings))
                 for e in entries
             ]
             catalog = self.catalog or self._read_catalog()
@@ -92,12 +89,6 @@ class LibraryHost(QObject):
             return settings, rows, catalog, partials, have
 
         self._worker.run(work, self._show)
-
-    @staticmethod
-    def _estimate(e: ModelEntry, n_ctx: int, have: int | None) -> MemoryEstimate:
-        return estimate_memory(
-            e.weights_bytes, e.kv_bytes_per_token, e.vocab_size, n_ctx, available=have
-        )
 
     @staticmethod
     def _is_default(e: ModelEntry, settings: Settings) -> bool:

@@ -162,9 +162,7 @@ class WorkerClient:
             raise ModelLoadError(
                 LoadProblem.UNSUPPORTED_ARCHITECTURE, path, "it names no architecture"
             )
-        memory = estimate_memory(
-            header.weights_bytes, header.kv_cache_bytes(1), header.vocab_size, n_ctx
-        )
+        memory = estimate_memory(header, n_ctx)
         if memory.verdict is Fit.TOO_BIG:
             raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
         threads = n_threads or default_threads()

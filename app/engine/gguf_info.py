@@ -187,6 +187,10 @@ class GgufInfo:
         top = max(counts, key=lambda k: counts[k]) if counts else -1
         return _TYPE_NAMES.get(top, f"type {top}")
 
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.kv_cache_bytes(1)
+
     def kv_cache_bytes(self, n_ctx: int) -> int:
         """Bytes of an f16 KV cache for `n_ctx` positions (all layers, full size)."""
         layers = int(self.arch_value("block_count", 0) or 0)

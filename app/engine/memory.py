@@ -12,6 +12,7 @@ reports, and that the worker's peak resident memory stays under the total (measu
 from __future__ import annotations
 
 import os
+from typing import Protocol
 
 from app.domain.library import MemoryEstimate
 from app.engine.protocol import LoadRequest
@@ -35,21 +36,26 @@ def available_memory() -> int | None:
         return None
 
 
+class Sized(Protocol):
+    """What the estimate needs of a model: a header (`GgufInfo`) or a library `ModelEntry`."""
+
+    @property
+    def weights_bytes(self) -> int: ...
+    @property
+    def kv_bytes_per_token(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+
+
 def estimate_memory(
-    weights: int,
-    kv_bytes_per_token: int,
-    vocab_size: int,
-    n_ctx: int,
-    *,
-    n_batch: int = N_BATCH,
-    available: int | None = -1,
+    model: Sized, n_ctx: int, *, n_batch: int = N_BATCH, available: int | None = -1
 ) -> MemoryEstimate:
-    """The estimate at `n_ctx` tokens; `available` -1 reads the computer's free memory."""
-    buffers = n_batch * vocab_size * 4 + FIXED
+    """The estimate for `model` at `n_ctx` tokens; `available` -1 reads the free memory."""
+    buffers = n_batch * model.vocab_size * 4 + FIXED
     return MemoryEstimate(
         n_ctx=n_ctx,
-        weights=weights,
-        kv_cache=kv_bytes_per_token * n_ctx,
+        weights=model.weights_bytes,
+        kv_cache=model.kv_bytes_per_token * n_ctx,
         buffers=buffers,
         available=available_memory() if available == -1 else available,
     )

@@ -66,6 +66,12 @@ def partial_of(target: Path) -> Path:
     return target.with_name(target.name + ".partial")
 
 
+def discard_partial(target: Path) -> None:
+    """Remove what a download of `target` has fetched so far, and its description."""
+    partial_of(target).unlink(missing_ok=True)
+    _sidecar(target).unlink(missing_ok=True)
+
+
 def _sidecar(target: Path) -> Path:
     return target.with_name(target.name + ".partial.json")
 
@@ -145,8 +151,7 @@ class Download:
 
     def discard(self) -> None:
         """Remove the partial file and its description."""
-        self.partial.unlink(missing_ok=True)
-        _sidecar(self.target).unlink(missing_ok=True)
+        discard_partial(self.target)
 
     def _resume_point(self) -> int:
         """Bytes already fetched that a resume may keep (0 when they belong to another file)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from app.domain.library import DownloadProgress
 from app.errors import DownloadError, DownloadProblem
-from app.library.download import Download, DownloadRequest
+from app.library.download import Download, DownloadRequest, discard_partial
 
 Update = Callable[[DownloadProgress], None]
 RATE_SMOOTHING = 0.3  # weight of the newest rate sample
@@ -121,7 +121,7 @@ class DownloadQueue:
             running = job.download if job.progress.state == "running" else None
             if running is None:
                 if discard:
-                    Download(job.request).discard()
+                    discard_partial(job.request.target)
                 job.progress = replace(
                     job.progress, state="cancelled" if discard else "paused", rate=0.0
                 )

@@ -61,7 +61,7 @@ def _entry(
         has_chat_template=bool(info.chat_template),
         template=default_template_name(info.metadata),
         weights_bytes=info.weights_bytes,
-        kv_bytes_per_token=info.kv_cache_bytes(1),
+        kv_bytes_per_token=info.kv_bytes_per_token,
         problem=problem,
         bundled=bundled,
     )
