@@ -30,17 +30,22 @@ MAX_DEPTH = 4
 _CACHE_VERSION = 1
 
 
-def describe(path: str | Path, *, bundled: bool = False) -> ModelEntry:
-    """The library entry of the model whose first (or only) file is `path`."""
+def describe(
+    path: str | Path, *, bundled: bool = False, sig: list[list[int]] | None = None
+) -> ModelEntry:
+    """The library entry of the model whose first (or only) file is `path` (`sig`: its parts'
+    `signature`, when the caller has it already)."""
     parts = model_parts(path)
     name = _display_name(Path(path))
-    sizes, modified = _stat(parts)
+    sig = sig if sig is not None else signature(parts)
+    size = sum(s for s, _ in sig if s > 0)
+    modified = max((m for _, m in sig), default=0) / 1e9
     try:
         info = read_model(path)
     except HarmonyDeskError as exc:
         reason = getattr(exc, "reason", exc.message)
-        return ModelEntry(name, str(path), _names(parts), sum(sizes), modified, problem=reason)
-    return _entry(info, name, parts, sum(sizes), modified, bundled)
+        return ModelEntry(name, str(path), _names(parts), size, modified, problem=reason)
+    return _entry(info, name, parts, size, modified, bundled)
 
 
 def _entry(
@@ -76,16 +81,17 @@ def _names(parts: Iterable[Path]) -> tuple[str, ...]:
     return tuple(str(p) for p in parts)
 
 
-def _stat(parts: Iterable[Path]) -> tuple[list[int], float]:
-    sizes, newest = [], 0.0
+def signature(parts: Iterable[Path]) -> list[list[int]]:
+    """[size, mtime_ns] of each part ([-1, -1] for one that is not there)."""
+    out = []
     for p in parts:
         try:
             st = p.stat()
         except OSError:
+            out.append([-1, -1])
             continue
-        sizes.append(st.st_size)
-        newest = max(newest, st.st_mtime)
-    return sizes, newest
+        out.append([st.st_size, st.st_mtime_ns])
+    return out
 
 
 def model_files(folder: Path) -> Iterator[Path]:
@@ -126,21 +132,9 @@ class ScanCache:
         ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION
         return data.get("entries", {}) if ok else {}
 
-    @staticmethod
-    def signature(parts: Iterable[Path]) -> list[list[int]]:
-        out = []
-        for p in parts:
-            try:
-                st = p.stat()
-            except OSError:
-                out.append([-1, -1])
-                continue
-            out.append([st.st_size, st.st_mtime_ns])
-        return out
-
     def get(self, first: Path, bundled: bool = False) -> ModelEntry:
         parts = model_parts(first)
-        sig = self.signature(parts)
+        sig = signature(parts)
         known = self._data.get(str(first))
         if isinstance(known, dict) and known.get("sig") == sig:
             try:
@@ -149,7 +143,7 @@ class ScanCache:
                 entry = None
             if entry is not None and entry.bundled == bundled:
                 return entry
-        entry = describe(first, bundled=bundled)
+        entry = describe(first, bundled=bundled, sig=sig)
         self._data[str(first)] = {"sig": sig, "entry": asdict(entry)}
         self._dirty = True
         return entry
