@@ -62,7 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--offline", action="store_true", help="no tool may use the network (browser refused)"
     )
     parser.add_argument(
-        "--grant", action="append", default=[], metavar="DIR", help="a folder python may use"
+        "--grant", action="append", default=[], metavar="DIR", help="a folder python may read"
+    )
+    parser.add_argument(
+        "--grant-writable",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder python may read and write (never the app's own folders)",
     )
     parser.add_argument("--search", choices=["duckduckgo", "searxng", "none"], default="duckduckgo")
     parser.add_argument("--searxng-url", default="", help="a SearXNG instance for --search searxng")
@@ -222,6 +229,7 @@ def _tools(args: argparse.Namespace) -> ConversationTools | None:
         enabled=tuple(n.strip() for n in args.tools.split(",") if n.strip()),
         offline=args.offline,
         granted_folders=tuple(args.grant),
+        writable_folders=tuple(args.grant_writable),
         search=args.search,
         searxng_url=args.searxng_url,
         allow_private_addresses=args.allow_local_addresses,

@@ -101,7 +101,7 @@ def test_python_is_stateful_replies_as_text_and_refusals_are_envelopes() -> None
     assert [(m.author.name, m.channel, m.recipient) for m in replies] == [("python", "analysis", "assistant")] * 3
     assert replies[0].text == "(no output)" and replies[1].text == "42\n"
     refused = json.loads(replies[2].text)
-    assert refused["ok"] is False and "does not allow socket" in refused["error"]["message"]
+    assert refused["ok"] is False and "Not supported" in refused["error"]["message"]
     assert result.reason == "answer"
     assert [r.tool for r in result.records] == ["python"] * 3
     assert result.records[1].arguments_sent == "print(x * 2 + 2)"

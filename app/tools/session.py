@@ -21,7 +21,7 @@ from app.tools.browser.tool import Browser, browser_tools
 from app.tools.builtin.python import python_tool
 from app.tools.discovery import Discovered, discover
 from app.tools.registry import ToolRegistry
-from app.tools.sandbox import PythonSandbox, SandboxLimits
+from app.tools.sandbox import PythonSandbox, SandboxLimits, unavailable_reason
 
 BUILT_IN_NAMESPACES = ("python", "browser")
 
@@ -36,7 +36,8 @@ class ToolOptions:
 
     enabled: tuple[str, ...] = ()
     offline: bool = False
-    granted_folders: tuple[str, ...] = ()  # the python tool may read and write these
+    granted_folders: tuple[str, ...] = ()  # the python tool may read these
+    writable_folders: tuple[str, ...] = ()  # ... and write these (never the app's own folders)
     search: Literal["duckduckgo", "searxng", "none"] = "duckduckgo"
     searxng_url: str = ""
     allow_private_addresses: bool = False  # the browser may open loopback and LAN addresses
@@ -78,6 +79,9 @@ class ConversationTools:
 
     def _named(self, name: str) -> list[Tool]:
         if name == "python":
+            reason = unavailable_reason()
+            if reason is not None:
+                raise UnknownToolError(f"the python tool is unavailable: {reason}")
             return [python_tool(self._sandbox())]
         if name == "browser":
             return browser_tools(self._browser())
@@ -93,7 +97,9 @@ class ConversationTools:
     def _sandbox(self) -> PythonSandbox:
         if self.sandbox is None:
             self.sandbox = PythonSandbox(
-                self.options.sandbox, granted=list(self.options.granted_folders)
+                self.options.sandbox,
+                granted=list(self.options.granted_folders),
+                writable=list(self.options.writable_folders),
             )
         return self.sandbox
 

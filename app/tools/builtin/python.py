@@ -15,15 +15,14 @@ from app.tools.sandbox import PythonSandbox
 
 def python_tool(sandbox: PythonSandbox) -> Tool:
     """The `python` tool bound to one conversation's sandbox."""
-    margin_ms = (
-        5_000  # the sandbox enforces its own wall clock; the runner's deadline is a backstop
-    )
+    limits = sandbox.limits  # the sandbox enforces its own clocks; the runner's is a backstop
+    backstop_ms = int((limits.wall_seconds + limits.start_seconds) * 1000) + 15_000
 
     @tool(
         name="python",
         namespace="python",
         risk=Risk.RUNS_CODE,
-        deadline_ms=int(sandbox.limits.wall_seconds * 1000) + margin_ms,
+        deadline_ms=backstop_ms,
         body="code",
         text_reply=True,
     )
