@@ -1,10 +1,15 @@
-"""`harmony-desk tools list|audit|approvals`: the discovered tools, the audit log, saved approvals.
+"""`harmony-desk tools list|plugins|call|audit|approvals`: tools, trust, one call, the audit log.
 
 Guarantees: `list` shows every tool a conversation may enable (built-ins `python` and
 `browser` included) with its plugin, risk and deadline, and reports plugins that could not
 load or were shadowed by an installed one; `audit` exports the tool audit log (all of it, or one
 conversation's) and says how many damaged lines it skipped; `approvals` lists the saved
-"always allow" / "deny" choices, and `--reset` forgets one or all of them.
+"always allow" / "deny" choices, and `--reset` forgets one or all of them. `plugins` lists
+every plugin found with its kind, path, content hash and trust (trusted, new, changed);
+`--trust NAME` trusts one as it is now, `--revoke NAME` forgets it. `call TOOL JSON` runs one
+call through the real tool host (python's sandbox, the plugin host, the browser's limits) as
+the model would, and prints the result envelope the model would read; exit 0 when the tool
+succeeded, 1 when it returned an error, 2 for a call that cannot be made.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from pathlib import Path
 
 from app.engine.approval import ApprovalStore
 from app.engine.audit import AuditLog
+from app.engine.tool_runner import Decision, run_calls
+from app.engine.turn_loop import PendingCall, envelope
 from app.tools.api import Tool
 from app.tools.discovery import discover
-from app.tools.session import ConversationTools, ToolOptions
+from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
+from app.tools.trust import TrustStore
 
 
 def add_arguments(tools: argparse.ArgumentParser) -> None:
@@ -28,6 +36,15 @@ def add_arguments(tools: argparse.ArgumentParser) -> None:
     audit.add_argument("--conversation", help="only this conversation's calls")
     audit.add_argument("--format", choices=["json", "jsonl"], default="json")
     audit.add_argument("--out", default="-", help="a file, or - for stdout (default)")
+    plugins = verbs.add_parser("plugins", help="plugins found, their hash and trust")
+    plugins.add_argument("--trust", metavar="NAME", help="trust this plugin as it is now")
+    plugins.add_argument("--revoke", metavar="NAME", help="stop trusting this plugin")
+    call = verbs.add_parser("call", help="run one tool call as the model would")
+    call.add_argument("tool", help="python, browser.open, functions.word_count, …")
+    call.add_argument("arguments", help='the call\'s arguments as JSON, e.g. \'{"code": "1+1"}\'')
+    call.add_argument("--offline", action="store_true", help="no network for the browser")
+    call.add_argument("--grant", action="append", default=[], metavar="DIR")
+    call.add_argument("--grant-writable", action="append", default=[], metavar="DIR")
     approvals = verbs.add_parser("approvals", help="saved 'always allow' and 'deny' choices")
     approvals.add_argument(
         "--reset", nargs="?", const="*", metavar="TOOL", help="forget one tool's choice, or all"
@@ -82,7 +99,63 @@ def _approvals(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugins(args: argparse.Namespace) -> int:
+    found = discover()
+    found.close()
+    store = TrustStore()
+    everything = {**found.trusted, **found.pending}
+    for name in (args.trust, args.revoke):
+        if name and name not in everything:
+            print(
+                f"no plugin called {name}; found: {', '.join(sorted(everything))}", file=sys.stderr
+            )
+            return 2
+    if args.trust:
+        store.trust(everything[args.trust])
+    if args.revoke:
+        store.revoke(args.revoke)
+    for name, identity in sorted(everything.items()):
+        status = store.status(identity)
+        print(f"{name:24} {identity.kind:12} {status:8} {identity.sha256[:16]}  {identity.path}")
+    return 0
+
+
+def _call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+        if not isinstance(arguments, dict):
+            raise ValueError("the arguments must be a JSON object")
+    except ValueError as exc:
+        print(f"the arguments are not a JSON object: {exc}", file=sys.stderr)
+        return 2
+    options = ToolOptions(
+        enabled=(args.tool,),
+        offline=args.offline,
+        granted_folders=tuple(args.grant),
+        writable_folders=tuple(args.grant_writable),
+    )
+    try:
+        tools = ConversationTools(options)
+    except UnknownToolError as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
+    with tools:
+        chosen = tools.registry.get(args.tool)
+        if chosen is None:
+            print(f"{args.tool} is a plugin or namespace: name one tool", file=sys.stderr)
+            return 2
+        how = Decision(True, how="run from the command line")
+        call = PendingCall("cli-1", chosen, arguments)
+        (outcome,) = run_calls([call], approve=lambda _c: how)
+    print(envelope(outcome))
+    return 0 if outcome.ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.verb == "plugins":
+        return _plugins(args)
+    if args.verb == "call":
+        return _call(args)
     if args.verb == "audit":
         return _audit(args)
     if args.verb == "approvals":

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.tools.discovery import discover
+from app.tools.discovery import Discovered, discover
 from app.tools.registry import DuplicateToolError, ToolRegistry
+from app.tools.trust import TrustStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,8 +33,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.remove(str(target))
 
 
+def trusted(**kwargs: object) -> Discovered:
+    """Discover, trust everything pending (as a user answering the dialog would), discover again."""
+    first = discover(**kwargs)  # type: ignore[arg-type]
+    first.close()
+    store = TrustStore()
+    for identity in first.pending.values():
+        store.trust(identity)
+    return discover(**kwargs)  # type: ignore[arg-type]
+
+
 def test_the_example_plugin_loads_and_a_broken_one_is_reported(installed: Path) -> None:
-    found = discover()
+    found = trusted()
     assert {t.name for t in found.tools["example-tools"]} == {"word_count", "reverse_text"}
     assert all(t.plugin == "example-tools" for t in found.tools["example-tools"])
     assert "broken" in found.failures and "no_such_module_here" in found.failures["broken"]
@@ -67,7 +78,7 @@ def test_plugin_folders_load_without_installing(tmp_path: Path) -> None:
     bad = tmp_path / "bad-toml"
     bad.mkdir()
     (bad / "pyproject.toml").write_text("[project\n")
-    found = discover(folders=[tmp_path, ROOT / "plugins"])
+    found = trusted(folders=[tmp_path, ROOT / "plugins"])
     assert [t.qualified_name for t in found.tools["weather"]] == ["functions.forecast"]
     assert found.tools["weather"][0].function("Oslo") == "sun in Oslo" and found.tools["weather"][0].plugin == "weather"
     assert [t.qualified_name for t in found.tools["dice"]] == ["games.roll"]
@@ -80,7 +91,7 @@ def test_plugin_folders_load_without_installing(tmp_path: Path) -> None:
 def test_plugins_are_enabled_per_conversation() -> None:
     from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
-    found = discover(folders=[ROOT / "plugins"])
+    found = trusted(folders=[ROOT / "plugins"])
     with ConversationTools(ToolOptions(enabled=("example-tools",)), found) as one:
         assert sorted(t.qualified_name for t in one.registry) == ["functions.reverse_text", "functions.word_count"]
     with ConversationTools(ToolOptions(enabled=("calculate", "functions.word_count")), found) as other:

@@ -51,7 +51,9 @@ from app.store.history import HistoryStore
 from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
 from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
+from app.tools.discovery import Discovered, discover
 from app.tools.session import ConversationTools, ToolOptions
+from app.tools.trust import PluginIdentity, TrustStore
 
 FLUSH_MS = 40
 CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
@@ -124,6 +126,8 @@ class ChatController(QObject):
         self._approvals: dict[str, asyncio.Future[Answer]] = {}
         self._tools: dict[str, ConversationTools] = {}
         self._plugins: list[str] | None = None
+        self._found: Discovered | None = None
+        self._discovery_lock = threading.Lock()
         self._policies: dict[str, ApprovalPolicy] = {}
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self._timer = QTimer(self)
@@ -275,18 +279,37 @@ class ChatController(QObject):
         self._io(self.conversations.undo_delete, lambda _: self.refresh_list())
 
     def available_tools(self) -> list[str]:
-        """The built-ins and the plugins a conversation can enable. Plugins are found on a
-        background thread the first time; until then only the built-ins are listed."""
+        """The built-ins and the trusted plugins a conversation can enable. Plugins are found
+        on a background thread the first time; until then only the built-ins are listed."""
         if self._plugins is None:
             self._plugins = []
-
-            def find() -> None:
-                from app.tools.discovery import discover
-
-                self._plugins = sorted(discover().tools)
-
-            threading.Thread(target=find, name="plugin-discovery", daemon=True).start()
+            threading.Thread(target=self._discovered, name="plugin-discovery", daemon=True).start()
         return ["python", "browser", *self._plugins]
+
+    def _discovered(self) -> Discovered:
+        """The plugins found once for every conversation (plugin code runs in one host)."""
+        with self._discovery_lock:
+            if self._found is None:
+                self._found = discover()
+                self._plugins = sorted(self._found.tools)
+            return self._found
+
+    def pending_plugins(self) -> dict[str, PluginIdentity]:
+        """Plugins found but not trusted (new, or changed since the user trusted them)."""
+        found = self._found
+        return dict(found.pending) if found is not None else {}
+
+    def trust_plugin(self, name: str) -> None:
+        """The user trusts this plugin as it is now: it is imported from the next discovery."""
+        identity = self.pending_plugins().get(name)
+        if identity is None:
+            return
+        TrustStore().trust(identity)
+        with self._discovery_lock:
+            if self._found is not None:
+                self._found.close()
+            self._found, self._plugins = None, None
+        self.available_tools()
 
     @property
     def can_answer(self) -> bool:
@@ -420,7 +443,8 @@ class ChatController(QObject):
         """The conversation's tools (built on the engine thread: discovery reads the disk)."""
         tools = self._tools.get(doc.id)
         if tools is None:
-            tools = ConversationTools(ToolOptions(enabled=doc.tools, offline=doc.offline))
+            options = ToolOptions(enabled=doc.tools, offline=doc.offline)
+            tools = ConversationTools(options, self._discovered())
             self._tools[doc.id] = tools
         return tools
 
@@ -802,4 +826,11 @@ class _TurnState:
         self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 
-__all__ = ["FLUSH_MS", "ChatController", "Mode", "SchemaError", "check_schema"]
+__all__ = [
+    "FLUSH_MS",
+    "ChatController",
+    "Mode",
+    "PluginIdentity",
+    "SchemaError",
+    "check_schema",
+]

@@ -7,17 +7,21 @@ itself is put on the import path), and each single-file `*.py` plugin. The folde
 user's `plugins` folder in the config folder, the checkout's `plugins/` when running from
 source (or the bundle's `plugins/` in a frozen build), and those listed in `$HARMONY_DESK_PLUGINS`.
 
-Guarantees: a plugin that fails to import, or whose hook raises, is reported (with its name
-and the reason) and skipped; the rest load. A folder plugin with the name of an installed one
-is skipped (the installed one wins) and listed in `shadowed`. Duplicate tool names are left
-to the registry, which refuses them with a message saying how to resolve them.
+Guarantees: nothing outside Harmony Desk itself is imported into the app. A plugin is
+imported only once the user trusts it (`app/tools/trust.py`: name, path and content hash);
+until then, or after its files change, it is listed in `pending` and not imported at all.
+Trusted plugins are imported and run in a plugin-host process (`app/tools/plugin_host.py`):
+one that fails, blocks or crashes there is reported (with its name and the reason) and
+skipped; the rest load. A folder plugin with the name of an installed one is skipped (the
+installed one wins) and listed in `shadowed`. Duplicate tool names are left to the registry,
+which refuses them with a message saying how to resolve them.
 """
 
 from __future__ import annotations
 
-import importlib
+import contextlib
+import hashlib
 import importlib.metadata
-import importlib.util
 import os
 import sys
 import tomllib
@@ -25,12 +29,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from app.paths import config_dir
 from app.tools.api import Tool
+from app.tools.trust import Kind, PluginIdentity, TrustStore, hash_tree
+
+if TYPE_CHECKING:
+    from app.tools.plugin_host import PluginHost, PluginSpec
 
 ENTRY_POINT_GROUP = "harmony_desk.tools"
 hookspec = pluggy.HookspecMarker("harmony_desk")
@@ -51,6 +59,13 @@ class Discovered:
     tools: dict[str, list[Tool]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     shadowed: dict[str, str] = field(default_factory=dict)  # folder plugin name → its folder
+    pending: dict[str, PluginIdentity] = field(default_factory=dict)  # not trusted (yet)
+    trusted: dict[str, PluginIdentity] = field(default_factory=dict)
+    host: PluginHost | None = None
+
+    def close(self) -> None:
+        if self.host is not None:
+            self.host.close()
 
 
 def _builtin() -> ModuleType:
@@ -59,7 +74,8 @@ def _builtin() -> ModuleType:
     return everyday
 
 
-def _plugin_tools(name: str, module: Any) -> list[Tool]:
+def plugin_tools(name: str, module: Any) -> list[Tool]:
+    """The tools a plugin module's hook returns (run inside the plugin host)."""
     manager = pluggy.PluginManager("harmony_desk")
     manager.add_hookspecs(ToolSpec)
     manager.register(module, name=name)
@@ -112,44 +128,71 @@ def _folder_plugins(folder: Path) -> Iterator[tuple[str, Path, str]]:
             yield child.stem, child, ""
 
 
-def _load_folder_plugin(name: str, root: Path, target: str) -> Any:
-    if target.startswith("!"):
-        raise ValueError(target[1:])
-    if not target:  # a single-file plugin
-        spec = importlib.util.spec_from_file_location(f"harmony_desk_plugin_{name}", root)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {root}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name.strip())
-    return getattr(module, attribute.strip()) if attribute else module
+def _entry_point_identity(ep: importlib.metadata.EntryPoint) -> tuple[PluginIdentity, str]:
+    dist = ep.dist
+    listed = (dist.files or []) if dist is not None else []
+    files = sorted(str(f) for f in listed if str(f).endswith((".py", ".pth")))
+    digest = hashlib.sha256(ep.value.encode())
+    where = ""
+    for name in files:
+        path = Path(str(dist.locate_file(name))) if dist is not None else Path(name)
+        where = where or str(path.parent)
+        with contextlib.suppress(OSError):
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    root = str(dist.locate_file("")) if dist is not None else where
+    return PluginIdentity(ep.name, "entry point", root, digest.hexdigest()), root
 
 
-def discover(*, entry_points: bool = True, folders: Sequence[Path] | None = None) -> Discovered:
-    """Every tool the built-ins, the installed plugins and the plugin folders offer."""
+def candidates(folders: Sequence[Path] | None = None) -> Iterator[tuple[PluginIdentity, str]]:
+    """Every plugin found, with what the host needs to import it (`module:attr`, "" a file)."""
+    seen: set[str] = set()
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.dist is not None and ep.dist.name == "harmony-desk":
+            continue
+        identity, _root = _entry_point_identity(ep)
+        seen.add(ep.name)
+        yield identity, ep.value
+    for folder in plugin_folders() if folders is None else folders:
+        for name, root, target in _folder_plugins(folder):
+            kind: Kind = "file" if not target else "folder"
+            if target.startswith("!") or name in seen:
+                yield PluginIdentity(name, kind, str(root), ""), target
+                continue
+            seen.add(name)
+            tree = root if kind == "file" or root.name != "src" else root.parent
+            yield PluginIdentity(name, kind, str(root), hash_tree(tree)), target
+
+
+def discover(
+    *,
+    entry_points: bool = True,
+    folders: Sequence[Path] | None = None,
+    trust: TrustStore | None = None,
+) -> Discovered:
+    """Every tool the built-ins and the trusted plugins offer; untrusted plugins are pending."""
+    from app.tools.plugin_host import PluginHost, PluginSpec
+
     out = Discovered()
     everyday = _builtin()
     out.tools["built-in"] = [v for v in vars(everyday).values() if isinstance(v, Tool)]
     if not entry_points:
         return out
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            module = ep.load()
-            out.tools[ep.name] = _plugin_tools(ep.name, module)
-        except Exception as exc:
-            out.failures[ep.name] = f"{type(exc).__name__}: {exc}"
-    for folder in plugin_folders() if folders is None else folders:
-        for name, root, target in _folder_plugins(folder):
-            if name in out.tools or name in out.failures:
-                out.shadowed[name] = str(root)
-                continue
-            try:
-                out.tools[name] = _plugin_tools(name, _load_folder_plugin(name, root, target))
-            except Exception as exc:
-                out.failures[name] = f"{type(exc).__name__}: {exc} (in {root})"
+    trust = trust or TrustStore()
+    specs: list[PluginSpec] = []
+    for identity, target in candidates(folders):
+        name = identity.name
+        if name in out.trusted or name in out.pending or name in out.failures:
+            out.shadowed[name] = identity.path
+        elif target.startswith("!"):
+            out.failures[name] = target[1:]
+        elif not trust.is_trusted(identity):
+            out.pending[name] = identity
+        else:
+            out.trusted[name] = identity
+            specs.append(PluginSpec(name, identity.kind, identity.path, target))
+    if specs:
+        out.host = PluginHost()
+        tools, failures = out.host.load(specs)
+        out.tools.update(tools)
+        out.failures.update(failures)
     return out

@@ -52,7 +52,7 @@ class HostConfig:
     disk_files: int
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """End this process as soon as the app's process ends, however it ends."""
     import multiprocessing
     from multiprocessing.connection import wait
@@ -193,7 +193,7 @@ def _limit_file_size(config: HostConfig) -> None:
 
 def serve(conn: Connection, config_json: str) -> None:
     """The host process's main: open the guest, say ready, then answer one frame per turn."""
-    _die_with_parent()
+    die_with_parent()
     config = HostConfig(**json.loads(config_json))
     if sys.platform != "win32":
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # before wasmtime installs its handlers

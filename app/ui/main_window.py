@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.controllers.chat import ChatController
+from app.controllers.chat import ChatController, PluginIdentity
 from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
@@ -371,12 +371,34 @@ class MainWindow(QMainWindow):
             action = menu.addAction(name)
             action.setCheckable(True)
             action.setChecked(name in self.controller.doc.tools)
+        pending = self.controller.pending_plugins()
+        if pending:
+            menu.addSeparator()
+        for name in sorted(pending):
+            menu.addAction(f"Trust plugin {name}…").setData(name)
         chosen = menu.exec(
             self.composer.tools_button.mapToGlobal(self.composer.tools_button.rect().bottomLeft())
         )
-        if chosen is not None:
-            enabled = tuple(a.text() for a in menu.actions() if a.isChecked())
+        if chosen is not None and chosen.data():
+            self._ask_trust(pending[chosen.data()])
+        elif chosen is not None:
+            enabled = tuple(a.text() for a in menu.actions() if a.isCheckable() and a.isChecked())
             self.controller.set_tools(enabled)
+
+    def _ask_trust(self, identity: PluginIdentity) -> None:
+        """Nothing of a plugin runs until the user has seen where it is and trusted it."""
+        from PySide6.QtWidgets import QMessageBox
+
+        answer = QMessageBox.question(
+            self,
+            "Trust this plugin?",
+            f"The tool plugin “{identity.name}” ({identity.kind}) is not trusted yet, or its"
+            f" files changed since you trusted it.\n\n{identity.path}\nsha256"
+            f" {identity.sha256}\n\nA trusted plugin's code runs on this computer with your"
+            " rights (in a separate process). Trust it?",
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.controller.trust_plugin(identity.name)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
         """Show or hide the debug pane; hidden, it holds no text at all."""
