@@ -78,6 +78,24 @@ class Site(BaseHTTPRequestHandler):
                 self.wfile.write(b"tick\n")
                 self.wfile.flush()
                 time.sleep(0.1)
+        elif path == "/trickle-headers":  # a status line, then one header byte at a time
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(600):
+                self.wfile.write(b"X")
+                self.wfile.flush()
+                time.sleep(0.05)
+        elif path == "/trickle-body":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            for _ in range(600):
+                self.wfile.write(b".")
+                self.wfile.flush()
+                time.sleep(0.05)
+        elif path == "/klingon":
+            self._send(b"<p>qaStaH nuq?</p>", "text/html; charset=x-klingon")
+        elif path == "/one-long-line":
+            self._send(b"<p>" + b"x" * 300_000 + b"</p>")
         elif path == "/loop":
             self._send(b"", status=302, headers={"Location": "/loop"})
         elif path == "/moved":
@@ -191,3 +209,73 @@ def test_the_tools_validate_their_arguments_and_reply_as_text(site: str) -> None
     assert tools["browser.open"].function(**args).startswith("[0] Harmony & Tea")
     as_text_id = tools["browser.open"].parse_arguments({"id": "1", "cursor": 0}).model_dump()
     assert tools["browser.open"].function(**as_text_id).startswith(f"[1] {site}/leaves")
+
+
+def _stub(answers: dict[str, list[str]], calls: list[str]) -> Any:
+    def resolve(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return answers[host] if len(calls) == 1 else ["127.0.0.1"]  # rebinds after the check
+    return resolve
+
+
+def test_dns_rebinding_connects_to_the_checked_address(site: str) -> None:
+    port = urllib.parse.urlsplit(site).port
+    hits, calls = len(Site.hits), []
+    fetcher = Fetcher(resolve=_stub({"rebind.test": ["192.0.2.1"]}, calls))
+    with pytest.raises(ToolError, match="not public"):  # a documentation address: refused
+        fetcher.fetch(f"http://rebind.test:{port}/article")
+    calls.clear()
+    public = Fetcher(resolve=_stub({"rebind.test": ["93.184.216.34"]}, calls), limits=FetchLimits(timeout_s=2))
+    with pytest.raises(ToolError):  # the checked public address is unreachable here
+        public.fetch(f"http://rebind.test:{port}/article")
+    assert calls == ["rebind.test"] and len(Site.hits) == hits  # resolved once; loopback never hit
+    pinned = Fetcher(allow_private=True, resolve=lambda h, p: ["127.0.0.1"])
+    assert "Green tea" in pinned.fetch(f"http://rebind.test:{port}/article").text
+
+
+@pytest.mark.parametrize("address", ["100.64.0.1", "100.127.255.254", "::ffff:127.0.0.1", "::1",
+                                     "64:ff9b::7f00:1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+                                     "0.0.0.0", "169.254.169.254", "fd00::1", "224.0.0.1", "10.1.2.3"])
+def test_every_non_global_address_is_refused(address: str) -> None:
+    fetcher = Fetcher(resolve=lambda h, p: ["93.184.216.34", address])
+    with pytest.raises(ToolError, match="not public"):
+        fetcher.fetch("http://mixed.test/")
+
+
+@pytest.mark.parametrize("path", ["/trickle-headers", "/trickle-body"])
+def test_a_trickling_server_is_cut_at_the_deadline(site: str, path: str) -> None:
+    fetcher = Fetcher(allow_private=True, limits=FetchLimits(timeout_s=1.5))
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="within 1.5 s"):
+        fetcher.fetch(f"{site}{path}")
+    assert time.monotonic() - started < 20  # far less than the 30 s the server would trickle
+
+
+def test_unknown_charsets_and_page_views_are_bounded(site: str) -> None:
+    b = Browser(Fetcher(allow_private=True), None)
+    with pytest.raises(ToolError, match="charset 'x-klingon'"):
+        b.open(f"{site}/klingon")
+    from app.tools.browser.page import MAX_VIEW_CHARS
+
+    view = b.open(f"{site}/one-long-line")
+    assert len(view) < MAX_VIEW_CHARS + 1_000 and f"stops at {MAX_VIEW_CHARS} characters" in view
+    big = b.open(f"{site}/big", num_lines=500)
+    assert len(big) < MAX_VIEW_CHARS + 1_000
+
+
+def test_the_process_exits_while_a_fetch_is_pending(site: str) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, time\n"
+        "from app.tools.browser.fetch import Fetcher, FetchLimits\n"
+        "f = Fetcher(allow_private=True, limits=FetchLimits(timeout_s=3600))\n"
+        "import concurrent.futures as cf\n"
+        "pool = cf.ThreadPoolExecutor(1)\n"
+        f"pool.submit(f.fetch, {site + '/trickle-body'!r})\n"
+        "time.sleep(1)\n"
+        "print('leaving', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25)
+    assert done.returncode == 0 and "leaving" in done.stdout

@@ -27,6 +27,25 @@ _BLOCK = frozenset(
 )  # fmt: skip
 
 
+MAX_VIEW_CHARS = 12_000  # one view's share of the context, whatever the page's lines
+MAX_TITLE_CHARS = 500
+
+
+def _capped(lines: list[str], start: int) -> tuple[str, int]:
+    """The lines that fit in one view (a single over-long line is cut), and the next line."""
+    out: list[str] = []
+    used = 0
+    for n, line in enumerate(lines):
+        if used + len(line) + 1 > MAX_VIEW_CHARS:
+            if not out:
+                out.append(line[:MAX_VIEW_CHARS])
+                n += 1
+            return "\n".join(out), start + n
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out), start + len(lines)
+
+
 @dataclass
 class Page:
     url: str
@@ -36,16 +55,25 @@ class Page:
     truncated: bool = False
 
     def view(self, cursor: int, loc: int = 0, num_lines: int = -1) -> str:
-        """The page as the model reads it, from line `loc`, `num_lines` lines (-1: a screenful)."""
+        """The page as the model reads it, from line `loc`, `num_lines` lines (-1: a screenful),
+        never more than `MAX_VIEW_CHARS` characters of page text."""
         total = len(self.lines)
         start = min(max(loc, 0), max(total - 1, 0))
         count = num_lines if num_lines > 0 else 50
-        end = min(start + count, total)
-        header = f"[{cursor}] {self.title}" + (f" ({self.url})" if self.url else "")
+        wanted = min(start + count, total)
+        body, end = _capped([f"L{i}: {self.lines[i]}" for i in range(start, wanted)], start)
+        header = (f"[{cursor}] {self.title}" + (f" ({self.url})" if self.url else ""))[
+            :MAX_TITLE_CHARS
+        ]
         shown = f"**viewing lines [{start} - {max(end - 1, start)}] of {max(total - 1, 0)}**"
-        body = "\n".join(f"L{i}: {self.lines[i]}" for i in range(start, end))
-        note = "\n(the page was longer than the browser reads; the rest was cut)"
-        return f"{header}\n{shown}\n\n{body}" + (note if self.truncated else "")
+        notes = ""
+        if end < wanted or len(body) >= MAX_VIEW_CHARS:
+            notes += (
+                f"\n(this view stops at {MAX_VIEW_CHARS} characters; open loc={end} to read on)"
+            )
+        if self.truncated:
+            notes += "\n(the page was longer than the browser reads; the rest was cut)"
+        return f"{header}\n{shown}\n\n{body}{notes}"
 
 
 class _Extractor(HTMLParser):
