@@ -245,10 +245,8 @@ def test_every_non_global_address_is_refused(address: str) -> None:
 @pytest.mark.parametrize("path", ["/trickle-headers", "/trickle-body"])
 def test_a_trickling_server_is_cut_at_the_deadline(site: str, path: str) -> None:
     fetcher = Fetcher(allow_private=True, limits=FetchLimits(timeout_s=1.5))
-    started = time.monotonic()
-    with pytest.raises(ToolError, match="within 1.5 s"):
+    with pytest.raises(ToolError, match=r"within 1\.5 s"):  # the server would trickle for 30 s
         fetcher.fetch(f"{site}{path}")
-    assert time.monotonic() - started < 20  # far less than the 30 s the server would trickle
 
 
 def test_unknown_charsets_and_page_views_are_bounded(site: str) -> None:
