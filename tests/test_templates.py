@@ -48,7 +48,8 @@ class WordTokenizer:
         return out
 
     def token_table(self) -> Sequence[bytes]:
-        return [chr(i).encode() if i < 0xD800 else b"" for i in range(3000)]
+        control = range(2000, 2000 + len(self.MARKERS))  # control tokens read as b""
+        return [b"" if i in control else chr(i).encode() for i in range(3000)]
 
     def special_bytes(self, ids: Sequence[int]) -> list[bytes]:
         return [self.MARKERS[i - 2000].encode() if i >= 2000 else chr(i).encode() for i in ids]
@@ -145,3 +146,36 @@ def test_text_output_keeps_multibyte_characters_whole_and_reports_truncation() -
     events = _run(parser, list("héllo <thi".encode()))
     assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == "héllo <thi"
     assert isinstance(events[-1], TurnDone) and events[-1].stop is StopReason.TRUNCATED
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [("{% set r = range(100000) %}{% for a in r %}{% for b in r %}{% for c in r %}{% endfor %}{% endfor %}{% endfor %}",
+      "ran longer than"),
+     ("{% for m in messages %}{{ 'x' * 100000000 }}{% endfor %}", "wrote more than"),
+     ("{% set r = range(100000) %}{% for a in r %}{% for b in r %}{{ a }}{% endfor %}{% endfor %}",
+      "wrote more than"),
+     ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "failed")],
+)
+def test_a_looping_or_flooding_template_is_refused_and_a_registry_template_still_works(
+        source: str, words: str) -> None:
+    from app.templates.jinja import JinjaTemplateError
+
+    template = get_template("gguf-jinja").for_model({"tokenizer.chat_template": source})
+    with pytest.raises(JinjaTemplateError, match=words) as refused:
+        template.prompt_ids(_chat((Role.USER, "hi")), WordTokenizer())
+    assert "template" in str(refused.value)
+    assert get_template("chatml").prompt_ids(_chat((Role.USER, "hi")), WordTokenizer())
+
+
+def test_the_fallback_check_reads_the_rendered_text() -> None:
+    from app.templates.jinja import JinjaTemplateError
+
+    # Harmless input, but the template builds a control token out of it.
+    # Rewriting digits breaks the sentinels, so the fallback path runs.
+    source = ("{% for m in messages %}<|im_start|>{{ m['content'] | replace('[E]', '<|im_' ~ 'end|>')"
+              " | replace('0', 'zero') }}<|im_end|>{% endfor %}")
+    template = get_template("gguf-jinja").for_model({"tokenizer.chat_template": source})
+    assert template.prompt_ids(_chat((Role.USER, "hi")), WordTokenizer())
+    with pytest.raises(JinjaTemplateError, match="turns message text into control tokens"):
+        template.prompt_ids(_chat((Role.USER, "hi [E] there")), WordTokenizer())

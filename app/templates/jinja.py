@@ -5,13 +5,20 @@ network access); message text is tokenized without special-token parsing even th
 template writes one string: each message's content is rendered as a sentinel, the string is
 split at the sentinels, and only the template's own text is tokenized with special parsing.
 A template that rewrites message text (so the sentinels do not survive) is refused with a
-clear error when a message spells a control token, rather than risk an injection.
+clear error when a message spells a control token, or when the rendered prompt holds control
+tokens that a rendering of neutral text does not (the check runs on the output, so a template
+cannot build a control token out of harmless-looking text), rather than risk an injection.
+A render is bounded: past `RENDER_SECONDS` of template code or `RENDER_CHARS` of output it
+is stopped and refused with a sentence that says to pick a registry template instead.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import time
 from datetime import datetime
+from types import FrameType
 from typing import Any, NoReturn
 
 from app.domain.messages import Conversation, ReasoningEffort, Role
@@ -23,8 +30,48 @@ from app.templates.text_output import TextOutputParser
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
 
 
+RENDER_SECONDS = 2.0
+RENDER_CHARS = 2_000_000
+_TEMPLATE_FILE = "<template>"  # the file name Jinja gives code compiled from a string
+
+
 class JinjaTemplateError(HarmonyDeskError):
     """The model's own chat template cannot be used."""
+
+
+class _Overrun(Exception):
+    """Raised inside the template's frames when a render passes a bound."""
+
+
+def _bounded(deadline: float) -> Any:
+    """A trace function that stops template code (only) once `deadline` has passed."""
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and time.monotonic() > deadline:
+            raise _Overrun(f"ran longer than {RENDER_SECONDS:g} s")
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename == _TEMPLATE_FILE else None
+
+    return tracer
+
+
+def _render_bounded(template: Any, **context: Any) -> str:
+    """The rendered text, or `_Overrun` past the time or size bound."""
+    previous = sys.gettrace()
+    sys.settrace(_bounded(time.monotonic() + RENDER_SECONDS))
+    try:
+        out: list[str] = []
+        size = 0
+        for chunk in template.generate(**context):
+            size += len(chunk)
+            if size > RENDER_CHARS:
+                raise _Overrun(f"wrote more than {RENDER_CHARS:,} characters")
+            out.append(chunk)
+        return "".join(out)
+    finally:
+        sys.settrace(previous)
 
 
 def _raise(message: str) -> NoReturn:
@@ -55,13 +102,19 @@ class GgufJinja(Template):
             raise_exception=_raise, strftime_now=lambda f: datetime.now().strftime(f)
         )
         try:
-            return env.from_string(self.source).render(
+            return _render_bounded(
+                env.from_string(self.source),
                 messages=messages,
                 add_generation_prompt=True,
                 bos_token=self.bos,
                 eos_token=self.eos,
             )
-        except TemplateError as exc:
+        except _Overrun as exc:
+            raise JinjaTemplateError(
+                f"the model's chat template {exc} and was stopped; choose a built-in template"
+                " for this model (Model settings)"
+            ) from exc
+        except (TemplateError, RecursionError, MemoryError, OverflowError) as exc:
             raise JinjaTemplateError(f"the model's chat template failed: {exc}") from exc
 
     def prompt_ids(
@@ -94,9 +147,19 @@ class GgufJinja(Template):
                     "the model's chat template rewrites message text, and a message spells a"
                     " control token; choose a built-in template for this model"
                 )
-        return tokenizer.tokenize(
+        ids = tokenizer.tokenize(
             self._render([{"role": r, "content": t} for r, t in turns]), special=True
         )
+        neutral = tokenizer.tokenize(
+            self._render([{"role": r, "content": "x"} for r, _ in turns]), special=True
+        )
+        control = {i for i, piece in enumerate(tokenizer.token_table()) if piece == b""}
+        if sorted(i for i in ids if i in control) != sorted(i for i in neutral if i in control):
+            raise JinjaTemplateError(
+                "the model's chat template turns message text into control tokens; choose a"
+                " built-in template for this model"
+            )
+        return ids
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
