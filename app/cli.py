@@ -13,7 +13,8 @@ from functools import partial
 
 from app import __version__
 from app.domain.messages import Role
-from app.errors import HarmonyDeskError, InvalidInputError
+from app.errors import HarmonyDeskError
+from app.inputs import read_text_file
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -69,11 +70,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _read_input(name: str) -> str:
     if name == "-":
         return sys.stdin.read()
-    try:
-        with open(name, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {name}: {exc}") from exc
+    return read_text_file(name)
 
 
 def _write_output(name: str, text: str) -> None:

@@ -72,7 +72,7 @@ def test_the_qt_binding_keeps_reference_counts(qapp: object) -> None:
 
 
 def test_the_store_depends_on_domain_and_harmony_only() -> None:
-    allowed = {"store", "domain", "harmony", "errors", "paths", "fileio"}
+    allowed = {"store", "domain", "harmony", "errors", "paths", "fileio", "inputs"}
     for path in (APP / "store").rglob("*.py"):
         bad = {n for n in imports(path) if n.startswith("app.") and n.split(".")[1] not in allowed}
         assert not bad, f"{path} imports {bad}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import re
+import stat
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -158,9 +159,24 @@ class GgufInfo:
     def arch_value(self, name: str, default: Any = None) -> Any:
         return self.get(f"{self.architecture}.{name}", default)
 
+    def int_value(self, name: str, default: int = 0) -> int:
+        """The architecture's integer `name`; a `ModelLoadError` when the header holds another
+        type there (a damaged or hostile file must not pass for a model)."""
+        value = self.arch_value(name, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ModelLoadError(
+                LoadProblem.NOT_GGUF,
+                self.path,
+                f"its header holds {type(value).__name__} for {self.architecture}.{name},"
+                " where a whole number belongs",
+            )
+        return value
+
     @property
     def context_length(self) -> int:
-        return int(self.arch_value("context_length", 0) or 0)
+        return self.int_value("context_length")
 
     @property
     def chat_template(self) -> str | None:
@@ -193,14 +209,17 @@ class GgufInfo:
 
     def kv_cache_bytes(self, n_ctx: int) -> int:
         """Bytes of an f16 KV cache for `n_ctx` positions (all layers, full size)."""
-        layers = int(self.arch_value("block_count", 0) or 0)
-        heads = int(self.arch_value("attention.head_count", 1) or 1)
+        layers = self.int_value("block_count")
+        heads = self.int_value("attention.head_count", 1) or 1
         kv_heads = self.arch_value("attention.head_count_kv", heads)
         if isinstance(kv_heads, list):  # per-layer counts
-            kv_heads = max(kv_heads) if kv_heads else heads
-        embd = int(self.arch_value("embedding_length", 0) or 0)
-        key_len = int(self.arch_value("attention.key_length", embd // max(heads, 1)) or 0)
-        value_len = int(self.arch_value("attention.value_length", key_len) or 0)
+            numbers = [k for k in kv_heads if isinstance(k, int) and not isinstance(k, bool)]
+            kv_heads = max(numbers) if numbers and len(numbers) == len(kv_heads) else heads
+        else:
+            kv_heads = self.int_value("attention.head_count_kv", heads)
+        embd = self.int_value("embedding_length")
+        key_len = self.int_value("attention.key_length", embd // max(heads, 1))
+        value_len = self.int_value("attention.value_length", key_len)
         return n_ctx * layers * int(kv_heads) * (key_len + value_len) * 2
 
 
@@ -241,13 +260,19 @@ class _Cursor:
             )
         self.pos = pos
 
-    def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True) -> Any:
+    def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True, depth: int = 0) -> Any:
         if kind in _SCALARS:
             fmt, size = _SCALARS[kind]
             return self.take(fmt, size)
         if kind == _STRING:
             return self.string()
         if kind == _ARRAY:
+            if depth >= MAX_ARRAY_DEPTH:
+                raise ModelLoadError(
+                    LoadProblem.NOT_GGUF,
+                    self.path,
+                    f"its header nests arrays deeper than {MAX_ARRAY_DEPTH} levels",
+                )
             item_kind = self.take("<I", 4)
             count = self.take("<Q", 8)
             if item_kind in _SCALARS and not keep(count):
@@ -256,7 +281,7 @@ class _Cursor:
             if item_kind == _STRING and not keep(count):
                 self._skip_strings(count)
                 return _Skipped(count, item_kind)
-            items = [self.value(item_kind) for _ in range(count)]
+            items = [self.value(item_kind, depth=depth + 1) for _ in range(count)]
             return items if keep(count) else _Skipped(count, item_kind)
         raise ModelLoadError(LoadProblem.NOT_GGUF, self.path, f"unknown metadata value type {kind}")
 
@@ -269,6 +294,9 @@ class _Skipped:
     item_kind: int
 
 
+MAX_ARRAY_DEPTH = 8  # llama.cpp itself reads one level; more is a damaged or hostile file
+
+
 def _keep_small(count: int) -> bool:
     return count <= 4096
 
@@ -277,7 +305,10 @@ def read_gguf(path: str | Path) -> GgufInfo:
     """The header facts of the GGUF file at `path`, or a `ModelLoadError` saying what is wrong."""
     p = Path(path)
     try:
-        size = p.stat().st_size
+        info = p.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            raise ModelLoadError(LoadProblem.NOT_GGUF, p, "it is not a regular file")
+        size = info.st_size
         f = p.open("rb")
     except FileNotFoundError as exc:
         raise ModelLoadError(LoadProblem.MISSING_FILE, p, "there is no such file") from exc

@@ -19,6 +19,7 @@ from app.errors import ErrorCode, HarmonyDeskError, InvalidInputError
 from app.harmony import encoding as enc
 from app.harmony.parser import parse_tokens
 from app.harmony.renderer import RenderConfig, Renderer, RenderMode
+from app.inputs import load_json
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def run_lines(lines: Iterable[str], handle: Callable[[Any], dict[str, Any]], out
         if not line.strip():
             continue
         try:
-            result = handle(json.loads(line))
+            result = handle(load_json(line))
         except json.JSONDecodeError as exc:
             result = _error(ErrorCode.INPUT_JSON, f"the line is not valid JSON: {exc}")
         except HarmonyDeskError as exc:

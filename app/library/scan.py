@@ -41,11 +41,10 @@ def describe(
     size = sum(s for s, _ in sig if s > 0)
     modified = max((m for _, m in sig), default=0) / 1e9
     try:
-        info = read_model(path)
+        return _entry(read_model(path), name, parts, size, modified, bundled)
     except HarmonyDeskError as exc:
         reason = getattr(exc, "reason", exc.message)
         return ModelEntry(name, str(path), _names(parts), size, modified, problem=reason)
-    return _entry(info, name, parts, size, modified, bundled)
 
 
 def _entry(

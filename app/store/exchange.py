@@ -76,10 +76,54 @@ def import_text(text: str, fmt: str | None = None) -> ChatDoc:
     return from_domain(conversation, str(title) if title else None)
 
 
+class _ReplyBuilder:
+    """One reply's messages, segments and analysis, gathered in linear time."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.messages: list[Message] = []
+        self.analysis: list[str] = []
+        self.open_cards: dict[str, list[Segment]] = {}  # tool name → cards awaiting a result
+
+    def add(self, message: Message) -> None:
+        self.messages.append(message)
+        self._show(message)
+
+    def finish(self) -> None:
+        self.reply.messages = tuple(self.messages)
+        self.reply.debug.analysis = "".join(f"{text}\n" for text in self.analysis)
+
+    def _show(self, message: Message) -> None:
+        """What the window shows of `message` (never its analysis)."""
+        segments = self.reply.segments
+        lane = route(message.author.role, message.channel, message.recipient)
+        if lane is Lane.ANSWER:
+            segments.append(Segment("answer", message.text, complete=True))
+        elif lane is Lane.PREAMBLE:
+            segments.append(Segment("preamble", message.text, complete=True))
+        elif lane is Lane.TOOL_CALL:
+            data: dict[str, Any] = {
+                "tool": message.recipient,
+                "arguments": message.text,
+                "state": "called",
+            }
+            card = Segment("tool", data=data, complete=True)
+            segments.append(card)
+            self.open_cards.setdefault(str(message.recipient), []).append(card)
+        elif lane is Lane.TOOL_RESULT:
+            waiting = self.open_cards.get(str(message.author.name))
+            if waiting:
+                ok = not message.text.startswith('{"ok": false')
+                waiting.pop(0).data.update(state="ok" if ok else "error", result=message.text)
+        elif lane is Lane.ANALYSIS:
+            self.analysis.append(message.text)
+
+
 def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc:
-    """Turns from model messages: each user message opens a turn; what follows is its reply."""
+    """Turns from model messages: each user message opens a turn; what follows is its reply.
+    Linear in the number of messages, however many one reply holds."""
     doc = ChatDoc()
-    reply: Reply | None = None
+    builders: list[_ReplyBuilder] = []
     for message in conversation.messages:
         role = message.author.role
         if role is Role.SYSTEM:
@@ -90,14 +134,15 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
                 doc.instructions = content.instructions
             continue
         if role is Role.USER:
-            reply = Reply(state="done")
-            doc.turns.append(Turn([Version(message.text, replies=[reply])]))
+            builders.append(_ReplyBuilder(Reply(state="done")))
+            doc.turns.append(Turn([Version(message.text, replies=[builders[-1].reply])]))
             continue
-        if reply is None:  # model output before any user message: a turn with no user text
-            reply = Reply(state="done")
-            doc.turns.append(Turn([Version("", replies=[reply])]))
-        reply.messages = (*reply.messages, message)
-        _show(reply, message)
+        if not builders or not doc.turns:  # model output before any user message
+            builders.append(_ReplyBuilder(Reply(state="done")))
+            doc.turns.append(Turn([Version("", replies=[builders[-1].reply])]))
+        builders[-1].add(message)
+    for builder in builders:
+        builder.finish()
     first = next((t.version.user_text for t in doc.turns if t.version.user_text), "")
     doc.title = title or (first.splitlines()[0][:60] if first else "Imported chat")
     for turn in doc.turns:  # a version with an empty reply has no reply at all
@@ -105,30 +150,6 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
         if version.replies and not version.replies[0].messages:
             version.replies = []
     return doc
-
-
-def _show(reply: Reply, message: Message) -> None:
-    """What the window shows of `message` (never its analysis)."""
-    lane = route(message.author.role, message.channel, message.recipient)
-    if lane is Lane.ANSWER:
-        reply.segments.append(Segment("answer", message.text, complete=True))
-    elif lane is Lane.PREAMBLE:
-        reply.segments.append(Segment("preamble", message.text, complete=True))
-    elif lane is Lane.TOOL_CALL:
-        data: dict[str, Any] = {
-            "tool": message.recipient,
-            "arguments": message.text,
-            "state": "called",
-        }
-        reply.segments.append(Segment("tool", data=data, complete=True))
-    elif lane is Lane.TOOL_RESULT:
-        cards = [s for s in reply.segments if s.kind == "tool" and "result" not in s.data]
-        card = next((s for s in cards if s.data.get("tool") == message.author.name), None)
-        if card is not None:
-            ok = not message.text.startswith('{"ok": false')
-            card.data.update(state="ok" if ok else "error", result=message.text)
-    elif lane is Lane.ANALYSIS:
-        reply.debug.analysis += message.text + "\n"
 
 
 def dump_json(data: Any) -> str:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
 from app.domain.messages import Message, Role
-from app.errors import ErrorCode, TranscriptError
+from app.errors import ErrorCode, InvalidInputError, TranscriptError
+from app.inputs import load_json, read_text_file
 from app.store.exchange import import_text
 
 
@@ -36,9 +38,9 @@ class ImportResult:
 
 def import_file(path: Path) -> ImportResult:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TranscriptError(ErrorCode.INPUT_INVALID, f"cannot read {path}: {exc}") from exc
+        text = read_text_file(path)
+    except InvalidInputError as exc:
+        raise TranscriptError(ErrorCode.INPUT_INVALID, exc.message) from exc
     return import_any(text)
 
 
@@ -60,7 +62,9 @@ def _import_any(text: str) -> ImportResult:
     if not stripped.startswith(("{", "[")):
         return ImportResult([import_text(text, "ocm")], "ocm")
     try:
-        data = json.loads(text)
+        data = load_json(text)
+    except InvalidInputError as exc:
+        raise TranscriptError(ErrorCode.INPUT_INVALID, exc.message) from exc
     except json.JSONDecodeError as exc:
         raise TranscriptError(
             ErrorCode.INPUT_JSON, f"not JSON: {exc.msg}", line=exc.lineno, column=exc.colno
@@ -97,6 +101,7 @@ def _texts(parts: Any, where: str) -> str:
 def _lm_reply(version: dict[str, Any], where: str, unmapped: list[str]) -> Reply:
     reply = Reply(state="done")
     answer: list[str] = []
+    thinking: list[Message] = []
     steps = version.get("steps") if version.get("type") == "multiStep" else None
     if steps is None:
         answer.append(_texts(version.get("content", []), where))
@@ -114,15 +119,12 @@ def _lm_reply(version: dict[str, Any], where: str, unmapped: list[str]) -> Reply
             text = _texts(step.get("content", []), f"{where}.steps[{j}]")
             style = step["style"] if isinstance(step.get("style"), dict) else {}
             if style.get("type") == "thinking":
-                reply.debug.analysis += text + "\n"
-                reply.messages = (
-                    *reply.messages,
-                    Message.of(Role.ASSISTANT, text, channel="analysis"),
-                )
+                thinking.append(Message.of(Role.ASSISTANT, text, channel="analysis"))
             else:
                 answer.append(text)
     final = "\n\n".join(a for a in answer if a)
-    reply.messages = (*reply.messages, Message.of(Role.ASSISTANT, final, channel="final"))
+    reply.debug.analysis = "".join(f"{m.text}\n" for m in thinking)
+    reply.messages = (*thinking, Message.of(Role.ASSISTANT, final, channel="final"))
     reply.segments.append(Segment("answer", final, complete=True))
     return reply
 
@@ -166,8 +168,37 @@ def _lm_studio(data: dict[str, Any]) -> ImportResult:
 
 # --- Open WebUI ----------------------------------------------------------------------------
 
-_DETAILS = re.compile(r'<details\s+type="(?P<kind>[^"]+)"[^>]*>(?P<body>.*?)</details>', re.S)
-_SUMMARY = re.compile(r"<summary>.*?</summary>", re.S)
+_DETAILS_OPEN = re.compile(r'<details\s{1,100}type="(?P<kind>[^"<>]{1,200})"[^>]{0,2000}>')
+_CLOSE = "</details>"
+
+
+def _without_summaries(body: str) -> str:
+    """`body` with each `<summary>…</summary>` removed, in one pass."""
+    kept: list[str] = []
+    position = 0
+    while (start := body.find("<summary>", position)) >= 0:
+        end = body.find("</summary>", start)
+        if end < 0:
+            break
+        kept.append(body[position:start])
+        position = end + len("</summary>")
+    kept.append(body[position:])
+    return "".join(kept)
+
+
+def _details(content: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, kind, body) of each `<details type=…>` block, in one pass: a block opened
+    after the last `</details>` ends the scan, so no text is searched twice."""
+    position = 0
+    while True:
+        opened = _DETAILS_OPEN.search(content, position)
+        if opened is None:
+            return
+        close = content.find(_CLOSE, opened.end())
+        if close < 0:
+            return
+        yield opened.start(), close + len(_CLOSE), opened["kind"], content[opened.end() : close]
+        position = close + len(_CLOSE)
 
 
 def _is_open_webui(data: Any) -> bool:
@@ -181,13 +212,18 @@ def _split_reasoning(content: str) -> tuple[str, str, list[str]]:
     """(visible text, reasoning, other detail kinds) of an Open WebUI message."""
     reasoning: list[str] = []
     other: list[str] = []
-    for m in _DETAILS.finditer(content):
-        body = _SUMMARY.sub("", m.group("body")).strip()
-        if m.group("kind") == "reasoning":
-            reasoning.append(re.sub(r"^> ?", "", body, flags=re.M))
+    visible: list[str] = []
+    position = 0
+    for start, end, kind, body in _details(content):
+        visible.append(content[position:start])
+        position = end
+        if kind == "reasoning":
+            text = _without_summaries(body).strip()
+            reasoning.append(re.sub(r"^> ?", "", text, flags=re.M))
         else:
-            other.append(m.group("kind"))
-    return _DETAILS.sub("", content).strip(), "\n".join(reasoning), other
+            other.append(kind)
+    visible.append(content[position:])
+    return "".join(visible).strip(), "\n".join(reasoning), other
 
 
 def _webui_chat(chat: dict[str, Any], where: str, unmapped: list[str]) -> ChatDoc:

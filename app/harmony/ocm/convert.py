@@ -12,20 +12,23 @@ import json
 from typing import Any, Final
 
 from app.domain.messages import Conversation
-from app.errors import ErrorCode, TranscriptError
+from app.errors import ErrorCode, InvalidInputError, TranscriptError
 from app.harmony import encoding as enc
 from app.harmony.ocm.interop import conversation_from_dict, from_conversation, to_conversation
 from app.harmony.ocm.model import Problem, Transcript
 from app.harmony.ocm.projection import from_json, to_json
 from app.harmony.ocm.reader import check_transcript, read_transcript
 from app.harmony.ocm.writer import write_transcript
+from app.inputs import load_json
 
 FORMATS: Final = ("ocm", "json", "harmony-json", "harmony-tokens")
 
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return load_json(text)
+    except InvalidInputError as exc:
+        raise TranscriptError(ErrorCode.INPUT_INVALID, exc.message) from exc
     except json.JSONDecodeError as exc:
         raise TranscriptError(
             ErrorCode.INPUT_JSON, f"not valid JSON: {exc.msg}", exc.lineno, exc.colno, exc.pos

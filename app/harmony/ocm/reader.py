@@ -31,6 +31,7 @@ from app.harmony.ocm.model import (
     Transcript,
 )
 from app.harmony.ocm.validate import findings
+from app.inputs import load_yaml
 
 MARKER = re.compile(r"(<+)\|(" + "|".join(sorted(CONTROL_TOKENS, key=len, reverse=True)) + r")\|>")
 _END_LITERAL = "<|endliteral|>"
@@ -117,7 +118,7 @@ def _split_header(reader: _Reader) -> dict[str, Any]:
 
 def _is_header(yaml_text: str) -> bool:
     try:
-        data = yaml.safe_load(yaml_text)
+        data = load_yaml(yaml_text)
     except yaml.YAMLError:
         return False
     return isinstance(data, Mapping) and "version" in data
@@ -125,7 +126,7 @@ def _is_header(yaml_text: str) -> bool:
 
 def _parse_yaml(reader: _Reader, yaml_text: str, at: int) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(yaml_text)
+        data = load_yaml(yaml_text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         offset = at
