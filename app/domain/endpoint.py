@@ -7,7 +7,9 @@ no field for the API key: it lives in the OS keyring, under `key_name`.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import urllib.parse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -29,5 +31,31 @@ class Endpoint(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)
     retries: int = Field(default=3, ge=0, le=10)
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, url: str) -> str:
+        """A key written into the URL would be stored and printed with it: refused."""
+        return url_without_credentials(url)
 
-__all__ = ["NAME_PATTERN", "Endpoint"]
+
+_SECRET_PARAMS = ("key", "token", "secret", "password", "passwd", "auth", "sig", "credential")
+
+
+def url_without_credentials(url: str) -> str:
+    """`url` unchanged, or a `ValueError` saying how to keep the secret it carries instead."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "the URL carries a user name or password (user:password@); remove it and keep the"
+            " key in the keyring (--key-name, then `harmony-desk keys set NAME`)"
+        )
+    for name, _value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if any(word in name.lower() for word in _SECRET_PARAMS):
+            raise ValueError(
+                f"the URL carries a secret in its query ({name}=…); remove it and keep the key"
+                " in the keyring (--key-name, then `harmony-desk keys set NAME`)"
+            )
+    return url
+
+
+__all__ = ["NAME_PATTERN", "Endpoint", "url_without_credentials"]

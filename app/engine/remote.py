@@ -34,6 +34,7 @@ from app.domain.messages import (
     ReasoningEffort,
     Role,
 )
+from app.domain.redact import redact
 from app.domain.visibility import Lane, is_tool_recipient, route
 from app.engine.chat import ChatEvent, Generation, JsonChecked, TurnRecord
 from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
@@ -67,7 +68,10 @@ class ResponseReceived:
 class RemoteError(Exception):
     """A request the endpoint refused, with what to do about it."""
 
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.NETWORK) -> None:
+    def __init__(
+        self, message: str, code: ErrorCode = ErrorCode.NETWORK, known: tuple[str | None, ...] = ()
+    ) -> None:
+        message = redact(message, known)  # a server's text may carry a key or a token
         super().__init__(message)
         self.message, self.code = message, code
 
@@ -178,6 +182,7 @@ class RemoteSession:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.endpoint = endpoint
+        self._key = key
         self.client = client or openai_client(endpoint, key)
         self.sampling = sampling
         self.max_tokens = endpoint.max_tokens or max_tokens
@@ -440,7 +445,8 @@ class RemoteSession:
                 )
             except openai.APIStatusError as exc:
                 raise RemoteError(
-                    f"{e.name} refused the request ({exc.status_code}): {_detail(exc)}"
+                    f"{e.name} refused the request ({exc.status_code}): {_detail(exc)}",
+                    known=(self._key,),
                 ) from None
             if _wait(wait, cancel, self._sleep):
                 return None

@@ -13,6 +13,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
@@ -198,11 +199,20 @@ def open_database(path: Path | None = None) -> Opened:
     existed = path.exists() and path.stat().st_size > 0
     version = _check_existing(path) if existed else 0
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if path.parent.resolve() == data_dir().resolve():
+            os.chmod(path.parent, 0o700)  # the history, the audit log, workspaces: the user's only
         connection = sqlite3.connect(
             path, timeout=10, isolation_level=None, check_same_thread=False
         )
         connection.execute("PRAGMA journal_mode = WAL")
+        for private in (
+            path,
+            path.with_name(path.name + "-wal"),
+            path.with_name(path.name + "-shm"),
+        ):
+            if private.exists():
+                os.chmod(private, 0o600)
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.Error as exc:
@@ -215,6 +225,7 @@ def open_database(path: Path | None = None) -> Opened:
         with target:
             connection.backup(target)
         target.close()
+        os.chmod(backup, 0o600)
     for number, (_name, sql) in enumerate(pending, start=version + 1):
         connection.execute("BEGIN IMMEDIATE")  # a migration applies whole or not at all
         try:
