@@ -13,7 +13,9 @@ from functools import partial
 
 from app import __version__
 from app.domain.messages import Role
+from app.domain.terminal import protect_terminal
 from app.errors import HarmonyDeskError
+from app.fileio import write_output
 from app.inputs import read_text_file
 
 
@@ -73,15 +75,6 @@ def _read_input(name: str) -> str:
     return read_text_file(name)
 
 
-def _write_output(name: str, text: str) -> None:
-    if name == "-":
-        sys.stdout.write(text)
-        return
-    from app.fileio import write_atomic
-
-    write_atomic(name, text)
-
-
 def _transcript(args: argparse.Namespace) -> int:
     from app.harmony.ocm import convert
 
@@ -92,7 +85,7 @@ def _transcript(args: argparse.Namespace) -> int:
             print(problem)
         return 1 if problems else 0
     transcript = convert.load(text, args.from_format)
-    _write_output(args.output, convert.dump(transcript, args.to_format))
+    write_output(args.output, convert.dump(transcript, args.to_format))
     for problem in transcript.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return 0
@@ -153,6 +146,7 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
+    protect_terminal()  # model, server and imported text never drive the terminal
     parser = _build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "history" and args.verb == "export":

@@ -7,6 +7,7 @@ over the target. A full disk or a missing folder is an `OutputError` that names 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,3 +36,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise OutputError(f"cannot write {target}: {exc.strerror}; nothing was changed") from exc
+
+
+def write_output(name: str, text: str) -> None:
+    """`text` to stdout when `name` is "-", else atomically to the file `name`."""
+    if name == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    write_atomic(name, text)

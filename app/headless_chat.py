@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from app.domain.endpoint import Endpoint
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
+from app.domain.terminal import raw_terminal
 from app.domain.visibility import Lane, shows_text
 from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.engine.audit import AuditLog
@@ -166,8 +167,10 @@ class _Printer:
 
 
 def _status(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
+    """The app's own status line (its carriage returns pass; the label is the app's text)."""
+    terminal = raw_terminal(sys.stderr)
+    terminal.write(text)
+    terminal.flush()
 
 
 def _progress(label: str) -> Callable[[float], None]:
@@ -195,7 +198,7 @@ def _model_path(name: str) -> str:
         return chosen
 
     path = default_model_path(_progress("Preparing the default model"))
-    sys.stderr.write("\r")
+    raw_terminal(sys.stderr).write("\r")
     return str(path)
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from app.errors import InvalidInputError
-from app.fileio import write_atomic
+from app.fileio import write_atomic, write_output
 from app.store.exchange import FORMATS, export
 from app.store.history import HistoryStore
 from app.store.importers import import_file
@@ -65,7 +65,7 @@ def _export(store: HistoryStore, args: argparse.Namespace) -> int:
     doc = store.load(doc_id)
     if doc is None:
         raise InvalidInputError(f"no conversation {doc_id!r}; `harmony-desk history list` shows it")
-    write_atomic(out, export(doc, args.format))
+    write_output(out, export(doc, args.format))
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.domain.library import DownloadProgress, ModelEntry, human_count, human_size
+from app.domain.terminal import printable, raw_terminal
 from app.errors import DownloadError, HarmonyDeskError
 
 
@@ -191,8 +192,9 @@ class _Bar:
                 filled = int(width * done / total) if total else 0
                 bar = "#" * filled + "-" * (width - filled)
                 pct = f"{100 * done / total:5.1f}%" if total else "     "
-                sys.stderr.write(f"\r[{bar}] {pct} {line}\x1b[K")
-                sys.stderr.flush()
+                terminal = raw_terminal(sys.stderr)  # the bar's own \r and erase-line
+                terminal.write(f"\r[{bar}] {pct} {printable(line)}\x1b[K")
+                terminal.flush()
             elif total:
                 tenth = int(10 * done / total)
                 if tenth != self.last_tenth:
