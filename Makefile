@@ -50,6 +50,8 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/bundle.py
 	$(BIN)/python bench/library.py
+	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/hostile_inputs.py
 
 bundle: $(VENV)/.test
 	PYTHON=$(BIN)/python packaging/build_linux.sh

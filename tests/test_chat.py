@@ -109,3 +109,22 @@ def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
     plain = [e for e in session.send("Talk", response_format=ResponseFormat(type="text")) if isinstance(e, JsonChecked)]
     assert plain == []
     assert "# Response Formats" in client.encoding.decode(client.prompts[0])
+
+
+def test_a_model_whose_own_template_loops_is_refused_and_runs_with_a_registry_template(
+        tmp_path: Path) -> None:
+    import os
+
+    from tests.tiny_gpt_oss import build
+
+    looping = ("{% set r = range(100000) %}{% for a in r %}{% for b in r %}{% for c in r %}"
+               "{% endfor %}{% endfor %}{% endfor %}")
+    model = build(chat_template=looping)
+    env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path)}
+    base = [sys.executable, "-m", "app", "chat", "--model", str(model), "--prompt", "Hi", "--max-tokens", "2",
+            "--threads", "1", "--ctx", "256"]
+    refused = subprocess.run([*base, "--template", "gguf-jinja"], capture_output=True, text=True, env=env, timeout=300)
+    assert "ran longer than" in refused.stderr and "choose a built-in template" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    works = subprocess.run([*base, "--template", "harmony"], capture_output=True, text=True, env=env, timeout=300)
+    assert works.returncode == 0 and "template harmony" in works.stderr, works.stderr

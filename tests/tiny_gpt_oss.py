@@ -113,7 +113,8 @@ def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
-def _write(path: Path, seed: int, drop: Collection[str], split_max_tensors: int = 0) -> None:
+def _write(path: Path, seed: int, drop: Collection[str], split_max_tensors: int = 0,
+           chat_template: str | None = None) -> None:
     """Write the model; `drop` names tensors or metadata keys (without the arch prefix) to leave
     out; `split_max_tensors` > 0 writes llama.cpp's split files (`-00001-of-0000N.gguf`)."""
     import gguf
@@ -129,6 +130,8 @@ def _write(path: Path, seed: int, drop: Collection[str], split_max_tensors: int 
 
     w.add_uint32 = add_uint32  # type: ignore[method-assign]
     w.add_string("general.name", "tiny-gpt-oss-test")
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
     w.add_uint32(a + "context_length", 131072)
     w.add_uint32(a + "embedding_length", N_EMBD)
     w.add_uint32(a + "block_count", N_LAYER)
@@ -165,13 +168,15 @@ def _write(path: Path, seed: int, drop: Collection[str], split_max_tensors: int 
     w.close()
 
 
-def build(seed: int = 1234, drop: Collection[str] = ()) -> Path:
-    """The path of a tiny gpt-oss GGUF (built once per argument set, then cached)."""
-    key = hashlib.sha256(f"{BUILDER_VERSION}:{seed}:{sorted(drop)}".encode()).hexdigest()[:16]
+def build(seed: int = 1234, drop: Collection[str] = (), chat_template: str | None = None) -> Path:
+    """The path of a tiny gpt-oss GGUF (built once per argument set, then cached); a
+    `chat_template` is stored as the file's own Jinja template."""
+    extra = "" if chat_template is None else f":{chat_template}"
+    key = hashlib.sha256(f"{BUILDER_VERSION}:{seed}:{sorted(drop)}{extra}".encode()).hexdigest()[:16]
     path = cache_dir() / f"tiny-gpt-oss-{key}.gguf"
     if not path.exists():
         partial = path.with_suffix(f".partial-{os.getpid()}")
-        _write(partial, seed, drop)
+        _write(partial, seed, drop, chat_template=chat_template)
         partial.replace(path)
     return path
 
