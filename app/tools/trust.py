@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from app.fileio import write_atomic
 from app.paths import config_dir
 
 Kind = Literal["entry point", "folder", "file"]
@@ -90,11 +90,8 @@ class TrustStore:
 
     def _save(self, entries: dict[str, PluginIdentity]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({n: asdict(i) for n, i in sorted(entries.items())}, out, indent=1)
-        os.replace(tmp, self.path)
+        data = {n: asdict(i) for n, i in sorted(entries.items())}
+        write_atomic(self.path, json.dumps(data, indent=1))  # a new file is 0600 (mkstemp)
 
 
 __all__ = ["PluginIdentity", "TrustStore", "hash_tree"]
