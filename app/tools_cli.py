@@ -5,7 +5,8 @@ Guarantees: `list` shows every tool a conversation may enable (built-ins `python
 load or were shadowed by an installed one; `audit` exports the tool audit log (all of it, or one
 conversation's) and says how many damaged lines it skipped; `approvals` lists the saved
 "always allow" / "deny" choices, and `--reset` forgets one or all of them. `plugins` lists
-every plugin found with its kind, path, content hash and trust (trusted, new, changed);
+every plugin found with its kind, path, content hash and trust (shipped, trusted, new,
+changed);
 `--trust NAME` trusts one as it is now, `--revoke NAME` forgets it. `call TOOL JSON` runs one
 call through the real tool host (python's sandbox, the plugin host, the browser's limits) as
 the model would, and prints the result envelope the model would read; exit 0 when the tool
@@ -24,7 +25,7 @@ from app.engine.audit import AuditLog
 from app.engine.tool_runner import Decision, run_calls
 from app.engine.turn_loop import PendingCall, envelope
 from app.tools.api import Tool
-from app.tools.discovery import discover
+from app.tools.discovery import discover, is_shipped
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 from app.tools.trust import TrustStore
 
@@ -115,7 +116,7 @@ def _plugins(args: argparse.Namespace) -> int:
     if args.revoke:
         store.revoke(args.revoke)
     for name, identity in sorted(everything.items()):
-        status = store.status(identity)
+        status = "shipped" if is_shipped(identity) else store.status(identity)
         print(f"{name:24} {identity.kind:12} {status:8} {identity.sha256[:16]}  {identity.path}")
     return 0
 

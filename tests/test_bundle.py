@@ -3,6 +3,7 @@ on empty user folders (about 1.5 minutes to build here)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,6 +51,12 @@ def test_the_linux_bundle_builds_and_passes_its_self_test(tmp_path: Path) -> Non
     tools = subprocess.run([str(bundle / "harmony-desk"), "tools", "list"], capture_output=True, text=True,
                            timeout=120, env={**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config")})
     assert "functions.word_count" in tools.stdout and "example-tools" in tools.stdout  # bundled plugins
+    python = subprocess.run([str(bundle / "harmony-desk"), "tools", "call", "python",
+                             '{"code": "import sys, numpy; print(sys.platform, numpy.arange(4).sum())"}'],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "HARMONY_DESK_DATA": str(tmp_path / "data")})
+    assert python.returncode == 0, python.stdout + python.stderr  # the boundary ships in the bundle
+    assert json.loads(python.stdout) == {"ok": True, "content": "wasi 6\n"}
     catalog = subprocess.run([str(bundle / "harmony-desk"), "models", "catalog"], capture_output=True, text=True,
                              timeout=120)
     assert "gpt-oss-120b" in catalog.stdout, catalog.stderr  # the catalogue ships in resources/

@@ -10,6 +10,8 @@ source (or the bundle's `plugins/` in a frozen build), and those listed in `$HAR
 Guarantees: nothing outside Harmony Desk itself is imported into the app. A plugin is
 imported only once the user trusts it (`app/tools/trust.py`: name, path and content hash);
 until then, or after its files change, it is listed in `pending` and not imported at all.
+The example plugins that ship with the app (a checkout's or the bundle's `plugins/`) are the
+app's own code and need no answer.
 Trusted plugins are imported and run in a plugin-host process (`app/tools/plugin_host.py`):
 one that fails, blocks or crashes there is reported (with its name and the reason) and
 skipped; the rest load. A folder plugin with the name of an installed one is skipped (the
@@ -94,15 +96,22 @@ def _with_plugin(t: Tool, plugin: str) -> Tool:
     return replace(t, plugin=plugin)
 
 
-def plugin_folders() -> list[Path]:
-    """The folders scanned for plugins that are not installed (see the module docstring)."""
-    folders = [config_dir() / "plugins"]
+def shipped_plugins() -> Path | None:
+    """The example plugins that ship with Harmony Desk: a checkout's `plugins/`, or the
+    bundle's. They are the app's own code, trusted like it."""
     checkout = Path(__file__).resolve().parents[2] / "plugins"
     bundled = getattr(sys, "_MEIPASS", None)  # a frozen bundle carries the example plugins
     if (checkout.parent / "pyproject.toml").is_file():
-        folders.append(checkout)
-    elif bundled is not None:
-        folders.append(Path(bundled) / "plugins")
+        return checkout
+    return Path(bundled) / "plugins" if bundled is not None else None
+
+
+def plugin_folders() -> list[Path]:
+    """The folders scanned for plugins that are not installed (see the module docstring)."""
+    folders = [config_dir() / "plugins"]
+    shipped = shipped_plugins()
+    if shipped is not None:
+        folders.append(shipped)
     extra = os.environ.get("HARMONY_DESK_PLUGINS", "")
     folders += [Path(p) for p in extra.split(os.pathsep) if p]
     return folders
@@ -163,6 +172,12 @@ def candidates(folders: Sequence[Path] | None = None) -> Iterator[tuple[PluginId
             yield PluginIdentity(name, kind, str(root), hash_tree(tree)), target
 
 
+def is_shipped(identity: PluginIdentity) -> bool:
+    """Whether the plugin is one of the examples that ship with the app."""
+    shipped = shipped_plugins()
+    return shipped is not None and Path(identity.path).resolve().is_relative_to(shipped.resolve())
+
+
 def discover(
     *,
     entry_points: bool = True,
@@ -185,7 +200,7 @@ def discover(
             out.shadowed[name] = identity.path
         elif target.startswith("!"):
             out.failures[name] = target[1:]
-        elif not trust.is_trusted(identity):
+        elif not (is_shipped(identity) or trust.is_trusted(identity)):
             out.pending[name] = identity
         else:
             out.trusted[name] = identity
