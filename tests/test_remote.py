@@ -260,3 +260,30 @@ def test_reasoning_a_server_returns_goes_to_analysis(proxy: FaultProxy, field: s
         ("analysis", "Thinking about capitals."), ("final", "Paris.")]
     follow_up = list(session.send("And Italy?"))  # analysis is never sent back
     assert follow_up and "Thinking about" not in proxy.bodies[-1].decode()
+
+
+@pytest.mark.parametrize("shape", ["thinking", "databricks"])
+def test_every_reasoning_shape_lands_in_analysis_and_is_never_sent_back(proxy: FaultProxy, shape: str) -> None:
+    """Databricks serving endpoints for reasoning models send `content` as typed parts, in
+    deltas as in messages (ellmer #822, chatlas #392); others send a `thinking` field."""
+    from app.domain.visibility import Lane
+
+    proxy.faults = ["canned"]
+    if shape == "thinking":
+        proxy.canned = [{"thinking": "Thinking about "}, {"thinking": "capitals."}, {"content": "Paris."}]
+    else:
+        proxy.canned = [
+            {"content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Thinking about "}]}]},
+            {"content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "capitals."}]}]},
+            {"content": [{"type": "text", "text": "Paris."}]},
+        ]
+    session = RemoteSession(endpoint(proxy.url), None)
+    events = run(session, "Capital of France?")
+    lanes = [(e.lane, e.text) for e in events if isinstance(e, ContentDelta)]
+    assert lanes == [(Lane.ANALYSIS, "Thinking about "), (Lane.ANALYSIS, "capitals."), (Lane.ANSWER, "Paris.")]
+    assert not any(isinstance(e, TurnFailed) for e in events)
+    assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
+        ("analysis", "Thinking about capitals."), ("final", "Paris.")]
+    follow_up = list(session.send("And Italy?"))
+    sent = proxy.bodies[-1].decode()
+    assert follow_up and "Thinking about" not in sent and '"type": "reasoning"' not in sent

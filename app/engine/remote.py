@@ -5,8 +5,10 @@ Guarantees:
 - `RemoteSession.generate` streams the same events as `ChatSession.generate` (`MessageStarted`,
   `ContentDelta`, `MessageDone`, then one `GenerationDone` or `TurnFailed`) and returns a
   `Generation`: answers on `final`, reasoning the server returns (`reasoning_content`,
-  `reasoning`) on `analysis`, tool calls as `functions.NAME` messages on `commentary` with their
-  JSON arguments, so approval, deadlines and the turn loop are shared with local models;
+  `reasoning`, `thinking`, or Databricks' typed content parts `{"type": "reasoning",
+  "summary": [...]}` beside `{"type": "text"}`) on `analysis`, tool calls as `functions.NAME`
+  messages on `commentary` with their JSON arguments, so approval, deadlines and the turn loop
+  are shared with local models;
 - what is sent is the conversation the user sees: analysis is never sent back, developer
   instructions go as a system message, tool calls and their results keep their pairing;
 - failures are plain and keep the conversation: 401/403 say which key to fix and how; 404 lists
@@ -469,11 +471,18 @@ class RemoteSession:
             delta = choice.delta
             for item in getattr(getattr(choice, "logprobs", None), "content", None) or ():
                 state.logprobs.append((str(item.token), float(item.logprob)))
-            reasoning = _field(delta, "reasoning_content") or _field(delta, "reasoning")
+            reasoning = "".join(_field(delta, name) for name in _REASONING_FIELDS)
             if reasoning:
                 yield from self._text(state, Lane.ANALYSIS, reasoning, start)
-            if delta.content:
-                yield from self._content(state, delta.content, start)
+            content = getattr(delta, "content", None)
+            if isinstance(content, list):  # typed parts (Databricks serving endpoints)
+                for is_reasoning, text in _typed_parts(content):
+                    if is_reasoning:
+                        yield from self._text(state, Lane.ANALYSIS, text, start)
+                    else:
+                        yield from self._content(state, text, start)
+            elif content:
+                yield from self._content(state, content, start)
             for call in getattr(delta, "tool_calls", None) or ():
                 if not state.first_token_ms:
                     state.first_token_ms = (time.monotonic() - start) * 1000
@@ -591,6 +600,30 @@ def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) ->
     if failed:
         return False, failed[0]
     return True, f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"
+
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+def _part_value(part: Any, name: str) -> Any:
+    return part.get(name) if isinstance(part, dict) else getattr(part, name, None)
+
+
+def _typed_parts(parts: list[Any]) -> Iterator[tuple[bool, str]]:
+    """(is reasoning, text) of each typed content part: `{"type": "reasoning", "summary":
+    [{"type": "summary_text", "text": ...}]}` (or its `content` of `reasoning_text` parts) is
+    reasoning; `text` and `output_text` parts are the answer; other types carry no text."""
+    for part in parts:
+        kind = _part_value(part, "type")
+        if kind == "reasoning":
+            inner = (_part_value(part, "summary") or []) + (_part_value(part, "content") or [])
+            text = "".join(str(_part_value(p, "text") or "") for p in inner)
+            if text:
+                yield True, text
+        elif kind in ("text", "output_text"):
+            text = str(_part_value(part, "text") or "")
+            if text:
+                yield False, text
 
 
 def _field(delta: Any, name: str) -> str:
