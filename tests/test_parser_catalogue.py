@@ -274,3 +274,37 @@ def test_prompt_side_text_is_never_structure(encoding: HarmonyEncoding) -> None:
     result = parse_tokens(encoding.encode_ordinary("<|channel|>final<|message|>Hi<|return|>"))
     assert all(m.channel is None for m in result.messages)
     assert result.stop is StopReason.TRUNCATED
+
+
+def _issues(encoding: HarmonyEncoding, wild: str) -> tuple[list[tuple[str, str]], list[tuple[str | None, str | None]]]:
+    result = StreamParser(encoding, known_tools=TOOLS | {"functions.get_weather", "functions.f"}).parse(
+        encoding.encode_with_specials(wild))
+    return ([(i.severity.value, i.message) for i in result.issues],
+            [(m.channel, m.recipient) for m in result.messages])
+
+
+def test_duplicated_header_parts_are_said_and_a_stray_prefix_is_only_noted(encoding: HarmonyEncoding) -> None:
+    issues, _ = _issues(encoding, "<|channel|>commentary to=functions.get_weather to=functions.get_weather<|message|>{}<|call|>")
+    assert ("warning", "recipient 'functions.get_weather' given twice") in issues  # W07
+    issues, _ = _issues(encoding, "<|start|>assistant<|channel|>commentary<|channel|>commentary to=functions.f<|message|>{}<|call|>")
+    assert ("warning", "channel 'commentary' given twice") in issues  # W06
+    issues, messages = _issues(encoding, CASES["W09_stray_commentary_prefix"].wild)
+    assert issues and all(severity == "debug" for severity, _ in issues)  # W09 is no error
+    assert messages == [("analysis", None), ("final", None)]
+
+
+def test_a_tool_call_on_the_final_channel_is_stored_on_commentary(encoding: HarmonyEncoding) -> None:
+    issues, messages = _issues(encoding, '<|channel|>final to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>')
+    assert messages == [("commentary", "functions.f")]
+    assert ("warning", "a tool call on the final channel, kept on commentary") in issues
+
+
+def test_an_id_outside_the_vocabulary_is_a_replacement_character(encoding: HarmonyEncoding) -> None:
+    tokens = [*encoding.encode_with_specials("<|channel|>final<|message|>A"), 300000, *encoding.encode_with_specials("B<|return|>")]
+    streamed = StreamParser(encoding)
+    for token in tokens:
+        streamed.feed(token)
+    streamed.finish()
+    whole = StreamParser(encoding).parse(tokens)
+    assert [m.text for m in streamed.messages] == [m.text for m in whole.messages] == ["A\ufffdB"]
+    assert any("300000" in i.message for i in whole.issues) and whole.stop is StopReason.RETURN

@@ -36,6 +36,7 @@ class Header:
     channel_raw: str | None = None  # an unrecognised channel word, kept for diagnostics
     body: str = ""  # text that was not header (salvaged malformed headers)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # recovered noise, not a problem (W09)
 
 
 # --- the reference rules ------------------------------------------------------------------
@@ -161,6 +162,7 @@ class _Reader:
     prose: list[str] = field(default_factory=list)
     name: str | None = None
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def role_word(self, words: list[str]) -> list[str]:
         """Consume the role word at the head of `words`; return the words left."""
@@ -202,9 +204,12 @@ def _choose_recipient(reader: _Reader, role: Role) -> str | None:
     for raw in reader.recipients:
         name = resolve_recipient(raw, reader.known_tools)
         if role is Role.ASSISTANT and name == "assistant":
-            continue  # W09: `to=assistant` in an assistant header is noise
+            reader.notes.append("dropped `to=assistant` in an assistant header")  # W09: noise
+            continue
         if name not in found:
             found.append(name)
+        else:
+            reader.problems.append(f"recipient {name!r} given twice")  # W07
     if len(found) > 1:
         known = [n for n in found if n in reader.known_tools]
         reader.problems.append(f"several recipients {found}")
@@ -260,9 +265,18 @@ def _finish(reader: _Reader) -> Header:
     valid = [c for c in (match_channel(w) for w in reader.channels) if c is not None]
     if valid:
         header.channel = valid[-1]
-        for word in reader.channels:
-            if word != header.channel:
+        stray = len(reader.channels) == 2 and reader.channels[0] == "commentary"  # W09
+        for word in reader.channels[:-1]:
+            if word == header.channel:
+                reader.problems.append(f"channel {word!r} given twice")  # W06
+            elif stray and header.channel != "commentary":
+                reader.notes.append(f"stray channel {word!r} before {header.channel!r}")
+            else:
                 reader.problems.append(f"channel word {word!r} read as {header.channel!r}")
+        if reader.channels[-1] != header.channel:
+            reader.problems.append(
+                f"channel word {reader.channels[-1]!r} read as {header.channel!r}"
+            )
     elif reader.channels:
         header.channel_raw = reader.channels[-1]
         reader.problems.append(f"unknown channel {header.channel_raw!r}")
@@ -270,7 +284,11 @@ def _finish(reader: _Reader) -> Header:
         if match_channel(word) is None and not reader.recipients and word in reader.known_tools:
             reader.recipients.append(word)  # W06: a tool name in the channel slot
     header.recipient = _choose_recipient(reader, role)
+    if header.recipient is not None and header.channel == "final":  # W08: a call is no answer
+        reader.problems.append("a tool call on the final channel, kept on commentary")
+        header.channel = "commentary"
     header.content_type = _choose_content_type(reader)
     header.body = " ".join(reader.prose)
     header.problems = reader.problems
+    header.notes = reader.notes
     return header

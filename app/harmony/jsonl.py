@@ -75,9 +75,12 @@ def render_line(obj: Any, defaults: RenderDefaults, renderer: Renderer) -> dict[
 def _tokens(obj: Mapping[str, Any]) -> list[int]:
     tokens = obj.get("tokens")
     if not isinstance(tokens, list) or not all(
-        isinstance(t, int) and not isinstance(t, bool) and 0 <= t < enc.N_VOCAB for t in tokens
+        isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**32 for t in tokens
     ):
-        raise InvalidInputError(f'"tokens" must be a list of token ids from 0 to {enc.N_VOCAB - 1}')
+        raise InvalidInputError(
+            '"tokens" must be a list of token ids (whole numbers from 0; an id the vocabulary'
+            f" does not have, {enc.N_VOCAB} and up, is read as U+FFFD)"
+        )
     return tokens
 
 

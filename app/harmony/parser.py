@@ -120,6 +120,8 @@ class StreamParser(ParserBase):
         header = tolerant_header(segments, self._next_role, self.known_tools)
         for problem in header.problems:
             self._issue(ErrorCode.PARSE_HEADER, problem)
+        for note in header.notes:
+            self._issue(ErrorCode.PARSE_HEADER, note, Severity.DEBUG)
         return header
 
     def _foreign(self, header: Header) -> bool:

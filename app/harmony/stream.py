@@ -37,6 +37,8 @@ TERMINAL = {
     enc.END_OF_TEXT: StopReason.END_OF_TEXT,
 }
 
+REPLACEMENT_ID = 3251  # o200k's one token for U+FFFD (b'\xef\xbf\xbd')
+
 
 class ParserState(StrEnum):
     """Where the parser is in the token stream."""
@@ -127,6 +129,8 @@ class ParserBase:
     def feed(self, token: int) -> list[ParseEvent]:
         """Consume one token id; return the events it caused."""
         m = self._open
+        if not 0 <= token < enc.N_VOCAB:
+            return self.feed_many([token])
         if token < enc.START_OF_TEXT and m is not None and self.fast_body:
             # The hot path while streaming: one ordinary token inside a message body.
             self.tokens.append(token)
@@ -141,6 +145,8 @@ class ParserBase:
         """Consume token ids; return the events they caused."""
         ids = tokens if isinstance(tokens, list) else list(tokens)
         self.tokens.extend(ids)
+        if any(not 0 <= t < enc.N_VOCAB for t in ids):
+            ids = [self._in_vocabulary(t) for t in ids]
         i, n = 0, len(ids)
         while i < n:
             if self.finished:
@@ -156,6 +162,15 @@ class ParserBase:
             self._step(ids[i])
             i += 1
         return self._drain()
+
+    def _in_vocabulary(self, token: int) -> int:
+        """`token`, or U+FFFD's id for one the vocabulary does not have (as openai-harmony)."""
+        if 0 <= token < enc.N_VOCAB:
+            return token
+        self._issue(
+            ErrorCode.PARSE_HEADER, f"token id {token} is not in the vocabulary: read as U+FFFD"
+        )
+        return REPLACEMENT_ID
 
     def finish(self, reason: str = "") -> list[ParseEvent]:
         """The stream ended (stop token seen, length limit, cancel...): close the turn."""
