@@ -24,7 +24,6 @@ from app.domain.messages import ReasoningEffort
 from app.domain.terminal import raw_terminal
 from app.domain.visibility import Lane, shows_text
 from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
-from app.engine.audit import AuditLog
 from app.engine.chat import ChatEvent, ChatSession, JsonChecked
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
@@ -371,8 +370,6 @@ def _converse(
             printer(event)
             if isinstance(event, TurnFailed):
                 status = 1
-            elif isinstance(event, TurnResult):
-                AuditLog().append(event.records, conversation_id)
     if args.save:
         _save(session, args.prompt)
     return status if args.prompt is not None else 0

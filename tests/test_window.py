@@ -155,6 +155,11 @@ def test_a_tool_call_waits_for_approval_and_runs_the_edited_arguments(qtbot: Any
     assert card.data["state"] == "ok" and '"result": 5' in card.result.toPlainText()
     assert "arguments edited" in card.state.text()
     assert '"result": 5' in client.encoding.decode(client.prompts[1])
+    from app.engine.audit import AuditLog
+
+    audited = AuditLog().read(window.controller.doc.id).entries  # the window audits, as the terminal does
+    assert len(audited) == 1 and audited[0]["tool"] == "functions.calculate"
+    assert "arguments edited" in audited[0]["decision"], audited[0]
 
 
 def test_a_denied_tool_call_reaches_the_model_as_an_error(qtbot: Any, qloop: Any, tmp_path: Path) -> None:

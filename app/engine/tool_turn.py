@@ -3,7 +3,8 @@
 Guarantees: the conversation's developer message declares exactly the registry's tools; with a
 Harmony model each generation is constrained so tool arguments follow their schemas; the
 first generation honours `tool_choice`, later ones are `auto`; the chain's analysis stays in
-every follow-up prompt; every call's audit record comes back in the `TurnResult`.
+every follow-up prompt; every call's audit record comes back in the `TurnResult` and is
+appended to the tool audit log here, so the window, the terminal and any other driver audit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from app.domain.messages import Conversation, Message, Role, SystemContent
+from app.engine.audit import AuditLog
 from app.engine.chat import ChatEvent, ChatSession
 from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
 from app.engine.remote import RemoteSession
@@ -58,8 +60,10 @@ def run_tool_turn(
     max_calls: int = 8,
     cancel: threading.Event | None = None,
     context: ToolContext | None = None,
+    audit: AuditLog | None = None,
 ) -> Iterator[ChatEvent | ToolsRan | TurnResult]:
-    """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`."""
+    """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`.
+    Every call is written to the audit log (`audit`, else the user's), whoever drives the turn."""
     conversation = with_tools(
         session.conversation.with_message(Message.of(Role.USER, text)), registry
     )
@@ -101,4 +105,6 @@ def run_tool_turn(
     except StopIteration as stop:
         result: TurnResult = stop.value
         session.conversation = result.conversation
+        if result.records:
+            (audit or AuditLog()).append(result.records, context.conversation_id if context else "")
         yield result
