@@ -13,11 +13,12 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
 from pydantic import ValidationError
 
+from app.chat_checkpoints import ChatCheckpoints
 from app.domain.endpoint import Endpoint
 from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
 from app.domain.messages import ReasoningEffort
@@ -352,41 +353,48 @@ def _converse(
     printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
     prompts = [args.prompt] if args.prompt is not None else _interactive()
     status = 0
-    for text in prompts:
-        events = (
-            run_tool_turn(
-                session,
-                text,
-                tools.registry,
-                approve=approve,
-                tool_choice=args.tool_choice,
-                max_calls=args.max_tool_calls,
-                context=context,
+    saved = ChatCheckpoints() if args.save else None
+    try:
+        for text in prompts:
+            if saved is not None:
+                saved.begin(text)
+            events = (
+                run_tool_turn(
+                    session,
+                    text,
+                    tools.registry,
+                    approve=approve,
+                    tool_choice=args.tool_choice,
+                    max_calls=args.max_tool_calls,
+                    context=context,
+                )
+                if tools is not None
+                else session.send(text, reasoning_effort=effort, response_format=response_format)
             )
-            if tools is not None
-            else session.send(text, reasoning_effort=effort, response_format=response_format)
-        )
-        for event in events:
-            printer(event)
-            if isinstance(event, TurnFailed):
-                status = 1
-    if args.save:
-        _save(session, args.prompt)
+            status = max(status, _follow(events, printer, saved))
+    finally:
+        if saved is not None:
+            saved.close()
+            sys.stderr.write(f"[saved as {saved.doc.id}: {saved.doc.title}]\n")
     return status if args.prompt is not None else 0
 
 
-def _save(session: ChatSession | RemoteSession, prompt: str | None) -> None:
-    """Store the conversation where the window keeps its history."""
-    from app.store.exchange import from_domain
-    from app.store.history import HistoryStore
-
-    doc = from_domain(session.conversation)
-    store = HistoryStore()
-    try:
-        store.save(doc)
-    finally:
-        store.close()
-    sys.stderr.write(f"[saved as {doc.id}: {doc.title}]\n")
+def _follow(
+    events: Iterable[ChatEvent | ToolsRan | TurnResult],
+    printer: _Printer,
+    saved: ChatCheckpoints | None,
+) -> int:
+    """Print a turn's events (and checkpoint them with --save); 1 when the turn failed."""
+    failed: str | None = None
+    for event in events:
+        printer(event)
+        if saved is not None:
+            saved.event(event)
+        if isinstance(event, TurnFailed):
+            failed = event.reason
+    if saved is not None:
+        saved.end(failed)
+    return 1 if failed is not None else 0
 
 
 def _interactive() -> Iterator[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.errors import InvalidInputError
 from app.fileio import write_atomic, write_output
-from app.store.exchange import FORMATS, export
+from app.store.exchange import FORMATS, doc_messages, export
 from app.store.history import HistoryStore
 from app.store.importers import import_file
 
@@ -41,7 +41,7 @@ def add_arguments(history: argparse.ArgumentParser) -> None:
 def _list(store: HistoryStore, search: str) -> int:
     for doc in store.listed(search):
         full = store.load(doc.id)
-        count = len(full.messages()) if full is not None else 0
+        count = len(doc_messages(full)) if full is not None else 0
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(doc.updated))
         pin = "*" if doc.pinned else " "
         print(f"{doc.id}  {pin} {when}  {count:5d} messages  {doc.title}")

@@ -82,3 +82,44 @@ def test_killing_the_app_mid_answer_keeps_everything_up_to_the_last_checkpoint(t
     text = cut.segments[0].text
     assert text.startswith("word word") and 0 < text.count("word") < 5000
     store.close()
+    # Every export keeps the interrupted answer, and importing it gives it back interrupted.
+    from app.store.exchange import doc_messages, export, import_text
+
+    assert [m.channel for m in doc_messages(doc)] == [None, "final", None, "final"]  # history list counts 4
+    for fmt in ("ocm", "json"):
+        exported = export(doc, fmt)
+        assert text in exported
+        back = import_text(exported, fmt).turns[1].version.reply
+        assert back is not None and back.state == "incomplete" and back.visible_text() == text
+    assert "*(this answer is incomplete)*" in export(doc, "md")
+
+
+def test_a_terminal_chat_killed_mid_answer_saved_what_it_printed(tmp_path: Path, gemma_model: Path) -> None:
+    env = {**os.environ, "HARMONY_DESK_DATA": str(tmp_path / "data"), "HARMONY_DESK_CONFIG": str(tmp_path / "config")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "chat", "--model", str(gemma_model), "--template", "completion",
+         "--prompt", "Once upon a time", "--max-tokens", "4000", "--threads", "1", "--ctx", "4096",
+         "--temperature", "0.8", "--save"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    printed = b""
+    while len(printed) < 200:  # the answer is streaming to the terminal
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        assert chunk, proc.stderr.read().decode()
+        printed += chunk
+    import time
+
+    time.sleep(1.0)  # past a checkpoint (every 0.5 s)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    store = HistoryStore(tmp_path / "data" / "history.db")
+    (listed,) = store.listed()
+    doc = store.load(listed.id)
+    store.close()
+    assert doc is not None and doc.turns[0].version.user_text == "Once upon a time"
+    reply = doc.turns[0].version.reply
+    assert reply is not None and reply.state == "incomplete" and reply.error.startswith("E-STREAM-TRUNCATED")
+    saved = reply.visible_text()
+    assert len(saved) >= 150 and printed.decode("utf-8", "ignore")[:100] in saved

@@ -6,6 +6,10 @@ Guarantees:
   and call ids, analysis included: importing them gives back the same messages;
 - Markdown holds only what a reader of the chat saw: user messages, answers and preambles, and
   one line per tool call (tool, outcome); never analysis;
+- an interrupted answer (the app or the stream stopped mid-answer) is in every format: its
+  text as a `final` message, which in OpenChatML is left unterminated as the last frame when it
+  is the last message (E-STREAM-TRUNCATED, as the spec allows), and in JSON marked `truncated`;
+  importing it gives back a reply marked incomplete, so Continue and Regenerate are offered;
 - an import either yields a whole conversation or raises `TranscriptError` with its code and
   place; nothing partial is produced.
 """
@@ -26,13 +30,45 @@ from app.harmony.ocm.interop import from_conversation, to_conversation
 FORMATS = ("ocm", "json", "md")
 
 
+INTERRUPTED = ("incomplete", "stopped", "failed")
+
+
+def reply_messages(reply: Reply) -> list[Message]:
+    """The reply's messages, with an interrupted answer that only its segments hold (the app
+    was stopped before the message closed) as a `final` message."""
+    messages = list(reply.messages)
+    if reply.state in INTERRUPTED and not any(
+        route(m.author.role, m.channel, m.recipient) is Lane.ANSWER for m in messages
+    ):
+        shown = "".join(s.text for s in reply.segments if s.kind == "answer")
+        if shown:
+            messages.append(Message.of(Role.ASSISTANT, shown, channel="final"))
+    return messages
+
+
+def doc_messages(doc: ChatDoc) -> list[Message]:
+    """The chosen branch as model messages, interrupted answers included."""
+    out: list[Message] = []
+    for turn in doc.turns:
+        version = turn.version
+        out.append(Message.of(Role.USER, version.user_text))
+        if version.reply is not None:
+            out.extend(reply_messages(version.reply))
+    return out
+
+
 def to_domain(doc: ChatDoc) -> Conversation:
     """The conversation as model messages: instructions first, then the chosen branch."""
     messages: list[Message] = []
     if doc.instructions.strip():
         messages.append(Message.of(Role.DEVELOPER, DeveloperContent(instructions=doc.instructions)))
-    messages.extend(doc.messages())
+    messages.extend(doc_messages(doc))
     return Conversation(messages=tuple(messages))
+
+
+def _ends_interrupted(doc: ChatDoc) -> bool:
+    last = doc.turns[-1].version.reply if doc.turns else None
+    return last is not None and last.state in INTERRUPTED and bool(reply_messages(last))
 
 
 def export(doc: ChatDoc, fmt: str) -> str:
@@ -43,7 +79,10 @@ def export(doc: ChatDoc, fmt: str) -> str:
         raise TranscriptError(ErrorCode.INPUT_INVALID, f"unknown export format {fmt!r}")
     transcript = from_conversation(to_domain(doc))
     header = {**transcript.header, "title": doc.title}
-    return convert.dump(dataclasses.replace(transcript, header=header), fmt)
+    messages = transcript.messages
+    if _ends_interrupted(doc) and messages[-1].role == Role.ASSISTANT.value:
+        messages = (*messages[:-1], dataclasses.replace(messages[-1], terminator=None))
+    return convert.dump(dataclasses.replace(transcript, header=header, messages=messages), fmt)
 
 
 def markdown(doc: ChatDoc) -> str:
@@ -73,10 +112,16 @@ def import_text(text: str, fmt: str | None = None) -> ChatDoc:
     transcript = convert.load(text, fmt)
     conversation = to_conversation(transcript)
     title = transcript.header.get("title")
-    return from_domain(conversation, str(title) if title else None)
+    doc = from_domain(conversation, str(title) if title else None)
+    cut = transcript.messages and transcript.messages[-1].terminator is None
+    last = doc.turns[-1].version.reply if doc.turns else None
+    if cut and last is not None:  # an answer that was interrupted stays interrupted
+        last.state = "incomplete"
+        last.error = f"{ErrorCode.STREAM_TRUNCATED.value}: the answer was cut off"
+    return doc
 
 
-class _ReplyBuilder:
+class ReplyBuilder:
     """One reply's messages, segments and analysis, gathered in linear time."""
 
     def __init__(self, reply: Reply) -> None:
@@ -123,7 +168,7 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
     """Turns from model messages: each user message opens a turn; what follows is its reply.
     Linear in the number of messages, however many one reply holds."""
     doc = ChatDoc()
-    builders: list[_ReplyBuilder] = []
+    builders: list[ReplyBuilder] = []
     for message in conversation.messages:
         role = message.author.role
         if role is Role.SYSTEM:
@@ -134,11 +179,11 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
                 doc.instructions = content.instructions
             continue
         if role is Role.USER:
-            builders.append(_ReplyBuilder(Reply(state="done")))
+            builders.append(ReplyBuilder(Reply(state="done")))
             doc.turns.append(Turn([Version(message.text, replies=[builders[-1].reply])]))
             continue
         if not builders or not doc.turns:  # model output before any user message
-            builders.append(_ReplyBuilder(Reply(state="done")))
+            builders.append(ReplyBuilder(Reply(state="done")))
             doc.turns.append(Turn([Version("", replies=[builders[-1].reply])]))
         builders[-1].add(message)
     for builder in builders:

@@ -1,0 +1,84 @@
+"""`chat --save`: the terminal chat's conversation in the history, saved while it streams.
+
+Guarantees: the conversation is written to the same history the window reads when each turn
+starts, at least every `CHECKPOINT_S` while an answer streams and at the end of every message,
+so a chat killed mid-answer (even with SIGKILL) leaves the answer shown so far in the history,
+marked incomplete (E-STREAM-TRUNCATED) with Continue and Regenerate in the window; a turn that
+ends is saved as done (or failed, with its reason). The visible segments are built from the
+messages by the same `ReplyBuilder` an import uses; analysis never becomes a segment.
+"""
+
+from __future__ import annotations
+
+import time
+
+from app.domain.events import ContentDelta, MessageDone
+from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+from app.domain.messages import Message
+from app.domain.visibility import Lane
+from app.errors import ErrorCode
+from app.store.exchange import ReplyBuilder
+from app.store.history import HistoryStore
+
+CHECKPOINT_S = 0.5
+
+
+class ChatCheckpoints:
+    """One terminal conversation kept in the history as it goes."""
+
+    def __init__(self, store: HistoryStore | None = None) -> None:
+        self.store = store or HistoryStore()
+        self.doc = ChatDoc()
+        self._reply: Reply | None = None
+        self._done: list[Message] = []
+        self._answer: list[str] = []
+        self._saved = 0.0
+
+    def begin(self, text: str) -> None:
+        """A user message: a new turn whose reply is incomplete until it ends."""
+        if not self.doc.turns:
+            self.doc.title = (text.strip().splitlines() or ["Terminal chat"])[0][:60]
+        self._reply = Reply(state="incomplete", error=_CUT)
+        self.doc.turns.append(Turn([Version(text, replies=[self._reply])]))
+        self._done, self._answer = [], []
+        self._save()
+
+    def event(self, event: object) -> None:
+        """Follow the stream: answer text as it arrives, each message as it closes."""
+        if isinstance(event, ContentDelta) and event.lane is Lane.ANSWER:
+            self._answer.append(event.text)
+            if time.monotonic() - self._saved >= CHECKPOINT_S:
+                self._save()
+        elif isinstance(event, MessageDone):
+            self._done.append(event.message)
+            self._answer = []
+            self._save()
+
+    def end(self, failed: str | None = None) -> None:
+        """The turn ended: done, or failed with its reason (what arrived is kept)."""
+        if self._reply is not None:
+            self._reply.state = "failed" if failed else "done"
+            self._reply.error = failed or ""
+            self._save()
+
+    def _save(self) -> None:
+        reply = self._reply
+        if reply is not None:
+            reply.segments = []
+            builder = ReplyBuilder(reply)
+            for message in self._done:
+                builder.add(message)
+            builder.finish()
+            if self._answer:
+                reply.segments.append(Segment("answer", "".join(self._answer), complete=False))
+        self.doc.updated = time.time()
+        self.store.save(self.doc)
+        self._saved = time.monotonic()
+
+    def close(self) -> None:
+        self.store.close()
+
+
+_CUT = f"{ErrorCode.STREAM_TRUNCATED.value}: the chat stopped before the answer was complete"
+
+__all__ = ["CHECKPOINT_S", "ChatCheckpoints"]
