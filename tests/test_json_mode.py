@@ -164,3 +164,30 @@ def test_chat_command_json_flags(gemma_model: Any, tmp_path: Any) -> None:
     schema_file.write_text(json.dumps({"type": "array", "uniqueItems": True}))
     refused = subprocess.run([*base, "--json-schema", str(schema_file)], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "uniqueItems" in refused.stderr and "Loaded" not in refused.stderr
+
+
+def test_continue_keeps_json_mode_and_its_check(gemma_client: Any) -> None:
+    """A cut JSON answer continued from its own tokens stays under the schema (the grammar reads
+    the cut part first) and gets the validity check, as a fresh answer does."""
+    from app.domain.events import MessageDone
+    from app.domain.messages import Role
+
+    closed = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="unit", schema={
+        "type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["unit"], "additionalProperties": False}))
+    session = ChatSession(gemma_client, get_template("completion"), sampling=Sampling(temperature=1.0, seed=5),
+                          max_tokens=3)
+    first = list(session.send("Answer in JSON.", response_format=closed))
+    (cut,) = _answers(first)
+    assert cut.result.code is ErrorCode.STREAM_TRUNCATED
+    prefix = [t for e in first if isinstance(e, MessageDone) for t in e.token_ids]
+    cut_text = session.conversation.messages[-1].text
+    asked = session.conversation.messages[: next(i for i, m in enumerate(session.conversation.messages)
+                                                  if m.author.role is Role.USER) + 1]
+    from app.domain.messages import Conversation
+
+    events = list(session.resume(Conversation(messages=asked), prefix, max_tokens=120, response_format=closed))
+    (check,) = _answers(events)
+    assert check.result.valid, check.result
+    final = [e.message.text for e in events if isinstance(e, MessageDone)][-1]
+    assert final.startswith(cut_text) and json.loads(final)["unit"] in ("celsius", "fahrenheit")

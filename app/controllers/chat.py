@@ -518,9 +518,14 @@ class ChatController(QObject):
                 )
                 if version.effort is not None and isinstance(session.template, HarmonyTemplate):
                     conversation = with_effort(conversation, version.effort)
-                out = yield from session.generate(
-                    conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
-                )
+                if isinstance(session, ChatSession):  # JSON mode and its check hold on Continue
+                    out = yield from session.resume(
+                        conversation, prefix, max_tokens=max_tokens, cancel=cancel
+                    )
+                else:
+                    out = yield from session.generate(
+                        conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
+                    )
                 session.conversation = conversation.with_messages(out.messages)
             elif policy is not None:
                 tools = self._conversation_tools(doc)

@@ -11,6 +11,7 @@ tools, the worker enforces the grammar, and every JSON answer or tool call is ch
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Generator, Iterator, Sequence
@@ -182,6 +183,32 @@ class ChatSession:
                 yield from parser.finish(event.reason)
             yield event
         out.messages = parser.messages
+        return out
+
+    def resume(
+        self,
+        conversation: Conversation,
+        prefix: Sequence[int],
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+    ) -> Generator[ChatEvent, None, Generation]:
+        """Continue a cut generation from its token ids `prefix`, under the same JSON mode as
+        `send` (the constraint reads the prefix first) and with the same validity check."""
+        response_format = response_format or self.response_format
+        schema = response_format.json_schema_dict if response_format else None
+        if schema is not None and isinstance(self.template, HarmonyTemplate):
+            conversation = with_response_format(conversation, response_format)  # type: ignore[arg-type]
+        self.conversation = conversation
+        constraint = self._constraint(schema, "auto")
+        if constraint is not None:
+            constraint = dataclasses.replace(constraint, consumed=tuple(prefix))
+        out = yield from self.generate(
+            conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel, prefix=prefix
+        )
+        if constraint is not None:
+            yield from self._check_json(out.messages, schema, out.finished)
         return out
 
     def _constraint(

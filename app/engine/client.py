@@ -248,8 +248,14 @@ class WorkerClient:
         self._set(WorkerState.GENERATING)
         self._cancel.clear()
         grammar = constraint.grammar if isinstance(constraint, Constraint) else None
+        consumed = constraint.consumed if isinstance(constraint, Constraint) else ()
         request = GenerateRequest(
-            tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens, grammar
+            tuple(prompt_ids),
+            tuple(stop_ids),
+            sampling or Sampling(),
+            max_tokens,
+            grammar,
+            consumed,
         )
         partial: list[int] = []
         try:

@@ -90,6 +90,7 @@ class Constraint:
 
     grammar: str
     description: str = ""
+    consumed: tuple[int, ...] = ()  # tokens already generated under it (a continued answer)
 
 
 _CHECKED: set[str] = set()  # schemas already found valid and enforceable (by canonical JSON)

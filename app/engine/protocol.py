@@ -159,6 +159,7 @@ class GenerateRequest:
     sampling: Sampling
     max_tokens: int
     grammar: str | None = None  # an llguidance grammar the tokens must follow
+    consumed: tuple[int, ...] = ()  # tokens the grammar has already read (a continuation)
 
 
 @dataclass(frozen=True)

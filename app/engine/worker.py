@@ -162,6 +162,13 @@ class _Worker:
             except ValueError as exc:
                 self.conn.send(CallResult(error=f"the JSON constraint could not be set up: {exc}"))
                 return
+            if not all(mask.consume(token) for token in req.consumed):
+                self.conn.send(
+                    CallResult(
+                        error="the cut answer does not follow its JSON schema; regenerate it"
+                    )
+                )
+                return
         tokens = llm.generate(
             prompt,
             logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
