@@ -196,6 +196,11 @@ def test_memory_file_and_disk_limits(tmp_path: Path) -> None:
         assert "too large" in _fails(box, "open('big', 'wb').write(b'x' * (2 << 20))")
         filled = box.run("for i in range(100):\n    open(f'f{i}', 'wb').write(b'x' * 900_000)")
         assert not filled.ok and "workspace grew past 4 MiB" in (filled.error or "")
+        # Over its limit, the workspace may shrink but not grow: the code can clean up.
+        assert not box.run("open('more', 'wb').write(b'x' * 900_000)").ok
+        cleaned = box.run("import os\nfor name in os.listdir('.'):\n    os.remove(name)\nprint(len(os.listdir('.')))")
+        assert cleaned.ok and cleaned.output == "0\n"
+        assert box.run("open('small', 'wb').write(b'x' * 1000)").ok
 
 
 def test_a_host_that_stops_answering_is_killed(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ Guarantees:
 - every reply is one frame built here from the turn's captured output (the guest writes into
   wasmtime's buffers, never onto the pipe), so a guest cannot forge or jam it;
 - limits per turn: wall clock (epoch interruption), CPU seconds and disk use of the workspace
-  (a watchdog thread that cancels the turn), memory (the guest's linear memory), output bytes
-  (kept per stream) and the size of one file (RLIMIT_FSIZE on this process); a stopped turn
-  ends the guest, and the reply says its variables are gone;
+  (a watchdog thread that looks every 50 ms and cancels the turn, and a last look when it
+  ends: a workspace already over its limit may shrink, never grow), memory (the guest's linear
+  memory), output bytes (kept per stream) and the size of one file (RLIMIT_FSIZE on this
+  process); a stopped turn ends the guest, and the reply says its variables are gone;
 - the process ends when its pipe closes and when the app's process ends (its sentinel).
 """
 
@@ -95,8 +96,22 @@ class _Watchdog:
         self.config, self.cancel, self.reason = config, cancel, ""
         self._stop = threading.Event()
         self._cpu_start = time.process_time()
+        # A workspace already over its limit may shrink (the code can delete files), not grow.
+        used, files = _disk_use(config.workspace, config.disk_files)
+        self._max_bytes = max(config.disk_bytes, used)
+        self._max_files = max(config.disk_files, files)
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
+
+    def disk_problem(self) -> str:
+        """Why the workspace is past its limits now, or ""."""
+        c = self.config
+        used, files = _disk_use(c.workspace, self._max_files)
+        if used > self._max_bytes:
+            return f"the workspace grew past {c.disk_bytes // (1 << 20)} MiB"
+        if files > self._max_files:
+            return f"the workspace holds more than {c.disk_files} files"
+        return ""
 
     def _watch(self) -> None:
         c = self.config
@@ -104,11 +119,7 @@ class _Watchdog:
             if time.process_time() - self._cpu_start > c.cpu_seconds:
                 self.reason = f"it used more than {c.cpu_seconds:g} s of CPU"
             else:
-                used, files = _disk_use(c.workspace, c.disk_files)
-                if used > c.disk_bytes:
-                    self.reason = f"the workspace grew past {c.disk_bytes // (1 << 20)} MiB"
-                elif files > c.disk_files:
-                    self.reason = f"the workspace holds more than {c.disk_files} files"
+                self.reason = self.disk_problem()
             if self.reason:
                 self.cancel.set()
                 return
@@ -154,7 +165,11 @@ class _Guest:
             done = self.session.run(code, cancel=cancel)
         finally:
             watchdog.stop()
-        return _reply(done, watchdog.reason, self.config)
+        reply = _reply(done, watchdog.reason, self.config)
+        grew = "" if watchdog.reason else watchdog.disk_problem()
+        if grew and reply["ok"]:  # it finished between two looks: said now, state kept
+            reply |= {"ok": False, "error": f"{grew}; remove files to go on (variables are kept)"}
+        return reply
 
 
 def _reply(done: Any, limit: str, config: HostConfig) -> dict[str, Any]:
