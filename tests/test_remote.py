@@ -287,3 +287,26 @@ def test_every_reasoning_shape_lands_in_analysis_and_is_never_sent_back(proxy: F
     follow_up = list(session.send("And Italy?"))
     sent = proxy.bodies[-1].decode()
     assert follow_up and "Thinking about" not in sent and '"type": "reasoning"' not in sent
+
+
+@pytest.mark.parametrize("case_id", ["W08_hybrid_header", "W09_stray_commentary_prefix", "W10c_unknown_channel_decided_by_return",
+                                     "W06_control_tokens_in_header"])
+def test_markup_passed_through_as_text_reads_as_local_ids_read(proxy: FaultProxy, case_id: str, encoding: Any) -> None:
+    """The remote text reader once misrouted these (a call shown as the answer, reasoning as
+    a preamble, a final swallowed); now the same token parser reads both."""
+    from app.domain.visibility import Lane
+    from app.harmony.parser import StreamParser
+    from tests.test_parser_catalogue import CASES
+
+    wild = CASES[case_id].wild
+    local = StreamParser(encoding).parse(encoding.encode_with_specials(wild))
+    local_done = [e for e in local.events if isinstance(e, MessageDone)]
+    proxy.faults = ["canned"]
+    proxy.canned = [wild[i:i + 5] for i in range(0, len(wild), 5)]
+    session = RemoteSession(endpoint(proxy.url), None)
+    events = run(session, "Go")
+    done = [e for e in events if isinstance(e, MessageDone)]
+    assert [(e.lane, e.message.recipient, e.message.text) for e in done] == [
+        (e.lane, e.message.recipient, e.message.text) for e in local_done]
+    shown = "".join(e.message.text for e in done if e.lane is Lane.ANSWER)
+    assert shown == "".join(e.message.text for e in local_done if e.lane is Lane.ANSWER)

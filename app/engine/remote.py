@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -28,7 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.endpoint import Endpoint
-from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue, Severity
+from app.domain.events import (
+    ContentDelta,
+    MessageDone,
+    MessageStarted,
+    ParseEvent,
+    ParseIssue,
+    Severity,
+    StopReason,
+)
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -43,7 +52,7 @@ from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
 from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
 from app.errors import ErrorCode
 from app.harmony.encoding import CALL
-from app.harmony.text_stream import Ended, HarmonyText, Piece, Started, Text
+from app.harmony.text_stream import HarmonyText
 
 
 @dataclass(frozen=True)
@@ -160,7 +169,15 @@ class _Stream:
     open: _Open | None = None  # the message being written
     mode: str | None = None  # "plain", or "harmony" (a server passing gpt-oss markup through)
     pending: str = ""  # the reply's first text, until it shows which
-    harmony: HarmonyText = field(default_factory=HarmonyText)
+    harmony: HarmonyText | None = None  # the token parser, once the text shows it is markup
+    harmony_index: dict[int, int] = field(default_factory=dict)  # parser's index → the reply's
+
+    @property
+    def ended_in_calls(self) -> bool:
+        """Calls the server returned as tool_calls, or markup that ended in `<|call|>`."""
+        text_call = self.harmony is not None and self.harmony.parser.stop is StopReason.CALL
+        return bool(self.calls) or text_call
+
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
     finish: str | None = None
     usage: Any = None
@@ -392,7 +409,7 @@ class RemoteSession:
             timings,
             failed,
             failed is None and state.finish not in ("length", "cancelled"),
-            CALL if state.calls and failed is None else None,  # ended in calls, as <|call|>
+            CALL if state.ended_in_calls and failed is None else None,  # as <|call|>
         )
 
     # --- the request, with retries -------------------------------------------------
@@ -514,24 +531,36 @@ class RemoteSession:
             yield from self._text(state, Lane.ANSWER, text, start)
             return
         state.chunks += 1
-        yield from self._pieces(state, state.harmony.feed(text), start)
+        if state.harmony is None:
+            state.harmony = HarmonyText()
+        yield from self._parsed(state, state.harmony.feed(text), start)
 
-    def _pieces(self, state: _Stream, pieces: list[Piece], start: float) -> Iterator[ChatEvent]:
-        for piece in pieces:
-            if isinstance(piece, Started):
+    def _parsed(
+        self, state: _Stream, events: list[ParseEvent], start: float
+    ) -> Iterator[ChatEvent]:
+        """The token parser's events as this reply's (indices counted in the reply); its
+        `TurnDone` is left out: the session says how the turn ended."""
+        for event in events:
+            if isinstance(event, ParseIssue):
+                yield event
+                continue
+            if isinstance(event, MessageStarted):
                 yield from self._close_open(state, complete=True)
-                yield from self._start(state, piece.channel, piece.recipient, piece.content_type)
-            elif isinstance(piece, Text) and state.open is not None:
-                yield from self._append(state, piece.text, start)
-            elif isinstance(piece, Ended):
-                yield from self._close_open(state, complete=piece.complete)
+                state.harmony_index[event.index] = len(state.messages)
+            elif isinstance(event, ContentDelta) and not state.first_token_ms:
+                state.first_token_ms = (time.monotonic() - start) * 1000
+            if isinstance(event, MessageStarted | ContentDelta | MessageDone):
+                index = state.harmony_index.get(event.index, len(state.messages))
+                yield dataclasses.replace(event, index=index)
+                if isinstance(event, MessageDone):
+                    state.messages.append(event.message)
 
     def _end_content(self, state: _Stream, start: float, complete: bool) -> Iterator[ChatEvent]:
         """What the reply's text left open when the stream ended."""
         if state.mode is None and state.pending:
             yield from self._text(state, Lane.ANSWER, state.pending, start)
-        elif state.mode == "harmony":
-            yield from self._pieces(state, state.harmony.finish(complete), start)
+        elif state.mode == "harmony" and state.harmony is not None:
+            yield from self._parsed(state, state.harmony.finish(complete), start)
 
     def _text(self, state: _Stream, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
         state.chunks += 1

@@ -120,7 +120,8 @@ class HarmonyEncoding:
     def encode_with_specials(self, text: str) -> list[int]:
         """Token ids of `text` where special-token spellings become special tokens.
 
-        For tests and debugging only: never use it on user, tool or model text.
+        Only for text that is the model's own output passed through by a server
+        (`text_stream.HarmonyText`), and for tests: never on user or tool text.
         """
         return self._tik.encode(text, allowed_special="all")
 

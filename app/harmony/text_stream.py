@@ -1,118 +1,78 @@
-"""Harmony markup that arrives as text: servers that pass gpt-oss output through unparsed
-(`<|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>…`).
+"""Harmony markup that arrives as text, read by the same token parser as a local model's ids.
 
-Guarantees: `feed` takes text in any chunking and returns the pieces in order: a message starts
-(its channel, recipient and content type, read from the header), body text, a message ends;
-nothing of a header or a marker is ever body text, and a marker split across chunks is held back
-until it is whole; text before any header belongs to a `final` message (what such a server
-sends when the model skipped the format). `finish` closes what is open.
+Some servers pass gpt-oss output through unparsed (`<|channel|>analysis<|message|>…<|end|>
+<|start|>assistant<|channel|>final<|message|>…`). `HarmonyText` tokenizes that text with
+o200k_harmony, special tokens enabled (this text is the model's own output, never user or tool
+text), and feeds the ids to a `StreamParser`: local and remote outputs are parsed by exactly the
+same code, with the same recoveries, diagnostics and late lane decisions.
+
+Guarantees: `feed` takes text in any chunking; a special token split across chunks is held
+back until it is whole (the longest tail that could begin one), so the events never depend on
+where a server cut its chunks; `finish(complete=True)` is a stream that ended normally (such
+servers drop the last `<|return|>` or `<|call|>`, which is supplied for the open message);
+`finish(complete=False)` leaves it cut (E-STREAM-TRUNCATED).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Collection
 
-MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>")
-_ENDS = ("<|end|>", "<|return|>", "<|call|>")
-_HEADER = re.compile(
-    r"(?:assistant)?\s*(?:<\|channel\|>(?P<channel>[^\s<]+))?"
-    r"(?:\s*to=(?P<to>[^\s<]+))?\s*(?:<\|constrain\|>(?P<ctype>[^\s<]+))?",
-)
-
-
-@dataclass(frozen=True)
-class Started:
-    channel: str
-    recipient: str | None
-    content_type: str | None
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class Ended:
-    complete: bool
-
-
-Piece = Started | Text | Ended
+from app.domain.events import MessageDone, MessageStarted, ParseEvent
+from app.domain.messages import Role
+from app.domain.visibility import Lane
+from app.harmony import encoding as enc
+from app.harmony.parser import StreamParser
 
 
 class HarmonyText:
-    """An incremental reader of Harmony markup given as text."""
+    """An incremental reader of Harmony markup given as text (see the module guarantees)."""
 
-    def __init__(self) -> None:
-        self.buffer = ""
-        self.in_body = False
-        self.open = False
+    def __init__(
+        self, encoding: enc.HarmonyEncoding | None = None, known_tools: Collection[str] = ()
+    ) -> None:
+        self.encoding = encoding or enc.load_encoding()
+        self.parser = StreamParser(self.encoding, role=Role.ASSISTANT, known_tools=known_tools)
+        self._markers = tuple(self.encoding.special_text.values())
+        self._longest = max(len(m) for m in self._markers)
+        self._held = ""
+        self._open_lane: Lane | None = None
 
-    def feed(self, text: str) -> list[Piece]:
-        self.buffer += text
-        out: list[Piece] = []
-        while True:
-            if self.in_body:
-                end = _first(self.buffer, _ENDS)
-                if end is None:
-                    keep = _partial_marker(self.buffer)
-                    body, self.buffer = (
-                        self.buffer[: len(self.buffer) - keep],
-                        self.buffer[len(self.buffer) - keep :],
-                    )
-                    if body:
-                        out.append(Text(body))
-                    return out
-                at, marker = end
-                if at:
-                    out.append(Text(self.buffer[:at]))
-                out.append(Ended(True))
-                self.buffer = self.buffer[at + len(marker) :]
-                self.in_body = self.open = False
-                continue
-            at_message = self.buffer.find("<|message|>")
-            if at_message < 0:
-                head = self.buffer.lstrip()
-                if not head or head.startswith("<|") or any(m.startswith(head) for m in MARKERS):
-                    return out  # a header still arriving
-                # plain text where a header should be: an answer without the format
-                out.append(Started("final", None, None))
-                self.in_body = self.open = True
-                continue
-            header = self.buffer[:at_message].replace("<|start|>", " ")
-            m = _HEADER.search(header.strip())
-            channel = (m.group("channel") if m else None) or "final"
-            recipient = m.group("to") if m else None
-            ctype = f"<|constrain|>{m.group('ctype')}" if m and m.group("ctype") else None
-            out.append(Started(channel, recipient, ctype))
-            self.buffer = self.buffer[at_message + len("<|message|>") :]
-            self.in_body = self.open = True
+    def feed(self, text: str) -> list[ParseEvent]:
+        """The parser's events for `text` (all but a tail that may begin a special token)."""
+        text = self._held + text
+        keep = self._partial_marker(text)
+        ready, self._held = text[: len(text) - keep], text[len(text) - keep :]
+        return self._parse(ready)
 
-    def finish(self, complete: bool = False) -> list[Piece]:
-        """Close what is open: `complete` when the stream ended normally (servers drop the
-        final `<|return|>`), else the message is marked cut."""
-        out: list[Piece] = []
-        if self.in_body and self.buffer:
-            out.append(Text(self.buffer))
-        if self.open:
-            out.append(Ended(complete))
-        self.buffer, self.in_body, self.open = "", False, False
-        return out
+    def finish(self, complete: bool = False) -> list[ParseEvent]:
+        """Close the stream; `complete` when it ended normally (its stop token was dropped)."""
+        events = self._parse(self._held)
+        self._held = ""
+        if complete and self._open_lane is not None and not self.parser.finished:
+            stop = enc.CALL if self._open_lane is Lane.TOOL_CALL else enc.RETURN
+            events += self._track(self.parser.feed_many([stop]))
+        return events + self._track(self.parser.finish("" if complete else "cut"))
+
+    def _parse(self, text: str) -> list[ParseEvent]:
+        if not text:
+            return []
+        return self._track(self.parser.feed_many(self.encoding.encode_with_specials(text)))
+
+    def _track(self, events: list[ParseEvent]) -> list[ParseEvent]:
+        for event in events:
+            if isinstance(event, MessageStarted):
+                self._open_lane = event.lane
+            elif isinstance(event, MessageDone):
+                self._open_lane = None
+        return events
+
+    def _partial_marker(self, text: str) -> int:
+        """How many characters at the end of `text` could be the start of a special token."""
+        for size in range(min(len(text), self._longest - 1), 0, -1):
+            tail = text[-size:]
+            if any(m.startswith(tail) for m in self._markers):
+                return size
+        return 0
 
 
-def _first(text: str, markers: tuple[str, ...]) -> tuple[int, str] | None:
-    found = [(text.find(m), m) for m in markers if m in text]
-    return min(found) if found else None
-
-
-def _partial_marker(text: str) -> int:
-    """How many characters at the end of `text` could be the start of a marker."""
-    for size in range(min(len(text), max(len(m) for m in MARKERS) - 1), 0, -1):
-        tail = text[-size:]
-        if any(m.startswith(tail) for m in MARKERS):
-            return size
-    return 0
-
-
-__all__ = ["Ended", "HarmonyText", "Piece", "Started", "Text"]
+__all__ = ["HarmonyText"]
