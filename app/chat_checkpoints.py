@@ -4,8 +4,8 @@ Guarantees: the conversation is written to the same history the window reads whe
 starts, at least every `CHECKPOINT_S` while an answer streams and at the end of every message,
 so a chat killed mid-answer (even with SIGKILL) leaves the answer shown so far in the history,
 marked incomplete (E-STREAM-TRUNCATED) with Continue and Regenerate in the window; a turn that
-ends is saved as done (or failed, with its reason). The visible segments are built from the
-messages by the same `ReplyBuilder` an import uses; analysis never becomes a segment.
+ends is saved as done (or failed, with its reason). What is saved is the `Reply` the one reply
+builder folds while the terminal prints it: the history holds what the terminal showed.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from __future__ import annotations
 import time
 
 from app.domain.events import ContentDelta, MessageDone
-from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+from app.domain.history import ChatDoc, Reply, Turn, Version
 from app.domain.messages import Message
-from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.store.exchange import ReplyBuilder
 from app.store.history import HistoryStore
 
 CHECKPOINT_S = 0.5
@@ -31,46 +29,39 @@ class ChatCheckpoints:
         self.doc = ChatDoc()
         self._reply: Reply | None = None
         self._done: list[Message] = []
-        self._answer: list[str] = []
         self._saved = 0.0
 
-    def begin(self, text: str) -> None:
-        """A user message: a new turn whose reply is incomplete until it ends."""
+    def begin(self, text: str) -> Reply:
+        """A user message: a new turn whose reply (folded by the caller's reply builder) is
+        incomplete until it ends."""
         if not self.doc.turns:
             self.doc.title = (text.strip().splitlines() or ["Terminal chat"])[0][:60]
         self._reply = Reply(state="incomplete", error=_CUT)
         self.doc.turns.append(Turn([Version(text, replies=[self._reply])]))
-        self._done, self._answer = [], []
+        self._done = []
         self._save()
+        return self._reply
 
     def event(self, event: object) -> None:
         """Follow the stream: answer text as it arrives, each message as it closes."""
-        if isinstance(event, ContentDelta) and event.lane is Lane.ANSWER:
-            self._answer.append(event.text)
-            if time.monotonic() - self._saved >= CHECKPOINT_S:
-                self._save()
-        elif isinstance(event, MessageDone):
+        if isinstance(event, MessageDone):
             self._done.append(event.message)
-            self._answer = []
+            self._save()
+        elif isinstance(event, ContentDelta) and time.monotonic() - self._saved >= CHECKPOINT_S:
             self._save()
 
     def end(self, failed: str | None = None) -> None:
         """The turn ended: done, or failed with its reason (what arrived is kept)."""
         if self._reply is not None:
-            self._reply.state = "failed" if failed else "done"
-            self._reply.error = failed or ""
+            if self._reply.state in ("incomplete", "streaming") and self._reply.error == _CUT:
+                self._reply.state, self._reply.error = "done", ""
+            if failed:
+                self._reply.state, self._reply.error = "failed", failed
             self._save()
 
     def _save(self) -> None:
-        reply = self._reply
-        if reply is not None:
-            reply.segments = []
-            builder = ReplyBuilder(reply)
-            for message in self._done:
-                builder.add(message)
-            builder.finish()
-            if self._answer:
-                reply.segments.append(Segment("answer", "".join(self._answer), complete=False))
+        if self._reply is not None:
+            self._reply.messages = tuple(self._done)
         self.doc.updated = time.time()
         self.store.save(self.doc)
         self._saved = time.monotonic()

@@ -14,28 +14,26 @@ import json
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import TextIO
 
 from pydantic import ValidationError
 
 from app.chat_checkpoints import ChatCheckpoints
 from app.domain.endpoint import Endpoint
-from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
+from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
 from app.domain.terminal import raw_terminal
-from app.domain.visibility import Lane, shows_text
 from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
-from app.engine.chat import ChatEvent, ChatSession, JsonChecked
+from app.engine.chat import ChatSession
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
-from app.engine.protocol import GenerationDone, Sampling, TurnFailed
+from app.engine.protocol import Sampling, TurnFailed
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
-from app.engine.tool_turn import ToolsRan, run_tool_turn
-from app.engine.turn_loop import TurnResult
+from app.engine.tool_turn import run_tool_turn
 from app.errors import InvalidInputError, validation_problems
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
+from app.terminal_reply import TerminalReply, TurnEvent
 from app.tools.api import ToolContext
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
@@ -104,66 +102,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--remote-model", help="the served model (with --endpoint URL)")
     parser.add_argument("--key-name", help="the keyring entry of the endpoint's API key")
-
-
-class _Printer:
-    def __init__(self, show_analysis: bool, out: TextIO, err: TextIO) -> None:
-        self.show_analysis, self.out, self.err = show_analysis, out, err
-        self.streamed: set[int] = set()
-
-    def __call__(self, event: ChatEvent | ToolsRan | TurnResult) -> None:
-        if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
-            self.err.write("[analysis] ")
-        elif isinstance(event, ContentDelta):
-            self._text(event.lane, event.text, event.index)
-        elif isinstance(event, MessageDone):
-            if shows_text(event.lane) and event.index not in self.streamed:
-                self._text(event.lane, event.message.text, event.index)  # resolved late (W10, W24)
-            (self.err if event.lane is Lane.ANALYSIS else self.out).write(
-                "\n" if self._shown(event.lane) else ""
-            )
-        elif isinstance(event, ParseIssue) and event.severity.value != "debug":
-            self.err.write(f"[{event.code.value}] {event.message}\n")
-        elif isinstance(event, GenerationDone):
-            t = event.timings
-            self.err.write(
-                f"[{event.reason.value}: {t.generated} tokens,"
-                f" first after {t.first_token_ms:.0f} ms,"
-                f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-                f" {t.prompt_reused} reused]\n"
-            )
-        elif isinstance(event, TurnFailed):
-            self.err.write(f"[turn failed] {event.reason}\n")
-        elif isinstance(event, ToolsRan):
-            for o in event.outcomes:
-                shown = (
-                    json.dumps(o.content, ensure_ascii=False)
-                    if o.ok
-                    else f"{o.error_code}: {o.error}"
-                )
-                shown = shown if len(shown) <= 400 else shown[:400] + "…"
-                self.err.write(f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {shown}\n")
-        elif isinstance(event, TurnResult) and event.reason != "answer":
-            self.err.write(f"[turn ended: {event.reason}]\n")
-        elif isinstance(event, JsonChecked):
-            r = event.result
-            verdict = (
-                "valid"
-                if r.valid
-                else f"invalid ({r.code.value if r.code else ''}) at {r.path or '/'}: {r.error}"
-            )
-            self.err.write(f"[json {event.target}] {verdict}\n")
-        self.out.flush()
-
-    def _shown(self, lane: Lane) -> bool:
-        return shows_text(lane) or (lane is Lane.ANALYSIS and self.show_analysis)
-
-    def _text(self, lane: Lane, text: str, index: int) -> None:
-        if shows_text(lane):
-            self.streamed.add(index)
-            self.out.write(text)
-        elif lane is Lane.ANALYSIS and self.show_analysis:
-            self.err.write(text)
 
 
 def _status(text: str) -> None:
@@ -350,14 +288,13 @@ def _converse(
     conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
     context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
     effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
-    printer = _Printer(args.show_analysis, sys.stdout, sys.stderr)
+    printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr)
     prompts = [args.prompt] if args.prompt is not None else _interactive()
     status = 0
     saved = ChatCheckpoints() if args.save else None
     try:
         for text in prompts:
-            if saved is not None:
-                saved.begin(text)
+            printer.begin(saved.begin(text) if saved is not None else Reply())
             events = (
                 run_tool_turn(
                     session,
@@ -380,8 +317,8 @@ def _converse(
 
 
 def _follow(
-    events: Iterable[ChatEvent | ToolsRan | TurnResult],
-    printer: _Printer,
+    events: Iterable[TurnEvent],
+    printer: TerminalReply,
     saved: ChatCheckpoints | None,
 ) -> int:
     """Print a turn's events (and checkpoint them with --save); 1 when the turn failed."""

@@ -33,18 +33,19 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 from app.controllers.bridge import StreamCrashed
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import EndpointError, RemoteHost
-from app.domain.events import ContentDelta, MessageDone, MessageStarted, ParseIssue
+from app.domain.events import MessageDone, ParseIssue
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version, snippet
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
-from app.domain.visibility import Lane
+from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
-from app.engine.chat import ChatSession, JsonChecked, PromptRendered
+from app.engine.chat import ChatSession, PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.remote import RemoteSession, RequestSent, ResponseReceived
+from app.engine.reply_events import fold
 from app.engine.tool_runner import Decision
-from app.engine.tool_turn import ToolsRan, run_tool_turn
-from app.engine.turn_loop import CallOutcome, PendingCall, TurnResult
+from app.engine.tool_turn import run_tool_turn
+from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
 from app.store.database import StoreError
 from app.store.history import HistoryStore
@@ -126,6 +127,7 @@ class ChatController(QObject):
         self._approvals: dict[str, asyncio.Future[Answer]] = {}
         self._tools: dict[str, ConversationTools] = {}
         self._plugins: list[str] | None = None
+        self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self._found: Discovered | None = None
         self._discovery_lock = threading.Lock()
         self._policies: dict[str, ApprovalPolicy] = {}
@@ -552,14 +554,16 @@ class ChatController(QObject):
         self._streaming = (version, reply)
         self.persist(version, reply)
         self.replyStarted.emit(turn_index)
-        state = _TurnState()
+        state = _TurnState(reply)
         state.resume = dict(reply.open_segments) if resume is not None else None
+        self._builder = state.builder
         try:
             async for event in self.host.bridge.stream(make):
                 self._on_event(turn_index, reply, state, event)
         finally:
             self.flush()
-            reply.open_segments = dict(state.segments)
+            reply.open_segments = dict(state.builder.segments)
+            self._builder = None
             if cancel.is_set() and reply.state in ("streaming", "incomplete"):
                 reply.state = "stopped"
             elif reply.state == "streaming":
@@ -586,163 +590,72 @@ class ChatController(QObject):
         return index
 
     def _on_event(self, turn: int, reply: Reply, state: _TurnState, event: Any) -> None:
+        """Fold the event into the reply with the one reply builder, then paint its changes;
+        what is the window's own (status, notices, the debug pane's extras) is done here."""
+        builder = state.builder
         debug = reply.debug
         if isinstance(event, PromptRendered):
-            debug.prompt_ids = event.ids
-            state.segments, state.resume = state.resume or {}, None
-            debug.generation_start, debug.generation_messages = len(debug.token_ids), 0
+            builder.segments, state.resume = state.resume or {}, None
             debug.sampling = str(self.host.sampling)
-        elif isinstance(event, MessageStarted):
-            if event.lane in (Lane.ANSWER, Lane.PREAMBLE):
-                segment = Segment("answer" if event.lane is Lane.ANSWER else "preamble")
-                state.segments[event.index] = self._add(turn, reply, segment)
-        elif isinstance(event, ContentDelta):
-            if event.lane is Lane.ANALYSIS:
-                debug.analysis += event.text
-                self._debug_pending.add(turn)
-                if not self._timer.isActive():
-                    self._timer.start()
-            elif event.index in state.segments:
-                key = (turn, state.segments[event.index])
-                self._pending[key] = self._pending.get(key, "") + event.text
-                if not self._timer.isActive():
-                    self._timer.start()
         elif isinstance(event, MessageDone):
             self._checkpointed = 0.0  # a message boundary: saved at the next flush
-            debug.token_ids.extend(event.token_ids)
-            debug.generation_messages += 1
-            if (
-                event.lane is Lane.ANALYSIS
-                and event.message.text
-                and not debug.analysis.endswith("\n")
-            ):
-                debug.analysis += "\n"
-            if event.lane is Lane.TOOL_CALL:
-                data = {
-                    "tool": event.message.recipient,
-                    "arguments": event.message.text,
-                    "state": "called",
-                    "risk": "",
-                }
-                self._add(turn, reply, Segment("tool", data=data, complete=event.complete))
-            elif event.index in state.segments:
-                self.flush()
-                segment = reply.segments[state.segments[event.index]]
-                segment.complete = event.complete
-                if not segment.text and event.message.text:  # resolved late (W10, W24)
-                    segment.text = event.message.text
-                    self.segmentText.emit(turn, state.segments[event.index], event.message.text)
-                if not event.complete:
-                    reply.state = "incomplete"
         elif isinstance(event, RequestSent):  # a remote endpoint: what it was sent, exactly
             debug.events.append(f"request to {event.endpoint}: {json.dumps(event.body)}")
             self._debug_pending.add(turn)
         elif isinstance(event, ResponseReceived):
-            said: dict[str, Any] = {"id": event.response_id, "finish_reason": event.finish_reason}
-            said |= {"usage": event.usage} if event.usage else {"usage": "not reported"}
-            if event.logprobs:
-                said["logprobs"] = [[t, round(lp, 4)] for t, lp in event.logprobs]
-            debug.events.append(f"response from {event.endpoint}: {json.dumps(said)}")
+            debug.events.append(f"response from {event.endpoint}: {json.dumps(_said(event))}")
             self._debug_pending.add(turn)
         elif isinstance(event, ParseIssue):
-            debug.events.append(f"{event.code.value} ({event.severity.value}): {event.message}")
             if event.code is ErrorCode.NETWORK:  # a remote endpoint waits or retries: say so
                 self.notice.emit(event.message)
-            self.debugChanged.emit(turn)
+            self._debug_pending.add(turn)
         elif isinstance(event, GenerationDone):
-            t = event.timings
-            debug.stop_reason = event.reason.value
-            debug.timings = {
-                "prompt_tokens": t.prompt_tokens,
-                "prompt_evaluated": t.prompt_evaluated,
-                "prompt_reused": t.prompt_reused,
-                "first_token_ms": round(t.first_token_ms, 1),
-                "total_ms": round(t.total_ms, 1),
-                "generated": t.generated,
-                "tokens_per_s": round(t.decode_tokens_per_s, 1),
-            }
-            where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
-            self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx, **where})
-            self.debugChanged.emit(turn)
-        elif isinstance(event, TurnFailed | StreamCrashed):
-            reply.state = "failed"
-            reply.error = event.reason if isinstance(event, TurnFailed) else event.message
-            text = f"The reply failed: {reply.error}. What arrived is kept; you can regenerate it."
-            self._add(turn, reply, Segment("error", text, complete=True))
-        elif isinstance(event, JsonChecked):
-            self._json(turn, reply, event)
-        elif isinstance(event, ToolsRan):
-            for outcome in event.outcomes:
-                self._outcome(turn, reply, outcome)
-        elif isinstance(event, TurnResult):
-            for record in event.records:
-                self._outcome(turn, reply, record.outcome, tool=record.tool)
-            if event.reason == "loop cap":
-                self._add(
-                    turn,
-                    reply,
-                    Segment("notice", "Stopped: too many tool calls in one turn.", complete=True),
-                )
+            self._timings(turn, debug, event)
+        elif isinstance(event, StreamCrashed):
+            event = TurnFailed(event.message)
         elif isinstance(event, _Vocab):
             self.token_table = event.table
         elif isinstance(event, _SessionDone):
             reply.messages = tuple(event.conversation.messages[event.start :])
+        for change in fold(builder, event):
+            self._paint(turn, change)
 
-    def _json(self, turn: int, reply: Reply, event: JsonChecked) -> None:
-        r = event.result
-        pretty = json.dumps(r.value, indent=2, ensure_ascii=False) if r.value is not None else ""
-        data = {
-            "valid": r.valid,
-            "error": r.error or "",
-            "path": r.path,
-            "code": r.code.value if r.code else "",
-            "target": event.target,
+    def _paint(self, turn: int, change: Change) -> None:
+        """Hand one change to the view: text is coalesced (`FLUSH_MS`), the rest is at once."""
+        if isinstance(change, Appended):
+            key = (turn, change.index)
+            self._pending[key] = self._pending.get(key, "") + change.text
+        elif isinstance(change, Thought):
+            self._debug_pending.add(turn)
+        else:
+            self.flush()
+            signal = self.segmentAdded if isinstance(change, Added) else self.segmentUpdated
+            signal.emit(turn, change.index)
+            return
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _timings(self, turn: int, debug: Any, event: GenerationDone) -> None:
+        t = event.timings
+        debug.timings = {
+            "prompt_tokens": t.prompt_tokens,
+            "prompt_evaluated": t.prompt_evaluated,
+            "prompt_reused": t.prompt_reused,
+            "first_token_ms": round(t.first_token_ms, 1),
+            "total_ms": round(t.total_ms, 1),
+            "generated": t.generated,
+            "tokens_per_s": round(t.decode_tokens_per_s, 1),
         }
-        if event.target == "answer":
-            self._add(turn, reply, Segment("json", pretty, data=data, complete=True))
-
-    def _segment_for(self, reply: Reply, call_id: str, tool: str | None) -> int | None:
-        for i, s in enumerate(reply.segments):
-            if s.kind == "tool" and s.data.get("call_id") == call_id:
-                return i
-        for i, s in enumerate(reply.segments):
-            if (
-                s.kind == "tool"
-                and "call_id" not in s.data
-                and (tool is None or s.data["tool"] == tool)
-            ):
-                s.data["call_id"] = call_id
-                return i
-        return None
-
-    def _outcome(
-        self, turn: int, reply: Reply, outcome: CallOutcome, tool: str | None = None
-    ) -> None:
-        index = self._segment_for(reply, outcome.call_id, tool)
-        if index is None:
-            return
-        data = reply.segments[index].data
-        if data.get("state") in ("ok", "error"):
-            return
-        data["state"] = "ok" if outcome.ok else "error"
-        data["result"] = (
-            (
-                outcome.content
-                if isinstance(outcome.content, str)
-                else json.dumps(outcome.content, ensure_ascii=False, indent=1)
-            )
-            if outcome.ok
-            else f"{outcome.error_code}: {outcome.error}"
-        )
-        data["duration_ms"] = outcome.duration_ms
-        data["decision"] = outcome.decision
-        self.segmentUpdated.emit(turn, index)
+        where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
+        self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx, **where})
+        self.debugChanged.emit(turn)
 
     async def _ask(self, turn: int, call: PendingCall) -> tuple[Mode | None, Decision]:
         reply = self.doc.turns[turn].version.reply
         assert reply is not None
         self.flush()
-        index = self._segment_for(reply, call.call_id, call.tool.qualified_name)
+        builder = self._builder if self._builder is not None else ReplyBuilder(reply)
+        index = builder.card_for(call.call_id, call.tool.qualified_name)
         if index is None:
             data = {"tool": call.tool.qualified_name, "arguments": json.dumps(call.arguments)}
             index = self._add(turn, reply, Segment("tool", data=data, complete=True))
@@ -775,8 +688,7 @@ class ChatController(QObject):
             reply = self.doc.turns[turn].version.reply if turn < len(self.doc.turns) else None
             if reply is None or index >= len(reply.segments):
                 continue
-            reply.segments[index].text += text
-            self.segmentText.emit(turn, index, text)
+            self.segmentText.emit(turn, index, text)  # the builder has put it in the segment
         for turn in self._debug_pending:
             self.debugChanged.emit(turn)
         self._debug_pending.clear()
@@ -828,9 +740,18 @@ def _read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
         _ = resume.debug, resume.messages
 
 
+def _said(event: ResponseReceived) -> dict[str, Any]:
+    """What a remote endpoint said about its answer, for the debug pane."""
+    said: dict[str, Any] = {"id": event.response_id, "finish_reason": event.finish_reason}
+    said |= {"usage": event.usage} if event.usage else {"usage": "not reported"}
+    if event.logprobs:
+        said["logprobs"] = [[t, round(lp, 4)] for t, lp in event.logprobs]
+    return said
+
+
 class _TurnState:
-    def __init__(self) -> None:
-        self.segments: dict[int, int] = {}  # parser message index → segment index
+    def __init__(self, reply: Reply) -> None:
+        self.builder = ReplyBuilder(reply)  # what the reply shows, from the turn's events
         self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 

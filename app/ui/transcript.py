@@ -323,8 +323,16 @@ class TranscriptView(QScrollArea):
 
     def _segment_updated(self, turn: int, index: int) -> None:
         widget = self._turn(turn)
-        if index < len(widget.segments) and isinstance(widget.segments[index], ToolCard):
-            widget.segments[index].refresh()  # type: ignore[attr-defined]
+        if index >= len(widget.segments):
+            return
+        shown = widget.segments[index]
+        if isinstance(shown, ToolCard):
+            shown.refresh()
+        elif isinstance(shown, MarkdownView):  # a message's text decided when it closed
+            reply = widget.turn.version.reply
+            text = reply.segments[index].text if reply is not None else shown.source_text
+            if text != shown.source_text:
+                shown.set_text(text)
 
     def _reply_finished(self, turn: int) -> None:
         widget = self._turn(turn)

@@ -1,0 +1,256 @@
+"""The one reply builder: a turn's events folded into what the user sees and the debug record.
+
+Every frontend shows what this builds — the window paints its changes, the terminal prints
+them, the history stores its `Reply`, an import feeds it the stored messages — so two
+frontends cannot show different things for the same output. It reads the parser's events
+(this module's `apply`); the engine's own events (tool outcomes, JSON verdicts, failures)
+reach it through `app/engine/reply_events.py`, which calls the methods below.
+
+Guarantees:
+- answers and preambles become segments; analysis only ever reaches `reply.debug.analysis`;
+- late lane decisions: a message whose lane is known only when it closes (a header without
+  `<|message|>`, text with no header before `<|return|>`, an unknown channel word that turns
+  out to be the answer) is shown then, whole; a message first taken as visible that closes as
+  hidden (a repeated answer) is emptied, never left on screen;
+- a tool call is a card (tool, arguments, state), on any channel; its outcome, from the tool
+  host or from a stored tool message, fills the card it answers;
+- a JSON verdict, a failure and a cut message are said on the reply (`state`, `error`);
+- `apply` returns the changes it made, in order, for a frontend to paint or print.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.domain.events import (
+    ContentDelta,
+    MessageDone,
+    MessageStarted,
+    ParseIssue,
+    StopReason,
+    TurnDone,
+)
+from app.domain.history import Reply, Segment
+from app.domain.visibility import Lane
+
+VISIBLE = {Lane.ANSWER: "answer", Lane.PREAMBLE: "preamble"}
+
+
+@dataclass(frozen=True)
+class Added:
+    """Segment `index` was appended (with whatever text it already holds)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Appended:
+    """`text` was appended to segment `index`."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Updated:
+    """Segment `index` changed otherwise (text replaced, card state, completeness)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Thought:
+    """Analysis text was added to the debug record (never shown in the transcript)."""
+
+    text: str
+
+
+Change = Added | Appended | Updated | Thought
+
+
+class CallResult(Protocol):
+    """What a tool call's outcome says (the engine's `CallOutcome` is one)."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def content(self) -> Any: ...
+    @property
+    def error_code(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def duration_ms(self) -> float | None: ...
+    @property
+    def decision(self) -> str: ...
+
+
+class ReplyBuilder:
+    """Folds one reply's events into its `Reply` (see the module guarantees)."""
+
+    def __init__(self, reply: Reply, segments: dict[int, int] | None = None) -> None:
+        self.reply = reply
+        self.segments: dict[int, int] = dict(segments or {})  # message index → segment index
+        self.issues: list[ParseIssue] = []
+        self.stop: StopReason | None = None
+
+    # --- the fold -------------------------------------------------------------------
+
+    def apply(self, event: object) -> list[Change]:
+        """Fold one parser event in; the changes it made to the reply."""
+        match event:
+            case MessageStarted():
+                return self._started(event)
+            case ContentDelta():
+                return self._delta(event)
+            case MessageDone():
+                return self._done(event)
+            case ParseIssue():
+                self.issues.append(event)
+                self.reply.debug.events.append(
+                    f"{event.code.value} ({event.severity.value}): {event.message}"
+                )
+                return []
+            case TurnDone():
+                self.stop = event.stop
+                return []
+            case _:
+                return []
+
+    def prompt(self, ids: tuple[int, ...]) -> list[Change]:
+        """A generation starts from the prompt `ids` (for the debug pane and Continue)."""
+        debug = self.reply.debug
+        debug.prompt_ids = ids
+        debug.generation_start, debug.generation_messages = len(debug.token_ids), 0
+        return []
+
+    def _add(self, segment: Segment) -> list[Change]:
+        self.reply.segments.append(segment)
+        return [Added(len(self.reply.segments) - 1)]
+
+    def _started(self, event: MessageStarted) -> list[Change]:
+        kind = VISIBLE.get(event.lane)
+        if kind is None or event.index in self.segments:
+            return []
+        changes = self._add(Segment(kind))  # type: ignore[arg-type]
+        self.segments[event.index] = len(self.reply.segments) - 1
+        return changes
+
+    def _delta(self, event: ContentDelta) -> list[Change]:
+        if event.lane is Lane.ANALYSIS:
+            self.reply.debug.analysis += event.text
+            return [Thought(event.text)]
+        index = self.segments.get(event.index)
+        if index is None or event.lane not in VISIBLE:
+            return []
+        self.reply.segments[index].text += event.text
+        return [Appended(index, event.text)]
+
+    def _done(self, event: MessageDone) -> list[Change]:
+        debug = self.reply.debug
+        debug.token_ids.extend(event.token_ids)
+        debug.generation_messages += 1
+        if not event.complete:
+            self.reply.state = "incomplete"
+        if event.lane is Lane.ANALYSIS:
+            return self._hidden(event)
+        if event.lane is Lane.TOOL_CALL:
+            data = {"tool": event.message.recipient, "arguments": event.message.text}
+            data |= {"state": "called", "risk": ""}
+            return self._add(Segment("tool", data=data, complete=event.complete))
+        if event.lane is Lane.TOOL_RESULT:
+            return self._tool_message(event)
+        index = self.segments.get(event.index)
+        if index is None:  # decided only now (W10, W24): shown whole
+            changes = self._add(
+                Segment(VISIBLE[event.lane], event.message.text, complete=event.complete)  # type: ignore[arg-type]
+            )
+            self.segments[event.index] = len(self.reply.segments) - 1
+            return changes
+        segment = self.reply.segments[index]
+        segment.complete = event.complete
+        if segment.text != event.message.text:  # resolved late: the message's text wins
+            segment.text = event.message.text
+        return [Updated(index)]
+
+    def _hidden(self, event: MessageDone) -> list[Change]:
+        """An analysis message: its text to the debug record; a segment it had is emptied."""
+        debug = self.reply.debug
+        changes: list[Change] = []
+        index = self.segments.pop(event.index, None)
+        if index is not None:  # it looked visible while it streamed (a repeated answer)
+            self.reply.segments[index].text = ""
+            changes.append(Updated(index))
+        if event.message.text and not debug.analysis.endswith(event.message.text):
+            debug.analysis += event.message.text
+            changes.append(Thought(event.message.text))
+        if event.message.text and not debug.analysis.endswith("\n"):
+            debug.analysis += "\n"
+        return changes
+
+    def _tool_message(self, event: MessageDone) -> list[Change]:
+        """A stored tool reply (an import, a history): it fills the card it answers."""
+        text = event.message.text
+        for i, s in enumerate(self.reply.segments):
+            if (
+                s.kind == "tool"
+                and "result" not in s.data
+                and s.data.get("tool") == event.message.author.name
+            ):
+                ok = not text.startswith('{"ok": false')
+                s.data.update(state="ok" if ok else "error", result=text)
+                return [Updated(i)]
+        return []
+
+    # --- outcomes and verdicts ------------------------------------------------------
+
+    def card_for(self, call_id: str, tool: str | None) -> int | None:
+        """The tool card of `call_id` (the first unanswered card of `tool` takes the id)."""
+        for i, s in enumerate(self.reply.segments):
+            if s.kind == "tool" and s.data.get("call_id") == call_id:
+                return i
+        for i, s in enumerate(self.reply.segments):
+            if s.kind == "tool" and "call_id" not in s.data and tool in (None, s.data["tool"]):
+                s.data["call_id"] = call_id
+                return i
+        return None
+
+    def outcome(self, call_id: str, tool: str | None, result: CallResult) -> list[Change]:
+        """A call's outcome on its card (once: a later report of the same call is ignored)."""
+        index = self.card_for(call_id, tool)
+        if index is None:
+            return []
+        data = self.reply.segments[index].data
+        if data.get("state") in ("ok", "error"):
+            return []
+        content = result.content
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False, indent=1)
+        data["state"] = "ok" if result.ok else "error"
+        data["result"] = content if result.ok else f"{result.error_code}: {result.error}"
+        data["duration_ms"] = result.duration_ms
+        data["decision"] = result.decision
+        return [Updated(index)]
+
+    def verdict(self, target: str, verdict: dict[str, Any], value: Any) -> list[Change]:
+        """JSON mode's verdict: on the answer, a JSON block with its badge."""
+        if target != "answer":
+            return []
+        pretty = json.dumps(value, indent=2, ensure_ascii=False) if value is not None else ""
+        data = {**verdict, "target": target}
+        return self._add(Segment("json", pretty, data=data, complete=True))
+
+    def notice(self, text: str) -> list[Change]:
+        """Something the user should read on the reply (not model text)."""
+        return self._add(Segment("notice", text, complete=True))
+
+    def fail(self, reason: str) -> list[Change]:
+        """The reply failed: said on it, with what arrived kept."""
+        self.reply.state, self.reply.error = "failed", reason
+        text = f"The reply failed: {reason}. What arrived is kept; you can regenerate it."
+        return self._add(Segment("error", text, complete=True))
+
+
+__all__ = ["Added", "Appended", "CallResult", "Change", "ReplyBuilder", "Thought", "Updated"]

@@ -1,0 +1,103 @@
+"""The terminal chat's view of a reply: what the one reply builder shows, printed.
+
+Guarantees: stdout receives exactly the text of the reply's answer and preamble segments as
+the `ReplyBuilder` builds them — streamed as it grows, a message decided only when it closes
+printed then, whole — so the terminal shows what the window shows; analysis goes to stderr
+only with `--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems,
+timings and failures are lines on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from app.domain.events import MessageDone, MessageStarted, ParseIssue
+from app.domain.history import Reply
+from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
+from app.domain.visibility import Lane
+from app.engine.chat import ChatEvent, JsonChecked
+from app.engine.protocol import GenerationDone, TurnFailed
+from app.engine.reply_events import fold
+from app.engine.tool_turn import ToolsRan
+from app.engine.turn_loop import TurnResult
+
+TurnEvent = ChatEvent | ToolsRan | TurnResult
+
+
+class TerminalReply:
+    """Prints one reply at a time from its builder's changes."""
+
+    def __init__(self, show_analysis: bool, out: TextIO, err: TextIO) -> None:
+        self.show_analysis, self.out, self.err = show_analysis, out, err
+        self.builder = ReplyBuilder(Reply())
+        self._printed: dict[int, int] = {}  # segment index → characters printed
+
+    def begin(self, reply: Reply) -> ReplyBuilder:
+        """A new reply (a user turn): its builder, which the history may save as it grows."""
+        self.builder, self._printed = ReplyBuilder(reply), {}
+        return self.builder
+
+    def __call__(self, event: TurnEvent) -> None:
+        if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
+            self.err.write("[analysis] ")
+        for change in fold(self.builder, event):
+            if isinstance(change, Thought):
+                if self.show_analysis:
+                    self.err.write(change.text)
+            elif isinstance(change, Added | Appended | Updated):
+                self._show(change.index)
+        if isinstance(event, MessageDone):
+            self._end(event)
+        else:
+            self._said(event)
+        self.out.flush()
+
+    def _show(self, index: int) -> None:
+        segment = self.builder.reply.segments[index]
+        if segment.kind not in ("answer", "preamble"):
+            return
+        printed = self._printed.get(index, 0)
+        if len(segment.text) > printed:
+            self.out.write(segment.text[printed:])
+            self._printed[index] = len(segment.text)
+
+    def _end(self, event: MessageDone) -> None:
+        index = self.builder.segments.get(event.index)
+        if index is not None and self._printed.get(index):
+            self.out.write("\n")
+        elif event.lane is Lane.ANALYSIS and self.show_analysis:
+            self.err.write("\n")
+
+    def _said(self, event: TurnEvent) -> None:
+        if isinstance(event, ParseIssue) and event.severity.value != "debug":
+            self.err.write(f"[{event.code.value}] {event.message}\n")
+        elif isinstance(event, GenerationDone):
+            t = event.timings
+            self.err.write(
+                f"[{event.reason.value}: {t.generated} tokens,"
+                f" first after {t.first_token_ms:.0f} ms,"
+                f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
+                f" {t.prompt_reused} reused]\n"
+            )
+        elif isinstance(event, TurnFailed):
+            self.err.write(f"[turn failed] {event.reason}\n")
+        elif isinstance(event, ToolsRan):
+            for o in event.outcomes:
+                shown = (
+                    json.dumps(o.content, ensure_ascii=False)
+                    if o.ok
+                    else f"{o.error_code}: {o.error}"
+                )
+                shown = shown if len(shown) <= 400 else shown[:400] + "…"
+                self.err.write(f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {shown}\n")
+        elif isinstance(event, TurnResult) and event.reason != "answer":
+            self.err.write(f"[turn ended: {event.reason}]\n")
+        elif isinstance(event, JsonChecked):
+            r = event.result
+            code = r.code.value if r.code else ""
+            verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
+            self.err.write(f"[json {event.target}] {verdict}\n")
+
+
+__all__ = ["TerminalReply", "TurnEvent"]
