@@ -47,6 +47,11 @@ def _build_parser() -> argparse.ArgumentParser:
     history_cli.add_arguments(commands.add_parser("history", help="saved conversations"))
 
     tools_cli.add_arguments(commands.add_parser("tools", help="tool plugins, audit log, approvals"))
+    from app import replay
+
+    replay.add_arguments(
+        commands.add_parser("replay", help="replay model output through a frontend's turn path")
+    )
     from app import endpoints_cli
 
     endpoints_cli.add_endpoint_arguments(
@@ -176,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app import library_cli
 
             return library_cli.run(args)
+        if args.command == "replay":
+            from app import replay
+
+            return replay.run(args)
         if args.command == "chat":
             from app.headless_chat import run_chat
 

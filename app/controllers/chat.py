@@ -128,6 +128,7 @@ class ChatController(QObject):
         self._tools: dict[str, ConversationTools] = {}
         self._plugins: list[str] | None = None
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
+        self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
         self._found: Discovered | None = None
         self._discovery_lock = threading.Lock()
         self._policies: dict[str, ApprovalPolicy] = {}
@@ -563,7 +564,7 @@ class ChatController(QObject):
         finally:
             self.flush()
             reply.open_segments = dict(state.builder.segments)
-            self._builder = None
+            self._builder, self.last_builder = None, state.builder
             if cancel.is_set() and reply.state in ("streaming", "incomplete"):
                 reply.state = "stopped"
             elif reply.state == "streaming":

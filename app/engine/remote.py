@@ -37,6 +37,7 @@ from app.domain.events import (
     ParseIssue,
     Severity,
     StopReason,
+    TurnDone,
 )
 from app.domain.messages import (
     Conversation,
@@ -202,6 +203,7 @@ class RemoteSession:
     ) -> None:
         self.endpoint = endpoint
         self._key = key
+        self.gpt_oss = "gpt-oss" in endpoint.model.lower().replace("_", "-")
         self.client = client or openai_client(endpoint, key)
         self.sampling = sampling
         self.max_tokens = endpoint.max_tokens or max_tokens
@@ -522,10 +524,10 @@ class RemoteSession:
         read here so that analysis never shows as answer text."""
         if state.mode is None:
             state.pending += text
-            head = state.pending.lstrip()
-            if not head or any(m.startswith(head) for m in ("<|channel|>", "<|start|>")):
+            mode = _mode_of(state.pending, self.gpt_oss)
+            if mode is None:
                 return  # it may still turn out to be markup
-            state.mode = "harmony" if head.startswith(("<|channel|>", "<|start|>")) else "plain"
+            state.mode = mode
             text, state.pending = state.pending, ""
         if state.mode == "plain":
             yield from self._text(state, Lane.ANSWER, text, start)
@@ -539,9 +541,9 @@ class RemoteSession:
         self, state: _Stream, events: list[ParseEvent], start: float
     ) -> Iterator[ChatEvent]:
         """The token parser's events as this reply's (indices counted in the reply); its
-        `TurnDone` is left out: the session says how the turn ended."""
+        `TurnDone` says how the model's output ended, as a local parser's does."""
         for event in events:
-            if isinstance(event, ParseIssue):
+            if isinstance(event, ParseIssue | TurnDone):
                 yield event
                 continue
             if isinstance(event, MessageStarted):
@@ -558,8 +560,10 @@ class RemoteSession:
     def _end_content(self, state: _Stream, start: float, complete: bool) -> Iterator[ChatEvent]:
         """What the reply's text left open when the stream ended."""
         if state.mode is None and state.pending:
-            yield from self._text(state, Lane.ANSWER, state.pending, start)
-        elif state.mode == "harmony" and state.harmony is not None:
+            state.mode = _mode_of(state.pending, self.gpt_oss, final=True)
+            text, state.pending = state.pending, ""
+            yield from self._content(state, text, start)
+        if state.mode == "harmony" and state.harmony is not None:
             yield from self._parsed(state, state.harmony.finish(complete), start)
 
     def _text(self, state: _Stream, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
@@ -632,6 +636,19 @@ def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) ->
 
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+_MARKERS = ("<|channel|>", "<|start|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>")
+
+
+def _mode_of(head: str, gpt_oss: bool, final: bool = False) -> str | None:
+    """How to read a reply's text: "harmony" for a gpt-oss model (its output is Harmony from
+    the first byte, even one that skips its header) or text that opens with markup; "plain"
+    otherwise; None while the first text may still turn out to be markup."""
+    text = head.lstrip()
+    if gpt_oss or any(m in head for m in _MARKERS):
+        return "harmony"
+    if not final and (not text or any(m.startswith(text) for m in _MARKERS)):
+        return None
+    return "plain"
 
 
 def _part_value(part: Any, name: str) -> Any:

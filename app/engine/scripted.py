@@ -87,3 +87,36 @@ class ScriptedClient:
         if name == "token_table":
             return list(self.encoding.token_table)
         raise ValueError(name)
+
+
+class ScriptedServer:
+    """A scripted OpenAI-compatible server for the remote path: `chat.completions.create`
+    streams the given content chunks, one generation per call, as chat-completion chunks (what
+    a server that passes gpt-oss markup through as text sends)."""
+
+    def __init__(self, generations: Sequence[Sequence[str]], finish: str = "stop") -> None:
+        self._generations = [list(g) for g in generations]
+        self.finish = finish  # "length": the text ended without its stop token
+        self.bodies: list[dict[str, object]] = []
+        self.chat = _Namespace(completions=_Namespace(create=self._create))
+        self.models = _Namespace(list=lambda: [])
+
+    def _create(self, **body: object) -> Iterator[object]:
+        self.bodies.append(body)
+        chunks = self._generations.pop(0) if self._generations else []
+        for i, text in enumerate(chunks):
+            delta = _Namespace(content=text, tool_calls=None, model_extra={})
+            last = i == len(chunks) - 1
+            choice = _Namespace(
+                delta=delta, finish_reason=self.finish if last else None, logprobs=None
+            )
+            yield _Namespace(id="scripted-1", choices=[choice], usage=None)
+        if not chunks:
+            delta = _Namespace(content=None, tool_calls=None, model_extra={})
+            choice = _Namespace(delta=delta, finish_reason=self.finish, logprobs=None)
+            yield _Namespace(id="scripted-1", choices=[choice], usage=None)
+
+
+class _Namespace:
+    def __init__(self, **values: object) -> None:
+        self.__dict__.update(values)

@@ -8,9 +8,10 @@ same code, with the same recoveries, diagnostics and late lane decisions.
 
 Guarantees: `feed` takes text in any chunking; a special token split across chunks is held
 back until it is whole (the longest tail that could begin one), so the events never depend on
-where a server cut its chunks; `finish(complete=True)` is a stream that ended normally (such
-servers drop the last `<|return|>` or `<|call|>`, which is supplied for the open message);
-`finish(complete=False)` leaves it cut (E-STREAM-TRUNCATED).
+where a server cut its chunks; the reading ends at the first `<|return|>` or `<|call|>`, where
+a local generation stops (what a server sends after it is ignored); `finish(complete=True)` is
+a stream that ended normally (such servers drop the last `<|return|>` or `<|call|>`, which is
+supplied for the open message); `finish(complete=False)` leaves it cut (E-STREAM-TRUNCATED).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class HarmonyText:
         self._longest = max(len(m) for m in self._markers)
         self._held = ""
         self._open_lane: Lane | None = None
+        self._stopped = False
 
     def feed(self, text: str) -> list[ParseEvent]:
         """The parser's events for `text` (all but a tail that may begin a special token)."""
@@ -48,15 +50,19 @@ class HarmonyText:
         """Close the stream; `complete` when it ended normally (its stop token was dropped)."""
         events = self._parse(self._held)
         self._held = ""
-        if complete and self._open_lane is not None and not self.parser.finished:
+        if complete and self._open_lane is not None and not self._stopped:
             stop = enc.CALL if self._open_lane is Lane.TOOL_CALL else enc.RETURN
             events += self._track(self.parser.feed_many([stop]))
         return events + self._track(self.parser.finish("" if complete else "cut"))
 
     def _parse(self, text: str) -> list[ParseEvent]:
-        if not text:
+        if not text or self._stopped:
             return []
-        return self._track(self.parser.feed_many(self.encoding.encode_with_specials(text)))
+        ids = self.encoding.encode_with_specials(text)
+        cut = next((i + 1 for i, t in enumerate(ids) if t in (enc.RETURN, enc.CALL)), None)
+        if cut is not None:  # a local generation stops here: so does this reading
+            ids, self._stopped = ids[:cut], True
+        return self._track(self.parser.feed_many(ids))
 
     def _track(self, events: list[ParseEvent]) -> list[ParseEvent]:
         for event in events:
