@@ -112,3 +112,22 @@ def test_a_bad_line_is_an_error_line_and_the_run_goes_on(bad: str) -> None:
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     first, second = [json.loads(line) for line in done.stdout.splitlines()]
     assert "error" in first and second["shown"] == [{"lane": "answer", "text": "Hi.", "recipient": None}]
+
+
+def test_a_tool_call_written_as_text_never_streams_as_the_answer(encoding: HarmonyEncoding) -> None:
+    """W34: gpt-oss spells a call out in ordinary tokens inside its answer. It is held back as it
+    streams, never shown as the answer, and said in a notice — also when the stream is cut."""
+    from tests.test_parser_catalogue import tokens_of
+
+    spelt = '⟦to=functions.read <|constrain|>json<|message|>{"path":"a"}<|call|>⟧'
+    whole = tokens_of(encoding, f"<|channel|>final<|message|>Let me look. {spelt}<|return|>")
+    cut = tokens_of(encoding, f"<|channel|>final<|message|>Let me look. {spelt}")[:-3]
+    for frontend in ("terminal", "window"):
+        for ids in (whole, cut):
+            (out,) = _replay([{"tokens": ids}], frontend, "tokens")
+            lanes = [(s["lane"], s["text"][:40]) for s in out["shown"]]
+            assert lanes[0] == ("answer", "Let me look."), (frontend, lanes)
+            assert lanes[1][0] == "notice" and "tool call as ordinary text" in out["shown"][1]["text"]
+            assert not any("to=functions" in s["text"] for s in out["shown"] if s["lane"] == "answer")
+            if frontend == "terminal":
+                assert "to=functions" not in out["stdout"] and out["stdout"].startswith("Let me look.")

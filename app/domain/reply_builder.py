@@ -14,6 +14,9 @@ Guarantees:
   hidden (a repeated answer) is emptied, never left on screen;
 - a tool call is a card (tool, arguments, state), on any channel; its outcome, from the tool
   host or from a stored tool message, fills the card it answers;
+- answer text that may be a tool call spelt out as ordinary text (W34) is held back from where
+  it may begin until the message decides; a spelt-out call is never shown as the answer but
+  said in a notice, whether the message ended or was cut;
 - a JSON verdict, a failure and a cut message are said on the reply (`state`, `error`);
 - `apply` returns the changes it made, in order, for a frontend to paint or print.
 """
@@ -33,6 +36,7 @@ from app.domain.events import (
     TurnDone,
 )
 from app.domain.history import Reply, Segment
+from app.domain.textual_call import held_from, split
 from app.domain.visibility import Lane
 
 VISIBLE = {Lane.ANSWER: "answer", Lane.PREAMBLE: "preamble"}
@@ -95,6 +99,7 @@ class ReplyBuilder:
         self.segments: dict[int, int] = dict(segments or {})  # message index → segment index
         self.issues: list[ParseIssue] = []
         self.stop: StopReason | None = None
+        self._held: dict[int, str] = {}  # segment index → answer text held back (W34)
 
     # --- the fold -------------------------------------------------------------------
 
@@ -145,8 +150,17 @@ class ReplyBuilder:
         index = self.segments.get(event.index)
         if index is None or event.lane not in VISIBLE:
             return []
-        self.reply.segments[index].text += event.text
-        return [Appended(index, event.text)]
+        segment = self.reply.segments[index]
+        text = self._held.pop(index, "") + event.text
+        if event.lane is Lane.ANSWER:  # text that may be a call spelt out waits (W34)
+            cut = held_from(segment.text, text)
+            text, held = text[:cut], text[cut:]
+            if held:
+                self._held[index] = held
+        if not text:
+            return []
+        segment.text += text
+        return [Appended(index, text)]
 
     def _done(self, event: MessageDone) -> list[Change]:
         debug = self.reply.debug
@@ -162,18 +176,29 @@ class ReplyBuilder:
             return self._add(Segment("tool", data=data, complete=event.complete))
         if event.lane is Lane.TOOL_RESULT:
             return self._tool_message(event)
+        shown, spelt = event.message.text, ""
+        if event.lane is Lane.ANSWER:
+            shown, spelt = split(shown)
         index = self.segments.get(event.index)
         if index is None:  # decided only now (W10, W24): shown whole
-            changes = self._add(
-                Segment(VISIBLE[event.lane], event.message.text, complete=event.complete)  # type: ignore[arg-type]
-            )
+            kind = VISIBLE[event.lane]
+            changes = self._add(Segment(kind, shown, complete=event.complete))  # type: ignore[arg-type]
             self.segments[event.index] = len(self.reply.segments) - 1
-            return changes
-        segment = self.reply.segments[index]
-        segment.complete = event.complete
-        if segment.text != event.message.text:  # resolved late: the message's text wins
-            segment.text = event.message.text
-        return [Updated(index)]
+        else:
+            self._held.pop(index, None)
+            segment = self.reply.segments[index]
+            segment.complete = event.complete
+            segment.text = shown  # the message's text wins (resolved late, or held back)
+            changes = [Updated(index)]
+        if spelt:
+            self.reply.debug.events.append(
+                "E-CALL-SCHEMA (warning): a tool call written as ordinary text in the answer"
+            )
+            changes += self.notice(
+                "The model wrote a tool call as ordinary text instead of making it; it was not"
+                f" run: {spelt[:300]}"
+            )
+        return changes
 
     def _hidden(self, event: MessageDone) -> list[Change]:
         """An analysis message: its text to the debug record; a segment it had is emptied."""
