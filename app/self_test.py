@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from app.errors import HarmonyDeskError
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -29,7 +31,7 @@ class Outcome:
     warning: bool = False
 
 
-class Warned(Exception):
+class Warned(HarmonyDeskError):
     """A check that found something worth saying but not worth failing for."""
 
 

@@ -20,12 +20,15 @@ from app.controllers.background import Background
 from app.domain.endpoint import Endpoint
 from app.engine.protocol import Sampling
 from app.engine.remote import RemoteSession, check_connection
+from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import MissingKey, Secrets
 from app.settings import load_settings, save_settings
 
 
-class EndpointError(Exception):
+class EndpointError(HarmonyDeskError):
     """Why a remote conversation cannot start (said to the user as the turn's error)."""
+
+    code = ErrorCode.NETWORK
 
 
 class RemoteHost(QObject):

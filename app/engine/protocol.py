@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.errors import HarmonyDeskError
+
 
 class Sampling(BaseModel):
     """How the next token is chosen."""
@@ -65,7 +67,7 @@ _WHY = {
 }
 
 
-class IllegalTransition(RuntimeError):
+class IllegalTransition(HarmonyDeskError, RuntimeError):
     """A bug: the client asked the worker for something its state does not allow."""
 
 

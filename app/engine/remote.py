@@ -51,7 +51,7 @@ from app.domain.visibility import Lane, is_tool_recipient, route
 from app.engine.chat import ChatEvent, Generation, JsonChecked, TurnRecord
 from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
 from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
-from app.errors import ErrorCode
+from app.errors import ErrorCode, HarmonyDeskError
 from app.harmony.encoding import CALL
 from app.harmony.text_stream import HarmonyText
 
@@ -77,7 +77,7 @@ class ResponseReceived:
     logprobs: tuple[tuple[str, float], ...] = ()
 
 
-class RemoteError(Exception):
+class RemoteError(HarmonyDeskError):
     """A request the endpoint refused, with what to do about it."""
 
     def __init__(

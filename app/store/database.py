@@ -176,9 +176,8 @@ def _check_existing(path: Path) -> int:
         version = int(probe.execute("PRAGMA user_version").fetchone()[0])
         verdict = probe.execute("PRAGMA quick_check").fetchone()[0]
     except sqlite3.DatabaseError as exc:
-        problem = (
-            StoreProblem.NOT_A_DATABASE if "not a database" in str(exc) else StoreProblem.DAMAGED
-        )
+        not_db = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
+        problem = StoreProblem.NOT_A_DATABASE if not_db else StoreProblem.DAMAGED
         raise StoreError(problem, path, str(exc)) from exc
     finally:
         probe.close()

@@ -19,6 +19,7 @@ import pluggy
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from app.domain.messages import ToolDescription
+from app.errors import ErrorCode, HarmonyDeskError
 
 
 class Risk(StrEnum):
@@ -30,13 +31,16 @@ class Risk(StrEnum):
     WRITES_FILES = "writes files"
 
 
-class ToolError(Exception):
-    """Raise it from a tool for an expected failure: the model reads `message`, the chat goes on."""
+class ToolError(HarmonyDeskError):
+    """Raise it from a tool for an expected failure: the model reads `message`, the chat goes on.
+    `code` is one of the app's error codes (`E-TOOL-ERROR` unless the tool names another)."""
+
+    code = ErrorCode.TOOL_ERROR
 
     def __init__(self, message: str, code: str = "E-TOOL-ERROR") -> None:
         super().__init__(message)
-        self.message = message
-        self.code = code
+        known = {c.value for c in ErrorCode}
+        self.code = ErrorCode(code) if code in known else ErrorCode.TOOL_ERROR
 
 
 @dataclass(frozen=True)
