@@ -21,12 +21,13 @@ from app.chat_checkpoints import ChatCheckpoints
 from app.domain.endpoint import Endpoint
 from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
+from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
 from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.engine.chat import ChatSession
 from app.engine.client import WorkerClient, default_threads
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
-from app.engine.protocol import Sampling, TurnFailed
+from app.engine.protocol import TurnFailed
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
 from app.engine.tool_turn import run_tool_turn

@@ -65,9 +65,10 @@ def _harmony() -> str:
 
 
 def _model() -> str:
+    from app.domain.sampling import Sampling
     from app.engine.client import WorkerClient
     from app.engine.default_model import default_model_path
-    from app.engine.protocol import GenerationDone, Sampling, TokenStep, TurnFailed
+    from app.engine.protocol import GenerationDone, TokenStep, TurnFailed
 
     path = default_model_path()  # assembled from the bundled package data on first run
     with WorkerClient() as client:

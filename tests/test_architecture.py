@@ -76,3 +76,26 @@ def test_the_store_depends_on_domain_and_harmony_only() -> None:
     for path in (APP / "store").rglob("*.py"):
         bad = {n for n in imports(path) if n.startswith("app.") and n.split(".")[1] not in allowed}
         assert not bad, f"{path} imports {bad}"
+
+
+# The map in ARCHITECTURE.md: which package may import which. The small shared modules (errors,
+# paths, atomic files, bounded input readers, bundled resources, settings, the keyring) serve all.
+SHARED = {"errors", "paths", "fileio", "inputs", "resources", "settings", "secrets"}
+MAP = {
+    "harmony": {"domain"},
+    "templates": {"domain", "harmony"},
+    "tools": {"domain"},
+    "engine": {"domain", "harmony", "templates", "tools"},
+    "store": {"domain", "harmony"},
+    "library": {"domain", "engine", "templates"},
+    "controllers": {"domain", "harmony", "templates", "engine", "tools", "store", "library"},
+    "ui": {"controllers", "domain"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(MAP))
+def test_each_package_imports_only_what_the_map_allows(package: str) -> None:
+    for path in (APP / package).rglob("*.py"):
+        inner = {n.split(".")[1] for n in imports(path) if n.startswith("app.") and n.count(".") >= 1}
+        bad = inner - MAP[package] - SHARED - {package}
+        assert not bad, f"{path} imports {sorted(bad)}"

@@ -17,8 +17,9 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
+from app.domain.sampling import Sampling
 from app.engine.chat import ChatSession
-from app.engine.protocol import ModelBackend, Sampling, WorkerState
+from app.engine.protocol import ModelBackend, WorkerState
 from app.engine.tokenizer import ModelTokenizer
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic

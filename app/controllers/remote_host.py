@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.background import Background
 from app.domain.endpoint import Endpoint
-from app.engine.protocol import Sampling
+from app.domain.sampling import Sampling
 from app.engine.remote import RemoteSession, check_connection
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import MissingKey, Secrets

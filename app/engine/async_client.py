@@ -12,8 +12,9 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
+from app.domain.sampling import Sampling
 from app.engine.client import WorkerClient
-from app.engine.protocol import GenerationEvent, ModelInfo, Sampling
+from app.engine.protocol import GenerationEvent, ModelInfo
 
 _END = object()
 

@@ -28,6 +28,7 @@ from app.domain.messages import (
     Role,
     SystemContent,
 )
+from app.domain.sampling import Sampling
 from app.domain.visibility import is_tool_recipient
 from app.engine.constraint import (
     Constraint,
@@ -42,7 +43,6 @@ from app.engine.protocol import (
     FinishReason,
     GenerationDone,
     ModelBackend,
-    Sampling,
     Timings,
     TokenStep,
     TurnFailed,

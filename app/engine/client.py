@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.domain.library import Fit
+from app.domain.sampling import Sampling
 from app.engine.constraint import Constraint
 from app.engine.gguf_info import read_model
 from app.engine.memory import estimate_memory
@@ -37,7 +38,6 @@ from app.engine.protocol import (
     LoadProgress,
     LoadRequest,
     ModelInfo,
-    Sampling,
     ShutdownRequest,
     TokenStep,
     TurnFailed,

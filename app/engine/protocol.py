@@ -13,26 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from app.domain.sampling import Sampling
 from app.errors import HarmonyDeskError
-
-
-class Sampling(BaseModel):
-    """How the next token is chosen."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    temperature: float = Field(1.0, ge=0.0, le=2.0, description="Randomness; 0 is greedy.")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
-    top_k: int = Field(0, ge=0, description="Keep only the k likeliest tokens; 0 keeps all.")
-    min_p: float = Field(
-        0.0, ge=0.0, le=1.0, description="Drop tokens below this share of the top one."
-    )
-    repeat_penalty: float = Field(
-        1.0, ge=0.5, le=2.0, description="Penalty on repeated tokens; 1 is off."
-    )
-    seed: int | None = Field(None, ge=0, description="Fixed seed for reproducible sampling.")
 
 
 class WorkerState(StrEnum):

@@ -47,10 +47,11 @@ from app.domain.messages import (
     Role,
 )
 from app.domain.redact import redact
+from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient, route
 from app.engine.chat import ChatEvent, Generation, JsonChecked, TurnRecord
 from app.engine.constraint import ResponseFormat, ToolChoice, validate_json
-from app.engine.protocol import FinishReason, GenerationDone, Sampling, Timings, TurnFailed
+from app.engine.protocol import FinishReason, GenerationDone, Timings, TurnFailed
 from app.errors import ErrorCode, HarmonyDeskError
 from app.harmony.encoding import CALL
 from app.harmony.text_stream import HarmonyText

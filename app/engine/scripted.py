@@ -11,12 +11,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
+from app.domain.sampling import Sampling
 from app.engine.protocol import (
     FinishReason,
     GenerationDone,
     GenerationEvent,
     ModelInfo,
-    Sampling,
     Timings,
     TokenStep,
     WorkerState,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.events import ParseEvent
 from app.domain.messages import Conversation, Message, ReasoningEffort
-from app.engine.protocol import Sampling
+from app.domain.sampling import Sampling
 
 
 class Capability(StrEnum):
