@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.templates.base import Capability, OutputParser, Template, TemplateDefaults, Tokenizer
-from app.templates.registry import register_template
 from app.templates.text_output import TextOutputParser
 
 
@@ -60,8 +59,8 @@ class _Marked(Template):
         return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
 
 
-@register_template("chatml")
 class ChatML(_Marked):
+    name = "chatml"
     defaults = TemplateDefaults(
         session_len=4096, temperature=0.7, top_p=0.9, top_k=40, stop_words=("<|im_end|>",)
     )
@@ -72,8 +71,8 @@ class ChatML(_Marked):
         return f"<|im_start|>{role}\n"
 
 
-@register_template("qwen")
 class Qwen(ChatML):
+    name = "qwen"
     defaults = TemplateDefaults(
         session_len=8192,
         temperature=0.7,
@@ -84,8 +83,8 @@ class Qwen(ChatML):
     )
 
 
-@register_template("gemma")
 class Gemma(_Marked):
+    name = "gemma"
     defaults = TemplateDefaults(
         session_len=8192, temperature=1.0, top_p=0.95, top_k=64, stop_words=("<end_of_turn>",)
     )
@@ -109,8 +108,8 @@ class Gemma(_Marked):
             system = "" if role == "user" else system
 
 
-@register_template("llama-3")
 class Llama3(_Marked):
+    name = "llama-3"
     defaults = TemplateDefaults(
         session_len=8192, temperature=0.6, top_p=0.9, top_k=40, stop_words=("<|eot_id|>",)
     )
@@ -122,8 +121,8 @@ class Llama3(_Marked):
         return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
 
 
-@register_template("completion")
 class Completion(_Marked):
+    name = "completion"
     """A base model: the text so far, undecorated, to be continued."""
 
     defaults = TemplateDefaults(

@@ -13,7 +13,6 @@ from app.harmony import encoding as enc
 from app.harmony.parser import StreamParser
 from app.harmony.renderer import Renderer, RenderMode
 from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
-from app.templates.registry import register_template
 
 _CHECKED_SPECIALS = (
     enc.RETURN,
@@ -31,8 +30,8 @@ def with_effort(conversation: Conversation, effort: ReasoningEffort) -> Conversa
     return conversation.with_header(Role.SYSTEM, reasoning_effort=effort)
 
 
-@register_template("harmony")
 class HarmonyTemplate(Template):
+    name = "harmony"
     defaults = TemplateDefaults(
         session_len=8192, temperature=1.0, top_p=1.0, top_k=0, repetition_penalty=1.0
     )

@@ -24,7 +24,6 @@ from typing import Any, NoReturn
 from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.errors import HarmonyDeskError
 from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
-from app.templates.registry import register_template
 from app.templates.text_output import TextOutputParser
 
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
@@ -78,8 +77,8 @@ def _raise(message: str) -> NoReturn:
     raise JinjaTemplateError(f"the model's chat template refused the conversation: {message}")
 
 
-@register_template("gguf-jinja")
 class GgufJinja(Template):
+    name = "gguf-jinja"
     defaults = TemplateDefaults()
 
     def __init__(self, source: str = "", bos: str = "", eos: str = "") -> None:

@@ -1,8 +1,10 @@
 """The template registry: names to template classes, refusing silent overwrites.
 
-`register_template("name")` adds a class; a second registration of the same name raises
-with how to replace it on purpose (`replace=True`); an unknown name raises with the valid
-names. `default_template_name` picks a template from GGUF metadata.
+The built-in templates are registered here, explicitly, by importing their classes (no import
+side effects, no cycle: a template module never imports the registry). `register_template`
+adds another class; a second registration of the same name raises with how to replace it on
+purpose (`replace=True`); an unknown name raises with the valid names.
+`default_template_name` picks a template from GGUF metadata.
 """
 
 from __future__ import annotations
@@ -12,9 +14,15 @@ from typing import Any, TypeVar
 
 from app.errors import HarmonyDeskError
 from app.templates.base import Template
+from app.templates.builtin import ChatML, Completion, Gemma, Llama3, Qwen
+from app.templates.harmony import HarmonyTemplate
+from app.templates.jinja import GgufJinja
 
 T = TypeVar("T", bound=type[Template])
-_REGISTRY: dict[str, type[Template]] = {}
+BUILTINS: tuple[type[Template], ...] = (
+    HarmonyTemplate, ChatML, Qwen, Gemma, Llama3, Completion, GgufJinja
+)  # fmt: skip
+_REGISTRY: dict[str, type[Template]] = {cls.name: cls for cls in BUILTINS}
 
 
 class TemplateError(HarmonyDeskError):
@@ -38,13 +46,11 @@ def register_template(name: str, *, replace: bool = False) -> Callable[[T], T]:
 
 
 def template_names() -> list[str]:
-    _load_builtins()
     return sorted(_REGISTRY)
 
 
 def get_template(name: str) -> Template:
     """A new instance of the template called `name`."""
-    _load_builtins()
     cls = _REGISTRY.get(name)
     if cls is None:
         raise TemplateError(
@@ -68,7 +74,3 @@ def default_template_name(metadata: dict[str, Any]) -> str:
     if "<|start_header_id|>" in text:
         return "llama-3"
     return "gguf-jinja"
-
-
-def _load_builtins() -> None:
-    from app.templates import builtin, harmony, jinja  # noqa: F401 - registration side effects
