@@ -17,6 +17,7 @@ from app.domain.terminal import protect_terminal
 from app.errors import HarmonyDeskError
 from app.fileio import write_output
 from app.inputs import read_text_file
+from app.startup import configure_logging, install_crash_handler
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -135,8 +136,9 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         return screenshot(args.screenshot)
     if _has_display():
-        from app.ui.app import run_window
+        from app.ui.app import crash_dialog, run_window
 
+        install_crash_handler(crash_dialog)  # the window's crash policy: log, then a dialog
         return run_window(args.model)
     from app.headless_chat import run_chat
 
@@ -152,6 +154,8 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     protect_terminal()  # model, server and imported text never drive the terminal
+    configure_logging()
+    install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
     parser = _build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "history" and args.verb == "export":

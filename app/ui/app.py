@@ -67,6 +67,22 @@ def _ask_about_history(problem: StoreError) -> Choice:
     return "backup" if clicked is backup else "fresh" if clicked is fresh else "quit"
 
 
+_showing_crash = [False]
+
+
+def crash_dialog(text: str) -> None:
+    """The crash policy's dialog: one at a time; the window stays."""
+    from PySide6.QtWidgets import QMessageBox
+
+    if _showing_crash[0]:
+        return
+    _showing_crash[0] = True
+    try:
+        QMessageBox.critical(None, "Harmony Desk", text)
+    finally:
+        _showing_crash[0] = False
+
+
 def run_window(model: str | None = None) -> int:
     """The window on a qasync loop; the default model (or `model`) loads in the background."""
     import qasync

@@ -1,0 +1,88 @@
+"""Start-up: the category loggers' file and the one crash policy.
+
+Guarantees:
+- `configure_logging` sends the category loggers (`engine`, `harmony`, `tools`, `store`, `ui`,
+  `library`, `llama` for llama.cpp's own lines, `crash`) to a rotating log file in the data
+  folder (`logs/harmony-desk.log`, 2 MiB × 4), every line redacted of secrets first; calling
+  it again does not add a second handler;
+- `install_crash_handler` makes an exception nobody caught (`sys.excepthook`, and threads'
+  `threading.excepthook`) a logged traceback plus one call of `show` with a sentence for the
+  user (the window shows a dialog, the terminal a line); the handler itself never raises.
+Expected failures never reach it: they are values or `HarmonyDeskError`s handled where they occur.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from app.domain.redact import redact
+from app.paths import data_dir
+
+CATEGORIES = ("engine", "harmony", "tools", "store", "ui", "library", "llama", "crash")
+LOG_NAME = "harmony-desk.log"
+
+
+class _Redacted(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        return True
+
+
+def log_path() -> Path:
+    return data_dir() / "logs" / LOG_NAME
+
+
+def configure_logging(level: int = logging.INFO) -> Path:
+    """Attach the rotating log file to the category loggers; its path."""
+    path = log_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=2 << 20, backupCount=4, encoding="utf-8"
+        )
+    except OSError:  # a read-only data folder: the app runs, unlogged
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_Redacted())
+    handler.set_name("harmony-desk-file")
+    for name in CATEGORIES:
+        logger = logging.getLogger(name)
+        if not any(h.get_name() == "harmony-desk-file" for h in logger.handlers):
+            logger.addHandler(handler)
+        logger.setLevel(min(logger.level or level, level))
+    return path
+
+
+def install_crash_handler(show: Callable[[str], None]) -> None:
+    """Uncaught exceptions (any thread) are logged with their traceback and told to the user."""
+    log = logging.getLogger("crash")
+
+    def report(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            sys.__excepthook__(kind, value, tb)
+            return
+        try:
+            details = "".join(traceback.format_exception(kind, value, tb))
+            log.error("uncaught %s\n%s", kind.__name__, details)
+            show(
+                f"Harmony Desk hit an unexpected error ({kind.__name__}: {redact(str(value))})."
+                f" Your conversations are saved. The details are in {log_path()}."
+            )
+        except Exception:  # the crash policy itself must not crash
+            sys.__excepthook__(kind, value, tb)
+
+    def thread_report(args: threading.ExceptHookArgs) -> None:
+        report(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback)
+
+    sys.excepthook = report
+    threading.excepthook = thread_report
+
+
+__all__ = ["CATEGORIES", "configure_logging", "install_crash_handler", "log_path"]
