@@ -30,7 +30,7 @@ from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.engine.protocol import TurnFailed
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
-from app.engine.tool_turn import run_tool_turn
+from app.engine.turn import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
@@ -296,20 +296,17 @@ def _converse(
     try:
         for text in prompts:
             printer.begin(saved.begin(text) if saved is not None else Reply())
-            events = (
-                run_tool_turn(
-                    session,
-                    text,
-                    tools.registry,
-                    approve=approve,
-                    tool_choice=args.tool_choice,
-                    max_calls=args.max_tool_calls,
-                    context=context,
-                )
-                if tools is not None
-                else session.send(text, reasoning_effort=effort, response_format=response_format)
+            request = TurnRequest(
+                text,
+                effort=effort,
+                response_format=response_format,
+                tools=tools.registry if tools is not None else None,
+                approve=approve,
+                tool_choice=args.tool_choice if tools is not None else "auto",
+                max_calls=args.max_tool_calls,
+                context=context,
             )
-            status = max(status, _follow(events, printer, saved))
+            status = max(status, _follow(run_turn(session, request), printer, saved))
     finally:
         if saved is not None:
             saved.close()

@@ -29,6 +29,7 @@ from app.domain.history import Reply
 from app.engine.chat import ChatSession
 from app.engine.remote import RemoteSession
 from app.engine.scripted import ScriptedClient, ScriptedServer
+from app.engine.turn import TurnRequest, run_turn
 from app.errors import InvalidInputError
 from app.harmony import encoding as enc
 from app.harmony.jsonl import run_lines
@@ -110,7 +111,7 @@ def replay_terminal(source: Source, via: str) -> dict[str, Any]:
 
     printer = TerminalReply(False, io.StringIO(), io.StringIO())
     builder = printer.begin(Reply())
-    for event in session_for(source, via).send(USER_TEXT):
+    for event in run_turn(session_for(source, via), TurnRequest(USER_TEXT)):
         printer(event)
     result = result_of(builder.reply, builder.stop.value if builder.stop else None)
     result["stdout"] = printer.out.getvalue()  # type: ignore[attr-defined]

@@ -43,14 +43,13 @@ from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError,
 from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.remote import RemoteSession, RequestSent, ResponseReceived
 from app.engine.reply_events import fold
-from app.engine.tool_runner import Decision
-from app.engine.tool_turn import run_tool_turn
+from app.engine.tool_runner import Decision, allow_all
+from app.engine.turn import Resume, TurnRequest, run_turn
 from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
 from app.store.database import StoreError
 from app.store.history import HistoryStore
 from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
-from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
 from app.tools.discovery import Discovered, discover
 from app.tools.session import ConversationTools, ToolOptions
@@ -515,41 +514,20 @@ class ChatController(QObject):
                     yield _Vocab(tuple(session.tokenizer.token_table()))
             session.conversation = session.conversation.with_messages(history)
             start = len(session.conversation.messages) + 1
-            if resume is not None:
-                conversation = session.conversation.with_messages(
-                    [Message.of(Role.USER, version.user_text), *kept]
-                )
-                if version.effort is not None and isinstance(session.template, HarmonyTemplate):
-                    conversation = with_effort(conversation, version.effort)
-                if isinstance(session, ChatSession):  # JSON mode and its check hold on Continue
-                    out = yield from session.resume(
-                        conversation, prefix, max_tokens=max_tokens, cancel=cancel
-                    )
-                else:
-                    out = yield from session.generate(
-                        conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
-                    )
-                session.conversation = conversation.with_messages(out.messages)
-            elif policy is not None:
-                tools = self._conversation_tools(doc)
-                if version.effort is not None and isinstance(session.template, HarmonyTemplate):
-                    session.conversation = with_effort(session.conversation, version.effort)
-                context = ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline)
-                yield from run_tool_turn(
-                    session,
-                    version.user_text,
-                    tools.registry,
-                    approve=policy,
-                    cancel=cancel,
-                    context=context,
-                )
-            else:
-                yield from session.send(
-                    version.user_text,
-                    reasoning_effort=version.effort,
-                    cancel=cancel,
-                    response_format=response_format,
-                )
+            asked = [Message.of(Role.USER, version.user_text), *kept]
+            request = TurnRequest(
+                version.user_text,
+                effort=version.effort,
+                response_format=response_format,
+                tools=self._conversation_tools(doc).registry if policy is not None else None,
+                approve=policy if policy is not None else allow_all,
+                context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
+                resume=Resume(session.conversation.with_messages(asked), prefix)
+                if resume is not None
+                else None,
+                max_tokens=max_tokens,
+            )
+            yield from run_turn(session, request, cancel)
             yield _SessionDone(session.conversation, start)
 
         self._streaming = (version, reply)

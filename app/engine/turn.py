@@ -1,0 +1,105 @@
+"""`run_turn`: the only turn driver. Every frontend — the window, the terminal chat, replay —
+asks for a turn with a `TurnRequest` and folds the events it yields with the one reply builder.
+
+Guarantees: the same request gives the same events whoever drives it: a local or a remote
+session; with tools (the sans-I/O turn loop, approval, deadlines and the audit log beside it)
+or without; in JSON mode (constraint and verdict) or not; a fresh turn or the continuation of a
+cut answer (under the same JSON mode); the reasoning effort is recorded on the conversation as
+the Harmony format says. When it returns, `session.conversation` holds the turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from app.domain.messages import Conversation, ReasoningEffort
+from app.engine.chat import ChatEvent, ChatSession
+from app.engine.constraint import ResponseFormat, ToolChoice
+from app.engine.remote import RemoteSession
+from app.engine.tool_runner import Approve, allow_all
+from app.engine.tool_turn import ToolsRan, run_tool_turn
+from app.engine.turn_loop import TurnResult
+from app.templates.harmony import HarmonyTemplate, with_effort
+from app.tools.api import ToolContext
+from app.tools.registry import ToolRegistry
+
+TurnEvent = ChatEvent | ToolsRan | TurnResult
+Session = ChatSession | RemoteSession
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Continue a cut answer: the conversation up to it, and the ids it had produced."""
+
+    conversation: Conversation
+    prefix: Sequence[int]
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One user turn, as any frontend asks for it."""
+
+    text: str
+    effort: ReasoningEffort | None = None
+    response_format: ResponseFormat | None = None
+    tools: ToolRegistry | None = None  # None: no tool loop
+    approve: Approve = allow_all
+    tool_choice: ToolChoice = "auto"
+    max_calls: int = 8
+    context: ToolContext | None = None
+    resume: Resume | None = None
+    max_tokens: int | None = None
+
+
+def run_turn(
+    session: Session, request: TurnRequest, cancel: threading.Event | None = None
+) -> Iterator[TurnEvent]:
+    """The turn's events, in order (see the module guarantees)."""
+    if request.resume is not None:
+        yield from _resume(session, request, cancel)
+    elif request.tools is not None:
+        if request.effort is not None and isinstance(session.template, HarmonyTemplate):
+            session.conversation = with_effort(session.conversation, request.effort)
+        yield from run_tool_turn(
+            session,
+            request.text,
+            request.tools,
+            approve=request.approve,
+            tool_choice=request.tool_choice,
+            max_calls=request.max_calls,
+            cancel=cancel,
+            context=request.context,
+        )
+    else:
+        yield from session.send(
+            request.text,
+            reasoning_effort=request.effort,
+            cancel=cancel,
+            response_format=request.response_format,
+            tool_choice=request.tool_choice,
+        )
+
+
+def _resume(
+    session: Session, request: TurnRequest, cancel: threading.Event | None
+) -> Iterator[TurnEvent]:
+    assert request.resume is not None
+    conversation = request.resume.conversation
+    if request.effort is not None and isinstance(session.template, HarmonyTemplate):
+        conversation = with_effort(conversation, request.effort)
+    prefix, max_tokens = request.resume.prefix, request.max_tokens
+    if isinstance(session, ChatSession):  # JSON mode and its check hold on Continue
+        out = yield from session.resume(
+            conversation, prefix, max_tokens=max_tokens, cancel=cancel,
+            response_format=request.response_format,
+        )  # fmt: skip
+    else:
+        out = yield from session.generate(
+            conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
+        )
+    session.conversation = conversation.with_messages(out.messages)
+
+
+__all__ = ["Resume", "TurnEvent", "TurnRequest", "run_turn"]
