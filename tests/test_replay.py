@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.cli.replay import Source, replay_terminal, source_of
 from app.harmony import encoding as enc
 from app.harmony.encoding import HarmonyEncoding
 from app.harmony.parser import StreamParser
-from app.replay import Source, replay_terminal, source_of
 from tests.test_parser_catalogue import CASES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -131,3 +131,7 @@ def run_keys(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
 
 
 __all__ = ["add_endpoint_arguments", "add_key_arguments", "run_endpoints", "run_keys"]
+
+
+add_arguments = add_endpoint_arguments
+run = run_endpoints

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from app.chat_checkpoints import ChatCheckpoints
+from app.cli.checkpoints import ChatCheckpoints
+from app.cli.terminal_reply import TerminalReply, TurnEvent
 from app.domain.endpoint import Endpoint
 from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
@@ -34,7 +35,6 @@ from app.engine.turn import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
-from app.terminal_reply import TerminalReply, TurnEvent
 from app.tools.api import ToolContext
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
@@ -341,3 +341,6 @@ def _interactive() -> Iterator[str]:
             return
         if line.strip():
             yield line.rstrip("\n")
+
+
+run = run_chat

@@ -107,7 +107,7 @@ def result_of(reply: Reply, stop: str | None, texts: list[str] | None = None) ->
 
 def replay_terminal(source: Source, via: str) -> dict[str, Any]:
     """Through the terminal chat's path: its printer and its reply builder."""
-    from app.terminal_reply import TerminalReply
+    from app.cli.terminal_reply import TerminalReply
 
     printer = TerminalReply(False, io.StringIO(), io.StringIO())
     builder = printer.begin(Reply())
@@ -120,7 +120,7 @@ def replay_terminal(source: Source, via: str) -> dict[str, Any]:
 
 def replay_window(source: Source, via: str) -> dict[str, Any]:
     """Through the window: a real controller and main window, offscreen, painted."""
-    from app.replay_window import run_in_window
+    from app.cli.replay_window import run_in_window
 
     return run_in_window(source, via)
 

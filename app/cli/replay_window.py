@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.replay import USER_TEXT, Source, _endpoint, result_of, session_for
+from app.cli.replay import USER_TEXT, Source, _endpoint, result_of, session_for
 
 _LOOP: Any = None
 

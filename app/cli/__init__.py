@@ -1,0 +1,106 @@
+"""Command-line entry point: `harmony-desk` (the app) and its headless subcommands.
+
+One module per command group in this package (`GROUPS`), each with `add_arguments` and `run`;
+the terminal chat's view of a reply (`terminal_reply`) and its history checkpoints
+(`checkpoints`) live here too. Subcommands never need a display; `harmony render|parse` read
+JSON Lines on stdin and write one JSON line per input line (README, "Command-line contract").
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from app import __version__
+from app.domain.terminal import protect_terminal
+from app.errors import HarmonyDeskError
+from app.startup import configure_logging, install_crash_handler
+
+# command → (module in app/cli/, help); each module has `add_arguments(parser)` and `run(args)`
+GROUPS = {
+    "harmony": ("harmony", "render and parse the Harmony format"),
+    "transcript": ("transcript", "OpenChatML 2.2 transcripts"),
+    "chat": ("chat", "chat in the terminal (headless)"),
+    "history": ("history", "saved conversations"),
+    "tools": ("tools", "tool plugins, audit log, approvals"),
+    "replay": ("replay", "replay model output through a frontend's turn path"),
+    "endpoints": ("endpoints", "remote OpenAI-compatible endpoints"),
+    "keys": ("keys", "API keys in the OS keyring"),
+    "models": ("models", "the model library"),
+}
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harmony-desk", description="Harmony Desk")
+    parser.add_argument("--version", action="version", version=f"harmony-desk {__version__}")
+    parser.add_argument("--model", help="the window: a GGUF file to load instead of the default")
+    parser.add_argument(
+        "--screenshot", metavar="PATH", help="render a sample conversation to a PNG and exit"
+    )
+    parser.add_argument(
+        "--self-test", action="store_true", help="check this installation (offline) and exit"
+    )
+    commands = parser.add_subparsers(dest="command")
+    for name, (module, help_text) in GROUPS.items():
+        importlib.import_module(f"app.cli.{module}").add_arguments(
+            commands.add_parser(name, help=help_text)
+        )
+    return parser
+
+
+def _has_display() -> bool:
+    import os
+
+    if sys.platform != "linux" or os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The app without a subcommand: the window (the terminal chat where there is no display)."""
+    if args.self_test:
+        from app import self_test
+
+        return self_test.main()
+    if args.screenshot:
+        from app.ui.app import screenshot
+
+        return screenshot(args.screenshot)
+    if _has_display():
+        from app.ui.app import crash_dialog, run_window
+
+        install_crash_handler(crash_dialog)  # the window's crash policy: log, then a dialog
+        return run_window(args.model)
+    from app.cli.chat import run_chat
+
+    print(
+        "Harmony Desk: no display here; starting the terminal chat on the bundled default model"
+        " (Gemma 3 270M, a base model: it continues your text).\n"
+        "Type a message and press Enter; Ctrl+D quits. `harmony-desk --help` lists the commands.",
+        file=sys.stderr,
+    )
+    return run_chat(parser.parse_args(["chat"]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    protect_terminal()  # model, server and imported text never drive the terminal
+    configure_logging()
+    install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
+    parser = _build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "history" and args.verb == "export":
+        args.target += extra  # `history export ID --format md OUT`: positionals around an option
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        if args.command in GROUPS:
+            module = importlib.import_module(f"app.cli.{GROUPS[args.command][0]}")
+            status: int = module.run(args)
+            return status
+        return _app(parser, args)
+    except HarmonyDeskError as exc:
+        print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)
+        return 2
