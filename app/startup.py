@@ -3,8 +3,9 @@
 Guarantees:
 - `configure_logging` sends the category loggers (`engine`, `harmony`, `tools`, `store`, `ui`,
   `library`, `llama` for llama.cpp's own lines, `crash`) to a rotating log file in the data
-  folder (`logs/harmony-desk.log`, 2 MiB × 4), every line redacted of secrets first; calling
-  it again does not add a second handler;
+  folder (`logs/harmony-desk.log`, 2 MiB × 4, made at the first line), every line redacted of
+  secrets first; calling it again does not add a second handler; a file that cannot be
+  written is reported by `logging` itself and never stops the app;
 - `install_crash_handler` makes an exception nobody caught (`sys.excepthook`, and threads'
   `threading.excepthook`) a logged traceback plus one call of `show` with a sentence for the
   user (the window shows a dialog, the terminal a line); the handler itself never raises.
@@ -35,6 +36,14 @@ class _Redacted(logging.Filter):
         return True
 
 
+class _LazyFile(logging.handlers.RotatingFileHandler):
+    """Creates its folder and file at the first line written, not before."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return super()._open()
+
+
 def log_path() -> Path:
     return data_dir() / "logs" / LOG_NAME
 
@@ -42,13 +51,9 @@ def log_path() -> Path:
 def configure_logging(level: int = logging.INFO) -> Path:
     """Attach the rotating log file to the category loggers; its path."""
     path = log_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=2 << 20, backupCount=4, encoding="utf-8"
-        )
-    except OSError:  # a read-only data folder: the app runs, unlogged
-        handler = logging.NullHandler()
+    handler: logging.Handler = _LazyFile(
+        path, maxBytes=2 << 20, backupCount=4, encoding="utf-8", delay=True
+    )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_Redacted())
     handler.set_name("harmony-desk-file")
