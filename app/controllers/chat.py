@@ -24,7 +24,7 @@ import concurrent.futures as cf
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -32,19 +32,20 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 
 from app.controllers.bridge import StreamCrashed
 from app.controllers.model_host import ModelHost
-from app.controllers.remote_host import EndpointError, RemoteHost
+from app.controllers.remote_host import RemoteHost
+from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
 from app.domain.events import MessageDone, ParseIssue
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version, snippet
-from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort, Role
+from app.domain.messages import DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
-from app.engine.chat import ChatSession, PromptRendered
+from app.engine.chat import PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.remote import RemoteSession, RequestSent, ResponseReceived
+from app.engine.remote import RequestSent, ResponseReceived
 from app.engine.reply_events import fold
 from app.engine.tool_runner import Decision, allow_all
-from app.engine.turn import Resume, TurnRequest, run_turn
+from app.engine.turn import TurnRequest
 from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
 from app.store.database import StoreError
@@ -65,14 +66,13 @@ def _notice(text: str) -> Segment:
     return Segment("notice", text, complete=True)
 
 
-class _Vocab:
-    def __init__(self, table: tuple[bytes, ...]) -> None:
-        self.table = table
-
-
-class _SessionDone:
-    def __init__(self, conversation: Conversation, start: int) -> None:
-        self.conversation, self.start = conversation, start
+def _json_mode(version: Version) -> ResponseFormat | None:
+    """The JSON mode a version's message was sent with, if any."""
+    if version.json_schema is None:
+        return None
+    return ResponseFormat(
+        type="json_schema", json_schema=JsonSchemaFormat(schema=version.json_schema)
+    )
 
 
 class ChatController(QObject):
@@ -481,54 +481,29 @@ class ChatController(QObject):
             prefix = tuple(debug.token_ids[debug.generation_start :])
             kept = reply.messages[: len(reply.messages) - debug.generation_messages]
             del debug.token_ids[debug.generation_start :]
-        history = self._header(version) + doc.messages(upto=turn_index)
         policy = self._policy(loop, turn_index) if doc.tools else None
-        response_format = (
-            ResponseFormat(
-                type="json_schema", json_schema=JsonSchemaFormat(schema=version.json_schema)
-            )
-            if version.json_schema is not None
-            else None
-        )
-        max_tokens = self.max_tokens
-        host, remote, endpoint, offline = self.host, self.remote, doc.endpoint, doc.offline
-        need_vocab = not self.token_table
-
-        def make() -> Iterator[Any]:
-            session: ChatSession | RemoteSession
-            if endpoint is not None:
-                if offline or remote is None:
-                    yield TurnFailed(
-                        "this conversation is marked offline: it never sends anything to a remote"
-                        f" endpoint ({endpoint}); turn Offline off, or answer on this computer"
-                    )
-                    return
-                try:
-                    session = remote.session(endpoint, max_tokens=max_tokens)
-                except EndpointError as exc:
-                    yield TurnFailed(str(exc))
-                    return
-            else:
-                session = host.session(max_tokens=max_tokens, response_format=response_format)
-                if need_vocab:
-                    yield _Vocab(tuple(session.tokenizer.token_table()))
-            session.conversation = session.conversation.with_messages(history)
-            start = len(session.conversation.messages) + 1
-            asked = [Message.of(Role.USER, version.user_text), *kept]
-            request = TurnRequest(
+        spec = TurnSpec(
+            host=self.host,
+            remote=self.remote,
+            endpoint=doc.endpoint,
+            offline=doc.offline,
+            history=self._header(version) + doc.messages(upto=turn_index),
+            request=TurnRequest(
                 version.user_text,
                 effort=version.effort,
-                response_format=response_format,
-                tools=self._conversation_tools(doc).registry if policy is not None else None,
+                response_format=_json_mode(version),
                 approve=policy if policy is not None else allow_all,
                 context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
-                resume=Resume(session.conversation.with_messages(asked), prefix)
-                if resume is not None
-                else None,
-                max_tokens=max_tokens,
-            )
-            yield from run_turn(session, request, cancel)
-            yield _SessionDone(session.conversation, start)
+                max_tokens=self.max_tokens,
+            ),
+            kept=kept,
+            prefix=prefix if resume is not None else None,
+            tools=partial(lambda d: self._conversation_tools(d).registry, doc)
+            if policy is not None
+            else None,
+            need_vocab=not self.token_table,
+            cancel=cancel,
+        )
 
         self._streaming = (version, reply)
         self.persist(version, reply)
@@ -537,7 +512,7 @@ class ChatController(QObject):
         state.resume = dict(reply.open_segments) if resume is not None else None
         self._builder = state.builder
         try:
-            async for event in self.host.bridge.stream(make):
+            async for event in self.host.bridge.stream(partial(turn_events, spec)):
                 self._on_event(turn_index, reply, state, event)
         finally:
             self.flush()
@@ -592,9 +567,9 @@ class ChatController(QObject):
             self._timings(turn, debug, event)
         elif isinstance(event, StreamCrashed):
             event = TurnFailed(event.message)
-        elif isinstance(event, _Vocab):
+        elif isinstance(event, Vocab):
             self.token_table = event.table
-        elif isinstance(event, _SessionDone):
+        elif isinstance(event, SessionDone):
             reply.messages = tuple(event.conversation.messages[event.start :])
         for change in fold(builder, event):
             self._paint(turn, change)

@@ -1,0 +1,99 @@
+"""What the window's turn runs on the engine thread: a session for the conversation (the model
+on this computer or its remote endpoint), then `run_turn` with the turn's request.
+
+Guarantees: an offline conversation never opens a remote session (the turn fails with why);
+a missing endpoint or key is the turn's failure, said; the vocabulary crosses to the GUI thread
+once (for the debug pane); the last event is `SessionDone` with the conversation the turn left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.controllers.model_host import ModelHost
+from app.controllers.remote_host import EndpointError, RemoteHost
+from app.domain.messages import Conversation, Message, Role
+from app.engine.chat import ChatSession
+from app.engine.constraint import ResponseFormat
+from app.engine.protocol import TurnFailed
+from app.engine.remote import RemoteSession
+from app.engine.turn import Resume, TurnRequest, run_turn
+from app.tools.registry import ToolRegistry
+
+
+class Vocab:
+    """The model's token table, for the debug pane (sent once per model)."""
+
+    def __init__(self, table: tuple[bytes, ...]) -> None:
+        self.table = table
+
+
+class SessionDone:
+    """The conversation the turn left, and where the reply's messages start in it."""
+
+    def __init__(self, conversation: Conversation, start: int) -> None:
+        self.conversation, self.start = conversation, start
+
+
+@dataclass(frozen=True)
+class TurnSpec:
+    """Everything the engine thread needs for one turn of the window (plain values)."""
+
+    host: ModelHost
+    remote: RemoteHost | None
+    endpoint: str | None
+    offline: bool
+    history: list[Message]
+    request: TurnRequest
+    kept: Sequence[Message]  # a continued reply's earlier messages
+    prefix: Sequence[int] | None  # a continued reply's ids (None: a fresh turn)
+    tools: Callable[[], ToolRegistry] | None
+    need_vocab: bool
+    cancel: threading.Event
+
+
+def _session(
+    spec: TurnSpec, response_format: ResponseFormat | None
+) -> ChatSession | RemoteSession | str:
+    """The turn's session, or why there is none."""
+    if spec.endpoint is None:
+        return spec.host.session(
+            max_tokens=spec.request.max_tokens, response_format=response_format
+        )
+    if spec.offline or spec.remote is None:
+        return (
+            "this conversation is marked offline: it never sends anything to a remote"
+            f" endpoint ({spec.endpoint}); turn Offline off, or answer on this computer"
+        )
+    try:
+        return spec.remote.session(spec.endpoint, max_tokens=spec.request.max_tokens or 1024)
+    except EndpointError as exc:
+        return exc.message
+
+
+def turn_events(spec: TurnSpec) -> Iterator[Any]:
+    """The turn's events, run on the engine thread (see the module guarantees)."""
+    request = spec.request
+    session = _session(spec, request.response_format)
+    if isinstance(session, str):
+        yield TurnFailed(session)
+        return
+    if spec.need_vocab and isinstance(session, ChatSession):
+        yield Vocab(tuple(session.tokenizer.token_table()))
+    session.conversation = session.conversation.with_messages(spec.history)
+    start = len(session.conversation.messages) + 1
+    if spec.prefix is not None:
+        asked = [Message.of(Role.USER, request.text), *spec.kept]
+        resume = Resume(session.conversation.with_messages(asked), spec.prefix)
+        request = dataclasses.replace(request, resume=resume)
+    elif spec.tools is not None:
+        request = dataclasses.replace(request, tools=spec.tools())
+    yield from run_turn(session, request, spec.cancel)
+    yield SessionDone(session.conversation, start)
+
+
+__all__ = ["SessionDone", "TurnSpec", "Vocab", "turn_events"]
