@@ -462,25 +462,29 @@ class ChatController(QObject):
         policy.ask = lambda call: bridge.ask(loop, self._ask(turn, call))
         return policy
 
-    async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
-        doc = self.doc
-        version = doc.turns[turn_index].version
-        prefix: tuple[int, ...] = ()
-        kept: tuple[Message, ...] = ()
-        self._cancel = cancel = threading.Event()
-        loop = asyncio.get_running_loop()
-        # what a loaded conversation has not read yet is read on the store's thread
-        await loop.run_in_executor(self._writer, _read_stored, doc, turn_index, resume)
+    def _reply_for(
+        self, version: Version, resume: Reply | None
+    ) -> tuple[Reply, tuple[int, ...], tuple[Message, ...]]:
+        """A new reply, or the cut one to continue: its ids so far and its earlier messages."""
         if resume is None:
             reply = Reply(model=self.host.name)
             version.replies.append(reply)
             version.chosen = len(version.replies) - 1
-        else:
-            reply = resume
-            debug = reply.debug
-            prefix = tuple(debug.token_ids[debug.generation_start :])
-            kept = reply.messages[: len(reply.messages) - debug.generation_messages]
-            del debug.token_ids[debug.generation_start :]
+            return reply, (), ()
+        debug = resume.debug
+        prefix = tuple(debug.token_ids[debug.generation_start :])
+        kept = resume.messages[: len(resume.messages) - debug.generation_messages]
+        del debug.token_ids[debug.generation_start :]
+        return resume, prefix, kept
+
+    async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
+        doc = self.doc
+        version = doc.turns[turn_index].version
+        self._cancel = cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        # what a loaded conversation has not read yet is read on the store's thread
+        await loop.run_in_executor(self._writer, _read_stored, doc, turn_index, resume)
+        reply, prefix, kept = self._reply_for(version, resume)
         policy = self._policy(loop, turn_index) if doc.tools else None
         spec = TurnSpec(
             host=self.host,
@@ -515,26 +519,34 @@ class ChatController(QObject):
             async for event in self.host.bridge.stream(partial(turn_events, spec)):
                 self._on_event(turn_index, reply, state, event)
         finally:
-            self.flush()
-            reply.open_segments = dict(state.builder.segments)
-            self._builder, self.last_builder = None, state.builder
-            if cancel.is_set() and reply.state in ("streaming", "incomplete"):
-                reply.state = "stopped"
-            elif reply.state == "streaming":
-                reply.state = "done"
-            if cancel.is_set() and reply.state == "stopped":
-                self._add(
-                    turn_index,
-                    reply,
-                    Segment("notice", "Stopped. The partial answer is kept.", complete=True),
-                )
-            self.persist(version, reply)
-            self._streaming = None
-            self._cancel = None
-            self.busy = False
-            self.busyChanged.emit(False)
-            self.replyFinished.emit(turn_index)
-            self.refresh_list()
+            self._finish(turn_index, version, reply, state.builder, cancel)
+
+    def _finish(
+        self,
+        turn: int,
+        version: Version,
+        reply: Reply,
+        builder: ReplyBuilder,
+        cancel: threading.Event,
+    ) -> None:
+        """The turn ended (answered, stopped, failed): the reply's state said and saved."""
+        self.flush()
+        reply.open_segments = dict(builder.segments)
+        self._builder, self.last_builder = None, builder
+        if cancel.is_set() and reply.state in ("streaming", "incomplete"):
+            reply.state = "stopped"
+        elif reply.state == "streaming":
+            reply.state = "done"
+        if cancel.is_set() and reply.state == "stopped":
+            notice = Segment("notice", "Stopped. The partial answer is kept.", complete=True)
+            self._add(turn, reply, notice)
+        self.persist(version, reply)
+        self._streaming = None
+        self._cancel = None
+        self.busy = False
+        self.busyChanged.emit(False)
+        self.replyFinished.emit(turn)
+        self.refresh_list()
 
     def _add(self, turn: int, reply: Reply, segment: Segment) -> int:
         self.flush()

@@ -348,55 +348,64 @@ class RemoteSession:
         yield RequestSent(self.endpoint.name, body)  # type: ignore[misc]
         start = time.monotonic()
         state = _Stream()
-        failed: str | None = None
-        try:
-            chunks = yield from self._open(body, cancel)
-            if chunks is not None:
-                try:
-                    for chunk in chunks:
-                        yield from self._chunk(chunk, state, start)
-                        if cancel.is_set():
-                            state.finish = "cancelled"
-                            break
-                finally:
-                    close = getattr(chunks, "close", None)
-                    if close is not None:
-                        close()
-                if state.finish is None:
-                    failed = (
-                        f"{ErrorCode.STREAM_TRUNCATED.value}: the stream from"
-                        f" {self.endpoint.name} ended before the answer did;"
-                        " the text so far is kept"
-                    )
-            else:
-                state.finish = "cancelled"
-        except RemoteError as exc:
-            failed = f"{exc.code.value}: {exc.message}"
-        except Exception as exc:  # the SDK and its HTTP client raise many kinds mid-stream
-            failed = (
-                f"{ErrorCode.STREAM_TRUNCATED.value}: the connection to {self.endpoint.name} broke"
-                f" during the answer ({type(exc).__name__}); the text so far is kept"
-            )
+        failed = yield from self._stream(body, cancel, state, start)
         complete = failed is None and state.finish not in ("length", "cancelled", None)
         yield from self._end_content(state, start, complete)
         yield from self._close_open(state, complete=complete)
         yield from self._emit_calls(state, start)
-        total_ms = (time.monotonic() - start) * 1000
+        return (yield from self._said(state, failed, start))
+
+    def _stream(
+        self, body: dict[str, Any], cancel: threading.Event, state: _Stream, start: float
+    ) -> Generator[ChatEvent, None, str | None]:
+        """The reply's chunks as events; why it failed, or None."""
+        try:
+            chunks = yield from self._open(body, cancel)
+            if chunks is None:
+                state.finish = "cancelled"
+                return None
+            try:
+                for chunk in chunks:
+                    yield from self._chunk(chunk, state, start)
+                    if cancel.is_set():
+                        state.finish = "cancelled"
+                        break
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+        except RemoteError as exc:
+            return f"{exc.code.value}: {exc.message}"
+        except Exception as exc:  # the SDK and its HTTP client raise many kinds mid-stream
+            return (
+                f"{ErrorCode.STREAM_TRUNCATED.value}: the connection to {self.endpoint.name} broke"
+                f" during the answer ({type(exc).__name__}); the text so far is kept"
+            )
+        if state.finish is None:
+            return (
+                f"{ErrorCode.STREAM_TRUNCATED.value}: the stream from {self.endpoint.name} ended"
+                " before the answer did; the text so far is kept"
+            )
+        return None
+
+    def _said(
+        self, state: _Stream, failed: str | None, start: float
+    ) -> Generator[ChatEvent, None, Generation]:
+        """What the server said about the reply, how it ended, and the generation."""
         usage = state.usage
         timings = Timings(
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             prompt_evaluated=getattr(usage, "prompt_tokens", 0) or 0,
             first_token_ms=state.first_token_ms,
-            total_ms=total_ms,
+            total_ms=(time.monotonic() - start) * 1000,
             generated=getattr(usage, "completion_tokens", 0) or state.chunks,
         )
+        counted = {"prompt_tokens": timings.prompt_tokens, "completion_tokens": timings.generated}
         yield ResponseReceived(  # type: ignore[misc]
             self.endpoint.name,
             state.response_id,
             "failed" if failed is not None else state.finish or "",
-            {"prompt_tokens": timings.prompt_tokens, "completion_tokens": timings.generated}
-            if usage is not None
-            else {},
+            counted if usage is not None else {},
             tuple(state.logprobs),
         )
         if failed is not None:
