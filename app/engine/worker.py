@@ -142,33 +142,16 @@ class _Worker:
         llm, prompt, s = self.llm, list(req.prompt_ids), req.sampling
         start = time.perf_counter()
         if len(prompt) >= llm.n_ctx():
-            self.conn.send(
-                CallResult(
-                    error=f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
-                )
-            )
+            refused = f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
+            self.conn.send(CallResult(error=refused))
             return
         reused = self._reused(prompt)
         if s.seed is not None:
             llm.set_seed(s.seed)
-        stops = frozenset(req.stop_ids)
-        first_ms = 0.0
-        generated = 0
-        reason, stop_id = FinishReason.LENGTH, None
-        mask = None
-        if req.grammar is not None:
-            try:
-                mask = self._masks().mask(req.grammar, req.stop_ids)
-            except ValueError as exc:
-                self.conn.send(CallResult(error=f"the JSON constraint could not be set up: {exc}"))
-                return
-            if not all(mask.consume(token) for token in req.consumed):
-                self.conn.send(
-                    CallResult(
-                        error="the cut answer does not follow its JSON schema; regenerate it"
-                    )
-                )
-                return
+        mask, refused = self._mask_for(req)
+        if refused:
+            self.conn.send(CallResult(error=refused))
+            return
         tokens = llm.generate(
             prompt,
             logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
@@ -179,6 +162,35 @@ class _Worker:
             repeat_penalty=s.repeat_penalty,
             reset=True,
         )
+        reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
+        timings = Timings(
+            prompt_tokens=len(prompt),
+            prompt_reused=reused,
+            prompt_evaluated=len(prompt) - reused,
+            first_token_ms=first_ms,
+            total_ms=(time.perf_counter() - start) * 1000,
+            generated=generated,
+        )
+        self.conn.send(GenerationDone(reason, stop_id, timings))
+
+    def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
+        """The JSON mode's token mask (having read a continued answer's ids), or why not."""
+        if req.grammar is None:
+            return None, ""
+        try:
+            mask = self._masks().mask(req.grammar, req.stop_ids)
+        except ValueError as exc:
+            return None, f"the JSON constraint could not be set up: {exc}"
+        if not all(mask.consume(token) for token in req.consumed):
+            return None, "the cut answer does not follow its JSON schema; regenerate it"
+        return mask, ""
+
+    def _stream(
+        self, tokens: Any, req: GenerateRequest, mask: Any, start: float
+    ) -> tuple[FinishReason, int | None, int, float]:
+        """Send each token as it comes; (why it stopped, the stop id, how many, first ms)."""
+        llm, stops = self.llm, frozenset(req.stop_ids)
+        reason, stop_id, generated, first_ms = FinishReason.LENGTH, None, 0, 0.0
         for token in tokens:
             now = (time.perf_counter() - start) * 1000
             if generated == 0:
@@ -199,15 +211,7 @@ class _Worker:
             if llm.n_tokens >= llm.n_ctx() - 1:
                 reason = FinishReason.CONTEXT
                 break
-        timings = Timings(
-            prompt_tokens=len(prompt),
-            prompt_reused=reused,
-            prompt_evaluated=len(prompt) - reused,
-            first_token_ms=first_ms,
-            total_ms=(time.perf_counter() - start) * 1000,
-            generated=generated,
-        )
-        self.conn.send(GenerationDone(reason, stop_id, timings))
+        return reason, stop_id, generated, first_ms
 
     def _masks(self) -> Any:
         if self._mask_factory is None or self._mask_factory_llm is not self.llm:
