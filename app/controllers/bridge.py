@@ -54,6 +54,24 @@ class _Ask:
         task.add_done_callback(done)
 
 
+def _pump(
+    make: Callable[[], Iterator[Any]],
+    items: collections.deque[Any],
+    wake: Callable[[], None],
+    done: Callable[[], None],
+) -> None:
+    """On the engine thread: every item of `make()` into `items`, then the end, always."""
+    try:
+        for item in make():
+            items.append(item)
+            wake()
+    except Exception as exc:  # the window must hear of it, not hang
+        log.exception("engine thread failed")
+        items.append(StreamCrashed(f"{type(exc).__name__}: {exc}"))
+    finally:
+        done()
+
+
 class EngineBridge:
     """The engine thread and its way back to the asyncio loop."""
 
@@ -91,22 +109,14 @@ class EngineBridge:
             due[0] = False  # before draining: an item added from now on wakes us again
             ready.set()
 
-        def pump() -> None:
-            try:
-                for item in make():
-                    items.append(item)
-                    wake()
-            except Exception as exc:  # the window must hear of it, not hang
-                log.exception("engine thread failed")
-                items.append(StreamCrashed(f"{type(exc).__name__}: {exc}"))
-            finally:
-                items.append(_END)
-                due[0] = False
-                wake()
+        def done() -> None:
+            items.append(_END)
+            due[0] = False
+            wake()
 
         self._channel = (items, wake)
         loop.add_reader(reader.fileno(), readable)
-        future = loop.run_in_executor(self._pool, pump)
+        future = loop.run_in_executor(self._pool, _pump, make, items, wake, done)
         try:
             finished = False
             while not finished:

@@ -93,6 +93,25 @@ def _how(decision: Decision, call: PendingCall) -> str:
     return verdict
 
 
+def _settled(
+    call: PendingCall,
+    future: cf.Future[Any],
+    arguments: dict[str, Any],
+    deadline: float,
+    cancel: threading.Event | None,
+) -> CallOutcome | None:
+    """The call's outcome once it is settled (done, cancelled, past its deadline), else None."""
+    if future.done():
+        return _outcome(call, future, arguments)
+    if cancel is not None and cancel.is_set():
+        code, error = ErrorCode.TOOL_CANCELLED, "the user cancelled the call"
+    elif time.monotonic() > deadline:
+        code, error = ErrorCode.TOOL_TIMEOUT, f"no result within {call.tool.deadline_ms} ms"
+    else:
+        return None
+    return CallOutcome(call.call_id, False, error_code=code.value, error=error, arguments=arguments)
+
+
 def run_calls(
     calls: Sequence[PendingCall],
     *,
@@ -127,28 +146,11 @@ def run_calls(
         running[call.call_id] = (call, future, arguments, deadline)
     while running:
         for call_id, (call, future, arguments, deadline) in list(running.items()):
-            if future.done():
-                decided[call_id] = _outcome(call, future, arguments)
-            elif cancel is not None and cancel.is_set():
-                decided[call_id] = CallOutcome(
-                    call_id,
-                    False,
-                    error_code=ErrorCode.TOOL_CANCELLED.value,
-                    error="the user cancelled the call",
-                    arguments=arguments,
-                )
-            elif time.monotonic() > deadline:
-                decided[call_id] = CallOutcome(
-                    call_id,
-                    False,
-                    error_code=ErrorCode.TOOL_TIMEOUT.value,
-                    error=f"no result within {call.tool.deadline_ms} ms",
-                    arguments=arguments,
-                )
-            else:
+            outcome = _settled(call, future, arguments, deadline, cancel)
+            if outcome is None:
                 continue
             elapsed = (time.monotonic() - started[call_id]) * 1000
-            decided[call_id] = dataclasses.replace(decided[call_id], duration_ms=elapsed)
+            decided[call_id] = dataclasses.replace(outcome, duration_ms=elapsed)
             del running[call_id]
         if running:
             cf.wait(
