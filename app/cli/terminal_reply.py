@@ -18,7 +18,6 @@ from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Upd
 from app.domain.visibility import Lane
 from app.engine.chat import ChatEvent, JsonChecked
 from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.reply_events import fold
 from app.engine.tool_turn import ToolsRan
 from app.engine.turn_loop import TurnResult
 
@@ -41,7 +40,7 @@ class TerminalReply:
     def __call__(self, event: TurnEvent) -> None:
         if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
             self.err.write("[analysis] ")
-        for change in fold(self.builder, event):
+        for change in self.builder.apply(event):
             if isinstance(change, Thought):
                 if self.show_analysis:
                     self.err.write(change.text)

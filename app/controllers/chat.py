@@ -43,7 +43,6 @@ from app.engine.chat import PromptRendered
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.remote import RequestSent, ResponseReceived
-from app.engine.reply_events import fold
 from app.engine.tool_runner import Decision, allow_all
 from app.engine.turn import TurnRequest
 from app.engine.turn_loop import PendingCall
@@ -557,34 +556,31 @@ class ChatController(QObject):
 
     def _on_event(self, turn: int, reply: Reply, state: _TurnState, event: Any) -> None:
         """Fold the event into the reply with the one reply builder, then paint its changes;
-        what is the window's own (status, notices, the debug pane's extras) is done here."""
-        builder = state.builder
-        debug = reply.debug
+        what is the window's own (status, notices, the vocabulary, the turn's messages) is
+        done here."""
+        if isinstance(event, Vocab):
+            self.token_table = event.table
+            return
+        if isinstance(event, SessionDone):
+            reply.messages = tuple(event.conversation.messages[event.start :])
+            return
+        if isinstance(event, StreamCrashed):
+            event = TurnFailed(event.message)
         if isinstance(event, PromptRendered):
-            builder.segments, state.resume = state.resume or {}, None
-            debug.sampling = str(self.host.sampling)
+            state.builder.segments, state.resume = state.resume or {}, None
+            reply.debug.sampling = str(self.host.sampling)
         elif isinstance(event, MessageDone):
             self._checkpointed = 0.0  # a message boundary: saved at the next flush
-        elif isinstance(event, RequestSent):  # a remote endpoint: what it was sent, exactly
-            debug.events.append(f"request to {event.endpoint}: {json.dumps(event.body)}")
-            self._debug_pending.add(turn)
-        elif isinstance(event, ResponseReceived):
-            debug.events.append(f"response from {event.endpoint}: {json.dumps(_said(event))}")
-            self._debug_pending.add(turn)
-        elif isinstance(event, ParseIssue):
-            if event.code is ErrorCode.NETWORK:  # a remote endpoint waits or retries: say so
-                self.notice.emit(event.message)
+        elif isinstance(event, ParseIssue) and event.code is ErrorCode.NETWORK:
+            self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
+        for change in state.builder.apply(event):
+            self._paint(turn, change)
+        if isinstance(event, RequestSent | ResponseReceived | ParseIssue):
             self._debug_pending.add(turn)
         elif isinstance(event, GenerationDone):
-            self._timings(turn, debug, event)
-        elif isinstance(event, StreamCrashed):
-            event = TurnFailed(event.message)
-        elif isinstance(event, Vocab):
-            self.token_table = event.table
-        elif isinstance(event, SessionDone):
-            reply.messages = tuple(event.conversation.messages[event.start :])
-        for change in fold(builder, event):
-            self._paint(turn, change)
+            where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
+            self.statusChanged.emit({**reply.debug.timings, "n_ctx": self.host.n_ctx, **where})
+            self.debugChanged.emit(turn)
 
     def _paint(self, turn: int, change: Change) -> None:
         """Hand one change to the view: text is coalesced (`FLUSH_MS`), the rest is at once."""
@@ -600,21 +596,6 @@ class ChatController(QObject):
             return
         if not self._timer.isActive():
             self._timer.start()
-
-    def _timings(self, turn: int, debug: Any, event: GenerationDone) -> None:
-        t = event.timings
-        debug.timings = {
-            "prompt_tokens": t.prompt_tokens,
-            "prompt_evaluated": t.prompt_evaluated,
-            "prompt_reused": t.prompt_reused,
-            "first_token_ms": round(t.first_token_ms, 1),
-            "total_ms": round(t.total_ms, 1),
-            "generated": t.generated,
-            "tokens_per_s": round(t.decode_tokens_per_s, 1),
-        }
-        where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
-        self.statusChanged.emit({**debug.timings, "n_ctx": self.host.n_ctx, **where})
-        self.debugChanged.emit(turn)
 
     async def _ask(self, turn: int, call: PendingCall) -> tuple[Mode | None, Decision]:
         reply = self.doc.turns[turn].version.reply
@@ -704,15 +685,6 @@ def _read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
             _ = turn.version.reply.messages
     if resume is not None:
         _ = resume.debug, resume.messages
-
-
-def _said(event: ResponseReceived) -> dict[str, Any]:
-    """What a remote endpoint said about its answer, for the debug pane."""
-    said: dict[str, Any] = {"id": event.response_id, "finish_reason": event.finish_reason}
-    said |= {"usage": event.usage} if event.usage else {"usage": "not reported"}
-    if event.logprobs:
-        said["logprobs"] = [[t, round(lp, 4)] for t, lp in event.logprobs]
-    return said
 
 
 class _TurnState:

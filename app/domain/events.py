@@ -1,15 +1,22 @@
-"""The typed events of a generation turn, as immutable values.
+"""The one event union: every event of a turn that crosses a thread or a process, as an
+immutable value.
 
-The streaming parser emits them; the UI, debug pane, store and tests consume the same union.
-Only plain values: they cross threads and processes unchanged.
+The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; the parser emits
+message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
+`TurnDone` with its stop reason); a session says what it rendered (`PromptRendered`), what a
+remote endpoint was sent and said (`RequestSent`, `ResponseReceived`) and JSON mode's verdict
+(`JsonChecked`); the tool host reports its calls (`ToolsRan`) and the turn loop its result
+(`TurnResult`). `TurnEvent` is the union every frontend folds (`app/domain/reply_builder.py`,
+with an exhaustive match). Only plain values: they cross threads and processes unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from app.domain.messages import Message, Role
+from app.domain.messages import Conversation, Message, Role
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
 
@@ -74,3 +81,154 @@ class TurnDone:
 
 
 ParseEvent = MessageStarted | ContentDelta | MessageDone | ParseIssue | TurnDone
+
+
+# --- the worker, the sessions, the tool host -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStep:
+    """One generated token and when it arrived (ms since the request was sent)."""
+
+    token: int
+    t_ms: float
+
+
+@dataclass(frozen=True)
+class Timings:
+    prompt_tokens: int = 0
+    prompt_reused: int = 0  # tokens of the prompt already in the KV cache
+    prompt_evaluated: int = 0
+    first_token_ms: float = 0.0
+    total_ms: float = 0.0
+    generated: int = 0
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        decode_ms = self.total_ms - self.first_token_ms
+        return (
+            (self.generated - 1) * 1000 / decode_ms if self.generated > 1 and decode_ms > 0 else 0.0
+        )
+
+
+class FinishReason(StrEnum):
+    STOP = "stop"  # one of the stop ids
+    LENGTH = "length"  # max_tokens
+    CONTEXT = "context"  # the context window is full
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class GenerationDone:
+    reason: FinishReason
+    stop_id: int | None
+    timings: Timings
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    """The worker died or failed mid-generation; `partial` keeps what had arrived."""
+
+    reason: str
+    partial: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class JsonResult:
+    """Whether a JSON answer is valid for its schema, and where it fails."""
+
+    valid: bool
+    value: Any = None
+    error: str | None = None
+    path: str = ""
+    code: ErrorCode | None = None
+
+
+@dataclass(frozen=True)
+class PromptRendered:
+    """The exact prompt of the generation about to start (for the debug pane)."""
+
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class JsonChecked:
+    """JSON mode's verdict on one answer or tool call of the turn."""
+
+    target: str  # "answer", or the tool's name
+    result: JsonResult
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    call_id: str
+    ok: bool
+    content: Any = None
+    error_code: str | None = None
+    error: str | None = None
+    arguments: dict[str, Any] | None = None  # as run, after the user's edits
+    decision: str = ""  # how approval went: "asked: allowed", "always allow", "denied", …
+    duration_ms: float | None = None  # how long the tool ran (None: it never ran)
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """The audit record of one call."""
+
+    call_id: str
+    tool: str
+    arguments_sent: str
+    outcome: CallOutcome
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    conversation: Conversation
+    reason: str  # "answer", "loop cap", "no answer"
+    records: tuple[CallRecord, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ToolsRan:
+    """The outcomes of one batch of calls, as the model will read them."""
+
+    outcomes: tuple[CallOutcome, ...]
+
+
+@dataclass(frozen=True)
+class RequestSent:
+    """The exact request body sent to the endpoint (the debug pane shows it; the key is not in
+    it: the SDK sends that in a header)."""
+
+    endpoint: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResponseReceived:
+    """What the endpoint said about its answer: its id, why it ended, the usage it reported,
+    and the log-probabilities of the tokens when they were asked for (the debug pane)."""
+
+    endpoint: str
+    response_id: str
+    finish_reason: str
+    usage: dict[str, int]
+    logprobs: tuple[tuple[str, float], ...] = ()
+
+
+GenerationEvent = TokenStep | GenerationDone | TurnFailed
+TurnEvent = (
+    MessageStarted
+    | ContentDelta
+    | MessageDone
+    | ParseIssue
+    | TurnDone
+    | GenerationDone
+    | TurnFailed
+    | PromptRendered
+    | JsonChecked
+    | RequestSent
+    | ResponseReceived
+    | ToolsRan
+    | TurnResult
+)

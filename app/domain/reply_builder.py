@@ -2,9 +2,8 @@
 
 Every frontend shows what this builds — the window paints its changes, the terminal prints
 them, the history stores its `Reply`, an import feeds it the stored messages — so two
-frontends cannot show different things for the same output. It reads the parser's events
-(this module's `apply`); the engine's own events (tool outcomes, JSON verdicts, failures)
-reach it through `app/engine/reply_events.py`, which calls the methods below.
+frontends cannot show different things for the same output. `apply` takes any event of
+the one union (`app/domain/events.py`) and decides each kind in one exhaustive match.
 
 Guarantees:
 - answers and preambles become segments; analysis only ever reaches `reply.debug.analysis`;
@@ -25,15 +24,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from app.domain.events import (
     ContentDelta,
+    GenerationDone,
+    JsonChecked,
     MessageDone,
     MessageStarted,
     ParseIssue,
+    PromptRendered,
+    RequestSent,
+    ResponseReceived,
     StopReason,
+    ToolsRan,
     TurnDone,
+    TurnEvent,
+    TurnFailed,
+    TurnResult,
 )
 from app.domain.history import Reply, Segment
 from app.domain.textual_call import held_from, split
@@ -103,8 +111,9 @@ class ReplyBuilder:
 
     # --- the fold -------------------------------------------------------------------
 
-    def apply(self, event: object) -> list[Change]:
-        """Fold one parser event in; the changes it made to the reply."""
+    def apply(self, event: TurnEvent) -> list[Change]:
+        """Fold one event of the turn in; the changes it made to the reply. The match is
+        exhaustive over the event union (`assert_never`): a new event must be decided here."""
         match event:
             case MessageStarted():
                 return self._started(event)
@@ -114,15 +123,60 @@ class ReplyBuilder:
                 return self._done(event)
             case ParseIssue():
                 self.issues.append(event)
-                self.reply.debug.events.append(
-                    f"{event.code.value} ({event.severity.value}): {event.message}"
-                )
-                return []
+                return self._debug(f"{event.code.value} ({event.severity.value}): {event.message}")
             case TurnDone():
                 self.stop = event.stop
                 return []
+            case PromptRendered():
+                return self.prompt(event.ids)
+            case GenerationDone():
+                return self._generated(event)
+            case TurnFailed():
+                return self.fail(event.reason)
+            case JsonChecked():
+                return self._verdict(event)
+            case RequestSent():
+                return self._debug(f"request to {event.endpoint}: {json.dumps(event.body)}")
+            case ResponseReceived():
+                return self._debug(f"response from {event.endpoint}: {json.dumps(_said(event))}")
+            case ToolsRan():
+                return [c for o in event.outcomes for c in self.outcome(o.call_id, None, o)]
+            case TurnResult():
+                return self._result(event)
             case _:
-                return []
+                assert_never(event)
+
+    def _debug(self, line: str) -> list[Change]:
+        self.reply.debug.events.append(line)
+        return []
+
+    def _generated(self, event: GenerationDone) -> list[Change]:
+        t, debug = event.timings, self.reply.debug
+        debug.stop_reason = event.reason.value
+        debug.timings = {
+            "prompt_tokens": t.prompt_tokens,
+            "prompt_evaluated": t.prompt_evaluated,
+            "prompt_reused": t.prompt_reused,
+            "first_token_ms": round(t.first_token_ms, 1),
+            "total_ms": round(t.total_ms, 1),
+            "generated": t.generated,
+            "tokens_per_s": round(t.decode_tokens_per_s, 1),
+        }
+        return []
+
+    def _verdict(self, event: JsonChecked) -> list[Change]:
+        r = event.result
+        verdict: dict[str, Any] = {"valid": r.valid, "error": r.error or "", "path": r.path}
+        verdict["code"] = r.code.value if r.code else ""
+        return self.verdict(event.target, verdict, r.value)
+
+    def _result(self, event: TurnResult) -> list[Change]:
+        changes = [
+            c for r in event.records for c in self.outcome(r.outcome.call_id, r.tool, r.outcome)
+        ]
+        if event.reason == "loop cap":
+            changes += self.notice("Stopped: too many tool calls in one turn.")
+        return changes
 
     def prompt(self, ids: tuple[int, ...]) -> list[Change]:
         """A generation starts from the prompt `ids` (for the debug pane and Continue)."""
@@ -276,6 +330,15 @@ class ReplyBuilder:
         self.reply.state, self.reply.error = "failed", reason
         text = f"The reply failed: {reason}. What arrived is kept; you can regenerate it."
         return self._add(Segment("error", text, complete=True))
+
+
+def _said(event: ResponseReceived) -> dict[str, Any]:
+    """What a remote endpoint said about its answer, for the debug record."""
+    said: dict[str, Any] = {"id": event.response_id, "finish_reason": event.finish_reason}
+    said |= {"usage": event.usage} if event.usage else {"usage": "not reported"}
+    if event.logprobs:
+        said["logprobs"] = [[t, round(lp, 4)] for t, lp in event.logprobs]
+    return said
 
 
 __all__ = ["Added", "Appended", "CallResult", "Change", "ReplyBuilder", "Thought", "Updated"]

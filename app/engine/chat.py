@@ -18,7 +18,13 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from app.domain.events import (
+    JsonChecked as JsonChecked,
+)
 from app.domain.events import ParseEvent
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    PromptRendered as PromptRendered,
+)
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -32,7 +38,6 @@ from app.domain.sampling import Sampling
 from app.domain.visibility import is_tool_recipient
 from app.engine.constraint import (
     Constraint,
-    JsonResult,
     ResponseFormat,
     ToolChoice,
     harmony_constraint,
@@ -52,13 +57,6 @@ from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
 ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked", "PromptRendered"]
-
-
-@dataclass(frozen=True)
-class PromptRendered:
-    """The exact prompt of the generation about to start (for the debug pane)."""
-
-    ids: tuple[int, ...]
 
 
 @dataclass
@@ -235,14 +233,6 @@ class ChatSession:
                 yield JsonChecked(name, validate_json(m.text, tools.get(name), complete=complete))
             elif m.channel == "final" and schema is not None:
                 yield JsonChecked("answer", validate_json(m.text, schema, complete=complete))
-
-
-@dataclass(frozen=True)
-class JsonChecked:
-    """JSON mode's verdict on one answer or tool call of the turn."""
-
-    target: str  # "answer", or the tool's name
-    result: JsonResult
 
 
 def _function_tools(conversation: Conversation) -> dict[str, dict[str, Any] | None]:

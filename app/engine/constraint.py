@@ -22,6 +22,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    JsonResult as JsonResult,
+)
 from app.errors import ErrorCode, HarmonyDeskError
 from app.harmony import encoding as enc
 
@@ -286,17 +289,6 @@ def json_constraint(
     if prefix_free_text:
         rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")
     return Constraint(_compile("\n".join(rules)), description="whole answer")
-
-
-@dataclass(frozen=True)
-class JsonResult:
-    """Whether a JSON answer is valid for its schema, and where it fails."""
-
-    valid: bool
-    value: Any = None
-    error: str | None = None
-    path: str = ""
-    code: ErrorCode | None = None
 
 
 def validate_json(

@@ -13,6 +13,24 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from app.domain.events import (
+    FinishReason as FinishReason,
+)
+from app.domain.events import (
+    GenerationDone as GenerationDone,
+)
+from app.domain.events import (
+    GenerationEvent as GenerationEvent,
+)
+from app.domain.events import (
+    Timings as Timings,
+)
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    TokenStep as TokenStep,
+)
+from app.domain.events import (
+    TurnFailed as TurnFailed,
+)
 from app.domain.sampling import Sampling
 from app.errors import HarmonyDeskError
 
@@ -60,56 +78,6 @@ def check_transition(current: WorkerState, new: WorkerState) -> None:
 
 
 # --- generation results (what `generate` yields) ------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TokenStep:
-    """One generated token and when it arrived (ms since the request was sent)."""
-
-    token: int
-    t_ms: float
-
-
-@dataclass(frozen=True)
-class Timings:
-    prompt_tokens: int = 0
-    prompt_reused: int = 0  # tokens of the prompt already in the KV cache
-    prompt_evaluated: int = 0
-    first_token_ms: float = 0.0
-    total_ms: float = 0.0
-    generated: int = 0
-
-    @property
-    def decode_tokens_per_s(self) -> float:
-        decode_ms = self.total_ms - self.first_token_ms
-        return (
-            (self.generated - 1) * 1000 / decode_ms if self.generated > 1 and decode_ms > 0 else 0.0
-        )
-
-
-class FinishReason(StrEnum):
-    STOP = "stop"  # one of the stop ids
-    LENGTH = "length"  # max_tokens
-    CONTEXT = "context"  # the context window is full
-    CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True)
-class GenerationDone:
-    reason: FinishReason
-    stop_id: int | None
-    timings: Timings
-
-
-@dataclass(frozen=True)
-class TurnFailed:
-    """The worker died or failed mid-generation; `partial` keeps what had arrived."""
-
-    reason: str
-    partial: tuple[int, ...] = ()
-
-
-GenerationEvent = TokenStep | GenerationDone | TurnFailed
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,12 @@ from app.domain.events import (
     StopReason,
     TurnDone,
 )
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    RequestSent as RequestSent,
+)
+from app.domain.events import (
+    ResponseReceived as ResponseReceived,
+)
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -55,27 +61,6 @@ from app.engine.protocol import FinishReason, GenerationDone, Timings, TurnFaile
 from app.errors import ErrorCode, HarmonyDeskError
 from app.harmony.encoding import CALL
 from app.harmony.text_stream import HarmonyText
-
-
-@dataclass(frozen=True)
-class RequestSent:
-    """The exact request body sent to the endpoint (the debug pane shows it; the key is not in
-    it: the SDK sends that in a header)."""
-
-    endpoint: str
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ResponseReceived:
-    """What the endpoint said about its answer: its id, why it ended, the usage it reported,
-    and the log-probabilities of the tokens when they were asked for (the debug pane)."""
-
-    endpoint: str
-    response_id: str
-    finish_reason: str
-    usage: dict[str, int]
-    logprobs: tuple[tuple[str, float], ...] = ()
 
 
 class RemoteError(HarmonyDeskError):

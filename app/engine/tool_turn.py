@@ -11,26 +11,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    ToolsRan as ToolsRan,
+)
 from app.domain.messages import Conversation, Message, Role, SystemContent
 from app.engine.audit import AuditLog
 from app.engine.chat import ChatEvent, ChatSession
 from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import Approve, allow_all, run_calls
-from app.engine.turn_loop import CallOutcome, Generate, Generated, TurnResult, turn_loop
+from app.engine.turn_loop import Generate, Generated, TurnResult, turn_loop
 from app.harmony import encoding as enc
 from app.templates.harmony import HarmonyTemplate
 from app.tools.api import Tool, ToolContext
 from app.tools.registry import ToolRegistry
-
-
-@dataclass(frozen=True)
-class ToolsRan:
-    """The outcomes of one batch of calls, as the model will read them."""
-
-    outcomes: tuple[CallOutcome, ...]
 
 
 def with_tools(conversation: Conversation, registry: ToolRegistry) -> Conversation:

@@ -16,9 +16,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from app.domain.events import (  # re-exported: the one event union lives in domain
+    CallOutcome as CallOutcome,
+)
+from app.domain.events import (
+    CallRecord as CallRecord,
+)
+from app.domain.events import (
+    TurnResult as TurnResult,
+)
 from app.domain.messages import Author, Conversation, Message, Role, TextContent
 from app.domain.visibility import is_tool_recipient
 from app.errors import ErrorCode
@@ -53,35 +62,6 @@ class RunCalls:
     """Ask approval for and run these calls (concurrently); send back their `CallOutcome`s."""
 
     calls: tuple[PendingCall, ...]
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    call_id: str
-    ok: bool
-    content: Any = None
-    error_code: str | None = None
-    error: str | None = None
-    arguments: dict[str, Any] | None = None  # as run, after the user's edits
-    decision: str = ""  # how approval went: "asked: allowed", "always allow", "denied", …
-    duration_ms: float | None = None  # how long the tool ran (None: it never ran)
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """The audit record of one call."""
-
-    call_id: str
-    tool: str
-    arguments_sent: str
-    outcome: CallOutcome
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    conversation: Conversation
-    reason: str  # "answer", "loop cap", "no answer"
-    records: tuple[CallRecord, ...] = field(default=())
 
 
 def envelope(outcome: CallOutcome) -> str:
