@@ -102,12 +102,24 @@ class CallResult(Protocol):
 class ReplyBuilder:
     """Folds one reply's events into its `Reply` (see the module guarantees)."""
 
-    def __init__(self, reply: Reply, segments: dict[int, int] | None = None) -> None:
+    def __init__(
+        self, reply: Reply, segments: dict[int, int] | None = None, *, stored: bool = False
+    ) -> None:
+        """`stored`: whole stored messages are folded (an import): the analysis is gathered
+        and written once by `close`, so a reply of any length folds in linear time."""
         self.reply = reply
         self.segments: dict[int, int] = dict(segments or {})  # message index → segment index
         self.issues: list[ParseIssue] = []
         self.stop: StopReason | None = None
         self._held: dict[int, str] = {}  # segment index → answer text held back (W34)
+        self._cards: dict[str, list[int]] = {}  # tool → its cards still without a result
+        self._analysis: list[str] | None = [] if stored else None
+
+    def close(self) -> None:
+        """Write what a `stored` fold gathered."""
+        if self._analysis:
+            self.reply.debug.analysis += "".join(self._analysis)
+            self._analysis = []
 
     # --- the fold -------------------------------------------------------------------
 
@@ -227,7 +239,10 @@ class ReplyBuilder:
         if event.lane is Lane.TOOL_CALL:
             data = {"tool": event.message.recipient, "arguments": event.message.text}
             data |= {"state": "called", "risk": ""}
-            return self._add(Segment("tool", data=data, complete=event.complete))
+            changes = self._add(Segment("tool", data=data, complete=event.complete))
+            card = len(self.reply.segments) - 1
+            self._cards.setdefault(str(event.message.recipient), []).append(card)
+            return changes
         if event.lane is Lane.TOOL_RESULT:
             return self._tool_message(event)
         shown, spelt = event.message.text, ""
@@ -262,26 +277,27 @@ class ReplyBuilder:
         if index is not None:  # it looked visible while it streamed (a repeated answer)
             self.reply.segments[index].text = ""
             changes.append(Updated(index))
-        if event.message.text and not debug.analysis.endswith(event.message.text):
-            debug.analysis += event.message.text
-            changes.append(Thought(event.message.text))
-        if event.message.text and not debug.analysis.endswith("\n"):
+        text = event.message.text
+        if self._analysis is not None:  # a stored message: gathered, written at `close`
+            self._analysis.append(f"{text}\n" if text else "")
+            return changes
+        if text and not debug.analysis.endswith(text):
+            debug.analysis += text
+            changes.append(Thought(text))
+        if text and not debug.analysis.endswith("\n"):
             debug.analysis += "\n"
         return changes
 
     def _tool_message(self, event: MessageDone) -> list[Change]:
         """A stored tool reply (an import, a history): it fills the card it answers."""
         text = event.message.text
-        for i, s in enumerate(self.reply.segments):
-            if (
-                s.kind == "tool"
-                and "result" not in s.data
-                and s.data.get("tool") == event.message.author.name
-            ):
-                ok = not text.startswith('{"ok": false')
-                s.data.update(state="ok" if ok else "error", result=text)
-                return [Updated(i)]
-        return []
+        waiting = self._cards.get(str(event.message.author.name))
+        if not waiting:
+            return []
+        index = waiting.pop(0)
+        ok = not text.startswith('{"ok": false')
+        self.reply.segments[index].data.update(state="ok" if ok else "error", result=text)
+        return [Updated(index)]
 
     # --- outcomes and verdicts ------------------------------------------------------
 

@@ -20,8 +20,10 @@ import dataclasses
 import json
 from typing import Any
 
-from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+from app.domain.events import MessageDone
+from app.domain.history import ChatDoc, Reply, Turn, Version
 from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.domain.reply_builder import ReplyBuilder
 from app.domain.visibility import Lane, route
 from app.errors import ErrorCode, TranscriptError
 from app.harmony.ocm import convert
@@ -121,54 +123,28 @@ def import_text(text: str, fmt: str | None = None) -> ChatDoc:
     return doc
 
 
-class ReplyBuilder:
-    """One reply's messages, segments and analysis, gathered in linear time."""
+class _Replay:
+    """One stored reply's messages folded by the one reply builder, as if they streamed."""
 
     def __init__(self, reply: Reply) -> None:
-        self.reply = reply
+        self.builder = ReplyBuilder(reply, stored=True)
         self.messages: list[Message] = []
-        self.analysis: list[str] = []
-        self.open_cards: dict[str, list[Segment]] = {}  # tool name → cards awaiting a result
 
     def add(self, message: Message) -> None:
+        lane = route(message.author.role, message.channel, message.recipient)
+        self.builder.apply(MessageDone(len(self.messages), message, lane, True, ()))
         self.messages.append(message)
-        self._show(message)
 
     def finish(self) -> None:
-        self.reply.messages = tuple(self.messages)
-        self.reply.debug.analysis = "".join(f"{text}\n" for text in self.analysis)
-
-    def _show(self, message: Message) -> None:
-        """What the window shows of `message` (never its analysis)."""
-        segments = self.reply.segments
-        lane = route(message.author.role, message.channel, message.recipient)
-        if lane is Lane.ANSWER:
-            segments.append(Segment("answer", message.text, complete=True))
-        elif lane is Lane.PREAMBLE:
-            segments.append(Segment("preamble", message.text, complete=True))
-        elif lane is Lane.TOOL_CALL:
-            data: dict[str, Any] = {
-                "tool": message.recipient,
-                "arguments": message.text,
-                "state": "called",
-            }
-            card = Segment("tool", data=data, complete=True)
-            segments.append(card)
-            self.open_cards.setdefault(str(message.recipient), []).append(card)
-        elif lane is Lane.TOOL_RESULT:
-            waiting = self.open_cards.get(str(message.author.name))
-            if waiting:
-                ok = not message.text.startswith('{"ok": false')
-                waiting.pop(0).data.update(state="ok" if ok else "error", result=message.text)
-        elif lane is Lane.ANALYSIS:
-            self.analysis.append(message.text)
+        self.builder.close()
+        self.builder.reply.messages = tuple(self.messages)
 
 
 def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc:
     """Turns from model messages: each user message opens a turn; what follows is its reply.
     Linear in the number of messages, however many one reply holds."""
     doc = ChatDoc()
-    builders: list[ReplyBuilder] = []
+    builders: list[_Replay] = []
     for message in conversation.messages:
         role = message.author.role
         if role is Role.SYSTEM:
@@ -179,12 +155,12 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
                 doc.instructions = content.instructions
             continue
         if role is Role.USER:
-            builders.append(ReplyBuilder(Reply(state="done")))
-            doc.turns.append(Turn([Version(message.text, replies=[builders[-1].reply])]))
+            builders.append(_Replay(Reply(state="done")))
+            doc.turns.append(Turn([Version(message.text, replies=[builders[-1].builder.reply])]))
             continue
         if not builders or not doc.turns:  # model output before any user message
-            builders.append(ReplyBuilder(Reply(state="done")))
-            doc.turns.append(Turn([Version("", replies=[builders[-1].reply])]))
+            builders.append(_Replay(Reply(state="done")))
+            doc.turns.append(Turn([Version("", replies=[builders[-1].builder.reply])]))
         builders[-1].add(message)
     for builder in builders:
         builder.finish()
