@@ -198,6 +198,26 @@ def _tool_call(spec: CallSpec) -> str:
     return f"{header} %json {body} <[{enc.CALL}]>"
 
 
+def _call_specs(
+    tools: dict[str, Mapping[str, Any] | None], tool_choice: ToolChoice, calls: Sequence[CallSpec]
+) -> tuple[list[CallSpec], ToolChoice]:
+    """The calls the model may make, and the choice that is left (a named one: `required`)."""
+    specs = [CallSpec(f"functions.{name}", "commentary", params) for name, params in tools.items()]
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+        if tool_choice not in tools:
+            raise SchemaError(
+                f"tool_choice names {tool_choice!r}, which is not among the tools: {sorted(tools)}"
+            )
+        return [CallSpec(f"functions.{tool_choice}", "commentary", tools[tool_choice])], "required"
+    return specs + list(calls), tool_choice
+
+
+def _reasoning_frame(channel: str) -> str:
+    """A reasoning message on `channel` (free text), then the next assistant message."""
+    parts = [_tok(enc.CHANNEL), _ids(channel), _tok(enc.MESSAGE), "thought", _tok(enc.END)]
+    return " ".join([*parts, _tok(enc.START), _ids("assistant")])
+
+
 def harmony_constraint(
     schema: Mapping[str, Any] | None,
     *,
@@ -213,44 +233,13 @@ def harmony_constraint(
     function allows only that call. `thinking_budget` caps each analysis or preamble message
     at that many tokens, and their number at four (the model must then move on); None leaves
     reasoning unbounded."""
-    tools = dict(tools or {})
-    specs = [CallSpec(f"functions.{name}", "commentary", params) for name, params in tools.items()]
-    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
-        if tool_choice not in tools:
-            raise SchemaError(
-                f"tool_choice names {tool_choice!r}, which is not among the tools: {sorted(tools)}"
-            )
-        specs = [CallSpec(f"functions.{tool_choice}", "commentary", tools[tool_choice])]
-        tool_choice = "required"
-    else:
-        specs += calls
+    specs, tool_choice = _call_specs(dict(tools or {}), tool_choice, calls)
     for spec in specs:
         if spec.schema is not None:
             check_schema(spec.schema)
     if schema is not None:
         check_schema(schema)
-    analysis = " ".join(
-        [
-            _tok(enc.CHANNEL),
-            _ids("analysis"),
-            _tok(enc.MESSAGE),
-            "thought",
-            _tok(enc.END),
-            _tok(enc.START),
-            _ids("assistant"),
-        ]
-    )
-    preamble = " ".join(
-        [
-            _tok(enc.CHANNEL),
-            _ids("commentary"),
-            _tok(enc.MESSAGE),
-            "thought",
-            _tok(enc.END),
-            _tok(enc.START),
-            _ids("assistant"),
-        ]
-    )
+    analysis, preamble = _reasoning_frame("analysis"), _reasoning_frame("commentary")
     budget = f"[max_tokens={thinking_budget}]" if thinking_budget else ""
     repeat = "{0,4}" if thinking_budget else "*"  # with a budget, at most four reasoning messages
     final_body = f"%json {json.dumps(_with_options(schema))}" if schema is not None else "TEXT"
