@@ -175,3 +175,29 @@ def test_async_client_streams_without_blocking_the_loop_and_cancels_on_exit(tiny
     tokens, ticks, state, progress = asyncio.run(scenario())
     assert len(tokens) == 6 and ticks > 0 and progress[-1] == pytest.approx(1.0)
     assert state is WorkerState.READY
+
+
+def test_llama_cpp_lines_cross_the_pipe_to_the_app_log(tiny_model: Any, tmp_path: Any) -> None:
+    """llama.cpp's own log lines reach the app (the debug pane takes them; the `llama` logger
+    writes them to the log file) instead of the worker's stderr."""
+    import logging
+
+    from app.engine.client import WorkerClient
+
+    seen: list[str] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Catch()
+    logging.getLogger("llama").addHandler(handler)
+    logging.getLogger("llama").setLevel(logging.INFO)
+    try:
+        with WorkerClient() as client:
+            client.load(tiny_model, n_ctx=256, n_threads=1)
+            lines = client.take_log()
+    finally:
+        logging.getLogger("llama").removeHandler(handler)
+    assert lines and seen and set(lines) <= set(seen)
+    assert any("gpt-oss" in line or "llama" in line or "model" in line for line in lines), lines[:5]

@@ -530,6 +530,9 @@ class ChatController(QObject):
     ) -> None:
         """The turn ended (answered, stopped, failed): the reply's state said and saved."""
         self.flush()
+        take_log = getattr(self.host.backend, "take_log", None)  # llama.cpp's own lines
+        if callable(take_log):
+            reply.debug.events.extend(f"llama.cpp: {line}" for line in take_log())
         reply.open_segments = dict(builder.segments)
         self._builder, self.last_builder = None, builder
         if cancel.is_set() and reply.state in ("streaming", "incomplete"):

@@ -13,7 +13,9 @@ Guarantees:
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import logging
 import multiprocessing as mp
 import os
 import signal
@@ -38,6 +40,7 @@ from app.engine.protocol import (
     LoadProgress,
     LoadRequest,
     ModelInfo,
+    NativeLog,
     ShutdownRequest,
     TokenStep,
     TurnFailed,
@@ -60,6 +63,9 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
+_native = logging.getLogger("llama")  # the worker's llama.cpp lines, in the app's log file
+
+
 def death_reason(exitcode: int | None) -> str:
     """The worker's exit, in words."""
     if exitcode is None:
@@ -80,6 +86,7 @@ class WorkerClient:
         self._cancel = self._ctx.Event()
         self.state = WorkerState.UNLOADED
         self.info: ModelInfo | None = None
+        self.native_log: collections.deque[str] = collections.deque(maxlen=500)
         self._last_load: tuple[str, int, int] | None = None
 
     # --- process --------------------------------------------------------------------
@@ -132,10 +139,22 @@ class WorkerClient:
                 if not self._process.is_alive():
                     raise WorkerError(death_reason(self._process.exitcode))
                 return None
-            return self._conn.recv()
+            message = self._conn.recv()
         except (EOFError, OSError) as exc:
             self._process.join(timeout=2)
             raise WorkerError(death_reason(self._process.exitcode)) from exc
+        if isinstance(message, NativeLog):  # llama.cpp's own lines: the log file and the pane
+            for level, text in message.lines:
+                _native.log(level, text)
+            self.native_log.extend(text for _, text in message.lines)
+            return None
+        return message
+
+    def take_log(self) -> list[str]:
+        """llama.cpp's lines since the last call (for the debug pane)."""
+        lines = list(self.native_log)
+        self.native_log.clear()
+        return lines
 
     def _died(self) -> None:
         self.state = WorkerState.FAILED

@@ -163,3 +163,10 @@ class ModelBackend(Protocol):
     ) -> Iterator[GenerationEvent]: ...
 
     def call(self, name: str, *args: object) -> Any: ...
+
+
+@dataclass(frozen=True)
+class NativeLog:
+    """llama.cpp's own log lines (level, text) since the worker last sent any."""
+
+    lines: tuple[tuple[int, str], ...]

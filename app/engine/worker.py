@@ -29,6 +29,7 @@ from app.engine.protocol import (
     LoadProgress,
     LoadRequest,
     ModelInfo,
+    NativeLog,
     ShutdownRequest,
     Timings,
     TokenStep,
@@ -41,6 +42,19 @@ _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates lo
 _LEVELS = {1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
 _log = logging.getLogger("llama")
 _log.addHandler(logging.NullHandler())  # silent unless the app attaches a handler (debug pane)
+
+
+class _Gathered(logging.Handler):
+    """llama.cpp's lines gathered for the app (sent over the pipe before the next message)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text:
+            self.lines.append((record.levelno, text))
 
 
 def _native_log(level: int, text: bytes, _data: Any) -> None:
@@ -57,6 +71,9 @@ class _Worker:
         self.low = low_level  # the module `Llama` reads its default model params from
         self.conn = conn
         self.cancel = cancel
+        self.gathered = _Gathered()
+        _log.addHandler(self.gathered)
+        _log.setLevel(logging.INFO)
         self.llm: Any = None
         self._mask_factory: Any = None
         self._mask_factory_llm: Any = None
@@ -71,7 +88,7 @@ class _Worker:
         original = self.low.llama_model_default_params
 
         def report(fraction: float, _data: Any) -> bool:
-            self.conn.send(LoadProgress(float(fraction)))
+            self._send(LoadProgress(float(fraction)))
             return not self.cancel.is_set()
 
         callback = self.low.llama_progress_callback(report)
@@ -92,7 +109,7 @@ class _Worker:
         try:
             self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
-            self.conn.send(LoadFailed("vocabulary", str(exc)))
+            self._send(LoadFailed("vocabulary", str(exc)))
             return
         params, keep_alive = self._progress_params(req.extra_buffers)
         original = self.low.llama_model_default_params
@@ -107,13 +124,13 @@ class _Worker:
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            self.conn.send(LoadFailed("weights", str(exc), cancelled=self.cancel.is_set()))
+            self._send(LoadFailed("weights", str(exc), cancelled=self.cancel.is_set()))
             return
         finally:
             self.low.llama_model_default_params = original
             del keep_alive
         llm = self.llm
-        self.conn.send(
+        self._send(
             ModelInfo(
                 path=req.path,
                 n_vocab=llm.n_vocab(),
@@ -143,14 +160,14 @@ class _Worker:
         start = time.perf_counter()
         if len(prompt) >= llm.n_ctx():
             refused = f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
-            self.conn.send(CallResult(error=refused))
+            self._send(CallResult(error=refused))
             return
         reused = self._reused(prompt)
         if s.seed is not None:
             llm.set_seed(s.seed)
         mask, refused = self._mask_for(req)
         if refused:
-            self.conn.send(CallResult(error=refused))
+            self._send(CallResult(error=refused))
             return
         tokens = llm.generate(
             prompt,
@@ -171,7 +188,7 @@ class _Worker:
             total_ms=(time.perf_counter() - start) * 1000,
             generated=generated,
         )
-        self.conn.send(GenerationDone(reason, stop_id, timings))
+        self._send(GenerationDone(reason, stop_id, timings))
 
     def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
         """The JSON mode's token mask (having read a continued answer's ids), or why not."""
@@ -196,7 +213,7 @@ class _Worker:
             if generated == 0:
                 first_ms = now
             generated += 1
-            self.conn.send(TokenStep(int(token), now))
+            self._send(TokenStep(int(token), now))
             if mask is not None and (not mask.consume(int(token)) or mask.finished):
                 reason, stop_id = FinishReason.STOP, int(token) if token in stops else None
                 break
@@ -243,9 +260,16 @@ class _Worker:
                 "add_bos": llm._model.add_bos_token(),
             }
         else:
-            self.conn.send(CallResult(error=f"unknown call {req.name!r}"))
+            self._send(CallResult(error=f"unknown call {req.name!r}"))
             return
-        self.conn.send(CallResult(value))
+        self._send(CallResult(value))
+
+    def _send(self, message: Any) -> None:
+        """Send `message`, after the llama.cpp log lines gathered since the last one."""
+        if self.gathered.lines:
+            lines, self.gathered.lines = self.gathered.lines, []
+            self.conn.send(NativeLog(tuple(lines)))
+        self.conn.send(message)
 
     def serve(self) -> None:
         while True:
@@ -255,7 +279,7 @@ class _Worker:
             if isinstance(req, LoadRequest):
                 self.load(req)
             elif self.llm is None:
-                self.conn.send(CallResult(error="no model is loaded"))
+                self._send(CallResult(error="no model is loaded"))
             elif isinstance(req, GenerateRequest):
                 self.generate(req)
             elif isinstance(req, CallRequest):
