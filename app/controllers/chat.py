@@ -20,22 +20,21 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures as cf
 import json
 import threading
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 
 from app.controllers.bridge import StreamCrashed
+from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
 from app.domain.events import MessageDone, ParseIssue
-from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version, snippet
+from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.domain.messages import DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
 from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
@@ -47,9 +46,7 @@ from app.engine.tool_runner import Decision, allow_all
 from app.engine.turn import TurnRequest
 from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
-from app.store.database import StoreError
 from app.store.history import HistoryStore
-from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
 from app.tools.api import ToolContext
 from app.tools.discovery import Discovered, discover
 from app.tools.session import ConversationTools, ToolOptions
@@ -74,23 +71,17 @@ def _json_mode(version: Version) -> ResponseFormat | None:
     )
 
 
-class ChatController(QObject):
+class ChatController(ConversationsController):
     """Drives the turns of the selected conversation; the view listens to its signals."""
 
-    docChanged = Signal()  # the whole transcript must be shown again (switch, flip, edit)
-    storeFailed = Signal(str)  # a save failed: what happened (the conversation stays in memory)
-    listChanged = Signal()  # the sidebar must be shown again
     replyStarted = Signal(int)  # turn index
     segmentAdded = Signal(int, int)  # turn, segment
     segmentText = Signal(int, int, str)  # turn, segment, appended text (coalesced)
     segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
     replyFinished = Signal(int)  # turn index
-    debugChanged = Signal(int)  # turn index whose debug record grew
     busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
     notice = Signal(str)  # something the user should know now (a remote endpoint is waiting)
-    analysisFound = Signal(list)  # [(turn index, snippet)]: the debug pane's search
-    _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
     def __init__(
         self,
@@ -98,23 +89,10 @@ class ChatController(QObject):
         conversations: ConversationList | HistoryStore | None = None,
         remote: RemoteHost | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(conversations)
         self.host = host
         self.remote = remote  # remote endpoints; None: only the model on this computer
-        self.conversations = conversations or ConversationList()
-        self.store = conversations if isinstance(conversations, HistoryStore) else None
-        self._writer = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self._streaming: tuple[Version, Reply] | None = None
-        self._checkpointed = 0.0
-        self.doc: ChatDoc = ChatDoc()  # a fresh chat until the latest one is read
-        self.listing: list[ChatDoc] = []  # the sidebar: titles and pins, no turns
-        self.trashed: list[tuple[str, str, float]] = []
-        self.search_text = ""
-        self._inflight = 0  # store calls whose result is not yet shown
-        self._closed = False
-        self._list_asked = 0
-        self._delivered.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
-        self.busy = False
         self.effort: ReasoningEffort | None = None
         self.json_schema: dict[str, Any] | None = None
         self.max_tokens = 1024
@@ -139,148 +117,10 @@ class ChatController(QObject):
 
     # --- conversations ---------------------------------------------------------------
 
-    def _io(self, work: Callable[[], T], then: Callable[[T], None] | None = None) -> None:
-        """Run `work` on the store's thread, after every save asked before it, and hand its
-        result to `then` on the GUI thread; a failure is reported with `storeFailed`. After
-        `close`, nothing more is asked of the store."""
-        if self._closed:
-            return
-        self._inflight += 1
-
-        def run() -> None:
-            landed: Callable[[], None] = lambda: None  # noqa: E731
-            try:
-                result = work()
-                if then is not None:
-                    landed = partial(then, result)
-            except StoreError as exc:
-                self.storeFailed.emit(exc.message)
-            finally:
-                self._delivered.emit(landed)
-
-        self._writer.submit(run)
-
-    def _deliver(self, landed: Callable[[], None]) -> None:
-        self._inflight -= 1
-        landed()
-
-    def settle(self, timeout_s: float = 30.0) -> None:
-        """Wait until every store call asked so far is done and its result shown (tests)."""
-        deadline = time.monotonic() + timeout_s
-        while self._inflight and time.monotonic() < deadline:
-            self.saved()
-            QCoreApplication.processEvents()
-
-    def _latest_or_new(self) -> ChatDoc:
-        """The newest conversation not in the trash, or a new one (on the store's thread)."""
-        listed = self.conversations.listed()
-        latest = self.conversations.get(listed[0].id) if listed else None
-        return latest if latest is not None else self.conversations.new()
-
-    def _show(self, doc: ChatDoc | None, instead_of: ChatDoc | None = None) -> None:
-        """Make `doc` the selected conversation (unless a reply streams, or the user has
-        started on the conversation it was read to replace), then show the list again."""
-        untouched = instead_of is None or (self.doc is instead_of and not self.doc.turns)
-        if doc is not None and not self.busy and untouched and doc is not self.doc:
-            self.doc = doc
-            self.docChanged.emit()
-        self.refresh_list()
-
-    def refresh_list(self, search: str | None = None) -> None:
-        """Read the sidebar's list (matching `search`, or the last search) and the trash on
-        the store's thread; `listChanged` says when they are in `listing` and `trashed`."""
-        if search is not None:
-            self.search_text = search
-        self._list_asked += 1
-        asked, text = self._list_asked, self.search_text
-
-        def shown(result: tuple[list[ChatDoc], list[tuple[str, str, float]]]) -> None:
-            if asked == self._list_asked:  # a later search replaces this one
-                self.listing, self.trashed = result
-                self.listChanged.emit()
-
-        self._io(lambda: (self.conversations.listed(text), self.conversations.trash()), shown)
-
-    def new_chat(self) -> None:
-        if self.busy:
-            return
-        self.doc = ChatDoc()
-        self.docChanged.emit()
-        self._io(partial(self.conversations.save, self.doc), lambda _: self.refresh_list())
-
-    def select(self, doc_id: str) -> None:
-        if not self.busy and doc_id != self.doc.id:
-            self._io(partial(self.conversations.get, doc_id), self._show)
-
-    def rename(self, doc_id: str, title: str) -> None:
-        if title.strip() and doc_id == self.doc.id:
-            self.doc.title = title.strip()  # the next save writes it too
-        self._io(partial(self.conversations.rename, doc_id, title), lambda _: self.refresh_list())
-
-    def pin(self, doc_id: str, pinned: bool = True) -> None:
-        if doc_id == self.doc.id:
-            self.doc.pinned = pinned
-        self._io(partial(self.conversations.pin, doc_id, pinned), lambda _: self.refresh_list())
-
-    def delete(self, doc_id: str) -> None:
-        """To the trash; when it was the selected conversation, the newest one is shown."""
-        if self.busy and doc_id == self.doc.id:
-            return
-        selected = doc_id == self.doc.id
+    def _forget(self, doc_id: str) -> None:
         tools = self._tools.pop(doc_id, None)
         if tools is not None:
             tools.close()  # its python interpreter ends with the conversation
-
-        def work() -> ChatDoc | None:
-            self.conversations.delete(doc_id)
-            return self._latest_or_new() if selected else None
-
-        self._io(work, self._show)
-
-    def debug_ready(self, turn: int) -> bool:
-        """Whether the debug record of the turn's shown reply is in memory; when not, it is
-        read on the store's thread and `debugChanged(turn)` says when it is."""
-        reply = self.doc.turns[turn].version.reply if 0 <= turn < len(self.doc.turns) else None
-        if reply is None or reply.debug_loaded:
-            return True
-        self._io(lambda: reply.debug, lambda _: self.debugChanged.emit(turn))
-        return False
-
-    def search_analysis(self, text: str) -> None:
-        """Find `text` in the analysis of the shown turns' replies (the debug pane's search;
-        the sidebar never searches analysis); `analysisFound` gives the turns."""
-        doc, needle, store = self.doc, text.strip(), self.store
-
-        def work() -> list[tuple[int, str]]:
-            if not needle:
-                return []
-            stored = dict(store.search_analysis(doc.id, needle)) if store is not None else {}
-            found: list[tuple[int, str]] = []
-            for index, turn in enumerate(doc.turns):
-                for reply in turn.version.replies:
-                    hit = stored.get(reply.id)
-                    if hit is None and reply.debug_loaded:  # not saved yet, or changed since
-                        hit = snippet(reply.debug.analysis, needle)
-                    if hit is not None:
-                        found.append((index, hit))
-            return found
-
-        self._io(work, self.analysisFound.emit)
-
-    def trash(self) -> list[tuple[str, str, float]]:
-        """(id, title, when deleted) of the trashed conversations, as last read."""
-        return self.trashed
-
-    def restore(self, doc_id: str) -> None:
-        self._io(partial(self.conversations.restore, doc_id), lambda _: self.refresh_list())
-
-    def empty_trash(self) -> None:
-        """Remove every trashed conversation for good (the user asked)."""
-        work = partial(self.conversations.purge, older_than_days=0)
-        self._io(work, lambda _: self.refresh_list())
-
-    def undo_delete(self) -> None:
-        self._io(self.conversations.undo_delete, lambda _: self.refresh_list())
 
     def available_tools(self) -> list[str]:
         """The built-ins and the trusted plugins a conversation can enable. Plugins are found
@@ -646,29 +486,6 @@ class ChatController(QObject):
             self.persist(*self._streaming, structure=False)  # the answer only: cheap
         if not self._pending:
             self._timer.stop()
-
-    def persist(
-        self, version: Version | None = None, reply: Reply | None = None, *, structure: bool = True
-    ) -> None:
-        """Save the conversation (and `reply`) on the store's thread: the rows are taken now,
-        written in order; a failed write is reported with `storeFailed`, nothing is lost."""
-        if self.store is None or self._closed:
-            return
-        rows = structure_rows(self.doc) if structure else Rows(conversation_row(self.doc))
-        if version is not None and reply is not None:
-            reply_rows(self.doc, version, reply, rows)
-        self._checkpointed = time.monotonic()
-        self._writer.submit(self._write, self.store, rows)
-
-    def _write(self, store: HistoryStore, rows: Rows) -> None:
-        try:
-            store.write(rows)
-        except StoreError as exc:
-            self.storeFailed.emit(exc.message)
-
-    def saved(self) -> None:
-        """Wait until every save asked so far is written (tests, closing the window)."""
-        self._writer.submit(lambda: None).result()
 
     def close(self) -> None:
         self.stop()
