@@ -32,6 +32,7 @@ from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
+from app.controllers.tool_host import WindowTools
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
 from app.domain.events import MessageDone, ParseIssue
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
@@ -48,9 +49,7 @@ from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
 from app.store.history import HistoryStore
 from app.tools.api import ToolContext
-from app.tools.discovery import Discovered, discover
-from app.tools.session import ConversationTools, ToolOptions
-from app.tools.trust import PluginIdentity, TrustStore
+from app.tools.trust import PluginIdentity
 
 FLUSH_MS = 40
 CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
@@ -101,12 +100,9 @@ class ChatController(ConversationsController):
         self._pending: dict[tuple[int, int], str] = {}
         self._debug_pending: set[int] = set()
         self._approvals: dict[str, asyncio.Future[Answer]] = {}
-        self._tools: dict[str, ConversationTools] = {}
-        self._plugins: list[str] | None = None
+        self.tools = WindowTools()  # plugins, and each conversation's enabled tools
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
-        self._found: Discovered | None = None
-        self._discovery_lock = threading.Lock()
         self._policies: dict[str, ApprovalPolicy] = {}
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self._timer = QTimer(self)
@@ -118,42 +114,18 @@ class ChatController(ConversationsController):
     # --- conversations ---------------------------------------------------------------
 
     def _forget(self, doc_id: str) -> None:
-        tools = self._tools.pop(doc_id, None)
-        if tools is not None:
-            tools.close()  # its python interpreter ends with the conversation
+        self.tools.forget(doc_id)  # its python interpreter ends with the conversation
 
     def available_tools(self) -> list[str]:
-        """The built-ins and the trusted plugins a conversation can enable. Plugins are found
-        on a background thread the first time; until then only the built-ins are listed."""
-        if self._plugins is None:
-            self._plugins = []
-            threading.Thread(target=self._discovered, name="plugin-discovery", daemon=True).start()
-        return ["python", "browser", *self._plugins]
-
-    def _discovered(self) -> Discovered:
-        """The plugins found once for every conversation (plugin code runs in one host)."""
-        with self._discovery_lock:
-            if self._found is None:
-                self._found = discover()
-                self._plugins = sorted(self._found.tools)
-            return self._found
+        """The built-ins and the trusted plugins a conversation can enable (plugins once found,
+        on a background thread)."""
+        return self.tools.available()
 
     def pending_plugins(self) -> dict[str, PluginIdentity]:
-        """Plugins found but not trusted (new, or changed since the user trusted them)."""
-        found = self._found
-        return dict(found.pending) if found is not None else {}
+        return self.tools.pending()
 
     def trust_plugin(self, name: str) -> None:
-        """The user trusts this plugin as it is now: it is imported from the next discovery."""
-        identity = self.pending_plugins().get(name)
-        if identity is None:
-            return
-        TrustStore().trust(identity)
-        with self._discovery_lock:
-            if self._found is not None:
-                self._found.close()
-            self._found, self._plugins = None, None
-        self.available_tools()
+        self.tools.trust(name)
 
     @property
     def can_answer(self) -> bool:
@@ -170,16 +142,12 @@ class ChatController(ConversationsController):
     def set_offline(self, offline: bool) -> None:
         """Mark the selected conversation offline: its tools may not use the network."""
         self.doc.offline = offline
-        old = self._tools.pop(self.doc.id, None)
-        if old is not None:
-            old.close()
+        self.tools.forget(self.doc.id)
 
     def set_tools(self, names: tuple[str, ...]) -> None:
         """The tools enabled for the selected conversation."""
         self.doc.tools = names
-        old = self._tools.pop(self.doc.id, None)
-        if old is not None:
-            old.close()
+        self.tools.forget(self.doc.id)
 
     # --- turns -------------------------------------------------------------------------
 
@@ -283,15 +251,6 @@ class ChatController(ConversationsController):
             )
         return messages
 
-    def _conversation_tools(self, doc: ChatDoc) -> ConversationTools:
-        """The conversation's tools (built on the engine thread: discovery reads the disk)."""
-        tools = self._tools.get(doc.id)
-        if tools is None:
-            options = ToolOptions(enabled=doc.tools, offline=doc.offline)
-            tools = ConversationTools(options, self._discovered())
-            self._tools[doc.id] = tools
-        return tools
-
     def _policy(self, loop: asyncio.AbstractEventLoop, turn: int) -> ApprovalPolicy:
         policy = self._policies.get(self.doc.id)
         if policy is None:
@@ -341,9 +300,7 @@ class ChatController(ConversationsController):
             ),
             kept=kept,
             prefix=prefix if resume is not None else None,
-            tools=partial(lambda d: self._conversation_tools(d).registry, doc)
-            if policy is not None
-            else None,
+            tools=partial(lambda d: self.tools.of(d).registry, doc) if policy is not None else None,
             need_vocab=not self.token_table,
             cancel=cancel,
         )
@@ -493,9 +450,7 @@ class ChatController(ConversationsController):
             self.persist(*self._streaming)
         self._closed = True
         self._writer.shutdown(wait=True)
-        for tools in self._tools.values():
-            tools.close()
-        self._tools.clear()
+        self.tools.close()
 
 
 def _read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
