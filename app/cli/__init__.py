@@ -87,10 +87,11 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     protect_terminal()  # model, server and imported text never drive the terminal
-    configure_logging()
     install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
     parser = _build_parser()
     args, extra = parser.parse_known_args(argv)
+    if not args.self_test:  # the self-test leaves the user's folders as it found them
+        configure_logging()
     if extra and args.command == "history" and args.verb == "export":
         args.target += extra  # `history export ID --format md OUT`: positionals around an option
     elif extra:
