@@ -71,3 +71,12 @@ def test_every_catalogue_case_reads_as_the_token_parser_reads_it(
     assert [(e.lane, e.message.channel, e.message.recipient, e.message.text, e.complete)
             for e in remote if isinstance(e, MessageDone)] == expected
     assert {i.code for i in remote if isinstance(i, ParseIssue)} == {i.code for i in local.issues}
+
+
+def test_text_with_no_header_is_the_answer_when_the_stream_ends_normally() -> None:
+    # A server that parses Harmony itself sends gpt-oss's answer as plain text.
+    assert read(["The capital ", "is Paris."], complete=True) == [
+        (Lane.ANSWER, "final", None, "The capital is Paris.", True)]
+    reader = HarmonyText()
+    events = reader.feed("<|channel|>final<|message|>Paris.<|end|>")  # a whole marker: not held
+    assert [e.message.text for e in events if isinstance(e, MessageDone)] == ["Paris."]

@@ -310,3 +310,23 @@ def test_markup_passed_through_as_text_reads_as_local_ids_read(proxy: FaultProxy
         (e.lane, e.message.recipient, e.message.text) for e in local_done]
     shown = "".join(e.message.text for e in done if e.lane is Lane.ANSWER)
     assert shown == "".join(e.message.text for e in local_done if e.lane is Lane.ANSWER)
+
+
+def test_a_gpt_oss_endpoint_that_parses_harmony_itself_streams_its_plain_answer() -> None:
+    """Plain text from a gpt-oss endpoint (the server parsed Harmony) streams as the answer
+    once it cannot be markup, and is kept whole; raw markup from the same model is parsed."""
+    from app.domain.visibility import Lane
+    from app.engine.scripted import ScriptedServer
+
+    answer = "Paris is the capital of France. " * 12
+    chunks = [answer[i:i + 20] for i in range(0, len(answer), 20)]
+    gpt_oss = Endpoint(name="oss", base_url="http://oss.invalid/v1", model="gpt-oss-20b")
+    session = RemoteSession(gpt_oss, None, client=ScriptedServer([chunks]))
+    events = run(session, "Capital?")
+    deltas = [e for e in events if isinstance(e, ContentDelta)]
+    assert deltas and all(e.lane is Lane.ANSWER for e in deltas) and len(deltas) > 1  # it streamed
+    assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [("final", answer)]
+    raw = RemoteSession(gpt_oss, None, client=ScriptedServer([[" to=functions.f<|channel|>commentary",
+                                                               " json<|message|>{}<|call|>"]]))
+    called = [e for e in run(raw, "Go") if isinstance(e, MessageDone)]
+    assert [(e.lane, e.message.recipient) for e in called] == [(Lane.TOOL_CALL, "functions.f")]

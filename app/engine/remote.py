@@ -631,17 +631,34 @@ def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) ->
 
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
-_MARKERS = ("<|channel|>", "<|start|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>")
+_MARKERS = (
+    "<|channel|>",
+    "<|start|>",
+    "<|message|>",
+    "<|constrain|>",
+    "<|end|>",
+    "<|call|>",
+    "<|return|>",
+)
+
+
+_GPT_OSS_WAIT = 240  # characters of a gpt-oss reply's first text that may precede its markup
 
 
 def _mode_of(head: str, gpt_oss: bool, final: bool = False) -> str | None:
-    """How to read a reply's text: "harmony" for a gpt-oss model (its output is Harmony from
-    the first byte, even one that skips its header) or text that opens with markup; "plain"
-    otherwise; None while the first text may still turn out to be markup."""
+    """ "harmony" when a reply's first text holds Harmony markup, "plain" once it cannot, None
+    while unsure. A gpt-oss model's raw output may put a header or a whole headerless message
+    first (` to=functions.f<|channel|>…`, W01, W24), so its text waits up to `_GPT_OSS_WAIT`
+    characters for markup; a server that parses Harmony itself sends plain text, which then
+    streams as the answer."""
     text = head.lstrip()
-    if gpt_oss or any(m in head for m in _MARKERS):
+    if any(m in head for m in _MARKERS):
         return "harmony"
-    if not final and (not text or any(m.startswith(text) for m in _MARKERS)):
+    if final:  # a short gpt-oss reply is read as its raw output would be, by the parser
+        return "harmony" if gpt_oss else "plain"
+    if not text or any(m.startswith(text) for m in _MARKERS):
+        return None
+    if gpt_oss and len(text) < _GPT_OSS_WAIT:
         return None
     return "plain"
 

@@ -7,11 +7,12 @@ text), and feeds the ids to a `StreamParser`: local and remote outputs are parse
 same code, with the same recoveries, diagnostics and late lane decisions.
 
 Guarantees: `feed` takes text in any chunking; a special token split across chunks is held
-back until it is whole (the longest tail that could begin one), so the events never depend on
-where a server cut its chunks; the reading ends at the first `<|return|>` or `<|call|>`, where
-a local generation stops (what a server sends after it is ignored); `finish(complete=True)` is
-a stream that ended normally (such servers drop the last `<|return|>` or `<|call|>`, which is
-supplied for the open message); `finish(complete=False)` leaves it cut (E-STREAM-TRUNCATED).
+back until it is whole (the longest tail that could begin one; a whole marker is not held), so
+the events never depend on where a server cut its chunks; the reading ends at the first
+`<|return|>` or `<|call|>`, where a local generation stops (what a server sends after it is
+ignored); `finish(complete=True)` is a stream that ended normally (such servers drop the last
+`<|return|>` or `<|call|>`, which is supplied for the open message, or for text that never got
+a header); `finish(complete=False)` leaves it cut (E-STREAM-TRUNCATED).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.domain.messages import Role
 from app.domain.visibility import Lane
 from app.harmony import encoding as enc
 from app.harmony.parser import StreamParser
+from app.harmony.stream import ParserState
 
 
 class HarmonyText:
@@ -50,7 +52,8 @@ class HarmonyText:
         """Close the stream; `complete` when it ended normally (its stop token was dropped)."""
         events = self._parse(self._held)
         self._held = ""
-        if complete and self._open_lane is not None and not self._stopped:
+        unsettled = self.parser.state in (ParserState.HEADER, ParserState.CONTENT)
+        if complete and unsettled and not self._stopped:
             stop = enc.CALL if self._open_lane is Lane.TOOL_CALL else enc.RETURN
             events += self._track(self.parser.feed_many([stop]))
         return events + self._track(self.parser.finish("" if complete else "cut"))
@@ -76,8 +79,8 @@ class HarmonyText:
         """How many characters at the end of `text` could be the start of a special token."""
         for size in range(min(len(text), self._longest - 1), 0, -1):
             tail = text[-size:]
-            if any(m.startswith(tail) for m in self._markers):
-                return size
+            if any(m.startswith(tail) and len(m) > size for m in self._markers):
+                return size  # a whole marker is not held: the message closes at once
         return 0
 
 
