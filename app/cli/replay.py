@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain.endpoint import Endpoint
 from app.domain.history import Reply
+from app.domain.reply_builder import ReplyBuilder
 from app.engine.chat import ChatSession
 from app.engine.remote import RemoteSession
 from app.engine.scripted import ScriptedClient, ScriptedServer
@@ -36,7 +36,6 @@ from app.harmony.jsonl import run_lines
 from app.templates.registry import get_template
 
 USER_TEXT = "Replay."
-_EVENT = re.compile(r"^(E-[A-Z-]+) \((debug|warning|error)\): ")
 _LANES = {"answer": "answer", "preamble": "preamble", "json": "answer", "tool": "tool_call"}
 
 
@@ -85,8 +84,10 @@ def session_for(source: Source, via: str) -> ChatSession | RemoteSession:
     return RemoteSession(_endpoint(), None, client=server)
 
 
-def result_of(reply: Reply, stop: str | None, texts: list[str] | None = None) -> dict[str, Any]:
-    """The replay line for a reply; `texts`, where given, are the shown texts as painted."""
+def result_of(builder: ReplyBuilder, texts: list[str] | None = None) -> dict[str, Any]:
+    """The replay line for a folded reply; `texts`, where given, are the shown texts as
+    painted."""
+    reply = builder.reply
     shown: list[dict[str, Any]] = []
     for i, segment in enumerate(reply.segments):
         lane = _LANES.get(segment.kind, "notice")
@@ -98,9 +99,8 @@ def result_of(reply: Reply, stop: str | None, texts: list[str] | None = None) ->
             item = {"lane": lane, "text": text, "recipient": None}
         if item["text"] or lane not in ("answer", "preamble"):  # an empty block shows nothing
             shown.append(item)
-    errors = [
-        {"code": m[1], "severity": m[2]} for e in reply.debug.events if (m := _EVENT.match(e))
-    ]
+    errors = [{"code": i.code.value, "severity": i.severity.value} for i in builder.issues]
+    stop = builder.stop.value if builder.stop is not None else None
     return {"shown": shown, "hidden": {"analysis": reply.debug.analysis}, "errors": errors,
             "stop": stop}  # fmt: skip
 
@@ -113,7 +113,7 @@ def replay_terminal(source: Source, via: str) -> dict[str, Any]:
     builder = printer.begin(Reply())
     for event in run_turn(session_for(source, via), TurnRequest(USER_TEXT)):
         printer(event)
-    result = result_of(builder.reply, builder.stop.value if builder.stop else None)
+    result = result_of(builder)
     result["stdout"] = printer.out.getvalue()  # type: ignore[attr-defined]
     return result
 

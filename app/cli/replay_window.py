@@ -64,8 +64,8 @@ def run_in_window(source: Source, via: str) -> dict[str, Any]:
             for w, s in zip(widget.segments, reply.segments, strict=True)
         ]
         builder = controller.last_builder
-        stop = builder.stop.value if builder is not None and builder.stop else None
-        return result_of(reply, stop, texts)
+        assert builder is not None and builder.reply is reply
+        return result_of(builder, texts)
     finally:
         window.close()
         controller.close()
