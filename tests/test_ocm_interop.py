@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from app.domain.messages import Author, Conversation, Message, Role, TextContent
@@ -94,3 +95,12 @@ def test_edited_system_text_wins_over_the_stored_structure() -> None:
     back = to_conversation(read_transcript(text))
     assert isinstance(back.messages[0].content[0], TextContent)
     assert "2025-01" in back.messages[0].text
+
+
+@pytest.mark.parametrize("text", ["\x85", "line\u2028separator", "para\u2029graph"])
+def test_yaml_line_breaks_in_header_values_survive_the_transcript(text: str) -> None:
+    """PyYAML folds NEL/LS/PS into spaces unless they are escaped (found by the property above)."""
+    from app.domain.messages import DeveloperContent, Message, Role
+
+    conversation = Conversation(messages=(Message.of(Role.DEVELOPER, DeveloperContent(instructions=text)),))
+    assert through_transcript(conversation) == conversation

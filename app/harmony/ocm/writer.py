@@ -70,13 +70,28 @@ def frame_text(message: OcmMessage) -> str:
     return f"<|start|>{head}<|message|>{_segments(message.body)}{end}"
 
 
+class _HeaderDumper(yaml.SafeDumper):
+    """Strings holding a YAML line break of their own (NEL, LS, PS) are double-quoted, where
+    they are escaped; plain or single-quoted, a reader folds them into spaces."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if any(c in value for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_HeaderDumper.add_representer(str, _string)
+
+
 def header_text(header: dict[str, Any]) -> str:
     """The YAML front matter, `version` first."""
     version = str(header.get("version", "2.2"))
     rest = {k: v for k, v in header.items() if k != "version"}
     lines = f"version: {version}\n"
     if rest:
-        lines += yaml.safe_dump(rest, sort_keys=False, allow_unicode=True, width=100)
+        lines += yaml.dump(
+            rest, Dumper=_HeaderDumper, sort_keys=False, allow_unicode=True, width=100
+        )
     return f"---\n{lines}---\n"
 
 
