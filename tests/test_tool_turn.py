@@ -77,3 +77,36 @@ def test_tools_cli(tiny_model: Any) -> None:
     assert "Run functions.current_time (read-only) with" in denied.stderr and "E-TOOL-DENIED" in denied.stderr
     unknown = subprocess.run([*base[:-1], "teleport"], capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "no tool or plugin called teleport" in unknown.stderr and "current_time" in unknown.stderr
+
+
+def test_approval_is_asked_and_answered_as_events_that_every_frontend_folds() -> None:
+    """The tool host says each request and its answer in the event union, before the result:
+    the reply builder (the window's and the terminal's) turns them into the card's states."""
+    import io
+
+    from app.cli.terminal_reply import TerminalReply
+    from app.domain.events import ToolCallDecided, ToolCallRequested
+    from app.domain.history import Reply
+    from app.engine.tool_runner import Decision
+
+    client = ScriptedClient([
+        '<|channel|>commentary to=functions.calculate <|constrain|>json<|message|>{"expression":"6*7"}<|call|>',
+        "<|channel|>final<|message|>It is 42.<|return|>",
+    ])
+    session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
+    edited = Decision(True, {"expression": "6*8"}, how="asked: allowed")
+    err = io.StringIO()
+    terminal = TerminalReply(False, io.StringIO(), err)
+    builder = terminal.begin(Reply())
+    states = []
+    for event in run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate]), approve=lambda _c: edited):
+        terminal(event)
+        cards = [s for s in builder.reply.segments if s.kind == "tool"]
+        if isinstance(event, ToolCallRequested | ToolCallDecided | ToolsRan):
+            states.append((type(event).__name__, cards[0].data["state"]))
+    assert states == [("ToolCallRequested", "pending"), ("ToolCallDecided", "running"), ("ToolsRan", "ok")]
+    card = next(s for s in builder.reply.segments if s.kind == "tool")
+    assert '"6*8"' in card.data["arguments"] and card.data["decision"] == "asked: allowed, arguments edited"
+    said = err.getvalue()
+    assert "functions.calculate (read-only)" in said and "runs: asked: allowed, arguments edited" in said
+    assert '"result": 48' in said

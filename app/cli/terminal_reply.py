@@ -10,18 +10,29 @@ timings and failures are lines on stderr.
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import TextIO, assert_never
 
-from app.domain.events import MessageDone, MessageStarted, ParseIssue
+from app.domain.events import (
+    ContentDelta,
+    GenerationDone,
+    JsonChecked,
+    MessageDone,
+    MessageStarted,
+    ParseIssue,
+    PromptRendered,
+    RequestSent,
+    ResponseReceived,
+    ToolCallDecided,
+    ToolCallRequested,
+    ToolsRan,
+    TurnDone,
+    TurnEvent,
+    TurnFailed,
+    TurnResult,
+)
 from app.domain.history import Reply
 from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
-from app.engine.chat import ChatEvent, JsonChecked
-from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.tool_turn import ToolsRan
-from app.engine.turn_loop import TurnResult
-
-TurnEvent = ChatEvent | ToolsRan | TurnResult
 
 
 class TerminalReply:
@@ -69,34 +80,61 @@ class TerminalReply:
             self.err.write("\n")
 
     def _said(self, event: TurnEvent) -> None:
-        if isinstance(event, ParseIssue) and event.severity.value != "debug":
-            self.err.write(f"[{event.code.value}] {event.message}\n")
-        elif isinstance(event, GenerationDone):
-            t = event.timings
-            self.err.write(
-                f"[{event.reason.value}: {t.generated} tokens,"
-                f" first after {t.first_token_ms:.0f} ms,"
-                f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-                f" {t.prompt_reused} reused]\n"
-            )
-        elif isinstance(event, TurnFailed):
-            self.err.write(f"[turn failed] {event.reason}\n")
-        elif isinstance(event, ToolsRan):
-            for o in event.outcomes:
-                shown = (
-                    json.dumps(o.content, ensure_ascii=False)
-                    if o.ok
-                    else f"{o.error_code}: {o.error}"
+        """What is said on stderr about the event (one exhaustive match over the union)."""
+        match event:
+            case ParseIssue():
+                if event.severity.value != "debug":
+                    self.err.write(f"[{event.code.value}] {event.message}\n")
+            case GenerationDone():
+                t = event.timings
+                self.err.write(
+                    f"[{event.reason.value}: {t.generated} tokens,"
+                    f" first after {t.first_token_ms:.0f} ms,"
+                    f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
+                    f" {t.prompt_reused} reused]\n"
                 )
-                shown = shown if len(shown) <= 400 else shown[:400] + "…"
-                self.err.write(f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {shown}\n")
-        elif isinstance(event, TurnResult) and event.reason != "answer":
-            self.err.write(f"[turn ended: {event.reason}]\n")
-        elif isinstance(event, JsonChecked):
-            r = event.result
-            code = r.code.value if r.code else ""
-            verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
-            self.err.write(f"[json {event.target}] {verdict}\n")
+            case TurnFailed():
+                self.err.write(f"[turn failed] {event.reason}\n")
+            case ToolCallRequested():
+                shown = _short(json.dumps(event.arguments, ensure_ascii=False))
+                self.err.write(f"[tool {event.call_id}] {event.tool} ({event.risk}) {shown}\n")
+            case ToolCallDecided():
+                verdict = "runs" if event.allow else "not run"
+                self.err.write(f"[tool {event.call_id}] {verdict}: {event.how}\n")
+            case ToolsRan():
+                for o in event.outcomes:
+                    said = (
+                        json.dumps(o.content, ensure_ascii=False)
+                        if o.ok
+                        else f"{o.error_code}: {o.error}"
+                    )
+                    self.err.write(
+                        f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {_short(said)}\n"
+                    )
+            case TurnResult():
+                if event.reason != "answer":
+                    self.err.write(f"[turn ended: {event.reason}]\n")
+            case JsonChecked():
+                r = event.result
+                code = r.code.value if r.code else ""
+                verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
+                self.err.write(f"[json {event.target}] {verdict}\n")
+            case (
+                MessageStarted()
+                | ContentDelta()
+                | MessageDone()
+                | TurnDone()
+                | PromptRendered()
+                | RequestSent()
+                | ResponseReceived()
+            ):
+                pass  # shown through the builder's changes, or only in the debug record
+            case _:
+                assert_never(event)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 400 else text[:400] + "…"
 
 
 __all__ = ["TerminalReply", "TurnEvent"]

@@ -20,7 +20,6 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from functools import partial
@@ -34,7 +33,7 @@ from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
-from app.domain.events import MessageDone, ParseIssue
+from app.domain.events import MessageDone, ParseIssue, ToolCallRequested
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.domain.messages import DeveloperContent, Message, ReasoningEffort, Role
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
@@ -358,29 +357,32 @@ class ChatController(ConversationsController):
         """Fold the event into the reply with the one reply builder, then paint its changes;
         what is the window's own (status, notices, the vocabulary, the turn's messages) is
         done here."""
-        if isinstance(event, Vocab):
-            self.token_table = event.table
-            return
-        if isinstance(event, SessionDone):
-            reply.messages = tuple(event.conversation.messages[event.start :])
-            return
-        if isinstance(event, StreamCrashed):
-            event = TurnFailed(event.message)
-        if isinstance(event, PromptRendered):
-            state.builder.segments, state.resume = state.resume or {}, None
-            reply.debug.sampling = str(self.host.sampling)
-        elif isinstance(event, MessageDone):
-            self._checkpointed = 0.0  # a message boundary: saved at the next flush
-        elif isinstance(event, ParseIssue) and event.code is ErrorCode.NETWORK:
-            self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
+        match event:
+            case Vocab():
+                self.token_table = event.table
+                return
+            case SessionDone():
+                reply.messages = tuple(event.conversation.messages[event.start :])
+                return
+            case StreamCrashed():
+                event = TurnFailed(event.message)
+            case PromptRendered():
+                state.builder.segments, state.resume = state.resume or {}, None
+                reply.debug.sampling = str(self.host.sampling)
+            case MessageDone():
+                self._checkpointed = 0.0  # a message boundary: saved at the next flush
+            case ParseIssue(code=ErrorCode.NETWORK):
+                self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
         for change in state.builder.apply(event):
             self._paint(turn, change)
-        if isinstance(event, RequestSent | ResponseReceived | ParseIssue):
-            self._debug_pending.add(turn)
-        elif isinstance(event, GenerationDone):
-            where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
-            self.statusChanged.emit({**reply.debug.timings, "n_ctx": self.host.n_ctx, **where})
-            self.debugChanged.emit(turn)
+        match event:
+            case RequestSent() | ResponseReceived() | ParseIssue():
+                self._debug_pending.add(turn)
+            case GenerationDone():
+                where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
+                timings = {**reply.debug.timings, "n_ctx": self.host.n_ctx, **where}
+                self.statusChanged.emit(timings)
+                self.debugChanged.emit(turn)
 
     def _paint(self, turn: int, change: Change) -> None:
         """Hand one change to the view: text is coalesced (`FLUSH_MS`), the rest is at once."""
@@ -398,35 +400,22 @@ class ChatController(ConversationsController):
             self._timer.start()
 
     async def _ask(self, turn: int, call: PendingCall) -> tuple[Mode | None, Decision]:
-        reply = self.doc.turns[turn].version.reply
-        assert reply is not None
-        self.flush()
-        builder = self._builder if self._builder is not None else ReplyBuilder(reply)
-        index = builder.card_for(call.call_id, call.tool.qualified_name)
-        if index is None:
-            data = {"tool": call.tool.qualified_name, "arguments": json.dumps(call.arguments)}
-            index = self._add(turn, reply, Segment("tool", data=data, complete=True))
-            reply.segments[index].data["call_id"] = call.call_id
-        data = reply.segments[index].data
-        data.update(
-            state="pending",
-            risk=call.tool.risk.value,
-            arguments=json.dumps(call.arguments, ensure_ascii=False, indent=1),
-        )
-        future: asyncio.Future[tuple[Mode | None, Decision]] = (
-            asyncio.get_running_loop().create_future()
-        )
+        """Wait for the user's answer on the call's card. The card says it waits through the
+        reply builder (the request is folded here too, in case its event is still on the way)."""
+        builder = self._builder
+        if builder is not None:
+            name, risk = call.tool.qualified_name, call.tool.risk.value
+            request = ToolCallRequested(call.call_id, name, call.arguments, risk)
+            for change in builder.apply(request):
+                self._paint(turn, change)
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._approvals[call.call_id] = future
-        self.segmentUpdated.emit(turn, index)
         if self._cancel is None or self._cancel.is_set():
             future.set_result((None, Decision(False, how="stopped by the user")))
         try:
-            remember, decision = await future
+            return await future
         finally:
             self._approvals.pop(call.call_id, None)
-        data["state"] = "running" if decision.allow else "denied"
-        self.segmentUpdated.emit(turn, index)
-        return remember, decision
 
     def flush(self) -> None:
         """Hand the gathered text to the view (one signal per segment)."""

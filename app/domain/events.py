@@ -5,7 +5,8 @@ The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; th
 message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
 `TurnDone` with its stop reason); a session says what it rendered (`PromptRendered`), what a
 remote endpoint was sent and said (`RequestSent`, `ResponseReceived`) and JSON mode's verdict
-(`JsonChecked`); the tool host reports its calls (`ToolsRan`) and the turn loop its result
+(`JsonChecked`); the tool host asks approval for each call (`ToolCallRequested`, `ToolCallDecided`)
+and reports their results (`ToolsRan`) and the turn loop its result
 (`TurnResult`). `TurnEvent` is the union every frontend folds (`app/domain/reply_builder.py`,
 with an exhaustive match). Only plain values: they cross threads and processes unchanged.
 """
@@ -189,6 +190,27 @@ class TurnResult:
 
 
 @dataclass(frozen=True)
+class ToolCallRequested:
+    """The tool host asks whether call `call_id` may run (its card waits for the user)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    risk: str
+
+
+@dataclass(frozen=True)
+class ToolCallDecided:
+    """The approval's answer: the call runs (with `arguments`, the user's edits included) or
+    not; `how` is what the audit record says ("asked: allowed", "denied by policy", …)."""
+
+    call_id: str
+    allow: bool
+    arguments: dict[str, Any]
+    how: str
+
+
+@dataclass(frozen=True)
 class ToolsRan:
     """The outcomes of one batch of calls, as the model will read them."""
 
@@ -229,6 +251,8 @@ TurnEvent = (
     | JsonChecked
     | RequestSent
     | ResponseReceived
+    | ToolCallRequested
+    | ToolCallDecided
     | ToolsRan
     | TurnResult
 )

@@ -11,7 +11,8 @@ Guarantees:
   `<|message|>`, text with no header before `<|return|>`, an unknown channel word that turns
   out to be the answer) is shown then, whole; a message first taken as visible that closes as
   hidden (a repeated answer) is emptied, never left on screen;
-- a tool call is a card (tool, arguments, state), on any channel; its outcome, from the tool
+- a tool call is a card (tool, arguments, state), on any channel; the tool host's approval
+  request and answer set its state (pending, running, denied) and its outcome, from the tool
   host or from a stored tool message, fills the card it answers;
 - answer text that may be a tool call spelt out as ordinary text (W34) is held back from where
   it may begin until the message decides; a spelt-out call is never shown as the answer but
@@ -37,6 +38,8 @@ from app.domain.events import (
     RequestSent,
     ResponseReceived,
     StopReason,
+    ToolCallDecided,
+    ToolCallRequested,
     ToolsRan,
     TurnDone,
     TurnEvent,
@@ -151,6 +154,10 @@ class ReplyBuilder:
                 return self._debug(f"request to {event.endpoint}: {json.dumps(event.body)}")
             case ResponseReceived():
                 return self._debug(f"response from {event.endpoint}: {json.dumps(_said(event))}")
+            case ToolCallRequested():
+                return self.requested(event)
+            case ToolCallDecided():
+                return self._decided(event)
             case ToolsRan():
                 return [c for o in event.outcomes for c in self.outcome(o.call_id, None, o)]
             case TurnResult():
@@ -311,6 +318,32 @@ class ReplyBuilder:
                 s.data["call_id"] = call_id
                 return i
         return None
+
+    def requested(self, event: ToolCallRequested) -> list[Change]:
+        """The call waits for approval: its card (made now if the call had none) says so, with
+        the tool's risk and the arguments the user may edit. Said twice, it changes nothing."""
+        changes: list[Change] = []
+        index = self.card_for(event.call_id, event.tool)
+        if index is None:
+            data = {"tool": event.tool, "call_id": event.call_id, "state": "called"}
+            changes = self._add(Segment("tool", data=data, complete=True))
+            index = len(self.reply.segments) - 1
+        data = self.reply.segments[index].data
+        if data.get("state") != "called":
+            return changes
+        arguments = json.dumps(event.arguments, ensure_ascii=False, indent=1)
+        data.update(state="pending", risk=event.risk, arguments=arguments)
+        return [*changes, Updated(index)]
+
+    def _decided(self, event: ToolCallDecided) -> list[Change]:
+        index = self.card_for(event.call_id, None)
+        if index is None:
+            return []
+        data = self.reply.segments[index].data
+        data.update(state="running" if event.allow else "denied", decision=event.how)
+        if event.allow:
+            data["arguments"] = json.dumps(event.arguments, ensure_ascii=False, indent=1)
+        return [Updated(index)]
 
     def outcome(self, call_id: str, tool: str | None, result: CallResult) -> list[Change]:
         """A call's outcome on its card (once: a later report of the same call is ignored)."""

@@ -86,7 +86,8 @@ def _outcome(call: PendingCall, future: cf.Future[Any], arguments: dict[str, Any
         )
 
 
-def _how(decision: Decision, call: PendingCall) -> str:
+def described(decision: Decision, call: PendingCall) -> str:
+    """What the audit record says of the approval ("asked: allowed, arguments edited", …)."""
     verdict = decision.how or ("allowed" if decision.allow else "denied")
     if decision.allow and decision.arguments is not None and decision.arguments != call.arguments:
         verdict += ", arguments edited"
@@ -119,18 +120,27 @@ def run_calls(
     cancel: threading.Event | None = None,
     context: ToolContext | None = None,
 ) -> list[CallOutcome]:
-    """Ask, then run the allowed calls concurrently; one outcome per call, in call order.
+    """Ask, then run the allowed calls concurrently; one outcome per call, in call order."""
+    return run_decided(calls, [approve(c) for c in calls], cancel=cancel, context=context)
+
+
+def run_decided(
+    calls: Sequence[PendingCall],
+    decisions: Sequence[Decision],
+    *,
+    cancel: threading.Event | None = None,
+    context: ToolContext | None = None,
+) -> list[CallOutcome]:
+    """Run the calls their decisions allow, concurrently; one outcome per call, in call order.
 
     Each outcome carries the approval decision and, for calls that ran, their duration."""
     context = context or ToolContext(call_id="")
     decided: dict[str, CallOutcome] = {}
     running: dict[str, tuple[PendingCall, cf.Future[Any], dict[str, Any], float]] = {}
     started: dict[str, float] = {}
-    how: dict[str, str] = {}
+    how = {c.call_id: described(d, c) for c, d in zip(calls, decisions, strict=True)}
     pool = cf.ThreadPoolExecutor(max_workers=max(1, len(calls)), thread_name_prefix="tool")
-    for call in calls:
-        decision = approve(call)
-        how[call.call_id] = _how(decision, call)
+    for call, decision in zip(calls, decisions, strict=True):
         if not decision.allow:
             decided[call.call_id] = CallOutcome(
                 call.call_id,

@@ -10,18 +10,25 @@ appended to the tool audit log here, so the window, the terminal and any other d
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 
 from app.domain.events import (  # re-exported: the one event union lives in domain
+    ToolCallDecided as ToolCallDecided,
+)
+from app.domain.events import (
+    ToolCallRequested as ToolCallRequested,
+)
+from app.domain.events import (
     ToolsRan as ToolsRan,
 )
+from app.domain.events import TurnEvent
 from app.domain.messages import Conversation, Message, Role, SystemContent
 from app.engine.audit import AuditLog
-from app.engine.chat import ChatEvent, ChatSession
+from app.engine.chat import ChatSession
 from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
 from app.engine.remote import RemoteSession
-from app.engine.tool_runner import Approve, allow_all, run_calls
-from app.engine.turn_loop import Generate, Generated, TurnResult, turn_loop
+from app.engine.tool_runner import Approve, Decision, allow_all, described, run_decided
+from app.engine.turn_loop import Generate, Generated, PendingCall, TurnResult, turn_loop
 from app.harmony import encoding as enc
 from app.templates.harmony import HarmonyTemplate
 from app.tools.api import Tool, ToolContext
@@ -45,6 +52,21 @@ def _call_spec(t: Tool) -> CallSpec:
     return CallSpec(t.qualified_name, t.channel, None if code else t.parameters, code)
 
 
+def _approved(
+    calls: Sequence[PendingCall], approve: Approve
+) -> Generator[ToolCallRequested | ToolCallDecided, None, list[Decision]]:
+    """Ask for each call in turn, saying the request and the answer as events."""
+    decisions = []
+    for call in calls:
+        name, risk = call.tool.qualified_name, call.tool.risk.value
+        yield ToolCallRequested(call.call_id, name, call.arguments, risk)
+        decision = approve(call)
+        ran = decision.arguments if decision.arguments is not None else call.arguments
+        yield ToolCallDecided(call.call_id, decision.allow, ran, described(decision, call))
+        decisions.append(decision)
+    return decisions
+
+
 def run_tool_turn(
     session: ChatSession | RemoteSession,
     text: str,
@@ -56,7 +78,7 @@ def run_tool_turn(
     cancel: threading.Event | None = None,
     context: ToolContext | None = None,
     audit: AuditLog | None = None,
-) -> Iterator[ChatEvent | ToolsRan | TurnResult]:
+) -> Iterator[TurnEvent]:
     """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`.
     Every call is written to the audit log (`audit`, else the user's), whoever drives the turn."""
     conversation = with_tools(
@@ -94,7 +116,8 @@ def run_tool_turn(
                     return
                 action = loop.send(Generated(tuple(out.messages), called=out.stop_id == enc.CALL))
             else:
-                outcomes = run_calls(action.calls, approve=approve, cancel=cancel, context=context)
+                decisions = yield from _approved(action.calls, approve)
+                outcomes = run_decided(action.calls, decisions, cancel=cancel, context=context)
                 yield ToolsRan(tuple(outcomes))
                 action = loop.send(outcomes)
     except StopIteration as stop:

@@ -14,18 +14,17 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from app.domain.events import TurnEvent
 from app.domain.messages import Conversation, ReasoningEffort
-from app.engine.chat import ChatEvent, ChatSession
+from app.engine.chat import ChatSession
 from app.engine.constraint import ResponseFormat, ToolChoice
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import Approve, allow_all
-from app.engine.tool_turn import ToolsRan, run_tool_turn
-from app.engine.turn_loop import TurnResult
+from app.engine.tool_turn import run_tool_turn
 from app.templates.harmony import HarmonyTemplate, with_effort
 from app.tools.api import ToolContext
 from app.tools.registry import ToolRegistry
 
-TurnEvent = ChatEvent | ToolsRan | TurnResult
 Session = ChatSession | RemoteSession
 
 
