@@ -110,3 +110,30 @@ def test_approval_is_asked_and_answered_as_events_that_every_frontend_folds() ->
     said = err.getvalue()
     assert "functions.calculate (read-only)" in said and "runs: asked: allowed, arguments edited" in said
     assert '"result": 48' in said
+
+
+def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_in_the_terminal() -> None:
+    """W08 through the terminal chat's path: the stored call is on `commentary`, the chain's
+    analysis stays in the follow-up prompt, and only the real answer is printed."""
+    import io
+
+    from app.cli.terminal_reply import TerminalReply
+    from app.domain.history import Reply
+    from app.engine.turn import TurnRequest, run_turn
+
+    client = ScriptedClient([
+        "<|channel|>analysis<|message|>Need the sum.<|end|><|start|>assistant<|channel|>final"
+        ' to=functions.calculate <|constrain|>json<|message|>{"expression":"1+1"}<|call|>',
+        "<|channel|>final<|message|>Two.<|return|>",
+    ])
+    session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
+    out = io.StringIO()
+    terminal = TerminalReply(False, out, io.StringIO())
+    terminal.begin(Reply())
+    for event in run_turn(session, TurnRequest("Add", tools=ToolRegistry([calculate]))):
+        terminal(event)
+    call = next(m for m in session.conversation.messages if m.recipient == "functions.calculate")
+    assert call.channel == "commentary"
+    follow_up = client.encoding.decode(client.prompts[1])
+    assert "Need the sum." in follow_up and "<|channel|>final to=" not in follow_up
+    assert out.getvalue() == "Two.\n"

@@ -538,3 +538,42 @@ def test_a_first_run_on_empty_folders_welcomes_and_starts_on_the_default_model(
     finally:
         window.close()
         window.host.close()
+
+
+def test_continue_on_a_json_answer_keeps_the_constraint_and_its_check(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    """Continue on a JSON-mode answer once ran with no constraint and no validity check."""
+    window, client = make_window(qtbot, tmp_path, ['<|channel|>final<|message|>{"city": "Os', 'lo"}<|return|>'])
+    c = window.controller
+    window.composer.json_mode.setChecked(True)
+    window.composer.schema.setPlainText('{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}')
+    send(qtbot, window, "Which city?")
+    reply = c.doc.turns[-1].version.reply
+    assert reply is not None and reply.state == "incomplete" and client.constraints[0] is not None
+    window.composer.json_mode.setChecked(False)  # the composer now does not change the message's mode
+    with qtbot.waitSignal(c.replyFinished, timeout=10_000):
+        window.transcript.turns[-1].continue_.click()
+    assert client.constraints[1] is not None  # the continuation is constrained too
+    verdicts = [s for s in reply.segments if s.kind == "json"]
+    assert verdicts and verdicts[-1].data["valid"] is True and json.loads(verdicts[-1].text) == {"city": "Oslo"}
+    assert any(isinstance(w, JsonCard) for w in segments(window))
+
+
+def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_with_the_chain(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    """W08: a call on `final` once stayed `final`, so the next prompt took it for the answer and
+    dropped the chain's analysis."""
+    call = ("<|channel|>analysis<|message|>Need the sum.<|end|><|start|>assistant<|channel|>final"
+            ' to=functions.calculate <|constrain|>json<|message|>{"expression":"1+1"}<|call|>')
+    window, client = make_window(qtbot, tmp_path, [call, "<|channel|>final<|message|>Two.<|return|>"])
+    window.controller.set_tools(("calculate",))
+    window.composer.box.setPlainText("Add")
+    qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    card = pending_card(qtbot, window)
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        card.run.click()
+    reply = window.controller.doc.turns[-1].version.reply
+    assert reply is not None
+    stored = next(m for m in reply.messages if m.recipient == "functions.calculate")
+    assert stored.channel == "commentary"
+    follow_up = client.encoding.decode(client.prompts[1])
+    assert "Need the sum." in follow_up and "<|channel|>final to=" not in follow_up
+    assert [s.text for s in reply.segments if s.kind == "answer"] == ["Two."]
