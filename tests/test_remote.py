@@ -330,3 +330,48 @@ def test_a_gpt_oss_endpoint_that_parses_harmony_itself_streams_its_plain_answer(
                                                                " json<|message|>{}<|call|>"]]))
     called = [e for e in run(raw, "Go") if isinstance(e, MessageDone)]
     assert [(e.lane, e.message.recipient) for e in called] == [(Lane.TOOL_CALL, "functions.f")]
+
+
+def test_a_databricks_reasoning_answer_shows_the_same_in_the_window_and_the_terminal(
+    proxy: FaultProxy, qtbot: Any, qloop: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Typed content parts once failed the turn or lost the answer; the window and the terminal
+    now show the same answer, and the reasoning only in the debug record."""
+    import io
+
+    from app.cli.terminal_reply import TerminalReply
+    from app.controllers.remote_host import RemoteHost
+    from app.domain.history import Reply
+    from app.engine.turn import TurnRequest, run_turn
+    from app.secrets import Secrets
+    from app.settings import load_settings, save_settings
+    from tests.test_window import make_window, send
+
+    proxy.faults = ["canned"]
+    canned = [
+        {"content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Thinking about "}]}]},
+        {"content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "capitals."}]}]},
+        {"content": [{"type": "text", "text": "Paris"}]},
+        {"content": [{"type": "text", "text": "."}]},
+    ]
+    proxy.canned = list(canned)
+    out = io.StringIO()
+    terminal = TerminalReply(False, out, io.StringIO())
+    said = terminal.begin(Reply())
+    for event in run_turn(RemoteSession(endpoint(proxy.url), None), TurnRequest("Capital of France?")):
+        terminal(event)
+    assert out.getvalue() == "Paris.\n" and said.reply.debug.analysis.startswith("Thinking about capitals.")
+
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    save_settings(load_settings().with_endpoint(endpoint(proxy.url)))
+    window, _ = make_window(qtbot, tmp_path, [])
+    window.controller.remote = RemoteHost(Secrets())
+    window.controller.doc.endpoint = endpoint(proxy.url).name
+    proxy.faults, proxy.canned = ["canned"], list(canned)
+    send(qtbot, window, "Capital of France?", timeout=30_000)
+    reply = window.controller.doc.turns[-1].version.reply
+    assert reply is not None and reply.state == "done", reply
+    assert [(s.kind, s.text) for s in reply.segments] == [(s.kind, s.text) for s in said.reply.segments]
+    assert [(s.kind, s.text) for s in reply.segments] == [("answer", "Paris.")]
+    assert reply.debug.analysis.startswith("Thinking about capitals.")
+    assert "Thinking" not in window.transcript.turns[-1].segments[0].toPlainText()  # type: ignore[attr-defined]
