@@ -390,7 +390,7 @@ def test_the_trash_menu_restores_and_empties(qtbot: Any, qloop: Any, tmp_path: P
     window.controller.new_chat()
     window.sidebar.delete(first)
     window.controller.settle()
-    window._fill_trash()
+    window.trash_menu.fill()
     labels = [a.text() for a in window.trash_menu.actions()]
     assert labels[0] == "Restore “New chat”" and labels[-1] == "Empty trash (1)…"
     window.trash_menu.actions()[0].trigger()
@@ -400,7 +400,7 @@ def test_the_trash_menu_restores_and_empties(qtbot: Any, qloop: Any, tmp_path: P
     window.controller.empty_trash()
     window.controller.settle()
     assert store.load(first) is None and window.controller.trash() == []
-    window._fill_trash()
+    window.trash_menu.fill()
     assert [a.text() for a in window.trash_menu.actions()] == ["The trash is empty"]
 
 def test_a_stored_conversation_is_read_off_the_gui_thread_and_its_debug_record_when_asked(

@@ -27,22 +27,24 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QTimer, Signal
 
+from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.tool_host import WindowTools
+from app.controllers.turn_inputs import header, json_mode, read_stored, reply_for
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
-from app.domain.events import MessageDone, ParseIssue, ToolCallRequested
-from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
-from app.domain.messages import DeveloperContent, Message, ReasoningEffort, Role
+from app.domain.events import MessageDone, ParseIssue
+from app.domain.history import ConversationList, Reply, Segment, Version
+from app.domain.messages import ReasoningEffort
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
-from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.engine.approval import ApprovalPolicy, Mode
 from app.engine.chat import PromptRendered
-from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
+from app.engine.constraint import SchemaError, check_schema
 from app.engine.protocol import GenerationDone, TurnFailed
 from app.engine.remote import RequestSent, ResponseReceived
-from app.engine.tool_runner import Decision, allow_all
+from app.engine.tool_runner import allow_all
 from app.engine.turn import TurnRequest
 from app.engine.turn_loop import PendingCall
 from app.errors import ErrorCode
@@ -52,21 +54,7 @@ from app.tools.trust import PluginIdentity
 
 FLUSH_MS = 40
 CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
-Answer = tuple[Mode | None, Decision]
 T = TypeVar("T")
-
-
-def _notice(text: str) -> Segment:
-    return Segment("notice", text, complete=True)
-
-
-def _json_mode(version: Version) -> ResponseFormat | None:
-    """The JSON mode a version's message was sent with, if any."""
-    if version.json_schema is None:
-        return None
-    return ResponseFormat(
-        type="json_schema", json_schema=JsonSchemaFormat(schema=version.json_schema)
-    )
 
 
 class ChatController(ConversationsController):
@@ -98,11 +86,10 @@ class ChatController(ConversationsController):
         self._task: asyncio.Task[None] | None = None
         self._pending: dict[tuple[int, int], str] = {}
         self._debug_pending: set[int] = set()
-        self._approvals: dict[str, asyncio.Future[Answer]] = {}
+        self.approvals = WindowApprovals()  # each conversation's policy, the waiting calls
         self.tools = WindowTools()  # plugins, and each conversation's enabled tools
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
-        self._policies: dict[str, ApprovalPolicy] = {}
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
@@ -214,9 +201,7 @@ class ChatController(ConversationsController):
     def stop(self) -> None:
         if self._cancel is not None:
             self._cancel.set()
-        for future in list(self._approvals.values()):
-            if not future.done():
-                future.set_result((None, Decision(False, how="stopped by the user")))
+        self.approvals.stop()
 
     def decide(
         self,
@@ -226,9 +211,7 @@ class ChatController(ConversationsController):
         remember: Mode | None = None,
     ) -> None:
         """The user's answer on a tool card."""
-        future = self._approvals.get(call_id)
-        if future is not None and not future.done():
-            future.set_result((remember, Decision(allow, arguments)))
+        self.approvals.decide(call_id, allow, arguments, remember)
 
     def _start(self, turn_index: int, resume: Reply | None = None) -> None:
         self.busy = True
@@ -242,37 +225,14 @@ class ChatController(ConversationsController):
 
     # --- one turn ----------------------------------------------------------------------
 
-    def _header(self, version: Version) -> list[Message]:
-        messages: list[Message] = []
-        if self.doc.instructions.strip():
-            messages.append(
-                Message.of(Role.DEVELOPER, DeveloperContent(instructions=self.doc.instructions))
-            )
-        return messages
-
-    def _policy(self, loop: asyncio.AbstractEventLoop, turn: int) -> ApprovalPolicy:
-        policy = self._policies.get(self.doc.id)
-        if policy is None:
-            policy = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
-            self._policies[self.doc.id] = policy
+    def _policy(self, loop: asyncio.AbstractEventLoop) -> ApprovalPolicy:
         bridge = self.host.bridge
-        policy.ask = lambda call: bridge.ask(loop, self._ask(turn, call))
-        return policy
 
-    def _reply_for(
-        self, version: Version, resume: Reply | None
-    ) -> tuple[Reply, tuple[int, ...], tuple[Message, ...]]:
-        """A new reply, or the cut one to continue: its ids so far and its earlier messages."""
-        if resume is None:
-            reply = Reply(model=self.host.name)
-            version.replies.append(reply)
-            version.chosen = len(version.replies) - 1
-            return reply, (), ()
-        debug = resume.debug
-        prefix = tuple(debug.token_ids[debug.generation_start :])
-        kept = resume.messages[: len(resume.messages) - debug.generation_messages]
-        del debug.token_ids[debug.generation_start :]
-        return resume, prefix, kept
+        def ask(call: PendingCall) -> Answer:  # on the engine thread: the card answers
+            stopped = self._cancel is None or self._cancel.is_set()
+            return bridge.ask(loop, self.approvals.wait(call, stopped))
+
+        return self.approvals.policy(self.doc.id, ask)
 
     async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
         doc = self.doc
@@ -280,19 +240,19 @@ class ChatController(ConversationsController):
         self._cancel = cancel = threading.Event()
         loop = asyncio.get_running_loop()
         # what a loaded conversation has not read yet is read on the store's thread
-        await loop.run_in_executor(self._writer, _read_stored, doc, turn_index, resume)
-        reply, prefix, kept = self._reply_for(version, resume)
-        policy = self._policy(loop, turn_index) if doc.tools else None
+        await loop.run_in_executor(self._writer, read_stored, doc, turn_index, resume)
+        reply, prefix, kept = reply_for(version, resume, self.host.name)
+        policy = self._policy(loop) if doc.tools else None
         spec = TurnSpec(
             host=self.host,
             remote=self.remote,
             endpoint=doc.endpoint,
             offline=doc.offline,
-            history=self._header(version) + doc.messages(upto=turn_index),
+            history=header(doc.instructions) + doc.messages(upto=turn_index),
             request=TurnRequest(
                 version.user_text,
                 effort=version.effort,
-                response_format=_json_mode(version),
+                response_format=json_mode(version),
                 approve=policy if policy is not None else allow_all,
                 context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
                 max_tokens=self.max_tokens,
@@ -399,24 +359,6 @@ class ChatController(ConversationsController):
         if not self._timer.isActive():
             self._timer.start()
 
-    async def _ask(self, turn: int, call: PendingCall) -> tuple[Mode | None, Decision]:
-        """Wait for the user's answer on the call's card. The card says it waits through the
-        reply builder (the request is folded here too, in case its event is still on the way)."""
-        builder = self._builder
-        if builder is not None:
-            name, risk = call.tool.qualified_name, call.tool.risk.value
-            request = ToolCallRequested(call.call_id, name, call.arguments, risk)
-            for change in builder.apply(request):
-                self._paint(turn, change)
-        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self._approvals[call.call_id] = future
-        if self._cancel is None or self._cancel.is_set():
-            future.set_result((None, Decision(False, how="stopped by the user")))
-        try:
-            return await future
-        finally:
-            self._approvals.pop(call.call_id, None)
-
     def flush(self) -> None:
         """Hand the gathered text to the view (one signal per segment)."""
         pending, self._pending = self._pending, {}
@@ -440,15 +382,6 @@ class ChatController(ConversationsController):
         self._closed = True
         self._writer.shutdown(wait=True)
         self.tools.close()
-
-
-def _read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
-    """Read the messages of the replies before turn `upto` and the debug record of `resume`."""
-    for turn in doc.turns[:upto]:
-        if turn.version.reply is not None:
-            _ = turn.version.reply.messages
-    if resume is not None:
-        _ = resume.debug, resume.messages
 
 
 class _TurnState:

@@ -12,30 +12,15 @@ from __future__ import annotations
 import mmap
 import re
 import stat
-import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from app.engine.gguf_cursor import Cursor, Skipped, keep_small
 from app.errors import LoadProblem, ModelLoadError
 
 MAGIC = b"GGUF"
 SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
-_SCALARS: dict[int, tuple[str, int]] = {
-    0: ("<B", 1),
-    1: ("<b", 1),
-    2: ("<H", 2),
-    3: ("<h", 2),
-    4: ("<I", 4),
-    5: ("<i", 4),
-    6: ("<f", 4),
-    7: ("<?", 1),
-    10: ("<Q", 8),
-    11: ("<q", 8),
-    12: ("<d", 8),
-}
-_STRING, _ARRAY = 8, 9
 _KIND_NAMES = {
     0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool",
     8: "str", 10: "u64", 11: "i64", 12: "f64",
@@ -223,84 +208,6 @@ class GgufInfo:
         return n_ctx * layers * int(kv_heads) * (key_len + value_len) * 2
 
 
-class _Cursor:
-    def __init__(self, data: bytes | mmap.mmap, path: Path) -> None:
-        self.data, self.pos, self.path = data, 0, path
-
-    def take(self, fmt: str, size: int) -> Any:
-        if self.pos + size > len(self.data):
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
-        value = struct.unpack_from(fmt, self.data, self.pos)[0]
-        self.pos += size
-        return value
-
-    def string(self) -> str:
-        length = self.take("<Q", 8)
-        if self.pos + length > len(self.data):
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
-        raw = bytes(self.data[self.pos : self.pos + length])
-        self.pos += length
-        return raw.decode("utf-8", errors="replace")
-
-    def _skip_strings(self, count: int) -> None:
-        """Step over `count` strings reading only their lengths (a vocabulary: ~200,000)."""
-        data, pos, end, unpack = self.data, self.pos, len(self.data), struct.unpack_from
-        for _ in range(count):
-            if pos + 8 > end:
-                pos = end + 1
-                break
-            pos += 8 + unpack("<Q", data, pos)[0]
-        if pos > end:
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
-        self.pos = pos
-
-    def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True, depth: int = 0) -> Any:
-        if kind in _SCALARS:
-            fmt, size = _SCALARS[kind]
-            return self.take(fmt, size)
-        if kind == _STRING:
-            return self.string()
-        if kind == _ARRAY:
-            if depth >= MAX_ARRAY_DEPTH:
-                raise ModelLoadError(
-                    LoadProblem.NOT_GGUF,
-                    self.path,
-                    f"its header nests arrays deeper than {MAX_ARRAY_DEPTH} levels",
-                )
-            item_kind = self.take("<I", 4)
-            count = self.take("<Q", 8)
-            if item_kind in _SCALARS and not keep(count):
-                self.pos += _SCALARS[item_kind][1] * count  # skip large numeric arrays
-                return _Skipped(count, item_kind)
-            if item_kind == _STRING and not keep(count):
-                self._skip_strings(count)
-                return _Skipped(count, item_kind)
-            items = [self.value(item_kind, depth=depth + 1) for _ in range(count)]
-            return items if keep(count) else _Skipped(count, item_kind)
-        raise ModelLoadError(LoadProblem.NOT_GGUF, self.path, f"unknown metadata value type {kind}")
-
-
-@dataclass(frozen=True)
-class _Skipped:
-    """A large array whose items were not kept (only its length and item type)."""
-
-    count: int
-    item_kind: int
-
-
-MAX_ARRAY_DEPTH = 8  # llama.cpp itself reads one level; more is a damaged or hostile file
-
-
-def _keep_small(count: int) -> bool:
-    return count <= 4096
-
-
 def read_gguf(path: str | Path) -> GgufInfo:
     """The header facts of the GGUF file at `path`, or a `ModelLoadError` saying what is wrong."""
     p = Path(path)
@@ -320,10 +227,10 @@ def read_gguf(path: str | Path) -> GgufInfo:
         if size < 24:
             raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"it is only {size} bytes long")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _parse(_Cursor(data, p), size)
+            return _parse(Cursor(data, p), size)
 
 
-def _parse(cur: _Cursor, size: int) -> GgufInfo:
+def _parse(cur: Cursor, size: int) -> GgufInfo:
     p = cur.path
     if bytes(cur.data[:4]) != MAGIC:
         raise ModelLoadError(
@@ -342,10 +249,10 @@ def _parse(cur: _Cursor, size: int) -> GgufInfo:
     for _ in range(n_kv):
         key = cur.string()
         kind = cur.take("<I", 4)
-        value = cur.value(kind, _keep_small)
+        value = cur.value(kind, keep_small)
         if key == "tokenizer.ggml.tokens":
-            vocab_size = value.count if isinstance(value, _Skipped) else len(value)
-        if isinstance(value, _Skipped):
+            vocab_size = value.count if isinstance(value, Skipped) else len(value)
+        if isinstance(value, Skipped):
             omitted[key] = (_KIND_NAMES.get(value.item_kind, "array"), value.count)
         else:
             metadata[key] = value

@@ -11,16 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
     QMenu,
     QPlainTextEdit,
@@ -40,86 +36,10 @@ from app.ui.about import Welcome, show_about
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker, where
+from app.ui.file_menus import RecentMenu, TrashMenu
 from app.ui.models_page import ModelsPage
+from app.ui.sidebar import Sidebar as Sidebar
 from app.ui.transcript import TranscriptView
-
-
-class Sidebar(QWidget):
-    """Conversations: new, search, rename, pin, delete with undo."""
-
-    def __init__(self, controller: ChatController, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.controller = controller
-        layout = QVBoxLayout(self)
-        self.new = QPushButton("New chat", self)
-        self.new.setAccessibleName("New chat")
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search chats (Ctrl+K)")
-        self.search.setAccessibleName("Search chats")
-        self.list = QListWidget(self)
-        self.list.setAccessibleName("Conversations")
-        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.undo = QPushButton("Undo delete", self)
-        self.undo.setAccessibleName("Undo the last delete")
-        self.undo.hide()
-        for w in (self.new, self.search, self.list, self.undo):
-            layout.addWidget(w)
-        self.new.clicked.connect(controller.new_chat)
-        self.search.textChanged.connect(controller.refresh_list)
-        self.list.currentItemChanged.connect(self._selected)
-        self.list.customContextMenuRequested.connect(self._menu)
-        self.undo.clicked.connect(self._undo)
-        controller.listChanged.connect(self.refresh)
-        controller.docChanged.connect(self.refresh)
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Show the list the controller last read (it reads it off the GUI thread)."""
-        self.list.blockSignals(True)
-        self.list.clear()
-        for doc in self.controller.listing:
-            remote = "☁ " if doc.endpoint is not None else ""  # its messages leave the computer
-            item = QListWidgetItem(("📌 " if doc.pinned else "") + remote + doc.title)
-            item.setData(Qt.ItemDataRole.UserRole, doc.id)
-            self.list.addItem(item)
-            if doc.id == self.controller.doc.id:
-                self.list.setCurrentItem(item)
-        self.list.blockSignals(False)
-
-    def _selected(self, item: QListWidgetItem | None) -> None:
-        if item is not None:
-            self.controller.select(item.data(Qt.ItemDataRole.UserRole))
-
-    def _menu(self, pos: QPoint) -> None:
-        item = self.list.itemAt(pos)
-        if item is None:
-            return
-        doc_id = item.data(Qt.ItemDataRole.UserRole)
-        doc = next((d for d in self.controller.listing if d.id == doc_id), None)
-        if doc is None:
-            return
-        menu = QMenu(self)
-        rename = menu.addAction("Rename…")
-        pin = menu.addAction("Unpin" if doc.pinned else "Pin")
-        delete = menu.addAction("Delete")
-        chosen = menu.exec(self.list.mapToGlobal(pos))
-        if chosen is rename:
-            title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=doc.title)
-            if ok:
-                self.controller.rename(doc_id, title)
-        elif chosen is pin:
-            self.controller.pin(doc_id, not doc.pinned)
-        elif chosen is delete:
-            self.delete(doc_id)
-
-    def delete(self, doc_id: str) -> None:
-        self.controller.delete(doc_id)
-        self.undo.show()
-        QTimer.singleShot(10_000, self.undo.hide)
-
-    def _undo(self) -> None:
-        self.controller.undo_delete()
-        self.undo.hide()
 
 
 class MainWindow(QMainWindow):
@@ -213,16 +133,14 @@ class MainWindow(QMainWindow):
         self.new_action.triggered.connect(self.controller.new_chat)
         self.open_action = QAction("Open model…", self, shortcut=QKeySequence("Ctrl+O"))
         self.open_action.triggered.connect(self._open_model)
-        self.recent_menu = QMenu("Recent models", self)
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        self.recent_menu = RecentMenu(self.host, self.load_model, self)
         self.models_action = QAction("Models…", self, shortcut=QKeySequence("Ctrl+M"))
         self.models_action.triggered.connect(self.show_models)
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
         file_menu.addAction(self.models_action)
         file_menu.addMenu(self.recent_menu)
-        self.trash_menu = QMenu("Trash", self)
-        self.trash_menu.aboutToShow.connect(self._fill_trash)
+        self.trash_menu = TrashMenu(self.controller, self)
         file_menu.addMenu(self.trash_menu)
         if self.controller.remote is not None:
             endpoints = QAction("Endpoints…", self)
@@ -336,34 +254,6 @@ class MainWindow(QMainWindow):
             self.show_problem("Load a model first; its settings are remembered per model file.")
             return
         ModelSettings(self.host, self).exec()
-
-    def _fill_trash(self) -> None:
-        self.trash_menu.clear()
-        trashed = self.controller.trash()
-        for doc_id, title, _when in trashed:
-            action = self.trash_menu.addAction(f"Restore “{title}”")
-            action.triggered.connect(lambda _=False, d=doc_id: self.controller.restore(d))
-        if trashed:
-            self.trash_menu.addSeparator()
-            empty = self.trash_menu.addAction(f"Empty trash ({len(trashed)})…")
-            empty.triggered.connect(self._empty_trash)
-        else:
-            self.trash_menu.addAction("The trash is empty").setEnabled(False)
-
-    def _empty_trash(self) -> None:
-        from PySide6.QtWidgets import QMessageBox
-
-        answer = QMessageBox.question(
-            self, "Empty trash", "Remove the conversations in the trash for good?"
-        )
-        if answer == QMessageBox.StandardButton.Yes:
-            self.controller.empty_trash()
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        for path in self.host.recent.load():
-            action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda _=False, p=path: self.load_model(p))
 
     def _choose_tools(self) -> None:
         menu = QMenu(self)

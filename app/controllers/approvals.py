@@ -1,0 +1,69 @@
+"""The window's answers to tool calls: one approval policy per conversation, and the calls
+waiting on their cards.
+
+Guarantees: a conversation keeps its policy ("allow in this chat" lasts as long as it), saved
+choices ("always", "deny") come from and go to the approvals file; a waiting call is answered
+once, by the user's decision on its card or by Stop (denied, "stopped by the user"); a call
+asked for after Stop is denied at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.engine.tool_runner import Decision
+from app.engine.turn_loop import PendingCall
+
+Answer = tuple[Mode | None, Decision]
+STOPPED = Decision(False, how="stopped by the user")
+
+
+class WindowApprovals:
+    """See the module guarantees."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[Answer]] = {}
+        self._policies: dict[str, ApprovalPolicy] = {}
+
+    def policy(self, doc_id: str, ask: Callable[[PendingCall], Answer]) -> ApprovalPolicy:
+        """The conversation's policy, asking through `ask` (from the engine thread)."""
+        policy = self._policies.get(doc_id)
+        if policy is None:
+            policy = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
+            self._policies[doc_id] = policy
+        policy.ask = ask
+        return policy
+
+    async def wait(self, call: PendingCall, stopped: bool) -> Answer:
+        """The user's answer for `call` (on the loop); denied at once when `stopped`."""
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._waiting[call.call_id] = future
+        if stopped:
+            future.set_result((None, STOPPED))
+        try:
+            return await future
+        finally:
+            self._waiting.pop(call.call_id, None)
+
+    def decide(
+        self,
+        call_id: str,
+        allow: bool,
+        arguments: dict[str, Any] | None = None,
+        remember: Mode | None = None,
+    ) -> None:
+        future = self._waiting.get(call_id)
+        if future is not None and not future.done():
+            future.set_result((remember, Decision(allow, arguments)))
+
+    def stop(self) -> None:
+        """Deny every call still waiting."""
+        for future in list(self._waiting.values()):
+            if not future.done():
+                future.set_result((None, STOPPED))
+
+
+__all__ = ["Answer", "WindowApprovals"]
