@@ -133,3 +133,14 @@ def test_a_tool_call_written_as_text_never_streams_as_the_answer(encoding: Harmo
             assert not any("to=functions" in s["text"] for s in out["shown"] if s["lane"] == "answer")
             if frontend == "terminal":
                 assert "to=functions" not in out["stdout"] and out["stdout"].startswith("Let me look.")
+
+
+def test_an_id_outside_the_vocabulary_shows_as_a_replacement_character_everywhere(encoding: HarmonyEncoding) -> None:
+    """An out-of-vocabulary id once refused the whole line; it is U+FFFD in its message, through
+    both frontends, by token ids and as a server's text."""
+    ids = [*encoding.encode_with_specials("<|channel|>final<|message|>Hi "), 250_000]
+    ids += encoding.encode_with_specials(" there.<|return|>")
+    for frontend in ("terminal", "window"):
+        for via in ("tokens", "remote-text"):
+            (out,) = _replay([{"tokens": ids}], frontend, via)
+            assert out["shown"] == [{"lane": "answer", "text": "Hi \ufffd there.", "recipient": None}], (frontend, via)

@@ -107,14 +107,15 @@ class ModelHost(QObject):
 
             file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
             client = self.backend if hasattr(self.backend, "load") else WorkerClient()
+            choice = ChoiceStore().get(file)
             info = client.load(  # type: ignore[union-attr]
                 file,
                 n_ctx=n_ctx,
                 n_threads=threads,
                 on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
                 cancel=self._cancel,
+                settings=choice.load_settings(),
             )
-            choice = ChoiceStore().get(file)
             name = choice.template or default_template_name(info.metadata)
             return client, file, name
 

@@ -39,6 +39,7 @@ from app.engine.protocol import (
     LoadFailed,
     LoadProgress,
     LoadRequest,
+    LoadSettings,
     ModelInfo,
     NativeLog,
     ShutdownRequest,
@@ -87,7 +88,7 @@ class WorkerClient:
         self.state = WorkerState.UNLOADED
         self.info: ModelInfo | None = None
         self.native_log: collections.deque[str] = collections.deque(maxlen=500)
-        self._last_load: tuple[str, int, int] | None = None
+        self._last_load: LoadRequest | None = None
 
     # --- process --------------------------------------------------------------------
 
@@ -174,8 +175,10 @@ class WorkerClient:
         n_threads: int | None = None,
         on_progress: Callable[[float], None] | None = None,
         cancel: threading.Event | None = None,
+        settings: LoadSettings | None = None,
     ) -> ModelInfo:
-        """Load a GGUF model (replacing any loaded one)."""
+        """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
+        flash attention, cache type; the defaults when None)."""
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
@@ -192,11 +195,10 @@ class WorkerClient:
         self._set(WorkerState.LOADING)
         self._cancel.clear()
         self.info = None
-        self._conn.send(LoadRequest(str(path), n_ctx, threads))
+        request = LoadRequest(str(path), n_ctx, threads, settings=settings or LoadSettings())
+        self._conn.send(request)
         try:
-            return self._await_load(
-                path, header.architecture, on_progress, cancel, (str(path), n_ctx, threads)
-            )
+            return self._await_load(path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
             self._died()
             raise ModelLoadError(
@@ -209,7 +211,7 @@ class WorkerClient:
         arch: str,
         on_progress: Callable[[float], None] | None,
         cancel: threading.Event | None,
-        request: tuple[str, int, int],
+        request: LoadRequest,
     ) -> ModelInfo:
         while True:
             msg = self._recv(timeout=0.05)
@@ -244,8 +246,8 @@ class WorkerClient:
 
     def _ensure_ready(self) -> None:
         if self.state is WorkerState.FAILED and self._last_load is not None:
-            path, n_ctx, threads = self._last_load
-            self.load(path, n_ctx=n_ctx, n_threads=threads)
+            last = self._last_load
+            self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, settings=last.settings)
         if self.state is not WorkerState.READY:
             raise WorkerError(f"the model worker is {self.state}, not ready")
 

@@ -31,6 +31,8 @@ from app.domain.events import (  # re-exported: the one event union lives in dom
 from app.domain.events import (
     TurnFailed as TurnFailed,
 )
+from app.domain.placement import LoadSettings as LoadSettings
+from app.domain.placement import Placement as Placement
 from app.domain.sampling import Sampling
 from app.errors import HarmonyDeskError
 
@@ -90,6 +92,7 @@ class ModelInfo:
     n_threads: int
     load_ms: float
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    placement: Placement | None = None  # where llama.cpp put the model, as it reports it
 
 
 # --- pipe messages ------------------------------------------------------------------------
@@ -102,6 +105,7 @@ class LoadRequest:
     n_threads: int
     n_batch: int = 256
     extra_buffers: bool = False  # llama.cpp's repack/AMX buffers: faster on some CPUs, crashed here
+    settings: LoadSettings = field(default_factory=LoadSettings)
 
 
 @dataclass(frozen=True)

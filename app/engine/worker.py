@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
 
+from app.engine.placement import llama_arguments, placement_for
 from app.engine.protocol import (
     CallRequest,
     CallResult,
@@ -78,6 +79,8 @@ class _Worker:
         self._mask_factory: Any = None
         self._mask_factory_llm: Any = None
         self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        self.window = 0  # the loaded model's sliding window (0: none)
+        self._no_abort = low_level.ggml_abort_callback(lambda _data: False)
         self._log_callback = low_level.llama_log_callback(_native_log)
         low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
 
@@ -107,10 +110,14 @@ class _Worker:
         start = time.perf_counter()
         self.llm = None
         try:
-            self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
+            vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             self._send(LoadFailed("vocabulary", str(exc)))
             return
+        placement = placement_for(
+            req.settings, vocab.metadata, self.low.llama_supports_gpu_offload()
+        )
+        del vocab
         params, keep_alive = self._progress_params(req.extra_buffers)
         original = self.low.llama_model_default_params
         self.low.llama_model_default_params = params
@@ -122,6 +129,7 @@ class _Worker:
                 n_threads=req.n_threads,
                 n_threads_batch=req.n_threads,
                 verbose=False,
+                **llama_arguments(placement),
             )
         except (ValueError, RuntimeError, OSError) as exc:
             self._send(LoadFailed("weights", str(exc), cancelled=self.cancel.is_set()))
@@ -130,6 +138,7 @@ class _Worker:
             self.low.llama_model_default_params = original
             del keep_alive
         llm = self.llm
+        self.window = placement.sliding_window
         self._send(
             ModelInfo(
                 path=req.path,
@@ -140,12 +149,17 @@ class _Worker:
                 n_threads=req.n_threads,
                 load_ms=(time.perf_counter() - start) * 1000,
                 metadata={k: v for k, v in llm.metadata.items() if len(v) < 65536},
+                placement=placement,
             )
         )
 
     # --- generation -----------------------------------------------------------------
 
-    def _reused(self, prompt: list[int]) -> int:
+    def _rollback(self, prompt: list[int]) -> int:
+        """Keep the longest cached prefix of `prompt` (all but its last token) that llama.cpp's
+        memory really holds, and drop the rest; how many tokens were kept. A sliding-window
+        cache that no longer holds what the kept prefix attends to is cleared: the prompt is
+        evaluated again rather than continued from a state the model never had."""
         llm = self.llm
         cached = llm._input_ids[: llm.n_tokens].tolist()
         n = 0
@@ -153,7 +167,39 @@ class _Worker:
             if a != b:
                 break
             n += 1
-        return n
+        if n and llm._ctx.kv_cache_seq_rm(-1, n, -1) and self._holds(n):
+            llm.n_tokens = n
+            return n
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        return 0
+
+    def _holds(self, n: int) -> bool:
+        """Whether the memory holds positions 0..n-1 as far as the model attends to them (a
+        sliding-window layer needs only the last `window`): llama.cpp's own positions."""
+        memory = self.llm._ctx.memory
+        low = self.low.llama_memory_seq_pos_min(memory, 0)
+        high = self.low.llama_memory_seq_pos_max(memory, 0)
+        needed_from = max(0, n - self.window) if self.window else 0
+        return bool(high == n - 1 and 0 <= low <= needed_from)
+
+    def _evaluate(self, tokens: list[int]) -> bool:
+        """Evaluate the prompt's new tokens, stoppable between llama.cpp's graph nodes by the
+        cancel flag (its abort callback, set only here: decoding one token pays nothing);
+        False when cancelled, with the memory cut back to what was fully evaluated."""
+        llm, cancel = self.llm, self.cancel
+        callback = self.low.ggml_abort_callback(lambda _data: cancel.is_set())
+        self.low.llama_set_abort_callback(llm._ctx.ctx, callback, None)
+        try:
+            llm.eval(tokens)
+        except RuntimeError:
+            if not cancel.is_set():
+                raise
+            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+            return False
+        finally:
+            self.low.llama_set_abort_callback(llm._ctx.ctx, self._no_abort, None)
+        return True
 
     def generate(self, req: GenerateRequest) -> None:
         llm, prompt, s = self.llm, list(req.prompt_ids), req.sampling
@@ -162,24 +208,26 @@ class _Worker:
             refused = f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
             self._send(CallResult(error=refused))
             return
-        reused = self._reused(prompt)
-        if s.seed is not None:
-            llm.set_seed(s.seed)
         mask, refused = self._mask_for(req)
         if refused:
             self._send(CallResult(error=refused))
             return
-        tokens = llm.generate(
-            prompt,
-            logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
-            top_k=s.top_k,
-            top_p=s.top_p,
-            min_p=s.min_p,
-            temp=s.temperature,
-            repeat_penalty=s.repeat_penalty,
-            reset=True,
-        )
-        reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
+        reused = self._rollback(prompt)
+        if s.seed is not None:
+            llm.set_seed(s.seed)
+        reason, stop_id, generated, first_ms = FinishReason.CANCELLED, None, 0, 0.0
+        if self._evaluate(prompt[reused:]):
+            tokens = llm.generate(
+                prompt,
+                logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
+                top_k=s.top_k,
+                top_p=s.top_p,
+                min_p=s.min_p,
+                temp=s.temperature,
+                repeat_penalty=s.repeat_penalty,
+                reset=True,
+            )
+            reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
         timings = Timings(
             prompt_tokens=len(prompt),
             prompt_reused=reused,
@@ -189,6 +237,15 @@ class _Worker:
             generated=generated,
         )
         self._send(GenerationDone(reason, stop_id, timings))
+
+    def logits(self, prompt: list[int]) -> tuple[int, bytes]:
+        """Evaluate `prompt` as a generation would (the same rollback) and give the kept
+        prefix's length and the next token's logits (float32 bytes): the exactness check."""
+        reused = self._rollback(prompt)
+        self.llm.eval(prompt[reused:])
+        n_vocab = self.llm.n_vocab()
+        row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return reused, ctypes.string_at(row, n_vocab * 4)
 
     def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
         """The JSON mode's token mask (having read a continued answer's ids), or why not."""
@@ -251,6 +308,8 @@ class _Worker:
             value: Any = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
         elif req.name == "token_table":
             value = [self.piece(t, False) for t in range(llm.n_vocab())]
+        elif req.name == "logits":
+            value = self.logits(list(req.args[0]))
         elif req.name == "special_bytes":
             value = [self.piece(t, True) for t in req.args[0]]
         elif req.name == "specials":

@@ -136,13 +136,17 @@ class HarmonyEncoding:
         return b""
 
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
-        """Concatenated bytes of `tokens` (special tokens as their text)."""
+        """Concatenated bytes of `tokens` (special tokens as their text; an id outside the
+        vocabulary as U+FFFD, as the parser reads it)."""
         table = self.token_table
-        return b"".join(table[t] if 0 <= t < N_VOCAB else b"" for t in tokens)
+        return b"".join(table[t] if 0 <= t < N_VOCAB else _REPLACEMENT for t in tokens)
 
     def decode(self, tokens: Sequence[int]) -> str:
-        """Text of `tokens`, invalid UTF-8 replaced by U+FFFD."""
+        """Text of `tokens`, invalid UTF-8 and unknown ids replaced by U+FFFD."""
         return self.decode_bytes(tokens).decode("utf-8", errors="replace")
+
+
+_REPLACEMENT = "\ufffd".encode()
 
 
 def default_vocab_path() -> Path:

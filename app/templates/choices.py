@@ -1,4 +1,5 @@
-"""Per-model choices the user made (template, sampling values), remembered across runs.
+"""Per-model choices the user made (template, sampling values, how the model is loaded: GPU
+layers, flash attention, cache type), remembered across runs.
 
 Guarantees: stored as JSON in the per-user config folder (`HARMONY_DESK_CONFIG` overrides it),
 written atomically; a missing or damaged file reads as "no choices" and is never fatal; values
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.domain.placement import LoadSettings
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.templates.base import TemplateDefaults
@@ -27,6 +30,9 @@ class ModelChoice(BaseModel):
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     top_k: int | None = Field(None, ge=0)
     repetition_penalty: float | None = Field(None, ge=0.5, le=2.0)
+    gpu_layers: Literal["auto", "all"] | Annotated[int, Field(ge=0)] | None = None  # None: auto
+    flash_attn: bool | None = None
+    kv_type: Literal["f16", "q8_0"] | None = None
 
     def merged(self, newer: ModelChoice) -> ModelChoice:
         """These choices with every value `newer` sets replacing ours."""
@@ -34,8 +40,19 @@ class ModelChoice(BaseModel):
 
     def apply(self, defaults: TemplateDefaults) -> TemplateDefaults:
         """The template's defaults with these choices on top."""
-        values = self.model_dump(exclude_none=True, exclude={"template"})
+        values = self.model_dump(exclude_none=True, exclude={"template", *_LOAD})
         return defaults.model_copy(update=values)
+
+    def load_settings(self) -> LoadSettings:
+        """How the model is to be loaded (auto GPU offload, f16 cache unless chosen)."""
+        layers = self.gpu_layers
+        gpu_layers = None if layers in (None, "auto") else -1 if layers == "all" else int(layers)
+        return LoadSettings(
+            gpu_layers=gpu_layers, flash_attn=bool(self.flash_attn), kv_type=self.kv_type or "f16"
+        )
+
+
+_LOAD = {"gpu_layers", "flash_attn", "kv_type"}
 
 
 class ChoiceStore:

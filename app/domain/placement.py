@@ -1,0 +1,43 @@
+"""How a model is loaded and where it runs: the user's load settings and llama.cpp's answer.
+
+Guarantees: plain frozen values (they cross the worker's pipe); `LoadSettings()` is the
+default every model starts from (auto GPU offload, f16 cache, exact reuse on sliding-window
+models); `Placement.words` is what the status bar says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How a model is loaded: its placement and its cache (per model, in `settings.json`)."""
+
+    gpu_layers: int | None = None  # None: auto (all that fit where offload is possible); -1: all
+    flash_attn: bool = False
+    kv_type: str = "f16"  # or "q8_0": half the cache memory
+    swa_full: bool | None = None  # None: on for sliding-window models (exact KV reuse)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the model runs, as llama.cpp reports it after loading."""
+
+    gpu_offload: bool  # llama.cpp was built with a GPU backend and found a device
+    gpu_layers: int  # layers given to the GPU (0: all on the CPU)
+    n_layers: int
+    flash_attn: bool
+    kv_type: str
+    swa_full: bool
+    sliding_window: int  # 0: the model attends to its whole context on every layer
+
+    def words(self) -> str:
+        if self.gpu_layers <= 0:
+            return "CPU"
+        if self.gpu_layers >= self.n_layers:
+            return "GPU"
+        return f"GPU {self.gpu_layers}/{self.n_layers} layers, rest CPU"
+
+
+__all__ = ["LoadSettings", "Placement"]

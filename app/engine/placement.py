@@ -1,0 +1,56 @@
+"""Where a model runs and how its cache is kept: the load settings turned into llama.cpp's
+arguments.
+
+Guarantees: `gpu_layers` auto (None) offloads every layer when llama.cpp reports GPU offload
+(`llama_supports_gpu_offload`), else none; -1 is all, N is N (capped at the model's layers);
+a model with a sliding window (`*.attention.sliding_window`, gpt-oss, Gemma 3) keeps a
+full-size cache (`swa_full`) unless the user turned it off, so rolling the cache back to a
+reused prefix is exact; a q8_0 cache turns flash attention on (llama.cpp quantizes the V
+cache only with it). The result says what was chosen, for the status bar and the debug pane.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.engine.protocol import LoadSettings, Placement
+
+KV_TYPES = {"f16": 1, "q8_0": 8}  # ggml type ids
+
+
+def _int(metadata: dict[str, Any], key: str) -> int:
+    try:
+        return int(metadata.get(key, 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: bool) -> Placement:
+    """The placement `settings` give for a model with this GGUF `metadata`."""
+    arch = str(metadata.get("general.architecture", ""))
+    layers = _int(metadata, f"{arch}.block_count")
+    window = _int(metadata, f"{arch}.attention.sliding_window")
+    wanted = settings.gpu_layers
+    if wanted is None:
+        wanted = -1 if offload else 0
+    gpu_layers = 0 if not offload else layers if wanted < 0 else min(wanted, layers)
+    kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
+    flash_attn = settings.flash_attn or kv_type != "f16"
+    swa_full = settings.swa_full if settings.swa_full is not None else window > 0
+    return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)
+
+
+def llama_arguments(placement: Placement) -> dict[str, Any]:
+    """The `Llama(...)` arguments of `placement`."""
+    n_gpu_layers = -1 if placement.gpu_layers >= placement.n_layers > 0 else placement.gpu_layers
+    kv = KV_TYPES[placement.kv_type]
+    return {
+        "n_gpu_layers": n_gpu_layers,
+        "flash_attn": placement.flash_attn,
+        "type_k": kv,
+        "type_v": kv,
+        "swa_full": placement.swa_full,
+    }
+
+
+__all__ = ["KV_TYPES", "llama_arguments", "placement_for"]

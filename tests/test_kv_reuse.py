@@ -1,0 +1,123 @@
+"""Reusing the KV cache is exact on sliding-window models (gpt-oss: 128 tokens, Gemma 3: 512),
+with real llama.cpp on real GGUF files: after a rollback of about 1,000 tokens the next
+logits equal a fresh evaluation of the same prompt, the reuse figure is what llama.cpp kept,
+and a cache that cannot be rolled back is evaluated again, never continued.
+
+Once, llama.cpp's partial removal said yes, the worker reported the prefix as reused, and the
+logits were off by up to 5.7 on Gemma: the model answered from a context it never saw."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.engine.client import WorkerClient
+from app.engine.protocol import FinishReason, GenerationDone, LoadSettings, Sampling
+from app.harmony import encoding as enc
+
+TOLERANCE = 1e-3  # the wrong state was off by 0.08 (tiny gpt-oss) to 5.7 (Gemma)
+
+
+def _words(seed: int, count: int) -> list[int]:
+    return [int(t) for t in np.random.default_rng(seed).integers(1000, 30000, count)]
+
+
+def logits_after(client: WorkerClient, history: list[int], prompt: list[int]) -> tuple[int, np.ndarray]:
+    """Evaluate `history`, then `prompt` (reusing what it can): the kept count and the logits."""
+    client.call("logits", history)
+    reused, raw = client.call("logits", prompt)
+    return reused, np.frombuffer(raw, dtype=np.float32)
+
+
+def fresh_logits(client: WorkerClient, prompt: list[int]) -> np.ndarray:
+    client.call("logits", [prompt[0] + 1])  # nothing in common: the cache starts again
+    reused, raw = client.call("logits", prompt)
+    assert reused == 0
+    return np.frombuffer(raw, dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny_long(tiny_model: Any) -> Iterator[WorkerClient]:
+    client = WorkerClient()
+    client.load(tiny_model, n_ctx=4096, n_threads=1)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def gemma_long(gemma_model: Any) -> Iterator[WorkerClient]:
+    client = WorkerClient()
+    client.load(gemma_model, n_ctx=4096, n_threads=1)
+    yield client
+    client.close()
+
+
+def test_the_tiny_gpt_oss_drops_a_long_analysis_after_a_final_answer_exactly(tiny_long: WorkerClient) -> None:
+    encoding = enc.load_encoding()
+    head = encoding.encode_with_specials("<|start|>user<|message|>Explain tides.<|end|><|start|>assistant")
+    analysis = encoding.encode_with_specials("<|channel|>analysis<|message|>") + _words(1, 1000)
+    final = encoding.encode_with_specials("<|end|><|start|>assistant<|channel|>final<|message|>Gravity.<|return|>")
+    generated = head + analysis + final
+    # the next prompt keeps the final answer and drops the analysis, as Harmony says
+    follow_up = head + encoding.encode_with_specials(
+        "<|channel|>final<|message|>Gravity.<|end|><|start|>user<|message|>More?<|end|><|start|>assistant")
+    placement = tiny_long.info.placement if tiny_long.info else None
+    assert placement is not None and placement.sliding_window == 128 and placement.swa_full
+    reused, after = logits_after(tiny_long, generated, follow_up)
+    assert reused == len(head) + 1  # the common prefix (head and <|channel|>), as llama.cpp holds it
+    assert float(np.max(np.abs(after - fresh_logits(tiny_long, follow_up)))) < TOLERANCE
+
+
+def test_gemma_regenerates_a_long_answer_from_exactly_its_prompt(gemma_long: WorkerClient) -> None:
+    prompt = _words(2, 200)
+    answer = _words(3, 1000)
+    reused, after = logits_after(gemma_long, prompt + answer, prompt)
+    assert reused == len(prompt) - 1  # the last prompt token is evaluated again for its logits
+    assert float(np.max(np.abs(after - fresh_logits(gemma_long, prompt)))) < TOLERANCE
+
+
+def test_gemma_after_an_early_user_message_is_edited(gemma_long: WorkerClient) -> None:
+    system, first, rest = _words(4, 30), _words(5, 40), _words(6, 1500)
+    edited = system + _words(7, 45) + _words(8, 20)
+    reused, after = logits_after(gemma_long, system + first + rest, edited)
+    assert reused == len(system)
+    assert float(np.max(np.abs(after - fresh_logits(gemma_long, edited)))) < TOLERANCE
+
+
+def test_a_window_cache_that_cannot_roll_back_is_evaluated_again(gemma_model: Any) -> None:
+    """With the full-size cache turned off, the rollback crosses the window: the worker sees it
+    from llama.cpp's own positions, evaluates the prompt again, and says 0 reused."""
+    client = WorkerClient()
+    try:
+        info = client.load(gemma_model, n_ctx=4096, n_threads=1, settings=LoadSettings(swa_full=False))
+        assert info.placement is not None and not info.placement.swa_full
+        history = _words(9, 2000)
+        prompt = history[:1000] + _words(10, 10)
+        reused, after = logits_after(client, history, prompt)
+        assert reused == 0
+        assert float(np.max(np.abs(after - fresh_logits(client, prompt)))) < TOLERANCE
+        client.call("logits", history)  # the timings of a generation say the same
+        done = [e for e in client.generate(prompt, stop_ids=[], max_tokens=1,
+                                           sampling=Sampling(temperature=0.0)) if isinstance(e, GenerationDone)]
+        assert done[0].timings.prompt_reused == 0 and done[0].timings.prompt_evaluated == len(prompt)
+    finally:
+        client.close()
+
+
+def test_stop_during_a_long_prompt_evaluation_ends_it_and_the_worker_stays_ready(gemma_long: WorkerClient) -> None:
+    prompt = _words(11, 3000)
+    gemma_long.call("logits", [1, 2, 3])
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    events = list(gemma_long.generate(prompt, stop_ids=[], max_tokens=4, cancel=cancel))
+    done = events[-1]
+    assert isinstance(done, GenerationDone) and done.reason is FinishReason.CANCELLED
+    assert done.timings.generated == 0  # stopped before the first token
+    again = [e for e in gemma_long.generate(prompt, stop_ids=[], max_tokens=2) if isinstance(e, GenerationDone)]
+    kept = again[0].timings.prompt_reused
+    assert again[0].reason is FinishReason.LENGTH and again[0].timings.generated == 2
+    assert kept < len(prompt) - 1  # the evaluation was cut mid-prompt; what was whole is kept
