@@ -121,3 +121,59 @@ def test_stop_during_a_long_prompt_evaluation_ends_it_and_the_worker_stays_ready
     kept = again[0].timings.prompt_reused
     assert again[0].reason is FinishReason.LENGTH and again[0].timings.generated == 2
     assert kept < len(prompt) - 1  # the evaluation was cut mid-prompt; what was whole is kept
+
+
+def test_load_settings_reach_llama_cpp(tiny_model: Any) -> None:
+    """GPU layers, flash attention and the cache type reach `Llama(...)`: read back from its
+    parameters and said by llama.cpp itself in its log (the cache's type)."""
+    client = WorkerClient()
+    try:
+        info = client.load(tiny_model, n_ctx=512, n_threads=1,
+                           settings=LoadSettings(gpu_layers=0, kv_type="q8_0", swa_full=False))
+        placement = info.placement
+        assert placement is not None
+        assert (placement.gpu_layers, placement.kv_type, placement.flash_attn, placement.swa_full) == (0, "q8_0", True, False)
+        assert placement.words() == "CPU"
+        said = "\n".join(client.take_log())
+        assert "K (q8_0)" in said and "K (f16)" not in said, said[-2000:]
+        info = client.load(tiny_model, n_ctx=512, n_threads=1)  # the defaults: exact reuse
+        assert info.placement is not None and info.placement.swa_full and info.placement.kv_type == "f16"
+        assert "K (f16)" in "\n".join(client.take_log())
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("wanted, offload, expected, words", [
+    (None, True, 24, "GPU"), (None, False, 0, "CPU"), (-1, True, 24, "GPU"), (0, True, 0, "CPU"),
+    (10, True, 10, "GPU 10/24 layers, rest CPU"), (99, True, 24, "GPU"), (10, False, 0, "CPU"),
+])
+def test_gpu_layers_auto_all_none_or_some(wanted: int | None, offload: bool, expected: int, words: str) -> None:
+    from app.engine.placement import llama_arguments, placement_for
+
+    metadata = {"general.architecture": "gpt-oss", "gpt-oss.block_count": 24, "gpt-oss.attention.sliding_window": 128}
+    placement = placement_for(LoadSettings(gpu_layers=wanted), metadata, offload)
+    assert placement.gpu_layers == expected and placement.words() == words and placement.swa_full
+    arguments = llama_arguments(placement)
+    assert arguments["n_gpu_layers"] == (-1 if expected == 24 else expected)
+
+
+def test_the_cli_remembers_load_settings_per_model(tmp_path: Any, tiny_model: Any) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
+    run = subprocess.run(
+        [sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Hi", "--max-tokens", "2",
+         "--gpu-layers", "0", "--kv-type", "q8_0", "--threads", "1"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "on CPU, 1 threads" in run.stderr
+    from app.templates.choices import ChoiceStore
+
+    remembered = ChoiceStore(tmp_path / "config" / "models.json").get(tiny_model)
+    assert (remembered.gpu_layers, remembered.kv_type) == (0, "q8_0")
+    bad = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Hi",
+                          "--gpu-layers", "lots"], capture_output=True, text=True, timeout=300, env=env)
+    assert bad.returncode == 2 and "gpu_layers" in bad.stderr, bad.stderr[-1000:]

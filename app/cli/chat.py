@@ -54,6 +54,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
+        "--gpu-layers",
+        help="layers on the GPU: auto (all, where llama.cpp can offload), all, 0, or a number;"
+        " remembered for the model",
+    )
+    parser.add_argument(
+        "--flash-attn", action=argparse.BooleanOptionalAction, default=None,
+        help="flash attention (remembered for the model)",
+    )  # fmt: skip
+    parser.add_argument("--kv-type", choices=["f16", "q8_0"], help="the KV cache's type")
+    parser.add_argument(
         "--tools",
         help="comma-separated tools or plugins the model may call, `python` and `browser` for"
         " the built-ins (see `tools list`)",
@@ -146,15 +156,19 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
     if args.template:
         get_template(args.template)  # an unknown name fails here, and is not remembered
     try:
+        layers = args.gpu_layers
         return ModelChoice(
             template=args.template,
             temperature=args.temperature,
             top_p=args.top_p,
             top_k=args.top_k,
             repetition_penalty=args.repeat_penalty,
+            gpu_layers=int(layers) if layers and layers.isdigit() else layers,
+            flash_attn=args.flash_attn,
+            kv_type=args.kv_type,
         )
     except ValidationError as exc:
-        raise InvalidInputError(f"invalid sampling value ({validation_problems(exc)})") from exc
+        raise InvalidInputError(f"invalid model setting ({validation_problems(exc)})") from exc
 
 
 def _read_line(prompt: str) -> str:
@@ -249,6 +263,7 @@ def run_chat(args: argparse.Namespace) -> int:
                 stack.callback(tools.close)
             return _converse(remote, args, tools, response_format)
     path = _model_path(args.model)
+    choice = ChoiceStore().remember(path, _choice(args))
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
             stack.callback(tools.close)
@@ -257,11 +272,13 @@ def run_chat(args: argparse.Namespace) -> int:
             n_ctx=args.ctx or 4096,
             n_threads=args.threads,
             on_progress=_progress(f"Loading {path}"),
+            settings=choice.load_settings(),
         )
-        choice = ChoiceStore().remember(path, _choice(args))
         name = choice.template or default_template_name(info.metadata)
+        where = info.placement.words() if info.placement else "CPU"
         sys.stderr.write(
-            f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name}).\n"
+            f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name},"
+            f" on {where}, {info.n_threads} threads).\n"
         )
         template = get_template(name).for_model(info.metadata)
         sampling = choice.apply(template.defaults).sampling(seed=args.seed)

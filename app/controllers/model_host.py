@@ -141,6 +141,13 @@ class ModelHost(QObject):
 
         return template_names()
 
+    @property
+    def runs_on(self) -> str:
+        """Where the loaded model runs (CPU, GPU, or split), as llama.cpp placed it."""
+        info = getattr(self.backend, "info", None)
+        placement = getattr(info, "placement", None)
+        return placement.words() if placement is not None else "CPU"
+
     def choice(self) -> ModelChoice:
         """What the user chose for the loaded model (empty for the scripted source)."""
         return ChoiceStore().get(self.path) if self.path else ModelChoice()

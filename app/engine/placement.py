@@ -11,6 +11,7 @@ cache only with it). The result says what was chosen, for the status bar and the
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from app.engine.protocol import LoadSettings, Placement
@@ -53,4 +54,18 @@ def llama_arguments(placement: Placement) -> dict[str, Any]:
     }
 
 
-__all__ = ["KV_TYPES", "llama_arguments", "placement_for"]
+def as_loaded(placement: Placement, model_params: Any, context_params: Any) -> Placement:
+    """`placement` as llama.cpp's parameters say it was loaded (read back, not assumed)."""
+    names = {v: k for k, v in KV_TYPES.items()}
+    asked = int(model_params.n_gpu_layers)
+    layers = placement.n_layers if asked < 0 else min(asked, placement.n_layers)
+    return dataclasses.replace(
+        placement,
+        gpu_layers=layers if placement.gpu_offload else 0,
+        flash_attn=int(context_params.flash_attn_type) == 1,
+        kv_type=names.get(int(context_params.type_k), str(context_params.type_k)),
+        swa_full=bool(context_params.swa_full),
+    )
+
+
+__all__ = ["KV_TYPES", "as_loaded", "llama_arguments", "placement_for"]

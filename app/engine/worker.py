@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from app.engine.placement import llama_arguments, placement_for
+from app.engine.placement import as_loaded, llama_arguments, placement_for
 from app.engine.protocol import (
     CallRequest,
     CallResult,
@@ -138,6 +138,7 @@ class _Worker:
             self.low.llama_model_default_params = original
             del keep_alive
         llm = self.llm
+        placement = as_loaded(placement, llm.model_params, llm.context_params)
         self.window = placement.sliding_window
         self._send(
             ModelInfo(

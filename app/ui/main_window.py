@@ -253,7 +253,9 @@ class MainWindow(QMainWindow):
         if not self.host.ready:
             self.show_problem("Load a model first; its settings are remembered per model file.")
             return
-        ModelSettings(self.host, self).exec()
+        dialog = ModelSettings(self.host, self)
+        if dialog.exec() and dialog.load_changed and self.host.path:
+            self.load_model(self.host.path)  # GPU layers and the cache apply at load
 
     def _choose_tools(self) -> None:
         menu = QMenu(self)
@@ -355,7 +357,7 @@ class MainWindow(QMainWindow):
 
     def _loaded(self, name: str) -> None:
         self.model_label.setText(name)
-        self.status_model.setText(name)
+        self.status_model.setText(f"{name} · on {self.host.runs_on}")
         self.progress.hide()
         self.cancel_load.hide()
 

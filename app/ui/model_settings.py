@@ -1,13 +1,17 @@
-"""The model settings dialog: chat template and sampling values, remembered per model.
+"""The model settings dialog: chat template, sampling values and how the model is loaded (GPU
+layers, flash attention, cache type), remembered per model.
 
 Guarantees: it opens with the values in use (the template registry's defaults with the user's
-remembered choices on top); OK applies them to the next message and remembers them for this
-model file; the bounds are those the engine accepts, so an out-of-range value cannot be typed.
+remembered choices on top); OK applies the template and sampling to the next message and
+remembers everything for this model file; a changed load setting says that the model is loaded
+again (`load_changed`); the bounds are those the engine accepts, so an out-of-range value
+cannot be typed.
 """
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -59,6 +63,7 @@ class ModelSettings(QDialog):
         form.addRow("Top p", self.top_p)
         form.addRow("Top k (0: off)", self.top_k)
         form.addRow("Repetition penalty", self.repeat)
+        self._loading(form, host.choice())
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
         )
@@ -66,17 +71,54 @@ class ModelSettings(QDialog):
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
+    def _loading(self, form: QFormLayout, chosen: ModelChoice) -> None:
+        self.gpu = QComboBox(self)
+        self.gpu.addItems(["auto", "all", "none (CPU only)", "some layers"])
+        self.gpu.setAccessibleName("GPU layers")
+        self.gpu_layers = QSpinBox(self)
+        self.gpu_layers.setRange(1, 999)
+        self.gpu_layers.setAccessibleName("How many layers on the GPU")
+        layers = chosen.gpu_layers
+        if isinstance(layers, int):
+            self.gpu.setCurrentIndex(2 if layers == 0 else 3)
+            self.gpu_layers.setValue(max(1, layers))
+        else:
+            self.gpu.setCurrentIndex(1 if layers == "all" else 0)
+        self.gpu_layers.setEnabled(self.gpu.currentIndex() == 3)
+        self.gpu.currentIndexChanged.connect(lambda i: self.gpu_layers.setEnabled(i == 3))
+        self.flash = QCheckBox("Flash attention", self)
+        self.flash.setChecked(bool(chosen.flash_attn))
+        self.kv = QComboBox(self)
+        self.kv.addItems(["f16", "q8_0"])
+        self.kv.setCurrentText(chosen.kv_type or "f16")
+        self.kv.setAccessibleName("KV cache type")
+        self.kv.setToolTip("q8_0 halves the cache's memory and turns flash attention on")
+        form.addRow("GPU layers", self.gpu)
+        form.addRow("Layers on the GPU", self.gpu_layers)
+        form.addRow("", self.flash)
+        form.addRow("KV cache", self.kv)
+        self._loaded_with = chosen.load_settings()
+        self.load_changed = False
+
     def choice(self) -> ModelChoice:
+        index = self.gpu.currentIndex()
+        layers = ("auto", "all", 0, self.gpu_layers.value())[index]
+        kv = "q8_0" if self.kv.currentText() == "q8_0" else "f16"
         return ModelChoice(
             template=self.template.currentText(),
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),
             top_k=self.top_k.value(),
             repetition_penalty=self.repeat.value(),
+            gpu_layers=layers,
+            flash_attn=self.flash.isChecked(),
+            kv_type=kv,
         )
 
     def accept(self) -> None:
-        self.host.apply_settings(self.choice())
+        choice = self.choice()
+        self.load_changed = choice.load_settings() != self._loaded_with
+        self.host.apply_settings(choice)
         super().accept()
 
 
