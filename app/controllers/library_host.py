@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from app.controllers.background import Background
 from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, human_size
 from app.engine.default_model import assembled_default_model
-from app.engine.memory import available_memory, estimate_memory
+from app.engine.memory import available_memory, estimate_memory, gpu_share_of
 from app.errors import HarmonyDeskError
 from app.library import folders
 from app.library.catalog import Catalog, CatalogModel, load_catalog
@@ -29,6 +29,7 @@ from app.library.download import DownloadRequest, check_space
 from app.library.queue import DownloadQueue, paused_downloads
 from app.library.scan import scan
 from app.settings import Settings, load_settings, save_settings
+from app.templates.choices import ChoiceStore
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class LibraryHost(QObject):
         self.rows: list[Listed] = []
         self.settings = Settings()
         self.available: int | None = None  # bytes of memory free at the last scan
+        self.gpu_offload = False  # llama.cpp reported GPU offload when a model last loaded
         self.queue = DownloadQueue(2, on_update=self._update, **download_options)
         self._resumable_found = False
 
@@ -80,10 +82,13 @@ class LibraryHost(QObject):
             entries = scan(where, bundled=assembled_default_model())
             have = available_memory()
             n_ctx = settings.context_length
-            rows = [
-                Listed(e, estimate_memory(e, n_ctx, available=have), self._is_default(e, settings))
-                for e in entries
-            ]
+            choices, offload = ChoiceStore(), self.gpu_offload
+
+            def estimate(e: ModelEntry) -> MemoryEstimate:
+                share = gpu_share_of(choices.get(e.path).load_settings(), e.layers, offload)
+                return estimate_memory(e, n_ctx, available=have, gpu_share=share)
+
+            rows = [Listed(e, estimate(e), self._is_default(e, settings)) for e in entries]
             catalog = self.catalog or self._read_catalog()
             partials = [] if self._resumable_found else paused_downloads(where)
             return settings, rows, catalog, partials, have

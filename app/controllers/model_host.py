@@ -148,6 +148,12 @@ class ModelHost(QObject):
         placement = getattr(info, "placement", None)
         return placement.words() if placement is not None else "CPU"
 
+    @property
+    def gpu_offload(self) -> bool:
+        """llama.cpp, as the worker loaded it, can put layers on a GPU."""
+        placement = getattr(getattr(self.backend, "info", None), "placement", None)
+        return bool(placement is not None and placement.gpu_offload)
+
     def choice(self) -> ModelChoice:
         """What the user chose for the loaded model (empty for the scripted source)."""
         return ChoiceStore().get(self.path) if self.path else ModelChoice()

@@ -48,18 +48,29 @@ class MemoryEstimate:
     kv_cache: int
     buffers: int  # compute buffer and logits: grow with the batch size and the vocabulary
     available: int | None
+    gpu_share: float = 0.0  # the share of the layers (weights and cache) given to the GPU
 
     @property
     def total(self) -> int:
         return self.weights + self.kv_cache + self.buffers
 
     @property
+    def vram(self) -> int:
+        """What goes to the GPU's memory: its share of the weights and the cache."""
+        return int((self.weights + self.kv_cache) * self.gpu_share)
+
+    @property
+    def ram(self) -> int:
+        """What stays in the computer's memory (the verdict compares this with what is free)."""
+        return self.total - self.vram
+
+    @property
     def verdict(self) -> Fit:
         if self.available is None or self.available <= 0:
             return Fit.UNKNOWN
-        if self.total > self.available:
+        if self.ram > self.available:
             return Fit.TOO_BIG
-        return Fit.TIGHT if self.total > TIGHT * self.available else Fit.FITS
+        return Fit.TIGHT if self.ram > TIGHT * self.available else Fit.FITS
 
     def short(self) -> str:
         """`1.2 GiB of 9.8 GiB` — the table cell."""
@@ -73,6 +84,11 @@ class MemoryEstimate:
             f" (weights {human_size(self.weights)}, KV cache {human_size(self.kv_cache)},"
             f" buffers {human_size(self.buffers)})"
         )
+        if self.vram:
+            need += (
+                f"; about {human_size(self.vram)} of it on the GPU and {human_size(self.ram)} in"
+                " the computer's memory (the GPU's free memory is checked when it loads)"
+            )
         have = human_size(self.available or 0)
         verdict = self.verdict
         if verdict is Fit.TOO_BIG:
@@ -105,6 +121,7 @@ class ModelEntry:
     template: str = ""
     weights_bytes: int = 0
     kv_bytes_per_token: int = 0
+    layers: int = 0
     problem: str = ""  # why it cannot be used (unreadable, a part missing); empty when usable
     bundled: bool = False  # the app's default model, assembled from its packages
 

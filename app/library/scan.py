@@ -66,6 +66,7 @@ def _entry(
         template=default_template_name(info.metadata),
         weights_bytes=info.weights_bytes,
         kv_bytes_per_token=info.kv_bytes_per_token,
+        layers=info.int_value("block_count"),
         problem=problem,
         bundled=bundled,
     )

@@ -358,6 +358,7 @@ class MainWindow(QMainWindow):
     def _loaded(self, name: str) -> None:
         self.model_label.setText(name)
         self.status_model.setText(f"{name} · on {self.host.runs_on}")
+        self.library.gpu_offload = self.host.gpu_offload  # the models page's memory split
         self.progress.hide()
         self.cancel_load.hide()
 
