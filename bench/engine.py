@@ -1,10 +1,15 @@
 """Engine benchmark: our worker path next to raw llama-cpp-python, measured in one run.
 
-Usage: python bench/engine.py [--tokens 128] [--threads 1] [--turns 20]
+Usage: python bench/engine.py [--tokens 128] [--threads 1] [--turns 20] [--only gemma|tiny]
+                              [--gpu-layers N]
 
 Prints, per model (the bundled Gemma 3 270M Q4_K_M and the tiny test gpt-oss):
 - decode tokens/s through our worker + output parser + event path vs raw `Llama.generate`
-  in-process on the same model, prompt, greedy sampling and thread count (goal ≥ 0.97);
+  in-process on the same model, prompt, greedy sampling and thread count (goal ≥ 0.97), on a
+  quiet machine and again while another process keeps one core busy (the bench starts it);
+- reuse exactness: max |Δlogit| after rolling 1,000 of 2,000 tokens back, ours vs raw
+  llama-cpp-python with a window cache that is not full-size (`bench/kv_reuse.py` has more);
+- Stop during the evaluation of a 3,000-token prompt: how long until the worker says so;
 - time to first token at turn 1 and turn N of a growing conversation, with our KV-cache reuse
   vs a full re-evaluation each turn (goal: turn-N / turn-1 ≤ 1.2 with reuse);
 - cancel latency (goal ≤ 100 ms), model load time, the worker's peak memory, and the app
@@ -25,10 +30,12 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from app.domain.messages import Conversation, Message, Role
 from app.engine.client import WorkerClient
 from app.engine.default_model import default_model_path
-from app.engine.protocol import GenerationDone, Sampling, TokenStep
+from app.engine.protocol import GenerationDone, LoadSettings, Sampling, TokenStep
 from app.engine.tokenizer import ModelTokenizer
 from app.templates.registry import get_template
 
@@ -36,7 +43,29 @@ GREEDY = Sampling(temperature=0.0)
 WORDS = "the quick brown fox jumps over the lazy dog while the model keeps answering".split()  # noqa: SIM905
 
 
-def _raw_child(path: str, prompt: list[int], n: int, threads: int, out: Connection) -> None:
+def _spin(stop: Connection) -> None:
+    while not stop.poll(0):
+        pass
+
+
+class BusyCore:
+    """Another process keeping one core busy while the block runs."""
+
+    def __enter__(self) -> BusyCore:
+        ctx = mp.get_context("spawn")
+        self._stop, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_spin, args=(child,), daemon=True)
+        self._proc.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.send(True)
+        self._proc.join()
+
+
+def _raw_child(
+    path: str, prompt: list[int], n: int, threads: int, gpu_layers: int, out: Connection
+) -> None:
     import llama_cpp
     import llama_cpp.llama_cpp as low
 
@@ -54,6 +83,7 @@ def _raw_child(path: str, prompt: list[int], n: int, threads: int, out: Connecti
         n_threads=threads,
         n_threads_batch=threads,
         n_batch=256,
+        n_gpu_layers=gpu_layers,
         verbose=False,
     )
     rates = []
@@ -69,12 +99,12 @@ def _raw_child(path: str, prompt: list[int], n: int, threads: int, out: Connecti
     out.send(statistics.median(rates))
 
 
-def raw_decode_rate(path: Path, prompt: list[int], n: int, threads: int) -> float:
+def raw_decode_rate(path: Path, prompt: list[int], n: int, threads: int, gpu_layers: int) -> float:
     """Tokens/s of raw `Llama.generate` (decode only: first to last token), in its own process
     like our worker, so the ratio shows the cost of our pipe, parser and events alone."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_raw_child, args=(str(path), prompt, n, threads, child))
+    proc = ctx.Process(target=_raw_child, args=(str(path), prompt, n, threads, gpu_layers, child))
     proc.start()
     rate = float(parent.recv())
     proc.join()
@@ -141,6 +171,30 @@ def cancel_latency(client: WorkerClient, prompt: list[int]) -> float:
     return float("nan")
 
 
+def prompt_cancel_latency(client: WorkerClient, n: int = 3000) -> tuple[float, int]:
+    """Stop a third of the way into the evaluation of an `n`-token prompt: ms until the worker
+    says it stopped, and how many prompt tokens it had evaluated whole (kept for the next turn)."""
+    prompt = [1000 + (i * 7919) % 20000 for i in range(n)]
+    client.call("logits", [1, 2, 3])  # a cache with nothing in common
+    start = time.perf_counter()
+    client.call("logits", prompt)
+    whole = time.perf_counter() - start
+    client.call("logits", [1, 2, 3])
+    cancel, set_at, ended = threading.Event(), [0.0], float("nan")
+
+    def stop() -> None:
+        set_at[0] = time.perf_counter()
+        cancel.set()
+
+    threading.Timer(whole / 3, stop).start()
+    for event in client.generate(prompt, stop_ids=[], sampling=GREEDY, max_tokens=4, cancel=cancel):
+        if isinstance(event, GenerationDone):
+            ended = time.perf_counter()
+    again = client.generate([*prompt[:-1], 5], stop_ids=[], max_tokens=1)
+    done = [e for e in again if isinstance(e, GenerationDone)]
+    return (ended - set_at[0]) * 1000, done[0].timings.prompt_reused
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -163,29 +217,45 @@ def idle_app_rss_mib() -> float:
     )
 
 
+def _decode(
+    client: WorkerClient, path: Path, name: str, prompt: list[int], args: argparse.Namespace
+) -> tuple[float, float]:
+    ours = statistics.median(our_decode_rate(client, name, prompt, args.tokens) for _ in range(3))
+    raw = statistics.median(
+        raw_decode_rate(path, prompt, args.tokens, args.threads, args.gpu_layers) for _ in range(3)
+    )
+    return ours, raw
+
+
 def bench_model(label: str, path: Path, template_name: str, args: argparse.Namespace) -> None:
+    from bench.kv_reuse import ours as exact_ours
+    from bench.kv_reuse import raw as exact_raw
+
+    settings = LoadSettings(gpu_layers=args.gpu_layers)
     with WorkerClient() as client:
-        info = client.load(path, n_ctx=4096, n_threads=args.threads)
+        info = client.load(path, n_ctx=4096, n_threads=args.threads, settings=settings)
         tok = ModelTokenizer(client)
         prompt = get_template(template_name).prompt_ids(
             Conversation(messages=(Message.of(Role.USER, "Tell me a long story about a fox."),)),
             tok,
         )
-        ours = statistics.median(
-            our_decode_rate(client, template_name, prompt, args.tokens) for _ in range(3)
-        )
+        quiet = _decode(client, path, template_name, prompt, args)
+        with BusyCore():
+            loaded = _decode(client, path, template_name, prompt, args)
         reuse = ttft_series(client, template_name, args.turns, reuse=True)
         full = ttft_series(client, template_name, args.turns, reuse=False)
         cancel = statistics.median(cancel_latency(client, prompt) for _ in range(3))
+        stops = [prompt_cancel_latency(client) for _ in range(3)]
         peak = peak_rss_mib(client.pid or 0)
-    raw = statistics.median(
-        raw_decode_rate(path, prompt, args.tokens, args.threads) for _ in range(3)
-    )
+    exact = exact_ours(path, None, args.threads, 2000, 1000)[0]
+    unchecked = exact_raw(path, False, args.threads, 2000, 1000)[0]
     n = args.turns
-    print(f"\n== {label}: {path.name} ({info.architecture}), template {template_name}")
+    where = info.placement.words() if info.placement else "CPU"
+    print(f"\n== {label}: {path.name} ({info.architecture}), template {template_name}, on {where}")
     print(f"   {args.threads} thread(s), greedy, {args.tokens} tokens per decode run")
-    print(f"{'measure':46}{'ours':>11}{'reference':>11}{'ratio':>8}")
-    _row("decode tok/s (ours vs raw Llama.generate)", ours, raw)
+    print(f"{'measure':50}{'ours':>11}{'reference':>11}{'ratio':>8}")
+    _row("decode tok/s, quiet (ours vs raw Llama.generate)", *quiet)
+    _row("decode tok/s, one core busy (ours vs raw)", *loaded)
     _row("TTFT turn 1, ms (KV reuse vs full re-eval)", reuse[0], full[0])
     _row(f"TTFT turn {n}, ms (KV reuse vs full re-eval)", reuse[-1], full[-1])
     _row(
@@ -194,13 +264,18 @@ def bench_model(label: str, path: Path, template_name: str, args: argparse.Names
         full[-1] / full[0],
         ratio=False,
     )
-    _row("cancel latency, ms (goal <= 100)", cancel)
+    _row("max |dlogit| after a 1000-token rollback (ours vs raw, window cache not full)",
+         exact, unchecked, ratio=False)  # fmt: skip
+    _row("cancel latency while decoding, ms (goal <= 100)", cancel)
+    latency = statistics.median(s[0] for s in stops)
+    _row("Stop during a 3000-token prompt, ms (goal <= 100)", latency)
+    _row("  prompt tokens kept after that Stop", float(statistics.median(s[1] for s in stops)))
     _row("model load, ms", info.load_ms)
     _row("worker peak memory, MiB", peak)
 
 
 def _row(label: str, ours: float, reference: float | None = None, *, ratio: bool = True) -> None:
-    line = f"{label:46}{ours:>11.2f}"
+    line = f"{label:50}{ours:>11.2f}"
     if reference is not None:
         line += f"{reference:>11.2f}"
         if ratio:
@@ -213,11 +288,13 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--turns", type=int, default=20)
-    ap.add_argument("--skip-tiny", action="store_true")
+    ap.add_argument("--only", choices=["gemma", "tiny"])
+    ap.add_argument("--gpu-layers", type=int, default=0, help="-1: all (a GPU build)")
     args = ap.parse_args()
     print(f"app side idle memory without a model: {idle_app_rss_mib():.0f} MiB")
-    bench_model("default model", default_model_path(), "gemma", args)
-    if not args.skip_tiny:
+    if args.only != "tiny":
+        bench_model("default model", default_model_path(), "gemma", args)
+    if args.only != "gemma":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
         from tests.tiny_gpt_oss import build
 

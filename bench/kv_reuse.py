@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.engine.client import WorkerClient  # noqa: E402
-from app.engine.default_model import default_model_path  # noqa: E402
-from app.engine.protocol import LoadSettings  # noqa: E402
+from app.engine.client import WorkerClient
+from app.engine.default_model import default_model_path
+from app.engine.protocol import LoadSettings
 
 EXACT = 1e-3
 
@@ -39,7 +39,9 @@ def token_runs(history: int, keep: int) -> tuple[list[int], list[int]]:
     return ids, ids[:keep] + [int(x) for x in rng.integers(1000, 30000, 20)]
 
 
-def ours(path: Path, swa_full: bool | None, threads: int, history: int, keep: int) -> tuple[float, int]:
+def ours(
+    path: Path, swa_full: bool | None, threads: int, history: int, keep: int
+) -> tuple[float, int]:
     """(max |Δlogit|, tokens reused) through the worker."""
     long, short = token_runs(history, keep)
     with WorkerClient() as client:
@@ -52,7 +54,9 @@ def ours(path: Path, swa_full: bool | None, threads: int, history: int, keep: in
     return float(delta.max()), int(reused)
 
 
-def _raw_child(path: str, swa_full: bool | None, threads: int, history: int, keep: int, out: Connection) -> None:
+def _raw_child(
+    path: str, swa_full: bool | None, threads: int, history: int, keep: int, out: Connection
+) -> None:
     import llama_cpp
 
     def last(llm: llama_cpp.Llama) -> np.ndarray:
@@ -73,7 +77,9 @@ def _raw_child(path: str, swa_full: bool | None, threads: int, history: int, kee
     out.send((float(np.abs(after - last(llm)).max()), keep if ok else 0))
 
 
-def raw(path: Path, swa_full: bool | None, threads: int, history: int, keep: int) -> tuple[float, int]:
+def raw(
+    path: Path, swa_full: bool | None, threads: int, history: int, keep: int
+) -> tuple[float, int]:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_raw_child, args=(str(path), swa_full, threads, history, keep, child))
@@ -95,8 +101,10 @@ def main() -> None:
     ap.add_argument("--history", type=int, default=2000)
     ap.add_argument("--keep", type=int, default=1000)
     args = ap.parse_args()
-    print(f"rollback: {args.history} tokens evaluated, the first {args.keep} kept, 20 new;"
-          f" {args.threads} thread(s), nothing else running")
+    print(
+        f"rollback: {args.history} tokens evaluated, the first {args.keep} kept, 20 new;"
+        f" {args.threads} thread(s), nothing else running"
+    )
     print(f"{'model':14}{'path':44}{'exact':>7}{'max|Δlogit|':>13}{'reused':>8}")
     for name, path in models():
         rows = [

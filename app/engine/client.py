@@ -43,7 +43,7 @@ from app.engine.protocol import (
     ModelInfo,
     NativeLog,
     ShutdownRequest,
-    TokenStep,
+    TokenBatch,
     TurnFailed,
     WorkerState,
     check_transition,
@@ -310,9 +310,10 @@ class WorkerClient:
                     self._cancel.set()
                 if msg is None:
                     continue
-                if isinstance(msg, TokenStep):
-                    partial.append(msg.token)
-                    yield msg
+                if isinstance(msg, TokenBatch):
+                    for step in msg.steps:
+                        partial.append(step.token)
+                        yield step
                     continue
                 self._set(WorkerState.READY)
                 if isinstance(msg, CallResult):

@@ -99,6 +99,13 @@ class ModelInfo:
 
 
 @dataclass(frozen=True)
+class TokenBatch:
+    """Tokens sent together over the pipe (the worker batches them; the client yields each)."""
+
+    steps: tuple[TokenStep, ...]
+
+
+@dataclass(frozen=True)
 class LoadRequest:
     path: str
     n_ctx: int

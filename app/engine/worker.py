@@ -33,9 +33,11 @@ from app.engine.protocol import (
     NativeLog,
     ShutdownRequest,
     Timings,
+    TokenBatch,
     TokenStep,
 )
 
+BATCH_MS = 40.0  # tokens wait at most this long to share a pipe write (the window paints at 40)
 _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
 
 
@@ -80,7 +82,7 @@ class _Worker:
         self._mask_factory_llm: Any = None
         self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
         self.window = 0  # the loaded model's sliding window (0: none)
-        self._no_abort = low_level.ggml_abort_callback(lambda _data: False)
+        self._no_abort = low_level.ggml_abort_callback()  # NULL: no check between nodes
         self._log_callback = low_level.llama_log_callback(_native_log)
         low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
 
@@ -263,29 +265,41 @@ class _Worker:
     def _stream(
         self, tokens: Any, req: GenerateRequest, mask: Any, start: float
     ) -> tuple[FinishReason, int | None, int, float]:
-        """Send each token as it comes; (why it stopped, the stop id, how many, first ms)."""
+        """Send the tokens as they come — the first at once, then in batches at most
+        `BATCH_MS` apart (one pipe write and one wake-up of the app per batch, not per token),
+        the last batch when the generation ends; (why it stopped, the stop id, how many, first
+        ms)."""
         llm, stops = self.llm, frozenset(req.stop_ids)
         reason, stop_id, generated, first_ms = FinishReason.LENGTH, None, 0, 0.0
-        for token in tokens:
-            now = (time.perf_counter() - start) * 1000
-            if generated == 0:
-                first_ms = now
-            generated += 1
-            self._send(TokenStep(int(token), now))
-            if mask is not None and (not mask.consume(int(token)) or mask.finished):
-                reason, stop_id = FinishReason.STOP, int(token) if token in stops else None
-                break
-            if token in stops:
-                reason, stop_id = FinishReason.STOP, int(token)
-                break
-            if self.cancel.is_set():
-                reason = FinishReason.CANCELLED
-                break
-            if generated >= req.max_tokens:
-                break
-            if llm.n_tokens >= llm.n_ctx() - 1:
-                reason = FinishReason.CONTEXT
-                break
+        batch: list[TokenStep] = []
+        sent = 0.0
+        try:
+            for token in tokens:
+                now = (time.perf_counter() - start) * 1000
+                if generated == 0:
+                    first_ms = now
+                generated += 1
+                batch.append(TokenStep(int(token), now))
+                if generated == 1 or now - sent >= BATCH_MS:
+                    self._send(TokenBatch(tuple(batch)))
+                    batch, sent = [], now
+                if mask is not None and (not mask.consume(int(token)) or mask.finished):
+                    reason, stop_id = FinishReason.STOP, int(token) if token in stops else None
+                    break
+                if token in stops:
+                    reason, stop_id = FinishReason.STOP, int(token)
+                    break
+                if self.cancel.is_set():
+                    reason = FinishReason.CANCELLED
+                    break
+                if generated >= req.max_tokens:
+                    break
+                if llm.n_tokens >= llm.n_ctx() - 1:
+                    reason = FinishReason.CONTEXT
+                    break
+        finally:
+            if batch:
+                self._send(TokenBatch(tuple(batch)))
         return reason, stop_id, generated, first_ms
 
     def _masks(self) -> Any:
