@@ -44,6 +44,7 @@ bench: $(VENV)/.test
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/harmony_codec.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/kv_reuse.py
 	$(BIN)/python bench/json_mode.py
 	$(BIN)/python bench/json_coverage.py
 	$(BIN)/python bench/ui_stream.py

@@ -6,9 +6,10 @@ For the bundled Gemma 3 270M (sliding window 512) and the tiny gpt-oss (window 1
 `--history` tokens, roll back to the first `--keep` and evaluate 20 new ones (what happens when a
 long analysis is dropped after a final answer, or a long answer is regenerated), then compare
 the next token's logits with a fresh evaluation of the same tokens. Rows:
-- ours: the worker as the app loads the model (full-size window cache, rollback checked
-  against llama.cpp's own positions), and ours with the full-size cache turned off (the check
-  sees that the window cannot roll back, and evaluates again);
+- ours: the worker as the app loads the model (gpt-oss: a full-size window cache; Gemma:
+  llama.cpp's small one), then with the full-size window cache on and off; every rollback is
+  checked against llama.cpp's own positions, and a prompt whose rollback the cache cannot hold
+  is evaluated again (reused 0);
 - reference: raw `Llama` with the same cache choices and llama-cpp-python's own rollback
   (`kv_cache_seq_rm`, which says yes either way).
 Prints `exact: yes|no` with max |Δlogit| and how many tokens were reused.
@@ -109,6 +110,7 @@ def main() -> None:
     for name, path in models():
         rows = [
             ("ours (as the app loads it)", ours, None),
+            ("ours, full-size window cache on", ours, True),
             ("ours, full-size window cache off", ours, False),
             ("raw Llama, llama.cpp's default cache", raw, None),
             ("raw Llama, window cache not full-size", raw, False),

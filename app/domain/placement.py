@@ -2,7 +2,7 @@
 
 Guarantees: plain frozen values (they cross the worker's pipe); `LoadSettings()` is the
 default every model starts from (auto GPU offload, f16 cache, exact reuse on sliding-window
-models); `Placement.words` is what the status bar says.
+models, see `app/engine/placement.py`); `Placement.words` is what the status bar says.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class LoadSettings:
     gpu_layers: int | None = None  # None: auto (all that fit where offload is possible); -1: all
     flash_attn: bool = False
     kv_type: str = "f16"  # or "q8_0": half the cache memory
-    swa_full: bool | None = None  # None: on for sliding-window models (exact KV reuse)
+    swa_full: bool | None = None  # None: a full-size window cache where prompts roll back (gpt-oss)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,14 @@ arguments.
 
 Guarantees: `gpu_layers` auto (None) offloads every layer when llama.cpp reports GPU offload
 (`llama_supports_gpu_offload`), else none; -1 is all, N is N (capped at the model's layers);
-a model with a sliding window (`*.attention.sliding_window`, gpt-oss, Gemma 3) keeps a
-full-size cache (`swa_full`) unless the user turned it off, so rolling the cache back to a
-reused prefix is exact; a q8_0 cache turns flash attention on (llama.cpp quantizes the V
-cache only with it). The result says what was chosen, for the status bar and the debug pane.
+a gpt-oss model keeps a full-size window cache (`swa_full`): its Harmony prompts drop the
+analysis of every finished turn, a rollback of hundreds of tokens each turn against a 128-token
+window, so the cache must be able to roll back exactly; other sliding-window models (Gemma 3,
+window 512) keep llama.cpp's small window cache, whose attention stays cheap as the
+conversation grows, and the worker evaluates the prompt again when a rollback (a regenerated
+or edited answer) crosses the window. Either way reuse is exact. A q8_0 cache turns flash
+attention on (llama.cpp quantizes the V cache only with it). The result says what was
+chosen, for the status bar and the debug pane.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: boo
     gpu_layers = 0 if not offload else layers if wanted < 0 else min(wanted, layers)
     kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
     flash_attn = settings.flash_attn or kv_type != "f16"
-    swa_full = settings.swa_full if settings.swa_full is not None else window > 0
+    rolls_back = arch == "gpt-oss"  # Harmony drops each finished turn's analysis
+    swa_full = settings.swa_full if settings.swa_full is not None else window > 0 and rolls_back
     return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)
 
 
