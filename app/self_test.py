@@ -70,10 +70,10 @@ def _model() -> str:
     from app.engine.default_model import default_model_path
     from app.engine.protocol import GenerationDone, TokenStep, TurnFailed
 
-    path = default_model_path()  # assembled from the bundled package data on first run
+    path = default_model_path()  # read from the bundled package data, checked on first run
     with WorkerClient() as client:
         info = client.load(str(path), n_ctx=256, n_threads=1)
-        prompt = client.call("tokenize", "The capital of France is", False)
+        prompt = client.call("tokenize", "<|im_start|>user\nHello!<|im_end|>\n", True)
         steps, done = 0, None
         for event in client.generate(
             prompt, stop_ids=(), sampling=Sampling(temperature=0.0), max_tokens=4

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +43,22 @@ class Settings(BaseModel):
     )
     max_downloads: int = Field(
         2, ge=1, le=8, description="Model downloads running at once; the others wait."
+    )
+    theme: Literal["system", "light", "dark"] = Field(
+        "system", description="Light or dark, or as the system is set (it follows changes)."
+    )
+    font_size: int = Field(0, ge=0, le=32, description="Text size in points (0: the system's).")
+    reasoning_effort: Literal["default", "low", "medium", "high"] = Field(
+        "default", description="Reasoning effort new messages start with (gpt-oss models)."
+    )
+    max_tokens: int = Field(1024, ge=16, le=131_072, description="Longest answer, in tokens.")
+    threads: int = Field(
+        0, ge=0, le=256, description="Generation threads (0: the physical cores less one)."
+    )
+    gpu_layers: Literal["auto", "all", "none"] = Field(
+        "auto",
+        description="Layers on the GPU for models without their own choice (auto: all, where"
+        " llama.cpp can offload).",
     )
 
     def endpoint(self, name: str) -> Endpoint | None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.domain.messages import Conversation, Message, Role
 from app.engine.client import WorkerClient
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.protocol import GenerationDone, LoadSettings, Sampling, TokenStep
 from app.engine.tokenizer import ModelTokenizer
 from app.templates.registry import get_template
@@ -293,7 +293,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"app side idle memory without a model: {idle_app_rss_mib():.0f} MiB")
     if args.only != "tiny":
-        bench_model("default model", default_model_path(), "gemma", args)
+        bench_model("default model", gemma_model_path(), "gemma", args)
     if args.only != "gemma":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
         from tests.tiny_gpt_oss import build

@@ -21,7 +21,7 @@ from pathlib import Path
 from app.engine.chat import ChatSession, JsonChecked
 from app.engine.client import WorkerClient
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError, check_schema
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.protocol import Sampling, TurnFailed
 from app.errors import ErrorCode
 from app.templates.registry import get_template
@@ -74,7 +74,7 @@ def main() -> None:
     from tests.tiny_gpt_oss import build
 
     path, template = (
-        (default_model_path(), "completion") if args.model == "gemma" else (build(), "harmony")
+        (gemma_model_path(), "completion") if args.model == "gemma" else (build(), "harmony")
     )
     outcome: collections.Counter[str] = collections.Counter()
     with WorkerClient() as client:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine.client import WorkerClient
 from app.engine.constraint import json_constraint
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.masking import MaskFactory
 from app.engine.protocol import Sampling, TokenStep
 from tests.json_schemas import SCHEMAS
@@ -187,7 +187,7 @@ def vocab_report(label: str, path: Path, n: int) -> None:
 
 def end_to_end(n: int) -> None:
     with WorkerClient() as client:
-        client.load(default_model_path(), n_ctx=1024, n_threads=1)
+        client.load(gemma_model_path(), n_ctx=1024, n_threads=1)
         from app.engine.tokenizer import ModelTokenizer
 
         tok = ModelTokenizer(client)
@@ -220,7 +220,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=64)
     args = ap.parse_args()
     vocab_report("o200k_harmony (tiny gpt-oss)", build(), args.tokens)
-    vocab_report("Gemma 3 270M", default_model_path(), args.tokens)
+    vocab_report("Gemma 3 270M", gemma_model_path(), args.tokens)
     end_to_end(args.tokens)
 
 

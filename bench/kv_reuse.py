@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine.client import WorkerClient
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.protocol import LoadSettings
 
 EXACT = 1e-3
@@ -93,7 +93,7 @@ def raw(
 def models() -> list[tuple[str, Path]]:
     from tests.tiny_gpt_oss import build
 
-    return [("Gemma 3 270M", default_model_path()), ("tiny gpt-oss", Path(build()))]
+    return [("Gemma 3 270M", gemma_model_path()), ("tiny gpt-oss", Path(build()))]
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ os.environ.setdefault(
     "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
 )
 
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.gguf_info import read_model
 from app.library.download import Download, DownloadRequest
 from app.library.scan import ScanCache, scan
@@ -53,7 +53,7 @@ def headers(repeat: int) -> None:
     print("Reading a header (metadata + tensor table)")
     print(f"{'model':<28}{'ours ms':>10}{'gguf-py ms':>12}{'ours / ref':>12}")
     for label, path in (
-        ("Gemma 3 270M (bundled)", default_model_path()),
+        ("Gemma 3 270M (bundled)", gemma_model_path()),
         ("tiny gpt-oss (tests)", build()),
     ):
         ours = best(lambda p=path: read_model(p), repeat)
@@ -61,7 +61,7 @@ def headers(repeat: int) -> None:
         print(f"{label:<28}{ours * 1000:>10.1f}{ref * 1000:>12.1f}{ours / ref:>11.4f}×")
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
-        (folder / "gemma.gguf").symlink_to(default_model_path())
+        (folder / "gemma.gguf").symlink_to(gemma_model_path())
         (folder / "tiny.gguf").symlink_to(build())
         cache = folder / "scan.json"
         cold = best(

@@ -72,10 +72,28 @@ def tiny_client(tiny_model: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def gemma_model() -> Any:
-    """The bundled default model (Gemma 3 270M base, Q4_K_M), assembled from its packages."""
+    """Gemma 3 270M base (Q4_K_M), assembled from its packages."""
+    from app.engine.default_model import gemma_model_path
+
+    return gemma_model_path()
+
+
+@pytest.fixture(scope="session")
+def smollm_model() -> Any:
+    """The default chat model (SmolLM2-135M-Instruct, Q4_1), read from its package's data."""
     from app.engine.default_model import default_model_path
 
     return default_model_path()
+
+
+@pytest.fixture(scope="module")
+def smollm_client(smollm_model: Any) -> Any:
+    from app.engine.client import WorkerClient
+
+    client = WorkerClient()
+    client.load(smollm_model, n_ctx=2048, n_threads=1)
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="module")

@@ -68,13 +68,13 @@ def test_parse_strict_flag_and_role_null(encoding: enc.HarmonyEncoding) -> None:
     assert code == 0 and out[0]["messages"][0]["role"] == "user" and out[0]["errors"] == []
 
 
-def test_default_command_starts_the_terminal_chat_on_the_default_model(gemma_model: Any) -> None:
+def test_default_command_starts_the_terminal_chat_on_the_default_model(smollm_model: Any) -> None:
     import os
 
     headless = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
     code, out, err = cli(stdin="", env=headless)  # no display; stdin closed at once: load, then leave
     assert code == 0 and out == []
-    assert "terminal chat" in err and "Loaded gemma3 model" in err and "template completion" in err
+    assert "terminal chat" in err and "Loaded llama model" in err and "template smollm2" in err
 
 
 def test_the_screenshot_command_renders_the_sample_conversation(tmp_path: Any) -> None:
@@ -85,3 +85,12 @@ def test_the_screenshot_command_renders_the_sample_conversation(tmp_path: Any) -
     assert code == 0 and f"wrote {shot}" in err
     image = QImage(str(shot))
     assert not image.isNull() and image.width() >= 1000 and image.height() >= 1000
+
+
+def test_the_default_model_answers_the_first_question_offline(smollm_model: Any) -> None:
+    """The question a new user asks first, through the terminal chat on the default model."""
+    run = subprocess.run([sys.executable, "-m", "app", "chat", "--model", "default", "--prompt",
+                          "What is the capital of France?", "--threads", "1", "--seed", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "Paris" in run.stdout, (run.stdout, run.stderr[-1000:])

@@ -13,7 +13,7 @@ from app.domain.events import ContentDelta, TurnDone
 from app.domain.messages import Conversation, Message, Role
 from app.domain.visibility import Lane
 from app.engine.chat import ChatSession
-from app.engine.default_model import default_model_path
+from app.engine.default_model import gemma_model_path
 from app.engine.protocol import GenerationDone, Sampling
 from app.engine.tokenizer import ModelTokenizer
 from app.errors import LoadProblem, ModelLoadError
@@ -21,13 +21,13 @@ from app.harmony.encoding import load_encoding
 from app.templates.registry import default_template_name, get_template
 
 
-def test_default_model_is_assembled_with_progress_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gemma_is_assembled_with_progress_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARMONY_DESK_CACHE", str(tmp_path))
     seen: list[float] = []
-    path = default_model_path(seen.append)
+    path = gemma_model_path(seen.append)
     assert path.parent == tmp_path / "models" and seen == sorted(seen) and seen[-1] == 1.0
     again: list[float] = []
-    assert default_model_path(again.append) == path and again == []  # verified: nothing rebuilt
+    assert gemma_model_path(again.append) == path and again == []  # verified: nothing rebuilt
     with path.open("r+b") as f:  # damage it: same size, one byte changed
         f.seek(1000)
         byte = f.read(1)
@@ -35,11 +35,11 @@ def test_default_model_is_assembled_with_progress_and_checked(tmp_path: Path, mo
         f.write(bytes([byte[0] ^ 0xFF]))
     os.utime(path, ns=(1, 1))
     rebuilt: list[float] = []
-    assert default_model_path(rebuilt.append) == path and rebuilt[-1] == 1.0
+    assert gemma_model_path(rebuilt.append) == path and rebuilt[-1] == 1.0
     assert not list(tmp_path.glob("models/*.partial"))
 
 
-def test_default_model_is_a_base_model_with_the_completion_template(gemma_client: Any) -> None:
+def test_gemma_is_a_base_model_with_the_completion_template(gemma_client: Any) -> None:
     info = gemma_client.info
     assert info.architecture == "gemma3"
     assert default_template_name(info.metadata) == "completion"
@@ -95,3 +95,32 @@ def test_llama_cpp_tokenization_against_tiktoken(tiny_client: Any) -> None:
     ours = load_encoding()
     differ = {name for name, text in SCRIPTS.items() if tok.tokenize(text, special=False) != ours.encode_ordinary(text)}
     assert differ == {"hindi", "thai", "nfd"}
+
+
+def test_the_default_model_is_smollm2_instruct_read_in_place_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default chat model is read where pip put it, checked once against its sha256 (a
+    stamp in the cache), and never through the package's plugin module (it needs `llm`)."""
+    import sys
+
+    from app.engine.default_model import CHAT_PACKAGE, default_model_path
+
+    monkeypatch.setenv("HARMONY_DESK_CACHE", str(tmp_path))
+    seen: list[float] = []
+    path = default_model_path(seen.append)
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and seen[-1] == 1.0
+    assert (tmp_path / "models" / "smollm2.verified").is_file()
+    assert CHAT_PACKAGE not in sys.modules and "llm" not in sys.modules
+    from app.engine.gguf_info import read_model
+
+    metadata = read_model(path).metadata
+    assert default_template_name(metadata) == "smollm2"
+
+
+def test_the_default_model_answers_a_question(smollm_client: Any) -> None:
+    """What a new user types first gets an answer, not a page of invented text."""
+    template = get_template("smollm2").for_model(smollm_client.info.metadata)
+    session = ChatSession(smollm_client, template, sampling=Sampling(temperature=0.0), max_tokens=40)
+    events = list(session.send("What is the capital of France?"))
+    assert any(isinstance(e, GenerationDone) and e.reason.value == "stop" for e in events)
+    answer = session.conversation.messages[-1].text
+    assert "Paris" in answer, answer

@@ -12,7 +12,7 @@ from typing import Any
 from app.self_test import report, run_checks
 
 
-def test_the_self_test_passes_here_offline(tmp_path: Path, gemma_model: Any) -> None:
+def test_the_self_test_passes_here_offline(tmp_path: Path, smollm_model: Any) -> None:
     env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config"),
            "HARMONY_DESK_DATA": str(tmp_path / "data"), "QT_QPA_PLATFORM": "offscreen"}
     done = subprocess.run([sys.executable, "-m", "app", "--self-test"], capture_output=True, text=True,

@@ -137,3 +137,21 @@ def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_in_the_terminal(
     follow_up = client.encoding.decode(client.prompts[1])
     assert "Need the sum." in follow_up and "<|channel|>final to=" not in follow_up
     assert out.getvalue() == "Two.\n"
+
+
+def test_a_card_decided_before_the_question_arrives_answers_it() -> None:
+    """The window shows the card as soon as the call's event arrives; the engine thread's
+    question may reach the loop a moment later. A click in between is kept, not lost."""
+    import asyncio
+
+    from app.controllers.approvals import WindowApprovals
+    from app.engine.turn_loop import PendingCall
+
+    approvals = WindowApprovals()
+    approvals.decide("call-1", False)
+    remember, decision = asyncio.run(approvals.wait(PendingCall("call-1", calculate, {}), stopped=False))
+    assert remember is None and decision.allow is False
+    approvals.decide("call-2", True, {"expression": "1+1"})
+    approvals.stop()  # Stop forgets early answers: the call is denied as stopped
+    _, stopped = asyncio.run(approvals.wait(PendingCall("call-2", calculate, {}), stopped=True))
+    assert not stopped.allow and stopped.how == "stopped by the user"

@@ -240,7 +240,7 @@ def test_every_control_has_an_accessible_name(qtbot: Any, qloop: Any, tmp_path: 
     assert unnamed == []
 
 
-def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtbot: Any, qloop: Any, tmp_path: Path, gemma_model: Any) -> None:
+def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtbot: Any, qloop: Any, tmp_path: Path, smollm_model: Any) -> None:
     import os
     import signal
 
@@ -252,8 +252,8 @@ def test_the_real_default_model_answers_and_a_killed_worker_keeps_the_window(qtb
     window.show()
     try:
         with qtbot.waitSignal(host.loaded, timeout=180_000):
-            window.load_model(str(gemma_model), n_ctx=1024, threads=1)
-        assert "gemma" in window.model_label.text().lower()
+            window.load_model(None, n_ctx=1024, threads=1)  # the default model
+        assert "smollm2" in window.model_label.text().lower()
         window.controller.max_tokens = 12
         send(qtbot, window, "The capital of France is", timeout=120_000)
         reply = window.controller.doc.turns[-1].version.reply
@@ -532,9 +532,9 @@ def test_a_first_run_on_empty_folders_welcomes_and_starts_on_the_default_model(
     try:
         assert window.welcome is not None and window.welcome.isVisible()
         with qtbot.waitSignal(window.host.loaded, timeout=180_000):
-            window.load_model(None, n_ctx=512, threads=1)  # the default: assembled offline
-        assert "gemma" in window.model_label.text().lower()
-        assert list((tmp_path / "cache").rglob("*.gguf"))
+            window.load_model(None, n_ctx=512, threads=1)  # the default, from its package, offline
+        assert "smollm2" in window.model_label.text().lower()
+        assert (tmp_path / "cache" / "models" / "smollm2.verified").is_file()  # checked once
     finally:
         window.close()
         window.host.close()

@@ -40,6 +40,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--screenshot", metavar="PATH", help="render a sample conversation to a PNG and exit"
     )
     parser.add_argument(
+        "--theme", choices=["light", "dark"], help="with --screenshot: the theme to render in"
+    )
+    parser.add_argument(
         "--self-test", action="store_true", help="check this installation (offline) and exit"
     )
     commands = parser.add_subparsers(dest="command")
@@ -67,7 +70,7 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.screenshot:
         from app.ui.app import screenshot
 
-        return screenshot(args.screenshot)
+        return screenshot(args.screenshot, args.theme)
     if _has_display():
         from app.ui.app import crash_dialog, run_window
 
@@ -77,7 +80,7 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     print(
         "Harmony Desk: no display here; starting the terminal chat on the bundled default model"
-        " (Gemma 3 270M, a base model: it continues your text).\n"
+        " (SmolLM2-135M-Instruct, a very small chat model).\n"
         "Type a message and press Enter; Ctrl+D quits. `harmony-desk --help` lists the commands.",
         file=sys.stderr,
     )

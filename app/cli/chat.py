@@ -33,6 +33,7 @@ from app.engine.remote import RemoteSession
 from app.engine.tool_runner import allow_all
 from app.engine.turn import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
+from app.settings import load_settings
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
 from app.tools.api import ToolContext
@@ -140,7 +141,6 @@ def _model_path(name: str) -> str:
         return name
     from app.engine.default_model import default_model_path
     from app.library.folders import startup_model
-    from app.settings import load_settings
 
     chosen = startup_model(load_settings())  # `harmony-desk models default PATH`
     if chosen is not None:
@@ -272,7 +272,7 @@ def run_chat(args: argparse.Namespace) -> int:
             n_ctx=args.ctx or 4096,
             n_threads=args.threads,
             on_progress=_progress(f"Loading {path}"),
-            settings=choice.load_settings(),
+            settings=choice.load_settings(load_settings().gpu_layers),
         )
         name = choice.template or default_template_name(info.metadata)
         where = info.placement.words() if info.placement else "CPU"

@@ -4,7 +4,9 @@ waiting on their cards.
 Guarantees: a conversation keeps its policy ("allow in this chat" lasts as long as it), saved
 choices ("always", "deny") come from and go to the approvals file; a waiting call is answered
 once, by the user's decision on its card or by Stop (denied, "stopped by the user"); a call
-asked for after Stop is denied at once.
+asked for after Stop is denied at once; a decision made on a card before the engine thread's
+question has reached the loop (the card shows as soon as the call's event arrives) is kept and
+answers the question when it comes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class WindowApprovals:
 
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future[Answer]] = {}
+        self._early: dict[str, Answer] = {}  # decided before the question arrived
         self._policies: dict[str, ApprovalPolicy] = {}
 
     def policy(self, doc_id: str, ask: Callable[[PendingCall], Answer]) -> ApprovalPolicy:
@@ -41,8 +44,11 @@ class WindowApprovals:
         """The user's answer for `call` (on the loop); denied at once when `stopped`."""
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._waiting[call.call_id] = future
+        early = self._early.pop(call.call_id, None)
         if stopped:
             future.set_result((None, STOPPED))
+        elif early is not None:
+            future.set_result(early)
         try:
             return await future
         finally:
@@ -55,12 +61,16 @@ class WindowApprovals:
         arguments: dict[str, Any] | None = None,
         remember: Mode | None = None,
     ) -> None:
+        answer = (remember, Decision(allow, arguments))
         future = self._waiting.get(call_id)
-        if future is not None and not future.done():
-            future.set_result((remember, Decision(allow, arguments)))
+        if future is None:
+            self._early[call_id] = answer
+        elif not future.done():
+            future.set_result(answer)
 
     def stop(self) -> None:
         """Deny every call still waiting."""
+        self._early.clear()
         for future in list(self._waiting.values()):
             if not future.done():
                 future.set_result((None, STOPPED))

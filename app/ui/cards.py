@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.controllers.chat import Mode
 from app.ui.markdown_view import monospace
+from app.ui.theme import mark
 
 Decide = Callable[[str, bool, "dict[str, Any] | None", "Mode | None"], None]
 
@@ -57,7 +58,7 @@ class ToolCard(QFrame):
         self.args.setAccessibleName("Tool arguments")
         self.args.setMaximumHeight(110)
         self.problem = QLabel(self)
-        self.problem.setStyleSheet("color: #b3261e")
+        mark(self.problem, "error")
         buttons = QHBoxLayout()
         self.run = _button("Run", "Run the tool call", self)
         self.allow_chat = _button(
@@ -172,10 +173,7 @@ class JsonCard(QFrame):
         valid = bool(data.get("valid"))
         self.badge = QLabel("✓ valid JSON" if valid else "✗ invalid JSON", self)
         self.badge.setAccessibleName("JSON verdict")
-        self.badge.setStyleSheet(
-            "color: white; padding: 2px 6px; border-radius: 4px; background: "
-            + ("#1a7f37" if valid else "#b3261e")
-        )
+        mark(self.badge, "badge-ok" if valid else "badge-error")
         layout.addWidget(self.badge)
         if not valid:
             where = data.get("path") or "/"

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.domain.history import Reply
 from app.domain.redact import redact
 from app.ui.markdown_view import monospace
+from app.ui.theme import current
 
 
 def _text_box(name: str, parent: QWidget) -> QPlainTextEdit:
@@ -42,7 +43,11 @@ def _text_box(name: str, parent: QWidget) -> QPlainTextEdit:
 
 
 TOKENS_PER_SLICE = 500
-_SPECIAL = "background:#fff3b0;color:#7a4b00"
+
+
+def _special() -> str:
+    t = current()
+    return f"background:{t.special};color:{t.special_text}"
 
 
 class DebugPane(QDockWidget):
@@ -171,7 +176,7 @@ class DebugPane(QDockWidget):
             for t in d.prompt_ids:
                 piece = html.escape(redact(self._piece(t)))
                 special = piece.startswith("&lt;|") and piece.endswith("|&gt;")
-                parts.append(f"<span style='{_SPECIAL}'>{piece}</span>" if special else piece)
+                parts.append(f"<span style='{_special()}'>{piece}</span>" if special else piece)
             self.prompt.setHtml("<pre>" + "".join(parts) + "</pre>")
             self.prompt_count.setText(f"{len(d.prompt_ids)} prompt tokens")
         timings = "\n".join(f"{k}: {v}" for k, v in d.timings.items())

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.controllers import preferences
 from app.controllers.chat import ChatController, PluginIdentity
 from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
@@ -38,7 +39,9 @@ from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker, where
 from app.ui.file_menus import RecentMenu, TrashMenu
 from app.ui.models_page import ModelsPage
+from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
+from app.ui.theme import mark
 from app.ui.transcript import TranscriptView
 
 
@@ -54,7 +57,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.controller = controller
         self.library = library or LibraryHost()
-        self.context_length = 4096  # the configured one arrives with the first load
+        self.context_length = 4096  # the settings' (`use_settings`)
+        self.threads: int | None = None  # None: the physical cores less one
         self.models_page: ModelsPage | None = None
         self.host: ModelHost = controller.host
         self.state = state or UiState()
@@ -92,7 +96,7 @@ class MainWindow(QMainWindow):
         self.banner = QLabel(center)
         self.banner.setObjectName("errorBanner")
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet("color: #b3261e")
+        mark(self.banner, "error")
         self.banner.setAccessibleName("Problem")
         self.banner.hide()
         column.addWidget(self.banner)
@@ -121,6 +125,7 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(w)
         self._menus()
         self._wire()
+        self.use_settings(preferences.current())
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
             self._loaded(self.host.name)
@@ -149,6 +154,9 @@ class MainWindow(QMainWindow):
         self.settings_action = QAction("Model settings…", self)
         self.settings_action.triggered.connect(self._model_settings)
         file_menu.addAction(self.settings_action)
+        self.preferences_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"))
+        self.preferences_action.triggered.connect(self.show_settings)
+        file_menu.addAction(self.preferences_action)
         view = self.menuBar().addMenu("&View")
         self.debug_action = QAction(
             "Debug pane", self, checkable=True, shortcut=QKeySequence("Ctrl+D")
@@ -163,7 +171,7 @@ class MainWindow(QMainWindow):
         self.search_action.triggered.connect(lambda: self.sidebar.search.setFocus())
         view.addAction(self.search_action)
         actions = (self.new_action, self.open_action, self.models_action, self.debug_action)
-        for action in (*actions, self.search_action):
+        for action in (*actions, self.search_action, self.preferences_action):
             self.addAction(action)
 
     def _wire(self) -> None:
@@ -240,6 +248,7 @@ class MainWindow(QMainWindow):
         self.progress.show()
         self.cancel_load.show()
         self.banner.hide()
+        threads = threads or self.threads
         return asyncio.ensure_future(self.host.load(path, n_ctx=n_ctx, threads=threads))
 
     def _open_model(self) -> None:
@@ -256,6 +265,21 @@ class MainWindow(QMainWindow):
         dialog = ModelSettings(self.host, self)
         if dialog.exec() and dialog.load_changed and self.host.path:
             self.load_model(self.host.path)  # GPU layers and the cache apply at load
+
+    def show_settings(self) -> SettingsDialog:
+        """File ▸ Settings…: saved settings apply at once (the theme, the text size, the answer
+        length, the reasoning effort new messages start with)."""
+        dialog = SettingsDialog(self)
+        dialog.accepted.connect(lambda: self.use_settings(dialog.saved))
+        dialog.open()
+        return dialog
+
+    def use_settings(self, settings: Any) -> None:
+        self.controller.max_tokens = settings.max_tokens
+        effort = settings.reasoning_effort
+        self.composer.effort.setCurrentText("default effort" if effort == "default" else effort)
+        self.context_length = settings.context_length
+        self.threads = settings.threads or None
 
     def _choose_tools(self) -> None:
         menu = QMenu(self)

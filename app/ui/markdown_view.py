@@ -4,12 +4,14 @@ Guarantees: text appended to the view is split at the last block boundary (a bla
 outside a code fence, or a closing fence); everything before it is inserted once as Markdown
 and never touched again, and only the unfinished tail is replaced on each append, so the
 cost of an append does not grow with the length of the answer; code blocks get syntax
-colouring and a "Copy code" link that copies exactly that block; the view sizes itself to
+colouring, the theme's code background, and a header line with the block's language and a
+"Copy" link that copies exactly that block; the view sizes itself to
 its content (the transcript scrolls, not the view).
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 from PySide6.QtCore import QSize, Qt, QUrl
@@ -26,17 +28,19 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QSizePolicy, QTextBrowser, QWidget
 
+from app.ui.theme import current
+
 _KEYWORDS = (
     r"\b(def|class|return|if|elif|else|for|while|in|import|from|as|with|try|except|finally|raise|"
     r"lambda|yield|async|await|pass|break|continue|and|or|not|is|None|True|False|function|const|"
     r"let|var|fn|pub|impl|struct|enum|match|use|mut|int|float|str|bool|void|public|private|static"
     r"|new|this|self|null|true|false)\b"
 )
-_RULES = [
-    (re.compile(_KEYWORDS), "#8250df"),
-    (re.compile(r"\b\d+(\.\d+)?\b"), "#0a7f6f"),
-    (re.compile(r"(\"[^\"\n]*\"|'[^'\n]*')"), "#b35900"),
-    (re.compile(r"(#|//).*$"), "#6e7781"),
+_PATTERNS = [  # coloured by the theme's syntax colours, in this order
+    re.compile(_KEYWORDS),
+    re.compile(r"\b\d+(\.\d+)?\b"),
+    re.compile(r"(\"[^\"\n]*\"|'[^'\n]*')"),
+    re.compile(r"(#|//).*$"),
 ]
 
 
@@ -45,8 +49,13 @@ class CodeHighlighter(QSyntaxHighlighter):
 
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
+        self._formats: list[tuple[re.Pattern[str], QTextCharFormat]] = []
+        self.recolour()
+
+    def recolour(self) -> None:
+        """Take the current theme's syntax colours."""
         self._formats = []
-        for pattern, colour in _RULES:
+        for pattern, colour in zip(_PATTERNS, current().syntax, strict=True):
             fmt = QTextCharFormat()
             fmt.setForeground(QColor(colour))
             self._formats.append((pattern, fmt))
@@ -155,13 +164,28 @@ class MarkdownView(QTextBrowser):
         for part in _CODE.split(markdown):
             if not part.strip():
                 continue
-            if part.lstrip().startswith(_FENCE):
-                body = part.split("\n", 1)[1] if "\n" in part else ""
-                self._code_blocks.append(body.rsplit(part.strip()[:3], 1)[0])
-                cursor.insertHtml(f'<a href="copy:{len(self._code_blocks) - 1}">Copy code</a>')
+            start = cursor.position()
+            code = part.lstrip().startswith(_FENCE)
+            if code:
+                head, _, body = part.lstrip().partition("\n")
+                language = html.escape(head[3:].strip() or "code")
+                self._code_blocks.append(body.rsplit(head[:3], 1)[0])
+                copy = f'<a href="copy:{len(self._code_blocks) - 1}">Copy</a>'
+                cursor.insertHtml(f"<small>{language}</small> · {copy}")
                 cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
             cursor.insertMarkdown(part)
+            if code:
+                self._shade(start, cursor.position())
             cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # out of any list or fence
+
+    def _shade(self, start: int, end: int) -> None:
+        """A code block's lines (its label line too) on the theme's code background."""
+        block = self.document().findBlock(start)
+        while block.isValid() and block.position() <= end:
+            fmt = block.blockFormat()
+            fmt.setBackground(QColor(current().code))
+            QTextCursor(block).setBlockFormat(fmt)
+            block = block.next()
 
     def _anchor(self, url: QUrl) -> None:
         if url.scheme() == "copy":

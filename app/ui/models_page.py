@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
 
 from app.controllers.library_host import CatalogModel, LibraryHost, Listed
 from app.domain.library import DownloadProgress, Fit, human_count, human_size
+from app.ui import theme
+from app.ui.theme import mark
 
 COLUMNS = [
     "Name",
@@ -48,7 +50,6 @@ COLUMNS = [
     "Memory",
     "Template",
 ]
-_WARN = QColor("#b3261e")
 
 
 class DownloadRow(QWidget):
@@ -223,7 +224,7 @@ class ModelsPage(QDialog):
                 item = QTableWidgetItem(text)
                 item.setToolTip(row.entry.problem or row.memory.words())
                 if row.entry.problem or (j == 6 and row.memory.verdict is Fit.TOO_BIG):
-                    item.setForeground(_WARN)
+                    item.setForeground(theme.current().colour("error"))
                 self.table.setItem(i, j, item)
             if selected is not None and row.entry.path == selected.entry.path:
                 self.table.selectRow(i)
@@ -264,7 +265,7 @@ class ModelsPage(QDialog):
             item = QListWidgetItem(text + (f" [{note}]" if note else ""))
             item.setToolTip(f"{m.publisher}; licence: {m.licence}")
             if note.startswith("larger"):
-                item.setForeground(_WARN)
+                item.setForeground(theme.current().colour("error"))
             self.catalog_list.addItem(item)
         self.catalog_list.setCurrentRow(current)
 
@@ -281,7 +282,7 @@ class ModelsPage(QDialog):
 
     def _say(self, text: str, *, warn: bool) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet("color: #b3261e" if warn else "")
+        mark(self.message, "error" if warn else "")
 
     # --- acting --------------------------------------------------------------------------
 
@@ -302,7 +303,7 @@ class ModelsPage(QDialog):
         text = f"Cannot be used: {row.entry.problem}." if row.entry.problem else row.memory.words()
         self.detail.setText(f"{row.entry.path}\n{text}")
         warn = bool(row.entry.problem) or row.memory.verdict is Fit.TOO_BIG
-        self.detail.setStyleSheet("color: #b3261e" if warn else "")
+        mark(self.detail, "error" if warn else "")
 
     def _load(self) -> None:
         row = self.current()

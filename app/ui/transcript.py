@@ -11,10 +11,11 @@ Continue for a reply that stopped, failed or was cut. A long conversation opens 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QMouseEvent
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QEnterEvent, QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
+    QGraphicsOpacityEffect,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -28,6 +29,7 @@ from app.controllers.chat import ChatController
 from app.domain.history import Segment, Turn
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.markdown_view import MarkdownView
+from app.ui.theme import mark
 
 PAGE = 12  # turns shown when a conversation opens, and added per step back
 _USER_STYLE = "background: palette(alternate-base); padding: 6px; border-radius: 6px"
@@ -42,9 +44,33 @@ def _button(text: str, name: str, parent: QWidget) -> QPushButton:
 
 
 class TurnWidget(QFrame):
-    """One turn: the user message (with its versions) and the chosen reply."""
+    """One turn: the user message (with its versions) and the chosen reply. Copy, Regenerate
+    and Edit appear while the pointer is over the turn or one of them has the keyboard focus;
+    Continue and the version arrows, which say something about the turn, always show."""
 
     selected = Signal(int)
+
+    def reveal(self, on: bool) -> None:
+        for button in self._hover_only:
+            effect = button.graphicsEffect()
+            if isinstance(effect, QGraphicsOpacityEffect):
+                effect.setOpacity(1.0 if on else 0.0)
+
+    def enterEvent(self, event: QEnterEvent) -> None:
+        self.reveal(True)
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        if not any(b.hasFocus() for b in self._hover_only):
+            self.reveal(False)
+        super().leaveEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.FocusIn:
+            self.reveal(True)
+        elif event.type() == QEvent.Type.FocusOut and not self.underMouse():
+            self.reveal(False)
+        return False
 
     def __init__(self, controller: ChatController, index: int, parent: QWidget) -> None:
         super().__init__(parent)
@@ -58,18 +84,19 @@ class TurnWidget(QFrame):
         self.user.setTextFormat(Qt.TextFormat.PlainText)
         self.user.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.user.setAccessibleName("Your message")
-        self.user.setStyleSheet(
-            "background: palette(alternate-base); padding: 6px; border-radius: 6px"
-        )
-        layout.addWidget(self.user)
+        mark(self.user, "bubble")
+        bubble_row = QHBoxLayout()  # the user's messages sit on the right, at most 4/5 wide
+        bubble_row.addStretch(1)
+        bubble_row.addWidget(self.user, 4)
+        layout.addLayout(bubble_row)
         user_row = QHBoxLayout()
+        user_row.addStretch(1)
         self.edit_button = _button("Edit", "Edit this message and resend", self)
         self.versions = QLabel(self)
         self.prev_version = _button("‹", "Previous version of this message", self)
         self.next_version = _button("›", "Next version of this message", self)
         for w in (self.edit_button, self.prev_version, self.versions, self.next_version):
             user_row.addWidget(w)
-        user_row.addStretch(1)
         layout.addLayout(user_row)
         self.editor = QPlainTextEdit(self)
         self.editor.setAccessibleName("Edited message")
@@ -98,6 +125,11 @@ class TurnWidget(QFrame):
             actions.addWidget(w)
         actions.addStretch(1)
         layout.addLayout(actions)
+        self._hover_only = (self.copy, self.regenerate, self.edit_button)
+        for button in self._hover_only:  # shown on hover or focus; kept in the tab order
+            button.setGraphicsEffect(QGraphicsOpacityEffect(button))
+            button.installEventFilter(self)
+        self.reveal(False)
         self.edit_button.clicked.connect(self._start_edit)
         self.resend.clicked.connect(lambda: controller.edit(self.index, self.editor.toPlainText()))
         self.copy.clicked.connect(self._copy)
@@ -139,9 +171,7 @@ class TurnWidget(QFrame):
             view = MarkdownView(self, accessible_name=name)
             view.setObjectName(segment.kind)
             if segment.kind == "preamble":
-                view.setStyleSheet(
-                    "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
-                )
+                mark(view, "preamble")
             view.append_text(segment.text)
             widget = view
         elif segment.kind == "tool":
@@ -155,8 +185,7 @@ class TurnWidget(QFrame):
             label.setWordWrap(True)
             label.setObjectName(segment.kind)
             label.setAccessibleName("Error" if segment.kind == "error" else "Notice")
-            if segment.kind == "error":
-                label.setStyleSheet("color: #b3261e")
+            mark(label, "error" if segment.kind == "error" else "notice")
             widget = label
         self.body.addWidget(widget)
         self.segments.append(widget)

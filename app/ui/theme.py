@@ -1,0 +1,161 @@
+"""Light and dark themes: the app's only colours, by role, and the one stylesheet built from them.
+
+Guarantees: every colour a widget shows comes from the current `Theme` (no colour literal
+elsewhere in `app/ui`); `apply` sets Qt's palette and the application stylesheet together, so
+a switch repaints every open widget at once; "system" follows the OS colour scheme (Qt 6.5+
+`QStyleHints.colorScheme`) and changes with it while the app runs; widgets mark what they are
+with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`, `preamble`, `notice`, `code`)
+rather than colouring themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
+
+CHOICES = ("system", "light", "dark")
+
+
+@dataclass(frozen=True)
+class Theme:
+    name: str
+    window: str
+    surface: str  # cards, the composer, the sidebar
+    text: str
+    muted: str
+    accent: str
+    accent_text: str
+    border: str
+    error: str
+    ok: str
+    bubble: str  # the user's messages
+    code: str  # code blocks' background
+    preamble: str
+    notice: str
+    special: str  # Harmony special tokens in the debug pane
+    special_text: str
+    syntax: tuple[str, str, str, str]  # keywords, numbers, strings, comments
+
+    def colour(self, role: str) -> QColor:
+        return QColor(getattr(self, role))
+
+
+LIGHT = Theme(
+    "light", window="#f7f7f8", surface="#ffffff", text="#1f2328", muted="#59636e",
+    accent="#2f6feb", accent_text="#ffffff", border="#d1d9e0", error="#b3261e", ok="#1a7f37",
+    bubble="#e8effd", code="#f0f2f5", preamble="#f3eefc", notice="#fff5d6",
+    special="#fff3b0", special_text="#7a4b00",
+    syntax=("#8250df", "#0a7f6f", "#b35900", "#6e7781"),
+)  # fmt: skip
+DARK = Theme(
+    "dark", window="#16181d", surface="#1f2228", text="#e6e8eb", muted="#9aa3ad",
+    accent="#4c8dff", accent_text="#0b0d10", border="#333842", error="#ff8a80", ok="#56d364",
+    bubble="#25324a", code="#262a31", preamble="#2b2540", notice="#3a3220",
+    special="#5a4a00", special_text="#ffe08a",
+    syntax=("#c297ff", "#4fd1c5", "#f2a65a", "#8b949e"),
+)  # fmt: skip
+_current = LIGHT
+_choice = "system"
+
+
+def current() -> Theme:
+    return _current
+
+
+def resolve(choice: str, scheme: Qt.ColorScheme | None = None) -> Theme:
+    """The theme `choice` means now: "system" asks the OS (or takes the `scheme` it just
+    announced; light where it cannot say)."""
+    if choice == "dark":
+        return DARK
+    if choice == "light":
+        return LIGHT
+    scheme = scheme if scheme is not None else QGuiApplication.styleHints().colorScheme()
+    return DARK if scheme == Qt.ColorScheme.Dark else LIGHT
+
+
+def stylesheet(t: Theme) -> str:
+    return f"""
+QWidget {{ color: {t.text}; }}
+QMainWindow, QDialog {{ background: {t.window}; }}
+*[role="error"] {{ color: {t.error}; }}
+*[role="ok"] {{ color: {t.ok}; }}
+*[role="muted"] {{ color: {t.muted}; }}
+*[role="card"] {{ background: {t.surface}; border: 1px solid {t.border}; border-radius: 10px; }}
+*[role="bubble"] {{ background: {t.bubble}; border-radius: 12px; padding: 8px 12px; }}
+*[role="preamble"] {{ background: {t.preamble}; border-radius: 8px; }}
+*[role="notice"] {{ background: {t.notice}; border-radius: 8px; padding: 6px 10px; }}
+*[role="code"] {{ background: {t.code}; border-radius: 6px; }}
+*[role="badge-ok"] {{ background: {t.ok}; color: {t.window}; padding: 2px 6px;
+                     border-radius: 4px; }}
+*[role="badge-error"] {{ background: {t.error}; color: {t.window}; padding: 2px 6px;
+                        border-radius: 4px; }}
+QPushButton {{ background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px;
+              padding: 4px 10px; }}
+QPushButton:hover {{ border-color: {t.accent}; }}
+QPushButton[role="primary"] {{ background: {t.accent}; color: {t.accent_text}; border: none; }}
+QPlainTextEdit, QTextEdit, QLineEdit, QListWidget, QComboBox, QSpinBox, QDoubleSpinBox {{
+    background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; }}
+QListWidget::item:selected {{ background: {t.bubble}; color: {t.text}; }}
+"""
+
+
+def palette(t: Theme) -> QPalette:
+    p = QPalette()
+    for role, colour in (
+        (QPalette.ColorRole.Window, t.window), (QPalette.ColorRole.Base, t.surface),
+        (QPalette.ColorRole.AlternateBase, t.code), (QPalette.ColorRole.Text, t.text),
+        (QPalette.ColorRole.WindowText, t.text), (QPalette.ColorRole.Button, t.surface),
+        (QPalette.ColorRole.ButtonText, t.text), (QPalette.ColorRole.Highlight, t.accent),
+        (QPalette.ColorRole.HighlightedText, t.accent_text),
+        (QPalette.ColorRole.PlaceholderText, t.muted), (QPalette.ColorRole.Link, t.accent),
+        (QPalette.ColorRole.ToolTipBase, t.surface), (QPalette.ColorRole.ToolTipText, t.text),
+    ):  # fmt: skip
+        p.setColor(role, QColor(colour))
+    return p
+
+
+def apply(app: QApplication, choice: str, scheme: Qt.ColorScheme | None = None) -> Theme:
+    """Use theme `choice` ("system", "light" or "dark") for the whole application."""
+    global _current, _choice
+    _choice, _current = choice, resolve(choice, scheme)
+    app.setPalette(palette(_current))
+    app.setStyleSheet(stylesheet(_current))
+    for widget in app.allWidgets():
+        refresh = getattr(widget, "theme_changed", None)
+        if callable(refresh):
+            refresh()  # views that draw with theme colours themselves (code, the token strip)
+    return _current
+
+
+def follow_system(app: QApplication) -> None:
+    """While the choice is "system", switch when the OS does."""
+
+    def changed(scheme: Qt.ColorScheme) -> None:
+        if _choice == "system":
+            apply(app, _choice, scheme)
+
+    QGuiApplication.styleHints().colorSchemeChanged.connect(changed)
+
+
+def mark(widget: QWidget, role: str) -> QWidget:
+    """Give `widget` a theme role; the stylesheet colours it (restyled at once)."""
+    widget.setProperty("role", role)
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
+    return widget
+
+
+__all__ = [
+    "CHOICES",
+    "DARK",
+    "LIGHT",
+    "Theme",
+    "apply",
+    "current",
+    "follow_system",
+    "mark",
+    "resolve",
+]

@@ -1,0 +1,180 @@
+"""The window's look: light and dark themes (by choice and following the system), the Settings
+dialog built from the settings model, and every control named for assistive technology —
+real widgets on the offscreen platform."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAccessible, QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLineEdit,
+    QListWidget,
+    QPlainTextEdit,
+    QTextEdit,
+    QWidget,
+)
+
+from app.ui import theme
+from tests.test_window import TURN, make_window, send
+
+CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QPlainTextEdit, QTextEdit)
+
+
+@pytest.fixture(autouse=True)
+def light_again() -> Any:
+    yield
+    theme.apply(QApplication.instance(), "light")  # type: ignore[arg-type]
+
+
+def _fg(widget: QWidget) -> QColor:
+    widget.style().polish(widget)
+    return widget.palette().color(QPalette.ColorRole.WindowText)
+
+
+def test_the_theme_switch_repaints_every_widget_with_its_roles(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    theme.apply(app, "dark")
+    assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.DARK.window)
+    theme.mark(window.banner, "error")
+    assert _fg(window.banner) == QColor(theme.DARK.error)
+    bubble = window.transcript.turns[-1].user
+    assert bubble.property("role") == "bubble"
+    theme.apply(app, "light")
+    assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.LIGHT.window)
+    assert _fg(window.banner) == QColor(theme.LIGHT.error)
+
+
+def test_system_follows_the_colour_scheme_while_it_is_chosen(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    """The OS announces its scheme through Qt's `colorSchemeChanged` (the offscreen platform
+    cannot switch its own, so the announcement is made here, as the OS makes it)."""
+    hints = QGuiApplication.styleHints()
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    theme.follow_system(app)
+    theme.apply(app, "system")
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    assert theme.current() is theme.DARK
+    assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.DARK.window)
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
+    assert theme.current() is theme.LIGHT
+    theme.apply(app, "light")  # chosen: the system no longer decides
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    assert theme.current() is theme.LIGHT
+
+
+def test_the_settings_dialog_writes_settings_json_and_applies_at_once(qtbot: Any, qloop: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from PySide6.QtWidgets import QComboBox, QSpinBox
+
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    window, _ = make_window(qtbot, tmp_path, [])
+    dialog = window.show_settings()
+    qtbot.addWidget(dialog)
+    names = set(dialog.inputs)
+    assert {"theme", "font_size", "reasoning_effort", "context_length", "max_tokens", "threads", "gpu_layers",
+            "trash_retention_days", "max_downloads"} <= names
+    box = dialog.inputs["theme"]
+    assert isinstance(box, QComboBox) and [box.itemText(i) for i in range(box.count())] == ["system", "light", "dark"]
+    assert "Light or dark" in box.toolTip()  # the model's description
+    box.setCurrentText("dark")
+    tokens = dialog.inputs["max_tokens"]
+    assert isinstance(tokens, QSpinBox)
+    tokens.setValue(10**9)  # beyond the model's bound: the box stops there
+    assert tokens.value() == 131_072
+    tokens.setValue(2048)
+    dialog.inputs["reasoning_effort"].setCurrentText("high")  # type: ignore[union-attr]
+    assert dialog.data_folder.isReadOnly() and dialog.data_folder.text()
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        dialog.accept()
+    saved = json.loads((tmp_path / "config" / "settings.json").read_text())
+    assert (saved["theme"], saved["max_tokens"], saved["reasoning_effort"]) == ("dark", 2048, "high")
+    assert theme.current() is theme.DARK
+    assert window.controller.max_tokens == 2048 and window.composer.effort.currentText() == "high"
+
+
+def test_a_refused_value_is_named_and_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.controllers import preferences
+
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    with pytest.raises(ValueError, match="threads"):
+        preferences.save({"threads": -1})
+    assert not (tmp_path / "config" / "settings.json").exists()
+
+
+def test_every_control_has_an_accessible_name(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app.ui.model_settings import ModelSettings
+
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    window.set_debug(True, remember=False)
+    settings = window.show_settings()
+    qtbot.addWidget(settings)
+    model = ModelSettings(window.host, window)
+    qtbot.addWidget(model)
+    unnamed = []
+    for root in (window, settings, model):
+        for widget in root.findChildren(QWidget):
+            if not isinstance(widget, CONTROLS) or widget.objectName().startswith("qt_"):
+                continue  # Qt's own parts (the menu bar's overflow button) name themselves
+            if isinstance(widget, QLineEdit) and isinstance(widget.parent(), QAbstractSpinBox | QComboBox):
+                continue  # the editor inside a named spin or combo box
+            said = QAccessible.queryAccessibleInterface(widget)  # what a screen reader is told
+            if said is None or not said.text(QAccessible.Text.Name).strip():
+                unnamed.append(f"{type(widget).__name__} in {type(root).__name__}")
+    assert unnamed == [], unnamed
+
+
+def test_copy_regenerate_and_edit_show_on_hover_and_on_focus(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from PySide6.QtWidgets import QGraphicsOpacityEffect
+
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    turn = window.transcript.turns[-1]
+
+    def shown(button: QWidget) -> float:
+        effect = button.graphicsEffect()
+        assert isinstance(effect, QGraphicsOpacityEffect)
+        return effect.opacity()
+
+    assert [shown(b) for b in (turn.copy, turn.regenerate, turn.edit_button)] == [0.0, 0.0, 0.0]
+    qtbot.mouseMove(turn, turn.rect().center())
+    qtbot.waitUntil(lambda: shown(turn.copy) == 1.0, timeout=2000)
+    assert shown(turn.regenerate) == 1.0 and shown(turn.edit_button) == 1.0
+    qtbot.mouseMove(window.sidebar)
+    qtbot.waitUntil(lambda: shown(turn.copy) == 0.0, timeout=2000)
+    turn.regenerate.setFocus()  # the keyboard reaches them too
+    qtbot.waitUntil(lambda: shown(turn.regenerate) == 1.0, timeout=2000)
+
+
+def test_a_code_block_has_its_language_and_a_copy_link_that_copies_exactly_it(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import QUrl
+
+    from app.ui.markdown_view import MarkdownView
+
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    view = next(w for w in window.transcript.turns[-1].segments if isinstance(w, MarkdownView) and w.code_blocks())
+    assert "python · Copy" in view.toPlainText()
+    anchors = [a for a in view.toHtml().split('href="')[1:]]
+    assert anchors and anchors[0].startswith("copy:0")
+    view.anchorClicked.emit(QUrl("copy:0"))  # what clicking the link does
+    assert QGuiApplication.clipboard().text() == "print(42)\n"
+    block = view.document().findBlockByNumber(0)
+    backgrounds = set()
+    while block.isValid():
+        if "print(42)" in block.text():
+            backgrounds.add(block.blockFormat().background().color().name())
+        block = block.next()
+    assert backgrounds == {QColor(theme.current().code).name()}
