@@ -92,7 +92,7 @@ def test_the_list_shows_header_facts_and_says_when_a_model_will_not_fit(
     settings(home, model_folders=[str(folder)], context_length=8192)
     page = open_page(qtbot, LibraryHost())
     names = [page.table.item(i, 0).text() for i in range(page.table.rowCount())]
-    assert names[0].startswith("gemma-3-270m") and "(bundled)" in names[0] and "★" in names[0]
+    assert names[0].startswith("SmolLM2-135M-Instruct") and "(bundled)" in names[0] and "★" in names[0]
     assert sorted(names[1:]) == ["broken", "huge", "tiny", "tiny-split"]
     tiny = cells(page, row_of(page, "tiny-split"))
     assert tiny["Architecture"] == "gpt-oss" and tiny["Quantisation"] == "F16"
@@ -106,8 +106,8 @@ def test_the_list_shows_header_facts_and_says_when_a_model_will_not_fit(
     assert cells(page, huge)["Memory"].endswith("will not fit")
     page.table.selectRow(huge)
     assert "Will not fit" in page.detail.text() and "8,192 tokens" in page.detail.text()
-    assert "b3261e" in page.detail.styleSheet() and page.delete_button.isEnabled()
-    page.table.selectRow(row_of(page, "gemma"))
+    assert page.detail.property("role") == "error" and page.delete_button.isEnabled()  # the theme's
+    page.table.selectRow(row_of(page, "SmolLM2-135M-Instruct"))
     assert (
         "GiB is available" in page.detail.text() and not page.delete_button.isEnabled()
     )  # bundled
@@ -238,7 +238,7 @@ def test_a_pasted_link_that_fails_says_why(qtbot: Any, home: Path, tmp_path: Pat
         page.url.setText(server.base + "/files/missing.gguf")
         page.url_button.click()
         qtbot.waitUntil(lambda: "HTTP 404" in page.message.text(), timeout=20_000)
-        assert "b3261e" in page.message.styleSheet()
+        assert page.message.property("role") == "error"
         page.url.setText("ftp://example/model.gguf")
         page.url_button.click()
         assert "direct http" in page.message.text()

@@ -36,11 +36,12 @@ from app.domain.messages import ReasoningEffort
 from app.ui.about import Welcome, show_about
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
-from app.ui.endpoints import EndpointDialog, EndpointPicker, where
+from app.ui.endpoints import EndpointDialog, EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
 from app.ui.models_page import ModelsPage
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
+from app.ui.status_line import StatusLine
 from app.ui.theme import mark
 from app.ui.transcript import TranscriptView
 
@@ -117,12 +118,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(split)
         self.debug = DebugPane(self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.debug)
-        self.status_model = QLabel(self)
-        self.status_worker = QLabel("worker: idle", self)
-        self.status_speed = QLabel(self)
-        self.status_context = QLabel(self)
-        for w in (self.status_model, self.status_worker, self.status_speed, self.status_context):
-            self.statusBar().addPermanentWidget(w)
+        self.status = StatusLine(self.statusBar())
+        self.status_speed, self.status_context = self.status.speed, self.status.context
         self._menus()
         self._wire()
         self.use_settings(preferences.current())
@@ -193,7 +190,7 @@ class MainWindow(QMainWindow):
         self.debug.turnChosen.connect(self._select_turn)
         self.controller.analysisFound.connect(self.debug.show_found)
         c.busyChanged.connect(self._busy)
-        c.statusChanged.connect(self._status)
+        c.statusChanged.connect(self.status.timings)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 15_000))
         self.library.downloaded.connect(
             lambda path: self.statusBar().showMessage(f"Downloaded {path}", 15_000)
@@ -204,7 +201,7 @@ class MainWindow(QMainWindow):
         host.progress.connect(lambda f: self.progress.setValue(int(f * 100)))
         host.loaded.connect(self._loaded)
         host.loadFailed.connect(self.show_problem)
-        host.stateChanged.connect(lambda s: self.status_worker.setText(f"worker: {s}"))
+        host.stateChanged.connect(lambda s: self.status.worker.setText(f"worker: {s}"))
 
     # --- actions -------------------------------------------------------------------------
 
@@ -361,27 +358,11 @@ class MainWindow(QMainWindow):
 
     def _busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
-        self.status_worker.setText("worker: generating" if busy else "worker: ready")
-
-    def _status(self, s: dict[str, Any]) -> None:
-        self.status_speed.setText(
-            f"{s.get('tokens_per_s', 0):.1f} tok/s"
-            f" · first token {s.get('first_token_ms', 0):.0f} ms"
-        )
-        prompt, generated = int(s.get("prompt_tokens", 0)), int(s.get("generated", 0))
-        if s.get("endpoint"):  # a remote answer: the usage the endpoint reported
-            usage = (
-                f"{prompt} prompt + {generated} completion = {prompt + generated} tokens"
-                if prompt
-                else f"usage not reported ({generated} chunks streamed)"
-            )
-            self.status_context.setText(f"{where(s['endpoint'])}: {usage}")
-            return
-        self.status_context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
+        self.status.busy(busy)
 
     def _loaded(self, name: str) -> None:
         self.model_label.setText(name)
-        self.status_model.setText(f"{name} · on {self.host.runs_on}")
+        self.status.loaded(name, self.host.runs_on)
         self.library.gpu_offload = self.host.gpu_offload  # the models page's memory split
         self.progress.hide()
         self.cancel_load.hide()

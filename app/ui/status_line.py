@@ -1,0 +1,58 @@
+"""The status bar's line: the model and where it runs, the worker's state, the last answer's
+speed, and how full the context is (or, for a remote answer, the usage its endpoint reported).
+
+Guarantees: figures are shown as the engine measured them (tokens/s of decoding, the first
+token's latency, prompt plus generated against the context); a remote answer says its
+endpoint (☁) and never claims a context figure it was not told.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QLabel, QStatusBar
+
+from app.ui.endpoints import where
+
+
+class StatusLine:
+    """The four labels of the window's status bar."""
+
+    def __init__(self, bar: QStatusBar) -> None:
+        self.model = QLabel(bar)
+        self.worker = QLabel("worker: idle", bar)
+        self.speed = QLabel(bar)
+        self.context = QLabel(bar)
+        for label, name in (
+            (self.model, "Loaded model"),
+            (self.worker, "Worker state"),
+            (self.speed, "Speed of the last answer"),
+            (self.context, "Context"),
+        ):
+            label.setAccessibleName(name)
+            bar.addPermanentWidget(label)
+
+    def busy(self, busy: bool) -> None:
+        self.worker.setText("worker: generating" if busy else "worker: ready")
+
+    def loaded(self, name: str, runs_on: str) -> None:
+        self.model.setText(f"{name} · on {runs_on}")
+
+    def timings(self, s: dict[str, Any]) -> None:
+        self.speed.setText(
+            f"{s.get('tokens_per_s', 0):.1f} tok/s"
+            f" · first token {s.get('first_token_ms', 0):.0f} ms"
+        )
+        prompt, generated = int(s.get("prompt_tokens", 0)), int(s.get("generated", 0))
+        if s.get("endpoint"):  # a remote answer: the usage the endpoint reported
+            usage = (
+                f"{prompt} prompt + {generated} completion = {prompt + generated} tokens"
+                if prompt
+                else f"usage not reported ({generated} chunks streamed)"
+            )
+            self.context.setText(f"{where(s['endpoint'])}: {usage}")
+            return
+        self.context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
+
+
+__all__ = ["StatusLine"]
