@@ -186,3 +186,28 @@ def test_the_cli_remembers_load_settings_per_model(tmp_path: Any, tiny_model: An
     bad = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--prompt", "Hi",
                           "--gpu-layers", "lots"], capture_output=True, text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "gpu_layers" in bad.stderr, bad.stderr[-1000:]
+
+
+def test_tokens_come_scored_from_the_logits_they_were_sampled_from(tiny_model: Any) -> None:
+    """With scores asked for, each token has its log-probability and the likeliest tokens in
+    its place, from llama.cpp's logits; greedy sampling picks the first of them."""
+    import math
+
+    from app.engine.protocol import TokenStep
+
+    client = WorkerClient()
+    try:
+        client.load(tiny_model, n_ctx=512, n_threads=1)
+        steps = [e for e in client.generate([200006, 1428, 200008, 3000, 200007, 200006], stop_ids=[],
+                                            sampling=Sampling(temperature=0.0), max_tokens=8, top_logprobs=5)
+                 if isinstance(e, TokenStep)]
+        assert len(steps) == 8
+        for step in steps:
+            assert step.logprob is not None and step.logprob <= 0.0 and len(step.top) == 5
+            values = [lp for _, lp in step.top]
+            assert values == sorted(values, reverse=True) and sum(math.exp(v) for v in values) <= 1.0 + 1e-6
+            assert step.top[0][0] == step.token and step.logprob == pytest.approx(values[0])  # greedy
+        plain = [e for e in client.generate([200006, 1428], stop_ids=[], max_tokens=3) if isinstance(e, TokenStep)]
+        assert all(s.logprob is None and s.top == () for s in plain)  # not asked: nothing computed
+    finally:
+        client.close()

@@ -178,3 +178,45 @@ def test_a_code_block_has_its_language_and_a_copy_link_that_copies_exactly_it(qt
             backgrounds.add(block.blockFormat().background().color().name())
         block = block.next()
     assert backgrounds == {QColor(theme.current().code).name()}
+
+
+def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hover(
+    qtbot: Any, qloop: Any, tmp_path: Path, tiny_model: Any
+) -> None:
+    """A real model in the window, the debug pane open: its tokens arrive scored, the strip
+    draws one box per token coloured by probability, and hovering says the alternatives."""
+    from app.controllers.bridge import EngineBridge
+    from app.controllers.chat import ChatController
+    from app.controllers.model_host import ModelHost
+    from app.ui.main_window import MainWindow, UiState
+    from app.ui.token_strip import mix
+
+    host = ModelHost(EngineBridge())
+    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(host.loaded, timeout=120_000):
+            window.load_model(str(tiny_model), n_ctx=512, threads=1)
+        window.set_debug(True, remember=False)
+        window.controller.max_tokens = 12
+        send(qtbot, window, "Hi", timeout=60_000)
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None and len(reply.debug.token_scores) == reply.debug.timings["generated"]
+        strip = window.debug.strip
+        qtbot.waitUntil(lambda: len(strip.boxes) == len(reply.debug.token_scores), timeout=5000)
+        token, logprob, top = reply.debug.token_scores[0]
+        box = strip.boxes[0]
+        image = strip.grab().toImage()
+        drawn = image.pixelColor(box.left() + 1, box.top() + 1)
+        low, high = theme.current().colour("error"), theme.current().colour("ok")
+        import math
+
+        assert drawn == mix(low, high, math.exp(logprob))
+        said = strip.tooltip_at(box.center())
+        assert f"{math.exp(logprob):.1%}" in said and "alternatives:" in said and len(top) == 5
+        window.set_debug(False, remember=False)
+        assert strip.scores == [] and window.controller.score_tokens is False
+    finally:
+        window.close()
+        host.close()

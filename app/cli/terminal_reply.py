@@ -22,6 +22,7 @@ from app.domain.events import (
     PromptRendered,
     RequestSent,
     ResponseReceived,
+    TokenScored,
     ToolCallDecided,
     ToolCallRequested,
     ToolsRan,
@@ -125,6 +126,7 @@ class TerminalReply:
                 | MessageDone()
                 | TurnDone()
                 | PromptRendered()
+                | TokenScored()
                 | RequestSent()
                 | ResponseReceived()
             ):

@@ -53,6 +53,7 @@ from app.tools.api import ToolContext
 from app.tools.trust import PluginIdentity
 
 FLUSH_MS = 40
+TOP_ALTERNATIVES = 5  # per token, for the debug pane's token strip
 CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
 T = TypeVar("T")
 
@@ -91,6 +92,7 @@ class ChatController(ConversationsController):
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
+        self.score_tokens = False  # the debug pane is open: tokens come with probabilities
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
@@ -262,6 +264,7 @@ class ChatController(ConversationsController):
             tools=partial(lambda d: self.tools.of(d).registry, doc) if policy is not None else None,
             need_vocab=not self.token_table,
             cancel=cancel,
+            top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
         )
 
         self._streaming = (version, reply)

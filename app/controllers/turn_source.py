@@ -54,6 +54,7 @@ class TurnSpec:
     tools: Callable[[], ToolRegistry] | None
     need_vocab: bool
     cancel: threading.Event
+    top_logprobs: int = 0  # > 0: tokens come scored, with this many alternatives (debug pane)
 
 
 def _session(
@@ -82,8 +83,10 @@ def turn_events(spec: TurnSpec) -> Iterator[Any]:
     if isinstance(session, str):
         yield TurnFailed(session)
         return
-    if spec.need_vocab and isinstance(session, ChatSession):
-        yield Vocab(tuple(session.tokenizer.token_table()))
+    if isinstance(session, ChatSession):
+        session.top_logprobs = spec.top_logprobs
+        if spec.need_vocab:
+            yield Vocab(tuple(session.tokenizer.token_table()))
     session.conversation = session.conversation.with_messages(spec.history)
     start = len(session.conversation.messages) + 1
     if spec.prefix is not None:

@@ -89,10 +89,23 @@ ParseEvent = MessageStarted | ContentDelta | MessageDone | ParseIssue | TurnDone
 
 @dataclass(frozen=True, slots=True)
 class TokenStep:
-    """One generated token and when it arrived (ms since the request was sent)."""
+    """One generated token and when it arrived (ms since the request was sent); with scores
+    asked for, its log-probability and the most likely tokens in its place."""
 
     token: int
     t_ms: float
+    logprob: float | None = None
+    top: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenScored:
+    """How likely a generated token was, and what else the model would have said (the debug
+    pane's token strip)."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...]
 
 
 @dataclass(frozen=True)
@@ -248,6 +261,7 @@ TurnEvent = (
     | GenerationDone
     | TurnFailed
     | PromptRendered
+    | TokenScored
     | JsonChecked
     | RequestSent
     | ResponseReceived

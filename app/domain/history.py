@@ -48,6 +48,10 @@ class DebugRecord:
     timings: dict[str, float] = field(default_factory=dict)
     generation_start: int = 0  # where the last generation's ids begin in `token_ids`
     generation_messages: int = 0  # how many messages the last generation produced
+    # (token, log-probability, [(alternative, log-probability), ...]) per scored token
+    token_scores: list[tuple[int, float, tuple[tuple[int, float], ...]]] = field(
+        default_factory=list
+    )
 
 
 class StoredParts(Protocol):

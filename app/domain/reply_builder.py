@@ -38,6 +38,7 @@ from app.domain.events import (
     RequestSent,
     ResponseReceived,
     StopReason,
+    TokenScored,
     ToolCallDecided,
     ToolCallRequested,
     ToolsRan,
@@ -144,6 +145,9 @@ class ReplyBuilder:
                 return []
             case PromptRendered():
                 return self.prompt(event.ids)
+            case TokenScored():
+                self.reply.debug.token_scores.append((event.token, event.logprob, event.top))
+                return []
             case GenerationDone():
                 return self._generated(event)
             case TurnFailed():

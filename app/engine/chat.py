@@ -25,6 +25,9 @@ from app.domain.events import ParseEvent
 from app.domain.events import (  # re-exported: the one event union lives in domain
     PromptRendered as PromptRendered,
 )
+from app.domain.events import (
+    TokenScored as TokenScored,
+)
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -56,7 +59,9 @@ from app.engine.tokenizer import ModelTokenizer
 from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
-ChatEvent = Union[ParseEvent, GenerationDone, TurnFailed, "JsonChecked", "PromptRendered"]
+ChatEvent = Union[
+    ParseEvent, GenerationDone, TurnFailed, "JsonChecked", "PromptRendered", "TokenScored"
+]
 
 
 @dataclass
@@ -102,6 +107,7 @@ class ChatSession:
         self.sampling = sampling or template.defaults.sampling()
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget  # tokens per analysis message under a constraint
+        self.top_logprobs = 0  # > 0: each token comes scored (`TokenScored`, the debug pane)
         self.response_format = response_format  # JSON mode for the whole conversation
         self.turns: list[TurnRecord] = []
         messages: tuple[Message, ...] = ()
@@ -168,8 +174,11 @@ class ChatSession:
             max_tokens=max_tokens or self.max_tokens,
             cancel=cancel,
             constraint=constraint,
+            **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
         ):
             if isinstance(event, TokenStep):
+                if event.logprob is not None:
+                    yield TokenScored(event.token, event.logprob, event.top)
                 yield from parser.feed(event.token)
                 continue
             if isinstance(event, GenerationDone):

@@ -284,6 +284,7 @@ class WorkerClient:
         max_tokens: int = 512,
         constraint: object = None,
         cancel: threading.Event | None = None,
+        top_logprobs: int = 0,
     ) -> Iterator[GenerationEvent]:
         """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
         makes every token follow its grammar (JSON mode)."""
@@ -299,6 +300,7 @@ class WorkerClient:
             max_tokens,
             grammar,
             consumed,
+            top_logprobs,
         )
         partial: list[int] = []
         try:

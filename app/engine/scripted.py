@@ -50,6 +50,7 @@ class ScriptedClient:
         max_tokens: int = 512,
         constraint: object = None,
         cancel: threading.Event | None = None,
+        top_logprobs: int = 0,  # a script has no logits: its tokens come unscored
     ) -> Iterator[GenerationEvent]:
         self.prompts.append(list(prompt_ids))
         self.constraints.append(constraint)

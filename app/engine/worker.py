@@ -279,7 +279,7 @@ class _Worker:
                 if generated == 0:
                     first_ms = now
                 generated += 1
-                batch.append(TokenStep(int(token), now))
+                batch.append(self._scored(int(token), now, req.top_logprobs))
                 if generated == 1 or now - sent >= BATCH_MS:
                     self._send(TokenBatch(tuple(batch)))
                     batch, sent = [], now
@@ -301,6 +301,23 @@ class _Worker:
             if batch:
                 self._send(TokenBatch(tuple(batch)))
         return reason, stop_id, generated, first_ms
+
+    def _scored(self, token: int, now: float, top: int) -> TokenStep:
+        """The token, with its log-probability and the `top` likeliest in its place when asked
+        (from the logits it was sampled from: llama.cpp's last row at this point)."""
+        if top <= 0:
+            return TokenStep(token, now)
+        import numpy as np
+
+        n_vocab = self.llm.n_vocab()
+        row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        logits = np.ctypeslib.as_array(row, shape=(n_vocab,)).astype(np.float64)
+        peak = float(logits.max())
+        logprobs = logits - (peak + float(np.log(np.exp(logits - peak).sum())))
+        best = np.argpartition(-logprobs, top)[:top]
+        best = best[np.argsort(-logprobs[best])]
+        alternatives = tuple((int(i), float(logprobs[i])) for i in best)
+        return TokenStep(token, now, float(logprobs[token]), alternatives)
 
     def _masks(self) -> Any:
         if self._mask_factory is None or self._mask_factory_llm is not self.llm:

@@ -282,6 +282,7 @@ def debug_blob(d: DebugRecord) -> bytes | None:
         "events": d.events,
         "generation_start": d.generation_start,
         "generation_messages": d.generation_messages,
+        "token_scores": d.token_scores,
     }
     if all(not v for v in values.values()):
         return None
@@ -304,6 +305,10 @@ def debug_record(
         timings=json.loads(timings),
         generation_start=d.get("generation_start", 0),
         generation_messages=d.get("generation_messages", 0),
+        token_scores=[
+            (int(t), float(lp), tuple((int(a), float(b)) for a, b in top))
+            for t, lp, top in d.get("token_scores", ())
+        ],
     )
 
 

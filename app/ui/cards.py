@@ -47,6 +47,7 @@ class ToolCard(QFrame):
         super().__init__(parent)
         self.setObjectName("toolCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        mark(self, "card")
         self.setAccessibleName("Tool call")
         self.data = data
         self._decide = decide
@@ -168,6 +169,7 @@ class JsonCard(QFrame):
         super().__init__(parent)
         self.setObjectName("jsonCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        mark(self, "card")
         self.setAccessibleName("JSON result")
         layout = QVBoxLayout(self)
         valid = bool(data.get("valid"))

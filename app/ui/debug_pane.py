@@ -1,4 +1,5 @@
-"""The debug pane: analysis, the exact prompt, raw tokens, parser events, sampling and timings.
+"""The debug pane: analysis, the exact prompt, raw tokens, the token strip (tokens coloured by
+probability, alternatives on hover), parser events, sampling and timings.
 
 Guarantees: it holds text only while it is on; turning it off empties every tab, so no
 analysis stays anywhere in the widget tree; it shows the selected reply (the newest by
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
+    QScrollArea,
     QTabWidget,
     QTextEdit,
     QVBoxLayout,
@@ -32,6 +34,7 @@ from app.domain.history import Reply
 from app.domain.redact import redact
 from app.ui.markdown_view import monospace
 from app.ui.theme import current
+from app.ui.token_strip import TokenStrip
 
 
 def _text_box(name: str, parent: QWidget) -> QPlainTextEdit:
@@ -87,11 +90,17 @@ class DebugPane(QDockWidget):
         layout.addWidget(self.prompt_count)
         layout.addWidget(self.prompt)
         self.tokens = _text_box("Generated tokens", self.tabs)
+        strip_page = QScrollArea(self.tabs)
+        strip_page.setWidgetResizable(True)
+        strip_page.setAccessibleName("Token strip")
+        self.strip = TokenStrip(self._piece, strip_page)
+        strip_page.setWidget(self.strip)
         self.events = _text_box("Parser events", self.tabs)
         self.details = _text_box("Sampling and timings", self.tabs)
         self.tabs.addTab(self.analysis, "Analysis")
         self.tabs.addTab(prompt_page, "Prompt")
         self.tabs.addTab(self.tokens, "Tokens")
+        self.tabs.addTab(strip_page, "Strip")
         self.tabs.addTab(self.events, "Events")
         self.tabs.addTab(self.details, "Details")
         column.addWidget(self.tabs)
@@ -147,6 +156,7 @@ class DebugPane(QDockWidget):
             box.clear()
         self.prompt.clear()
         self.prompt_count.clear()
+        self.strip.show_scores([])
         self._shown_prompt = ()
         self._shown = (-1, 0, 0, 0)
         self._backlog = []
@@ -167,6 +177,8 @@ class DebugPane(QDockWidget):
         if len(d.token_ids) > n_tokens:  # in slices, so a long message never stalls the window
             self._backlog.extend(d.token_ids[n_tokens:])
             self._drain.start()
+        if len(d.token_scores) != len(self.strip.scores):
+            self.strip.show_scores(d.token_scores)
         if len(d.events) > n_events:
             _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))

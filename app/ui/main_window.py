@@ -314,12 +314,14 @@ class MainWindow(QMainWindow):
             self.controller.trust_plugin(identity.name)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
-        """Show or hide the debug pane; hidden, it holds no text at all."""
+        """Show or hide the debug pane; hidden, it holds no text at all (and tokens are not
+        scored: scoring costs a pass over the vocabulary per token)."""
         if self.debug_action.isChecked() != on:
             self.debug_action.blockSignals(True)
             self.debug_action.setChecked(on)
             self.debug_action.blockSignals(False)
         self.debug.setVisible(on)
+        self.controller.score_tokens = on  # its token strip: tokens with their probabilities
         if on:
             self._debug_changed(len(self.controller.doc.turns) - 1)
         else:

@@ -43,6 +43,16 @@ def _button(text: str, name: str, parent: QWidget) -> QPushButton:
     return b
 
 
+EMPTY_READY = (
+    "Nothing here yet. Type a message below and press Enter; Shift+Enter adds a line. Ctrl+N"
+    " starts another chat, Ctrl+K searches them."
+)
+EMPTY_NO_MODEL = (
+    "No model is ready yet: the default model loads by itself, or open a GGUF file with"
+    " File ▸ Open model… (Ctrl+O), or pick one in File ▸ Models… (Ctrl+M)."
+)
+
+
 class TurnWidget(QFrame):
     """One turn: the user message (with its versions) and the chosen reply. Copy, Regenerate
     and Edit appear while the pointer is over the turn or one of them has the keyboard focus;
@@ -250,6 +260,13 @@ class TranscriptView(QScrollArea):
         self.earlier.setAccessibleName("Show earlier messages")
         self.earlier.clicked.connect(self.show_earlier)
         self.column.insertWidget(0, self.earlier)
+        self.empty = QLabel(self.inner)  # what to do when there is nothing to show yet
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setAccessibleName("What to do next")
+        mark(self.empty, "muted")
+        self.column.insertWidget(1, self.empty)
+        controller.host.stateChanged.connect(lambda _state: self.update_empty())
         self.turns: list[TurnWidget] = []  # the turns shown, from turn `first` on
         self.first = 0
         self._follow = True
@@ -271,6 +288,15 @@ class TranscriptView(QScrollArea):
     def _busy(self, _busy: bool) -> None:
         for t in self.turns:
             t.update_actions()
+        self.update_empty()
+
+    def update_empty(self) -> None:
+        """An empty conversation says what to do: type (a model is ready), or wait for the
+        default model / open one (none is)."""
+        empty = not self.controller.doc.turns
+        self.empty.setVisible(empty)
+        if empty:
+            self.empty.setText(EMPTY_READY if self.controller.can_answer else EMPTY_NO_MODEL)
 
     def _range_changed(self, _low: int, high: int) -> None:
         bar = self.verticalScrollBar()
@@ -293,6 +319,7 @@ class TranscriptView(QScrollArea):
         for i in range(self.first, len(self.controller.doc.turns)):
             self._add_turn(i)
         self._update_earlier()
+        self.update_empty()
         QTimer.singleShot(
             0, lambda: self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
         )
