@@ -205,7 +205,7 @@ def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hove
         assert reply is not None and len(reply.debug.token_scores) == reply.debug.timings["generated"]
         strip = window.debug.strip
         qtbot.waitUntil(lambda: len(strip.boxes) == len(reply.debug.token_scores), timeout=5000)
-        token, logprob, top = reply.debug.token_scores[0]
+        _token, logprob, top = reply.debug.token_scores[0]
         box = strip.boxes[0]
         image = strip.grab().toImage()
         drawn = image.pixelColor(box.left() + 1, box.top() + 1)
@@ -220,3 +220,24 @@ def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hove
     finally:
         window.close()
         host.close()
+
+
+def test_the_header_picks_the_model_from_the_recent_ones_or_a_file(qtbot: Any, qloop: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
+    window, _ = make_window(qtbot, tmp_path, [])
+    picker = window.model_label
+    assert picker.text() == "scripted" and picker.currentText() == "scripted"
+    for name in ("a.gguf", "b.gguf"):
+        window.host.recent.add(str(tmp_path / name))
+    picker.refresh()  # what opening the list does first (a popup warns on the offscreen platform)
+    items = [picker.itemText(i) for i in range(picker.count())]
+    assert items[0] == "scripted" and items[-1] == "Open a model file…"
+    assert [i.split(" — ")[0] for i in items[1:-1]] == ["b.gguf", "a.gguf"]  # newest first
+    loads: list[str] = []
+    opened: list[bool] = []
+    picker.load, picker.open_file = loads.append, lambda: opened.append(True)
+    picker.activated.emit(1)
+    assert loads == [str(tmp_path / "b.gguf")] and picker.currentText() == "scripted"
+    picker.activated.emit(picker.count() - 1)
+    assert opened == [True]

@@ -38,6 +38,7 @@ from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
+from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
@@ -70,8 +71,7 @@ class MainWindow(QMainWindow):
         center = QWidget(self)
         column = QVBoxLayout(center)
         model_row = QHBoxLayout()
-        self.model_label = QLabel("No model loaded", center)
-        self.model_label.setAccessibleName("Model")
+        self.model_label = ModelPicker(self.host, self.load_model, self._open_model, center)
         self.open_model = QPushButton("Open model…", center)
         self.open_model.setAccessibleName("Open a GGUF model file")
         self.progress = QProgressBar(center)
@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
         self.status.busy(busy)
 
     def _loaded(self, name: str) -> None:
-        self.model_label.setText(name)
+        self.model_label.set_loaded(name)
         self.status.loaded(name, self.host.runs_on)
         self.library.gpu_offload = self.host.gpu_offload  # the models page's memory split
         self.progress.hide()
