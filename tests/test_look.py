@@ -241,3 +241,27 @@ def test_the_header_picks_the_model_from_the_recent_ones_or_a_file(qtbot: Any, q
     assert loads == [str(tmp_path / "b.gguf")] and picker.currentText() == "scripted"
     picker.activated.emit(picker.count() - 1)
     assert opened == [True]
+
+
+def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    window, _ = make_window(qtbot, tmp_path, [TURN])
+    send(qtbot, window, "What is 6*7?")
+    turn = window.transcript.turns[-1]
+    buttons = (window.composer.send, window.composer.stop, window.sidebar.new, turn.copy, turn.regenerate)
+    assert all(not b.icon().isNull() and b.text() for b in buttons)  # an icon adds to the text
+
+    def ink(button: QAbstractButton) -> str:
+        """The icon's colour: its commonest opaque pixel (edges are antialiased)."""
+        from collections import Counter
+
+        image = button.icon().pixmap(32, 32).toImage()
+        seen = Counter(image.pixelColor(x, y).name() for x in range(32) for y in range(32)
+                       if image.pixelColor(x, y).alpha() == 255)
+        return seen.most_common(1)[0][0]
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    theme.apply(app, "light")
+    assert ink(turn.copy) == QColor(theme.LIGHT.text).name()
+    theme.apply(app, "dark")
+    assert ink(turn.copy) == QColor(theme.DARK.text).name()

@@ -26,6 +26,7 @@ COMPONENTS = (
     ("pydantic, PyYAML, jsonschema, pluggy", "MIT"),
     ("Jinja2", "BSD-3-Clause"),
     ("qasync", "BSD-2-Clause"),
+    ("qtawesome and its Material Design Icons font", "MIT; the icons Apache-2.0"),
 )
 
 WELCOME = (
@@ -35,6 +36,15 @@ WELCOME = (
     " file (File ▸ Open model…) or pick one in File ▸ Models…. If you connect a remote"
     " endpoint (File ▸ Endpoints…), the chats you point at it send their messages to that server;"
     " they carry ☁ in the list. Keys are kept in your system's keyring only."
+)
+
+EMPTY_READY = (
+    "Nothing here yet. Type a message below and press Enter; Shift+Enter adds a line. Ctrl+N"
+    " starts another chat, Ctrl+K searches them."
+)
+EMPTY_NO_MODEL = (
+    "No model is ready yet: the default model loads by itself, or open a GGUF file with"
+    " File ▸ Open model… (Ctrl+O), or pick one in File ▸ Models… (Ctrl+M)."
 )
 
 

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import SchemaError, check_schema
+from app.ui.icons import give
 from app.ui.markdown_view import monospace
 
 DEFAULT_SCHEMA = (
@@ -67,6 +68,7 @@ class Composer(QWidget):
         self.offline = QCheckBox("Offline", self)
         self.offline.setAccessibleName("Keep this conversation off the network")
         self.tools_button = QPushButton("Tools…", self)
+        give(self.tools_button, "tools")
 
         self.tools_button.setAccessibleName("Choose the tools of this conversation")
         options.addWidget(QLabel("Reasoning:", self))
@@ -93,8 +95,11 @@ class Composer(QWidget):
         self.box.setAccessibleName("Message")
         self.box.setMaximumHeight(110)
         self.send = QPushButton("Send", self)
+        give(self.send, "send")
+        self.send.setProperty("role", "primary")
         self.send.setAccessibleName("Send the message")
         self.stop = QPushButton("Stop", self)
+        give(self.stop, "stop")
         self.stop.setAccessibleName("Stop the answer")
         self.stop.setEnabled(False)
         row.addWidget(self.box, 1)

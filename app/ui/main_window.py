@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMenu,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -28,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
-from app.controllers.chat import ChatController, PluginIdentity
+from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
@@ -38,12 +37,14 @@ from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
+from app.ui.icons import give
 from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.theme import mark
+from app.ui.tools_menu import choose_tools
 from app.ui.transcript import TranscriptView
 
 
@@ -73,6 +74,7 @@ class MainWindow(QMainWindow):
         model_row = QHBoxLayout()
         self.model_label = ModelPicker(self.host, self.load_model, self._open_model, center)
         self.open_model = QPushButton("Open model…", center)
+        give(self.open_model, "folder-open")
         self.open_model.setAccessibleName("Open a GGUF model file")
         self.progress = QProgressBar(center)
         self.progress.setAccessibleName("Model load progress")
@@ -279,39 +281,8 @@ class MainWindow(QMainWindow):
         self.threads = settings.threads or None
 
     def _choose_tools(self) -> None:
-        menu = QMenu(self)
-        for name in self.controller.available_tools():
-            action = menu.addAction(name)
-            action.setCheckable(True)
-            action.setChecked(name in self.controller.doc.tools)
-        pending = self.controller.pending_plugins()
-        if pending:
-            menu.addSeparator()
-        for name in sorted(pending):
-            menu.addAction(f"Trust plugin {name}…").setData(name)
-        chosen = menu.exec(
-            self.composer.tools_button.mapToGlobal(self.composer.tools_button.rect().bottomLeft())
-        )
-        if chosen is not None and chosen.data():
-            self._ask_trust(pending[chosen.data()])
-        elif chosen is not None:
-            enabled = tuple(a.text() for a in menu.actions() if a.isCheckable() and a.isChecked())
-            self.controller.set_tools(enabled)
-
-    def _ask_trust(self, identity: PluginIdentity) -> None:
-        """Nothing of a plugin runs until the user has seen where it is and trusted it."""
-        from PySide6.QtWidgets import QMessageBox
-
-        answer = QMessageBox.question(
-            self,
-            "Trust this plugin?",
-            f"The tool plugin “{identity.name}” ({identity.kind}) is not trusted yet, or its"
-            f" files changed since you trusted it.\n\n{identity.path}\nsha256"
-            f" {identity.sha256}\n\nA trusted plugin's code runs on this computer with your"
-            " rights (in a separate process). Trust it?",
-        )
-        if answer == QMessageBox.StandardButton.Yes:
-            self.controller.trust_plugin(identity.name)
+        button = self.composer.tools_button
+        choose_tools(self, self.controller, button.mapToGlobal(button.rect().bottomLeft()))
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
         """Show or hide the debug pane; hidden, it holds no text at all (and tokens are not

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
+from app.ui.icons import give
 
 
 class Sidebar(QWidget):
@@ -30,6 +31,7 @@ class Sidebar(QWidget):
         self.controller = controller
         layout = QVBoxLayout(self)
         self.new = QPushButton("New chat", self)
+        give(self.new, "plus")
         self.new.setAccessibleName("New chat")
         self.search = QLineEdit(self)
         self.search.setPlaceholderText("Search chats (Ctrl+K)")

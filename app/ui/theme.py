@@ -123,6 +123,9 @@ def apply(app: QApplication, choice: str, scheme: Qt.ColorScheme | None = None) 
     _choice, _current = choice, resolve(choice, scheme)
     app.setPalette(palette(_current))
     app.setStyleSheet(stylesheet(_current))
+    from app.ui.icons import recolour
+
+    recolour(app)  # the buttons' icons, in the new text colour
     for widget in app.allWidgets():
         refresh = getattr(widget, "theme_changed", None)
         if callable(refresh):

@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
 
 from app.controllers.chat import ChatController
 from app.domain.history import Segment, Turn
+from app.ui.about import EMPTY_NO_MODEL, EMPTY_READY
 from app.ui.cards import JsonCard, ToolCard
+from app.ui.icons import give
 from app.ui.markdown_view import MarkdownView
 from app.ui.theme import mark
 
@@ -41,16 +43,6 @@ def _button(text: str, name: str, parent: QWidget) -> QPushButton:
     b.setAccessibleName(name)
     b.setFlat(True)
     return b
-
-
-EMPTY_READY = (
-    "Nothing here yet. Type a message below and press Enter; Shift+Enter adds a line. Ctrl+N"
-    " starts another chat, Ctrl+K searches them."
-)
-EMPTY_NO_MODEL = (
-    "No model is ready yet: the default model loads by itself, or open a GGUF file with"
-    " File ▸ Open model… (Ctrl+O), or pick one in File ▸ Models… (Ctrl+M)."
-)
 
 
 class TurnWidget(QFrame):
@@ -101,7 +93,7 @@ class TurnWidget(QFrame):
         layout.addLayout(bubble_row)
         user_row = QHBoxLayout()
         user_row.addStretch(1)
-        self.edit_button = _button("Edit", "Edit this message and resend", self)
+        self.edit_button = give(_button("Edit", "Edit this message and resend", self), "pencil")
         self.versions = QLabel(self)
         self.prev_version = _button("‹", "Previous version of this message", self)
         self.next_version = _button("›", "Next version of this message", self)
@@ -118,9 +110,9 @@ class TurnWidget(QFrame):
         self.body = QVBoxLayout()
         layout.addLayout(self.body)
         actions = QHBoxLayout()
-        self.copy = _button("Copy", "Copy the answer", self)
-        self.regenerate = _button("Regenerate", "Regenerate the answer", self)
-        self.continue_ = _button("Continue", "Continue the answer", self)
+        self.copy = give(_button("Copy", "Copy the answer", self), "content-copy")
+        self.regenerate = give(_button("Regenerate", "Regenerate the answer", self), "refresh")
+        self.continue_ = give(_button("Continue", "Continue the answer", self), "play")
         self.prev_reply = _button("‹", "Previous answer", self)
         self.replies = QLabel(self)
         self.next_reply = _button("›", "Next answer", self)
