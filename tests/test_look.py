@@ -265,3 +265,39 @@ def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop
     assert ink(turn.copy) == QColor(theme.LIGHT.text).name()
     theme.apply(app, "dark")
     assert ink(turn.copy) == QColor(theme.DARK.text).name()
+
+
+def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path: Path, tiny_model: Any) -> None:
+    from app.controllers.bridge import EngineBridge
+    from app.controllers.chat import ChatController
+    from app.controllers.model_host import ModelHost
+    from app.ui.main_window import MainWindow, UiState
+    from app.ui.timeline import speeds
+
+    host = ModelHost(EngineBridge())
+    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(host.loaded, timeout=120_000):
+            window.load_model(str(tiny_model), n_ctx=512, threads=1)
+        window.set_debug(True, remember=False)
+        window.controller.max_tokens = 24
+        send(qtbot, window, "Hi", timeout=60_000)
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None
+        debug = reply.debug
+        kinds = [k for k, _, _ in debug.spans]
+        assert kinds == ["prompt", "decode"] and debug.spans[0][2] == debug.spans[1][1] > 0
+        assert debug.token_times == sorted(debug.token_times) and len(debug.token_times) == debug.timings["generated"]
+        assert speeds(debug.token_times) and all(s >= 0 for _, s in speeds(debug.token_times))
+        timeline = window.debug.timeline
+        window.debug.tabs.setCurrentWidget(timeline)
+        qtbot.waitUntil(lambda: timeline.spans == debug.spans, timeout=5000)
+        box = timeline.rect_of("decode", *debug.spans[1][1:])
+        image = timeline.grab().toImage()
+        assert image.pixelColor(int(box.center().x()), int(box.center().y())) == theme.current().colour("accent")
+        assert timeline.tooltip_at(box.center().toPoint()).startswith("decoding: ")
+    finally:
+        window.close()
+        host.close()

@@ -155,3 +155,29 @@ def test_a_card_decided_before_the_question_arrives_answers_it() -> None:
     approvals.stop()  # Stop forgets early answers: the call is denied as stopped
     _, stopped = asyncio.run(approvals.wait(PendingCall("call-2", calculate, {}), stopped=True))
     assert not stopped.allow and stopped.how == "stopped by the user"
+
+
+def test_the_turn_timeline_lays_generations_and_tool_calls_end_to_end() -> None:
+    """The reply builder's timeline: each generation's prompt evaluation and decoding, then the
+    tool calls side by side, then the next generation — on one time axis from the turn's start."""
+    from app.domain.events import CallOutcome, GenerationDone, TokenScored, ToolsRan
+    from app.domain.history import Reply, Segment
+    from app.domain.reply_builder import ReplyBuilder
+    from app.engine.protocol import FinishReason, Timings
+
+    builder = ReplyBuilder(Reply())
+    card = {"tool": "functions.calculate", "call_id": "c1", "state": "running"}
+    builder.reply.segments.append(Segment("tool", data=card))
+    for t in (30.0, 40.0, 50.0):
+        builder.apply(TokenScored(1, -0.1, (), t))
+    builder.apply(GenerationDone(FinishReason.STOP, None, Timings(first_token_ms=30.0, total_ms=50.0, generated=3)))
+    builder.apply(ToolsRan((CallOutcome("c1", True, 1, duration_ms=20.0),)))
+    builder.apply(TokenScored(2, -0.2, (), 10.0))
+    builder.apply(GenerationDone(FinishReason.STOP, None, Timings(first_token_ms=10.0, total_ms=15.0, generated=1)))
+    debug = builder.reply.debug
+    assert debug.spans == [("prompt", 0.0, 30.0), ("decode", 30.0, 50.0), ("tool functions.calculate", 50.0, 70.0),
+                           ("prompt", 70.0, 80.0), ("decode", 80.0, 85.0)]
+    assert debug.token_times == [30.0, 40.0, 50.0, 80.0]
+    again = ReplyBuilder(builder.reply)  # Continue: the timeline goes on where it ended
+    again.apply(GenerationDone(FinishReason.STOP, None, Timings(first_token_ms=1.0, total_ms=2.0, generated=1)))
+    assert debug.spans[-2:] == [("prompt", 85.0, 86.0), ("decode", 86.0, 87.0)]

@@ -106,6 +106,7 @@ class TokenScored:
     token: int
     logprob: float
     top: tuple[tuple[int, float], ...]
+    t_ms: float = 0.0  # when it arrived, ms since its generation's request was sent
 
 
 @dataclass(frozen=True)

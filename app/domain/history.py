@@ -52,6 +52,10 @@ class DebugRecord:
     token_scores: list[tuple[int, float, tuple[tuple[int, float], ...]]] = field(
         default_factory=list
     )
+    # the turn as it ran, ms from its start: ("prompt"|"decode"|"tool NAME", start, end) spans,
+    # and each scored token's arrival (the debug pane's timeline)
+    spans: list[tuple[str, float, float]] = field(default_factory=list)
+    token_times: list[float] = field(default_factory=list)
 
 
 class StoredParts(Protocol):

@@ -118,6 +118,8 @@ class ReplyBuilder:
         self._held: dict[int, str] = {}  # segment index → answer text held back (W34)
         self._cards: dict[str, list[int]] = {}  # tool → its cards still without a result
         self._analysis: list[str] | None = [] if stored else None
+        # ms of the turn before the current generation (the timeline; a continued reply goes on)
+        self._clock = max((end for _, _, end in reply.debug.spans), default=0.0)
 
     def close(self) -> None:
         """Write what a `stored` fold gathered."""
@@ -146,7 +148,9 @@ class ReplyBuilder:
             case PromptRendered():
                 return self.prompt(event.ids)
             case TokenScored():
-                self.reply.debug.token_scores.append((event.token, event.logprob, event.top))
+                debug = self.reply.debug
+                debug.token_scores.append((event.token, event.logprob, event.top))
+                debug.token_times.append(round(self._clock + event.t_ms, 2))
                 return []
             case GenerationDone():
                 return self._generated(event)
@@ -163,6 +167,7 @@ class ReplyBuilder:
             case ToolCallDecided():
                 return self._decided(event)
             case ToolsRan():
+                self._tool_spans(event)
                 return [c for o in event.outcomes for c in self.outcome(o.call_id, None, o)]
             case TurnResult():
                 return self._result(event)
@@ -175,6 +180,10 @@ class ReplyBuilder:
 
     def _generated(self, event: GenerationDone) -> list[Change]:
         t, debug = event.timings, self.reply.debug
+        start, first, end = self._clock, self._clock + t.first_token_ms, self._clock + t.total_ms
+        debug.spans += [("prompt", round(start, 2), round(first, 2)),
+                        ("decode", round(first, 2), round(end, 2))]  # fmt: skip
+        self._clock = end
         debug.stop_reason = event.reason.value
         debug.timings = {
             "prompt_tokens": t.prompt_tokens,
@@ -186,6 +195,17 @@ class ReplyBuilder:
             "tokens_per_s": round(t.decode_tokens_per_s, 1),
         }
         return []
+
+    def _tool_spans(self, event: ToolsRan) -> None:
+        """The calls ran side by side from now; the turn goes on when the last one ended."""
+        ran = [(o.call_id, o.duration_ms) for o in event.outcomes if o.duration_ms is not None]
+        for call_id, duration in ran:
+            index = self.card_for(call_id, None)
+            name = self.reply.segments[index].data.get("tool", "") if index is not None else ""
+            self.reply.debug.spans.append(
+                (f"tool {name}", round(self._clock, 2), round(self._clock + duration, 2))
+            )
+        self._clock += max((d for _, d in ran), default=0.0)
 
     def _verdict(self, event: JsonChecked) -> list[Change]:
         r = event.result

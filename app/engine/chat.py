@@ -178,7 +178,7 @@ class ChatSession:
         ):
             if isinstance(event, TokenStep):
                 if event.logprob is not None:
-                    yield TokenScored(event.token, event.logprob, event.top)
+                    yield TokenScored(event.token, event.logprob, event.top, event.t_ms)
                 yield from parser.feed(event.token)
                 continue
             if isinstance(event, GenerationDone):

@@ -283,6 +283,8 @@ def debug_blob(d: DebugRecord) -> bytes | None:
         "generation_start": d.generation_start,
         "generation_messages": d.generation_messages,
         "token_scores": d.token_scores,
+        "spans": d.spans,
+        "token_times": d.token_times,
     }
     if all(not v for v in values.values()):
         return None
@@ -305,6 +307,8 @@ def debug_record(
         timings=json.loads(timings),
         generation_start=d.get("generation_start", 0),
         generation_messages=d.get("generation_messages", 0),
+        spans=[(str(k), float(a), float(b)) for k, a, b in d.get("spans", ())],
+        token_times=[float(t) for t in d.get("token_times", ())],
         token_scores=[
             (int(t), float(lp), tuple((int(a), float(b)) for a, b in top))
             for t, lp, top in d.get("token_scores", ())

@@ -1,5 +1,5 @@
 """The debug pane: analysis, the exact prompt, raw tokens, the token strip (tokens coloured by
-probability, alternatives on hover), parser events, sampling and timings.
+probability, alternatives on hover), the turn's timeline, parser events, sampling and timings.
 
 Guarantees: it holds text only while it is on; turning it off empties every tab, so no
 analysis stays anywhere in the widget tree; it shows the selected reply (the newest by
@@ -34,6 +34,7 @@ from app.domain.history import Reply
 from app.domain.redact import redact
 from app.ui.markdown_view import monospace
 from app.ui.theme import current
+from app.ui.timeline import TurnTimeline
 from app.ui.token_strip import TokenStrip
 
 
@@ -95,12 +96,14 @@ class DebugPane(QDockWidget):
         strip_page.setAccessibleName("Token strip")
         self.strip = TokenStrip(self._piece, strip_page)
         strip_page.setWidget(self.strip)
+        self.timeline = TurnTimeline(self.tabs)
         self.events = _text_box("Parser events", self.tabs)
         self.details = _text_box("Sampling and timings", self.tabs)
         self.tabs.addTab(self.analysis, "Analysis")
         self.tabs.addTab(prompt_page, "Prompt")
         self.tabs.addTab(self.tokens, "Tokens")
         self.tabs.addTab(strip_page, "Strip")
+        self.tabs.addTab(self.timeline, "Timeline")
         self.tabs.addTab(self.events, "Events")
         self.tabs.addTab(self.details, "Details")
         column.addWidget(self.tabs)
@@ -157,6 +160,7 @@ class DebugPane(QDockWidget):
         self.prompt.clear()
         self.prompt_count.clear()
         self.strip.show_scores([])
+        self.timeline.show_turn([], [])
         self._shown_prompt = ()
         self._shown = (-1, 0, 0, 0)
         self._backlog = []
@@ -179,6 +183,8 @@ class DebugPane(QDockWidget):
             self._drain.start()
         if len(d.token_scores) != len(self.strip.scores):
             self.strip.show_scores(d.token_scores)
+        if d.spans != self.timeline.spans or len(d.token_times) != len(self.timeline.times):
+            self.timeline.show_turn(d.spans, d.token_times)
         if len(d.events) > n_events:
             _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
