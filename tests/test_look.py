@@ -301,3 +301,35 @@ def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path:
     finally:
         window.close()
         host.close()
+
+
+def test_the_strip_shows_a_remote_answers_tokens_as_text(qtbot: Any) -> None:
+    import math
+
+    from app.ui.token_strip import TokenStrip
+
+    strip = TokenStrip(lambda t: str(t))
+    qtbot.addWidget(strip)
+    strip.resize(400, 100)
+    strip.show_text_scores([(" Paris", math.log(0.9), ((" Paris", math.log(0.9)), (" Lyon", math.log(0.05)))),
+                            (".", math.log(0.5), ())])
+    assert len(strip.boxes) == 2
+    said = strip.tooltip_at(strip.boxes[0].center())
+    assert "90.0%" in said and "' Lyon' 5.0%" in said
+
+
+def test_the_tab_order_goes_from_the_conversations_to_the_message_and_send(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    """Tab moves through the window in reading order: the chats, the header, the message box,
+    then Send; Tab in the message box moves on rather than typing a tab."""
+    window, _ = make_window(qtbot, tmp_path, [])
+    order: list[QWidget] = []
+    widget = window.sidebar.search
+    for _ in range(200):
+        if widget in order:
+            break
+        order.append(widget)
+        widget = widget.nextInFocusChain()
+    box, send_button = window.composer.box, window.composer.send
+    assert window.sidebar.search in order and box in order and send_button in order
+    assert order.index(window.sidebar.list) < order.index(window.model_label) < order.index(box) < order.index(send_button)
+    assert box.tabChangesFocus()

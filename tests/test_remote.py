@@ -228,6 +228,15 @@ def test_the_response_id_and_logprobs_come_back_for_the_debug_pane(server: int) 
     assert said.response_id and said.finish_reason == "length"
     assert len(said.logprobs) == 4 and all(lp <= 0 for _, lp in said.logprobs)
     assert "".join(t for t, _ in said.logprobs) == session.conversation.messages[-1].text
+    assert len(said.top) == 4 and all(len(alts) == 2 for alts in said.top)  # the alternatives too
+    from app.domain.history import Reply
+    from app.domain.reply_builder import ReplyBuilder
+
+    builder = ReplyBuilder(Reply())  # what the debug pane's strip shows for a remote answer
+    for event in events:
+        builder.apply(event)
+    scores = builder.reply.debug.text_scores
+    assert [(t, lp) for t, lp, _ in scores] == list(said.logprobs) and all(len(top) == 2 for _, _, top in scores)
 
 
 def test_gpt_oss_markup_passed_through_as_text_never_shows_analysis_as_answer(proxy: FaultProxy) -> None:

@@ -250,6 +250,7 @@ class ResponseReceived:
     finish_reason: str
     usage: dict[str, int]
     logprobs: tuple[tuple[str, float], ...] = ()
+    top: tuple[tuple[tuple[str, float], ...], ...] = ()  # each token's alternatives, in order
 
 
 GenerationEvent = TokenStep | GenerationDone | TurnFailed

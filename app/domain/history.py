@@ -55,6 +55,10 @@ class DebugRecord:
     # the turn as it ran, ms from its start: ("prompt"|"decode"|"tool NAME", start, end) spans,
     # and each scored token's arrival (the debug pane's timeline)
     spans: list[tuple[str, float, float]] = field(default_factory=list)
+    # a remote endpoint's tokens, as text: (token, log-probability, alternatives)
+    text_scores: list[tuple[str, float, tuple[tuple[str, float], ...]]] = field(
+        default_factory=list
+    )
     token_times: list[float] = field(default_factory=list)
 
 

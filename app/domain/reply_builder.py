@@ -161,6 +161,10 @@ class ReplyBuilder:
             case RequestSent():
                 return self._debug(f"request to {event.endpoint}: {json.dumps(event.body)}")
             case ResponseReceived():
+                tops = event.top or ((),) * len(event.logprobs)
+                self.reply.debug.text_scores += [
+                    (token, lp, top) for (token, lp), top in zip(event.logprobs, tops, strict=True)
+                ]
                 return self._debug(f"response from {event.endpoint}: {json.dumps(_said(event))}")
             case ToolCallRequested():
                 return self.requested(event)

@@ -215,6 +215,7 @@ class RemoteSession:
             "failed" if failed is not None else state.finish or "",
             counted if usage is not None else {},
             tuple(state.logprobs),
+            tuple(state.top),
         )
         if failed is not None:
             yield TurnFailed(failed)

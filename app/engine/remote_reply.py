@@ -96,6 +96,7 @@ class ReplyStream:
     usage: Any = None
     response_id: str = ""
     logprobs: list[tuple[str, float]] = field(default_factory=list)
+    top: list[tuple[tuple[str, float], ...]] = field(default_factory=list)
     chunks: int = 0  # content chunks: the generated count where the server reports no usage
     first_token_ms: float = 0.0
 
@@ -113,6 +114,8 @@ class ReplyStream:
             delta = choice.delta
             for item in getattr(getattr(choice, "logprobs", None), "content", None) or ():
                 self.logprobs.append((str(item.token), float(item.logprob)))
+                others = getattr(item, "top_logprobs", None) or ()
+                self.top.append(tuple((str(o.token), float(o.logprob)) for o in others))
             reasoning = "".join(delta_field(delta, name) for name in REASONING_FIELDS)
             if reasoning:
                 yield from self._text(Lane.ANALYSIS, reasoning, start)

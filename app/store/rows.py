@@ -285,6 +285,7 @@ def debug_blob(d: DebugRecord) -> bytes | None:
         "token_scores": d.token_scores,
         "spans": d.spans,
         "token_times": d.token_times,
+        "text_scores": d.text_scores,
     }
     if all(not v for v in values.values()):
         return None
@@ -309,6 +310,10 @@ def debug_record(
         generation_messages=d.get("generation_messages", 0),
         spans=[(str(k), float(a), float(b)) for k, a, b in d.get("spans", ())],
         token_times=[float(t) for t in d.get("token_times", ())],
+        text_scores=[
+            (str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
+            for t, lp, top in d.get("text_scores", ())
+        ],
         token_scores=[
             (int(t), float(lp), tuple((int(a), float(b)) for a, b in top))
             for t, lp, top in d.get("token_scores", ())

@@ -34,10 +34,15 @@ DEFAULT_SCHEMA = (
 
 
 class MessageBox(QPlainTextEdit):
-    """Enter sends, Shift+Enter adds a line, Esc stops."""
+    """Enter sends, Shift+Enter adds a line, Esc stops; Tab moves on to Send (keyboard users
+    are never trapped in the box)."""
 
     submitted = Signal()
     stopRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTabChangesFocus(True)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):

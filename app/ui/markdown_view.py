@@ -5,7 +5,8 @@ outside a code fence, or a closing fence); everything before it is inserted once
 and never touched again, and only the unfinished tail is replaced on each append, so the
 cost of an append does not grow with the length of the answer; code blocks get syntax
 colouring, the theme's code background, and a header line with the block's language and a
-"Copy" link that copies exactly that block; the view sizes itself to
+"Copy" link that copies exactly that block; prose gets readable line spacing and a line length
+of at most `MEASURE` characters; the view sizes itself to
 its content (the transcript scrolls, not the view).
 """
 
@@ -70,6 +71,9 @@ class CodeHighlighter(QSyntaxHighlighter):
 
 
 _FENCE = ("```", "~~~")
+MEASURE = 110  # characters a prose line may hold at most
+LINE_HEIGHT = 135.0  # percent
+PROPORTIONAL = QTextBlockFormat.LineHeightTypes.ProportionalHeight.value
 _CODE = re.compile(r"^((?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[^\n]*\n?)", re.S | re.M)
 
 
@@ -103,6 +107,7 @@ class MarkdownView(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFrameShape(QTextBrowser.Shape.NoFrame)
         self.setAccessibleName(accessible_name)
+        self.setMaximumWidth(self.fontMetrics().averageCharWidth() * MEASURE)  # readable lines
         self.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
@@ -176,7 +181,20 @@ class MarkdownView(QTextBrowser):
             cursor.insertMarkdown(part)
             if code:
                 self._shade(start, cursor.position())
+            else:
+                self._space(start, cursor.position())
             cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # out of any list or fence
+
+    def _space(self, start: int, end: int) -> None:
+        """Prose lines a little apart, paragraphs further (easier to read than Qt's default)."""
+        block = self.document().findBlock(start)
+        while block.isValid() and block.position() <= end:
+            fmt = block.blockFormat()
+            if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+                fmt.setLineHeight(LINE_HEIGHT, PROPORTIONAL)
+                fmt.setBottomMargin(max(fmt.bottomMargin(), 4.0))
+                QTextCursor(block).setBlockFormat(fmt)
+            block = block.next()
 
     def _shade(self, start: int, end: int) -> None:
         """A code block's lines (its label line too) on the theme's code background."""

@@ -21,6 +21,7 @@ from app.ui.markdown_view import monospace
 from app.ui.theme import current
 
 Score = tuple[int, float, tuple[tuple[int, float], ...]]
+TextScore = tuple[str, float, tuple[tuple[str, float], ...]]  # a remote endpoint's tokens
 PAD, GAP = 3, 2
 
 
@@ -40,7 +41,7 @@ class TokenStrip(QWidget):
     def __init__(self, piece: Callable[[int], str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.piece = piece
-        self.scores: list[Score] = []
+        self.scores: list[TextScore] = []  # every token as text: (piece, logprob, alternatives)
         self.boxes: list[QRect] = []
         self.setFont(monospace())
         self.setAccessibleName("Token strip: generated tokens coloured by probability")
@@ -48,6 +49,16 @@ class TokenStrip(QWidget):
         self.setMouseTracking(True)
 
     def show_scores(self, scores: Sequence[Score]) -> None:
+        """Tokens of a local model, by id."""
+        self.show_text_scores(
+            [
+                (self.piece(t), lp, tuple((self.piece(a), b) for a, b in top))
+                for t, lp, top in scores
+            ]
+        )
+
+    def show_text_scores(self, scores: Sequence[TextScore]) -> None:
+        """Tokens as text (a remote endpoint's `logprobs`)."""
         self.scores = list(scores)
         self._layout()
         self.update()
@@ -56,8 +67,8 @@ class TokenStrip(QWidget):
         t = current()
         return mix(t.colour("error"), t.colour("ok"), math.exp(logprob))
 
-    def label(self, token: int) -> str:
-        text = self.piece(token).replace("\n", "↵").replace("\t", "⇥")
+    def label(self, piece: str) -> str:
+        text = piece.replace("\n", "↵").replace("\t", "⇥")
         return text if text.strip() else text.replace(" ", "·") or "∅"
 
     def _layout(self) -> None:
@@ -85,7 +96,7 @@ class TokenStrip(QWidget):
         t = current()
         for (token, logprob, _top), box in zip(self.scores, self.boxes, strict=True):
             painter.fillRect(box, self.colour(logprob))
-            special = self.piece(token).startswith("<|") and self.piece(token).endswith("|>")
+            special = token.startswith("<|") and token.endswith("|>")
             painter.setPen(QPen(QColor(t.special_text if special else t.window), 1))
             if special:
                 painter.drawRect(box.adjusted(0, 0, -1, -1))
