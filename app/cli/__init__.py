@@ -29,6 +29,7 @@ GROUPS = {
     "endpoints": ("endpoints", "remote OpenAI-compatible endpoints"),
     "keys": ("keys", "API keys in the OS keyring"),
     "models": ("models", "the model library"),
+    "mcp": ("mcp", "MCP servers: configuration and secrets"),
 }
 
 
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging()
     if extra and args.command == "history" and args.verb == "export":
         args.target += extra  # `history export ID --format md OUT`: positionals around an option
+    elif extra and args.command == "mcp" and args.verb == "add" and extra[0] == "--":
+        args.server_command += extra  # `mcp add NAME [options] -- COMMAND ARGS...`
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:

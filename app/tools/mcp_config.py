@@ -1,0 +1,221 @@
+"""MCP servers the user configured: `mcp.json` in the config folder, in the `mcpServers` shape
+other apps use, with every secret in the OS keyring.
+
+Guarantees: the file is validated with pydantic (`extra="forbid"`; an error names the server
+and the field); a server is local (`command`, `args`, `env`) or remote (`url`, `headers`),
+never both; a secret (`--secret-env`, `--secret-header`, or an imported value that looks like
+one) is stored in the keyring under `mcp.SERVER.NAME` and the file keeps only its name, so no
+file the app writes holds it; the file is written atomically and readable by the user only;
+`import_servers` reads Claude Desktop, Cursor and LM Studio files (`mcpServers`) and VS Code's
+(`servers`, with `type` and `${input:…}` references), moves what looks secret to the keyring and
+says which values it moved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from app.errors import InvalidInputError
+from app.fileio import write_atomic
+from app.inputs import load_json, read_text_file
+from app.paths import config_dir
+from app.secrets import Secrets
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+SECRET_WORDS = re.compile(r"key|token|secret|password|passwd|auth|credential|bearer", re.I)
+
+
+class McpServer(BaseModel):
+    """One server: local (`command`) or remote (`url`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str | None = Field(None, description="The program that runs a local server.")
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict, description="Plain environment values.")
+    secret_env: tuple[str, ...] = Field((), description="Environment names kept in the keyring.")
+    url: str | None = Field(None, description="A remote server (Streamable HTTP or SSE).")
+    headers: dict[str, str] = Field(default_factory=dict)
+    secret_headers: tuple[str, ...] = Field((), description="Header names kept in the keyring.")
+    enabled_tools: tuple[str, ...] | None = Field(
+        None, description="Only these of its tools (None: all)."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("a server has either a command (local) or a url (remote)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+
+class McpFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcpServers: dict[str, McpServer] = Field(default_factory=dict)
+
+
+def secret_name(server: str, name: str) -> str:
+    """The keyring entry of a server's secret (`mcp.SERVER.NAME`, within the keyring's rules)."""
+    return f"mcp.{server}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"[:64]
+
+
+def mcp_path() -> Path:
+    return config_dir() / "mcp.json"
+
+
+def load_servers(path: Path | None = None) -> dict[str, McpServer]:
+    """The configured servers (none when there is no file); an invalid file is an error that
+    names the server and the field."""
+    path = path or mcp_path()
+    if not path.exists():
+        return {}
+    data = _read(path)
+    try:
+        return dict(McpFile.model_validate(data).mcpServers)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise InvalidInputError(f"{path} is not a valid MCP configuration ({where})") from None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return load_json(read_text_file(path))
+    except ValueError as exc:  # not JSON
+        raise InvalidInputError(f"{path} is not JSON ({exc})") from None
+
+
+def save_servers(servers: dict[str, McpServer], path: Path | None = None) -> None:
+    path = path or mcp_path()
+    body = {"mcpServers": {n: s.model_dump(exclude_defaults=True) for n, s in servers.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(body, indent=2, sort_keys=True) + "\n")
+    os.chmod(path, 0o600)
+
+
+def check_name(name: str) -> str:
+    if not NAME.match(name):
+        raise InvalidInputError(
+            f"{name!r} is not a server name: letters, digits, '_' and '-' (up to 40)"
+        )
+    return name
+
+
+def add_server(
+    name: str, server: McpServer, secrets: Secrets, values: dict[str, str], path: Path | None = None
+) -> None:
+    """Add (or replace) `name`; `values` are its secrets' values, stored in the keyring."""
+    check_name(name)
+    for key in (*server.secret_env, *server.secret_headers):
+        if key not in values:
+            raise InvalidInputError(f"no value was given for the secret {key!r}")
+        secrets.set(secret_name(name, key), values[key])
+    save_servers({**load_servers(path), name: server}, path)
+
+
+def remove_server(name: str, secrets: Secrets, path: Path | None = None) -> bool:
+    """Forget `name` and its secrets; whether it was there."""
+    servers = load_servers(path)
+    server = servers.pop(name, None)
+    if server is None:
+        return False
+    for key in (*server.secret_env, *server.secret_headers):
+        secrets.delete(secret_name(name, key))
+    save_servers(servers, path)
+    return True
+
+
+@dataclass(frozen=True)
+class Imported:
+    servers: dict[str, McpServer]
+    moved: tuple[str, ...]  # "SERVER: NAME" of each value moved to the keyring
+    skipped: tuple[str, ...]  # "SERVER: why" of each entry left out
+
+
+def _looks_secret(name: str, value: str) -> bool:
+    return bool(SECRET_WORDS.search(name)) or value.lower().startswith(("bearer ", "basic "))
+
+
+def _entries(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise InvalidInputError("an MCP configuration is a JSON object")
+    for key in ("mcpServers", "servers"):  # Claude Desktop, Cursor, LM Studio; VS Code
+        if isinstance(data.get(key), dict):
+            return data[key]  # type: ignore[no-any-return]
+    mcp = data.get("mcp")
+    if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict):  # VS Code settings.json
+        return mcp["servers"]  # type: ignore[no-any-return]
+    raise InvalidInputError("no `mcpServers` (or VS Code `servers`) object in this file")
+
+
+def _split(
+    server: str, values: dict[str, Any], secrets: Secrets, moved: list[str]
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    plain: dict[str, str] = {}
+    hidden: list[str] = []
+    for key, value in values.items():
+        text = str(value)
+        if "${input:" in text:  # VS Code asks for it at start: the user sets it here later
+            hidden.append(key)
+            moved.append(f"{server}: {key} (asked by VS Code: set it with `mcp add`)")
+        elif _looks_secret(key, text):
+            secrets.set(secret_name(server, key), text)
+            hidden.append(key)
+            moved.append(f"{server}: {key}")
+        else:
+            plain[key] = text
+    return plain, tuple(hidden)
+
+
+def import_servers(path: Path, secrets: Secrets) -> Imported:
+    """Servers from another app's file, with what looks secret moved to the keyring."""
+    entries = _entries(_read(path))
+    servers: dict[str, McpServer] = {}
+    moved: list[str] = []
+    skipped: list[str] = []
+    for raw_name, entry in entries.items():
+        name = re.sub(r"[^A-Za-z0-9_-]", "-", str(raw_name))[:40] or "server"
+        if not isinstance(entry, dict):
+            skipped.append(f"{raw_name}: not an object")
+            continue
+        env, secret_env = _split(name, entry.get("env") or {}, secrets, moved)
+        headers, secret_headers = _split(name, entry.get("headers") or {}, secrets, moved)
+        try:
+            servers[name] = McpServer(
+                command=entry.get("command"),
+                args=tuple(str(a) for a in entry.get("args") or ()),
+                env=env,
+                secret_env=secret_env,
+                url=entry.get("url") or entry.get("serverUrl"),
+                headers=headers,
+                secret_headers=secret_headers,
+            )
+        except ValidationError as exc:
+            skipped.append(f"{raw_name}: {exc.errors()[0]['msg']}")
+    return Imported(servers, tuple(moved), tuple(skipped))
+
+
+__all__ = [
+    "Imported",
+    "McpServer",
+    "add_server",
+    "check_name",
+    "import_servers",
+    "load_servers",
+    "mcp_path",
+    "remove_server",
+    "save_servers",
+    "secret_name",
+]
