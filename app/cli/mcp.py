@@ -1,11 +1,13 @@
-"""`harmony-desk mcp list|add|remove|import`: the MCP servers the user configured.
+"""`harmony-desk mcp list|add|remove|import|tools|call`: the MCP servers the user configured.
 
 Guarantees: `add NAME -- COMMAND [ARGS…]` (`--env KEY=VALUE`, `--secret-env KEY`) and
 `add NAME --url URL` (`--header K=V`, `--secret-header K`) write `mcp.json`; a secret's value is
 asked for (not shown on a terminal; one line each from a pipe) and stored in the keyring only;
 `import FILE` reads another app's file and says which values it moved to the keyring; `list`
 prints one JSON line per server (secrets by name only); exit 2 with the reason for a bad name,
-value or file; exit 1 when the keyring cannot keep a secret (nothing is written then).
+value or file; exit 1 when the keyring cannot keep a secret (nothing is written then);
+`tools NAME` prints one JSON line per tool (name, description, input schema); `call NAME TOOL
+'JSON'` prints the result's envelope as JSON and exits 1 on the tool's own error.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import ValidationError
 
 from app.errors import InvalidInputError
 from app.secrets import Secrets
+from app.tools.mcp_client import McpConnection, envelope
 from app.tools.mcp_config import (
     McpServer,
     add_server,
@@ -45,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     remove = verbs.add_parser("remove", help="forget a server and its secrets")
     remove.add_argument("name")
+    tools = verbs.add_parser("tools", help="a local server's tools, one JSON line each")
+    tools.add_argument("name")
+    call = verbs.add_parser("call", help="call a local server's tool; its result as JSON")
+    call.add_argument("name")
+    call.add_argument("tool")
+    call.add_argument("arguments", help="the arguments, a JSON object")
+    call.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     imported = verbs.add_parser("import", help="servers from Claude Desktop, Cursor, LM Studio"
                                 " or VS Code (secrets moved to the keyring)")  # fmt: skip
     imported.add_argument("file", type=Path)
@@ -89,6 +99,31 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
     return 0
 
 
+def _use(args: argparse.Namespace, secrets: Secrets) -> int:
+    server = load_servers().get(args.name)
+    if server is None:
+        raise InvalidInputError(f"no MCP server named {args.name!r} (see `harmony-desk mcp list`)")
+    try:
+        arguments = json.loads(args.arguments) if args.verb == "call" else {}
+    except ValueError as exc:
+        raise InvalidInputError(f"the arguments are not JSON ({exc})") from None
+    if not isinstance(arguments, dict):
+        raise InvalidInputError("the arguments must be a JSON object")
+    connection = McpConnection(args.name, server, secrets).start()
+    try:
+        if args.verb == "tools":
+            for t in connection.tools():
+                said = {"name": t.name, "description": t.description or "",
+                        "input_schema": t.input_schema}  # fmt: skip
+                print(json.dumps(said, ensure_ascii=False))
+            return 0
+        result = envelope(connection.call(args.tool, arguments, args.timeout))
+    finally:
+        connection.close()
+    print(json.dumps(result, ensure_ascii=False))
+    return 0 if result["ok"] else 1
+
+
 def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
     secrets = secrets or Secrets()
     if args.verb == "list":
@@ -97,6 +132,8 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
         return 0
     if args.verb == "add":
         return _add(args, secrets)
+    if args.verb in ("tools", "call"):
+        return _use(args, secrets)
     if args.verb == "remove":
         had = remove_server(args.name, secrets)
         print(f"MCP server {args.name} {'removed' if had else 'was not configured'}",
