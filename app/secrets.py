@@ -35,7 +35,12 @@ class Secrets:
         self.backend = backend if backend is not None else keyring.get_keyring()
         self._memory: dict[str, str] = {}
         self.problem: str | None = None
-        if getattr(self.backend, "priority", 0) <= 0:  # the "fail" and "null" backends
+        try:
+            usable = getattr(self.backend, "priority", 0) > 0  # not the "fail"/"null" ones
+        except Exception as exc:  # a backend chosen earlier whose service has gone (D-Bus)
+            usable = False
+            self._unusable(f"{type(exc).__name__}: {exc}")
+        if not usable:
             self._unusable(f"backend {type(self.backend).__module__}")
 
     @property

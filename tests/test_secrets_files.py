@@ -57,3 +57,19 @@ def test_the_data_folder_and_history_are_private(tmp_path: Path, monkeypatch: py
     opened.connection.close()
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     assert stat.S_IMODE((data / "history.db").stat().st_mode) == 0o600
+
+
+def test_a_keyring_whose_service_has_gone_keeps_keys_in_memory_and_says_why() -> None:
+    """A backend chosen while a D-Bus session existed raises once it is gone; Secrets says so
+    and keeps this run's keys in memory instead of failing."""
+    from app.secrets import Secrets
+
+    class Gone:
+        @property
+        def priority(self) -> float:
+            raise RuntimeError("Unable to initialize SecretService: no session bus")
+
+    secrets = Secrets(Gone())
+    assert not secrets.saved and "no session bus" in (secrets.problem or "")
+    secrets.set("lab-key", "sk-test")
+    assert secrets.get("lab-key") == "sk-test"

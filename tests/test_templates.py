@@ -154,7 +154,7 @@ def test_text_output_keeps_multibyte_characters_whole_and_reports_truncation() -
       "ran longer than"),
      ("{% for m in messages %}{{ 'x' * 100000000 }}{% endfor %}", "wrote more than"),
      ("{% set r = range(100000) %}{% for a in r %}{% for b in r %}{{ a }}{% endfor %}{% endfor %}",
-      "wrote more than"),
+      "wrote more than|ran longer than"),  # both bounds hold it: which first depends on the CPU
      ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "failed")],
 )
 def test_a_looping_or_flooding_template_is_refused_and_a_registry_template_still_works(
