@@ -181,11 +181,11 @@ class DebugPane(QDockWidget):
         if len(d.token_ids) > n_tokens:  # in slices, so a long message never stalls the window
             self._backlog.extend(d.token_ids[n_tokens:])
             self._drain.start()
-        if len(d.token_scores) + len(d.text_scores) != len(self.strip.scores):
-            if d.text_scores:  # a remote endpoint's, as text
-                self.strip.show_text_scores(d.text_scores)
-            else:
-                self.strip.show_scores(d.token_scores)
+        drawn = len(self.strip.scores)
+        if d.text_scores and len(d.text_scores) != drawn:  # a remote endpoint's, as text
+            self.strip.show_text_scores(d.text_scores)
+        elif len(d.token_scores) > drawn:  # the new tokens only
+            self.strip.add_scores(d.token_scores[drawn:])
         if d.spans != self.timeline.spans or len(d.token_times) != len(self.timeline.times):
             self.timeline.show_turn(d.spans, d.token_times)
         if len(d.events) > n_events:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize
-from PySide6.QtGui import QHelpEvent, QPainter, QPaintEvent, QPen, QPolygonF
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtCore import QPoint, QPointF, QRectF, QSize
+from PySide6.QtGui import QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.ui.point_tips import PointTips
 from app.ui.theme import current
 
 LANE, GAP, CURVE, SLICES = 18, 4, 48, 24
@@ -32,7 +33,7 @@ def speeds(times: Sequence[float], slices: int = SLICES) -> list[tuple[float, fl
     return [(start + width * (i + 0.5), c * 1000 / width) for i, c in enumerate(counts)]
 
 
-class TurnTimeline(QWidget):
+class TurnTimeline(PointTips):
     """See the module guarantees."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -83,16 +84,6 @@ class TurnTimeline(QWidget):
                 words = {"prompt": "prompt evaluation", "decode": "decoding"}.get(kind, kind)
                 return f"{words}: {end - start:.0f} ms (from {start:.0f} ms)"
         return ""
-
-    def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
-            text = self.tooltip_at(event.pos())
-            if text:
-                QToolTip.showText(event.globalPos(), text, self)
-            else:
-                QToolTip.hideText()
-            return True
-        return super().event(event)
 
     def theme_changed(self) -> None:
         self.update()

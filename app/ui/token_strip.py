@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QHelpEvent, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.ui.markdown_view import monospace
+from app.ui.point_tips import PointTips
 from app.ui.theme import current
 
 Score = tuple[int, float, tuple[tuple[int, float], ...]]
@@ -35,7 +36,7 @@ def mix(low: QColor, high: QColor, p: float) -> QColor:
     )
 
 
-class TokenStrip(QWidget):
+class TokenStrip(PointTips):
     """See the module guarantees; `piece` turns a token id into its text."""
 
     def __init__(self, piece: Callable[[int], str], parent: QWidget | None = None) -> None:
@@ -49,18 +50,24 @@ class TokenStrip(QWidget):
         self.setMouseTracking(True)
 
     def show_scores(self, scores: Sequence[Score]) -> None:
-        """Tokens of a local model, by id."""
-        self.show_text_scores(
-            [
-                (self.piece(t), lp, tuple((self.piece(a), b) for a, b in top))
-                for t, lp, top in scores
-            ]
-        )
+        """Tokens of a local model, by id (in place of what was shown)."""
+        self.scores, self.boxes = [], []
+        self.add_scores(scores)
 
     def show_text_scores(self, scores: Sequence[TextScore]) -> None:
         """Tokens as text (a remote endpoint's `logprobs`)."""
-        self.scores = list(scores)
-        self._layout()
+        self.scores, self.boxes = list(scores), []
+        self._place()
+        self.update()
+
+    def add_scores(self, scores: Sequence[Score]) -> None:
+        """More tokens of the reply shown: only they are measured and placed (a streaming
+        answer costs the GUI thread its new tokens per refresh, not all of them)."""
+        piece = self.piece
+        self.scores += [
+            (piece(t), lp, tuple((piece(a), b) for a, b in top)) for t, lp, top in scores
+        ]
+        self._place()
         self.update()
 
     def colour(self, logprob: float) -> QColor:
@@ -72,12 +79,17 @@ class TokenStrip(QWidget):
         return text if text.strip() else text.replace(" ", "·") or "∅"
 
     def _layout(self) -> None:
+        self.boxes = []
+        self._place()
+
+    def _place(self) -> None:
+        """Boxes for the tokens that have none yet, after the last one."""
         metrics = self.fontMetrics()
         width = max(self.width(), 200)
-        x = y = GAP
         height = metrics.height() + 2 * PAD
-        self.boxes = []
-        for token, _logprob, _top in self.scores:
+        last = self.boxes[-1] if self.boxes else None
+        x, y = (last.right() + 1 + GAP, last.top()) if last else (GAP, GAP)
+        for token, _logprob, _top in self.scores[len(self.boxes) :]:
             w = metrics.horizontalAdvance(self.label(token)) + 2 * PAD
             if x + w > width and x > GAP:
                 x, y = GAP, y + height + GAP
@@ -110,16 +122,6 @@ class TokenStrip(QWidget):
                 others = ", ".join(f"{self.label(a)!r} {math.exp(lp):.1%}" for a, lp in top)
                 return f"{self.label(token)!r}: {math.exp(logprob):.1%}\nalternatives: {others}"
         return ""
-
-    def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
-            text = self.tooltip_at(event.pos())
-            if text:
-                QToolTip.showText(event.globalPos(), text, self)
-            else:
-                QToolTip.hideText()
-            return True
-        return super().event(event)
 
     def theme_changed(self) -> None:
         self.update()
