@@ -166,9 +166,12 @@ class _Guest:
         finally:
             watchdog.stop()
         reply = _reply(done, watchdog.reason, self.config)
-        grew = "" if watchdog.reason else watchdog.disk_problem()
-        if grew and reply["ok"]:  # it finished between two looks: said now, state kept
-            reply |= {"ok": False, "error": f"{grew}; remove files to go on (variables are kept)"}
+        # it finished between two looks, or just as the watchdog cancelled it: said now, the
+        # interpreter's state kept
+        problem = watchdog.reason or watchdog.disk_problem()
+        if problem and reply["ok"]:
+            tail = "; remove files to go on (variables are kept)" if "workspace" in problem else ""
+            reply |= {"ok": False, "error": problem + tail}
         return reply
 
 
