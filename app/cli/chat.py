@@ -37,7 +37,8 @@ from app.settings import load_settings
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
 from app.tools.api import ToolContext
-from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
+from app.tools.mcp_tools import McpPool
+from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions, UnknownToolError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-local-addresses",
         action="store_true",
         help="let the browser open addresses on this machine or the local network",
+    )
+    parser.add_argument(
+        "--mcp",
+        metavar="NAME[,NAME...]",
+        help="MCP servers whose tools the model may call (see `mcp list`); each call is"
+        " approved like any tool's",
     )
     parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
     parser.add_argument(
@@ -179,10 +186,12 @@ def _read_line(prompt: str) -> str:
 
 def _tools(args: argparse.Namespace) -> ConversationTools | None:
     """The conversation's tools named on the command line (a clear error for an unknown name)."""
-    if not args.tools:
+    names = [n.strip() for n in (args.tools or "").split(",") if n.strip()]
+    names += [MCP_PREFIX + n.strip() for n in (args.mcp or "").split(",") if n.strip()]
+    if not names:
         return None
     options = ToolOptions(
-        enabled=tuple(n.strip() for n in args.tools.split(",") if n.strip()),
+        enabled=tuple(names),
         offline=args.offline,
         granted_folders=tuple(args.grant),
         writable_folders=tuple(args.grant_writable),
@@ -190,10 +199,20 @@ def _tools(args: argparse.Namespace) -> ConversationTools | None:
         searxng_url=args.searxng_url,
         allow_private_addresses=args.allow_local_addresses,
     )
+    pool = McpPool() if args.mcp else None
     try:
-        return ConversationTools(options)
+        return ConversationTools(options, mcp=pool)
     except UnknownToolError as exc:
+        if pool is not None:
+            pool.close()
         raise InvalidInputError(exc.message) from exc
+
+
+def _close(tools: ConversationTools) -> None:
+    """End the conversation's tools and the MCP servers this command started."""
+    tools.close()
+    if tools.mcp is not None:
+        tools.mcp.close()
 
 
 def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
@@ -260,13 +279,13 @@ def run_chat(args: argparse.Namespace) -> int:
     if remote is not None:
         with contextlib.ExitStack() as stack:
             if tools is not None:
-                stack.callback(tools.close)
+                stack.callback(_close, tools)
             return _converse(remote, args, tools, response_format)
     path = _model_path(args.model)
     choice = ChoiceStore().remember(path, _choice(args))
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
-            stack.callback(tools.close)
+            stack.callback(_close, tools)
         info = client.load(
             path,
             n_ctx=args.ctx or 4096,

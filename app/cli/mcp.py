@@ -1,4 +1,5 @@
-"""`harmony-desk mcp list|add|remove|import|tools|call`: the MCP servers the user configured.
+"""`harmony-desk mcp list|add|remove|import|test|tools|call|resources|read|prompts|prompt`: the
+MCP servers the user configured, and what they offer.
 
 Guarantees: `add NAME -- COMMAND [ARGS…]` (`--env KEY=VALUE`, `--secret-env KEY`) and
 `add NAME --url URL` (`--header K=V`, `--secret-header K`) write `mcp.json`; a secret's value is
@@ -6,8 +7,12 @@ asked for (not shown on a terminal; one line each from a pipe) and stored in the
 `import FILE` reads another app's file and says which values it moved to the keyring; `list`
 prints one JSON line per server (secrets by name only); exit 2 with the reason for a bad name,
 value or file; exit 1 when the keyring cannot keep a secret (nothing is written then);
-`tools NAME` prints one JSON line per tool (name, description, input schema); `call NAME TOOL
-'JSON'` prints the result's envelope as JSON and exits 1 on the tool's own error.
+`tools NAME` prints one JSON line per tool (name, the function name the model calls it by,
+description, input schema); `call NAME TOOL 'JSON'` prints the result's envelope as JSON and
+exits 1 on the tool's own error; `test NAME` starts it and prints what it offers and how many
+prompt tokens its tools add; `resources NAME` / `prompts NAME` print one JSON line each, and
+`read NAME URI` / `prompt NAME PROMPT [--arg K=V]` print a resource's text or a prompt's
+messages. A server that cannot start or answer is exit 2 with the reason (and its stderr).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pydantic import ValidationError
 
 from app.errors import InvalidInputError
 from app.secrets import Secrets
-from app.tools.mcp_client import McpConnection, envelope
+from app.tools.mcp_client import McpConnection
 from app.tools.mcp_config import (
     McpServer,
     add_server,
@@ -31,6 +36,10 @@ from app.tools.mcp_config import (
     remove_server,
     save_servers,
 )
+from app.tools.mcp_results import envelope, prompt_messages, resource_text
+from app.tools.mcp_tools import McpPool, function_name, prompt_tokens
+
+USES = ("test", "tools", "call", "resources", "read", "prompts", "prompt")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,9 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     remove = verbs.add_parser("remove", help="forget a server and its secrets")
     remove.add_argument("name")
-    tools = verbs.add_parser("tools", help="a local server's tools, one JSON line each")
-    tools.add_argument("name")
-    call = verbs.add_parser("call", help="call a local server's tool; its result as JSON")
+    verbs.add_parser("test", help="start a server: what it offers").add_argument("name")
+    verbs.add_parser("tools", help="a server's tools, one JSON line each").add_argument("name")
+    verbs.add_parser("resources", help="a server's resources, one JSON line each").add_argument(
+        "name"
+    )
+    read = verbs.add_parser("read", help="a resource's text")
+    read.add_argument("name")
+    read.add_argument("uri")
+    verbs.add_parser("prompts", help="a server's prompts, one JSON line each").add_argument("name")
+    prompt = verbs.add_parser("prompt", help="a prompt's messages, one JSON line each")
+    prompt.add_argument("name")
+    prompt.add_argument("prompt")
+    prompt.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE")
+    call = verbs.add_parser("call", help="call a server's tool; its result as JSON")
     call.add_argument("name")
     call.add_argument("tool")
     call.add_argument("arguments", help="the arguments, a JSON object")
@@ -99,27 +119,90 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
     return 0
 
 
-def _use(args: argparse.Namespace, secrets: Secrets) -> int:
-    server = load_servers().get(args.name)
-    if server is None:
-        raise InvalidInputError(f"no MCP server named {args.name!r} (see `harmony-desk mcp list`)")
+def _arguments(text: str) -> dict[str, object]:
     try:
-        arguments = json.loads(args.arguments) if args.verb == "call" else {}
+        arguments = json.loads(text)
     except ValueError as exc:
         raise InvalidInputError(f"the arguments are not JSON ({exc})") from None
     if not isinstance(arguments, dict):
         raise InvalidInputError("the arguments must be a JSON object")
-    connection = McpConnection(args.name, server, secrets).start()
+    return arguments
+
+
+def _lines(rows: list[dict[str, object]]) -> int:
+    for row in rows:
+        print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def _use(args: argparse.Namespace, secrets: Secrets) -> int:
+    pool = McpPool(secrets=secrets)
+    pool.server(args.name)  # a clear error for a name that is not configured
+    arguments = _arguments(args.arguments) if args.verb == "call" else {}
+    connection: McpConnection = pool.connection(args.name)
     try:
-        if args.verb == "tools":
-            for t in connection.tools():
-                said = {"name": t.name, "description": t.description or "",
-                        "input_schema": t.input_schema}  # fmt: skip
-                print(json.dumps(said, ensure_ascii=False))
-            return 0
-        result = envelope(connection.call(args.tool, arguments, args.timeout))
+        return _with(args, pool, connection, arguments)
     finally:
-        connection.close()
+        pool.close()
+
+
+def _with(
+    args: argparse.Namespace, pool: McpPool, connection: McpConnection, arguments: dict[str, object]
+) -> int:
+    if args.verb == "tools":
+        return _lines(
+            [
+                {
+                    "name": t.name,
+                    "function": function_name(args.name, t.name),
+                    "description": t.description or "",
+                    "input_schema": t.input_schema,
+                }
+                for t in connection.tools()
+            ]
+        )
+    if args.verb == "test":
+        tools = pool.tools(args.name)
+        said = {
+            "name": args.name,
+            "tools": [t.name for t in tools],
+            "prompt_tokens": prompt_tokens(tools),
+            "resources": len(connection.resources()),
+            "prompts": len(connection.prompts()),
+        }
+        return _lines([said])
+    if args.verb == "resources":
+        return _lines(
+            [
+                {
+                    "uri": str(r.uri),
+                    "name": r.name,
+                    "description": r.description or "",
+                    "mime_type": r.mime_type or "",
+                }
+                for r in connection.resources()
+            ]
+        )
+    if args.verb == "read":
+        print(resource_text(connection.read_resource(args.uri)))
+        return 0
+    if args.verb == "prompts":
+        return _lines(
+            [
+                {
+                    "name": p.name,
+                    "description": p.description or "",
+                    "arguments": [
+                        {"name": a.name, "required": bool(a.required)} for a in p.arguments or ()
+                    ],
+                }
+                for p in connection.prompts()
+            ]
+        )
+    if args.verb == "prompt":
+        got = connection.get_prompt(args.prompt, _pairs(args.arg, "--arg"))
+        return _lines([{"role": r, "text": t} for r, t in prompt_messages(got)])
+    result = envelope(connection.call(args.tool, arguments, args.timeout))
     print(json.dumps(result, ensure_ascii=False))
     return 0 if result["ok"] else 1
 
@@ -132,7 +215,7 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
         return 0
     if args.verb == "add":
         return _add(args, secrets)
-    if args.verb in ("tools", "call"):
+    if args.verb in USES:
         return _use(args, secrets)
     if args.verb == "remove":
         had = remove_server(args.name, secrets)

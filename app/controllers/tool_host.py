@@ -4,7 +4,8 @@ enabled tools (its python interpreter, its browser).
 Guarantees: plugins are discovered once, on a background thread, and only trusted ones are
 imported (in the plugin host); trusting one discovers again; a conversation's tools are built on
 the engine thread on first use and closed when its tool choice, its offline mark or the
-conversation itself goes away, and all of them when the window closes.
+conversation itself goes away, and all of them when the window closes; MCP servers are one
+pool for the whole window (started on first use, stopped when the window closes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 
 from app.domain.history import ChatDoc
 from app.tools.discovery import Discovered, discover
+from app.tools.mcp_tools import McpPool
 from app.tools.session import ConversationTools, ToolOptions
 from app.tools.trust import PluginIdentity, TrustStore
 
@@ -25,6 +27,7 @@ class WindowTools:
         self._plugins: list[str] | None = None
         self._found: Discovered | None = None
         self._lock = threading.Lock()
+        self.mcp = McpPool()
 
     def available(self) -> list[str]:
         """The built-ins and the trusted plugins; plugins once they have been found."""
@@ -62,7 +65,7 @@ class WindowTools:
         tools = self._tools.get(doc.id)
         if tools is None:
             options = ToolOptions(enabled=doc.tools, offline=doc.offline)
-            tools = ConversationTools(options, self.discovered())
+            tools = ConversationTools(options, self.discovered(), self.mcp)
             self._tools[doc.id] = tools
         return tools
 
@@ -75,6 +78,7 @@ class WindowTools:
     def close(self) -> None:
         for doc_id in list(self._tools):
             self.forget(doc_id)
+        self.mcp.close()
 
 
 __all__ = ["WindowTools"]

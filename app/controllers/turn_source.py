@@ -22,6 +22,7 @@ from app.engine.constraint import ResponseFormat
 from app.engine.protocol import TurnFailed
 from app.engine.remote import RemoteSession
 from app.engine.turn import Resume, TurnRequest, run_turn
+from app.errors import HarmonyDeskError
 from app.tools.registry import ToolRegistry
 
 
@@ -94,7 +95,11 @@ def turn_events(spec: TurnSpec) -> Iterator[Any]:
         resume = Resume(session.conversation.with_messages(asked), spec.prefix)
         request = dataclasses.replace(request, resume=resume)
     elif spec.tools is not None:
-        request = dataclasses.replace(request, tools=spec.tools())
+        try:  # an MCP server that cannot start, a plugin gone: said in the conversation
+            request = dataclasses.replace(request, tools=spec.tools())
+        except HarmonyDeskError as exc:
+            yield TurnFailed(f"the conversation's tools are not ready: {exc.message}")
+            return
     yield from run_turn(session, request, spec.cancel)
     yield SessionDone(session.conversation, start)
 

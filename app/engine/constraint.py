@@ -109,6 +109,18 @@ def check_schema(schema: Mapping[str, Any]) -> None:
         _CHECKED.add(key)
 
 
+def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """`schema` when the token mask can enforce it, else None: any JSON object, which the tool
+    then checks itself (a tool whose schema JSON mode cannot take still gets called)."""
+    if schema is None:
+        return None
+    try:
+        check_schema(schema)
+    except SchemaError:
+        return None
+    return schema
+
+
 def _check_schema(schema: Mapping[str, Any]) -> None:
     from jsonschema import SchemaError as MetaError
     from jsonschema.validators import validator_for

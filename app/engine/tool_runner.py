@@ -134,7 +134,7 @@ def run_decided(
     """Run the calls their decisions allow, concurrently; one outcome per call, in call order.
 
     Each outcome carries the approval decision and, for calls that ran, their duration."""
-    context = context or ToolContext(call_id="")
+    context = dataclasses.replace(context or ToolContext(call_id=""), cancel=cancel)
     decided: dict[str, CallOutcome] = {}
     running: dict[str, tuple[PendingCall, cf.Future[Any], dict[str, Any], float]] = {}
     started: dict[str, float] = {}

@@ -1,7 +1,8 @@
 """A user turn with tools on a chat session: the turn loop driven by the real engine.
 
 Guarantees: the conversation's developer message declares exactly the registry's tools; with a
-Harmony model each generation is constrained so tool arguments follow their schemas; the
+Harmony model each generation is constrained so tool arguments follow their schemas (a schema
+the token mask cannot take allows any object, which the tool checks itself); the
 first generation honours `tool_choice`, later ones are `auto`; the chain's analysis stays in
 every follow-up prompt; every call's audit record comes back in the `TurnResult` and is
 appended to the tool audit log here, so the window, the terminal and any other driver audit.
@@ -25,7 +26,7 @@ from app.domain.events import TurnEvent
 from app.domain.messages import Conversation, Message, Role, SystemContent
 from app.engine.audit import AuditLog
 from app.engine.chat import ChatSession
-from app.engine.constraint import CallSpec, ToolChoice, harmony_constraint
+from app.engine.constraint import CallSpec, ToolChoice, enforceable, harmony_constraint
 from app.engine.remote import RemoteSession
 from app.engine.tool_runner import Approve, Decision, allow_all, described, run_decided
 from app.engine.turn_loop import Generate, Generated, PendingCall, TurnResult, turn_loop
@@ -49,7 +50,7 @@ def with_tools(conversation: Conversation, registry: ToolRegistry) -> Conversati
 
 def _call_spec(t: Tool) -> CallSpec:
     code = t.body == "code"
-    return CallSpec(t.qualified_name, t.channel, None if code else t.parameters, code)
+    return CallSpec(t.qualified_name, t.channel, None if code else enforceable(t.parameters), code)
 
 
 def _approved(
@@ -85,7 +86,7 @@ def run_tool_turn(
         session.conversation.with_message(Message.of(Role.USER, text)), registry
     )
     loop = turn_loop(conversation, registry, max_calls=max_calls)
-    schemas = {t.name: t.parameters for t in registry if t.namespace == "functions"}
+    schemas = {t.name: enforceable(t.parameters) for t in registry if t.namespace == "functions"}
     calls = [_call_spec(t) for t in registry if t.namespace != "functions"]
     action = next(loop)
     first = True

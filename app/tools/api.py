@@ -7,7 +7,9 @@ JSON mode constrains the arguments to. Built-in tools are written against this m
 
 from __future__ import annotations
 
+import copy
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -50,6 +52,12 @@ class ToolContext:
     call_id: str
     conversation_id: str = ""
     offline: bool = False
+    cancel: threading.Event | None = field(default=None, compare=False, repr=False)
+
+    def plain(self) -> dict[str, Any]:
+        """The context as plain values (for a tool in another process; no cancel event)."""
+        return {"call_id": self.call_id, "conversation_id": self.conversation_id,
+                "offline": self.offline}  # fmt: skip
 
 
 Body = Literal["json", "code"]
@@ -176,7 +184,31 @@ def tool(
     return wrap(function) if function is not None else wrap
 
 
+def schema_arguments(schema: dict[str, Any]) -> type[BaseModel]:
+    """An argument model that reports `schema` as it is and keeps every argument: for tools
+    whose schema comes from elsewhere (a plugin host, an MCP server), which validate the call
+    themselves."""
+
+    class Arguments(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return copy.deepcopy(schema)
+
+    return Arguments
+
+
 hookimpl = pluggy.HookimplMarker("harmony_desk")
 """Marks a plugin's hook implementations: `@hookimpl def harmony_desk_tools(): return [my_tool]`."""
 
-__all__ = ["Risk", "Tool", "ToolContext", "ToolError", "ValidationError", "hookimpl", "tool"]
+__all__ = [
+    "Risk",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ValidationError",
+    "hookimpl",
+    "schema_arguments",
+    "tool",
+]

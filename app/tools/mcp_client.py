@@ -1,30 +1,37 @@
-"""A connection to one local MCP server over stdio, through the official `mcp` SDK, behind a
-blocking interface the tool host can call from any thread.
+"""A connection to one MCP server through the official `mcp` SDK — local over stdio, remote
+over Streamable HTTP or legacy SSE — behind a blocking interface any thread may call.
 
 Guarantees: the SDK's session runs on a private asyncio loop in its own thread, so a slow or
-hung server never blocks the caller past its deadline (`McpError` E-TOOL-TIMEOUT); the server
-sees the user's environment, the plain values from `mcp.json` and its secrets read from the
-keyring at start (never from a file); a server that cannot start or dies says so with the end
-of what it wrote to stderr; `close` ends the session and the server process.
+hung server never blocks a caller past its deadline; a call's deadline counts from the call or
+from the server's last progress notification, whichever is later (E-TOOL-TIMEOUT when it
+passes); a call that times out or is cancelled through its `cancel` event is abandoned with the
+protocol's `notifications/cancelled`; a local server runs under the guard with the environment
+of `app/tools/mcp_env.py`; a remote server gets its headers with their secrets read from the
+keyring at connect (never from a file); a server that cannot start or dies says so with the end
+of what it wrote to stderr; `alive` is false once the transport has gone; `close` ends the
+session and the server's processes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import contextlib
-import json
-import os
 import tempfile
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.mcp_config import McpServer, secret_name
+from app.tools.mcp_env import environment, guarded
 
 T = TypeVar("T")
 START_S = 30.0
+POLL_S = 0.05
+PING_S = 3.0
 
 
 class McpError(HarmonyDeskError):
@@ -36,11 +43,9 @@ class McpError(HarmonyDeskError):
 
 
 class McpConnection:
-    """One started local server (see the module guarantees)."""
+    """One started server (see the module guarantees)."""
 
     def __init__(self, name: str, server: McpServer, secrets: Secrets | None = None) -> None:
-        if server.command is None:
-            raise McpError(f"{name} is a remote server; this connection runs local ones")
         self.name, self.server = name, server
         self._secrets = secrets
         self._loop = asyncio.new_event_loop()
@@ -48,110 +53,198 @@ class McpConnection:
                                         daemon=True)  # fmt: skip
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Any = None
+        self._gone = False
+        self._refused = ""
         self._stderr = tempfile.TemporaryFile(  # noqa: SIM115 - held open until `close`
             mode="w+", encoding="utf-8", errors="replace"
         )
         self._thread.start()
 
-    def _environment(self) -> dict[str, str]:
-        env = {**os.environ, **self.server.env}
-        secrets = self._secrets if self._secrets is not None else Secrets()
-        for key in self.server.secret_env:
-            value = secrets.get(secret_name(self.name, key))
-            if value is None:
-                raise McpError(
-                    f"{self.name} needs {key}, which is not in the keyring:"
-                    f" `harmony-desk mcp add {self.name} --secret-env {key} -- ...`"
-                )
-            env[key] = value
-        return env
-
-    def _run(self, work: Coroutine[Any, Any, T], timeout: float) -> T:
+    def _wait(
+        self,
+        work: Coroutine[Any, Any, T],
+        timeout: float,
+        cancel: threading.Event | None = None,
+        progressed: Callable[[], float] | None = None,
+    ) -> T:
         future = asyncio.run_coroutine_threadsafe(work, self._loop)
-        try:
-            return future.result(timeout)
-        except TimeoutError:
-            future.cancel()  # the SDK's request is cancelled on the server too
-            raise McpError(
-                f"{self.name} did not answer within {timeout:.0f} s", ErrorCode.TOOL_TIMEOUT
-            ) from None
-        except McpError:
-            raise
-        except Exception as exc:  # the SDK and the pipe raise many kinds
-            raise McpError(f"{self.name}: {type(exc).__name__}: {exc}{self._said()}") from None
+        began = time.monotonic()
+        while True:
+            try:
+                return future.result(POLL_S)
+            except cf.TimeoutError:
+                pass
+            except cf.CancelledError:
+                raise McpError(f"{self.name}: the request was cancelled") from None
+            except McpError:
+                raise
+            except Exception as exc:  # the SDK and the transport raise many kinds
+                self._check_transport()
+                raise McpError(f"{self.name}: {_said(exc)}{self._refused}{self.said()}") from None
+            last = max(began, progressed() if progressed is not None else 0.0)
+            if cancel is not None and cancel.is_set():
+                future.cancel()  # the SDK sends notifications/cancelled to the server
+                raise McpError("the user cancelled the call", ErrorCode.TOOL_CANCELLED)
+            if time.monotonic() - last > timeout:
+                future.cancel()
+                raise McpError(
+                    f"{self.name} did not answer within {timeout:g} s", ErrorCode.TOOL_TIMEOUT
+                )
 
-    def _said(self) -> str:
+    def _check_transport(self) -> None:
+        """After a failed request: mark the connection gone unless the server answers a ping."""
+        if self._session is None or self._gone:
+            return
+        future = asyncio.run_coroutine_threadsafe(self._session.send_ping(), self._loop)
+        try:
+            future.result(PING_S)
+        except BaseException:
+            future.cancel()
+            self._gone = True
+
+    def said(self) -> str:
+        """The end of what a local server wrote to stderr, as a clause ("" when nothing)."""
+        if self._stderr.closed:
+            return ""
         self._stderr.seek(0)
         text = self._stderr.read()[-2000:].strip()
         return f" (it wrote: {text})" if text else ""
 
-    async def _open(self) -> None:
-        from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+    def _headers(self) -> dict[str, str]:
+        headers = dict(self.server.headers)
+        secrets = self._secrets if self._secrets is not None else Secrets()
+        for key in self.server.secret_headers:
+            value = secrets.get(secret_name(self.name, key))
+            if value is None:
+                raise McpError(f"{self.name} needs the header {key}, which is not in the keyring")
+            headers[key] = value
+        return headers
 
-        params = StdioServerParameters(
-            command=str(self.server.command), args=list(self.server.args), env=self._environment()
-        )
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
+        kind, url = self.server.transport, str(self.server.url)
+        if kind == "stdio":
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            env = environment(self.name, self.server, self._secrets or Secrets())
+            program, args = guarded(self.name, self.server, env)
+            params = StdioServerParameters(command=program, args=args, env=env)
+            streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
+        elif kind == "sse":
+            from mcp.client.sse import sse_client
+
+            streams = await stack.enter_async_context(sse_client(url, headers=self._headers()))
+        else:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = await stack.enter_async_context(create_mcp_http_client(self._headers()))
+            client.event_hooks["response"].append(self._heard)
+            streams = await stack.enter_async_context(
+                streamable_http_client(url, http_client=client)
+            )
+        return streams[0], streams[1]
+
+    async def _heard(self, response: Any) -> None:
+        """Keep a remote server's last HTTP error: the SDK reports it only as "an error"."""
+        if response.status_code >= 400:
+            self._refused = f" (HTTP {response.status_code} from {response.request.url})"
+
+    async def _open(self) -> None:
+        from mcp import ClientSession
+
         stack = contextlib.AsyncExitStack()
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
-        self._session = await stack.enter_async_context(ClientSession(read, write))
-        await self._session.initialize()
+        try:
+            read, write = await self._transport(stack)
+            self._session = await stack.enter_async_context(ClientSession(read, write))
+            await self._session.initialize()
+        except BaseException as exc:
+            first: BaseException = exc
+            try:
+                await stack.aclose()
+            except BaseException as inner:  # the transport's own failure, behind a cancel
+                first = inner if isinstance(exc, asyncio.CancelledError) else exc
+            if isinstance(first, McpError | HarmonyDeskError):
+                raise
+            raise McpError(f"{_said(first)}{self._refused}") from None
         self._stack = stack
 
     def start(self, timeout: float = START_S) -> McpConnection:
         """Start the server and its session (a clear error when it cannot)."""
         try:
-            self._run(self._open(), timeout)
-        except McpError as exc:
+            self._wait(self._open(), timeout)
+        except (McpError, HarmonyDeskError) as exc:
+            said = self.said()
             self.close()
-            raise McpError(f"{self.name} could not start: {exc.message}") from None
+            raise McpError(f"{self.name} could not start: {exc.message}{said}") from None
         return self
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and not self._gone and self._thread.is_alive()
 
     def tools(self, timeout: float = START_S) -> list[Any]:
         """The server's tools (the SDK's `Tool` values: name, description, input_schema)."""
-        result = self._run(self._session.list_tools(), timeout)
-        return list(result.tools)
+        return list(self._wait(self._session.list_tools(), timeout).tools)
 
-    def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """Call `tool`; the SDK's `CallToolResult` (`is_error` set for a tool's own error)."""
-        return self._run(self._session.call_tool(tool, arguments), timeout)
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        cancel: threading.Event | None = None,
+    ) -> Any:
+        """Call `tool`; the SDK's `CallToolResult` (`is_error` set for a tool's own error).
+        Each progress notification from the server restarts the `timeout`."""
+        last = [0.0]
+
+        async def progress(_done: float, _total: float | None, _message: str | None) -> None:
+            last[0] = time.monotonic()
+
+        work = self._session.call_tool(tool, arguments, progress_callback=progress)
+        return self._wait(work, timeout, cancel, lambda: last[0])
+
+    def resources(self, timeout: float = START_S) -> list[Any]:
+        """The server's resources (uri, name, description, mime_type); none if it has none."""
+        if not self._offers("resources"):
+            return []
+        return list(self._wait(self._session.list_resources(), timeout).resources)
+
+    def read_resource(self, uri: str, timeout: float = START_S) -> Any:
+        return self._wait(self._session.read_resource(uri), timeout)
+
+    def prompts(self, timeout: float = START_S) -> list[Any]:
+        """The server's prompts (name, description, arguments); none if it has none."""
+        if not self._offers("prompts"):
+            return []
+        return list(self._wait(self._session.list_prompts(), timeout).prompts)
+
+    def get_prompt(self, name: str, arguments: dict[str, str], timeout: float = START_S) -> Any:
+        return self._wait(self._session.get_prompt(name, arguments), timeout)
+
+    def _offers(self, what: str) -> bool:
+        capabilities = self._session.server_capabilities
+        return capabilities is not None and getattr(capabilities, what, None) is not None
 
     def close(self) -> None:
         """End the session and the server (idempotent)."""
         stack, self._stack = self._stack, None
+        self._gone = True
         if stack is not None and self._loop.is_running():
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(stack.aclose(), self._loop).result(10)
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
-        self._stderr.close()
+        if not self._stderr.closed:
+            self._stderr.close()
 
 
-MAX_RESULT_CHARS = 20_000
+def _said(exc: BaseException) -> str:
+    """An exception as a sentence; a group (the SDK's task groups) by its first leaf."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def envelope(result: Any, limit: int = MAX_RESULT_CHARS) -> dict[str, Any]:
-    """A tool result as the model reads it: text parts joined (images and other parts as a
-    notice), structured content kept, the server's `is_error` as the envelope's error, and
-    anything past `limit` characters cut with a marker that says so."""
-    parts = []
-    for part in getattr(result, "content", None) or ():
-        kind = getattr(part, "type", "")
-        if kind == "text":
-            parts.append(str(part.text))
-        else:
-            parts.append(f"[{kind or 'a part'} ({getattr(part, 'mime_type', '') or 'no type'})"
-                         " left out: only text reaches the model]")  # fmt: skip
-    text = "\n".join(parts)
-    if len(text) > limit:
-        text = text[:limit] + f"\n[cut: {len(text) - limit} more characters]"
-    if getattr(result, "is_error", False):
-        return {"ok": False, "error": {"code": ErrorCode.TOOL_ERROR.value, "message": text}}
-    structured = getattr(result, "structured_content", None)
-    if structured is not None and len(json.dumps(structured, ensure_ascii=False)) <= limit:
-        return {"ok": True, "content": structured}
-    return {"ok": True, "content": text}  # the text, cut where it had to be
-
-
-__all__ = ["MAX_RESULT_CHARS", "McpConnection", "McpError", "envelope"]
+__all__ = ["McpConnection", "McpError"]

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -44,6 +44,14 @@ class McpServer(BaseModel):
     url: str | None = Field(None, description="A remote server (Streamable HTTP or SSE).")
     headers: dict[str, str] = Field(default_factory=dict)
     secret_headers: tuple[str, ...] = Field((), description="Header names kept in the keyring.")
+    type: Literal["stdio", "http", "sse"] | None = Field(
+        None,
+        description="How to reach it (None: stdio for a command; http, or sse for a url"
+        " ending in /sse).",
+    )
+    timeout: float = Field(
+        60.0, gt=0, le=3600, description="Seconds a call may go without a result or progress."
+    )
     enabled_tools: tuple[str, ...] | None = Field(
         None, description="Only these of its tools (None: all)."
     )
@@ -54,7 +62,19 @@ class McpServer(BaseModel):
             raise ValueError("a server has either a command (local) or a url (remote)")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
+        if (self.type == "stdio") != (self.command is not None) and self.type is not None:
+            raise ValueError(
+                f"type {self.type!r} does not fit a {'url' if self.url else 'command'}"
+            )
         return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.type is not None:
+            return self.type
+        if self.url is None:
+            return "stdio"
+        return "sse" if self.url.rstrip("/").endswith("/sse") else "http"
 
     @property
     def remote(self) -> bool:
@@ -179,6 +199,13 @@ def _split(
     return plain, tuple(hidden)
 
 
+def _kind(value: Any) -> Any:
+    """Another app's transport name as ours (`streamable-http` is `http`; unknown: ours)."""
+    known = {"stdio": "stdio", "http": "http", "streamable-http": "http",
+             "streamablehttp": "http", "sse": "sse"}  # fmt: skip
+    return known.get(str(value).lower()) if value else None
+
+
 def import_servers(path: Path, secrets: Secrets) -> Imported:
     """Servers from another app's file, with what looks secret moved to the keyring."""
     entries = _entries(_read(path))
@@ -199,6 +226,7 @@ def import_servers(path: Path, secrets: Secrets) -> Imported:
                 env=env,
                 secret_env=secret_env,
                 url=entry.get("url") or entry.get("serverUrl"),
+                type=_kind(entry.get("type") or entry.get("transport")),
                 headers=headers,
                 secret_headers=secret_headers,
             )

@@ -16,7 +16,6 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import copy
 import dataclasses
 import importlib
 import importlib.metadata
@@ -30,9 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from app.tools.api import Risk, Tool, ToolContext, ToolError
+from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.child import start_child, stop_child
 
 MAX_FRAME = 16 << 20
@@ -148,19 +145,6 @@ def serve(conn: Connection) -> None:
 
 
 # --- in the app --------------------------------------------------------------------------
-
-
-def _arguments_model(schema: dict[str, Any]) -> type[BaseModel]:
-    """An argument model that reports the plugin's own schema; the host validates the call."""
-
-    class Arguments(BaseModel):
-        model_config = ConfigDict(extra="allow")
-
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return copy.deepcopy(schema)
-
-    return Arguments
 
 
 class PluginHost:
@@ -288,14 +272,14 @@ class PluginHost:
         def forward(*args: Any, **values: Any) -> Any:
             values.update(zip(order, args, strict=False))  # called like the plugin's function
             ctx = values.pop("ctx", None)
-            context = dataclasses.asdict(ctx) if isinstance(ctx, ToolContext) else {"call_id": ""}
+            context = ctx.plain() if isinstance(ctx, ToolContext) else {"call_id": ""}
             return self.call(plugin, qualified, values, context, timeout)
 
         return Tool(
             name=d["name"],
             namespace=d["namespace"],
             description=d["description"],
-            arguments=_arguments_model(d["parameters"]),
+            arguments=schema_arguments(d["parameters"]),
             function=forward,
             risk=Risk(d["risk"]),
             deadline_ms=int(d["deadline_ms"]),

@@ -1,8 +1,10 @@
 """The tools of one conversation: which plugins are enabled, and the built-ins' state.
 
 Guarantees: a conversation gets exactly the tools it enabled — by plugin name (all its tools),
-tool name, qualified name, or `python` / `browser` for the built-ins — and an unknown name is
-an error listing what exists; the python sandbox and the browser's pages live as long as the
+tool name, qualified name, `python` / `browser` for the built-ins, or `mcp:SERVER` for an MCP
+server's tools (those its allow-list keeps) — and an unknown name is an error listing what
+exists; an MCP server that cannot start is an error with its reason and stderr, and an offline
+conversation refuses a remote one; the python sandbox and the browser's pages live as long as the
 conversation's `ConversationTools` and are closed with it; an offline conversation's browser
 cannot reach the network; the python sandbox never can.
 """
@@ -20,10 +22,13 @@ from app.tools.browser.search import DuckDuckGoSearch, SearchProvider, SearxngSe
 from app.tools.browser.tool import Browser, browser_tools
 from app.tools.builtin.python import python_tool
 from app.tools.discovery import Discovered, discover
+from app.tools.mcp_client import McpError
+from app.tools.mcp_tools import McpPool
 from app.tools.registry import ToolRegistry
 from app.tools.sandbox import PythonSandbox, SandboxLimits, unavailable_reason
 
 BUILT_IN_NAMESPACES = ("python", "browser")
+MCP_PREFIX = "mcp:"
 
 
 class UnknownToolError(HarmonyDeskError):
@@ -47,9 +52,12 @@ class ToolOptions:
 class ConversationTools:
     """The registry of one conversation's enabled tools, and the state behind the built-ins."""
 
-    def __init__(self, options: ToolOptions, found: Discovered | None = None) -> None:
+    def __init__(
+        self, options: ToolOptions, found: Discovered | None = None, mcp: McpPool | None = None
+    ) -> None:
         self.options = options
         self.found = found if found is not None else discover()
+        self.mcp = mcp
         self.sandbox: PythonSandbox | None = None
         self.browser: Browser | None = None
         self.registry = ToolRegistry(self._resolve(options.enabled))
@@ -57,6 +65,8 @@ class ConversationTools:
     def available(self) -> list[str]:
         """Every name a conversation may enable."""
         names = set(BUILT_IN_NAMESPACES) | set(self.found.tools)
+        if self.mcp is not None:
+            names |= {MCP_PREFIX + n for n in self.mcp.configured()}
         for tools in self.found.tools.values():
             names |= {t.name for t in tools} | {t.qualified_name for t in tools}
         return sorted(names)
@@ -78,6 +88,11 @@ class ConversationTools:
         return list(chosen.values())
 
     def _named(self, name: str) -> list[Tool]:
+        if name.startswith(MCP_PREFIX) and self.mcp is not None:
+            try:
+                return self.mcp.tools(name.removeprefix(MCP_PREFIX), self.options.offline)
+            except McpError as exc:
+                raise UnknownToolError(exc.message) from None
         if name == "python":
             reason = unavailable_reason()
             if reason is not None:
@@ -128,4 +143,4 @@ class ConversationTools:
         self.close()
 
 
-__all__ = ["ConversationTools", "ToolOptions", "UnknownToolError"]
+__all__ = ["MCP_PREFIX", "ConversationTools", "ToolOptions", "UnknownToolError"]

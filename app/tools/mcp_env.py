@@ -1,0 +1,83 @@
+"""What a local MCP server is started with: its environment and its guarded command line.
+
+Guarantees: the server sees the app's environment, with the user's login-shell `PATH` merged
+in after the app's own entries (an app started from a desktop launcher or a bundle gets a
+minimal `PATH`, and `npx`, `uvx` or `docker` would not be found); then the plain values from
+`mcp.json`; then its secrets, read from the keyring at start and never from a file. A command
+that is not on that `PATH` is an error naming it and where it was looked for. The command runs
+under the guard (`app/tools/mcp_guard.py`), so the server stops when the app does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+
+from app.errors import InvalidInputError
+from app.secrets import Secrets
+from app.tools.mcp_config import McpServer, secret_name
+
+LOGIN_SHELL_S = 5.0
+
+
+@functools.cache
+def login_path() -> str:
+    """The `PATH` of the user's login shell ("" where there is none or it does not answer)."""
+    if sys.platform == "win32":
+        return ""
+    shell = os.environ.get("SHELL") or "/bin/sh"
+    try:
+        done = subprocess.run(
+            [shell, "-l", "-c", 'printf "%s" "$PATH"'],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=LOGIN_SHELL_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = done.stdout.strip().splitlines()  # a profile may print; PATH is printed last
+    return lines[-1] if done.returncode == 0 and lines else ""
+
+
+def merged_path(own: str, login: str) -> str:
+    """`own`'s entries, then `login`'s that `own` lacks (order kept, nothing repeated)."""
+    entries = [p for p in own.split(os.pathsep) if p]
+    entries += [p for p in dict.fromkeys(login.split(os.pathsep)) if p and p not in entries]
+    return os.pathsep.join(entries)
+
+
+def environment(name: str, server: McpServer, secrets: Secrets) -> dict[str, str]:
+    """The server's environment (see the module guarantees)."""
+    env = dict(os.environ)
+    env["PATH"] = merged_path(env.get("PATH", ""), login_path())
+    env.update(server.env)
+    for key in server.secret_env:
+        value = secrets.get(secret_name(name, key))
+        if value is None:
+            raise InvalidInputError(
+                f"{name} needs {key}, which is not in the keyring:"
+                f" `harmony-desk mcp add {name} --secret-env {key} -- ...`"
+            )
+        env[key] = value
+    return env
+
+
+def guarded(name: str, server: McpServer, env: dict[str, str]) -> tuple[str, list[str]]:
+    """(program, arguments) that run the server under the guard."""
+    command = str(server.command)
+    found = shutil.which(command, path=env.get("PATH"))
+    if found is None:
+        raise InvalidInputError(
+            f"{name}: {command!r} was not found (looked in the PATH: {env.get('PATH', '')})"
+        )
+    if getattr(sys, "frozen", False):  # a bundle: the app's own executable is the guard
+        return sys.executable, ["--mcp-guard", str(os.getpid()), found, *server.args]
+    return sys.executable, ["-m", "app.tools.mcp_guard", str(os.getpid()), found, *server.args]
+
+
+__all__ = ["environment", "guarded", "login_path", "merged_path"]

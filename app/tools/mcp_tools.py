@@ -1,0 +1,232 @@
+"""MCP servers as one more tool source: their tools as Harmony function tools, and the
+servers' lifecycle for the whole app.
+
+Guarantees:
+- Names: a server's tool `get-time` on server `my-clock` is the function `my_clock__get_time`
+  (`functions.my_clock__get_time` for gpt-oss): the server's name, two underscores, the tool's,
+  each reduced to letters, digits and `_`, at most 64 characters. Server names are unique, so
+  two servers cannot collide; two tools of one server that reduce to the same name are both
+  left out, with the reason in the server's log.
+- A call validates its arguments against the server's schema (E-CALL-SCHEMA otherwise), waits
+  at most the server's `timeout` since the call or its last progress, is cancelled on the
+  server when the user cancels, and comes back as the envelope (the server's error is the
+  tool's error the model reads; a long result is cut with a marker).
+- The pool: one session per server for the whole app, started on first use; after a server
+  dies, the next use starts it again — at once the first time, then after 1, 2, 4 … 30 s
+  (meanwhile an error that says when); `close` stops them all, and each local server's guard
+  stops it if the app is killed. An offline conversation never gets a remote (`url`) server.
+- Each server keeps a log of its last 200 events (started, stopped, died with its stderr,
+  calls and their outcome) for the window's MCP page.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.domain.messages import DeveloperContent, ToolNamespaceConfig
+from app.errors import ErrorCode, HarmonyDeskError
+from app.harmony import encoding as enc
+from app.harmony.renderer import developer_text
+from app.secrets import Secrets
+from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
+from app.tools.mcp_client import McpConnection, McpError
+from app.tools.mcp_config import McpServer, load_servers
+from app.tools.mcp_results import envelope
+
+SEPARATOR = "__"
+MAX_NAME = 64
+BACKOFF_MAX_S = 30.0
+LOG_LINES = 200
+
+
+def function_name(server: str, tool: str) -> str:
+    """The function a server's tool is called by (see the module guarantees)."""
+    clean = [re.sub(r"[^A-Za-z0-9_]", "_", part) for part in (server, tool)]
+    return (clean[0] + SEPARATOR + clean[1])[:MAX_NAME]
+
+
+def plugin_label(server: str) -> str:
+    """What a tool's `plugin` says for an MCP server's tool (shown on its tool card)."""
+    return f"MCP {server}"
+
+
+class McpPool:
+    """The app's MCP sessions (see the module guarantees)."""
+
+    def __init__(
+        self,
+        config: Callable[[], dict[str, McpServer]] = load_servers,
+        secrets: Secrets | None = None,
+    ) -> None:
+        self._config, self._secrets = config, secrets
+        self._live: dict[str, McpConnection] = {}
+        self._deaths: dict[str, int] = {}
+        self._next_start: dict[str, float] = {}
+        self._locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+        self.logs: dict[str, collections.deque[str]] = collections.defaultdict(
+            lambda: collections.deque(maxlen=LOG_LINES)
+        )
+
+    def note(self, name: str, line: str) -> None:
+        self.logs[name].append(f"{time.strftime('%H:%M:%S')} {line}")
+
+    def server(self, name: str, offline: bool = False) -> McpServer:
+        """The server's configuration; an error when there is none, or when it is remote and
+        the conversation asking is offline."""
+        server = self._config().get(name)
+        if server is None:
+            raise McpError(f"no MCP server named {name!r} (see `harmony-desk mcp list`)")
+        if server.remote and offline:
+            raise McpError(f"{name} is a remote server ({server.url}): not used offline")
+        return server
+
+    def connection(self, name: str) -> McpConnection:
+        """The server's session, started (again) if need be."""
+        with self._locks[name]:
+            live = self._live.get(name)
+            if live is not None and live.alive:
+                return live
+            if live is not None:
+                self._died(name, live)
+            wait = self._next_start.get(name, 0.0) - time.monotonic()
+            if wait > 0:
+                raise McpError(f"{name} stopped; it is started again in {wait:.0f} s")
+            server = self.server(name)
+            try:
+                live = McpConnection(name, server, self._secrets).start()
+            except McpError as exc:
+                self.note(name, f"could not start: {exc.message}")
+                self._back_off(name)
+                raise
+            self._live[name] = live
+            self.note(name, "started")
+            return live
+
+    def _died(self, name: str, gone: McpConnection) -> None:
+        self.note(name, f"stopped unexpectedly{gone.said()}")
+        gone.close()
+        del self._live[name]
+        self._back_off(name)
+
+    def _back_off(self, name: str) -> None:
+        deaths = self._deaths[name] = self._deaths.get(name, 0) + 1
+        delay = 0.0 if deaths == 1 else min(BACKOFF_MAX_S, 2.0 ** (deaths - 2))
+        self._next_start[name] = time.monotonic() + delay
+
+    def call(
+        self, name: str, tool: str, arguments: dict[str, Any], cancel: threading.Event | None
+    ) -> dict[str, Any]:
+        """One call's envelope; `McpError` when the server could not be reached or answer."""
+        connection = self.connection(name)
+        try:
+            result = envelope(connection.call(tool, arguments, connection.server.timeout, cancel))
+        except McpError as exc:
+            self.note(name, f"{tool}: {exc.code.value} {exc.message}")
+            raise
+        self._deaths.pop(name, None)  # a good answer ends the back-off
+        self.note(name, f"{tool}: {'ok' if result['ok'] else 'the tool reported an error'}")
+        return result
+
+    def stop(self, name: str) -> None:
+        """Stop one server (its configuration changed or the user asked)."""
+        with self._locks[name]:
+            live = self._live.pop(name, None)
+            if live is not None:
+                live.close()
+                self.note(name, "stopped")
+
+    def configured(self) -> list[str]:
+        """The servers in the configuration (an unreadable file: none)."""
+        try:
+            return sorted(self._config())
+        except HarmonyDeskError:
+            return []
+
+    def running(self) -> list[str]:
+        return sorted(n for n, c in self._live.items() if c.alive)
+
+    def close(self) -> None:
+        for name in list(self._live):
+            self.stop(name)
+
+    def tools(self, name: str, offline: bool = False) -> list[Tool]:
+        """The server's tools the user allowed, as app tools (starting the server)."""
+        server = self.server(name, offline)
+        listed = self.connection(name).tools()
+        allowed = server.enabled_tools
+        chosen = [t for t in listed if allowed is None or t.name in allowed]
+        names = collections.Counter(function_name(name, t.name) for t in chosen)
+        out = []
+        for t in chosen:
+            if names[function_name(name, t.name)] > 1:
+                self.note(name, f"{t.name}: left out, another tool has the same function name")
+                continue
+            out.append(self._tool(name, server, t))
+        return out
+
+    def _tool(self, name: str, server: McpServer, listed: Any) -> Tool:
+        schema = dict(listed.input_schema or {"type": "object"})
+        original = str(listed.name)
+
+        def call(ctx: ToolContext | None = None, **arguments: Any) -> Any:
+            _check(schema, arguments)
+            try:
+                said = self.call(name, original, arguments, ctx.cancel if ctx else None)
+            except McpError as exc:
+                raise ToolError(exc.message, exc.code.value) from None
+            if not said["ok"]:
+                raise ToolError(said["error"]["message"])
+            return said["content"]
+
+        return Tool(
+            name=function_name(name, original),
+            namespace="functions",
+            description=(listed.description or original).strip(),
+            arguments=schema_arguments(schema),
+            function=call,
+            risk=_risk(getattr(listed, "annotations", None)),
+            deadline_ms=int(server.timeout * 10_000),  # the hard cap; progress extends to it
+            plugin=plugin_label(name),
+            wants_context=True,
+        )
+
+
+def _check(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    from jsonschema import ValidationError, validators
+
+    try:
+        validators.validator_for(schema)(schema).validate(arguments)
+    except ValidationError as exc:
+        where = "/" + "/".join(str(p) for p in exc.absolute_path)
+        raise ToolError(f"the arguments do not fit the tool ({where}: {exc.message})",
+                        ErrorCode.CALL_SCHEMA.value) from None  # fmt: skip
+
+
+def _risk(annotations: Any) -> Risk:
+    """What the server says of the tool (its own word: every call is still approved)."""
+    if annotations is not None and getattr(annotations, "read_only_hint", None):
+        return Risk.READ_ONLY
+    if annotations is not None and getattr(annotations, "open_world_hint", None):
+        return Risk.NETWORK
+    return Risk.RUNS_CODE
+
+
+def prompt_tokens(tools: list[Tool]) -> int:
+    """How many tokens these tools' definitions add to a gpt-oss prompt's developer message."""
+    if not tools:
+        return 0
+    namespace = ToolNamespaceConfig(
+        name="functions", tools=tuple(t.description_for_model() for t in tools)
+    )
+    text = developer_text(DeveloperContent(tools={"functions": namespace}))
+    empty = developer_text(DeveloperContent())
+    encoding = enc.load_encoding()
+    return len(encoding.encode_ordinary(text)) - len(encoding.encode_ordinary(empty))
+
+
+__all__ = ["McpPool", "function_name", "plugin_label", "prompt_tokens"]
