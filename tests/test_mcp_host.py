@@ -315,3 +315,22 @@ def test_a_remote_server_with_a_keyring_token_over_http_and_sse(
         pool.close()
     with pytest.raises(UnknownToolError, match="not used offline"):
         _tools(McpPool(lambda: {"web": McpServer(url=url)}), "web", offline=True)
+
+
+def test_a_full_turn_on_gpt_oss_calls_an_mcp_tool_approved_run_and_answered(tiny_model: Any, tmp_path: Path) -> None:
+    env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
+    assert cli(["mcp", "add", "envy", "--", sys.executable, ENV_SERVER], env).returncode == 0
+    base = ["chat", "--model", str(tiny_model), "--prompt", "Square a number.", "--threads", "1", "--ctx", "1024",
+            "--max-tokens", "120", "--seed", "1", "--thinking-budget", "8", "--mcp", "envy",
+            "--tool-choice", "envy__square", "--max-tool-calls", "1"]
+    done = cli(base, env, stdin="y\n" * 4)
+    assert done.returncode == 0, done.stderr
+    assert "Run functions.envy__square (runs code) with" in done.stderr  # asked, then run
+    audit = [json.loads(line) for line in (tmp_path / "data" / "tool-audit.jsonl").read_text().splitlines()]
+    first = audit[0]
+    assert first["tool"] == "functions.envy__square" and first["ok"] and first["decision"] == "asked: allowed", first
+    sent = json.loads(first["arguments_sent"])
+    assert set(sent) == {"n"} and 0 <= sent["n"] <= 99  # the grammar kept to the server's schema
+    assert first["result"] == {"result": sent["n"] ** 2}
+    missing = cli([*base[:-6], "--mcp", "nowhere"], env)
+    assert missing.returncode == 2 and "no MCP server named 'nowhere'" in missing.stderr

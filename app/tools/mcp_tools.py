@@ -7,6 +7,8 @@ Guarantees:
   each reduced to letters, digits and `_`, at most 64 characters. Server names are unique, so
   two servers cannot collide; two tools of one server that reduce to the same name are both
   left out, with the reason in the server's log.
+- The model sees, and gpt-oss's grammar enforces, the server's schema with objects closed to
+  properties they do not list (as strict function calling does).
 - A call validates its arguments against the server's schema (E-CALL-SCHEMA otherwise), waits
   at most the server's `timeout` since the call or its last progress, is cancelled on the
   server when the user cancels, and comes back as the envelope (the server's error is the
@@ -187,13 +189,27 @@ class McpPool:
             name=function_name(name, original),
             namespace="functions",
             description=(listed.description or original).strip(),
-            arguments=schema_arguments(schema),
+            arguments=schema_arguments(closed(schema)),
             function=call,
             risk=_risk(getattr(listed, "annotations", None)),
             deadline_ms=int(server.timeout * 10_000),  # the hard cap; progress extends to it
             plugin=plugin_label(name),
             wants_context=True,
         )
+
+
+def closed(schema: Any) -> Any:
+    """`schema` with every object that lists its properties and says nothing of others closed
+    to them (`additionalProperties: false`, as strict function calling does): what the model
+    sees and the grammar enforces. The server's own schema still checks the call."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
 
 
 def _check(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
