@@ -123,8 +123,10 @@ def test_every_control_has_an_accessible_name(qtbot: Any, qloop: Any, tmp_path: 
     qtbot.addWidget(settings)
     model = ModelSettings(window.host, window)
     qtbot.addWidget(model)
+    mcp = window.show_mcp()
+    qtbot.addWidget(mcp)
     unnamed = []
-    for root in (window, settings, model):
+    for root in (window, settings, model, mcp):
         for widget in root.findChildren(QWidget):
             if not isinstance(widget, CONTROLS) or widget.objectName().startswith("qt_"):
                 continue  # Qt's own parts (the menu bar's overflow button) name themselves

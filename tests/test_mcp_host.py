@@ -27,13 +27,14 @@ from app.engine.constraint import enforceable, harmony_constraint
 from app.engine.scripted import ScriptedClient
 from app.engine.tool_turn import ToolsRan, run_tool_turn
 from app.engine.turn_loop import TurnResult
+from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
 from app.templates.registry import get_template
 from app.tools.discovery import discover
 from app.tools.mcp_client import McpError
-from app.tools.mcp_config import McpServer, add_server
+from app.tools.mcp_config import McpServer
 from app.tools.mcp_env import login_path, merged_path
-from app.tools.mcp_tools import McpPool, function_name, prompt_tokens
+from app.tools.mcp_tools import McpPool, function_name
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 from tests.test_endpoints import cli, secret_service, secret_service_backend
 from tests.test_mcp_config import TOKEN, _env, _files_hold
@@ -89,7 +90,7 @@ def test_a_real_servers_tools_are_called_in_a_turn_approved_and_audited(tmp_path
         names = {t.qualified_name: t for t in tools.registry}
         assert {"functions.time__get_current_time", "functions.time__convert_time"} <= set(names)
         assert names["functions.time__get_current_time"].plugin == "MCP time"
-        assert prompt_tokens(list(tools.registry)) > 20
+        assert tool_tokens([t.description_for_model() for t in tools.registry]) > 20
         client = ScriptedClient([
             '<|channel|>commentary to=functions.time__get_current_time <|constrain|>json<|message|>'
             '{"timezone":"Europe/Oslo"}<|call|>',

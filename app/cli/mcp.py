@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.errors import InvalidInputError
+from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
 from app.tools.mcp_client import McpConnection
 from app.tools.mcp_config import (
@@ -37,7 +38,7 @@ from app.tools.mcp_config import (
     save_servers,
 )
 from app.tools.mcp_results import envelope, prompt_messages, resource_text
-from app.tools.mcp_tools import McpPool, function_name, prompt_tokens
+from app.tools.mcp_tools import McpPool, function_name
 
 USES = ("test", "tools", "call", "resources", "read", "prompts", "prompt")
 
@@ -166,7 +167,7 @@ def _with(
         said = {
             "name": args.name,
             "tools": [t.name for t in tools],
-            "prompt_tokens": prompt_tokens(tools),
+            "prompt_tokens": tool_tokens([t.description_for_model() for t in tools]),
             "resources": len(connection.resources()),
             "prompts": len(connection.prompts()),
         }

@@ -98,7 +98,9 @@ class TerminalReply:
                 self.err.write(f"[turn failed] {event.reason}\n")
             case ToolCallRequested():
                 shown = _short(json.dumps(event.arguments, ensure_ascii=False))
-                self.err.write(f"[tool {event.call_id}] {event.tool} ({event.risk}) {shown}\n")
+                source = f" from {event.source}" if event.source else ""
+                said = f"{event.tool}{source} ({event.risk}) {shown}"
+                self.err.write(f"[tool {event.call_id}] {said}\n")
             case ToolCallDecided():
                 verdict = "runs" if event.allow else "not run"
                 self.err.write(f"[tool {event.call_id}] {verdict}: {event.how}\n")

@@ -15,7 +15,7 @@ import threading
 from app.domain.history import ChatDoc
 from app.tools.discovery import Discovered, discover
 from app.tools.mcp_tools import McpPool
-from app.tools.session import ConversationTools, ToolOptions
+from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions
 from app.tools.trust import PluginIdentity, TrustStore
 
 
@@ -30,11 +30,13 @@ class WindowTools:
         self.mcp = McpPool()
 
     def available(self) -> list[str]:
-        """The built-ins and the trusted plugins; plugins once they have been found."""
+        """The built-ins, the trusted plugins (once they have been found) and the configured
+        MCP servers (`mcp:NAME`)."""
         if self._plugins is None:
             self._plugins = []
             threading.Thread(target=self.discovered, name="plugin-discovery", daemon=True).start()
-        return ["python", "browser", *self._plugins]
+        servers = [MCP_PREFIX + n for n in self.mcp.configured()]
+        return ["python", "browser", *self._plugins, *servers]
 
     def discovered(self) -> Discovered:
         with self._lock:

@@ -205,12 +205,14 @@ class TurnResult:
 
 @dataclass(frozen=True)
 class ToolCallRequested:
-    """The tool host asks whether call `call_id` may run (its card waits for the user)."""
+    """The tool host asks whether call `call_id` may run (its card waits for the user);
+    `source` is where the tool comes from ("MCP time", a plugin's name; "" for built-ins)."""
 
     call_id: str
     tool: str
     arguments: dict[str, Any]
     risk: str
+    source: str = ""
 
 
 @dataclass(frozen=True)

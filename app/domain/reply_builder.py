@@ -360,7 +360,7 @@ class ReplyBuilder:
         if data.get("state") != "called":
             return changes
         arguments = json.dumps(event.arguments, ensure_ascii=False, indent=1)
-        data.update(state="pending", risk=event.risk, arguments=arguments)
+        data.update(state="pending", risk=event.risk, arguments=arguments, source=event.source)
         return [*changes, Updated(index)]
 
     def _decided(self, event: ToolCallDecided) -> list[Change]:

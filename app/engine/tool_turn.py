@@ -60,7 +60,8 @@ def _approved(
     decisions = []
     for call in calls:
         name, risk = call.tool.qualified_name, call.tool.risk.value
-        yield ToolCallRequested(call.call_id, name, call.arguments, risk)
+        source = "" if call.tool.plugin == "built-in" else call.tool.plugin
+        yield ToolCallRequested(call.call_id, name, call.arguments, risk, source)
         decision = approve(call)
         ran = decision.arguments if decision.arguments is not None else call.arguments
         yield ToolCallDecided(call.call_id, decision.allow, ran, described(decision, call))

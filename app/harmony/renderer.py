@@ -26,6 +26,8 @@ from app.domain.messages import (
     Role,
     SystemContent,
     TextContent,
+    ToolDescription,
+    ToolNamespaceConfig,
 )
 from app.errors import RenderError
 from app.harmony import encoding as enc
@@ -218,3 +220,15 @@ class Renderer:
             if last.author.role is Role.ASSISTANT and last.channel == "final":
                 out[-1] = enc.RETURN
         return out
+
+
+def tool_tokens(tools: Sequence[ToolDescription]) -> int:
+    """How many tokens these functions' definitions add to a developer message."""
+    if not tools:
+        return 0
+    namespace = ToolNamespaceConfig(name="functions", tools=tuple(tools))
+    encoding = enc.load_encoding()
+    full = developer_text(DeveloperContent(tools={"functions": namespace}))
+    return len(encoding.encode_ordinary(full)) - len(
+        encoding.encode_ordinary(developer_text(DeveloperContent()))
+    )

@@ -236,6 +236,8 @@ class McpConnection:
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()
         if not self._stderr.closed:
             self._stderr.close()
 

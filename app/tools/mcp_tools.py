@@ -30,10 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.domain.messages import DeveloperContent, ToolNamespaceConfig
 from app.errors import ErrorCode, HarmonyDeskError
-from app.harmony import encoding as enc
-from app.harmony.renderer import developer_text
 from app.secrets import Secrets
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.mcp_client import McpConnection, McpError
@@ -156,20 +153,24 @@ class McpPool:
         for name in list(self._live):
             self.stop(name)
 
-    def tools(self, name: str, offline: bool = False) -> list[Tool]:
-        """The server's tools the user allowed, as app tools (starting the server)."""
+    def offered(self, name: str, offline: bool = False) -> list[tuple[str, Tool]]:
+        """Every tool the server offers, as (its own name, the app tool), starting the server;
+        two that reduce to one function name are left out (see the module guarantees)."""
         server = self.server(name, offline)
         listed = self.connection(name).tools()
-        allowed = server.enabled_tools
-        chosen = [t for t in listed if allowed is None or t.name in allowed]
-        names = collections.Counter(function_name(name, t.name) for t in chosen)
+        names = collections.Counter(function_name(name, t.name) for t in listed)
         out = []
-        for t in chosen:
+        for t in listed:
             if names[function_name(name, t.name)] > 1:
                 self.note(name, f"{t.name}: left out, another tool has the same function name")
                 continue
-            out.append(self._tool(name, server, t))
+            out.append((str(t.name), self._tool(name, server, t)))
         return out
+
+    def tools(self, name: str, offline: bool = False) -> list[Tool]:
+        """The server's tools its allow-list keeps, as app tools (starting the server)."""
+        allowed = self.server(name, offline).enabled_tools
+        return [t for own, t in self.offered(name, offline) if allowed is None or own in allowed]
 
     def _tool(self, name: str, server: McpServer, listed: Any) -> Tool:
         schema = dict(listed.input_schema or {"type": "object"})
@@ -232,17 +233,4 @@ def _risk(annotations: Any) -> Risk:
     return Risk.RUNS_CODE
 
 
-def prompt_tokens(tools: list[Tool]) -> int:
-    """How many tokens these tools' definitions add to a gpt-oss prompt's developer message."""
-    if not tools:
-        return 0
-    namespace = ToolNamespaceConfig(
-        name="functions", tools=tuple(t.description_for_model() for t in tools)
-    )
-    text = developer_text(DeveloperContent(tools={"functions": namespace}))
-    empty = developer_text(DeveloperContent())
-    encoding = enc.load_encoding()
-    return len(encoding.encode_ordinary(text)) - len(encoding.encode_ordinary(empty))
-
-
-__all__ = ["McpPool", "function_name", "plugin_label", "prompt_tokens"]
+__all__ = ["McpPool", "function_name", "plugin_label"]

@@ -10,6 +10,7 @@ failing path and reason.
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Callable
@@ -120,7 +121,8 @@ class ToolCard(QFrame):
     def refresh(self) -> None:
         d = self.data
         risk = f" · {d['risk']}" if d.get("risk") else ""
-        self.title.setText(f"<b>{d.get('tool', '?')}</b>{risk}")
+        source = f" · from {html.escape(str(d['source']))}" if d.get("source") else ""
+        self.title.setText(f"<b>{html.escape(str(d.get('tool', '?')))}</b>{source}{risk}")
         if (self.args.toPlainText() != d.get("arguments", "") and d.get("state") != "pending") or (
             d.get("state") == "pending" and not self.args.toPlainText()
         ):

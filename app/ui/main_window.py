@@ -27,8 +27,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
+from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
+from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
@@ -38,6 +40,7 @@ from app.ui.debug_pane import DebugPane
 from app.ui.endpoints import EndpointDialog, EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
 from app.ui.icons import give
+from app.ui.mcp_page import McpPage
 from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
 from app.ui.settings_dialog import SettingsDialog
@@ -60,6 +63,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.controller = controller
         self.library = library or LibraryHost()
+        self.mcp = McpHost(controller.tools.mcp)  # File ▸ MCP servers…, and the Tools… menu
+        self.mcp_jobs = Background("mcp", self.show_problem)
         self.context_length = 4096  # the settings' (`use_settings`)
         self.threads: int | None = None  # None: the physical cores less one
         self.models_page: ModelsPage | None = None
@@ -153,6 +158,9 @@ class MainWindow(QMainWindow):
         self.settings_action = QAction("Model settings…", self)
         self.settings_action.triggered.connect(self._model_settings)
         file_menu.addAction(self.settings_action)
+        mcp = QAction("MCP servers…", self)
+        mcp.triggered.connect(self.show_mcp)
+        file_menu.addAction(mcp)
         self.preferences_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"))
         self.preferences_action.triggered.connect(self.show_settings)
         file_menu.addAction(self.preferences_action)
@@ -282,7 +290,27 @@ class MainWindow(QMainWindow):
 
     def _choose_tools(self) -> None:
         button = self.composer.tools_button
-        choose_tools(self, self.controller, button.mapToGlobal(button.rect().bottomLeft()))
+        at = button.mapToGlobal(button.rect().bottomLeft())
+        choose_tools(self, self.controller, at, self.mcp, self.insert_offer)
+
+    def show_mcp(self) -> McpPage:
+        """File ▸ MCP servers…: add, edit, import, test and enable the user's MCP servers."""
+        page = McpPage(self.mcp, self.controller, self)
+        page.open()
+        return page
+
+    def insert_offer(self, what: tuple[str, str, str], arguments: dict[str, str]) -> None:
+        """An MCP prompt (as the message) or resource (as context before it), read off the GUI
+        thread, into the message box."""
+        kind, server, key = what
+
+        def read() -> str:
+            if kind == "prompt":
+                return self.mcp.prompt(server, key, arguments)
+            text = self.mcp.read(server, key)
+            return f"Context from {server} ({key}):\n\n```\n{text}\n```\n\n"
+
+        self.mcp_jobs.run(read, self.composer.box.insertPlainText)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
         """Show or hide the debug pane; hidden, it holds no text at all (and tokens are not
