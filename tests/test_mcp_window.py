@@ -47,7 +47,7 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     qtbot.waitUntil(lambda: page.tools.count() >= 5, timeout=30_000)
     names = [page.tools.item(i).text() for i in range(page.tools.count())]
     assert {"secret", "slow", "big", "square", "crash"} <= set(names)
-    assert "tokens to each prompt" in page.offers.text() and "0 resources" in page.offers.text()
+    assert "tokens to each prompt" in page.offers.text() and "1 resources · 1 prompts" in page.offers.text()
     assert "started" in page.log.toPlainText()
     said = window.mcp.pool.call("envy", "secret", {"name": "API_TOKEN"}, None)  # from the keyring
     assert f"{len(TOKEN)} characters" in json.dumps(said["content"])
@@ -109,3 +109,34 @@ def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
     reply = window.controller.doc.turns[-1].version.reply
     assert reply.state == "failed" and "broken could not start" in str(reply.error) and "missing API key" in str(reply.error)
     assert window.controller.doc.turns[-1].version.user_text == "Hello"  # the message is kept
+
+
+def test_the_composer_inserts_a_servers_prompt_and_attaches_a_resource_as_plain_text(
+    qtbot: Any, qloop: Any, tmp_path: Path, config: Path
+) -> None:
+    from app.tools.mcp_config import McpServer, save_servers
+
+    save_servers({"envy": McpServer(command=sys.executable, args=(ENV_SERVER,))})
+    reply = "<|channel|>final<|message|>Noted.<|return|>"
+    window, client = make_window(qtbot, tmp_path, [reply])
+    window.controller.set_tools(("mcp:envy",))
+    probe = window.mcp.probe("envy")  # what the Tools… menu lists for the conversation
+    assert probe.resources == (("notes://shopping", "shopping"),)
+    assert probe.prompts == (("summarise", "Ask for a summary.", ("topic",)),)
+    window.insert_offer(("prompt", "envy", "summarise"), {"topic": "tides"})
+    expected = "Summarise what we know about tides in three bullet points."
+    qtbot.waitUntil(lambda: expected in window.composer.box.toPlainText(), timeout=10_000)
+    window.composer.box.clear()
+    window.insert_offer(("resource", "envy", "notes://shopping"), {})
+    qtbot.waitUntil(lambda: "oat milk" in window.composer.box.toPlainText(), timeout=10_000)
+    assert window.composer.box.toPlainText().startswith("Context from envy (notes://shopping):")
+    window.controller.set_tools(())
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=10_000):
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    from app.harmony import encoding as enc
+
+    prompt = client.prompts[-1]
+    text = client.encoding.decode(prompt)
+    assert "oat milk" in text
+    assert text.count("<|start|>") == prompt.count(enc.START) + 1  # the resource's stayed text
+    window.controller.tools.close()
