@@ -320,7 +320,12 @@ def test_a_remote_server_with_a_keyring_token_over_http_and_sse(
 
 def test_a_full_turn_on_gpt_oss_calls_an_mcp_tool_approved_run_and_answered(tiny_model: Any, tmp_path: Path) -> None:
     env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
-    assert cli(["mcp", "add", "envy", "--", sys.executable, ENV_SERVER], env).returncode == 0
+    assert cli(["mcp", "add", "envy", "--tools", "square,secret", "--call-timeout", "30", "--",
+                sys.executable, ENV_SERVER], env).returncode == 0
+    listed = json.loads(cli(["mcp", "list"], env).stdout)
+    assert listed["enabled_tools"] == ["square", "secret"] and listed["timeout"] == 30
+    tested = json.loads(cli(["mcp", "test", "envy"], env).stdout)
+    assert sorted(tested["tools"]) == ["envy__secret", "envy__square"]  # the allow-list holds
     base = ["chat", "--model", str(tiny_model), "--prompt", "Square a number.", "--threads", "1", "--ctx", "1024",
             "--max-tokens", "120", "--seed", "1", "--thinking-budget", "8", "--mcp", "envy",
             "--tool-choice", "envy__square", "--max-tool-calls", "1"]

@@ -53,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--secret-env", action="append", default=[], metavar="KEY")
     add.add_argument("--header", action="append", default=[], metavar="KEY=VALUE")
     add.add_argument("--secret-header", action="append", default=[], metavar="KEY")
+    add.add_argument("--tools", metavar="TOOL[,TOOL...]", help="offer only these of its tools")
+    add.add_argument(
+        "--call-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds a call may go without a result or progress (default 60)",
+    )
     add.add_argument(
         "server_command", nargs="*", metavar="COMMAND", help="after --: its program and arguments"
     )
@@ -112,6 +120,8 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
             url=args.url,
             headers=_pairs(args.header, "--header"),
             secret_headers=tuple(args.secret_header),
+            timeout=args.call_timeout,
+            enabled_tools=tuple(t.strip() for t in args.tools.split(",")) if args.tools else None,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"the server is not valid: {exc.errors()[0]['msg']}") from None
