@@ -31,7 +31,8 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path, secret_service: dict[str, str]
 ) -> None:
     window, _ = make_window(qtbot, tmp_path, [])
-    window.mcp._secrets = Secrets(secret_service_backend())  # the private Secret Service
+    keyring = Secrets(secret_service_backend())  # the private Secret Service
+    window.mcp._secrets = window.mcp.pool._secrets = keyring
     page = window.show_mcp()
     qtbot.addWidget(page)
     qtbot.waitUntil(lambda: hasattr(page, "_config"), timeout=5000)
@@ -44,7 +45,8 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     saved = json.loads((config / "mcp.json").read_text())["mcpServers"]["envy"]
     assert saved["secret_env"] == ["API_TOKEN"] and "env" not in saved
     page.test_button.click()
-    qtbot.waitUntil(lambda: page.tools.count() >= 5, timeout=30_000)
+    qtbot.waitUntil(lambda: page.tools.count() >= 5 or "could not" in page.status.text(), timeout=30_000)
+    assert page.tools.count() >= 5, page.status.text()
     names = [page.tools.item(i).text() for i in range(page.tools.count())]
     assert {"secret", "slow", "big", "square", "crash"} <= set(names)
     assert "tokens to each prompt" in page.offers.text() and "1 resources · 1 prompts" in page.offers.text()

@@ -30,6 +30,7 @@ GROUPS = {
     "keys": ("keys", "API keys in the OS keyring"),
     "models": ("models", "the model library"),
     "mcp": ("mcp", "MCP servers: configuration and secrets"),
+    "serve": ("serve", "an OpenAI-compatible server for the loaded model"),
 }
 
 
@@ -90,6 +91,11 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["--mcp-guard"]:  # a bundle runs its MCP servers' guard as itself
+        from app.tools.mcp_guard import main as guard
+
+        return guard(words[1:])
     protect_terminal()  # model, server and imported text never drive the terminal
     install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
     parser = _build_parser()

@@ -13,20 +13,20 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from pydantic import ValidationError
 
 from app.cli.checkpoints import ChatCheckpoints
+from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply, TurnEvent
 from app.domain.endpoint import Endpoint
 from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
 from app.domain.sampling import Sampling
-from app.domain.terminal import raw_terminal
 from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.engine.chat import ChatSession
-from app.engine.client import WorkerClient, default_threads
+from app.engine.client import WorkerClient
 from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.engine.protocol import TurnFailed
 from app.engine.remote import RemoteSession
@@ -34,37 +34,17 @@ from app.engine.tool_runner import allow_all
 from app.engine.turn import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
-from app.templates.choices import ChoiceStore, ModelChoice
-from app.templates.registry import default_template_name, get_template
 from app.tools.api import ToolContext
 from app.tools.mcp_tools import McpPool
 from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions, UnknownToolError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        default="default",
-        help="a GGUF file, or 'default' (`models default`, else the bundled model)",
-    )
-    parser.add_argument("--template", help="a chat template name (default: from the model)")
+    add_model_arguments(parser)
     parser.add_argument("--reasoning-effort", choices=[e.value for e in ReasoningEffort])
     parser.add_argument("--show-analysis", action="store_true", help="print reasoning to stderr")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--prompt", help="one message; without it, an interactive loop")
-    parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
-    parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument(
-        "--gpu-layers",
-        help="layers on the GPU: auto (all, where llama.cpp can offload), all, 0, or a number;"
-        " remembered for the model",
-    )
-    parser.add_argument(
-        "--flash-attn", action=argparse.BooleanOptionalAction, default=None,
-        help="flash attention (remembered for the model)",
-    )  # fmt: skip
-    parser.add_argument("--kv-type", choices=["f16", "q8_0"], help="the KV cache's type")
     parser.add_argument(
         "--tools",
         help="comma-separated tools or plugins the model may call, `python` and `browser` for"
@@ -112,70 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json-schema", metavar="FILE", help="answer in JSON matching this schema")
     parser.add_argument("--json-object", action="store_true", help="answer with any JSON object")
-    parser.add_argument("--temperature", type=float, help="remembered for this model")
-    parser.add_argument("--top-p", type=float, help="remembered for this model")
-    parser.add_argument("--top-k", type=int, help="remembered for this model")
-    parser.add_argument("--repeat-penalty", type=float, help="remembered for this model")
     parser.add_argument(
         "--endpoint", help="chat with a remote endpoint: a configured name or a base URL"
     )
     parser.add_argument("--remote-model", help="the served model (with --endpoint URL)")
     parser.add_argument("--key-name", help="the keyring entry of the endpoint's API key")
-
-
-def _status(text: str) -> None:
-    """The app's own status line (its carriage returns pass; the label is the app's text)."""
-    terminal = raw_terminal(sys.stderr)
-    terminal.write(text)
-    terminal.flush()
-
-
-def _progress(label: str) -> Callable[[float], None]:
-    """A progress printer that writes only when the shown percentage changes."""
-    shown = [-1]
-
-    def report(fraction: float) -> None:
-        percent = int(fraction * 100)
-        if percent != shown[0]:
-            shown[0] = percent
-            _status(f"\r{label}… {percent:3d}%")
-
-    return report
-
-
-def _model_path(name: str) -> str:
-    if name != "default":
-        return name
-    from app.engine.default_model import default_model_path
-    from app.library.folders import startup_model
-
-    chosen = startup_model(load_settings())  # `harmony-desk models default PATH`
-    if chosen is not None:
-        return chosen
-
-    path = default_model_path(_progress("Preparing the default model"))
-    raw_terminal(sys.stderr).write("\r")
-    return str(path)
-
-
-def _choice(args: argparse.Namespace) -> ModelChoice:
-    """The choices given on the command line, checked before they are remembered."""
-    if args.template:
-        get_template(args.template)  # an unknown name fails here, and is not remembered
-    try:
-        layers = args.gpu_layers
-        return ModelChoice(
-            template=args.template,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            top_k=args.top_k,
-            repetition_penalty=args.repeat_penalty,
-            gpu_layers=int(layers) if layers and layers.isdigit() else layers,
-            flash_attn=args.flash_attn,
-            kv_type=args.kv_type,
-        )
-    except ValidationError as exc:
-        raise InvalidInputError(f"invalid model setting ({validation_problems(exc)})") from exc
 
 
 def _read_line(prompt: str) -> str:
@@ -235,7 +156,6 @@ def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
 def _remote(args: argparse.Namespace) -> RemoteSession:
     """The remote session `--endpoint` names (a configured endpoint, or a base URL)."""
     from app.secrets import Secrets
-    from app.settings import load_settings
 
     if args.offline:
         raise InvalidInputError("an offline conversation never uses a remote endpoint")
@@ -281,30 +201,14 @@ def run_chat(args: argparse.Namespace) -> int:
             if tools is not None:
                 stack.callback(_close, tools)
             return _converse(remote, args, tools, response_format)
-    path = _model_path(args.model)
-    choice = ChoiceStore().remember(path, _choice(args))
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
             stack.callback(_close, tools)
-        info = client.load(
-            path,
-            n_ctx=args.ctx or 4096,
-            n_threads=args.threads,
-            on_progress=_progress(f"Loading {path}"),
-            settings=choice.load_settings(load_settings().gpu_layers),
-        )
-        name = choice.template or default_template_name(info.metadata)
-        where = info.placement.words() if info.placement else "CPU"
-        sys.stderr.write(
-            f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name},"
-            f" on {where}, {info.n_threads} threads).\n"
-        )
-        template = get_template(name).for_model(info.metadata)
-        sampling = choice.apply(template.defaults).sampling(seed=args.seed)
+        loaded = load_model(client, args)
         session = ChatSession(
             client,
-            template,
-            sampling=sampling,
+            loaded.template,
+            sampling=loaded.sampling,
             max_tokens=args.max_tokens,
             thinking_budget=args.thinking_budget,
         )

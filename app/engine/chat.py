@@ -235,13 +235,23 @@ class ChatSession:
     def _check_json(
         self, messages: list[Message], schema: dict[str, Any] | None, complete: bool
     ) -> Iterator[JsonChecked]:
-        tools = _function_tools(self.conversation)
-        for m in messages:
-            if is_tool_recipient(m.recipient) and m.recipient:
-                name = m.recipient.removeprefix("functions.")
-                yield JsonChecked(name, validate_json(m.text, tools.get(name), complete=complete))
-            elif m.channel == "final" and schema is not None:
-                yield JsonChecked("answer", validate_json(m.text, schema, complete=complete))
+        return json_checks(messages, schema, _function_tools(self.conversation), complete)
+
+
+def json_checks(
+    messages: Sequence[Message],
+    schema: dict[str, Any] | None,
+    tools: dict[str, dict[str, Any] | None],
+    complete: bool,
+) -> Iterator[JsonChecked]:
+    """The verdict on each tool call's arguments (against its function's parameters) and on
+    a JSON answer (against `schema`); a cut-off one is E-STREAM-TRUNCATED, never valid."""
+    for m in messages:
+        if is_tool_recipient(m.recipient) and m.recipient:
+            name = m.recipient.removeprefix("functions.")
+            yield JsonChecked(name, validate_json(m.text, tools.get(name), complete=complete))
+        elif m.channel == "final" and schema is not None:
+            yield JsonChecked("answer", validate_json(m.text, schema, complete=complete))
 
 
 def _function_tools(conversation: Conversation) -> dict[str, dict[str, Any] | None]:

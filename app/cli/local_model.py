@@ -1,0 +1,143 @@
+"""A local model for a headless command (`chat`, `serve`): the arguments that choose and load
+it, and the loading itself.
+
+Guarantees: `--model default` is the model the user chose (`models default`), else the bundled
+one, assembled on first use with its progress shown; the template, sampling and load settings
+given are checked before they are remembered for the model; loading prints its progress and
+then one line saying what was loaded, on what, with how many threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.domain.sampling import Sampling
+from app.domain.terminal import raw_terminal
+from app.engine.client import WorkerClient, default_threads
+from app.errors import InvalidInputError, validation_problems
+from app.settings import load_settings
+from app.templates.base import Template
+from app.templates.choices import ChoiceStore, ModelChoice
+from app.templates.registry import default_template_name, get_template
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default="default",
+        help="a GGUF file, or 'default' (`models default`, else the bundled model)",
+    )
+    parser.add_argument("--template", help="a chat template name (default: from the model)")
+    parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
+    parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--gpu-layers",
+        help="layers on the GPU: auto (all, where llama.cpp can offload), all, 0, or a number;"
+        " remembered for the model",
+    )
+    parser.add_argument(
+        "--flash-attn", action=argparse.BooleanOptionalAction, default=None,
+        help="flash attention (remembered for the model)",
+    )  # fmt: skip
+    parser.add_argument("--kv-type", choices=["f16", "q8_0"], help="the KV cache's type")
+    parser.add_argument("--temperature", type=float, help="remembered for this model")
+    parser.add_argument("--top-p", type=float, help="remembered for this model")
+    parser.add_argument("--top-k", type=int, help="remembered for this model")
+    parser.add_argument("--repeat-penalty", type=float, help="remembered for this model")
+
+
+def status(text: str) -> None:
+    """The app's own status line (its carriage returns pass; the label is the app's text)."""
+    terminal = raw_terminal(sys.stderr)
+    terminal.write(text)
+    terminal.flush()
+
+
+def _progress(label: str) -> Callable[[float], None]:
+    """A progress printer that writes only when the shown percentage changes."""
+    shown = [-1]
+
+    def report(fraction: float) -> None:
+        percent = int(fraction * 100)
+        if percent != shown[0]:
+            shown[0] = percent
+            status(f"\r{label}… {percent:3d}%")
+
+    return report
+
+
+def _model_path(name: str) -> str:
+    if name != "default":
+        return name
+    from app.engine.default_model import default_model_path
+    from app.library.folders import startup_model
+
+    chosen = startup_model(load_settings())  # `harmony-desk models default PATH`
+    if chosen is not None:
+        return chosen
+
+    path = default_model_path(_progress("Preparing the default model"))
+    raw_terminal(sys.stderr).write("\r")
+    return str(path)
+
+
+def _choice(args: argparse.Namespace) -> ModelChoice:
+    """The choices given on the command line, checked before they are remembered."""
+    if args.template:
+        get_template(args.template)  # an unknown name fails here, and is not remembered
+    try:
+        layers = args.gpu_layers
+        return ModelChoice(
+            template=args.template,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            repetition_penalty=args.repeat_penalty,
+            gpu_layers=int(layers) if layers and layers.isdigit() else layers,
+            flash_attn=args.flash_attn,
+            kv_type=args.kv_type,
+        )
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid model setting ({validation_problems(exc)})") from exc
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What was loaded: the worker's report, the template and the sampling for the model."""
+
+    path: str
+    info: Any
+    template: Template
+    sampling: Sampling
+
+
+def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
+    """Load the model `args` choose into `client` (see the module guarantees)."""
+    path = _model_path(args.model)
+    choice = ChoiceStore().remember(path, _choice(args))
+    info = client.load(
+        path,
+        n_ctx=args.ctx or 4096,
+        n_threads=args.threads,
+        on_progress=_progress(f"Loading {path}"),
+        settings=choice.load_settings(load_settings().gpu_layers),
+    )
+    name = choice.template or default_template_name(info.metadata)
+    where = info.placement.words() if info.placement else "CPU"
+    sys.stderr.write(
+        f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name},"
+        f" on {where}, {info.n_threads} threads).\n"
+    )
+    template = get_template(name).for_model(info.metadata)
+    sampling = choice.apply(template.defaults).sampling(seed=args.seed)
+    return Loaded(path, info, template, sampling)
+
+
+__all__ = ["Loaded", "add_model_arguments", "load_model", "status"]

@@ -1,0 +1,124 @@
+"""`harmony-desk serve`: the loaded model as an OpenAI-compatible server, headless.
+
+Guarantees: it binds to 127.0.0.1 unless told otherwise; bound to any other address it
+requires a bearer token — kept in the keyring (`server.token`), made and shown once on first
+use, never written to a file or a log — and refuses to start when the keyring cannot keep it;
+the model loads before the server listens, and every request runs on one engine thread, in
+the order they came; Ctrl+C stops it and the model worker with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from app.cli.local_model import add_model_arguments, load_model
+from app.domain.sampling import Sampling
+from app.engine.chat import ChatSession
+from app.engine.client import WorkerClient
+from app.errors import InvalidInputError
+from app.secrets import Secrets
+from app.server.app import LOOPBACK, ServeOptions, make_app
+from app.server.served import ServedModel
+from app.templates.harmony import HarmonyTemplate
+
+TOKEN_KEY = "server.token"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument(
+        "--max-tokens", type=int, default=4096, help="the most a request may ask to generate"
+    )
+    parser.add_argument(
+        "--reasoning-field",
+        choices=["reasoning_content", "reasoning"],
+        default="reasoning_content",
+        help="where chat answers carry the reasoning (a request's `reasoning_format` wins)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin allowed to call the server from a browser (none by default)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may use besides this machine's addresses",
+    )
+    parser.add_argument(
+        "--require-token", action="store_true", help="ask for the token on loopback too"
+    )
+    parser.add_argument(
+        "--new-token", action="store_true", help="make a new token (the old one stops working)"
+    )
+
+
+def server_token(fresh: bool, keyring: Secrets | None = None) -> str:
+    """The server's bearer token from the keyring; a new one is made and shown once."""
+    keyring = keyring or Secrets()
+    token = None if fresh else keyring.get(TOKEN_KEY)
+    if token is not None:
+        return token
+    if not keyring.saved:
+        raise InvalidInputError(f"the server needs a token the keyring keeps: {keyring.problem}")
+    token = secrets.token_urlsafe(32)
+    keyring.set(TOKEN_KEY, token)
+    print(f"The server's token (shown once; kept in the keyring): {token}", file=sys.stderr)
+    return token
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    guarded = args.require_token or args.host not in LOOPBACK
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        token=server_token(args.new_token) if guarded else None,
+        cors_origins=tuple(args.cors_origin),
+        allowed_hosts=tuple(args.allow_host),
+        max_tokens=args.max_tokens,
+        reasoning_field=args.reasoning_field,
+    )
+    logging.getLogger("server").setLevel(logging.INFO)
+    engine = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+    with WorkerClient() as client:
+        loaded = load_model(client, args)
+
+        def session(sampling: Sampling | None, max_tokens: int) -> ChatSession:
+            return ChatSession(
+                client, loaded.template, sampling=sampling or loaded.sampling, max_tokens=max_tokens
+            )
+
+        path = Path(loaded.path)
+        served = ServedModel(
+            name=path.stem,
+            engine=engine,
+            session=session,
+            n_ctx=loaded.info.n_ctx,
+            created=int(os.stat(path).st_mtime) if path.exists() else 0,
+        )
+        harmony = isinstance(loaded.template, HarmonyTemplate)
+        app = make_app(served, options, harmony)
+        where = f"http://{args.host}:{args.port}/v1"
+        print(f"Serving {served.name} at {where} (Ctrl+C stops)", file=sys.stderr, flush=True)
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        finally:
+            engine.shutdown(wait=False, cancel_futures=True)
+    return 0
+
+
+__all__ = ["TOKEN_KEY", "add_arguments", "run", "server_token"]

@@ -1,0 +1,307 @@
+"""One answer to one request: the generation run as a job on the engine thread, and what the
+one reply builder made of it, as the pieces an OpenAI response is built from.
+
+Guarantees: what the client gets is what the window shows for the same tokens — the answer
+(and preambles) from the reply builder's answer and preamble segments, the model's calls from
+its tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a
+call the tolerant parser recovered is a tool call, one it could not is said in the content's
+place as an error, never an HTTP 500; a stop sequence ends the content before it (and the
+generation); log-probabilities are those of the answer's own tokens; the prompt is checked
+against the context before anything is generated (400 `context_length_exceeded`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.events import (
+    GenerationDone,
+    JsonChecked,
+    MessageDone,
+    MessageStarted,
+    TokenScored,
+    TurnEvent,
+    TurnFailed,
+)
+from app.domain.history import Reply
+from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
+from app.domain.sampling import Sampling
+from app.domain.visibility import Lane
+from app.engine.chat import json_checks
+from app.server.convert import Asked
+from app.server.served import ServedModel
+from app.server.wire import ApiError, Sampled
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An answer token's log-probability, with its likeliest alternatives (text, logprob)."""
+
+    text: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
+
+
+def sampling_of(request: Sampled, base: Sampling) -> Sampling:
+    """The model's sampling with the request's own values in place."""
+    update = {k: getattr(request, k) for k in ("temperature", "top_p", "top_k", "min_p", "seed")}
+    return base.model_copy(update={k: v for k, v in update.items() if v is not None})
+
+
+def max_tokens_of(request: Sampled, limit: int) -> int:
+    asked = request.max_completion_tokens or request.max_tokens
+    if asked is not None and asked > limit:
+        raise ApiError(
+            400,
+            f"max_tokens {asked} is over this server's limit of {limit}",
+            param="max_tokens",
+            code="max_tokens_too_large",
+        )
+    return asked or limit
+
+
+def job(
+    served: ServedModel,
+    asked: Asked,
+    request: Sampled,
+    limit: int,
+    top_logprobs: int,
+    cancel: threading.Event,
+) -> Callable[[], Iterator[Any]]:
+    """The generation, to run on the engine thread: its events, `Scored` answer tokens, and
+    the JSON verdicts after."""
+
+    def make() -> Iterator[Any]:
+        session = served.session(None, limit)
+        session.sampling = sampling_of(request, session.sampling)
+        session.top_logprobs = top_logprobs
+        prompt = session.template.prompt_ids(asked.conversation, session.tokenizer)
+        room = served.n_ctx - len(prompt)
+        wanted = max_tokens_of(request, limit)
+        if room < 1:
+            raise ApiError(
+                400,
+                f"the prompt is {len(prompt)} tokens; the context holds {served.n_ctx}",
+                param="messages",
+                code="context_length_exceeded",
+            )
+        table = session.tokenizer.token_table() if top_logprobs else ()
+        ends = set(session.template.stop_ids(session.tokenizer))
+
+        def text(token: int) -> str:
+            return table[token].decode("utf-8", errors="replace") if token < len(table) else ""
+
+        events = session.generate(
+            asked.conversation,
+            constraint=asked.constraint,
+            max_tokens=min(wanted, room),
+            cancel=cancel,
+        )
+        out = None
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as stop:
+                out = stop.value
+                break
+            if isinstance(event, TokenScored):
+                if event.token not in ends:
+                    top = tuple((text(t), lp) for t, lp in event.top[:top_logprobs])
+                    yield Scored(text(event.token), event.logprob, top)
+                continue
+            yield event
+        if asked.constraint is not None and out is not None:
+            yield from json_checks(out.messages, asked.schema, asked.tools, out.finished)
+
+    return make
+
+
+class StopCut:
+    """Text as the client may see it: cut at the first stop sequence (which also stops the
+    generation), the tail that could begin one held back until it cannot."""
+
+    def __init__(self, stops: list[str], cancel: threading.Event) -> None:
+        self.stops, self.cancel = stops, cancel
+        self.held, self.stopped = "", False
+
+    def take(self, text: str) -> str:
+        if self.stopped:
+            return ""
+        pending = self.held + text
+        for stop in self.stops:
+            at = pending.find(stop)
+            if at >= 0:
+                self.stopped, self.held = True, ""
+                self.cancel.set()
+                return pending[:at]
+        keep = max((len(s) for s in self.stops), default=1) - 1
+        ready = pending[: len(pending) - keep] if keep else pending
+        self.held = pending[len(ready) :]
+        return ready
+
+    def flush(self) -> str:
+        held, self.held = self.held, ""
+        return held
+
+
+def usage_of(done: GenerationDone | None) -> dict[str, int]:
+    t = done.timings if done is not None else None
+    prompt, generated = (t.prompt_tokens, t.generated) if t is not None else (0, 0)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": generated,
+        "total_tokens": prompt + generated,
+    }
+
+
+@dataclass
+class Piece:
+    """What one event added to the answer."""
+
+    content: str = ""
+    reasoning: str = ""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    scored: list[Scored] = field(default_factory=list)
+
+
+class Answer:
+    """The fold of one answer's events (see the module guarantees)."""
+
+    def __init__(self, stops: list[str], cancel: threading.Event) -> None:
+        self.builder = ReplyBuilder(Reply())
+        self.cut = StopCut(stops, cancel)
+        self.content = self.reasoning = ""
+        self.calls: list[dict[str, Any]] = []
+        self.scored: list[Scored] = []
+        self.verdicts: list[JsonChecked] = []
+        self.done: GenerationDone | None = None
+        self.failed: str | None = None
+        self._sent: dict[int, int] = {}  # segment → characters given out
+        self._lane: Lane | None = None
+
+    def feed(self, item: Any) -> Piece:
+        piece = Piece()
+        if isinstance(item, Scored):
+            if self._lane is Lane.ANSWER and not self.stopped:
+                piece.scored.append(item)
+                self.scored.append(item)
+            return piece
+        event: TurnEvent = item
+        if isinstance(event, MessageStarted):
+            self._lane = event.lane
+        elif isinstance(event, MessageDone):
+            self._lane = None
+        elif isinstance(event, GenerationDone):
+            self.done = event
+        elif isinstance(event, TurnFailed):
+            self.failed = event.reason
+        elif isinstance(event, JsonChecked):
+            self.verdicts.append(event)
+        for change in self.builder.apply(event):
+            if isinstance(change, Thought):
+                piece.reasoning += change.text
+            elif isinstance(change, Added | Appended | Updated):
+                self._segment(change.index, piece)
+        self.reasoning += piece.reasoning
+        return piece
+
+    def _segment(self, index: int, piece: Piece) -> None:
+        segment = self.builder.reply.segments[index]
+        if segment.kind == "tool" and segment.complete and index not in self._sent:
+            self._sent[index] = 1
+            name = str(segment.data.get("tool") or "").removeprefix("functions.")
+            call = {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": name, "arguments": str(segment.data.get("arguments", ""))},
+            }
+            self.calls.append(call)
+            piece.calls.append(call)
+        elif segment.kind in ("answer", "preamble"):
+            sent = self._sent.get(index, 0)
+            if len(segment.text) > sent:
+                if sent == 0 and self.content + self.cut.held:
+                    piece.content += self._visible("\n\n")
+                piece.content += self._visible(segment.text[sent:])
+                self._sent[index] = len(segment.text)
+
+    def _visible(self, text: str) -> str:
+        shown = self.cut.take(text)
+        self.content += shown
+        return shown
+
+    def flush(self) -> str:
+        """The content held back, once the answer has ended without a stop sequence."""
+        held = self.cut.flush()
+        self.content += held
+        return held
+
+    @property
+    def stopped(self) -> bool:
+        return self.cut.stopped
+
+    @property
+    def finish_reason(self) -> str:
+        if self.calls:
+            return "tool_calls"
+        if self.stopped:
+            return "stop"
+        if self.done is not None and self.done.reason.value == "length":
+            return "length"
+        return "stop"
+
+    def usage(self) -> dict[str, int]:
+        t = self.done.timings if self.done is not None else None
+        prompt, generated = (t.prompt_tokens, t.generated) if t is not None else (0, 0)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": generated,
+            "total_tokens": prompt + generated,
+        }
+
+    def logprobs(self, scored: list[Scored]) -> dict[str, Any]:
+        return {
+            "content": [
+                {
+                    "token": s.text,
+                    "logprob": s.logprob,
+                    "bytes": list(s.text.encode()),
+                    "top_logprobs": [
+                        {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in s.top
+                    ],
+                }
+                for s in scored
+            ]
+        }
+
+    def problem(self) -> str | None:
+        """Why the answer is not what was asked: a failure, or a JSON verdict against it."""
+        if self.failed is not None:
+            return self.failed
+        bad = [v for v in self.verdicts if not v.result.valid]
+        if bad:
+            r = bad[0].result
+            return f"{bad[0].target}: {r.code.value if r.code else ''} {r.error} {r.path}".strip()
+        return None
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+__all__ = [
+    "Answer",
+    "Piece",
+    "Scored",
+    "StopCut",
+    "dumps",
+    "job",
+    "max_tokens_of",
+    "sampling_of",
+    "usage_of",
+]

@@ -1,0 +1,233 @@
+"""The server's HTTP side: routes, and the guard every request passes (Starlette + uvicorn).
+
+Guarantees: the `Host` header must name this machine (or a host the user allowed) — a DNS
+rebinding page gets 403; when a token is set (always, off loopback) every request must carry
+it as a bearer token (401 otherwise; it is never logged); a body over the size limit is 413 and
+not read past it; bad JSON is 400 `invalid_json`; CORS headers are sent only to origins the
+user listed; every request is logged (method, path, status, tokens, duration) and counted;
+nothing a client sends reaches the window as an exception — an unexpected failure is a 500 in
+OpenAI's shape, logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from app.server.chat_api import ChatApi
+from app.server.completions_api import CompletionsApi
+from app.server.responses_api import ResponsesApi
+from app.server.served import ServedModel
+from app.server.wire import ApiError, ReasoningField
+
+log = logging.getLogger("server")
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token: str | None = None  # required as a bearer token when set
+    cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()  # names besides this machine's the Host may carry
+    max_body: int = 8 * 1024 * 1024
+    max_tokens: int = 4096  # a request may not ask for more
+    reasoning_field: ReasoningField = "reasoning_content"
+
+
+def _hostname(header: str) -> str:
+    if header.startswith("["):  # [::1]:8080
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class Guard:
+    """The checks every request passes (see the module guarantees)."""
+
+    def __init__(self, app: Any, options: ServeOptions, stats: dict[str, int]) -> None:
+        self.app, self.options, self.stats = app, options, stats
+        self.hosts = {*LOOPBACK, options.host, *options.allowed_hosts}
+
+    @staticmethod
+    async def _refuse(scope: Any, send: Any, status: int, message: str, code: str) -> None:
+        body = ApiError(status, message, code=code).body()
+        await JSONResponse(body, status_code=status)(scope, None, send)  # type: ignore[arg-type]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        began, status = time.monotonic(), [0]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._checked(scope, receive, sending, headers)
+        finally:
+            self.stats["requests"] = self.stats.get("requests", 0) + 1
+            log.info(
+                "%s %s %s %.0f ms%s",
+                scope["method"],
+                scope["path"],
+                status[0],
+                (time.monotonic() - began) * 1000,
+                scope.get("harmony_desk_tokens", ""),
+            )
+
+    async def _checked(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
+        if _hostname(headers.get("host", "")) not in self.hosts:
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "this server answers only to its own address (the Host header names another)",
+                "host_not_allowed",
+            )
+            return
+        token = self.options.token
+        if token is not None and headers.get("authorization", "") != f"Bearer {token}":
+            await self._refuse(scope, send, 401, "a bearer token is required", "invalid_api_key")
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.options.max_body:
+            await self._refuse(
+                scope,
+                send,
+                413,
+                f"the body is over {self.options.max_body} bytes",
+                "request_too_large",
+            )
+            return
+        await self.app(scope, self._limited(receive), send)
+
+    def _limited(self, receive: Any) -> Callable[[], Awaitable[Any]]:
+        seen = [0]
+
+        async def limited() -> Any:
+            message = await receive()
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > self.options.max_body:
+                raise ApiError(
+                    413, f"the body is over {self.options.max_body} bytes", code="request_too_large"
+                )
+            return message
+
+        return limited
+
+
+async def _json(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, f"the body is not JSON: {exc}", code="invalid_json") from None
+
+
+def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return JSONResponse(exc.body(), status_code=exc.status)
+        except Exception as exc:
+            log.exception("the server failed on %s", request.url.path)
+            body = ApiError(
+                500, f"internal error: {type(exc).__name__}: {exc}", type="server_error"
+            ).body()
+            return JSONResponse(body, status_code=500)
+
+    return endpoint
+
+
+def make_app(served: ServedModel, options: ServeOptions, harmony: bool) -> Starlette:
+    """The server for `served` (see the module guarantees)."""
+    chat = ChatApi(served, harmony, options.reasoning_field, options.max_tokens)
+    completions = CompletionsApi(served, options.max_tokens)
+    responses = ResponsesApi(chat)
+
+    async def models(_request: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": served.name,
+                        "object": "model",
+                        "created": served.created,
+                        "owned_by": "harmony-desk",
+                    }
+                ],
+            }
+        )
+
+    async def chat_route(request: Request) -> Response:
+        return await chat(await _json(request), request.is_disconnected)
+
+    async def completions_route(request: Request) -> Response:
+        return await completions(await _json(request), request.is_disconnected)
+
+    async def responses_route(request: Request) -> Response:
+        return await responses(await _json(request), request.is_disconnected)
+
+    async def embeddings(request: Request) -> Response:
+        await _json(request)
+        raise ApiError(
+            400,
+            f"{served.name} is a chat model: it has no embeddings here; load an"
+            " embedding model to use /v1/embeddings",
+            param="model",
+            code="model_cannot_embed",
+        )
+
+    async def invocations(request: Request) -> Response:
+        """Databricks' serving-endpoint form: the body says which API it is."""
+        body = await _json(request)
+        if isinstance(body, dict) and "messages" in body:
+            return await chat(body, request.is_disconnected)
+        if isinstance(body, dict) and "prompt" in body:
+            return await completions(body, request.is_disconnected)
+        if isinstance(body, dict) and "input" in body:
+            return await embeddings(request)
+        raise ApiError(
+            400,
+            "an invocation has `messages` (chat), `prompt` (completions) or `input` (embeddings)",
+        )
+
+    routes = [
+        Route("/v1/models", _answering(models), methods=["GET"]),
+        Route("/v1/chat/completions", _answering(chat_route), methods=["POST"]),
+        Route("/v1/completions", _answering(completions_route), methods=["POST"]),
+        Route("/v1/responses", _answering(responses_route), methods=["POST"]),
+        Route("/v1/embeddings", _answering(embeddings), methods=["POST"]),
+        Route("/serving-endpoints/{name}/invocations", _answering(invocations), methods=["POST"]),
+    ]
+    middleware = [Middleware(Guard, options=options, stats=served.stats)]
+    if options.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(options.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type"],
+            )
+        )
+    return Starlette(routes=routes, middleware=middleware)
+
+
+__all__ = ["ServeOptions", "make_app"]

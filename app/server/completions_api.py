@@ -1,0 +1,162 @@
+"""`POST /v1/completions`: a raw prompt continued, whole or streamed.
+
+Guarantees: the prompt is the client's own text, tokenized as it is — control tokens it
+spells are control tokens (a raw prompt is the client's to shape; the chat endpoints never do
+this); `echo` puts the prompt before the text; `suffix` is not supported and says so in an
+`X-Harmony-Desk-Warning` header, never silently; a stop sequence ends the text before it; one
+prompt per request (a list of several is a 400); the same context check as chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from app.engine.protocol import GenerationDone, TokenStep
+from app.server.answer import StopCut, dumps, max_tokens_of, sampling_of, usage_of
+from app.server.chat_api import Disconnected, first_of, watch
+from app.server.served import ServedModel, on_engine
+from app.server.wire import ApiError, CompletionRequest, parse
+
+
+class CompletionsApi:
+    """See the module guarantees."""
+
+    def __init__(self, served: ServedModel, limit: int) -> None:
+        self.served, self.limit = served, limit
+
+    def _job(self, request: CompletionRequest, prompt: str, cancel: threading.Event) -> Any:
+        def make() -> Iterator[Any]:
+            session = self.served.session(None, self.limit)
+            tokenizer = session.tokenizer
+            ids = [*tokenizer.bos_ids, *tokenizer.tokenize(prompt, special=True)]
+            room = self.served.n_ctx - len(ids)
+            if room < 1:
+                raise ApiError(
+                    400,
+                    f"the prompt is {len(ids)} tokens; the context holds {self.served.n_ctx}",
+                    param="prompt",
+                    code="context_length_exceeded",
+                )
+            table = tokenizer.token_table()
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            for event in session.client.generate(
+                ids,
+                stop_ids=session.template.stop_ids(tokenizer),
+                sampling=sampling_of(request, session.sampling),
+                max_tokens=min(max_tokens_of(request, self.limit), room),
+                cancel=cancel,
+            ):
+                if isinstance(event, TokenStep):
+                    yield decoder.decode(table[event.token] if event.token < len(table) else b"")
+                else:
+                    yield event
+
+        return make
+
+    async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
+        request: CompletionRequest = parse(CompletionRequest, body)
+        prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
+        if len(prompts) != 1:
+            raise ApiError(400, "one prompt per request", param="prompt")
+        cancel = threading.Event()
+        events = on_engine(self.served.engine, self._job(request, prompts[0], cancel), cancel)
+        headers = {"X-Harmony-Desk-Warning": "suffix is not supported: it was ignored"}
+        warn = headers if request.suffix else {}
+        head = {
+            "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.served.name,
+        }
+        text = Text(request.stops, cancel)
+        watcher = asyncio.ensure_future(watch(disconnected, cancel))
+        try:
+            first = await first_of(events)
+        except BaseException:
+            watcher.cancel()
+            raise
+        if request.stream:
+            watcher.cancel()
+            stream = self._chunks(first, events, text, head, request)
+            return StreamingResponse(stream, media_type="text/event-stream", headers=warn)
+        try:
+            for item in [*first]:
+                text.feed(item)
+            async for item in events:
+                text.feed(item)
+        finally:
+            watcher.cancel()
+        shown = (prompts[0] if request.echo else "") + text.text + text.flush()
+        choice = {"index": 0, "text": shown, "finish_reason": text.finish_reason, "logprobs": None}
+        return JSONResponse({**head, "choices": [choice], "usage": text.usage()}, headers=warn)
+
+    async def _chunks(
+        self,
+        first: list[Any],
+        events: AsyncIterator[Any],
+        text: Text,
+        head: dict[str, Any],
+        request: CompletionRequest,
+    ) -> AsyncIterator[bytes]:
+        def chunk(piece: str, finish: str | None = None) -> bytes:
+            choice = {"index": 0, "text": piece, "finish_reason": finish, "logprobs": None}
+            return f"data: {dumps({**head, 'choices': [choice]})}\n\n".encode()
+
+        if request.echo:
+            yield chunk(
+                str(request.prompt if isinstance(request.prompt, str) else request.prompt[0])
+            )
+        for item in first:
+            if piece := text.feed(item):
+                yield chunk(piece)
+        async for item in events:
+            if piece := text.feed(item):
+                yield chunk(piece)
+        if held := text.flush():
+            yield chunk(held)
+        yield chunk("", text.finish_reason)
+        if request.stream_options is not None and request.stream_options.include_usage:
+            yield f"data: {dumps({**head, 'choices': [], 'usage': text.usage()})}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+
+class Text:
+    """A completion's text as it grows, cut at the first stop sequence."""
+
+    def __init__(self, stops: list[str], cancel: threading.Event) -> None:
+        self.cut = StopCut(stops, cancel)
+        self.text = ""
+        self.done: GenerationDone | None = None
+
+    def feed(self, item: Any) -> str:
+        if isinstance(item, GenerationDone):
+            self.done = item
+            return ""
+        shown = self.cut.take(item) if isinstance(item, str) else ""
+        self.text += shown
+        return shown
+
+    def flush(self) -> str:
+        held = self.cut.flush()
+        self.text += held
+        return held
+
+    @property
+    def finish_reason(self) -> str:
+        if not self.cut.stopped and self.done is not None and self.done.reason.value == "length":
+            return "length"
+        return "stop"
+
+    def usage(self) -> dict[str, int]:
+        return usage_of(self.done)
+
+
+__all__ = ["CompletionsApi", "Text"]

@@ -1,0 +1,207 @@
+"""A chat request as the app's own conversation, and what the model may do in answer.
+
+Guarantees: `system` and `developer` messages become the developer instructions (Harmony's
+place for them); an assistant message the client sends back keeps its tool calls (paired with
+their results by id) and its reasoning only where Harmony keeps it — before tool calls — so
+analysis after a final answer is never rendered, exactly as in the window; tools become the
+developer message's `functions` and their schemas the grammar's; `tool_choice`,
+`response_format` and `reasoning_effort` are honoured or refused with a 400 that names the
+field (an unsupported schema keyword included); non-text content parts are refused, never
+dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.domain.messages import (
+    Author,
+    Conversation,
+    DeveloperContent,
+    Message,
+    ReasoningEffort,
+    Role,
+    TextContent,
+    ToolDescription,
+)
+from app.engine.chat import with_response_format
+from app.engine.constraint import (
+    Constraint,
+    ResponseFormat,
+    SchemaError,
+    ToolChoice,
+    harmony_constraint,
+    json_constraint,
+)
+from app.server.wire import ApiError, ChatMessage, ChatRequest
+from app.templates.harmony import with_effort
+
+CALL_TYPE = "<|constrain|>json"
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What one request asks of the model."""
+
+    conversation: Conversation
+    constraint: Constraint | None
+    schema: dict[str, Any] | None  # the answer's JSON schema (JSON mode), checked after
+    tools: dict[str, dict[str, Any] | None]  # declared functions and their parameters
+
+
+def _developer(request: ChatRequest) -> DeveloperContent | None:
+    instructions = "\n\n".join(
+        m.text for m in request.messages if m.role in ("system", "developer") and m.text
+    )
+    functions = [
+        ToolDescription(
+            name=t.function.name,
+            description=t.function.description,
+            parameters=t.function.parameters,
+        )
+        for t in request.tools or ()
+    ]
+    if not instructions and not functions:
+        return None
+    developer = DeveloperContent(instructions=instructions or None)
+    return developer.with_function_tools(functions) if functions else developer
+
+
+def _assistant(m: ChatMessage, harmony: bool) -> list[Message]:
+    reasoning = m.reasoning_content or m.reasoning or ""
+    out = []
+    if harmony and reasoning and m.tool_calls:  # kept across a tool-call chain only
+        out.append(Message.of(Role.ASSISTANT, reasoning, channel="analysis"))
+    if m.tool_calls:
+        if m.text:
+            out.append(Message.of(Role.ASSISTANT, m.text, channel="commentary"))
+        for call in m.tool_calls:
+            out.append(
+                Message.of(
+                    Role.ASSISTANT,
+                    call.function.arguments,
+                    channel="commentary",
+                    recipient=f"functions.{call.function.name}",
+                    content_type=CALL_TYPE,
+                )
+            )
+    elif m.text or not out:
+        out.append(Message.of(Role.ASSISTANT, m.text, channel="final" if harmony else None))
+    return out
+
+
+def _check_parts(request: ChatRequest) -> None:
+    for i, m in enumerate(request.messages):
+        for j, part in enumerate(m.content if isinstance(m.content, list) else ()):
+            if part.get("type") not in ("text", "input_text", "output_text"):
+                raise ApiError(
+                    400,
+                    f"content parts of type {part.get('type')!r} are not"
+                    " supported: this model reads text",
+                    param=f"messages.{i}.content.{j}",
+                    code="unsupported_content",
+                )
+
+
+def conversation_of(request: ChatRequest, harmony: bool) -> Conversation:
+    """The request's messages as a conversation (see the module guarantees)."""
+    _check_parts(request)
+    messages: list[Message] = []
+    developer = _developer(request)
+    if developer is not None:
+        messages.append(Message.of(Role.DEVELOPER, developer))
+    names: dict[str, str] = {}  # tool_call_id → function name
+    for m in request.messages:
+        if m.role == "user":
+            messages.append(Message.of(Role.USER, m.text))
+        elif m.role == "assistant":
+            names.update({c.id: c.function.name for c in m.tool_calls or () if c.id})
+            messages += _assistant(m, harmony)
+        elif m.role == "tool":
+            name = names.get(m.tool_call_id or "", m.name or "tool")
+            messages.append(
+                Message(
+                    author=Author(role=Role.TOOL, name=f"functions.{name}"),
+                    content=(TextContent(text=m.text),),
+                    channel="commentary",
+                    recipient="assistant",
+                )
+            )
+    return Conversation(messages=tuple(messages))
+
+
+def _choice(request: ChatRequest) -> ToolChoice:
+    choice = request.tool_choice
+    if choice is None:
+        return "auto"
+    if isinstance(choice, str):
+        if choice not in ("auto", "none", "required"):
+            raise ApiError(
+                400, f"tool_choice {choice!r} is not auto, none or required", param="tool_choice"
+            )
+        return choice
+    name = (choice.get("function") or {}).get("name")
+    if choice.get("type") != "function" or not isinstance(name, str):
+        raise ApiError(400, "tool_choice must name a function", param="tool_choice")
+    return name
+
+
+def response_format_of(raw: dict[str, Any] | None) -> ResponseFormat | None:
+    if raw is None:
+        return None
+    try:
+        return ResponseFormat.model_validate(raw)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise ApiError(
+            400,
+            f"response_format is not valid: {where}: {exc.errors()[0]['msg']}",
+            param="response_format",
+        ) from None
+
+
+def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = None) -> Asked:
+    """The conversation, its constraint and what is checked after (see the guarantees)."""
+    conversation = conversation_of(request, harmony)
+    response_format = response_format_of(request.response_format)
+    schema = response_format.json_schema_dict if response_format else None
+    tools = {t.function.name: t.function.parameters for t in request.tools or ()}
+    if tools and not harmony:
+        raise ApiError(
+            400,
+            "tools need a gpt-oss model here: this model's chat template has no tool calls",
+            param="tools",
+            code="unsupported_parameter",
+        )
+    choice = _choice(request)
+    if (
+        isinstance(choice, str)
+        and choice not in ("auto", "none", "required")
+        and choice not in tools
+    ):
+        raise ApiError(
+            400, f"tool_choice names {choice!r}, which is not among the tools", param="tool_choice"
+        )
+    if harmony and request.reasoning_effort is not None:
+        conversation = with_effort(conversation, ReasoningEffort(request.reasoning_effort))
+    if harmony and schema is not None and response_format is not None:
+        conversation = with_response_format(conversation, response_format)
+    try:
+        if harmony and (schema is not None or (tools and choice != "none")):
+            constraint = harmony_constraint(
+                schema, tools=tools, tool_choice=choice, thinking_budget=thinking_budget
+            )
+        elif schema is not None:
+            constraint = json_constraint(schema)
+        else:
+            constraint = None
+    except SchemaError as exc:
+        param = "response_format" if schema is not None else "tools"
+        raise ApiError(400, exc.message, param=param, code="unsupported_schema") from None
+    return Asked(conversation, constraint, schema, tools)
+
+
+__all__ = ["Asked", "asked", "conversation_of", "response_format_of"]

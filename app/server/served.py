@@ -1,0 +1,77 @@
+"""The model the server serves, and the way from its engine thread to the server's loop.
+
+Guarantees: every generation runs as one job on the one engine thread it is given (the
+window's, or `serve`'s own), so clients and the window's own turns are served in the order
+they asked, never two at once; a job whose client has gone before its turn comes is skipped
+without touching the model; a job's items reach the server's asyncio loop in order; an
+exception in the engine thread reaches the request as itself (an `ApiError` keeps its status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.sampling import Sampling
+from app.engine.chat import ChatSession
+
+_END = object()
+
+
+@dataclass
+class _Raised:
+    error: BaseException
+
+
+@dataclass
+class ServedModel:
+    """What the server needs of the loaded model: its name, the engine thread, and a session
+    on it (`session(sampling, max_tokens)`, called on the engine thread)."""
+
+    name: str
+    engine: cf.Executor
+    session: Callable[[Sampling | None, int], ChatSession]
+    n_ctx: int
+    created: int = 0
+    stats: dict[str, int] = field(default_factory=lambda: {"requests": 0, "waiting": 0})
+
+
+async def on_engine(
+    engine: cf.Executor, make: Callable[[], Iterator[Any]], cancel: threading.Event
+) -> AsyncIterator[Any]:
+    """Run `make()` on the engine thread; its items here, in order (see the guarantees)."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def put(item: Any) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def pump() -> None:
+        try:
+            if cancel.is_set():
+                return  # the client left while waiting its turn
+            for item in make():
+                put(item)
+        except BaseException as exc:
+            put(_Raised(exc))
+        finally:
+            put(_END)
+
+    engine.submit(pump)
+    try:
+        while True:
+            item = await queue.get()
+            if item is _END:
+                return
+            if isinstance(item, _Raised):
+                raise item.error
+            yield item
+    finally:
+        cancel.set()  # a request that ends early (its client left) stops its generation
+
+
+__all__ = ["ServedModel", "on_engine"]
