@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store", "library"]
+NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store", "library", "server"]
 
 
 def imports(path: Path) -> set[str]:
@@ -99,3 +99,11 @@ def test_each_package_imports_only_what_the_map_allows(package: str) -> None:
         inner = {n.split(".")[1] for n in imports(path) if n.startswith("app.") and n.count(".") >= 1}
         bad = inner - MAP[package] - SHARED - {package}
         assert not bad, f"{path} imports {sorted(bad)}"
+
+
+def test_the_server_turns_http_into_engine_requests_only() -> None:
+    """HTTP in, the engine's turn out: no model code, no window, no store of its own."""
+    for path in (APP / "server").rglob("*.py"):
+        bad = {n for n in imports(path) if n.startswith("app.") and n.split(".")[1] not in
+               ("server", "engine", "domain", "errors")}
+        assert not bad, f"{path} imports {bad}"

@@ -79,6 +79,11 @@ class EngineBridge:
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._channel: tuple[collections.deque[Any], Callable[[], None]] | None = None
 
+    @property
+    def executor(self) -> cf.Executor:
+        """The engine thread, for other loops that queue work on it (the local server)."""
+        return self._pool
+
     async def call(self, fn: Callable[[], T]) -> T:
         """Run `fn` on the engine thread; await its result."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)

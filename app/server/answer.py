@@ -251,7 +251,7 @@ class Answer:
             return "tool_calls"
         if self.stopped:
             return "stop"
-        if self.done is not None and self.done.reason.value == "length":
+        if self.done is not None and self.done.reason.value in ("length", "context"):
             return "length"
         return "stop"
 

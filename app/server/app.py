@@ -209,13 +209,21 @@ def make_app(served: ServedModel, options: ServeOptions, harmony: bool) -> Starl
             "an invocation has `messages` (chat), `prompt` (completions) or `input` (embeddings)",
         )
 
+    async def status(_request: Request) -> Response:
+        return JSONResponse({"model": served.name, **served.stats})
+
     routes = [
         Route("/v1/models", _answering(models), methods=["GET"]),
+        Route("/harmony-desk/status", _answering(status), methods=["GET"]),
         Route("/v1/chat/completions", _answering(chat_route), methods=["POST"]),
         Route("/v1/completions", _answering(completions_route), methods=["POST"]),
         Route("/v1/responses", _answering(responses_route), methods=["POST"]),
         Route("/v1/embeddings", _answering(embeddings), methods=["POST"]),
         Route("/serving-endpoints/{name}/invocations", _answering(invocations), methods=["POST"]),
+        # Databricks through the openai SDK (base URL `.../serving-endpoints`)
+        Route("/serving-endpoints/chat/completions", _answering(chat_route), methods=["POST"]),
+        Route("/serving-endpoints/completions", _answering(completions_route), methods=["POST"]),
+        Route("/serving-endpoints/embeddings", _answering(embeddings), methods=["POST"]),
     ]
     middleware = [Middleware(Guard, options=options, stats=served.stats)]
     if options.cors_origins:

@@ -69,7 +69,7 @@ class ChatApi:
         top = (request.top_logprobs or 0) if request.logprobs else 0
         scoring = max(top, 1) if request.logprobs else 0
         make = job(self.served, what, request, self.limit, scoring, cancel)
-        events = on_engine(self.served.engine, make, cancel)
+        events = on_engine(self.served.engine, make, cancel, self.served.stats)
         answer = Answer(request.stops, cancel)
         field = request.reasoning_format or self.reasoning_field
         ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())

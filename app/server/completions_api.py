@@ -67,7 +67,8 @@ class CompletionsApi:
         if len(prompts) != 1:
             raise ApiError(400, "one prompt per request", param="prompt")
         cancel = threading.Event()
-        events = on_engine(self.served.engine, self._job(request, prompts[0], cancel), cancel)
+        make = self._job(request, prompts[0], cancel)
+        events = on_engine(self.served.engine, make, cancel, self.served.stats)
         headers = {"X-Harmony-Desk-Warning": "suffix is not supported: it was ignored"}
         warn = headers if request.suffix else {}
         head = {
@@ -151,7 +152,11 @@ class Text:
 
     @property
     def finish_reason(self) -> str:
-        if not self.cut.stopped and self.done is not None and self.done.reason.value == "length":
+        if (
+            not self.cut.stopped
+            and self.done is not None
+            and self.done.reason.value in ("length", "context")
+        ):
             return "length"
         return "stop"
 

@@ -37,7 +37,6 @@ from app.engine.constraint import (
     json_constraint,
 )
 from app.server.wire import ApiError, ChatMessage, ChatRequest
-from app.templates.harmony import with_effort
 
 CALL_TYPE = "<|constrain|>json"
 
@@ -186,7 +185,8 @@ def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = Non
             400, f"tool_choice names {choice!r}, which is not among the tools", param="tool_choice"
         )
     if harmony and request.reasoning_effort is not None:
-        conversation = with_effort(conversation, ReasoningEffort(request.reasoning_effort))
+        effort = ReasoningEffort(request.reasoning_effort)
+        conversation = conversation.with_header(Role.SYSTEM, reasoning_effort=effort)
     if harmony and schema is not None and response_format is not None:
         conversation = with_response_format(conversation, response_format)
     try:

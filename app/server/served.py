@@ -37,13 +37,20 @@ class ServedModel:
     session: Callable[[Sampling | None, int], ChatSession]
     n_ctx: int
     created: int = 0
-    stats: dict[str, int] = field(default_factory=lambda: {"requests": 0, "waiting": 0})
+    stats: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)
+    )
 
 
 async def on_engine(
-    engine: cf.Executor, make: Callable[[], Iterator[Any]], cancel: threading.Event
+    engine: cf.Executor,
+    make: Callable[[], Iterator[Any]],
+    cancel: threading.Event,
+    stats: dict[str, int] | None = None,
 ) -> AsyncIterator[Any]:
-    """Run `make()` on the engine thread; its items here, in order (see the guarantees)."""
+    """Run `make()` on the engine thread; its items here, in order (see the guarantees).
+    `stats` counts the jobs waiting, the tokens generated and the jobs stopped early."""
+    stats = stats if stats is not None else {}
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Any] = asyncio.Queue()
 

@@ -32,6 +32,7 @@ from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
 from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
+from app.controllers.serve_host import ServeHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
 from app.ui.about import Welcome, show_about
@@ -43,6 +44,7 @@ from app.ui.icons import give
 from app.ui.mcp_page import McpPage
 from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
+from app.ui.serve_switch import ServeSwitch
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
 from app.ui.status_line import StatusLine
@@ -158,6 +160,8 @@ class MainWindow(QMainWindow):
         self.settings_action = QAction("Model settings…", self)
         self.settings_action.triggered.connect(self._model_settings)
         file_menu.addAction(self.settings_action)
+        self.serve = ServeSwitch(self, ServeHost(self.host, self.host.bridge))
+        file_menu.addAction(self.serve.action)
         mcp = QAction("MCP servers…", self)
         mcp.triggered.connect(self.show_mcp)
         file_menu.addAction(mcp)
@@ -392,6 +396,7 @@ class MainWindow(QMainWindow):
         EndpointDialog(self.controller.remote, self).exec()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        self.serve.set_on(False)
         self.controller.close()
         self.library.close()  # running downloads pause; their partial files stay
         super().closeEvent(event)

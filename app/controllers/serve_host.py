@@ -1,0 +1,102 @@
+"""The window's "Serve this model": the local OpenAI-compatible server on the window's model.
+
+Guarantees: the server runs uvicorn on a thread of its own, but every generation it asks for
+is queued on the window's one engine thread, so the window's turns and the clients' requests
+are served one at a time, in the order they came; it binds to 127.0.0.1 only; `start` says why
+it could not (the port taken, no model loaded) and leaves nothing running; `stop` ends it and
+its thread; the request count is what the server counted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from app.controllers.bridge import EngineBridge
+from app.controllers.model_host import ModelHost
+from app.domain.sampling import Sampling
+from app.engine.chat import ChatSession
+from app.errors import HarmonyDeskError
+from app.server.app import ServeOptions, make_app
+from app.server.served import ServedModel
+from app.templates.harmony import HarmonyTemplate
+
+START_S = 10.0
+
+
+class ServeError(HarmonyDeskError):
+    """The server could not start."""
+
+
+class ServeHost:
+    """See the module guarantees."""
+
+    def __init__(self, host: ModelHost, bridge: EngineBridge) -> None:
+        self.host, self.bridge = host, bridge
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.served: ServedModel | None = None
+        self.address = ""
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _session(self, sampling: Sampling | None, max_tokens: int) -> ChatSession:
+        session = self.host.session(max_tokens=max_tokens)
+        if sampling is not None:
+            session.sampling = sampling
+        return session
+
+    def start(self, port: int = 8080) -> str:
+        """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""
+        import uvicorn
+
+        if not self.host.ready:
+            raise ServeError("load a model first: the server serves the window's model")
+        if self.running:
+            return self.address
+        name = Path(self.host.path).stem or self.host.name
+        served = ServedModel(
+            name=name,
+            engine=self.bridge.executor,
+            session=self._session,
+            n_ctx=self.host.n_ctx or 4096,
+            created=int(time.time()),
+        )
+        options = ServeOptions(port=port)
+        harmony = isinstance(self.host.template, HarmonyTemplate)
+        config = uvicorn.Config(
+            make_app(served, options, harmony), host=options.host, port=port, log_level="warning"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, name="local-server", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + START_S
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not server.started:
+            server.should_exit = True
+            thread.join(2)
+            raise ServeError(
+                f"the server could not listen on 127.0.0.1:{port} (is the port in use?)"
+            )
+        self._server, self._thread, self.served = server, thread, served
+        self.address = f"http://127.0.0.1:{port}/v1"
+        return self.address
+
+    def requests(self) -> int:
+        return self.served.stats.get("requests", 0) if self.served is not None else 0
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None:
+            server.should_exit = True
+        if thread is not None:
+            thread.join(5)
+
+
+__all__ = ["ServeError", "ServeHost"]

@@ -1,0 +1,222 @@
+"""Local server benchmark: tokens streamed through `harmony-desk serve` next to the same
+generation in-process, measured in one run.
+
+Usage: python bench/server.py [--model default|tiny|PATH] [--tokens 128] [--threads 1]
+                              [--clients 8] [--runs 3]
+
+Prints, for the model:
+- decode tokens/s of a greedy answer streamed through the server with the `openai` SDK vs the
+  same conversation, sampling, thread count and token budget generated in-process through a
+  `ChatSession` on our worker (goal ≥ 0.95), the median of `--runs`;
+- time to first byte of the streamed response and to its first content token, vs the
+  in-process time to the first token;
+- `--clients` clients at once, each streaming an answer: all served, none failed, the order
+  they were served in vs the order they asked (fair: first come, first served), and the wall
+  time against serving them one after another.
+One thing computes at a time (never the in-process model and the server together): on 2 cores
+parallel load makes llama.cpp's spin-waiting threads collapse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+import openai
+
+from app.domain.messages import Conversation, Message, Role
+from app.domain.sampling import Sampling
+from app.engine.chat import ChatSession
+from app.engine.client import WorkerClient
+from app.engine.protocol import GenerationDone
+from app.templates.registry import default_template_name, get_template
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "Write a long story about a lighthouse keeper and a storm."
+
+
+def _model(name: str) -> str:
+    if name == "tiny":
+        sys.path.insert(0, str(ROOT))
+        from tests.tiny_gpt_oss import build
+
+        return str(build())
+    if name == "default":
+        from app.engine.default_model import default_model_path
+
+        return str(default_model_path())
+    return name
+
+
+def in_process(path: str, tokens: int, threads: int, runs: int) -> tuple[float, float]:
+    """(decode tok/s, ms to the first token), medians over `runs`."""
+    speeds, firsts = [], []
+    with WorkerClient() as client:
+        info = client.load(path, n_ctx=2048, n_threads=threads)
+        template = get_template(default_template_name(info.metadata)).for_model(info.metadata)
+        for _ in range(runs):
+            session = ChatSession(
+                client, template, sampling=Sampling(temperature=0.0), max_tokens=tokens
+            )
+            asked = session.conversation.with_message(Message.of(Role.USER, QUESTION))
+            for event in session.generate(Conversation(messages=asked.messages)):
+                if isinstance(event, GenerationDone):
+                    speeds.append(event.timings.decode_tokens_per_s)
+                    firsts.append(event.timings.first_token_ms)
+    return statistics.median(speeds), statistics.median(firsts)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _streamed(api: openai.OpenAI, tokens: int) -> tuple[float, float, float, float]:
+    """(tok/s after the first token, ms to the first byte, ms to the first content, s in all)."""
+    began = time.perf_counter()
+    first_byte = first = 0.0
+    count = 0
+    stream = api.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": QUESTION}],
+        max_tokens=tokens,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for chunk in stream:
+        now = time.perf_counter()
+        first_byte = first_byte or now
+        if chunk.choices and chunk.choices[0].delta.content and not first:
+            first = now
+        if chunk.usage is not None:
+            count = chunk.usage.completion_tokens
+    end = time.perf_counter()
+    speed = (count - 1) / (end - first) if first and count > 1 else 0.0
+    return speed, (first_byte - began) * 1000, (first - began) * 1000, end - began
+
+
+def through_server(
+    path: str, tokens: int, threads: int, runs: int, clients: int
+) -> dict[str, object]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--model",
+            path,
+            "--port",
+            str(port),
+            "--threads",
+            str(threads),
+            "--ctx",
+            "2048",
+            "--max-tokens",
+            str(max(tokens, 256)),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        api = openai.OpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0, timeout=600)
+        _streamed(api, 8)  # warm: the vocabulary crosses the pipe once
+        measured = [_streamed(api, tokens) for _ in range(runs)]
+        one = statistics.median(m[3] for m in measured)
+        order: list[int] = []
+        failures: list[str] = []
+        began = time.perf_counter()
+
+        def client(i: int) -> None:
+            try:
+                _streamed(api, tokens)
+                order.append(i)
+            except Exception as exc:  # counted, not raised: the bench reports it
+                failures.append(f"{i}: {exc}")
+
+        threads_ = []
+        for i in range(clients):
+            t = threading.Thread(target=client, args=(i,))
+            t.start()
+            threads_.append(t)
+            time.sleep(0.05)  # they ask in this order
+        for t in threads_:
+            t.join()
+        wall = time.perf_counter() - began
+        return {
+            "speed": statistics.median(m[0] for m in measured),
+            "first_byte": statistics.median(m[1] for m in measured),
+            "first_token": statistics.median(m[2] for m in measured),
+            "order": order,
+            "failures": failures,
+            "wall": wall,
+            "one": one,
+        }
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    path = _model(args.model)
+    print(
+        f"model {path}; {args.tokens} tokens, {args.threads} thread(s), greedy,"
+        f" median of {args.runs}"
+    )
+    speed, first = in_process(path, args.tokens, args.threads, args.runs)
+    served = through_server(path, args.tokens, args.threads, args.runs, args.clients)
+    print("| measure | through the server | in-process | ratio |")
+    print("|---|---|---|---|")
+    s = float(served["speed"])  # type: ignore[arg-type]
+    print(f"| decode tok/s (streamed, openai SDK) | {s:.1f} | {speed:.1f} | {s / speed:.2f} |")
+    print(f"| ms to the first byte | {served['first_byte']:.0f} | — | — |")
+    f = float(served["first_token"])  # type: ignore[arg-type]
+    print(f"| ms to the first content token | {f:.0f} | {first:.0f} | {f / first:.2f} |")
+    order, failures = served["order"], served["failures"]
+    fair = order == sorted(order)  # type: ignore[type-var]
+    wall, one = float(served["wall"]), float(served["one"])  # type: ignore[arg-type]
+    print(
+        f"| {args.clients} clients at once | {len(order)} served, {len(failures)} failed,"  # type: ignore[arg-type]
+        f" order {order} ({'first come, first served' if fair else 'NOT in arrival order'}) |"
+        f" {wall:.1f} s vs {args.clients} × {one:.1f} s one after another |"
+        f" {wall / (args.clients * one):.2f} |"
+    )
+    for failure in failures:  # type: ignore[attr-defined]
+        print(f"  failed: {failure}")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
