@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx
+import httpx2 as httpx
 import openai
 
 from app.domain.messages import Conversation, Message, Role

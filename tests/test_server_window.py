@@ -41,5 +41,6 @@ def test_the_window_serves_its_model_and_counts_the_requests(qtbot: Any, qloop: 
     assert '{"rain": true}' in sent and "to=functions.get_weather" in sent  # the pairing kept
     window.serve.refresh()
     assert window.serve.label.text().endswith("· 2 requests")
+    api.close()
     window.serve.action.setChecked(False)
     assert not window.serve.serving.running and window.serve.label.text() == ""

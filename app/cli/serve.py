@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a host name clients may use besides this machine's addresses",
     )
     parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        default=None,
+        help="gpt-oss with tools or JSON: at most this many tokens per reasoning message"
+        " (a request's `thinking_budget` wins)",
+    )
+    parser.add_argument(
         "--require-token", action="store_true", help="ask for the token on loopback too"
     )
     parser.add_argument(
@@ -91,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allow_host),
         max_tokens=args.max_tokens,
         reasoning_field=args.reasoning_field,
+        thinking_budget=args.thinking_budget,
     )
     logging.getLogger("server").setLevel(logging.INFO)
     engine = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")

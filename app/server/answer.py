@@ -4,10 +4,11 @@ one reply builder made of it, as the pieces an OpenAI response is built from.
 Guarantees: what the client gets is what the window shows for the same tokens — the answer
 (and preambles) from the reply builder's answer and preamble segments, the model's calls from
 its tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a
-call the tolerant parser recovered is a tool call, one it could not is said in the content's
-place as an error, never an HTTP 500; a stop sequence ends the content before it (and the
-generation); log-probabilities are those of the answer's own tokens; the prompt is checked
-against the context before anything is generated (400 `context_length_exceeded`).
+call the tolerant parser recovered is a tool call, and output it could not read is what the
+builder kept of it — never an HTTP 500; a stop sequence ends the content before it (and the
+generation); log-probabilities are those of the tokens that wrote the answer's text; the
+prompt is checked against the context before anything is generated (400
+`context_length_exceeded`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.events import (
+    ContentDelta,
     GenerationDone,
     JsonChecked,
-    MessageDone,
     MessageStarted,
     TokenScored,
     TurnEvent,
@@ -182,20 +183,22 @@ class Answer:
         self.done: GenerationDone | None = None
         self.failed: str | None = None
         self._sent: dict[int, int] = {}  # segment → characters given out
-        self._lane: Lane | None = None
+        self._pending: list[Scored] = []  # scored tokens not yet placed in a message
+        self._said = ""  # the raw text of the message being written
 
     def feed(self, item: Any) -> Piece:
         piece = Piece()
         if isinstance(item, Scored):
-            if self._lane is Lane.ANSWER and not self.stopped:
-                piece.scored.append(item)
-                self.scored.append(item)
+            self._pending.append(item)
             return piece
         event: TurnEvent = item
         if isinstance(event, MessageStarted):
-            self._lane = event.lane
-        elif isinstance(event, MessageDone):
-            self._lane = None
+            self._said = ""
+        elif isinstance(event, ContentDelta) and event.lane is Lane.ANSWER:
+            self._said += event.text
+            if not self.stopped:
+                piece.scored = self._released()
+                self.scored += piece.scored
         elif isinstance(event, GenerationDone):
             self.done = event
         elif isinstance(event, TurnFailed):
@@ -209,6 +212,19 @@ class Answer:
                 self._segment(change.index, piece)
         self.reasoning += piece.reasoning
         return piece
+
+    def _released(self) -> list[Scored]:
+        """The pending tokens that wrote the end of the answer's text: header and control
+        tokens before them (which wrote no text of it) are left out."""
+        taken: list[Scored] = []
+        tail = ""
+        for scored in reversed(self._pending):
+            if not scored.text or not self._said.endswith(scored.text + tail):
+                break
+            tail = scored.text + tail
+            taken.append(scored)
+        self._pending.clear()
+        return taken[::-1]
 
     def _segment(self, index: int, piece: Piece) -> None:
         segment = self.builder.reply.segments[index]

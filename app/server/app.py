@@ -45,6 +45,7 @@ class ServeOptions:
     max_body: int = 8 * 1024 * 1024
     max_tokens: int = 4096  # a request may not ask for more
     reasoning_field: ReasoningField = "reasoning_content"
+    thinking_budget: int | None = None  # gpt-oss under a constraint: tokens per reasoning message
 
 
 def _hostname(header: str) -> str:
@@ -70,6 +71,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         began, status = time.monotonic(), [0]
+        self.stats["requests"] = self.stats.get("requests", 0) + 1  # counted as it arrives
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
         async def sending(message: dict[str, Any]) -> None:
@@ -80,7 +82,6 @@ class Guard:
         try:
             await self._checked(scope, receive, sending, headers)
         finally:
-            self.stats["requests"] = self.stats.get("requests", 0) + 1
             log.info(
                 "%s %s %s %.0f ms%s",
                 scope["method"],
@@ -157,7 +158,9 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..
 
 def make_app(served: ServedModel, options: ServeOptions, harmony: bool) -> Starlette:
     """The server for `served` (see the module guarantees)."""
-    chat = ChatApi(served, harmony, options.reasoning_field, options.max_tokens)
+    chat = ChatApi(
+        served, harmony, options.reasoning_field, options.max_tokens, options.thinking_budget
+    )
     completions = CompletionsApi(served, options.max_tokens)
     responses = ResponsesApi(chat)
 

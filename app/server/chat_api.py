@@ -53,8 +53,14 @@ class ChatApi:
     """See the module guarantees."""
 
     def __init__(
-        self, served: ServedModel, harmony: bool, reasoning: ReasoningField, limit: int
+        self,
+        served: ServedModel,
+        harmony: bool,
+        reasoning: ReasoningField,
+        limit: int,
+        thinking_budget: int | None = None,
     ) -> None:
+        self.thinking_budget = thinking_budget
         self.served, self.harmony, self.reasoning_field, self.limit = (
             served,
             harmony,
@@ -64,7 +70,7 @@ class ChatApi:
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         request: ChatRequest = parse(ChatRequest, body)
-        what = asked(request, self.harmony)
+        what = asked(request, self.harmony, request.thinking_budget or self.thinking_budget)
         cancel = threading.Event()
         top = (request.top_logprobs or 0) if request.logprobs else 0
         scoring = max(top, 1) if request.logprobs else 0
@@ -159,6 +165,8 @@ class ChatApi:
                     yield data
         except ApiError as exc:  # after the first byte: said in the stream
             yield _event(exc.body())
+        finally:
+            answer.cut.cancel.set()  # the client left (this generator was closed): stop
         held = answer.flush()
         if held:
             yield chunk({"content": held})

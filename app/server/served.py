@@ -18,6 +18,7 @@ from typing import Any
 
 from app.domain.sampling import Sampling
 from app.engine.chat import ChatSession
+from app.engine.protocol import FinishReason, GenerationDone
 
 _END = object()
 
@@ -58,16 +59,23 @@ async def on_engine(
         loop.call_soon_threadsafe(queue.put_nowait, item)
 
     def pump() -> None:
+        stats["waiting"] = stats.get("waiting", 0) - 1
         try:
             if cancel.is_set():
+                stats["stopped"] = stats.get("stopped", 0) + 1
                 return  # the client left while waiting its turn
             for item in make():
+                if isinstance(item, GenerationDone):
+                    stats["generated"] = stats.get("generated", 0) + item.timings.generated
+                    if item.reason is FinishReason.CANCELLED:
+                        stats["stopped"] = stats.get("stopped", 0) + 1
                 put(item)
-        except BaseException as exc:
+        except BaseException as exc:  # handed to the request, which answers it
             put(_Raised(exc))
         finally:
             put(_END)
 
+    stats["waiting"] = stats.get("waiting", 0) + 1
     engine.submit(pump)
     try:
         while True:

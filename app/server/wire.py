@@ -148,6 +148,7 @@ class ChatRequest(Sampled):
     response_format: dict[str, Any] | None = None
     reasoning_effort: Effort | None = None
     reasoning_format: ReasoningField | None = None  # ours: where the reasoning is returned
+    thinking_budget: int | None = Field(None, ge=1)  # ours: tokens per reasoning message (gpt-oss)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
 
