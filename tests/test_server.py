@@ -290,8 +290,15 @@ def test_the_responses_api_with_a_function_call_and_its_output(oss: str) -> None
     second = client.responses.create(model="m", input=follow, tools=[tool], tool_choice="none",  # type: ignore[arg-type, list-item]
                                      max_output_tokens=300)
     assert second.status in ("completed", "incomplete") and all(i.type != "function_call" for i in second.output)
-    events = [e.type for e in client.responses.create(model="m", input="Hi", max_output_tokens=60, stream=True)]
-    assert events[0] == "response.created" and events[-1] == "response.completed"
+    streamed = list(client.responses.create(model="m", input="Hi", max_output_tokens=200, stream=True,
+                                            text={"format": {"type": "json_object"}}))  # headers kept
+    kinds = [e.type for e in streamed]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert kinds.count("response.reasoning_text.delta") + kinds.count("response.output_text.delta") > 3
+    done = streamed[-1].response  # type: ignore[union-attr]
+    for item in done.output:  # the deltas add up to the items the response ends with
+        deltas = [e.delta for e in streamed if getattr(e, "item_id", None) == item.id and e.type.endswith("text.delta")]  # type: ignore[union-attr]
+        assert "".join(deltas) == item.content[0].text  # type: ignore[union-attr]
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         client.responses.create(model="m", input="Hi", previous_response_id="resp_1")
 

@@ -6,7 +6,8 @@ Guarantees: the reasoning is in `reasoning_content` (or `reasoning`, as the requ
 `tool_calls`, `stop` or `length`; streamed chunks carry the same text the whole answer would,
 with usage last when `stream_options.include_usage` asks; a request whose client disconnects
 stops its generation (or never starts it, if it was still waiting); every problem found before
-the first byte is an error in OpenAI's shape with its status.
+the first byte is an error in OpenAI's shape with its status. `Running` is the answer being
+made, which the Responses API streams in its own events.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -28,12 +30,13 @@ from app.server.wire import ApiError, ChatRequest, ReasoningField, parse
 Disconnected = Callable[[], Awaitable[bool]]
 
 
-def _event(data: Any) -> bytes:
+def event(data: Any) -> bytes:
+    """One server-sent event of JSON."""
     return f"data: {dumps(data)}\n\n".encode()
 
 
 async def watch(disconnected: Disconnected, cancel: threading.Event) -> None:
-    """Set `cancel` once the client has gone (for answers that are not streamed)."""
+    """Set `cancel` once the client has gone (while waiting, and for answers not streamed)."""
     while not cancel.is_set():
         if await disconnected():
             cancel.set()
@@ -49,6 +52,52 @@ async def first_of(events: AsyncIterator[Any]) -> list[Any]:
         return []
 
 
+@dataclass
+class Running:
+    """An answer being made: its request, fold, first item and the rest to come."""
+
+    request: ChatRequest
+    answer: Answer
+    first: list[Any]
+    events: AsyncIterator[Any]
+    watcher: asyncio.Future[None]
+    head: dict[str, Any]
+    field: str  # where the reasoning goes
+    top: int  # alternatives per scored token
+
+    async def pieces(self) -> AsyncIterator[Piece]:
+        """What each item adds, then what was held back; the generation stops if the
+        consumer stops early (its client left)."""
+        try:
+            for item in self.first:
+                yield self.answer.feed(item)
+            async for item in self.events:
+                yield self.answer.feed(item)
+        finally:
+            self.answer.cut.cancel.set()
+            self.watcher.cancel()
+        held = self.answer.flush()
+        if held:
+            yield Piece(content=held)
+
+    def logprobs(self, scored: Any) -> Any:
+        if not self.request.logprobs:
+            return None
+        said = self.answer.logprobs(scored)
+        if self.top == 0:
+            for entry in said["content"]:
+                entry["top_logprobs"] = []
+        return said
+
+    def failure(self) -> ApiError | None:
+        a = self.answer
+        if a.failed is not None and not (a.content or a.calls):
+            return ApiError(
+                503, f"the model stopped: {a.failed}", type="server_error", code="model_failed"
+            )
+        return None
+
+
 class ChatApi:
     """See the module guarantees."""
 
@@ -60,15 +109,11 @@ class ChatApi:
         limit: int,
         thinking_budget: int | None = None,
     ) -> None:
-        self.thinking_budget = thinking_budget
-        self.served, self.harmony, self.reasoning_field, self.limit = (
-            served,
-            harmony,
-            reasoning,
-            limit,
-        )
+        self.served, self.harmony, self.reasoning_field = served, harmony, reasoning
+        self.limit, self.thinking_budget = limit, thinking_budget
 
-    async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
+    async def start(self, body: Any, disconnected: Disconnected) -> Running:
+        """Queue the answer to `body`; back once its first item is (errors raised here)."""
         request: ChatRequest = parse(ChatRequest, body)
         what = asked(request, self.harmony, request.thinking_budget or self.thinking_budget)
         cancel = threading.Event()
@@ -76,117 +121,93 @@ class ChatApi:
         scoring = max(top, 1) if request.logprobs else 0
         make = job(self.served, what, request, self.limit, scoring, cancel)
         events = on_engine(self.served.engine, make, cancel, self.served.stats)
-        answer = Answer(request.stops, cancel)
-        field = request.reasoning_format or self.reasoning_field
-        ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
-        head = {"id": ident, "created": created, "model": self.served.name}
+        head = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "created": int(time.time()),
+            "model": self.served.name,
+        }
         watcher = asyncio.ensure_future(watch(disconnected, cancel))
         try:
             first = await first_of(events)
         except BaseException:
             watcher.cancel()
             raise
-        if request.stream:
-            watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            chunks = self._chunks(first, events, answer, head, field, request, top)
-            return StreamingResponse(chunks, media_type="text/event-stream")
-        try:
-            for item in first:
-                answer.feed(item)
-            async for item in events:
-                answer.feed(item)
-        finally:
-            watcher.cancel()
-        answer.flush()
-        return JSONResponse(self.whole(answer, head, field, request, top))
+        field = request.reasoning_format or self.reasoning_field
+        answer = Answer(request.stops, cancel)
+        return Running(request, answer, first, events, watcher, head, field, top)
 
-    def whole(
-        self, answer: Answer, head: dict[str, Any], field: str, request: ChatRequest, top: int
-    ) -> dict[str, Any]:
-        if answer.failed is not None and not (answer.content or answer.calls):
-            raise ApiError(
-                503, f"the model stopped: {answer.failed}", type="server_error", code="model_failed"
-            )
+    async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
+        run = await self.start(body, disconnected)
+        if run.request.stream:
+            run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
+            return StreamingResponse(self._chunks(run), media_type="text/event-stream")
+        async for _ in run.pieces():
+            pass
+        return JSONResponse(self.whole(run))
+
+    def whole(self, run: Running) -> dict[str, Any]:
+        """The whole answer as a `chat.completion`."""
+        failure = run.failure()
+        if failure is not None:
+            raise failure
+        answer = run.answer
         message: dict[str, Any] = {"role": "assistant", "content": answer.content or None}
         if answer.reasoning:
-            message[field] = answer.reasoning
+            message[run.field] = answer.reasoning
         if answer.calls:
             message["tool_calls"] = answer.calls
-        choice: dict[str, Any] = {
+        choice = {
             "index": 0,
             "message": message,
             "finish_reason": answer.finish_reason,
-            "logprobs": answer.logprobs(answer.scored) if request.logprobs else None,
+            "logprobs": run.logprobs(answer.scored),
         }
-        if top == 0 and request.logprobs:
-            for entry in choice["logprobs"]["content"]:
-                entry["top_logprobs"] = []
-        return {**head, "object": "chat.completion", "choices": [choice], "usage": answer.usage()}
+        return {
+            **run.head,
+            "object": "chat.completion",
+            "choices": [choice],
+            "usage": answer.usage(),
+        }
 
-    async def _chunks(
-        self,
-        first: list[Any],
-        events: AsyncIterator[Any],
-        answer: Answer,
-        head: dict[str, Any],
-        field: str,
-        request: ChatRequest,
-        top: int,
-    ) -> AsyncIterator[bytes]:
+    async def _chunks(self, run: Running) -> AsyncIterator[bytes]:
         def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
             choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
-            return _event({**head, "object": "chat.completion.chunk", "choices": [choice]})
+            return event({**run.head, "object": "chat.completion.chunk", "choices": [choice]})
 
         yield chunk({"role": "assistant", "content": ""})
         calls = 0
-
-        def said(piece: Piece) -> list[bytes]:
-            nonlocal calls
-            out = []
-            if piece.reasoning:
-                out.append(chunk({field: piece.reasoning}))
-            if piece.content:
-                scored = answer.logprobs(piece.scored) if request.logprobs else None
-                if scored is not None and top == 0:
-                    for entry in scored["content"]:
-                        entry["top_logprobs"] = []
-                out.append(chunk({"content": piece.content}, logprobs=scored))
-            for call in piece.calls:
-                out.append(chunk({"tool_calls": [{"index": calls, **call}]}))
-                calls += 1
-            return out
-
         try:
-            for item in first:
-                for data in said(answer.feed(item)):
-                    yield data
-            async for item in events:
-                for data in said(answer.feed(item)):
-                    yield data
+            async for piece in run.pieces():
+                if piece.reasoning:
+                    yield chunk({run.field: piece.reasoning})
+                if piece.content:
+                    yield chunk({"content": piece.content}, logprobs=run.logprobs(piece.scored))
+                for call in piece.calls:
+                    yield chunk({"tool_calls": [{"index": calls, **call}]})
+                    calls += 1
         except ApiError as exc:  # after the first byte: said in the stream
-            yield _event(exc.body())
-        finally:
-            answer.cut.cancel.set()  # the client left (this generator was closed): stop
-        held = answer.flush()
-        if held:
-            yield chunk({"content": held})
-        if answer.failed is not None:
-            yield _event(
-                {
-                    "error": {
-                        "message": f"the model stopped: {answer.failed}",
-                        "type": "server_error",
-                        "param": None,
-                        "code": "model_failed",
-                    }
-                }
+            yield event(exc.body())
+        if run.answer.failed is not None:
+            yield event(
+                ApiError(
+                    503,
+                    f"the model stopped: {run.answer.failed}",
+                    type="server_error",
+                    code="model_failed",
+                ).body()
             )
-        yield chunk({}, finish=answer.finish_reason)
-        if request.stream_options is not None and request.stream_options.include_usage:
-            yield _event(
-                {**head, "object": "chat.completion.chunk", "choices": [], "usage": answer.usage()}
+        yield chunk({}, finish=run.answer.finish_reason)
+        options = run.request.stream_options
+        if options is not None and options.include_usage:
+            yield event(
+                {
+                    **run.head,
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": run.answer.usage(),
+                }
             )
         yield b"data: [DONE]\n\n"
 
 
-__all__ = ["ChatApi", "Disconnected", "first_of", "watch"]
+__all__ = ["ChatApi", "Disconnected", "Running", "event", "first_of", "watch"]

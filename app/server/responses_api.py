@@ -5,9 +5,9 @@ Guarantees: a Responses request is read into the same chat request (instructions
 before calls, tools, `tool_choice`, `reasoning.effort`, `text.format`, `max_output_tokens`), so
 it is answered by the same turn, parser and reply builder; the answer is a `reasoning` item,
 `function_call` items and a `message` item with `output_text`; streamed, it is the Responses
-event sequence (`response.created`, output items added, text and reasoning deltas, items done,
-`response.completed`) — sent once the answer is complete (the chat endpoint streams token by
-token); a field this server does not take is a 400 naming it.
+event sequence (`response.created`, output items added, text and reasoning deltas as the
+tokens come, items done, `response.completed`); a field this server does not take is a 400
+naming it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.server.answer import dumps
-from app.server.chat_api import ChatApi, Disconnected
+from app.server.answer import Piece, dumps
+from app.server.chat_api import ChatApi, Disconnected, Running
 from app.server.wire import ApiError, parse
 
 
@@ -160,157 +160,225 @@ class ResponsesApi:
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         request: ResponsesRequest = parse(ResponsesRequest, body)
-        completion = await self.chat(chat_body(request), disconnected)
-        done = _decoded(completion)
-        response = self.response(done, request)
-        if not request.stream:
-            return JSONResponse(response)
-        return StreamingResponse(_events(response), media_type="text/event-stream")
-
-    def response(self, completion: dict[str, Any], request: ResponsesRequest) -> dict[str, Any]:
+        if request.stream:
+            run = await self.chat.start({**chat_body(request), "stream": True}, disconnected)
+            run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
+            stream = Stream(run, shell(run.head["model"], request))
+            return StreamingResponse(stream.events(), media_type="text/event-stream")
+        run = await self.chat.start(chat_body(request), disconnected)
+        async for _ in run.pieces():
+            pass
+        completion = self.chat.whole(run)
         choice = completion["choices"][0]
         message = choice["message"]
-        output: list[dict[str, Any]] = []
+        out = Output()
         reasoning = message.get("reasoning_content") or message.get("reasoning")
         if reasoning:
-            output.append(
-                {
-                    "type": "reasoning",
-                    "id": f"rs_{uuid.uuid4().hex[:24]}",
-                    "summary": [],
-                    "content": [{"type": "reasoning_text", "text": reasoning}],
-                }
-            )
+            out.reasoning(reasoning)
         for call in message.get("tool_calls") or ():
-            output.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_{uuid.uuid4().hex[:24]}",
-                    "call_id": call["id"],
-                    "name": call["function"]["name"],
-                    "arguments": call["function"]["arguments"],
-                    "status": "completed",
-                }
-            )
+            out.call(call)
         if message.get("content"):
-            output.append(
-                {
-                    "type": "message",
-                    "id": f"msg_{uuid.uuid4().hex[:24]}",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [
-                        {"type": "output_text", "text": message["content"], "annotations": []}
-                    ],
-                }
-            )
-        usage = completion["usage"]
-        cut = choice["finish_reason"] == "length"
-        return {
-            "id": f"resp_{uuid.uuid4().hex[:24]}",
-            "object": "response",
-            "created_at": int(time.time()),
-            "model": completion["model"],
-            "status": "incomplete" if cut else "completed",
-            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-            "output": output,
-            "parallel_tool_calls": request.parallel_tool_calls is not False,
-            "tool_choice": request.tool_choice or "auto",
-            "tools": request.tools or [],
-            "usage": {
-                "input_tokens": usage["prompt_tokens"],
-                "output_tokens": usage["completion_tokens"],
-                "total_tokens": usage["total_tokens"],
-            },
-        }
+            out.message(message["content"])
+        said = finished(
+            shell(completion["model"], request), out, choice["finish_reason"], completion["usage"]
+        )
+        return JSONResponse(said)
 
 
-def _decoded(response: Response) -> dict[str, Any]:
-    import json
+def shell(model: str, request: ResponsesRequest) -> dict[str, Any]:
+    """A response with no output yet."""
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:24]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": "in_progress",
+        "incomplete_details": None,
+        "output": [],
+        "parallel_tool_calls": request.parallel_tool_calls is not False,
+        "tool_choice": request.tool_choice or "auto",
+        "tools": request.tools or [],
+    }
 
-    return json.loads(bytes(response.body))  # type: ignore[no-any-return]
+
+class Output:
+    """A response's output items as they grow: reasoning, function calls, the message."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._open: dict[str, dict[str, Any]] = {}
+
+    def _item(self, kind: str, **fields: Any) -> dict[str, Any]:
+        prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc"}[kind]
+        item = {"type": kind, "id": f"{prefix}_{uuid.uuid4().hex[:24]}", **fields}
+        self.items.append(item)
+        return item
+
+    def _text(self, kind: str, text: str, **fields: Any) -> tuple[dict[str, Any], bool]:
+        item = self._open.get(kind)
+        new = item is None
+        if item is None:
+            item = self._open[kind] = self._item(kind, **fields)
+        item["content"][0]["text"] += text
+        return item, new
+
+    def reasoning(self, text: str) -> tuple[dict[str, Any], bool]:
+        """The reasoning item with `text` added, and whether it is new."""
+        return self._text(
+            "reasoning", text, summary=[], content=[{"type": "reasoning_text", "text": ""}]
+        )
+
+    def message(self, text: str) -> tuple[dict[str, Any], bool]:
+        """The message item with `text` added, and whether it is new."""
+        return self._text(
+            "message",
+            text,
+            role="assistant",
+            status="completed",
+            content=[{"type": "output_text", "text": "", "annotations": []}],
+        )
+
+    def call(self, call: dict[str, Any]) -> dict[str, Any]:
+        function = call["function"]
+        return self._item(
+            "function_call",
+            call_id=call["id"],
+            name=function["name"],
+            arguments=function["arguments"],
+            status="completed",
+        )
 
 
-async def _events(response: dict[str, Any]) -> AsyncIterator[bytes]:
-    """The Responses event sequence of a finished response."""
-    number = 0
+def finished(
+    started: dict[str, Any], out: Output, finish: str, usage: dict[str, int]
+) -> dict[str, Any]:
+    cut = finish == "length"
+    return {
+        **started,
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": out.items,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+        },
+    }
 
-    def event(kind: str, **fields: Any) -> bytes:
-        nonlocal number
-        number += 1
-        data = {"type": kind, "sequence_number": number, **fields}
+
+class Stream:
+    """The Responses events of an answer, sent as it is made."""
+
+    def __init__(self, run: Running, started: dict[str, Any]) -> None:
+        self.run, self.started, self.out, self.number = run, started, Output(), 0
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        self.number += 1
+        data = {"type": kind, "sequence_number": self.number, **fields}
         return f"event: {kind}\ndata: {dumps(data)}\n\n".encode()
 
-    started = {**response, "status": "in_progress", "output": []}
-    yield event("response.created", response=started)
-    yield event("response.in_progress", response=started)
-    for index, item in enumerate(response["output"]):
-        yield event(
-            "response.output_item.added", output_index=index, item={**item, "status": "in_progress"}
+    def _at(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {"item_id": item["id"], "output_index": self.out.items.index(item)}
+
+    async def events(self) -> AsyncIterator[bytes]:
+        yield self._event("response.created", response=self.started)
+        yield self._event("response.in_progress", response=self.started)
+        async for piece in self.run.pieces():
+            for data in self._piece(piece):
+                yield data
+        for item in self.out.items:
+            if item["type"] != "function_call":
+                for data in self._close(item):
+                    yield data
+        answer = self.run.answer
+        done = finished(self.started, self.out, answer.finish_reason, answer.usage())
+        yield self._event("response.completed", response=done)
+
+    def _piece(self, piece: Piece) -> list[bytes]:
+        said = []
+        if piece.reasoning:
+            item, new = self.out.reasoning(piece.reasoning)
+            if new:
+                said.append(self._added(item))
+            said.append(
+                self._event(
+                    "response.reasoning_text.delta",
+                    **self._at(item),
+                    content_index=0,
+                    delta=piece.reasoning,
+                )
+            )
+        if piece.content:
+            item, new = self.out.message(piece.content)
+            if new:
+                said.append(self._added(item))
+                part = {"type": "output_text", "text": "", "annotations": []}
+                said.append(
+                    self._event(
+                        "response.content_part.added", **self._at(item), content_index=0, part=part
+                    )
+                )
+            said.append(
+                self._event(
+                    "response.output_text.delta",
+                    **self._at(item),
+                    content_index=0,
+                    delta=piece.content,
+                    logprobs=[],
+                )
+            )
+        for call in piece.calls:
+            item = self.out.call(call)
+            said.append(self._added(item))
+            said.append(
+                self._event(
+                    "response.function_call_arguments.delta",
+                    **self._at(item),
+                    delta=item["arguments"],
+                )
+            )
+            said.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    **self._at(item),
+                    arguments=item["arguments"],
+                )
+            )
+            said.append(
+                self._event(
+                    "response.output_item.done", output_index=self.out.items.index(item), item=item
+                )
+            )
+        return said
+
+    def _added(self, item: dict[str, Any]) -> bytes:
+        shown = {**item, "status": "in_progress"}
+        if item["type"] in ("reasoning", "message"):
+            shown["content"] = [{**item["content"][0], "text": ""}]
+        return self._event(
+            "response.output_item.added", output_index=self.out.items.index(item), item=shown
         )
+
+    def _close(self, item: dict[str, Any]) -> list[bytes]:
+        text = item["content"][0]["text"]
+        at = self._at(item)
         if item["type"] == "reasoning":
-            text = item["content"][0]["text"]
-            yield event(
-                "response.reasoning_text.delta",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                delta=text,
+            said = [self._event("response.reasoning_text.done", **at, content_index=0, text=text)]
+        else:
+            said = [
+                self._event(
+                    "response.output_text.done", **at, content_index=0, text=text, logprobs=[]
+                ),
+                self._event(
+                    "response.content_part.done", **at, content_index=0, part=item["content"][0]
+                ),
+            ]
+        said.append(
+            self._event(
+                "response.output_item.done", output_index=self.out.items.index(item), item=item
             )
-            yield event(
-                "response.reasoning_text.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                text=text,
-            )
-        elif item["type"] == "message":
-            part = item["content"][0]
-            yield event(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part={**part, "text": ""},
-            )
-            yield event(
-                "response.output_text.delta",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                delta=part["text"],
-                logprobs=[],
-            )
-            yield event(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                text=part["text"],
-                logprobs=[],
-            )
-            yield event(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part=part,
-            )
-        elif item["type"] == "function_call":
-            yield event(
-                "response.function_call_arguments.delta",
-                item_id=item["id"],
-                output_index=index,
-                delta=item["arguments"],
-            )
-            yield event(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=index,
-                arguments=item["arguments"],
-            )
-        yield event("response.output_item.done", output_index=index, item=item)
-    yield event("response.completed", response=response)
+        )
+        return said
 
 
-__all__ = ["ResponsesApi", "ResponsesRequest", "chat_body"]
+__all__ = ["Output", "ResponsesApi", "ResponsesRequest", "Stream", "chat_body", "shell"]
