@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ import httpx2 as httpx
 import jsonschema
 import openai
 import pytest
+
+from tests.test_endpoints import secret_service
 
 ROOT = Path(__file__).resolve().parent.parent
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
@@ -36,7 +38,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(model: str, tmp: Path, *extra: str) -> Iterator[str]:
+__all__ = ["secret_service"]
+
+
+def _serve(model: str, tmp: Path, *extra: str) -> Generator[str, None, None]:
     port = _free_port()
     env = {**os.environ, "HARMONY_DESK_DATA": str(tmp / "data")}
     log = (tmp / f"serve-{port}.log").open("w")
@@ -49,7 +54,7 @@ def _serve(model: str, tmp: Path, *extra: str) -> Iterator[str]:
         while time.monotonic() < deadline:
             assert proc.poll() is None, (tmp / f"serve-{port}.log").read_text()
             try:
-                if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
+                if httpx.get(f"{base}/v1/models", timeout=2).status_code in (200, 401):
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
@@ -137,6 +142,11 @@ def test_async_client_stop_sequences_logprobs_and_json_mode(smol: str) -> None:
         model="m", messages=[{"role": "user", "content": "Invent a person."}], max_tokens=60, seed=1,
         response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema}})
     jsonschema.validate(json.loads(answer.choices[0].message.content), schema)
+    cut = httpx.post(f"{smol}/v1/chat/completions", timeout=60, json={
+        "messages": [{"role": "user", "content": "Invent a person."}], "max_tokens": 3, "seed": 1,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}})
+    assert cut.json()["choices"][0]["finish_reason"] == "length"
+    assert "E-STREAM-TRUNCATED" in cut.headers["x-harmony-desk-warning"]  # said, not passed off as valid
 
 
 def test_raw_completions_echo_and_the_suffix_warning(smol: str) -> None:
@@ -320,3 +330,45 @@ def test_harmony_desks_own_remote_backend_on_its_own_server(oss: str) -> None:
     assert isinstance(events[-1], TurnResult)
     follow = list(run_tool_turn(session, "And 2+2?", ToolRegistry([calculate]), tool_choice="none"))
     assert isinstance(follow[-1], TurnResult)
+
+
+def test_a_request_whose_client_leaves_while_it_waits_is_never_run(smol: str) -> None:
+    before = httpx.get(f"{smol}/harmony-desk/status").json()
+    busy = threading.Thread(target=lambda: _client(smol).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Write a long story about a fox."}], max_tokens=200,
+        temperature=0))
+    busy.start()
+    time.sleep(0.3)
+    with pytest.raises(httpx.TimeoutException):  # this client gives up while the first is served
+        httpx.post(f"{smol}/v1/chat/completions", timeout=0.5,
+                   json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 50})
+    busy.join(120)
+    deadline = time.monotonic() + 30
+    after = httpx.get(f"{smol}/harmony-desk/status").json()
+    while after["waiting"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = httpx.get(f"{smol}/harmony-desk/status").json()
+    assert after["stopped"] == before["stopped"] + 1 and after["waiting"] == 0
+
+
+def test_off_loopback_a_token_from_the_keyring_is_required(tmp_path: Path, secret_service: dict[str, str]) -> None:
+    serving = _serve("default", tmp_path, "--require-token", "--max-tokens", "16")  # the private keyring's env
+    try:
+        base = next(serving)
+        said = next(p for p in tmp_path.glob("serve-*.log")).read_text()
+        token = said.split("kept in the keyring): ", 1)[1].split()[0]
+        assert httpx.get(f"{base}/v1/models").status_code == 401
+        ok = httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {token}"})
+        assert ok.status_code == 200
+        with openai.OpenAI(base_url=f"{base}/v1", api_key=token, max_retries=0) as client:
+            assert client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                                  max_tokens=4).choices[0].message.content is not None
+        from app.cli.serve import TOKEN_KEY
+        from app.secrets import Secrets
+        from tests.test_endpoints import secret_service_backend
+
+        assert Secrets(secret_service_backend()).get(TOKEN_KEY) == token
+        written = [p for p in (tmp_path / "data").rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+        assert written == []  # not in a log or any file the app writes
+    finally:
+        serving.close()

@@ -6,7 +6,9 @@ Guarantees: the reasoning is in `reasoning_content` (or `reasoning`, as the requ
 `tool_calls`, `stop` or `length`; streamed chunks carry the same text the whole answer would,
 with usage last when `stream_options.include_usage` asks; a request whose client disconnects
 stops its generation (or never starts it, if it was still waiting); every problem found before
-the first byte is an error in OpenAI's shape with its status. `Running` is the answer being
+the first byte is an error in OpenAI's shape with its status; a whole answer whose JSON (or a
+call's arguments) failed the app's check after generation — cut off by `max_tokens`, say —
+says why in an `X-Harmony-Desk-Warning` header. `Running` is the answer being
 made, which the Responses API streams in its own events.
 """
 
@@ -143,7 +145,12 @@ class ChatApi:
             return StreamingResponse(self._chunks(run), media_type="text/event-stream")
         async for _ in run.pieces():
             pass
-        return JSONResponse(self.whole(run))
+        whole = self.whole(run)
+        problem = run.answer.problem()  # a JSON answer or call that failed its check
+        if problem is None:
+            return JSONResponse(whole)
+        said = problem.encode("ascii", "replace").decode()[:300]
+        return JSONResponse(whole, headers={"X-Harmony-Desk-Warning": said})
 
     def whole(self, run: Running) -> dict[str, Any]:
         """The whole answer as a `chat.completion`."""

@@ -13,9 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.errors import HarmonyDeskError
 
-class ApiError(Exception):
-    """An error answered in OpenAI's shape."""
+
+class ApiError(HarmonyDeskError):
+    """An error answered in OpenAI's shape: its HTTP status, type, the field at fault and its
+    code (OpenAI's string codes, `error_code` here)."""
 
     def __init__(
         self,
@@ -27,13 +30,7 @@ class ApiError(Exception):
         code: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.status, self.message, self.type, self.param, self.code = (
-            status,
-            message,
-            type,
-            param,
-            code,
-        )
+        self.status, self.type, self.param, self.error_code = status, type, param, code
 
     def body(self) -> dict[str, Any]:
         return {
@@ -41,7 +38,7 @@ class ApiError(Exception):
                 "message": self.message,
                 "type": self.type,
                 "param": self.param,
-                "code": self.code,
+                "code": self.error_code,
             }
         }
 
