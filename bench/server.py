@@ -7,7 +7,8 @@ Usage: python bench/server.py [--model default|tiny|PATH] [--tokens 128] [--thre
 Prints, for the model:
 - decode tokens/s of a greedy answer streamed through the server with the `openai` SDK vs the
   same conversation, sampling, thread count and token budget generated in-process through a
-  `ChatSession` on our worker (goal ≥ 0.95), the median of `--runs`;
+  `ChatSession` on our worker (goal ≥ 0.95), the median of `--runs`; both timed the same way,
+  by their consumer, from the first answer token to the end;
 - time to first byte of the streamed response and to its first content token, vs the
   in-process time to the first token;
 - `--clients` clients at once, each streaming an answer: all served, none failed, the order
@@ -34,11 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx2 as httpx
 import openai
 
+from app.domain.events import ContentDelta
 from app.domain.messages import Conversation, Message, Role
 from app.domain.sampling import Sampling
+from app.domain.visibility import Lane
 from app.engine.chat import ChatSession
 from app.engine.client import WorkerClient
 from app.engine.protocol import GenerationDone
+from app.engine.tokenizer import ModelTokenizer
 from app.templates.registry import default_template_name, get_template
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,20 +63,31 @@ def _model(name: str) -> str:
 
 
 def in_process(path: str, tokens: int, threads: int, runs: int) -> tuple[float, float]:
-    """(decode tok/s, ms to the first token), medians over `runs`."""
+    """(tok/s after the first answer token, ms to it), medians over `runs`, timed here in the
+    app process exactly as the server's client times its stream."""
     speeds, firsts = [], []
     with WorkerClient() as client:
         info = client.load(path, n_ctx=2048, n_threads=threads)
         template = get_template(default_template_name(info.metadata)).for_model(info.metadata)
+        tokenizer = ModelTokenizer(client)
         for _ in range(runs):
             session = ChatSession(
-                client, template, sampling=Sampling(temperature=0.0), max_tokens=tokens
+                client,
+                template,
+                sampling=Sampling(temperature=0.0),
+                max_tokens=tokens,
+                tokenizer=tokenizer,
             )
             asked = session.conversation.with_message(Message.of(Role.USER, QUESTION))
+            began, first, count = time.perf_counter(), 0.0, 0
             for event in session.generate(Conversation(messages=asked.messages)):
+                if isinstance(event, ContentDelta) and event.lane is Lane.ANSWER and not first:
+                    first = time.perf_counter()
                 if isinstance(event, GenerationDone):
-                    speeds.append(event.timings.decode_tokens_per_s)
-                    firsts.append(event.timings.first_token_ms)
+                    count = event.timings.generated
+            end = time.perf_counter()
+            speeds.append((count - 1) / (end - first))
+            firsts.append((first - began) * 1000)
     return statistics.median(speeds), statistics.median(firsts)
 
 

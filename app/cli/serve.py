@@ -21,6 +21,7 @@ from app.cli.local_model import add_model_arguments, load_model
 from app.domain.sampling import Sampling
 from app.engine.chat import ChatSession
 from app.engine.client import WorkerClient
+from app.engine.tokenizer import ModelTokenizer
 from app.errors import InvalidInputError
 from app.secrets import Secrets
 from app.server.app import LOOPBACK, ServeOptions, make_app
@@ -105,9 +106,15 @@ def run(args: argparse.Namespace) -> int:
     with WorkerClient() as client:
         loaded = load_model(client, args)
 
+        tokenizer = ModelTokenizer(client)  # one per model: the vocabulary crosses the pipe once
+
         def session(sampling: Sampling | None, max_tokens: int) -> ChatSession:
             return ChatSession(
-                client, loaded.template, sampling=sampling or loaded.sampling, max_tokens=max_tokens
+                client,
+                loaded.template,
+                sampling=sampling or loaded.sampling,
+                max_tokens=max_tokens,
+                tokenizer=tokenizer,
             )
 
         path = Path(loaded.path)

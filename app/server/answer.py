@@ -186,6 +186,17 @@ class Answer:
         self._pending: list[Scored] = []  # scored tokens not yet placed in a message
         self._said = ""  # the raw text of the message being written
 
+    def feed_all(self, items: list[Any]) -> Piece:
+        """What a batch of items adds, as one piece."""
+        whole = Piece()
+        for item in items:
+            piece = self.feed(item)
+            whole.content += piece.content
+            whole.reasoning += piece.reasoning
+            whole.calls += piece.calls
+            whole.scored += piece.scored
+        return whole
+
     def feed(self, item: Any) -> Piece:
         piece = Piece()
         if isinstance(item, Scored):

@@ -68,13 +68,13 @@ class Running:
     top: int  # alternatives per scored token
 
     async def pieces(self) -> AsyncIterator[Piece]:
-        """What each item adds, then what was held back; the generation stops if the
-        consumer stops early (its client left)."""
+        """What each batch of items adds, then what was held back; the generation stops if
+        the consumer stops early (its client left)."""
         try:
-            for item in self.first:
-                yield self.answer.feed(item)
-            async for item in self.events:
-                yield self.answer.feed(item)
+            for batch in self.first:
+                yield self.answer.feed_all(batch)
+            async for batch in self.events:
+                yield self.answer.feed_all(batch)
         finally:
             self.answer.cut.cancel.set()
             self.watcher.cancel()

@@ -89,10 +89,10 @@ class CompletionsApi:
             stream = self._chunks(first, events, text, head, request)
             return StreamingResponse(stream, media_type="text/event-stream", headers=warn)
         try:
-            for item in [*first]:
-                text.feed(item)
-            async for item in events:
-                text.feed(item)
+            for batch in first:
+                text.feed_all(batch)
+            async for batch in events:
+                text.feed_all(batch)
         finally:
             watcher.cancel()
         shown = (prompts[0] if request.echo else "") + text.text + text.flush()
@@ -115,12 +115,15 @@ class CompletionsApi:
             yield chunk(
                 str(request.prompt if isinstance(request.prompt, str) else request.prompt[0])
             )
-        for item in first:
-            if piece := text.feed(item):
-                yield chunk(piece)
-        async for item in events:
-            if piece := text.feed(item):
-                yield chunk(piece)
+        try:
+            for batch in first:
+                if piece := text.feed_all(batch):
+                    yield chunk(piece)
+            async for batch in events:
+                if piece := text.feed_all(batch):
+                    yield chunk(piece)
+        finally:
+            text.cut.cancel.set()  # the client left (this generator was closed): stop
         if held := text.flush():
             yield chunk(held)
         yield chunk("", text.finish_reason)
@@ -136,6 +139,9 @@ class Text:
         self.cut = StopCut(stops, cancel)
         self.text = ""
         self.done: GenerationDone | None = None
+
+    def feed_all(self, items: list[Any]) -> str:
+        return "".join(self.feed(item) for item in items)
 
     def feed(self, item: Any) -> str:
         if isinstance(item, GenerationDone):

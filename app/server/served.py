@@ -10,6 +10,7 @@ exception in the engine thread reaches the request as itself (an `ApiError` keep
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures as cf
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -49,14 +50,24 @@ async def on_engine(
     cancel: threading.Event,
     stats: dict[str, int] | None = None,
 ) -> AsyncIterator[Any]:
-    """Run `make()` on the engine thread; its items here, in order (see the guarantees).
+    """Run `make()` on the engine thread; its items here, in order, in batches of what has
+    come since the last look (see the guarantees).
     `stats` counts the jobs waiting, the tokens generated and the jobs stopped early."""
     stats = stats if stats is not None else {}
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    items: collections.deque[Any] = collections.deque()
+    ready = asyncio.Event()
+    due = [False]  # the loop is already due to look at `items`
+
+    def woken() -> None:
+        due[0] = False  # before draining: an item added from now on wakes the loop again
+        ready.set()
 
     def put(item: Any) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, item)
+        items.append(item)
+        if not due[0]:  # one wake-up per burst of items, not one per item
+            due[0] = True
+            loop.call_soon_threadsafe(woken)
 
     def pump() -> None:
         stats["waiting"] = stats.get("waiting", 0) - 1
@@ -79,12 +90,20 @@ async def on_engine(
     engine.submit(pump)
     try:
         while True:
-            item = await queue.get()
-            if item is _END:
-                return
-            if isinstance(item, _Raised):
-                raise item.error
-            yield item
+            await ready.wait()
+            ready.clear()
+            batch: list[Any] = []
+            while items:
+                item = items.popleft()
+                if isinstance(item, _Raised):
+                    raise item.error
+                if item is _END:
+                    if batch:
+                        yield batch
+                    return
+                batch.append(item)
+            if batch:
+                yield batch
     finally:
         cancel.set()  # a request that ends early (its client left) stops its generation
 
