@@ -15,8 +15,9 @@ Prints, for the model:
   they were served in vs the order they asked (fair: first come, first served), and the wall
   time against serving them one after another.
 The bundled default model is the subject: the tiny test gpt-oss writes random tokens, which the
-parser can place only when a message ends, so nothing of it streams. One thing computes at a time (never the in-process model and the server together): on 2 cores
-parallel load makes llama.cpp's spin-waiting threads collapse.
+parser can place only when a message ends, so nothing of it streams. One thing computes at a
+time (never the in-process model and the server together): on 2 cores parallel load makes
+llama.cpp's spin-waiting threads collapse.
 """
 
 from __future__ import annotations
