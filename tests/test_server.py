@@ -152,7 +152,11 @@ def test_async_client_stop_sequences_logprobs_and_json_mode(smol: str) -> None:
 def test_raw_completions_echo_and_the_suffix_warning(smol: str) -> None:
     raw = httpx.post(f"{smol}/v1/completions", json={"prompt": "The capital of France is", "max_tokens": 5,
                                                      "temperature": 0, "echo": True, "suffix": "!"}, timeout=60)
-    assert raw.status_code == 200 and raw.headers["x-harmony-desk-warning"].startswith("suffix is not supported")
+    assert raw.status_code == 200 and raw.headers["x-harmony-desk-warning"] == "suffix is not supported: ignored"
+    penalised = httpx.post(f"{smol}/v1/chat/completions", timeout=60, json={
+        "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "presence_penalty": 0.5,
+        "logit_bias": {"1": 5}})
+    assert penalised.headers["x-harmony-desk-warning"] == "presence_penalty, logit_bias are not supported: ignored"
     body = raw.json()
     assert body["object"] == "text_completion" and body["choices"][0]["text"].startswith("The capital of France is")
     sdk = _client(smol).completions.create(model="m", prompt="One, two,", max_tokens=4, temperature=0)

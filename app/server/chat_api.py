@@ -54,6 +54,15 @@ async def first_of(events: AsyncIterator[Any]) -> list[Any]:
         return []
 
 
+def warnings(ignored: list[str], problem: str | None = None) -> dict[str, str]:
+    """The `X-Harmony-Desk-Warning` header: fields not applied, and a failed JSON check."""
+    said = [f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} not supported: ignored"]
+    said = (said if ignored else []) + ([problem] if problem else [])
+    if not said:
+        return {}
+    return {"X-Harmony-Desk-Warning": "; ".join(said).encode("ascii", "replace").decode()[:400]}
+
+
 @dataclass
 class Running:
     """An answer being made: its request, fold, first item and the rest to come."""
@@ -140,17 +149,16 @@ class ChatApi:
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         run = await self.start(body, disconnected)
+        warned = warnings(run.request.ignored())
         if run.request.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            return StreamingResponse(self._chunks(run), media_type="text/event-stream")
+            stream = self._chunks(run)
+            return StreamingResponse(stream, media_type="text/event-stream", headers=warned)
         async for _ in run.pieces():
             pass
         whole = self.whole(run)
         problem = run.answer.problem()  # a JSON answer or call that failed its check
-        if problem is None:
-            return JSONResponse(whole)
-        said = problem.encode("ascii", "replace").decode()[:300]
-        return JSONResponse(whole, headers={"X-Harmony-Desk-Warning": said})
+        return JSONResponse(whole, headers=warnings(run.request.ignored(), problem))
 
     def whole(self, run: Running) -> dict[str, Any]:
         """The whole answer as a `chat.completion`."""
@@ -217,4 +225,4 @@ class ChatApi:
         yield b"data: [DONE]\n\n"
 
 
-__all__ = ["ChatApi", "Disconnected", "Running", "event", "first_of", "watch"]
+__all__ = ["ChatApi", "Disconnected", "Running", "event", "first_of", "warnings", "watch"]

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.engine.protocol import GenerationDone, TokenStep
 from app.server.answer import StopCut, dumps, max_tokens_of, sampling_of, usage_of
-from app.server.chat_api import Disconnected, first_of, watch
+from app.server.chat_api import Disconnected, first_of, warnings, watch
 from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, CompletionRequest, parse
 
@@ -69,8 +69,7 @@ class CompletionsApi:
         cancel = threading.Event()
         make = self._job(request, prompts[0], cancel)
         events = on_engine(self.served.engine, make, cancel, self.served.stats)
-        headers = {"X-Harmony-Desk-Warning": "suffix is not supported: it was ignored"}
-        warn = headers if request.suffix else {}
+        warn = warnings(request.ignored())
         head = {
             "id": f"cmpl-{uuid.uuid4().hex[:24]}",
             "object": "text_completion",

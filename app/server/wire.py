@@ -129,6 +129,11 @@ class Sampled(BaseModel):
     metadata: dict[str, Any] | None = None
     store: bool | None = None
 
+    def ignored(self) -> list[str]:
+        """The fields given that this server does not apply (said in a warning header)."""
+        unapplied = ("presence_penalty", "frequency_penalty", "logit_bias", "suffix")
+        return [f for f in unapplied if getattr(self, f, None)]
+
     @property
     def stops(self) -> list[str]:
         stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or ())
