@@ -26,7 +26,7 @@ from types import TracebackType
 from app.domain.redact import redact
 from app.paths import data_dir
 
-CATEGORIES = ("engine", "harmony", "tools", "store", "ui", "library", "llama", "crash")
+CATEGORIES = ("engine", "harmony", "tools", "store", "ui", "library", "llama", "crash", "server")
 LOG_NAME = "harmony-desk.log"
 
 
