@@ -31,6 +31,7 @@ GROUPS = {
     "models": ("models", "the model library"),
     "mcp": ("mcp", "MCP servers: configuration and secrets"),
     "serve": ("serve", "an OpenAI-compatible server for the loaded model"),
+    "documents": ("documents", "the documents library: index and search your files"),
 }
 
 

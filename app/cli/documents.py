@@ -1,0 +1,62 @@
+"""`harmony-desk documents add|list|search|remove`: the documents library, from the terminal.
+
+Guarantees: `add PATH…` indexes files and every readable file under folders, one line each on
+stderr (chunks, or the notice of what could not be read; an unchanged file is not read
+again); `list` prints one JSON line per document; `search "QUERY" [--k 5] [--words-only]`
+prints one JSON line per hit, best first: `file`, `page` (1-based) or `lines`, `text`,
+`score`; `remove PATH` forgets a file. A path that does not exist is exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.documents.index import DocumentIndex, files_in
+from app.errors import InvalidInputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    add = verbs.add_parser("add", help="index files, and the files under folders")
+    add.add_argument("paths", nargs="+", type=Path)
+    verbs.add_parser("list", help="the indexed documents, one JSON line each")
+    search = verbs.add_parser("search", help="the best passages for a query, JSON lines")
+    search.add_argument("query")
+    search.add_argument("--k", type=int, default=5, help="how many passages (default 5)")
+    search.add_argument("--words-only", action="store_true", help="BM25 alone, no embeddings")
+    remove = verbs.add_parser("remove", help="forget a document")
+    remove.add_argument("path", type=Path)
+
+
+def run(args: argparse.Namespace) -> int:
+    index = DocumentIndex()
+    try:
+        if args.verb == "add":
+            missing = [str(p) for p in args.paths if not p.exists()]
+            if missing:
+                raise InvalidInputError(f"no such file or folder: {', '.join(missing)}")
+            for path in files_in(args.paths):
+                added = index.add(path)
+                said = "unchanged" if added.unchanged else f"{added.chunks} chunks"
+                notice = f" — {added.notice}" if added.notice else ""
+                print(f"{added.path}: {said}{notice}", file=sys.stderr)
+        elif args.verb == "list":
+            for document in index.documents():
+                print(json.dumps(document, ensure_ascii=False))
+        elif args.verb == "search":
+            for hit in index.search(args.query, max(1, args.k), hybrid=not args.words_only):
+                where = {"page": hit.page} if hit.page is not None else {"lines": list(hit.lines)}
+                row = {"file": hit.file, **where, "text": hit.text, "score": hit.score}
+                print(json.dumps(row, ensure_ascii=False))
+        else:
+            had = index.remove(args.path)
+            print(f"{args.path}: {'removed' if had else 'was not indexed'}", file=sys.stderr)
+    finally:
+        index.close()
+    return 0
+
+
+__all__ = ["add_arguments", "run"]

@@ -1,0 +1,200 @@
+"""The documents index: one SQLite file in the data folder, searched by words and by meaning.
+
+Guarantees: adding a file extracts, chunks and embeds it and stores it in one transaction (a
+file whose content is unchanged is not read again; a changed one replaces its chunks); every
+chunk is in an FTS5 table (BM25, Unicode words, accents folded) and has a stored embedding;
+`search` ranks the BM25 and the embedding neighbours separately and fuses them by reciprocal
+rank (k = 60), best first, each hit naming its file, page or lines, text and score; the query
+is only ever words to FTS5 (its syntax cannot be injected); a file that could not be read is
+kept with its notice and no chunks; `remove` forgets a file and its chunks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.documents import embed
+from app.documents.chunk import chunks
+from app.documents.extract import SUFFIXES, extract
+from app.paths import data_dir
+
+RRF_K = 60
+POOL = 50  # candidates taken from each ranking before fusing
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, sha256 TEXT NOT NULL, kind TEXT NOT NULL,
+    notice TEXT, added REAL NOT NULL, embedder TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, document INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL, page INTEGER, first_line INTEGER NOT NULL, last_line INTEGER NOT NULL,
+    text TEXT NOT NULL, vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_of ON chunks(document);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_in AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_out AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    file: str
+    page: int | None
+    lines: tuple[int, int]
+    text: str
+    score: float
+
+    def where(self) -> str:
+        """ "page 3" or "lines 10–24"."""
+        if self.page is not None:
+            return f"page {self.page}"
+        return f"lines {self.lines[0]}–{self.lines[1]}"
+
+
+@dataclass(frozen=True)
+class Added:
+    path: str
+    kind: str
+    chunks: int
+    notice: str | None
+    unchanged: bool = False
+
+
+def files_in(paths: list[Path]) -> list[Path]:
+    """The files named, and the readable files under the folders named (sorted)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
+            )
+        else:
+            out.append(path)
+    return out
+
+
+class DocumentIndex:
+    """See the module guarantees."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or data_dir() / "documents.sqlite3"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+        self._vectors: tuple[np.ndarray, np.ndarray] | None = None  # (chunk ids, matrix)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def add(self, path: Path) -> Added:
+        """Index `path` (see the module guarantees)."""
+        path = path.resolve()
+        data = path.read_bytes() if path.is_file() else b""
+        digest = hashlib.sha256(data).hexdigest()
+        row = self.db.execute(
+            "SELECT sha256, kind, notice, embedder, (SELECT count(*) FROM chunks WHERE"
+            " document = documents.id) FROM documents WHERE path = ?",
+            (str(path),),
+        ).fetchone()
+        if row is not None and row[0] == digest and row[3] == embed.NAME:
+            return Added(str(path), row[1], row[4], row[2], unchanged=True)
+        extracted = extract(path)
+        pieces = chunks(extracted)
+        vectors = embed.embed([c.text for c in pieces])
+        with self.db:
+            self.db.execute("DELETE FROM documents WHERE path = ?", (str(path),))
+            cursor = self.db.execute(
+                "INSERT INTO documents(path, sha256, kind, notice, added, embedder)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (str(path), digest, extracted.kind, extracted.notice, time.time(), embed.NAME),
+            )
+            document = cursor.lastrowid
+            self.db.executemany(
+                "INSERT INTO chunks(document, ord, page, first_line, last_line, text, vector)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (document, i, c.page, c.first_line, c.last_line, c.text, vectors[i].tobytes())
+                    for i, c in enumerate(pieces)
+                ],
+            )
+        self._vectors = None
+        return Added(str(path), extracted.kind, len(pieces), extracted.notice)
+
+    def remove(self, path: Path) -> bool:
+        with self.db:
+            gone = self.db.execute("DELETE FROM documents WHERE path = ?", (str(path.resolve()),))
+        self._vectors = None
+        return gone.rowcount > 0
+
+    def documents(self) -> list[dict[str, object]]:
+        rows = self.db.execute(
+            "SELECT path, kind, notice, (SELECT count(*) FROM chunks WHERE document = d.id)"
+            " FROM documents d ORDER BY path"
+        ).fetchall()
+        return [{"path": p, "kind": k, "chunks": n, "notice": notice} for p, k, notice, n in rows]
+
+    def _words(self, query: str, k: int) -> list[int]:
+        words = re.findall(r"\w+", query)
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)  # words only: FTS5 syntax cannot get in
+        rows = self.db.execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts)"
+            " LIMIT ?",
+            (match, k),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def _meaning(self, query: str, k: int) -> list[int]:
+        if self._vectors is None:
+            rows = self.db.execute("SELECT id, vector FROM chunks").fetchall()
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            matrix = (
+                np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, embed.DIM)
+                if rows
+                else np.zeros((0, embed.DIM), dtype=np.float32)
+            )
+            self._vectors = (ids, matrix)
+        ids, matrix = self._vectors
+        if not len(ids):
+            return []
+        scores = matrix @ embed.embed([query])[0]
+        top = np.argsort(-scores)[:k]
+        return [int(ids[i]) for i in top if scores[i] > 0]
+
+    def search(self, query: str, k: int = 5, *, hybrid: bool = True) -> list[Hit]:
+        """The `k` best chunks for `query`, best first (BM25 alone when not `hybrid`)."""
+        fused: dict[int, float] = {}
+        rankings = [self._words(query, POOL)] + ([self._meaning(query, POOL)] if hybrid else [])
+        for ranking in rankings:
+            for rank, chunk in enumerate(ranking):
+                fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (RRF_K + rank + 1)
+        best = sorted(fused.items(), key=lambda kv: -kv[1])[:k]
+        hits = []
+        for chunk, score in best:
+            row = self.db.execute(
+                "SELECT d.path, c.page, c.first_line, c.last_line, c.text FROM chunks c"
+                " JOIN documents d ON d.id = c.document WHERE c.id = ?",
+                (chunk,),
+            ).fetchone()
+            hits.append(Hit(row[0], row[1], (row[2], row[3]), row[4], round(score, 6)))
+        return hits
+
+
+__all__ = ["Added", "DocumentIndex", "Hit", "files_in"]
