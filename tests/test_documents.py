@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,65 @@ def test_the_documents_command_line(folder: Path, tmp_path: Path) -> None:
     assert len(cli("list").stdout.splitlines()) == 4
     missing = cli("add", str(tmp_path / "nowhere.pdf"))
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+def _count(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def test_small_files_go_whole_and_large_ones_as_numbered_passages(folder: Path) -> None:
+    from app.documents.attach import attach, with_attachments
+
+    small = attach([folder / "report.docx", folder / "noise.txt"], "How many quince crates?", 4000, _count)
+    assert [f.note() for f in small.files] == [
+        f"report.docx: whole file, {small.files[0].tokens:,} tokens", "noise.txt: this is a binary file, not text"]
+    assert "quince | 42" in small.context and small.passages == []
+    big = attach([folder / "manual.pdf", folder / "big.md"], "What is the secret ingredient?", 600, _count)
+    manual, ledger = big.files
+    assert manual.mode == ledger.mode == "passages" and ledger.chunks > 1000
+    assert ledger.note() == f"big.md: {len(ledger.passages)} passages of {ledger.chunks}"
+    numbers = [p.number for p in big.passages]
+    assert numbers == list(range(1, len(numbers) + 1))  # numbered across the message
+    assert any("cardamom" in p.text for p in ledger.passages)  # the relevant one was retrieved
+    assert sum(_count(p.text) + 12 for p in ledger.passages) <= 300  # within its share
+    sent = with_attachments("What is the secret ingredient?", big)
+    assert sent.endswith("What is the secret ingredient?") and "[1] manual.pdf, page" in sent
+
+
+def test_citations_point_at_the_passages_and_code_is_not_a_citation() -> None:
+    from app.domain.citations import cited
+
+    answer = "Drain it first [2]. See also [1, 3] and [2]; ranges [4–5]. `x[1]` and ```\nlist[6]\n``` [9]"
+    assert cited(answer, 5) == [2, 1, 3, 4, 5]
+
+
+def test_document_text_is_never_a_control_token(folder: Path) -> None:
+    """Control tokens spelt inside a PDF and a DOCX reach a gpt-oss prompt as ordinary text."""
+    from app.documents.attach import attach, with_attachments
+    from app.domain.messages import Conversation, Message, Role
+    from app.harmony import encoding as enc
+    from app.harmony.renderer import RenderConfig, Renderer
+
+    attached = attach([folder / "manual.pdf", folder / "report.docx"], "Summarise.", 10_000, _count)
+    assert attached.context.count(CONTROL) == 2
+    renderer = Renderer()
+    plain = renderer.render(Conversation(messages=(Message.of(Role.USER, "Summarise."),)), RenderConfig())
+    with_docs = renderer.render(Conversation(messages=(Message.of(Role.USER, with_attachments("Summarise.", attached)),)),
+                                RenderConfig())
+    specials = {enc.START, enc.END, enc.CHANNEL, enc.MESSAGE, enc.RETURN, enc.CALL, enc.CONSTRAIN}
+    assert sum(t in specials for t in with_docs) == sum(t in specials for t in plain)
+    assert "<|start|>assistant<|channel|>final" in enc.load_encoding().decode(with_docs)  # still there, as text
+
+
+def test_chat_attach_on_the_tiny_gpt_oss_says_what_it_sent(folder: Path, tmp_path: Path, tiny_model: Any) -> None:
+    env = {**os.environ, "HARMONY_DESK_DATA": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--ctx", "1024",
+                           "--threads", "1", "--max-tokens", "40", "--seed", "1", "--prompt", "Secret ingredient?",
+                           "--attach", str(folder / "big.md"), "--attach", str(folder / "noise.txt"),
+                           "--attach", str(folder / "page.html")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert done.returncode in (0, 1), done.stderr  # the random model may not answer; the turn ran
+    said = [line for line in done.stderr.splitlines() if line.startswith("[attached]")]
+    assert said[0].startswith("[attached] big.md: ") and " passages of " in said[0]
+    assert said[1] == "[attached] noise.txt: this is a binary file, not text"
+    assert said[2].startswith("[attached] page.html: ")

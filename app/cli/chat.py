@@ -14,9 +14,11 @@ import json
 import sys
 import uuid
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from pydantic import ValidationError
 
+from app.cli.attachments import prepare, sources
 from app.cli.checkpoints import ChatCheckpoints
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply, TurnEvent
@@ -75,6 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME[,NAME...]",
         help="MCP servers whose tools the model may call (see `mcp list`); each call is"
         " approved like any tool's",
+    )
+    parser.add_argument(
+        "--attach",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a file the (first) message carries: text, Markdown, code, HTML, PDF, DOCX",
     )
     parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
     parser.add_argument(
@@ -234,7 +243,11 @@ def _converse(
     status = 0
     saved = ChatCheckpoints() if args.save else None
     try:
+        attached = None
         for text in prompts:
+            if args.attach and attached is None:  # the first message carries the files
+                files = [Path(a) for a in args.attach]
+                text, attached = prepare(session, files, text, sys.stderr)
             printer.begin(saved.begin(text) if saved is not None else Reply())
             request = TurnRequest(
                 text,
@@ -247,6 +260,11 @@ def _converse(
                 context=context,
             )
             status = max(status, _follow(run_turn(session, request), printer, saved))
+            if attached is not None:
+                answer = "".join(
+                    g.text for g in printer.builder.reply.segments if g.kind == "answer"
+                )
+                sources(answer, attached, sys.stderr)
     finally:
         if saved is not None:
             saved.close()

@@ -22,7 +22,7 @@ import numpy as np
 
 from app.documents import embed
 from app.documents.chunk import chunks
-from app.documents.extract import SUFFIXES, extract
+from app.documents.extract import SUFFIXES, Extracted, extract
 from app.paths import data_dir
 
 RRF_K = 60
@@ -90,10 +90,12 @@ def files_in(paths: list[Path]) -> list[Path]:
 class DocumentIndex:
     """See the module guarantees."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, memory: bool = False) -> None:
+        """The index in `path` (the data folder's by default), or in memory only."""
         self.path = path or data_dir() / "documents.sqlite3"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
+        if not memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(":memory:" if memory else self.path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
@@ -114,7 +116,10 @@ class DocumentIndex:
         ).fetchone()
         if row is not None and row[0] == digest and row[3] == embed.NAME:
             return Added(str(path), row[1], row[4], row[2], unchanged=True)
-        extracted = extract(path)
+        return self.add_extracted(path, extract(path), digest)
+
+    def add_extracted(self, path: Path, extracted: Extracted, digest: str = "") -> Added:
+        """Index what was already extracted from `path`."""
         pieces = chunks(extracted)
         vectors = embed.embed([c.text for c in pieces])
         with self.db:
