@@ -192,3 +192,30 @@ def test_chat_attach_on_the_tiny_gpt_oss_says_what_it_sent(folder: Path, tmp_pat
     assert said[0].startswith("[attached] big.md: ") and " passages of " in said[0]
     assert said[1] == "[attached] noise.txt: this is a binary file, not text"
     assert said[2].startswith("[attached] page.html: ")
+
+
+def test_the_window_attaches_files_and_says_what_each_became(qtbot: Any, qloop: Any, folder: Path, tmp_path: Path) -> None:
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    from tests.test_window import make_window
+
+    window, client = make_window(qtbot, tmp_path, ["<|channel|>final<|message|>Forty-two crates [1].<|return|>"])
+    composer = window.composer
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(folder / "report.docx")), QUrl.fromLocalFile(str(folder / "noise.txt"))])
+    drop = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
+    composer.box.dropEvent(drop)  # dropped files are attached, not pasted as paths
+    assert [f.name for f in composer.files] == ["report.docx", "noise.txt"] and composer.box.toPlainText() == ""
+    assert "📎 report.docx" in composer.attachments.text() and composer.detach.isVisible()
+    said: list[str] = []
+    window.controller.notice.connect(said.append)
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=20_000):
+        composer.box.setPlainText("How many quince crates?")
+        qtbot.keyClick(composer.box, Qt.Key.Key_Return)
+    assert composer.files == [] and not composer.detach.isVisible()
+    assert said and said[0].startswith("Attached: report.docx: whole file, ")
+    assert "noise.txt: this is a binary file, not text" in said[0]
+    prompt = client.encoding.decode(client.prompts[-1])
+    assert "Document: report.docx (whole file)" in prompt and "quince | 42" in prompt
+    assert prompt.index("quince | 42") < prompt.index("How many quince crates?")

@@ -15,32 +15,19 @@ from typing import TextIO
 
 from app.documents.attach import Attached, attach, with_attachments
 from app.domain.citations import cited
-from app.domain.messages import Message, Role
 from app.engine.chat import ChatSession
 from app.engine.remote import RemoteSession
-
-
-def _budget(session: ChatSession | RemoteSession, text: str) -> tuple[int, object]:
-    """(tokens left for attachments, the counter to use)."""
-    if isinstance(session, ChatSession):
-        tokenizer = session.tokenizer
-
-        def count(s: str) -> int:
-            return len(tokenizer.tokenize(s, special=False))
-
-        asked = session.conversation.with_message(Message.of(Role.USER, text))
-        used = len(session.template.prompt_ids(asked, tokenizer))
-        n_ctx = getattr(session.client.info, "n_ctx", 4096)
-        return n_ctx - used - session.max_tokens, count
-    return 8192 - len(text) // 4 - session.max_tokens, lambda s: len(s) // 4 + 1
 
 
 def prepare(
     session: ChatSession | RemoteSession, files: Sequence[Path], text: str, err: TextIO
 ) -> tuple[str, Attached]:
     """The message to send with its attachments, said on `err` first."""
-    budget, count = _budget(session, text)
-    attached = attach(files, text, max(0, budget), count)  # type: ignore[arg-type]
+    if isinstance(session, ChatSession):
+        attached = attach(files, text, session.room(text), session.count)
+    else:  # a remote endpoint's tokenizer is not ours: about four characters a token
+        room = 8192 - len(text) // 4 - session.max_tokens
+        attached = attach(files, text, max(0, room), lambda s: len(s) // 4 + 1)
     for file in attached.files:
         err.write(f"[attached] {file.note()}\n")
     return with_attachments(text, attached), attached

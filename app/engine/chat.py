@@ -218,6 +218,18 @@ class ChatSession:
             yield from self._check_json(out.messages, schema, out.finished)
         return out
 
+    def count(self, text: str) -> int:
+        """How many tokens `text` is for this model (as text: control tokens it spells too)."""
+        return len(self.tokenizer.tokenize(text, special=False))
+
+    def room(self, text: str) -> int:
+        """The tokens left in the context for more of a user message `text` to carry, after the
+        conversation so far, the message itself and the answer's reserve (`max_tokens`)."""
+        asked = self.conversation.with_message(Message.of(Role.USER, text))
+        used = len(self.template.prompt_ids(asked, self.tokenizer))
+        n_ctx = int(getattr(getattr(self.client, "info", None), "n_ctx", 0) or 4096)
+        return max(0, n_ctx - used - self.max_tokens)
+
     def _constraint(
         self, schema: dict[str, Any] | None, tool_choice: ToolChoice
     ) -> Constraint | None:

@@ -9,13 +9,15 @@ accessible name.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -39,10 +41,34 @@ class MessageBox(QPlainTextEdit):
 
     submitted = Signal()
     stopRequested = Signal()
+    filesDropped = Signal(list)  # local files dropped on the box: attached, not pasted as paths
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTabChangesFocus(True)
+
+    def _files(self, mime: QMimeData) -> list[Path]:
+        return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()]
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if self._files(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        if self._files(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        files = self._files(event.mimeData())
+        if files:
+            self.filesDropped.emit(files)
+            event.acceptProposedAction()
+        else:
+            super().dropEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
@@ -58,7 +84,8 @@ class MessageBox(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """Message box, send/stop, reasoning effort, JSON mode with its schema editor."""
+    """Message box, send/stop, reasoning effort, JSON mode with its schema editor, and the
+    files the next message carries (Attach…, or dropped on the box)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -111,6 +138,24 @@ class Composer(QWidget):
         row.addWidget(self.send)
         row.addWidget(self.stop)
         layout.addLayout(row)
+        self.files: list[Path] = []  # what the next message carries
+        attached = QHBoxLayout()
+        self.attach = QPushButton("Attach…", self)
+        self.attach.setAccessibleName("Attach files to the message")
+        self.attach.setToolTip("Text, Markdown, code, HTML, PDF or Word files (or drop them here)")
+        self.attachments = QLabel("", self)
+        self.attachments.setAccessibleName("Attached files")
+        self.attachments.setWordWrap(True)
+        self.detach = QPushButton("Remove files", self)
+        self.detach.setAccessibleName("Remove the attached files")
+        self.detach.hide()
+        attached.addWidget(self.attach)
+        attached.addWidget(self.attachments, 1)
+        attached.addWidget(self.detach)
+        layout.addLayout(attached)
+        self.attach.clicked.connect(self._choose_files)
+        self.detach.clicked.connect(lambda: self.take_files())
+        self.box.filesDropped.connect(self.add_files)
         self.json_mode.toggled.connect(self._json_toggled)
         self.schema.textChanged.connect(self.check_schema)
         self.check_schema()
@@ -139,6 +184,22 @@ class Composer(QWidget):
     def effort_value(self) -> str | None:
         text = self.effort.currentText()
         return None if text.startswith("default") else text
+
+    def _choose_files(self) -> None:
+        names, _ = QFileDialog.getOpenFileNames(self, "Attach files")
+        self.add_files([Path(n) for n in names])
+
+    def add_files(self, files: list[Path]) -> None:
+        """Files the next message carries (each once)."""
+        self.files += [f for f in files if f not in self.files]
+        self.attachments.setText("  ".join(f"📎 {f.name}" for f in self.files))
+        self.detach.setVisible(bool(self.files))
+
+    def take_files(self) -> list[Path]:
+        """The attached files, which the composer then forgets."""
+        files, self.files = self.files, []
+        self.add_files([])
+        return files
 
     def set_busy(self, busy: bool) -> None:
         self.send.setEnabled(not busy)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
+from app.controllers.attachments import send_with
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
@@ -233,7 +234,13 @@ class MainWindow(QMainWindow):
         if not self.controller.can_answer:
             self.show_problem("No model is loaded yet: open a GGUF model or wait for the default.")
             return
-        if self.controller.send(comp.box.toPlainText()):
+        if comp.files and not self.controller.busy and comp.box.toPlainText().strip():
+            self.sending = asyncio.ensure_future(
+                send_with(self.controller, comp.box.toPlainText(), comp.take_files())
+            )
+            comp.box.clear()
+            self.banner.hide()
+        elif self.controller.send(comp.box.toPlainText()):
             comp.box.clear()
             self.banner.hide()
 
