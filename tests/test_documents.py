@@ -219,3 +219,16 @@ def test_the_window_attaches_files_and_says_what_each_became(qtbot: Any, qloop: 
     prompt = client.encoding.decode(client.prompts[-1])
     assert "Document: report.docx (whole file)" in prompt and "quince | 42" in prompt
     assert prompt.index("quince | 42") < prompt.index("How many quince crates?")
+    shown = window.transcript.turns[-1].user.text()  # the bubble: the question and the files
+    assert shown == "How many quince crates?\n📎 report.docx" and "quince | 42" not in shown
+
+
+def test_the_layout_of_a_message_with_documents_is_read_back() -> None:
+    from app.domain import attachments
+
+    context = ("Attached documents. Cite the numbered passages you use as [n].\n\n[1] a.pdf, page 3:\nx"
+               "\n\n[2] b.md, lines 4–9:\ny\n\n[3] a.pdf, page 5:\nz")
+    message = attachments.compose(context, "What?\n\n---\n\nand more")  # a Markdown rule of the user's
+    assert attachments.split(message) == (context, "What?\n\n---\n\nand more")
+    assert attachments.files(context) == ["a.pdf", "b.md"]
+    assert attachments.split("Just a question.\n\n---\n\nwith a rule") == ("", "Just a question.\n\n---\n\nwith a rule")

@@ -19,6 +19,7 @@ from typing import Literal
 
 from app.documents.extract import Extracted, extract
 from app.documents.index import DocumentIndex, Hit
+from app.domain.attachments import HEAD, compose
 
 Count = Callable[[str], int]
 
@@ -116,20 +117,15 @@ def attach(paths: Sequence[Path], question: str, budget: int, count: Count) -> A
             parts += [f"[{p.number}] {p.file}, {p.where}:\n{p.text}" for p in chosen]
     out.files = [said[path] for path in paths if path in said]  # in the order attached
     if parts:
-        head = (
-            "Attached documents. Cite the numbered passages you use as [n]."
-            if any(f.mode == "passages" for f in out.files)
-            else "Attached documents."
-        )
+        cite = " Cite the numbered passages you use as [n]."
+        head = HEAD + (cite if any(f.mode == "passages" for f in out.files) else "")
         out.context = head + "\n\n" + "\n\n".join(parts)
     return out
 
 
 def with_attachments(text: str, attached: Attached) -> str:
     """The message as sent: the documents first, then what the user wrote."""
-    if not attached.context:
-        return text
-    return f"{attached.context}\n\n---\n\n{text}"
+    return compose(attached.context, text)
 
 
 __all__ = ["Attached", "Attachment", "Passage", "attach", "with_attachments"]

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
+from app.domain import attachments
 from app.domain.history import Segment, Turn
 from app.ui.about import EMPTY_NO_MODEL, EMPTY_READY
 from app.ui.cards import JsonCard, ToolCard
@@ -153,7 +154,9 @@ class TurnWidget(QFrame):
 
     def show_all(self) -> None:
         version = self.turn.version
-        self.user.setText(version.user_text)
+        context, text = attachments.split(version.user_text)
+        names = attachments.files(context)
+        self.user.setText(text + (f"\n📎 {', '.join(names)}" if names else ""))
         for w in self.segments:
             w.deleteLater()
         self.segments = []

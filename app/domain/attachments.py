@@ -1,0 +1,38 @@
+"""How a message carries attached documents: the documents first, a rule, then what the user
+wrote — one layout, made here and read here. The rule is a line no ordinary text has; should
+a user's own text hold it, the message splits at its last one.
+
+Guarantees: `compose` puts the context before the text with a rule between them; `split`
+gives back (the context, the text) of a message composed that way, and ("", the message) for
+any other; `files` names the attached files, in order, from the context's headings.
+"""
+
+from __future__ import annotations
+
+import re
+
+RULE = "\n\n--- end of the attached documents ---\n\n"
+HEAD = "Attached documents."
+_FILE = re.compile(r"^(?:Document: (?P<whole>.+?) \(whole file\)|\[\d+\] (?P<part>.+?), [^,\n]+:)$",
+                   re.M)  # fmt: skip
+
+
+def compose(context: str, text: str) -> str:
+    return f"{context}{RULE}{text}" if context else text
+
+
+def split(message: str) -> tuple[str, str]:
+    if message.startswith(HEAD) and RULE in message:
+        context, _, text = message.rpartition(RULE)
+        return context, text
+    return "", message
+
+
+def files(context: str) -> list[str]:
+    names: dict[str, None] = {}
+    for m in _FILE.finditer(context):
+        names.setdefault(m.group("whole") or m.group("part"))
+    return list(names)
+
+
+__all__ = ["HEAD", "RULE", "compose", "files", "split"]
