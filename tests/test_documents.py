@@ -232,3 +232,27 @@ def test_the_layout_of_a_message_with_documents_is_read_back() -> None:
     assert attachments.split(message) == (context, "What?\n\n---\n\nand more")
     assert attachments.files(context) == ["a.pdf", "b.md"]
     assert attachments.split("Just a question.\n\n---\n\nwith a rule") == ("", "Just a question.\n\n---\n\nwith a rule")
+
+
+def test_an_answer_citing_passages_shows_source_chips_that_open_them(qtbot: Any, qloop: Any, folder: Path,
+                                                                     tmp_path: Path) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMessageBox
+
+    from tests.test_window import make_window
+
+    reply = "<|channel|>final<|message|>It is cardamom [1]. See `list[2]` and [99].<|return|>"
+    window, _ = make_window(qtbot, tmp_path, [reply])
+    window.composer.add_files([folder / "big.md"])  # 2 MB: passages, not the whole file
+    with qtbot.waitSignal(window.controller.replyFinished, timeout=30_000):
+        window.composer.box.setPlainText("What is the secret ingredient?")
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+    turn = window.transcript.turns[-1]
+    chips = turn.sources.chips
+    assert [c.text().split(",")[0] for c in chips] == ["[1] big.md"]  # not [2] (code), not [99] (none)
+    assert chips[0].text().startswith("[1] big.md, lines ") and turn.sources.isVisible()
+    chips[0].click()
+    qtbot.waitUntil(lambda: any(isinstance(w, QMessageBox) and w.isVisible() for w in turn.sources.children()))
+    box = next(w for w in turn.sources.children() if isinstance(w, QMessageBox))
+    assert box.text() and box.text() in window.controller.doc.turns[-1].version.user_text
+    assert "📎 big.md" in turn.user.text()

@@ -4,7 +4,8 @@ a user's own text hold it, the message splits at its last one.
 
 Guarantees: `compose` puts the context before the text with a rule between them; `split`
 gives back (the context, the text) of a message composed that way, and ("", the message) for
-any other; `files` names the attached files, in order, from the context's headings.
+any other; `files` names the attached files, in order, from the context's headings, and
+`passages` gives back the numbered passages (file, page or lines, text).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ RULE = "\n\n--- end of the attached documents ---\n\n"
 HEAD = "Attached documents."
 _FILE = re.compile(r"^(?:Document: (?P<whole>.+?) \(whole file\)|\[\d+\] (?P<part>.+?), [^,\n]+:)$",
                    re.M)  # fmt: skip
+
+
+_PASSAGE = re.compile(r"\[(?P<n>\d+)\] (?P<file>.+?), (?P<where>[^,\n]+):\n(?P<text>.*)\Z", re.S)
 
 
 def compose(context: str, text: str) -> str:
@@ -28,6 +32,17 @@ def split(message: str) -> tuple[str, str]:
     return "", message
 
 
+def passages(context: str) -> dict[int, tuple[str, str, str]]:
+    """The numbered passages of a context: n → (file, where, text)."""
+    out: dict[int, tuple[str, str, str]] = {}
+    blocks = context.split("\n\n[")
+    for block in blocks[1:]:
+        m = _PASSAGE.match("[" + block)
+        if m is not None:
+            out[int(m.group("n"))] = (m.group("file"), m.group("where"), m.group("text"))
+    return out
+
+
 def files(context: str) -> list[str]:
     names: dict[str, None] = {}
     for m in _FILE.finditer(context):
@@ -35,4 +50,4 @@ def files(context: str) -> list[str]:
     return list(names)
 
 
-__all__ = ["HEAD", "RULE", "compose", "files", "split"]
+__all__ = ["HEAD", "RULE", "compose", "files", "passages", "split"]

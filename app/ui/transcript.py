@@ -32,6 +32,7 @@ from app.ui.about import EMPTY_NO_MODEL, EMPTY_READY
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.icons import give
 from app.ui.markdown_view import MarkdownView
+from app.ui.sources import SourcesRow
 from app.ui.theme import mark
 
 PAGE = 12  # turns shown when a conversation opens, and added per step back
@@ -110,6 +111,8 @@ class TurnWidget(QFrame):
         layout.addWidget(self.resend)
         self.body = QVBoxLayout()
         layout.addLayout(self.body)
+        self.sources = SourcesRow(self)  # the passages the answer cited
+        layout.addWidget(self.sources)
         actions = QHBoxLayout()
         self.copy = give(_button("Copy", "Copy the answer", self), "content-copy")
         self.regenerate = give(_button("Regenerate", "Regenerate the answer", self), "refresh")
@@ -200,6 +203,7 @@ class TurnWidget(QFrame):
         version = self.turn.version
         busy = self.controller.busy
         reply = version.reply
+        self.sources.show_for(version)
         n, m = version.chosen + 1, len(version.replies)
         self.replies.setText(f"{n}/{m}" if m > 1 else "")
         for b in (self.prev_reply, self.next_reply):
