@@ -362,6 +362,8 @@ def test_off_loopback_a_token_from_the_keyring_is_required(tmp_path: Path, secre
         said = next(p for p in tmp_path.glob("serve-*.log")).read_text()
         token = said.split("kept in the keyring): ", 1)[1].split()[0]
         assert httpx.get(f"{base}/v1/models").status_code == 401
+        lan = httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {token}", "host": "desk.lan:8080"})
+        assert lan.status_code == 200  # with the token, a LAN name in Host is fine
         ok = httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {token}"})
         assert ok.status_code == 200
         with openai.OpenAI(base_url=f"{base}/v1", api_key=token, max_retries=0) as client:

@@ -1,8 +1,9 @@
 """The server's HTTP side: routes, and the guard every request passes (Starlette + uvicorn).
 
-Guarantees: the `Host` header must name this machine (or a host the user allowed) — a DNS
-rebinding page gets 403; when a token is set (always, off loopback) every request must carry
-it as a bearer token (401 otherwise; it is never logged); a body over the size limit is 413 and
+Guarantees: without a token (loopback) the `Host` header must name this machine or a host the
+user allowed — a DNS-rebinding page gets 403; when a token is set (always, off loopback) every
+request must carry it as a bearer token (401 otherwise; it is never logged), which a rebinding
+page cannot, so the LAN names clients use are not refused; a body over the size limit is 413 and
 not read past it; bad JSON is 400 `invalid_json`; CORS headers are sent only to origins the
 user listed; every request is logged (method, path, status, tokens, duration) and counted;
 nothing a client sends reaches the window as an exception — an unexpected failure is a 500 in
@@ -92,7 +93,8 @@ class Guard:
             )
 
     async def _checked(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
-        if _hostname(headers.get("host", "")) not in self.hosts:
+        token = self.options.token
+        if token is None and _hostname(headers.get("host", "")) not in self.hosts:
             await self._refuse(
                 scope,
                 send,
@@ -101,7 +103,6 @@ class Guard:
                 "host_not_allowed",
             )
             return
-        token = self.options.token
         if token is not None and headers.get("authorization", "") != f"Bearer {token}":
             await self._refuse(scope, send, 401, "a bearer token is required", "invalid_api_key")
             return
