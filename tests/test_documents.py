@@ -128,6 +128,13 @@ def test_the_documents_command_line(folder: Path, tmp_path: Path) -> None:
     assert lines[0]["file"].endswith("big.md") and "lines" in lines[0] and "page" not in lines[0]
     assert cli("remove", str(folder / "big.md")).returncode == 0
     assert len(cli("list").stdout.splitlines()) == 4
+    (folder / "page.html").write_text("<p>The ferry now leaves at dawn.</p>")
+    (folder / "noise.txt").unlink()
+    refreshed = cli("refresh")
+    assert "page.html: read again, 1 chunks" in refreshed.stderr and "noise.txt: gone, forgotten" in refreshed.stderr
+    assert "report.docx: unchanged" in refreshed.stderr
+    dawn = [json.loads(line) for line in cli("search", "ferry dawn", "--k", "1").stdout.splitlines()]
+    assert dawn[0]["file"].endswith("page.html") and "dawn" in dawn[0]["text"]
     missing = cli("add", str(tmp_path / "nowhere.pdf"))
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
 

@@ -1,10 +1,11 @@
-"""`harmony-desk documents add|list|search|remove`: the documents library, from the terminal.
+"""`harmony-desk documents add|list|search|refresh|remove`: the documents library.
 
 Guarantees: `add PATH…` indexes files and every readable file under folders, one line each on
 stderr (chunks, or the notice of what could not be read; an unchanged file is not read
 again); `list` prints one JSON line per document; `search "QUERY" [--k 5] [--words-only]`
 prints one JSON line per hit, best first: `file`, `page` (1-based) or `lines`, `text`,
-`score`; `remove PATH` forgets a file. A path that does not exist is exit 2.
+`score`; `refresh` reads changed files again and forgets those that are gone; `remove PATH`
+forgets a file. A path that does not exist is exit 2.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("query")
     search.add_argument("--k", type=int, default=5, help="how many passages (default 5)")
     search.add_argument("--words-only", action="store_true", help="BM25 alone, no embeddings")
+    verbs.add_parser("refresh", help="read changed files again, forget those that are gone")
     remove = verbs.add_parser("remove", help="forget a document")
     remove.add_argument("path", type=Path)
 
@@ -51,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
                 where = {"page": hit.page} if hit.page is not None else {"lines": list(hit.lines)}
                 row = {"file": hit.file, **where, "text": hit.text, "score": hit.score}
                 print(json.dumps(row, ensure_ascii=False))
+        elif args.verb == "refresh":
+            kept, gone = index.refresh()
+            for added in kept:
+                said = "unchanged" if added.unchanged else f"read again, {added.chunks} chunks"
+                print(f"{added.path}: {said}", file=sys.stderr)
+            for path in gone:
+                print(f"{path}: gone, forgotten", file=sys.stderr)
         else:
             had = index.remove(args.path)
             print(f"{args.path}: {'removed' if had else 'was not indexed'}", file=sys.stderr)

@@ -6,7 +6,8 @@ chunk is in an FTS5 table (BM25, Unicode words, accents folded) and has a stored
 `search` ranks the BM25 and the embedding neighbours separately and fuses them by reciprocal
 rank (k = 60), best first, each hit naming its file, page or lines, text and score; the query
 is only ever words to FTS5 (its syntax cannot be injected); a file that could not be read is
-kept with its notice and no chunks; `remove` forgets a file and its chunks.
+kept with its notice and no chunks; `remove` forgets a file and its chunks; `refresh` reads
+again the files that changed and forgets those that are gone.
 """
 
 from __future__ import annotations
@@ -140,6 +141,14 @@ class DocumentIndex:
             )
         self._vectors = None
         return Added(str(path), extracted.kind, len(pieces), extracted.notice)
+
+    def refresh(self) -> tuple[list[Added], list[str]]:
+        """Every indexed file checked again: (those read again or unchanged, those gone)."""
+        paths = [Path(r[0]) for r in self.db.execute("SELECT path FROM documents ORDER BY path")]
+        gone = [str(p) for p in paths if not p.is_file()]
+        for path in gone:
+            self.remove(Path(path))
+        return [self.add(p) for p in paths if p.is_file()], gone
 
     def remove(self, path: Path) -> bool:
         with self.db:
