@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
             for added in kept:
                 said = "unchanged" if added.unchanged else f"read again, {added.chunks} chunks"
                 print(f"{added.path}: {said}", file=sys.stderr)
-            for path in gone:
-                print(f"{path}: gone, forgotten", file=sys.stderr)
+            for name in gone:
+                print(f"{name}: gone, forgotten", file=sys.stderr)
         else:
             had = index.remove(args.path)
             print(f"{args.path}: {'removed' if had else 'was not indexed'}", file=sys.stderr)
