@@ -263,3 +263,27 @@ def test_an_answer_citing_passages_shows_source_chips_that_open_them(qtbot: Any,
     box = next(w for w in turn.sources.children() if isinstance(w, QMessageBox))
     assert box.text() and box.text() in window.controller.doc.turns[-1].version.user_text
     assert "📎 big.md" in turn.user.text()
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support")  # the offscreen platform and popups
+def test_typing_at_offers_the_library_and_attaches_the_one_picked(qtbot: Any, qloop: Any, folder: Path,
+                                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from PySide6.QtWidgets import QMenu
+
+    from tests.test_window import make_window
+
+    monkeypatch.setenv("HARMONY_DESK_DATA", str(tmp_path / "data"))
+    index = DocumentIndex()
+    index.add(folder / "report.docx")
+    index.add(folder / "noise.txt")  # unreadable: not offered
+    index.close()
+    window, _ = make_window(qtbot, tmp_path, [])
+    composer = window.composer
+    composer.box.setFocus()
+    qtbot.keyClicks(composer.box, "Compare with @")
+    qtbot.waitUntil(lambda: any(isinstance(m, QMenu) and m.isVisible() for m in composer.findChildren(QMenu)))
+    menu = next(m for m in composer.findChildren(QMenu) if m.isVisible())
+    assert [a.text() for a in menu.actions()] == ["report.docx"]
+    menu.actions()[0].trigger()
+    assert [f.name for f in composer.files] == ["report.docx"] and composer.box.toPlainText() == "Compare with "
+    menu.close()

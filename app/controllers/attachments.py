@@ -6,7 +6,8 @@ Guarantees: the files are read, chunked and measured off the GUI thread, on the 
 the message and the answer's reserve; what each file became is said before the turn starts
 (the controller's `notice`, which the window shows) and returned for the composer's chips; a
 file that cannot be read is said and the message is still sent; with a remote endpoint the
-tokens are estimated at four characters each.
+tokens are estimated at four characters each. `library` lists the indexed documents the
+composer's `@` offers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from app.controllers.chat import ChatController
 from app.controllers.turn_inputs import header
 from app.documents.attach import Attached, attach, with_attachments
+from app.documents.index import DocumentIndex
 
 
 def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
@@ -40,4 +42,14 @@ async def send_with(controller: ChatController, text: str, files: Sequence[Path]
     return attached
 
 
-__all__ = ["send_with"]
+def library() -> list[Path]:
+    """The documents in the library (`harmony-desk documents add`), for the composer's `@`;
+    call off the GUI thread (it reads the index)."""
+    index = DocumentIndex()
+    try:
+        return [Path(str(d["path"])) for d in index.documents() if d["chunks"]]
+    finally:
+        index.close()
+
+
+__all__ = ["library", "send_with"]

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QMimeData, Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
+from PySide6.QtGui import QAction, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -42,6 +43,7 @@ class MessageBox(QPlainTextEdit):
     submitted = Signal()
     stopRequested = Signal()
     filesDropped = Signal(list)  # local files dropped on the box: attached, not pasted as paths
+    mentionRequested = Signal()  # "@" typed: pick a document from the library
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -81,11 +83,14 @@ class MessageBox(QPlainTextEdit):
             self.stopRequested.emit()
             return
         super().keyPressEvent(event)
+        if event.text() == "@":
+            self.mentionRequested.emit()
 
 
 class Composer(QWidget):
     """Message box, send/stop, reasoning effort, JSON mode with its schema editor, and the
-    files the next message carries (Attach…, or dropped on the box)."""
+    files the next message carries (Attach…, dropped on the box, or picked from the library
+    after typing "@")."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -200,6 +205,27 @@ class Composer(QWidget):
         files, self.files = self.files, []
         self.add_files([])
         return files
+
+    def offer_documents(self, documents: list[Path]) -> QMenu:
+        """After "@": the library's documents; the one chosen is attached (the "@" goes)."""
+        menu = QMenu(self)
+        for path in documents[:40]:
+            menu.addAction(path.name).setData(str(path))
+        if not documents:
+            menu.addAction("No documents yet: harmony-desk documents add PATH").setEnabled(False)
+        menu.triggered.connect(self._mentioned)
+        at = self.box.mapToGlobal(self.box.cursorRect().bottomLeft())
+        menu.popup(at)
+        return menu
+
+    def _mentioned(self, action: QAction) -> None:
+        if not action.data():
+            return
+        cursor = self.box.textCursor()
+        cursor.movePosition(cursor.MoveOperation.Left, cursor.MoveMode.KeepAnchor)
+        if cursor.selectedText() == "@":
+            cursor.removeSelectedText()
+        self.add_files([Path(str(action.data()))])
 
     def set_busy(self, busy: bool) -> None:
         self.send.setEnabled(not busy)

@@ -9,6 +9,7 @@ the README says; the debug pane is off by default and its last state is remember
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -27,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
-from app.controllers.attachments import send_with
+from app.controllers.attachments import library, send_with
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
@@ -67,7 +68,7 @@ class MainWindow(QMainWindow):
         self.controller = controller
         self.library = library or LibraryHost()
         self.mcp = McpHost(controller.tools.mcp)  # File ▸ MCP servers…, and the Tools… menu
-        self.mcp_jobs = Background("mcp", self.show_problem)
+        self.jobs = Background("window-jobs", self.show_problem)
         self.context_length = 4096  # the settings' (`use_settings`)
         self.threads: int | None = None  # None: the physical cores less one
         self.models_page: ModelsPage | None = None
@@ -189,6 +190,7 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c, host, comp = self.controller, self.host, self.composer
         comp.box.submitted.connect(self.send)
+        comp.box.mentionRequested.connect(lambda: self.jobs.run(library, self._offer_documents))
         comp.send.clicked.connect(self.send)
         comp.stop.clicked.connect(c.stop)
         comp.box.stopRequested.connect(c.stop)
@@ -304,6 +306,9 @@ class MainWindow(QMainWindow):
         at = button.mapToGlobal(button.rect().bottomLeft())
         choose_tools(self, self.controller, at, self.mcp, self.insert_offer)
 
+    def _offer_documents(self, documents: list[Path]) -> None:
+        self.composer.offer_documents(documents)
+
     def show_mcp(self) -> McpPage:
         """File ▸ MCP servers…: add, edit, import, test and enable the user's MCP servers."""
         page = McpPage(self.mcp, self.controller, self)
@@ -321,7 +326,7 @@ class MainWindow(QMainWindow):
             text = self.mcp.read(server, key)
             return f"Context from {server} ({key}):\n\n```\n{text}\n```\n\n"
 
-        self.mcp_jobs.run(read, self.composer.box.insertPlainText)
+        self.jobs.run(read, self.composer.box.insertPlainText)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
         """Show or hide the debug pane; hidden, it holds no text at all (and tokens are not
