@@ -217,7 +217,7 @@ def test_the_login_shells_path_is_merged_after_the_apps_own(tmp_path: Path, monk
     assert merged_path("/usr/bin:/bin", "/opt/node/bin:/usr/bin:/home/u/.local/bin") == \
         "/usr/bin:/bin:/opt/node/bin:/home/u/.local/bin"
     shell = tmp_path / "shell"
-    shell.write_text("#!/bin/sh\necho 'Welcome back!'\nprintf '%s' /opt/node/bin:/usr/bin\n")
+    shell.write_text("#!/bin/sh\necho 'Welcome back! PATH is set.'\necho HOME=/home/u\necho PATH=/opt/node/bin:/usr/bin\n")
     shell.chmod(0o755)
     monkeypatch.setenv("SHELL", str(shell))
     assert login_path.__wrapped__() == "/opt/node/bin:/usr/bin"

@@ -315,6 +315,9 @@ def test_the_responses_api_with_a_function_call_and_its_output(oss: str) -> None
         assert "".join(deltas) == item.content[0].text  # type: ignore[union-attr]
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         client.responses.create(model="m", input="Hi", previous_response_id="resp_1")
+    with pytest.raises(openai.BadRequestError) as searching:
+        client.responses.create(model="m", input="Hi", tools=[{"type": "web_search"}])  # type: ignore[list-item]
+    assert searching.value.code == "unsupported_tool"  # refused, not dropped silently
 
 
 def test_harmony_desks_own_remote_backend_on_its_own_server(oss: str) -> None:

@@ -108,6 +108,14 @@ def _messages(request: ResponsesRequest) -> list[dict[str, Any]]:
 def chat_body(request: ResponsesRequest) -> dict[str, Any]:
     """The chat-completions body that asks the same."""
     body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
+    for i, t in enumerate(request.tools or ()):
+        if t.get("type") != "function":  # built-in tools (web search, files…) are not here
+            raise ApiError(
+                400,
+                f"tools of type {t.get('type')!r} are not supported here: only functions",
+                param=f"tools.{i}.type",
+                code="unsupported_tool",
+            )
     if request.tools:
         body["tools"] = [
             {
@@ -119,7 +127,6 @@ def chat_body(request: ResponsesRequest) -> dict[str, Any]:
                 },
             }
             for t in request.tools
-            if t.get("type") == "function"
         ]
     if isinstance(request.tool_choice, dict):
         body["tool_choice"] = {

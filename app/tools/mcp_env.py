@@ -30,8 +30,8 @@ def login_path() -> str:
         return ""
     shell = os.environ.get("SHELL") or "/bin/sh"
     try:
-        done = subprocess.run(
-            [shell, "-l", "-c", 'printf "%s" "$PATH"'],
+        done = subprocess.run(  # `env` prints PATH with its separators whatever the shell
+            [shell, "-l", "-c", "env"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -40,8 +40,8 @@ def login_path() -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    lines = done.stdout.strip().splitlines()  # a profile may print; PATH is printed last
-    return lines[-1] if done.returncode == 0 and lines else ""
+    found = [line[5:] for line in done.stdout.splitlines() if line.startswith("PATH=")]
+    return found[-1] if done.returncode == 0 and found else ""  # a profile may print too
 
 
 def merged_path(own: str, login: str) -> str:
