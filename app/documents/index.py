@@ -108,8 +108,10 @@ class DocumentIndex:
     def add(self, path: Path) -> Added:
         """Index `path` (see the module guarantees)."""
         path = path.resolve()
-        data = path.read_bytes() if path.is_file() else b""
-        digest = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256().hexdigest()
+        if path.is_file():
+            with path.open("rb") as f:  # streamed: a file of any size is hashed in small reads
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
         row = self.db.execute(
             "SELECT sha256, kind, notice, embedder, (SELECT count(*) FROM chunks WHERE"
             " document = documents.id) FROM documents WHERE path = ?",
