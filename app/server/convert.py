@@ -190,7 +190,7 @@ def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = Non
     if harmony and schema is not None and response_format is not None:
         conversation = with_response_format(conversation, response_format)
     try:
-        if harmony and (schema is not None or (tools and choice != "none")):
+        if harmony and (schema is not None or tools):  # "none" too: only an answer may come
             constraint = harmony_constraint(
                 schema, tools=tools, tool_choice=choice, thinking_budget=thinking_budget
             )
