@@ -21,15 +21,20 @@ class OutputError(HarmonyDeskError):
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` (UTF-8) to `path` atomically."""
+    """Write `text` (UTF-8, lines as written) to `path` atomically."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` to `path` atomically."""
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

@@ -228,6 +228,7 @@ def test_the_window_attaches_files_and_says_what_each_became(qtbot: Any, qloop: 
     assert prompt.index("quince | 42") < prompt.index("How many quince crates?")
     shown = window.transcript.turns[-1].user.text()  # the bubble: the question and the files
     assert shown == "How many quince crates?\n📎 report.docx" and "quince | 42" not in shown
+    qtbot.waitUntil(window.sending.done, timeout=10_000)  # the files kept with the conversation
 
 
 def test_the_layout_of_a_message_with_documents_is_read_back() -> None:
@@ -263,6 +264,7 @@ def test_an_answer_citing_passages_shows_source_chips_that_open_them(qtbot: Any,
     box = next(w for w in turn.sources.children() if isinstance(w, QMessageBox))
     assert box.text() and box.text() in window.controller.doc.turns[-1].version.user_text
     assert "📎 big.md" in turn.user.text()
+    qtbot.waitUntil(window.sending.done, timeout=10_000)
 
 
 @pytest.mark.qt_log_ignore("This plugin does not support")  # the offscreen platform and popups
@@ -287,3 +289,47 @@ def test_typing_at_offers_the_library_and_attaches_the_one_picked(qtbot: Any, ql
     menu.actions()[0].trigger()
     assert [f.name for f in composer.files] == ["report.docx"] and composer.box.toPlainText() == "Compare with "
     menu.close()
+
+
+def test_attached_files_are_kept_once_and_removed_with_the_last_conversation_using_them(
+    qtbot: Any, qloop: Any, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    from PySide6.QtCore import Qt
+
+    from app.documents.kept import KeptFiles
+    from tests.test_window import make_window
+
+    monkeypatch.setenv("HARMONY_DESK_DATA", str(tmp_path / "data"))
+    answer = "<|channel|>final<|message|>Noted.<|return|>"
+    window, _ = make_window(qtbot, tmp_path, [answer, answer])
+    controller = window.controller
+    stored = tmp_path / "data" / "attachments" / hashlib.sha256((folder / "report.docx").read_bytes()).hexdigest()
+
+    def ask(files: list[Path]) -> None:
+        window.composer.add_files(files)
+        with qtbot.waitSignal(controller.replyFinished, timeout=20_000):
+            window.composer.box.setPlainText("Read this.")
+            qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+        qtbot.waitUntil(window.sending.done, timeout=10_000)
+
+    ask([folder / "report.docx"])
+    first = controller.doc.id
+    kept = KeptFiles()
+    assert [name for name, _ in kept.files_of(controller.doc.turns[-1].version.id)] == ["report.docx"]
+    controller.new_chat()
+    qtbot.waitUntil(lambda: controller.doc.id != first, timeout=5000)
+    ask([folder / "report.docx"])  # the same content in a second conversation: still one copy
+    second = controller.doc.id
+    assert len([p for p in stored.parent.iterdir() if len(p.name) == 64]) == 1
+    controller.delete(first)
+    controller.empty_trash()  # the first conversation goes for good; the second still uses it
+    qtbot.wait(300)
+    controller.settle()
+    assert stored.exists()
+    controller.delete(second)
+    controller.empty_trash()  # the last conversation using it: the file goes too
+    qtbot.waitUntil(lambda: not stored.exists(), timeout=10_000)
+    assert kept.files_of(controller.doc.turns[-1].version.id if controller.doc.turns else "") == []
+    kept.close()

@@ -6,19 +6,23 @@ Guarantees: the files are read, chunked and measured off the GUI thread, on the 
 the message and the answer's reserve; what each file became is said before the turn starts
 (the controller's `notice`, which the window shows) and returned for the composer's chips; a
 file that cannot be read is said and the message is still sent; with a remote endpoint the
-tokens are estimated at four characters each. `library` lists the indexed documents the
-composer's `@` offers.
+tokens are estimated at four characters each. The files are kept with the conversation (one
+copy per content, `app/documents/kept.py`) once the message is in the history. `library`
+lists the indexed documents the composer's `@` offers.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from app.controllers.chat import ChatController
 from app.controllers.turn_inputs import header
 from app.documents.attach import Attached, attach, with_attachments
 from app.documents.index import DocumentIndex
+from app.documents.kept import KeptFiles
 
 
 def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
@@ -38,8 +42,22 @@ async def send_with(controller: ChatController, text: str, files: Sequence[Path]
     """Send `text` carrying `files` (see the module guarantees)."""
     attached = await controller.host.bridge.call(lambda: _attached(controller, files, text))
     controller.notice.emit("Attached: " + "; ".join(f.note() for f in attached.files))
-    controller.send(with_attachments(text, attached))
+    if controller.send(with_attachments(text, attached)):
+        doc, version = controller.doc.id, controller.doc.turns[-1].version.id
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, partial(keep, files, doc, version))
     return attached
+
+
+def keep(files: Sequence[Path], conversation: str, version: str) -> None:
+    """Off the GUI thread: the files kept with the conversation (one copy per content)."""
+    kept = KeptFiles()
+    try:
+        for path in files:
+            if path.is_file():
+                kept.keep(path, conversation, version)
+    finally:
+        kept.close()
 
 
 def library() -> list[Path]:
@@ -52,4 +70,4 @@ def library() -> list[Path]:
         index.close()
 
 
-__all__ = ["library", "send_with"]
+__all__ = ["keep", "library", "send_with"]

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 
+from app.documents.kept import collect_kept
 from app.domain.history import ChatDoc, ConversationList, Reply, Version, snippet
 from app.store.database import StoreError
 from app.store.history import HistoryStore
@@ -189,8 +190,13 @@ class ConversationsController(QObject):
         self._io(partial(self.conversations.restore, doc_id), lambda _: self.refresh_list())
 
     def empty_trash(self) -> None:
-        """Remove every trashed conversation for good (the user asked)."""
-        work = partial(self.conversations.purge, older_than_days=0)
+        """Remove every trashed conversation for good (the user asked), and the attached files
+        no remaining conversation uses."""
+
+        def work() -> int:
+            self.conversations.purge(older_than_days=0)
+            return collect_kept(self.conversations.all_ids())
+
         self._io(work, lambda _: self.refresh_list())
 
     def undo_delete(self) -> None:

@@ -4,7 +4,8 @@ Guarantees: a database that is damaged, not a database, or from a newer app vers
 changed; the user chooses between the copy taken before the last upgrade (copied to a new file
 and opened), a fresh database in a new file, or quitting; the file chosen is remembered in the
 window state, so the next start opens it without asking again; conversations in the trash for
-longer than the retention period in the settings are removed when the history opens.
+longer than the retention period in the settings are removed when the history opens, and
+with them the attached files no remaining conversation uses.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from app.controllers.ui_state import UiState
+from app.documents.kept import collect_kept
 from app.settings import load_settings
 from app.store.database import StoreError, default_path
 from app.store.history import HistoryStore
@@ -34,6 +36,7 @@ def open_history(
     try:
         store = HistoryStore(path)
         store.purge(older_than_days=retention)  # the retention period the user set
+        collect_kept(store.all_ids())  # and the attached files no conversation uses now
         return store
     except StoreError as exc:
         choice = choose(exc)

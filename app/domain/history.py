@@ -287,6 +287,10 @@ class ConversationList:
             self._trash.remove(entry)
         return len(gone)
 
+    def all_ids(self) -> set[str]:
+        """Every conversation kept, the trashed ones included."""
+        return {d.id for d in self._docs} | {d.id for _, d in self._trash}
+
     def listed(self, search: str = "") -> list[ChatDoc]:
         """Pinned first, then newest first; only those whose title or visible text match."""
         needle = search.strip().lower()

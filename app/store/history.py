@@ -343,6 +343,11 @@ class HistoryStore:
         with self._write() as db:
             db.execute("UPDATE conversations SET deleted_at = NULL WHERE id = ?", (doc_id,))
 
+    def all_ids(self) -> set[str]:
+        """Every conversation kept, the trashed ones included."""
+        with self._lock:
+            return {r[0] for r in self.db.execute("SELECT id FROM conversations")}
+
     def trash(self) -> list[tuple[str, str, float]]:
         """(id, title, deleted at) of the conversations in the trash."""
         with self._lock:

@@ -69,6 +69,7 @@ class MainWindow(QMainWindow):
         self.library = library or LibraryHost()
         self.mcp = McpHost(controller.tools.mcp)  # File ▸ MCP servers…, and the Tools… menu
         self.jobs = Background("window-jobs", self.show_problem)
+        self.sending: asyncio.Future[Any] | None = None  # a message with files, on its way
         self.context_length = 4096  # the settings' (`use_settings`)
         self.threads: int | None = None  # None: the physical cores less one
         self.models_page: ModelsPage | None = None
