@@ -60,6 +60,14 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     assert "crash" not in saved["enabled_tools"] and "square" in saved["enabled_tools"]
     page.use.setChecked(True)
     assert "mcp:envy" in window.controller.doc.tools
+    before = {t.name for t in window.controller.tools.of(window.controller.doc).registry}
+    assert "envy__crash" not in before and "envy__slow" in before  # the allow-list holds
+    page.tools.item(names.index("slow")).setCheckState(Qt.CheckState.Unchecked)
+    page.status.setText("")
+    page.save_button.click()
+    qtbot.waitUntil(lambda: page.status.text() == "envy saved.", timeout=10_000)  # saved, listed
+    after = {t.name for t in window.controller.tools.of(window.controller.doc).registry}
+    assert "envy__slow" not in after and "envy__square" in after  # the conversation took the change
     assert "mcp:envy" in window.controller.available_tools()
     claude = tmp_path / "claude_desktop_config.json"
     claude.write_text(json.dumps({"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"],

@@ -71,6 +71,13 @@ class WindowTools:
             self._tools[doc.id] = tools
         return tools
 
+    def forget_server(self, name: str) -> None:
+        """An MCP server's configuration changed: the conversations using it get its tools
+        anew on their next turn (allow-list, schema, timeout as now configured)."""
+        for doc_id, tools in list(self._tools.items()):
+            if MCP_PREFIX + name in tools.options.enabled:
+                self.forget(doc_id)
+
     def forget(self, doc_id: str) -> None:
         """The conversation's tools end (its choice changed, or it went to the trash)."""
         tools = self._tools.pop(doc_id, None)

@@ -7,13 +7,16 @@ to the keyring when the server is saved and is never shown again (the box keeps 
 a blank value keeps the stored one); testing a server lists every tool it offers with a check
 box (the allow-list), the prompt tokens the checked ones add, its resources and prompts; the
 log shows the server's last events; "Use in this conversation" enables it for the selected
-conversation only.
+conversation only, and conversations using a server take its saved changes on their next
+turn; an answer that comes back after the page has gone is dropped.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt
@@ -34,6 +37,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
@@ -56,6 +60,17 @@ def _named(widget: QWidget, name: str, tip: str = "") -> None:
         widget.setToolTip(tip)
 
 
+class _PageJobs(Background):
+    """The page's background work: an answer that comes after the page is gone is dropped."""
+
+    def __init__(self, page: McpPage) -> None:
+        super().__init__("mcp-page", lambda text: page.say(text) if isValid(page) else None)
+        self.page = page
+
+    def run(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        super().run(work, lambda result: then(result) if isValid(self.page) else None)
+
+
 class McpPage(QDialog):
     """See the module guarantees."""
 
@@ -63,7 +78,7 @@ class McpPage(QDialog):
         super().__init__(parent)
         self.host, self.controller = host, controller
         self.setWindowTitle("MCP servers")
-        self.jobs = Background("mcp-page", self.say)
+        self.jobs = _PageJobs(self)
         layout = QHBoxLayout(self)
         left = QVBoxLayout()
         self.servers = QListWidget(self)
@@ -257,6 +272,7 @@ class McpPage(QDialog):
         self.jobs.run(lambda: self.host.save(name, server, values), lambda _: self._saved(name))
 
     def _saved(self, name: str) -> None:
+        self.controller.tools.forget_server(name)  # conversations using it take the change
         self.refresh(name, f"{name} saved.")
 
     def test(self) -> None:
