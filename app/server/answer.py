@@ -150,6 +150,12 @@ class StopCut:
         return held
 
 
+def finish_of(done: GenerationDone | None, stopped: bool) -> str:
+    """OpenAI's `finish_reason` for text: `length` when a limit cut it (not a stop sequence)."""
+    cut = done is not None and done.reason.value in ("length", "context")
+    return "length" if cut and not stopped else "stop"
+
+
 def usage_of(done: GenerationDone | None) -> dict[str, int]:
     t = done.timings if done is not None else None
     prompt, generated = (t.prompt_tokens, t.generated) if t is not None else (0, 0)
@@ -274,13 +280,7 @@ class Answer:
 
     @property
     def finish_reason(self) -> str:
-        if self.calls:
-            return "tool_calls"
-        if self.stopped:
-            return "stop"
-        if self.done is not None and self.done.reason.value in ("length", "context"):
-            return "length"
-        return "stop"
+        return "tool_calls" if self.calls else finish_of(self.done, self.stopped)
 
     def usage(self) -> dict[str, int]:
         t = self.done.timings if self.done is not None else None
@@ -327,6 +327,7 @@ __all__ = [
     "Scored",
     "StopCut",
     "dumps",
+    "finish_of",
     "job",
     "max_tokens_of",
     "sampling_of",

@@ -46,12 +46,19 @@ async def watch(disconnected: Disconnected, cancel: threading.Event) -> None:
         await asyncio.sleep(0.2)
 
 
-async def first_of(events: AsyncIterator[Any]) -> list[Any]:
-    """The first item (so errors found before generating are answered as errors)."""
+async def first_of(
+    events: AsyncIterator[Any], disconnected: Disconnected, cancel: threading.Event
+) -> tuple[list[Any], asyncio.Future[None]]:
+    """The first item (so errors found before generating are answered as errors), and the
+    watcher that sets `cancel` if the client leaves (while the job waits its turn, too)."""
+    watcher = asyncio.ensure_future(watch(disconnected, cancel))
     try:
-        return [await anext(events)]
+        return [await anext(events)], watcher
     except StopAsyncIteration:
-        return []
+        return [], watcher
+    except BaseException:
+        watcher.cancel()
+        raise
 
 
 def warnings(ignored: list[str], problem: str | None = None) -> dict[str, str]:
@@ -137,12 +144,7 @@ class ChatApi:
             "created": int(time.time()),
             "model": self.served.name,
         }
-        watcher = asyncio.ensure_future(watch(disconnected, cancel))
-        try:
-            first = await first_of(events)
-        except BaseException:
-            watcher.cancel()
-            raise
+        first, watcher = await first_of(events, disconnected, cancel)
         field = request.reasoning_format or self.reasoning_field
         answer = Answer(request.stops, cancel)
         return Running(request, answer, first, events, watcher, head, field, top)

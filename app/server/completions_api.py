@@ -9,7 +9,6 @@ prompt per request (a list of several is a 400); the same context check as chat.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import threading
 import time
@@ -20,8 +19,8 @@ from typing import Any
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.engine.protocol import GenerationDone, TokenStep
-from app.server.answer import StopCut, dumps, max_tokens_of, sampling_of, usage_of
-from app.server.chat_api import Disconnected, first_of, warnings, watch
+from app.server.answer import StopCut, dumps, finish_of, max_tokens_of, sampling_of, usage_of
+from app.server.chat_api import Disconnected, first_of, warnings
 from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, CompletionRequest, parse
 
@@ -77,12 +76,7 @@ class CompletionsApi:
             "model": self.served.name,
         }
         text = Text(request.stops, cancel)
-        watcher = asyncio.ensure_future(watch(disconnected, cancel))
-        try:
-            first = await first_of(events)
-        except BaseException:
-            watcher.cancel()
-            raise
+        first, watcher = await first_of(events, disconnected, cancel)
         if request.stream:
             watcher.cancel()
             stream = self._chunks(first, events, text, head, request)
@@ -157,13 +151,7 @@ class Text:
 
     @property
     def finish_reason(self) -> str:
-        if (
-            not self.cut.stopped
-            and self.done is not None
-            and self.done.reason.value in ("length", "context")
-        ):
-            return "length"
-        return "stop"
+        return finish_of(self.done, self.cut.stopped)
 
     def usage(self) -> dict[str, int]:
         return usage_of(self.done)
