@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,7 @@ def _hostname(header: str) -> str:
 class Guard:
     """The checks every request passes (see the module guarantees)."""
 
-    def __init__(self, app: Any, options: ServeOptions, stats: dict[str, int]) -> None:
+    def __init__(self, app: Any, options: ServeOptions, stats: Counter[str]) -> None:
         self.app, self.options, self.stats = app, options, stats
         self.hosts = {*LOOPBACK, options.host, *options.allowed_hosts}
 
@@ -72,7 +73,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         began, status = time.monotonic(), [0]
-        self.stats["requests"] = self.stats.get("requests", 0) + 1  # counted as it arrives
+        self.stats["requests"] += 1  # counted as it arrives
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
         async def sending(message: dict[str, Any]) -> None:

@@ -39,62 +39,39 @@ class ServedModel:
     session: Callable[[Sampling | None, int], ChatSession]
     n_ctx: int
     created: int = 0
-    stats: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)
+    stats: collections.Counter[str] = field(
+        default_factory=lambda: collections.Counter(
+            dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)
+        )
     )
 
 
-async def on_engine(
-    engine: cf.Executor,
-    make: Callable[[], Iterator[Any]],
-    cancel: threading.Event,
-    stats: dict[str, int] | None = None,
-) -> AsyncIterator[Any]:
-    """Run `make()` on the engine thread; its items here, in order, in batches of what has
-    come since the last look (see the guarantees).
-    `stats` counts the jobs waiting, the tokens generated and the jobs stopped early."""
-    stats = stats if stats is not None else {}
-    loop = asyncio.get_running_loop()
-    items: collections.deque[Any] = collections.deque()
-    ready = asyncio.Event()
-    due = [False]  # the loop is already due to look at `items`
+class _Bursts:
+    """Items from the engine thread to the loop: one wake-up per burst, drained whole."""
 
-    def woken() -> None:
-        due[0] = False  # before draining: an item added from now on wakes the loop again
-        ready.set()
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.items, self.ready = loop, collections.deque[Any](), asyncio.Event()
+        self.due = False  # the loop is already due to look at `items`
 
-    def put(item: Any) -> None:
-        items.append(item)
-        if not due[0]:  # one wake-up per burst of items, not one per item
-            due[0] = True
-            loop.call_soon_threadsafe(woken)
+    def _woken(self) -> None:
+        self.due = False  # before draining: an item added from now on wakes the loop again
+        self.ready.set()
 
-    def pump() -> None:
-        stats["waiting"] = stats.get("waiting", 0) - 1
-        try:
-            if cancel.is_set():
-                stats["stopped"] = stats.get("stopped", 0) + 1
-                return  # the client left while waiting its turn
-            for item in make():
-                if isinstance(item, GenerationDone):
-                    stats["generated"] = stats.get("generated", 0) + item.timings.generated
-                    if item.reason is FinishReason.CANCELLED:
-                        stats["stopped"] = stats.get("stopped", 0) + 1
-                put(item)
-        except BaseException as exc:  # handed to the request, which answers it
-            put(_Raised(exc))
-        finally:
-            put(_END)
+    def put(self, item: Any) -> None:
+        """From the engine thread."""
+        self.items.append(item)
+        if not self.due:
+            self.due = True
+            self.loop.call_soon_threadsafe(self._woken)
 
-    stats["waiting"] = stats.get("waiting", 0) + 1
-    engine.submit(pump)
-    try:
+    async def batches(self) -> AsyncIterator[list[Any]]:
+        """On the loop: what came since the last look, until the end (an error raised)."""
         while True:
-            await ready.wait()
-            ready.clear()
+            await self.ready.wait()
+            self.ready.clear()
             batch: list[Any] = []
-            while items:
-                item = items.popleft()
+            while self.items:
+                item = self.items.popleft()
                 if isinstance(item, _Raised):
                     raise item.error
                 if item is _END:
@@ -104,6 +81,40 @@ async def on_engine(
                 batch.append(item)
             if batch:
                 yield batch
+
+
+async def on_engine(
+    engine: cf.Executor,
+    make: Callable[[], Iterator[Any]],
+    cancel: threading.Event,
+    stats: collections.Counter[str],
+) -> AsyncIterator[list[Any]]:
+    """Run `make()` on the engine thread; its items here, in order, in batches of what has
+    come since the last look (see the guarantees). `stats` counts the jobs waiting, the
+    tokens generated and the jobs stopped early."""
+    bursts = _Bursts(asyncio.get_running_loop())
+
+    def pump() -> None:
+        stats["waiting"] -= 1
+        try:
+            if cancel.is_set():
+                stats["stopped"] += 1
+                return  # the client left while waiting its turn
+            for item in make():
+                if isinstance(item, GenerationDone):
+                    stats["generated"] += item.timings.generated
+                    stats["stopped"] += item.reason is FinishReason.CANCELLED
+                bursts.put(item)
+        except BaseException as exc:  # handed to the request, which answers it
+            bursts.put(_Raised(exc))
+        finally:
+            bursts.put(_END)
+
+    stats["waiting"] += 1
+    engine.submit(pump)
+    try:
+        async for batch in bursts.batches():
+            yield batch
     finally:
         cancel.set()  # a request that ends early (its client left) stops its generation
 
