@@ -102,6 +102,15 @@ class McpHost:
     def read(self, name: str, uri: str) -> str:
         return resource_text(self.pool.connection(name).read_resource(uri))
 
+    def offer(self, what: tuple[str, str, str], arguments: dict[str, str]) -> str:
+        """The text for the message box: a prompt (`("prompt", server, name)`) as the message,
+        a resource (`("resource", server, uri)`) as context before it."""
+        kind, server, key = what
+        if kind == "prompt":
+            return self.prompt(server, key, arguments)
+        text = self.read(server, key)
+        return f"Context from {server} ({key}):\n\n```\n{text}\n```\n\n"
+
     def prompt(self, name: str, prompt: str, arguments: dict[str, str]) -> str:
         """The prompt's messages as one text for the composer (roles named when several)."""
         messages = prompt_messages(self.pool.connection(name).get_prompt(prompt, arguments))

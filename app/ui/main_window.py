@@ -317,17 +317,8 @@ class MainWindow(QMainWindow):
         return page
 
     def insert_offer(self, what: tuple[str, str, str], arguments: dict[str, str]) -> None:
-        """An MCP prompt (as the message) or resource (as context before it), read off the GUI
-        thread, into the message box."""
-        kind, server, key = what
-
-        def read() -> str:
-            if kind == "prompt":
-                return self.mcp.prompt(server, key, arguments)
-            text = self.mcp.read(server, key)
-            return f"Context from {server} ({key}):\n\n```\n{text}\n```\n\n"
-
-        self.jobs.run(read, self.composer.box.insertPlainText)
+        """An MCP prompt or resource, read off the GUI thread, into the message box."""
+        self.jobs.run(lambda: self.mcp.offer(what, arguments), self.composer.box.insertPlainText)
 
     def set_debug(self, on: bool, remember: bool = True) -> None:
         """Show or hide the debug pane; hidden, it holds no text at all (and tokens are not
