@@ -34,11 +34,14 @@ TURN = (f"<|channel|>analysis<|message|>{SECRET_THOUGHT} thinking.<|end|>"
         "<|start|>assistant<|channel|>final<|message|>The **answer** is 42.\n\n```python\nprint(42)\n```\n<|return|>")
 
 
-def make_window(qtbot: Any, tmp_path: Path, scripts: list[str], delay_s: float = 0.0) -> tuple[MainWindow, ScriptedClient]:
+def make_window(
+    qtbot: Any, tmp_path: Path, scripts: list[str], delay_s: float = 0.0, store: Any = None
+) -> tuple[MainWindow, ScriptedClient]:
+    """A window on a scripted model; conversations saved to `store` (a HistoryStore) if given."""
     client = ScriptedClient(scripts, delay_s=delay_s)
     host = ModelHost(EngineBridge())
     host.use(client, "harmony")
-    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    window = MainWindow(ChatController(host, store), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
     window.show()
     window.controller.settle()  # the newest conversation is read off the GUI thread

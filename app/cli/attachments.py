@@ -4,7 +4,9 @@ Guarantees: before the message is sent, stderr says what each file became ("whol
 tokens", "K passages of M", or why it could not be read); the budget is the context left after
 the conversation so far and the answer's reserve, counted with the model's own tokenizer (an
 estimate of four characters a token for a remote endpoint); after the answer, each passage it
-cited is named on stderr with its file and page or lines.
+cited is named on stderr with its file and page or lines. With `--library`, every message
+also carries the library's most relevant passages (the library refreshed first); the files a
+saved conversation's message carried are kept with it, as the window keeps them.
 """
 
 from __future__ import annotations
@@ -14,20 +16,31 @@ from pathlib import Path
 from typing import TextIO
 
 from app.documents.attach import Attached, attach, with_attachments
+from app.documents.index import DocumentIndex
+from app.domain.attachments import estimate, estimated_room
 from app.domain.citations import cited
 from app.engine.chat import ChatSession
 from app.engine.remote import RemoteSession
 
 
 def prepare(
-    session: ChatSession | RemoteSession, files: Sequence[Path], text: str, err: TextIO
+    session: ChatSession | RemoteSession,
+    files: Sequence[Path],
+    text: str,
+    err: TextIO,
+    library: bool = False,
 ) -> tuple[str, Attached]:
     """The message to send with its attachments, said on `err` first."""
-    if isinstance(session, ChatSession):
-        attached = attach(files, text, session.room(text), session.count)
-    else:  # a remote endpoint's tokenizer is not ours: about four characters a token
-        room = 8192 - len(text) // 4 - session.max_tokens
-        attached = attach(files, text, max(0, room), lambda s: len(s) // 4 + 1)
+    index = DocumentIndex() if library else None
+    try:
+        if isinstance(session, ChatSession):
+            attached = attach(files, text, session.room(text), session.count, index)
+        else:  # a remote endpoint's tokenizer is not ours
+            room = estimated_room(text, session.max_tokens)
+            attached = attach(files, text, room, estimate, index)
+    finally:
+        if index is not None:
+            index.close()
     for file in attached.files:
         err.write(f"[attached] {file.note()}\n")
     return with_attachments(text, attached), attached

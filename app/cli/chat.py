@@ -22,6 +22,7 @@ from app.cli.attachments import prepare, sources
 from app.cli.checkpoints import ChatCheckpoints
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply, TurnEvent
+from app.documents.kept import keep_files
 from app.domain.endpoint import Endpoint
 from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
@@ -84,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="a file the (first) message carries: text, Markdown, code, HTML, PDF, DOCX",
+    )
+    parser.add_argument(
+        "--library",
+        action="store_true",
+        help="every message also carries the documents library's most relevant passages"
+        " (`documents add`), cited as [n]",
     )
     parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
     parser.add_argument(
@@ -244,11 +251,13 @@ def _converse(
     saved = ChatCheckpoints() if args.save else None
     try:
         attached = None
-        for text in prompts:
-            if args.attach and attached is None:  # the first message carries the files
-                files = [Path(a) for a in args.attach]
-                text, attached = prepare(session, files, text, sys.stderr)
+        for number, text in enumerate(prompts):
+            files = [Path(a) for a in args.attach] if number == 0 else []  # the first message's
+            if files or args.library:
+                text, attached = prepare(session, files, text, sys.stderr, args.library)
             printer.begin(saved.begin(text) if saved is not None else Reply())
+            if saved is not None and files:
+                keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
             request = TurnRequest(
                 text,
                 effort=effort,

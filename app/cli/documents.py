@@ -1,11 +1,13 @@
 """`harmony-desk documents add|list|search|refresh|remove`: the documents library.
 
-Guarantees: `add PATH…` indexes files and every readable file under folders, one line each on
+Guarantees: `add PATH…` indexes files and every readable file under folders (a folder is
+remembered: files that appear in it later are indexed by the next refresh), one line each on
 stderr (chunks, or the notice of what could not be read; an unchanged file is not read
 again); `list` prints one JSON line per document; `search "QUERY" [--k 5] [--words-only]`
-prints one JSON line per hit, best first: `file`, `page` (1-based) or `lines`, `text`,
-`score`; `refresh` reads changed files again and forgets those that are gone; `remove PATH`
-forgets a file. A path that does not exist is exit 2.
+refreshes the library (new, changed and removed files), then prints one JSON line per hit,
+best first: `file`, `page` (1-based) or `lines`, `text`, `score`; `refresh` says what it
+did; `remove PATH` forgets a file, or a folder and the files under it. A path that does not
+exist is exit 2.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.documents.index import DocumentIndex, files_in
+from app.documents.index import Added, DocumentIndex
 from app.errors import InvalidInputError
 
 
@@ -33,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("path", type=Path)
 
 
+def _added(index: DocumentIndex, paths: list[Path]) -> list[Added]:
+    out: list[Added] = []
+    for path in paths:
+        out += index.add_folder(path) if path.is_dir() else [index.add(path)]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     index = DocumentIndex()
     try:
@@ -40,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
             missing = [str(p) for p in args.paths if not p.exists()]
             if missing:
                 raise InvalidInputError(f"no such file or folder: {', '.join(missing)}")
-            for path in files_in(args.paths):
-                added = index.add(path)
+            for added in _added(index, args.paths):
                 said = "unchanged" if added.unchanged else f"{added.chunks} chunks"
                 notice = f" — {added.notice}" if added.notice else ""
                 print(f"{added.path}: {said}{notice}", file=sys.stderr)
@@ -49,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             for document in index.documents():
                 print(json.dumps(document, ensure_ascii=False))
         elif args.verb == "search":
+            index.refresh()
             for hit in index.search(args.query, max(1, args.k), hybrid=not args.words_only):
                 where = {"page": hit.page} if hit.page is not None else {"lines": list(hit.lines)}
                 row = {"file": hit.file, **where, "text": hit.text, "score": hit.score}

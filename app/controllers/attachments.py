@@ -6,14 +6,17 @@ Guarantees: the files are read, chunked and measured off the GUI thread, on the 
 the message and the answer's reserve; what each file became is said before the turn starts
 (the controller's `notice`, which the window shows) and returned for the composer's chips; a
 file that cannot be read is said and the message is still sent; with a remote endpoint the
-tokens are estimated at four characters each. The files are kept with the conversation (one
-copy per content, `app/documents/kept.py`) once the message is in the history. `library`
-lists the indexed documents the composer's `@` offers.
+tokens are estimated at four characters each. A conversation that uses the documents library
+sends every message this way: it carries the library's passages. The files are kept with the
+conversation (one copy per content, `app/documents/kept.py`) once the message is in the
+history; `kept_of` and `viewable` let the user open them again from the message. `library`
+lists the indexed documents the composer's `@` offers (the library refreshed first).
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -22,20 +25,27 @@ from app.controllers.chat import ChatController
 from app.controllers.turn_inputs import header
 from app.documents.attach import Attached, attach, with_attachments
 from app.documents.index import DocumentIndex
-from app.documents.kept import KeptFiles
+from app.documents.kept import KeptFiles, keep_files
+from app.domain.attachments import estimate, estimated_room
+from app.paths import cache_dir
 
 
 def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
     """On the engine thread: the message's attachments within the context left."""
     doc = controller.doc
-    if doc.endpoint is None and controller.host.ready:
-        session = controller.host.session(max_tokens=controller.max_tokens)
-        session.conversation = session.conversation.with_messages(
-            header(doc.instructions) + doc.messages()
-        )
-        return attach(files, text, session.room(text), session.count)
-    room = 8192 - len(text) // 4 - controller.max_tokens
-    return attach(files, text, max(0, room), lambda s: len(s) // 4 + 1)
+    index = DocumentIndex() if doc.library else None
+    try:
+        if doc.endpoint is None and controller.host.ready:
+            session = controller.host.session(max_tokens=controller.max_tokens)
+            session.conversation = session.conversation.with_messages(
+                header(doc.instructions) + doc.messages()
+            )
+            return attach(files, text, session.room(text), session.count, index)
+        room = estimated_room(text, controller.max_tokens)
+        return attach(files, text, room, estimate, index)
+    finally:
+        if index is not None:
+            index.close()
 
 
 async def send_with(controller: ChatController, text: str, files: Sequence[Path]) -> Attached:
@@ -45,19 +55,28 @@ async def send_with(controller: ChatController, text: str, files: Sequence[Path]
     if controller.send(with_attachments(text, attached)):
         doc, version = controller.doc.id, controller.doc.turns[-1].version.id
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, partial(keep, files, doc, version))
+        await loop.run_in_executor(None, partial(keep_files, files, doc, version))
     return attached
 
 
-def keep(files: Sequence[Path], conversation: str, version: str) -> None:
-    """Off the GUI thread: the files kept with the conversation (one copy per content)."""
+def kept_of(version: str) -> list[tuple[str, Path]]:
+    """(name, stored copy) of each file the message version carried that is kept here."""
     kept = KeptFiles()
     try:
-        for path in files:
-            if path.is_file():
-                kept.keep(path, conversation, version)
+        return [(name, path) for name, path in kept.files_of(version) if path.is_file()]
     finally:
         kept.close()
+
+
+def viewable(name: str, stored: Path) -> Path:
+    """A copy of a kept file under its own name (so the desktop opens it with the right
+    program), in the cache folder; the kept copy itself is never handed out to be edited."""
+    folder = cache_dir() / "opened" / stored.name
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (Path(name).name or "attachment")
+    if not target.is_file():
+        shutil.copyfile(stored, target)
+    return target
 
 
 def library() -> list[Path]:
@@ -65,9 +84,10 @@ def library() -> list[Path]:
     call off the GUI thread (it reads the index)."""
     index = DocumentIndex()
     try:
+        index.refresh()  # files added to a library folder, changed or removed since
         return [Path(str(d["path"])) for d in index.documents() if d["chunks"]]
     finally:
         index.close()
 
 
-__all__ = ["keep", "library", "send_with"]
+__all__ = ["kept_of", "library", "send_with", "viewable"]

@@ -132,6 +132,11 @@ class ChatController(ConversationsController):
         self.doc.offline = offline
         self.tools.forget(self.doc.id)
 
+    def set_library(self, on: bool) -> None:
+        """Whether the selected conversation's messages carry the documents library's passages."""
+        self.doc.library = on
+        self.persist()
+
     def set_tools(self, names: tuple[str, ...]) -> None:
         """The tools enabled for the selected conversation."""
         self.doc.tools = names

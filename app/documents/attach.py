@@ -6,8 +6,10 @@ after the history and the answer's reserve); otherwise each file is chunked and 
 most relevant to the message are retrieved (hybrid search over that file alone), as many as
 fit; passages are numbered `[1]`, `[2]`, … across the message, each with its file and page or
 lines, so the answer can cite them; a file that cannot be read is a notice and the message is
-still sent; the context is plain text of the message — what a document spells (control tokens
-included) stays text, as everything a user writes does.
+still sent; a conversation that uses the documents library also gets the library's passages
+most relevant to the message (refreshed first), in the room the files left, said as
+"library: 4 passages from 2 documents"; the context is plain text of the message — what a
+document spells (control tokens included) stays text, as everything a user writes does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from app.domain.attachments import HEAD, compose
 Count = Callable[[str], int]
 
 
+def _many(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
 @dataclass(frozen=True)
 class Passage:
     number: int
@@ -31,13 +37,17 @@ class Passage:
     where: str  # "page 3", "lines 10–24", "whole file"
     text: str
 
+    def cited(self) -> str:
+        """The passage as the prompt numbers it."""
+        return f"[{self.number}] {self.file}, {self.where}:\n{self.text}"
+
 
 @dataclass(frozen=True)
 class Attachment:
     """What one attached file became."""
 
     name: str
-    mode: Literal["whole", "passages", "unreadable"]
+    mode: Literal["whole", "passages", "unreadable", "library"]
     tokens: int  # what it adds to the prompt
     chunks: int = 0  # of the file, when passages were chosen
     passages: tuple[Passage, ...] = ()
@@ -47,6 +57,9 @@ class Attachment:
         """What the message shows: "report.docx: whole file, 3,200 tokens"."""
         if self.mode == "unreadable":
             return f"{self.name}: {self.notice}"
+        if self.mode == "library":
+            found, documents = len(self.passages), len({p.file for p in self.passages})
+            return f"library: {_many(found, 'passage')} from {_many(documents, 'document')}"
         said = (
             f"whole file, {self.tokens:,} tokens"
             if self.mode == "whole"
@@ -67,6 +80,19 @@ class Attached:
         return [p for f in self.files for p in f.passages]
 
 
+def _fitting(hits: list[Hit], room: int, count: Count, first: int) -> tuple[list[Passage], int]:
+    """The hits that fit `room` tokens, in order, numbered from `first`; (passages, used)."""
+    chosen: list[Passage] = []
+    used = 0
+    for hit in hits:
+        cost = count(hit.text) + 12  # the passage's heading
+        if used + cost > room:
+            break
+        chosen.append(Passage(first + len(chosen), Path(hit.file).name, hit.where(), hit.text))
+        used += cost
+    return chosen, used
+
+
 def _passages(
     extracted: Extracted, path: Path, question: str, room: int, count: Count, first: int
 ) -> tuple[list[Passage], int, int]:
@@ -77,19 +103,30 @@ def _passages(
         hits: list[Hit] = index.search(question, k=max(1, added.chunks))
     finally:
         index.close()
-    chosen: list[Passage] = []
-    used = 0
-    for hit in hits:
-        cost = count(hit.text) + 12  # the passage's heading
-        if used + cost > room:
-            break
-        chosen.append(Passage(first + len(chosen), path.name, hit.where(), hit.text))
-        used += cost
+    chosen, used = _fitting(hits, room, count, first)
     return chosen, added.chunks, used
 
 
-def attach(paths: Sequence[Path], question: str, budget: int, count: Count) -> Attached:
-    """The attachments of one message (see the module guarantees)."""
+LIBRARY_K = 8  # the library's passages considered for one message
+
+
+def _library(
+    library: DocumentIndex, question: str, room: int, count: Count, first: int
+) -> Attachment:
+    library.refresh()
+    chosen, used = _fitting(library.search(question, LIBRARY_K), room, count, first)
+    return Attachment("library", "library", used, passages=tuple(chosen))
+
+
+def attach(
+    paths: Sequence[Path],
+    question: str,
+    budget: int,
+    count: Count,
+    library: DocumentIndex | None = None,
+) -> Attached:
+    """The attachments of one message, and the library's passages when `library` is given
+    (see the module guarantees)."""
     out = Attached()
     said: dict[Path, Attachment] = {}
     readable: list[tuple[Path, Extracted]] = []
@@ -114,11 +151,16 @@ def attach(paths: Sequence[Path], question: str, budget: int, count: Count) -> A
             said[path] = Attachment(
                 path.name, "passages", used, total, tuple(chosen), extracted.notice
             )
-            parts += [f"[{p.number}] {p.file}, {p.where}:\n{p.text}" for p in chosen]
+            parts += [p.cited() for p in chosen]
     out.files = [said[path] for path in paths if path in said]  # in the order attached
+    if library is not None:
+        left = budget - sum(f.tokens + 12 for f in out.files)
+        found = _library(library, question, left, count, 1 + len(out.passages))
+        out.files.append(found)
+        parts += [p.cited() for p in found.passages]
     if parts:
         cite = " Cite the numbered passages you use as [n]."
-        head = HEAD + (cite if any(f.mode == "passages" for f in out.files) else "")
+        head = HEAD + (cite if out.passages else "")
         out.context = head + "\n\n" + "\n\n".join(parts)
     return out
 

@@ -6,8 +6,11 @@ chunk is in an FTS5 table (BM25, Unicode words, accents folded) and has a stored
 `search` ranks the BM25 and the embedding neighbours separately and fuses them by reciprocal
 rank (k = 60), best first, each hit naming its file, page or lines, text and score; the query
 is only ever words to FTS5 (its syntax cannot be injected); a file that could not be read is
-kept with its notice and no chunks; `remove` forgets a file and its chunks; `refresh` reads
-again the files that changed and forgets those that are gone.
+kept with its notice and no chunks; `remove` forgets a file and its chunks. A folder added
+is remembered: `refresh` indexes the files that appeared in it since, reads again the files
+that changed (size or modification time differ, then the content is compared) and forgets
+those that are gone — cheap when nothing changed (one `stat` per file), so it runs before each
+use of the library.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ POOL = 50  # candidates taken from each ranking before fusing
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, sha256 TEXT NOT NULL, kind TEXT NOT NULL,
-    notice TEXT, added REAL NOT NULL, embedder TEXT NOT NULL
+    notice TEXT, added REAL NOT NULL, embedder TEXT NOT NULL, stamp TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, document INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ord INTEGER NOT NULL, page INTEGER, first_line INTEGER NOT NULL, last_line INTEGER NOT NULL,
@@ -75,6 +79,12 @@ class Added:
     unchanged: bool = False
 
 
+def _stamp(path: Path) -> str:
+    """The file's size and modification time: when they are unchanged, so is the file."""
+    st = path.stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
 def files_in(paths: list[Path]) -> list[Path]:
     """The files named, and the readable files under the folders named (sorted)."""
     out: list[Path] = []
@@ -100,37 +110,65 @@ class DocumentIndex:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}
+        if "stamp" not in columns:  # an index written before stamps: every file compared once
+            self.db.execute("ALTER TABLE documents ADD COLUMN stamp TEXT NOT NULL DEFAULT ''")
         self._vectors: tuple[np.ndarray, np.ndarray] | None = None  # (chunk ids, matrix)
 
     def close(self) -> None:
         self.db.close()
 
+    def add_folder(self, folder: Path) -> list[Added]:
+        """Index the files under `folder` and remember it, so `refresh` finds new files."""
+        folder = folder.resolve()
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO folders VALUES (?)", (str(folder),))
+        return [self.add(p) for p in files_in([folder])]
+
+    def folders(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT path FROM folders ORDER BY path")]
+
     def add(self, path: Path) -> Added:
         """Index `path` (see the module guarantees)."""
         path = path.resolve()
+        stamp = _stamp(path) if path.is_file() else ""
+        row = self.db.execute(
+            "SELECT sha256, kind, notice, embedder, (SELECT count(*) FROM chunks WHERE"
+            " document = documents.id), stamp FROM documents WHERE path = ?",
+            (str(path),),
+        ).fetchone()
+        if row is not None and row[3] == embed.NAME and stamp and row[5] == stamp:
+            return Added(str(path), row[1], row[4], row[2], unchanged=True)
         digest = hashlib.sha256().hexdigest()
         if path.is_file():
             with path.open("rb") as f:  # streamed: a file of any size is hashed in small reads
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
-        row = self.db.execute(
-            "SELECT sha256, kind, notice, embedder, (SELECT count(*) FROM chunks WHERE"
-            " document = documents.id) FROM documents WHERE path = ?",
-            (str(path),),
-        ).fetchone()
         if row is not None and row[0] == digest and row[3] == embed.NAME:
+            with self.db:  # touched, not changed: the new stamp saves the next comparison
+                self.db.execute("UPDATE documents SET stamp = ? WHERE path = ?", (stamp, str(path)))
             return Added(str(path), row[1], row[4], row[2], unchanged=True)
-        return self.add_extracted(path, extract(path), digest)
+        return self.add_extracted(path, extract(path), digest, stamp)
 
-    def add_extracted(self, path: Path, extracted: Extracted, digest: str = "") -> Added:
+    def add_extracted(
+        self, path: Path, extracted: Extracted, digest: str = "", stamp: str = ""
+    ) -> Added:
         """Index what was already extracted from `path`."""
         pieces = chunks(extracted)
         vectors = embed.embed([c.text for c in pieces])
         with self.db:
             self.db.execute("DELETE FROM documents WHERE path = ?", (str(path),))
             cursor = self.db.execute(
-                "INSERT INTO documents(path, sha256, kind, notice, added, embedder)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (str(path), digest, extracted.kind, extracted.notice, time.time(), embed.NAME),
+                "INSERT INTO documents(path, sha256, kind, notice, added, embedder, stamp)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    str(path),
+                    digest,
+                    extracted.kind,
+                    extracted.notice,
+                    time.time(),
+                    embed.NAME,
+                    stamp,
+                ),
             )
             document = cursor.lastrowid
             self.db.executemany(
@@ -145,18 +183,27 @@ class DocumentIndex:
         return Added(str(path), extracted.kind, len(pieces), extracted.notice)
 
     def refresh(self) -> tuple[list[Added], list[str]]:
-        """Every indexed file checked again: (those read again or unchanged, those gone)."""
-        paths = [Path(r[0]) for r in self.db.execute("SELECT path FROM documents ORDER BY path")]
-        gone = [str(p) for p in paths if not p.is_file()]
+        """Every indexed file checked again and the remembered folders looked through:
+        (those new, read again or unchanged; those gone)."""
+        paths = {Path(r[0]) for r in self.db.execute("SELECT path FROM documents")}
+        gone = sorted(str(p) for p in paths if not p.is_file())
         for path in gone:
             self.remove(Path(path))
-        return [self.add(p) for p in paths if p.is_file()], gone
+        present = [Path(f) for f in self.folders() if Path(f).is_dir()]
+        paths = {p for p in paths if p.is_file()} | {p.resolve() for p in files_in(present)}
+        return [self.add(p) for p in sorted(paths)], gone
 
     def remove(self, path: Path) -> bool:
+        """Forget a file, or a folder and every file under it."""
+        where = str(path.resolve())
         with self.db:
-            gone = self.db.execute("DELETE FROM documents WHERE path = ?", (str(path.resolve()),))
+            folder = self.db.execute("DELETE FROM folders WHERE path = ?", (where,)).rowcount
+            gone = self.db.execute(
+                "DELETE FROM documents WHERE path = ? OR substr(path, 1, ?) = ?",
+                (where, len(where) + 1, where.rstrip("/") + "/"),
+            ).rowcount
         self._vectors = None
-        return gone.rowcount > 0
+        return gone + folder > 0
 
     def documents(self) -> list[dict[str, object]]:
         rows = self.db.execute(

@@ -42,15 +42,33 @@ class KeptFiles:
         """Store `path` (once per content) for the message; its sha256."""
         with path.open("rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
-        target = self.folder / digest
-        if not target.exists():
-            write_atomic_bytes(target, path.read_bytes())
+        if self.stored(digest) is None:
+            write_atomic_bytes(self.folder / digest, path.read_bytes())
+        self.record(digest, path.name, conversation, version)
+        return digest
+
+    def keep_bytes(self, data: bytes, name: str, conversation: str, version: str) -> str:
+        """Store `data` (a file's content, named `name`) for the message; its sha256."""
+        digest = hashlib.sha256(data).hexdigest()
+        if self.stored(digest) is None:
+            write_atomic_bytes(self.folder / digest, data)
+        self.record(digest, name, conversation, version)
+        return digest
+
+    def stored(self, digest: str) -> Path | None:
+        """The stored file of that content, if there is one."""
+        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            return None
+        path = self.folder / digest
+        return path if path.is_file() else None
+
+    def record(self, digest: str, name: str, conversation: str, version: str) -> None:
+        """Record that the message carried the stored file `digest` as `name`."""
         with self.db:
             self.db.execute(
                 "INSERT OR IGNORE INTO kept VALUES (?, ?, ?, ?)",
-                (digest, path.name, conversation, version),
+                (digest, name, conversation, version),
             )
-        return digest
 
     def files_of(self, version: str) -> list[tuple[str, Path]]:
         """(name, stored file) of each file the message version carried."""
@@ -76,6 +94,17 @@ class KeptFiles:
         return removed
 
 
+def keep_files(files: Iterable[Path], conversation: str, version: str) -> None:
+    """The files a message carried, kept with its conversation (those still there)."""
+    kept = KeptFiles()
+    try:
+        for path in files:
+            if path.is_file():
+                kept.keep(path, conversation, version)
+    finally:
+        kept.close()
+
+
 def collect_kept(alive: Iterable[str], folder: Path | None = None) -> int:
     """The kept files no conversation in `alive` uses, removed (see `KeptFiles.collect`)."""
     kept = KeptFiles(folder)
@@ -85,4 +114,4 @@ def collect_kept(alive: Iterable[str], folder: Path | None = None) -> int:
         kept.close()
 
 
-__all__ = ["KeptFiles", "collect_kept"]
+__all__ = ["KeptFiles", "collect_kept", "keep_files"]

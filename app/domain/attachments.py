@@ -5,7 +5,9 @@ a user's own text hold it, the message splits at its last one.
 Guarantees: `compose` puts the context before the text with a rule between them; `split`
 gives back (the context, the text) of a message composed that way, and ("", the message) for
 any other; `files` names the attached files, in order, from the context's headings, and
-`passages` gives back the numbered passages (file, page or lines, text).
+`passages` gives back the numbered passages (file, page or lines, text); `estimated_room` is
+the budget for a model whose tokenizer is not the app's (a remote endpoint): about four
+characters a token in a context of 8,192.
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ _FILE = re.compile(r"^(?:Document: (?P<whole>.+?) \(whole file\)|\[\d+\] (?P<par
 
 
 _PASSAGE = re.compile(r"\[(?P<n>\d+)\] (?P<file>.+?), (?P<where>[^,\n]+):\n(?P<text>.*)\Z", re.S)
+
+
+ESTIMATED_CONTEXT = 8192
+
+
+def estimate(text: str) -> int:
+    """About how many tokens `text` is for a tokenizer the app does not hold."""
+    return len(text) // 4 + 1
+
+
+def estimated_room(text: str, reserve: int) -> int:
+    """The tokens left for a message's documents, estimated (see the module guarantees)."""
+    return max(0, ESTIMATED_CONTEXT - estimate(text) - reserve)
 
 
 def compose(context: str, text: str) -> str:
@@ -50,4 +65,13 @@ def files(context: str) -> list[str]:
     return list(names)
 
 
-__all__ = ["HEAD", "RULE", "compose", "files", "passages", "split"]
+__all__ = [
+    "HEAD",
+    "RULE",
+    "compose",
+    "estimate",
+    "estimated_room",
+    "files",
+    "passages",
+    "split",
+]

@@ -178,6 +178,7 @@ class ChatDoc:
     instructions: str = ""
     tools: tuple[str, ...] = ()
     offline: bool = False
+    library: bool = False  # each message also carries the documents library's best passages
     endpoint: str | None = None  # a remote endpoint's name; None: the model on this computer
     turns: list[Turn] = field(default_factory=list)
     created: float = field(default_factory=time.time)

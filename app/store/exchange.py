@@ -10,6 +10,9 @@ Guarantees:
   text as a `final` message, which in OpenChatML is left unterminated as the last frame when it
   is the last message (E-STREAM-TRUNCATED, as the spec allows), and in JSON marked `truncated`;
   importing it gives back a reply marked incomplete, so Continue and Regenerate are offered;
+- the attached files an OpenChatML or JSON export carries (given by the caller, as listed by
+  `app/documents/carry.py`) are in the header's `harmony_desk.attachments`, and an import
+  gives that list back as it found it (the caller restores the files);
 - an import either yields a whole conversation or raises `TranscriptError` with its code and
   place; nothing partial is produced.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain.events import MessageDone
@@ -27,9 +31,10 @@ from app.domain.reply_builder import ReplyBuilder
 from app.domain.visibility import Lane, route
 from app.errors import ErrorCode, TranscriptError
 from app.harmony.ocm import convert
-from app.harmony.ocm.interop import from_conversation, to_conversation
+from app.harmony.ocm.interop import EXTENSION_KEY, from_conversation, to_conversation
 
 FORMATS = ("ocm", "json", "md")
+ATTACHMENTS = "attachments"
 
 
 INTERRUPTED = ("incomplete", "stopped", "failed")
@@ -73,14 +78,17 @@ def _ends_interrupted(doc: ChatDoc) -> bool:
     return last is not None and last.state in INTERRUPTED and bool(reply_messages(last))
 
 
-def export(doc: ChatDoc, fmt: str) -> str:
-    """`doc` written as `ocm`, `json` or `md`."""
+def export(doc: ChatDoc, fmt: str, attachments: Sequence[Mapping[str, Any]] = ()) -> str:
+    """`doc` written as `ocm`, `json` or `md`, carrying `attachments` (not in Markdown)."""
     if fmt == "md":
         return markdown(doc)
     if fmt not in ("ocm", "json"):
         raise TranscriptError(ErrorCode.INPUT_INVALID, f"unknown export format {fmt!r}")
     transcript = from_conversation(to_domain(doc))
     header = {**transcript.header, "title": doc.title}
+    if attachments:
+        extension = dict(header.get(EXTENSION_KEY) or {})
+        header[EXTENSION_KEY] = {**extension, ATTACHMENTS: [dict(a) for a in attachments]}
     messages = transcript.messages
     if _ends_interrupted(doc) and messages[-1].role == Role.ASSISTANT.value:
         messages = (*messages[:-1], dataclasses.replace(messages[-1], terminator=None))
@@ -111,7 +119,14 @@ def markdown(doc: ChatDoc) -> str:
 
 def import_text(text: str, fmt: str | None = None) -> ChatDoc:
     """A conversation from OpenChatML or its JSON projection (detected when `fmt` is None)."""
+    return import_carrying(text, fmt)[0]
+
+
+def import_carrying(text: str, fmt: str | None = None) -> tuple[ChatDoc, Any]:
+    """A conversation, and the attachments list its header carries (None when none)."""
     transcript = convert.load(text, fmt)
+    extension = transcript.header.get(EXTENSION_KEY)
+    listed = extension.get(ATTACHMENTS) if isinstance(extension, Mapping) else None
     conversation = to_conversation(transcript)
     title = transcript.header.get("title")
     doc = from_domain(conversation, str(title) if title else None)
@@ -120,7 +135,7 @@ def import_text(text: str, fmt: str | None = None) -> ChatDoc:
     if cut and last is not None:  # an answer that was interrupted stays interrupted
         last.state = "incomplete"
         last.error = f"{ErrorCode.STREAM_TRUNCATED.value}: the answer was cut off"
-    return doc
+    return doc, listed
 
 
 class _Replay:
@@ -177,4 +192,12 @@ def dump_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
-__all__ = ["FORMATS", "export", "from_domain", "import_text", "markdown", "to_domain"]
+__all__ = [
+    "FORMATS",
+    "export",
+    "from_domain",
+    "import_carrying",
+    "import_text",
+    "markdown",
+    "to_domain",
+]

@@ -26,7 +26,7 @@ from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
 from app.domain.messages import Message, Role
 from app.errors import ErrorCode, InvalidInputError, TranscriptError
 from app.inputs import load_json, read_text_file
-from app.store.exchange import import_text
+from app.store.exchange import import_carrying
 
 
 @dataclass
@@ -34,6 +34,7 @@ class ImportResult:
     docs: list[ChatDoc]
     source: str  # "ocm", "json", "lm-studio", "open-webui"
     unmapped: list[str] = field(default_factory=list)
+    attachments: dict[str, Any] = field(default_factory=dict)  # doc id → the list its file carried
 
 
 def import_file(path: Path) -> ImportResult:
@@ -60,7 +61,7 @@ def import_any(text: str) -> ImportResult:
 def _import_any(text: str) -> ImportResult:
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
-        return ImportResult([import_text(text, "ocm")], "ocm")
+        return _ours(text, "ocm")
     try:
         data = load_json(text)
     except InvalidInputError as exc:
@@ -73,7 +74,13 @@ def _import_any(text: str) -> ImportResult:
         return _lm_studio(data)
     if _is_open_webui(data):
         return _open_webui(data)
-    return ImportResult([import_text(text, "json")], "json")
+    return _ours(text, "json")
+
+
+def _ours(text: str, fmt: str) -> ImportResult:
+    doc, attachments = import_carrying(text, fmt)
+    listed = {doc.id: attachments} if attachments is not None else {}
+    return ImportResult([doc], fmt, attachments=listed)
 
 
 # --- LM Studio -----------------------------------------------------------------------------

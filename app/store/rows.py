@@ -48,6 +48,7 @@ def conversation_row(doc: ChatDoc) -> tuple[Any, ...]:
             "instructions": doc.instructions,
             "tools": list(doc.tools),
             "offline": doc.offline,
+            "library": doc.library,
             "endpoint": doc.endpoint,
         }
     )
@@ -338,6 +339,7 @@ def build_doc(
         instructions=o.get("instructions", ""),
         tools=tuple(o.get("tools", ())),
         offline=bool(o.get("offline", False)),
+        library=bool(o.get("library", False)),
         endpoint=o.get("endpoint") if isinstance(o.get("endpoint"), str) else None,
         created=created,
         updated=updated,

@@ -151,10 +151,17 @@ class Composer(QWidget):
         self.attachments = QLabel("", self)
         self.attachments.setAccessibleName("Attached files")
         self.attachments.setWordWrap(True)
+        self.library = QCheckBox("Library", self)
+        self.library.setAccessibleName("Use the documents library in this conversation")
+        self.library.setToolTip(
+            "Each message also carries the most relevant passages of your documents library"
+            " (harmony-desk documents add FOLDER); the answer cites them as [n]"
+        )
         self.detach = QPushButton("Remove files", self)
         self.detach.setAccessibleName("Remove the attached files")
         self.detach.hide()
         attached.addWidget(self.attach)
+        attached.addWidget(self.library)
         attached.addWidget(self.attachments, 1)
         attached.addWidget(self.detach)
         layout.addLayout(attached)

@@ -197,6 +197,7 @@ class MainWindow(QMainWindow):
         comp.box.stopRequested.connect(c.stop)
         comp.tools_button.clicked.connect(self._choose_tools)
         comp.offline.toggled.connect(c.set_offline)
+        comp.library.toggled.connect(c.set_library)
         self.open_model.clicked.connect(self._open_model)
         self.cancel_load.clicked.connect(host.cancel_load)
         self.instructions.textChanged.connect(
@@ -237,7 +238,8 @@ class MainWindow(QMainWindow):
         if not self.controller.can_answer:
             self.show_problem("No model is loaded yet: open a GGUF model or wait for the default.")
             return
-        if comp.files and not self.controller.busy and comp.box.toPlainText().strip():
+        carries = comp.files or self.controller.doc.library
+        if carries and not self.controller.busy and comp.box.toPlainText().strip():
             self.sending = asyncio.ensure_future(
                 send_with(self.controller, comp.box.toPlainText(), comp.take_files())
             )
@@ -357,9 +359,13 @@ class MainWindow(QMainWindow):
     def _doc_changed(self) -> None:
         self._debug_turn = -1
         self.debug.forget()  # another chat: its own analysis only
-        self.composer.offline.blockSignals(True)
-        self.composer.offline.setChecked(self.controller.doc.offline)
-        self.composer.offline.blockSignals(False)
+        for box, on in (
+            (self.composer.offline, self.controller.doc.offline),
+            (self.composer.library, self.controller.doc.library),
+        ):
+            box.blockSignals(True)
+            box.setChecked(on)
+            box.blockSignals(False)
         self.instructions.blockSignals(True)
         self.instructions.setPlainText(self.controller.doc.instructions)
         self.instructions.blockSignals(False)

@@ -11,13 +11,14 @@ Continue for a reply that stopped, failed or was cut. A long conversation opens 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QEnterEvent, QGuiApplication, QMouseEvent
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QEnterEvent, QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsOpacityEffect,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.controllers.attachments import kept_of, viewable
 from app.controllers.chat import ChatController
 from app.domain import attachments
 from app.domain.history import Segment, Turn
@@ -99,7 +101,10 @@ class TurnWidget(QFrame):
         self.versions = QLabel(self)
         self.prev_version = _button("‹", "Previous version of this message", self)
         self.next_version = _button("›", "Next version of this message", self)
-        for w in (self.edit_button, self.prev_version, self.versions, self.next_version):
+        self.files_button = _button("📎 Files", "Open a file this message carried", self)
+        self.files_button.clicked.connect(self._offer_files)
+        widgets = (self.files_button, self.edit_button, self.prev_version, self.versions)
+        for w in (*widgets, self.next_version):
             user_row.addWidget(w)
         layout.addLayout(user_row)
         self.editor = QPlainTextEdit(self)
@@ -160,6 +165,7 @@ class TurnWidget(QFrame):
         context, text = attachments.split(version.user_text)
         names = attachments.files(context)
         self.user.setText(text + (f"\n📎 {', '.join(names)}" if names else ""))
+        self.files_button.setVisible(bool(names))
         for w in self.segments:
             w.deleteLater()
         self.segments = []
@@ -171,6 +177,23 @@ class TurnWidget(QFrame):
                 if isinstance(w, MarkdownView) and reply.state != "streaming":
                     w.finish()
         self.update_actions()
+
+    def _offer_files(self) -> QMenu:
+        """The files this message carried, kept with the conversation; the one chosen opens."""
+        menu = QMenu(self)
+        for name, stored in kept_of(self.turn.version.id):
+            action = menu.addAction(name)
+            action.triggered.connect(
+                lambda _=False, n=name, s=stored: QDesktopServices.openUrl(
+                    QUrl.fromLocalFile(str(viewable(n, s)))
+                )
+            )
+        if menu.isEmpty():
+            menu.addAction(
+                "Not kept with this conversation (library passages, or imported without files)"
+            ).setEnabled(False)
+        menu.popup(self.files_button.mapToGlobal(self.files_button.rect().bottomLeft()))
+        return menu
 
     def add_segment(self, segment: Segment) -> QWidget:
         widget: QWidget
