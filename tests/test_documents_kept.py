@@ -265,3 +265,31 @@ def test_the_window_library_switch_is_saved_and_the_files_menu_opens_a_kept_copy
     assert opened[0].parent.name == digest and opened[0] != data / "attachments" / digest
     controller.new_chat()
     qtbot.waitUntil(lambda: not window.composer.library.isChecked(), timeout=5000)
+
+
+def test_pasting_a_file_or_its_path_attaches_it_and_other_text_is_typed(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    from PySide6.QtCore import QMimeData, QUrl
+
+    from tests.test_window import make_window
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    composer = window.composer
+    report, notes = tmp_path / "report.md", tmp_path / "notes.txt"
+    report.write_text("# Report\n")
+    notes.write_text("notes\n")
+    copied = QMimeData()  # what a file manager puts on the clipboard
+    copied.setUrls([QUrl.fromLocalFile(str(report))])
+    copied.setText(str(report))
+    composer.box.insertFromMimeData(copied)
+    path_only = QMimeData()
+    path_only.setText(f"  file://{notes}\n")
+    composer.box.insertFromMimeData(path_only)
+    assert composer.files == [report, notes] and composer.box.toPlainText() == ""
+    for text in (f"see {notes}", str(tmp_path / "missing.md"), "relative/notes.txt", str(tmp_path)):
+        typed = QMimeData()
+        typed.setText(text)
+        composer.box.insertFromMimeData(typed)
+        assert composer.box.toPlainText() == text and composer.files == [report, notes]
+        composer.box.clear()

@@ -24,6 +24,7 @@ from pathlib import Path
 from app.controllers.chat import ChatController
 from app.controllers.turn_inputs import header
 from app.documents.attach import Attached, attach, with_attachments
+from app.documents.extract import SUFFIXES
 from app.documents.index import DocumentIndex
 from app.documents.kept import KeptFiles, keep_files
 from app.domain.attachments import estimate, estimated_room
@@ -59,6 +60,19 @@ async def send_with(controller: ChatController, text: str, files: Sequence[Path]
     return attached
 
 
+def pasted_files(urls: Sequence[str], text: str) -> list[Path]:
+    """The files a paste stands for: local files copied in a file manager, or text that is
+    only the path of an existing document (absolute, or `file://`); [] for anything else."""
+    if urls:
+        return [Path(u) for u in urls]
+    line = text.strip()
+    if "\n" in line:
+        return []
+    path = Path(line.removeprefix("file://")).expanduser()
+    ok = path.is_absolute() and path.suffix.lower() in SUFFIXES and path.is_file()
+    return [path] if ok else []
+
+
 def kept_of(version: str) -> list[tuple[str, Path]]:
     """(name, stored copy) of each file the message version carried that is kept here."""
     kept = KeptFiles()
@@ -90,4 +104,4 @@ def library() -> list[Path]:
         index.close()
 
 
-__all__ = ["kept_of", "library", "send_with", "viewable"]
+__all__ = ["kept_of", "library", "pasted_files", "send_with", "viewable"]

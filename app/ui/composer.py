@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.controllers.attachments import pasted_files
 from app.controllers.chat import SchemaError, check_schema
 from app.ui.icons import give
 from app.ui.markdown_view import monospace
@@ -71,6 +72,15 @@ class MessageBox(QPlainTextEdit):
             event.acceptProposedAction()
         else:
             super().dropEvent(event)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """A pasted file (copied in a file manager, or its path alone) is attached, not typed."""
+        urls = [str(p) for p in self._files(source)]
+        files = pasted_files(urls, source.text() if source.hasText() else "")
+        if files:
+            self.filesDropped.emit(files)
+        else:
+            super().insertFromMimeData(source)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
