@@ -32,13 +32,31 @@ def test_suite_schemas_compile(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "schema, words",
-    [({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, ["['not']", "/properties/a/not"]),
-     ({"type": "array", "uniqueItems": True}, ["uniqueItems", "/uniqueItems"]),
-     ({"type": "object", "if": {}, "then": {}}, ["'if'", "'then'"]),
-     ({"type": 7}, ["not valid JSON Schema", "type"])],
+    "schema, widened",
+    [({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, ["not at /properties/a"]),
+     ({"type": "array", "uniqueItems": True}, ["uniqueItems at /"]),
+     ({"type": "object", "if": {}, "then": {}}, ["if at /", "then at /"]),
+     ({"type": "object", "properties": {"not": {"oneOf": [{"type": "string", "format": "semver"}, {"type": "null"}]}}},
+      ["oneOf at /properties/not", "format 'semver' at /properties/not/oneOf/0"]),
+     ({"type": "object", "properties": {"c": {"type": "string", "format": "no-such-format"}}},
+      ["format 'no-such-format' at /properties/c (not checked)"])],
 )
-def test_unsupported_or_invalid_schemas_are_refused_before_generation(schema: dict[str, Any], words: list[str]) -> None:
+def test_keywords_the_grammar_cannot_enforce_are_widened_and_listed(schema: dict[str, Any], widened: list[str]) -> None:
+    from app.engine.json_plan import plan
+
+    found = plan(schema)
+    assert found.checked_after() == widened and not found.full
+    assert "oneOf" not in json.dumps(found.generation) and schema == json.loads(json.dumps(schema))
+    assert "properties" in found.enforced() or "items" not in schema
+
+
+@pytest.mark.parametrize(
+    "schema, words",
+    [({"type": 7}, ["not valid JSON Schema", "type"]),
+     ({"$ref": "https://example.com/other.json"}, ["remote document (https://example.com/other.json)"]),
+     ({"$ref": "#/$defs/missing"}, ["not valid JSON Schema", "/$defs/missing"])],
+)
+def test_invalid_or_remote_schemas_are_refused_before_generation(schema: dict[str, Any], words: list[str]) -> None:
     with pytest.raises(SchemaError) as info:
         check_schema(schema)
     for word in words:
@@ -161,9 +179,9 @@ def test_chat_command_json_flags(gemma_model: Any, tmp_path: Any) -> None:
     assert anything.returncode == 0 and anything.stdout.startswith("{")
     verdict = next(line for line in anything.stderr.splitlines() if line.startswith("[json answer]"))
     assert verdict == "[json answer] valid" or "E-STREAM-TRUNCATED" in verdict  # an open object may run long
-    schema_file.write_text(json.dumps({"type": "array", "uniqueItems": True}))
+    schema_file.write_text(json.dumps({"$ref": "https://example.com/s.json"}))
     refused = subprocess.run([*base, "--json-schema", str(schema_file)], capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 2 and "uniqueItems" in refused.stderr and "Loaded" not in refused.stderr
+    assert refused.returncode == 2 and "remote document" in refused.stderr and "Loaded" not in refused.stderr
 
 
 def test_continue_keeps_json_mode_and_its_check(gemma_client: Any) -> None:

@@ -157,6 +157,7 @@ class JsonResult:
     error: str | None = None
     path: str = ""
     code: ErrorCode | None = None
+    keyword: str = ""  # the schema keyword the answer broke ("uniqueItems", "format", …)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """JSON mode: response formats, schema checks, and the grammars the worker enforces.
 
 Guarantees:
-- A schema is checked before generation: it must be a valid JSON Schema (its meta-schema) and
-  every keyword must be one the constraint engine (llguidance) enforces; otherwise a
-  `SchemaError` names the keyword or the place, never a silent widening.
+- A schema is planned before generation (`json_plan`): it must be valid JSON Schema with no
+  remote references, else a `SchemaError` says why; the grammar enforces the plan's
+  generation schema, and `validate_json` checks the whole original schema after, formats
+  included — what the grammar could not enforce is checked, never silently dropped.
 - For Harmony models only the `final` body (or the arguments of a tool call) is constrained;
   analysis stays free text. The header words the app knows in advance are grammar tokens given
   by id (`<[id]>`), so the model cannot spell them in non-canonical pieces, and the grammar
@@ -25,34 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.domain.events import (  # re-exported: the one event union lives in domain
     JsonResult as JsonResult,
 )
-from app.errors import ErrorCode, HarmonyDeskError
+from app.engine.json_plan import SchemaError as SchemaError  # re-exported
+from app.engine.json_plan import compiled, format_checker, plan, with_options
+from app.errors import ErrorCode
 from app.harmony import encoding as enc
-
-# Keywords llguidance refuses (measured with llguidance 1.9): named in the error with their place.
-_UNSUPPORTED = frozenset(
-    {
-        "not",
-        "if",
-        "then",
-        "else",
-        "uniqueItems",
-        "dependentRequired",
-        "dependentSchemas",
-        "contains",
-        "minContains",
-        "maxContains",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-        "propertyNames",
-    }
-)
-_JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}
-
-
-class SchemaError(HarmonyDeskError):
-    """A schema that cannot be enforced: which keyword, and where."""
-
-    code = ErrorCode.INPUT_INVALID
 
 
 class JsonSchemaFormat(BaseModel):
@@ -96,82 +73,33 @@ class Constraint:
     consumed: tuple[int, ...] = ()  # tokens already generated under it (a continued answer)
 
 
-_CHECKED: set[str] = set()  # schemas already found valid and enforceable (by canonical JSON)
-
-
 def check_schema(schema: Mapping[str, Any]) -> None:
-    """Raise `SchemaError` unless `schema` is valid and fully enforceable (cached when it is)."""
-    key = json.dumps(schema, sort_keys=True)
-    if key in _CHECKED:
-        return
-    _check_schema(schema)
-    if len(_CHECKED) < 4096:
-        _CHECKED.add(key)
+    """Raise `SchemaError` unless JSON mode can take `schema` (see `json_plan`)."""
+    plan(schema)
 
 
 def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """`schema` when the token mask can enforce it, else None: any JSON object, which the tool
-    then checks itself (a tool whose schema JSON mode cannot take still gets called)."""
+    """`schema` when JSON mode can take it, else None: any JSON object, which the tool then
+    checks itself (a tool whose schema JSON mode refuses still gets called)."""
     if schema is None:
         return None
     try:
-        check_schema(schema)
+        plan(schema)
     except SchemaError:
         return None
     return schema
 
 
-def _check_schema(schema: Mapping[str, Any]) -> None:
-    from jsonschema import SchemaError as MetaError
-    from jsonschema.validators import validator_for
-
-    try:
-        validator_for(schema).check_schema(dict(schema))
-    except MetaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise SchemaError(f"the schema is not valid JSON Schema at {where}: {exc.message}") from exc
-    grammar = "start: body\nbody: %json " + json.dumps(_with_options(schema))
-    try:
-        _compile(grammar)
-    except SchemaError as exc:
-        places = _paths_of(schema, _UNSUPPORTED)
-        if places:
-            names = sorted({p.rsplit("/", 1)[1] for p in places})
-            raise SchemaError(
-                f"the schema uses keywords JSON mode cannot enforce: {names} at {', '.join(places)}"
-            ) from exc
-        raise
-
-
-def _with_options(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {**schema, "x-guidance": {**_JSON_OPTIONS, **schema.get("x-guidance", {})}}
+def _body(schema: Mapping[str, Any]) -> str:
+    """The grammar's JSON body for `schema`: what its plan enforces while generating."""
+    return f"%json {json.dumps(with_options(plan(schema).generation))}"
 
 
 def _compile(lark: str) -> str:
-    import llguidance
-
-    grammar = llguidance.LLMatcher.grammar_from_lark(lark)
-    is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
-    if is_error or messages:  # a warning means a keyword would be ignored: a silent widening
-        raise SchemaError(f"the schema cannot be enforced: {_first_line(messages)}")
+    grammar, problems = compiled(lark)
+    if problems:
+        raise SchemaError(f"the schema cannot be enforced: {'; '.join(problems)}")
     return grammar
-
-
-def _first_line(messages: list[str]) -> str:
-    return "; ".join(m.splitlines()[0] for m in messages if m)
-
-
-def _paths_of(node: Any, keys: frozenset[str] | set[str], path: str = "") -> list[str]:
-    """JSON-pointer paths in a schema where any of `keys` is used as a keyword."""
-    found: list[str] = []
-    if isinstance(node, Mapping):
-        found += [f"{path}/{k}" for k in node if k in keys]
-        for k, v in node.items():
-            found += _paths_of(v, keys, f"{path}/{k}")
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            found += _paths_of(v, keys, f"{path}/{i}")
-    return found
 
 
 def _tok(token: int) -> str:
@@ -206,8 +134,7 @@ def _tool_call(spec: CallSpec) -> str:
     )
     if spec.code:
         return f"{header} TEXT <[{enc.CALL}]>"
-    body = json.dumps(_with_options(spec.schema or {"type": "object"}))
-    return f"{header} %json {body} <[{enc.CALL}]>"
+    return f"{header} {_body(spec.schema or {'type': 'object'})} <[{enc.CALL}]>"
 
 
 def _call_specs(
@@ -254,7 +181,7 @@ def harmony_constraint(
     analysis, preamble = _reasoning_frame("analysis"), _reasoning_frame("commentary")
     budget = f"[max_tokens={thinking_budget}]" if thinking_budget else ""
     repeat = "{0,4}" if thinking_budget else "*"  # with a budget, at most four reasoning messages
-    final_body = f"%json {json.dumps(_with_options(schema))}" if schema is not None else "TEXT"
+    final_body = _body(schema) if schema is not None else "TEXT"
     answer = f"<[{enc.CHANNEL}]> {_ids('final')} <[{enc.MESSAGE}]> {final_body} <[{enc.RETURN}]>"
     choices = []
     if tool_choice != "required":
@@ -284,8 +211,7 @@ def json_constraint(
     schema: Mapping[str, Any] | None, *, prefix_free_text: bool = False
 ) -> Constraint:
     """The grammar for a whole answer in JSON (non-Harmony models)."""
-    check_schema(schema or {"type": "object"})
-    body = f"%json {json.dumps(_with_options(schema or {'type': 'object'}))}"
+    body = _body(schema or {"type": "object"})
     rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
     if prefix_free_text:
         rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")
@@ -295,7 +221,8 @@ def json_constraint(
 def validate_json(
     text: str, schema: Mapping[str, Any] | None, *, complete: bool = True
 ) -> JsonResult:
-    """Parse and validate an answer; a cut-off answer is E-STREAM-TRUNCATED, not valid."""
+    """Parse and validate an answer against the whole schema (formats checked); a cut-off
+    answer is E-STREAM-TRUNCATED, not valid; a violation names its path and keyword."""
     from jsonschema import ValidationError
     from jsonschema.validators import validator_for
 
@@ -311,10 +238,13 @@ def validate_json(
         return JsonResult(False, error=f"not JSON: {exc}", code=ErrorCode.BODY_CONSTRAINT_VIOLATION)
     schema = schema or {"type": "object"}
     try:
-        validator_for(schema)(schema).validate(value)
+        validator_for(schema)(schema, format_checker=format_checker()).validate(value)
     except ValidationError as exc:
         path = "/" + "/".join(str(p) for p in exc.absolute_path)
-        return JsonResult(False, value, exc.message, path, ErrorCode.BODY_CONSTRAINT_VIOLATION)
+        keyword = str(exc.validator)
+        return JsonResult(
+            False, value, exc.message, path, ErrorCode.BODY_CONSTRAINT_VIOLATION, keyword
+        )
     return JsonResult(True, value)
 
 
