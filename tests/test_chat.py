@@ -100,12 +100,14 @@ def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="count", schema=schema))
-    client = ScriptedClient(['<|channel|>final<|message|>{"n":3}<|return|>', '<|channel|>final<|message|>{"n":"x"}<|return|>',
-                             "<|channel|>final<|message|>plain<|return|>"])
+    broken = '<|channel|>final<|message|>{"n":"x"}<|return|>'  # a scripted source ignores the grammar
+    client = ScriptedClient(['<|channel|>final<|message|>{"n":3}<|return|>', broken, '":"y"}<|return|>', '":"z"}<|return|>',
+                             '":"w"}<|return|>', "<|channel|>final<|message|>plain<|return|>"])
     session = ChatSession(client, get_template("harmony"), response_format=fmt)  # type: ignore[arg-type]
     first = [e for e in session.send("Count") if isinstance(e, JsonChecked)]
-    second = [e for e in session.send("Again") if isinstance(e, JsonChecked)]
+    second = [e for e in session.send("Again") if isinstance(e, JsonChecked)]  # three retries, all broken
     assert first[0].result.valid and not second[0].result.valid and second[0].result.path == "/n"
+    assert second[0].result.keyword == "type" and second[0].result.value == {"n": "w"}
     plain = [e for e in session.send("Talk", response_format=ResponseFormat(type="text")) if isinstance(e, JsonChecked)]
     assert plain == []
     assert "# Response Formats" in client.encoding.decode(client.prompts[0])

@@ -174,7 +174,7 @@ def test_raw_completions_echo_and_the_suffix_warning(smol: str) -> None:
      "unsupported_content", "messages.0.content.0"),
     ({"messages": [{"role": "user", "content": "word " * 3000}]}, 400, "context_length_exceeded", "messages"),
     ({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {
-        "name": "x", "schema": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}}}},
+        "name": "x", "schema": {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}}}},
      400, "unsupported_schema", "response_format"),
 ])
 def test_bad_requests_are_errors_in_openais_shape(smol: str, body: Any, status: int, code: str, param: str | None) -> None:
@@ -308,7 +308,8 @@ def test_the_responses_api_with_a_function_call_and_its_output(oss: str) -> None
                                             text={"format": {"type": "json_object"}}))  # headers kept
     kinds = [e.type for e in streamed]
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
-    assert kinds.count("response.reasoning_text.delta") + kinds.count("response.output_text.delta") > 3
+    assert kinds.count("response.reasoning_text.delta") + kinds.count("response.output_text.delta") >= 1
+    assert kinds.count("response.output_text.delta") <= 1  # a JSON answer comes whole, once checked
     done = streamed[-1].response  # type: ignore[union-attr]
     for item in done.output:  # the deltas add up to the items the response ends with
         deltas = [e.delta for e in streamed if getattr(e, "item_id", None) == item.id and e.type.endswith("text.delta")]  # type: ignore[union-attr]

@@ -179,18 +179,25 @@ def test_a_denied_tool_call_reaches_the_model_as_an_error(qtbot: Any, qloop: Any
 
 @pytest.mark.parametrize("body, valid", [('{"answer":"42"}', True), ('{"answer":42}', False)])
 def test_json_mode_shows_the_verdict(qtbot: Any, qloop: Any, tmp_path: Path, body: str, valid: bool) -> None:
-    window, client = make_window(qtbot, tmp_path, [f"<|channel|>final<|message|>{body}<|return|>"])
+    retries = [] if valid else ["43}<|return|>", "44}<|return|>", "45}<|return|>"]  # from before `42`
+    window, client = make_window(qtbot, tmp_path, [f"<|channel|>final<|message|>{body}<|return|>", *retries])
     window.composer.json_mode.setChecked(True)
     assert window.composer.schema_state.text() == "✓ schema is valid"
     window.composer.schema.setPlainText('{"type": "object", "not": {}}')
-    assert "cannot enforce" in window.composer.schema_state.text()
+    assert window.composer.schema_state.text() == "✓ schema is valid; checked after generating: not at /"
+    window.composer.schema.setPlainText('{"$ref": "https://example.com/s.json"}')
+    assert "remote document" in window.composer.schema_state.text()
     window.composer.schema.setPlainText('{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}')
     send(qtbot, window, "Answer in JSON")
     card = next(w for w in segments(window) if isinstance(w, JsonCard))
     assert card.badge.text() == ("✓ valid JSON" if valid else "✗ invalid JSON")
-    assert json.loads(card.body.toPlainText()) == json.loads(body)
-    if not valid:
+    assert json.loads(card.body.toPlainText()) == json.loads(body if valid else '{"answer":45}')
+    assert card.plan.text().startswith("Enforced while generating: properties, required, type")
+    if not valid:  # the scripted source ignores the grammar; the retries found no other value
         assert "/answer" in card.reason.text() and "E-BODY-CONSTRAINT-VIOLATION" in card.reason.text()
+        assert "Retried 3× (type at /answer;" in card.plan.text()
+        shown = [g.text for g in window.controller.doc.turns[-1].version.reply.segments if g.kind == "answer"]
+        assert shown == ['{"answer":45}']  # each retry took back what the last attempt wrote
     assert "Response Formats" in client.encoding.decode(client.prompts[0])
 
 

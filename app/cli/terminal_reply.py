@@ -4,7 +4,9 @@ Guarantees: stdout receives exactly the text of the reply's answer and preamble 
 the `ReplyBuilder` builds them — streamed as it grows, a message decided only when it closes
 printed then, whole — so the terminal shows what the window shows; analysis goes to stderr
 only with `--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems,
-timings and failures are lines on stderr.
+timings and failures are lines on stderr. In JSON mode (`json_mode`) the answer is held back
+and printed only once its verdict says it is valid — stdout never holds a cut, broken or
+retried-over answer — and `json_failed` tells the caller it was not.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from app.domain.events import (
     ContentDelta,
     GenerationDone,
     JsonChecked,
+    JsonRetried,
     MessageDone,
     MessageStarted,
     ParseIssue,
@@ -39,14 +42,19 @@ from app.domain.visibility import Lane
 class TerminalReply:
     """Prints one reply at a time from its builder's changes."""
 
-    def __init__(self, show_analysis: bool, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self, show_analysis: bool, out: TextIO, err: TextIO, *, json_mode: bool = False
+    ) -> None:
         self.show_analysis, self.out, self.err = show_analysis, out, err
+        self.json_mode = json_mode
+        self.json_failed = False  # JSON mode: the last answer was not valid (or never came)
         self.builder = ReplyBuilder(Reply())
         self._printed: dict[int, int] = {}  # segment index → characters printed
 
     def begin(self, reply: Reply) -> ReplyBuilder:
         """A new reply (a user turn): its builder, which the history may save as it grows."""
         self.builder, self._printed = ReplyBuilder(reply), {}
+        self.json_failed = self.json_mode  # until a valid verdict comes
         return self.builder
 
     def __call__(self, event: TurnEvent) -> None:
@@ -66,7 +74,9 @@ class TerminalReply:
 
     def _show(self, index: int) -> None:
         segment = self.builder.reply.segments[index]
-        if segment.kind not in ("answer", "preamble"):
+        if segment.kind not in ("answer", "preamble") or (
+            self.json_mode and segment.kind == "answer"
+        ):
             return
         printed = self._printed.get(index, 0)
         if len(segment.text) > printed:
@@ -122,6 +132,13 @@ class TerminalReply:
                 code = r.code.value if r.code else ""
                 verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
                 self.err.write(f"[json {event.target}] {verdict}\n")
+                if self.json_mode and event.target == "answer":
+                    self._release(r.valid)
+            case JsonRetried():
+                self.err.write(
+                    f"[json retry {event.attempt}] {event.keyword} at {event.path or '/'}:"
+                    " generating again from before it\n"
+                )
             case (
                 MessageStarted()
                 | ContentDelta()
@@ -135,6 +152,13 @@ class TerminalReply:
                 pass  # shown through the builder's changes, or only in the debug record
             case _:
                 assert_never(event)
+
+    def _release(self, valid: bool) -> None:
+        """JSON mode's answer: printed once, whole, when it is valid."""
+        self.json_failed = not valid
+        answers = [s.text for s in self.builder.reply.segments if s.kind == "answer"]
+        if valid and answers:
+            self.out.write(answers[-1] + "\n")
 
 
 def _short(text: str) -> str:

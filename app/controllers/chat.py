@@ -35,7 +35,7 @@ from app.controllers.remote_host import RemoteHost
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_inputs import header, json_mode, read_stored, reply_for
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
-from app.domain.events import MessageDone, ParseIssue
+from app.domain.events import JsonRetried, MessageDone, ParseIssue
 from app.domain.history import ConversationList, Reply, Segment, Version
 from app.domain.messages import ReasoningEffort
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
@@ -337,6 +337,8 @@ class ChatController(ConversationsController):
             case PromptRendered():
                 state.builder.segments, state.resume = state.resume or {}, None
                 reply.debug.sampling = str(self.host.sampling)
+            case JsonRetried():  # the next generation goes on with the same answer segment
+                state.resume = dict(state.builder.segments)
             case MessageDone():
                 self._checkpointed = 0.0  # a message boundary: saved at the next flush
             case ParseIssue(code=ErrorCode.NETWORK):

@@ -1,14 +1,15 @@
-"""The one event union: every event of a turn that crosses a thread or a process, as an
-immutable value.
+"""The one event union: every event of a turn that crosses a thread or a process, as an immutable
+value.
 
 The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; the parser emits
 message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
 `TurnDone` with its stop reason); a session says what it rendered (`PromptRendered`), what a
-remote endpoint was sent and said (`RequestSent`, `ResponseReceived`) and JSON mode's verdict
-(`JsonChecked`); the tool host asks approval for each call (`ToolCallRequested`, `ToolCallDecided`)
-and reports their results (`ToolsRan`) and the turn loop its result
-(`TurnResult`). `TurnEvent` is the union every frontend folds (`app/domain/reply_builder.py`,
-with an exhaustive match). Only plain values: they cross threads and processes unchanged.
+remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
+(`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
+approval for each call (`ToolCallRequested`, `ToolCallDecided`) and reports their results
+(`ToolsRan`) and the turn loop its result (`TurnResult`). `TurnEvent` is the union every
+frontend folds (`app/domain/reply_builder.py`, with an exhaustive match). Only plain values:
+they cross threads and processes unchanged.
 """
 
 from __future__ import annotations
@@ -158,6 +159,21 @@ class JsonResult:
     path: str = ""
     code: ErrorCode | None = None
     keyword: str = ""  # the schema keyword the answer broke ("uniqueItems", "format", …)
+    enforced: tuple[str, ...] = ()  # keywords the grammar enforced while generating
+    checked_after: tuple[str, ...] = ()  # keywords only the check after verified (with where)
+
+
+@dataclass(frozen=True)
+class JsonRetried:
+    """JSON mode backs up: the answer's value at `path` broke `keyword` (checked after the
+    grammar); generation goes on from `kept` — the answer's text before that value — with the
+    earlier choice there excluded."""
+
+    target: str  # "answer"
+    path: str
+    keyword: str
+    attempt: int  # 1, 2, …
+    kept: str
 
 
 @dataclass(frozen=True)
@@ -268,6 +284,7 @@ TurnEvent = (
     | PromptRendered
     | TokenScored
     | JsonChecked
+    | JsonRetried
     | RequestSent
     | ResponseReceived
     | ToolCallRequested

@@ -31,6 +31,7 @@ from app.domain.events import (
     ContentDelta,
     GenerationDone,
     JsonChecked,
+    JsonRetried,
     MessageDone,
     MessageStarted,
     ParseIssue,
@@ -118,6 +119,7 @@ class ReplyBuilder:
         self._held: dict[int, str] = {}  # segment index → answer text held back (W34)
         self._cards: dict[str, list[int]] = {}  # tool → its cards still without a result
         self._analysis: list[str] | None = [] if stored else None
+        self._retries: list[str] = []  # what JSON mode backed up over, in order
         # ms of the turn before the current generation (the timeline; a continued reply goes on)
         self._clock = max((end for _, _, end in reply.debug.spans), default=0.0)
 
@@ -158,6 +160,8 @@ class ReplyBuilder:
                 return self.fail(event.reason)
             case JsonChecked():
                 return self._verdict(event)
+            case JsonRetried():
+                return self._retried(event)
             case RequestSent():
                 return self._debug(f"request to {event.endpoint}: {json.dumps(event.body)}")
             case ResponseReceived():
@@ -211,10 +215,32 @@ class ReplyBuilder:
             )
         self._clock += max((d for _, d in ran), default=0.0)
 
+    def _retried(self, event: JsonRetried) -> list[Change]:
+        """JSON mode backs up: the answer shows only what is kept; the next attempt goes on."""
+        self._retries.append(f"{event.keyword} at {event.path or '/'}")
+        self._debug(
+            f"JSON retry {event.attempt}: the value at {event.path or '/'} broke"
+            f" {event.keyword}; generating again from before it"
+        )
+        index = next(
+            (i for i in reversed(range(len(self.reply.segments)))
+             if self.reply.segments[i].kind == "answer"),
+            None,
+        )  # fmt: skip
+        if index is None:
+            return []
+        self._held.pop(index, None)
+        self.reply.segments[index].text = event.kept
+        return [Updated(index)]
+
     def _verdict(self, event: JsonChecked) -> list[Change]:
         r = event.result
         verdict: dict[str, Any] = {"valid": r.valid, "error": r.error or "", "path": r.path}
         verdict["code"] = r.code.value if r.code else ""
+        verdict["keyword"] = r.keyword
+        verdict["enforced"], verdict["checked_after"] = list(r.enforced), list(r.checked_after)
+        if event.target == "answer" and self._retries:
+            verdict["retried"] = list(self._retries)
         return self.verdict(event.target, verdict, r.value)
 
     def _result(self, event: TurnResult) -> list[Change]:

@@ -6,7 +6,10 @@ conversation; the reasoning effort chosen for a message is recorded with its tur
 follow-up turn shares the KV cache with the previous one for the unchanged prefix (its
 timings say how much was reused). With a `response_format` (JSON mode) or declared function
 tools, the worker enforces the grammar, and every JSON answer or tool call is checked with
-`jsonschema` afterwards (`JsonChecked`): a cut-off answer is E-STREAM-TRUNCATED, never valid.
+`jsonschema` afterwards (`JsonChecked`): a cut-off answer is E-STREAM-TRUNCATED, never valid;
+an answer that breaks a keyword the grammar could not enforce is generated again from before
+the offending value, that value's earlier choice excluded (`JsonRetried`, at most
+`MAX_RETRIES` times, within the same `max_tokens`), and the last attempt's verdict is reported.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from app.domain.events import (
     JsonChecked as JsonChecked,
 )
-from app.domain.events import ParseEvent
+from app.domain.events import JsonRetried, ParseEvent
 from app.domain.events import (  # re-exported: the one event union lives in domain
     PromptRendered as PromptRendered,
 )
@@ -47,6 +50,7 @@ from app.engine.constraint import (
     json_constraint,
     validate_json,
 )
+from app.engine.json_retry import MAX_RETRIES, backup, retriable
 from app.engine.protocol import (
     FinishReason,
     GenerationDone,
@@ -60,7 +64,13 @@ from app.templates.base import Template
 from app.templates.harmony import HarmonyTemplate, with_effort
 
 ChatEvent = Union[
-    ParseEvent, GenerationDone, TurnFailed, "JsonChecked", "PromptRendered", "TokenScored"
+    ParseEvent,
+    GenerationDone,
+    TurnFailed,
+    "JsonChecked",
+    JsonRetried,
+    "PromptRendered",
+    "TokenScored",
 ]
 
 
@@ -73,6 +83,7 @@ class Generation:
     failed: str | None  # why the turn failed (the worker died, the prompt did not fit)
     finished: bool  # ended on a stop id or a completed grammar, not on a limit
     stop_id: int | None
+    tokens: list[int] = field(default_factory=list)  # every generated id, a continued prefix too
 
 
 @dataclass(frozen=True)
@@ -141,10 +152,11 @@ class ChatSession:
         out = yield from self.generate(
             conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel
         )
+        if constraint is not None:
+            budget = max_tokens or self.max_tokens
+            out = yield from self._checked(conversation, constraint, out, schema, budget, cancel)
         self.conversation = conversation.with_messages(out.messages)
         self.turns.append(TurnRecord(user_index, reasoning_effort, out.timings, out.failed))
-        if constraint is not None:
-            yield from self._check_json(out.messages, schema, out.finished)
 
     def generate(
         self,
@@ -166,7 +178,7 @@ class ChatSession:
         for token in prefix:
             for _ in parser.feed(token):
                 pass
-        out = Generation([], None, None, False, None)
+        out = Generation([], None, None, False, None, list(prefix))
         for event in self.client.generate(
             prompt,
             stop_ids=self.template.stop_ids(self.tokenizer),
@@ -177,6 +189,7 @@ class ChatSession:
             **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
         ):
             if isinstance(event, TokenStep):
+                out.tokens.append(event.token)
                 if event.logprob is not None:
                     yield TokenScored(event.token, event.logprob, event.top, event.t_ms)
                 yield from parser.feed(event.token)
@@ -215,7 +228,8 @@ class ChatSession:
             conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel, prefix=prefix
         )
         if constraint is not None:
-            yield from self._check_json(out.messages, schema, out.finished)
+            budget = max_tokens or self.max_tokens
+            out = yield from self._checked(conversation, constraint, out, schema, budget, cancel)
         return out
 
     def count(self, text: str) -> int:
@@ -244,10 +258,40 @@ class ChatSession:
             return None
         return json_constraint(schema, prefix_free_text=self.template.name == "qwen")
 
-    def _check_json(
-        self, messages: list[Message], schema: dict[str, Any] | None, complete: bool
-    ) -> Iterator[JsonChecked]:
-        return json_checks(messages, schema, _function_tools(self.conversation), complete)
+    def _checked(
+        self,
+        conversation: Conversation,
+        constraint: Constraint,
+        out: Generation,
+        schema: dict[str, Any] | None,
+        budget: int,
+        cancel: threading.Event | None,
+    ) -> Generator[ChatEvent, None, Generation]:
+        """The verdicts on a generation, after retrying an answer that broke its schema."""
+        tools = _function_tools(self.conversation)
+        banned: dict[int, tuple[int, ...]] = {}  # at a point of the generation: excluded ids
+        for attempt in range(1, MAX_RETRIES + 2):
+            verdicts = list(json_checks(out.messages, schema, tools, out.finished))
+            broken = next(
+                (v for v in verdicts if v.target == "answer" and retriable(v.result)), None
+            )
+            answer = next((m for m in reversed(out.messages) if m.channel == "final"), None)
+            if broken is None or answer is None or attempt > MAX_RETRIES or out.failed:
+                break
+            found = backup(out.tokens, self.tokenizer.token_table(), answer.text, broken.result)
+            left = budget - len(found.prefix) + len(constraint.consumed) if found else 0
+            if found is None or left <= 0:
+                break
+            r = broken.result
+            yield JsonRetried("answer", r.path, r.keyword, attempt, found.kept)
+            point = len(found.prefix)
+            banned[point] = (*banned.get(point, ()), found.token)
+            retry = dataclasses.replace(constraint, consumed=found.prefix, banned=banned[point])
+            out = yield from self.generate(
+                conversation, constraint=retry, max_tokens=left, cancel=cancel, prefix=found.prefix
+            )
+        yield from verdicts
+        return out
 
 
 def json_checks(

@@ -293,6 +293,7 @@ class WorkerClient:
         self._cancel.clear()
         grammar = constraint.grammar if isinstance(constraint, Constraint) else None
         consumed = constraint.consumed if isinstance(constraint, Constraint) else ()
+        banned = constraint.banned if isinstance(constraint, Constraint) else ()
         request = GenerateRequest(
             tuple(prompt_ids),
             tuple(stop_ids),
@@ -300,6 +301,7 @@ class WorkerClient:
             max_tokens,
             grammar,
             consumed,
+            banned,
             top_logprobs,
         )
         partial: list[int] = []

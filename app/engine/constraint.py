@@ -16,6 +16,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.domain.events import (  # re-exported: the one event union lives in domain
     JsonResult as JsonResult,
 )
+from app.engine.json_plan import Plan, compiled, format_checker, plan, with_options
 from app.engine.json_plan import SchemaError as SchemaError  # re-exported
-from app.engine.json_plan import compiled, format_checker, plan, with_options
 from app.errors import ErrorCode
 from app.harmony import encoding as enc
 
@@ -71,11 +72,13 @@ class Constraint:
     grammar: str
     description: str = ""
     consumed: tuple[int, ...] = ()  # tokens already generated under it (a continued answer)
+    banned: tuple[int, ...] = ()  # not allowed as the first token after `consumed` (a retry)
 
 
-def check_schema(schema: Mapping[str, Any]) -> None:
-    """Raise `SchemaError` unless JSON mode can take `schema` (see `json_plan`)."""
-    plan(schema)
+def check_schema(schema: Mapping[str, Any]) -> Plan:
+    """The plan for `schema`: what is enforced and what checked after; `SchemaError` when JSON
+    mode cannot take it (see `json_plan`)."""
+    return plan(schema)
 
 
 def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -219,12 +222,29 @@ def json_constraint(
 
 
 def validate_json(
-    text: str, schema: Mapping[str, Any] | None, *, complete: bool = True
+    text: str, schema: Mapping[str, Any] | None, *, complete: bool = True, planned: bool = True
 ) -> JsonResult:
     """Parse and validate an answer against the whole schema (formats checked); a cut-off
-    answer is E-STREAM-TRUNCATED, not valid; a violation names its path and keyword."""
+    answer is E-STREAM-TRUNCATED, not valid; a violation names its path and keyword. With
+    `planned` (the answer was generated here) the result says which keywords the grammar
+    enforced and which only this check verified."""
+    result = _validated(text, schema, complete)
+    if not planned:
+        return result
+    try:
+        found = plan(schema or {"type": "object"})
+    except SchemaError:
+        return result
+    return dataclasses.replace(
+        result, enforced=tuple(found.enforced()), checked_after=tuple(found.checked_after())
+    )
+
+
+def _validated(text: str, schema: Mapping[str, Any] | None, complete: bool) -> JsonResult:
+    from jsonschema import SchemaError as MetaError
     from jsonschema import ValidationError
     from jsonschema.validators import validator_for
+    from referencing.exceptions import Unresolvable
 
     if not complete:
         return JsonResult(
@@ -240,11 +260,16 @@ def validate_json(
     try:
         validator_for(schema)(schema, format_checker=format_checker()).validate(value)
     except ValidationError as exc:
-        path = "/" + "/".join(str(p) for p in exc.absolute_path)
+        path = "".join(
+            "/" + str(p).replace("~", "~0").replace("/", "~1") for p in exc.absolute_path
+        )
         keyword = str(exc.validator)
         return JsonResult(
             False, value, exc.message, path, ErrorCode.BODY_CONSTRAINT_VIOLATION, keyword
         )
+    except (MetaError, Unresolvable) as exc:  # a remote endpoint's schema is not planned here
+        why = f"the schema cannot be checked: {exc}"
+        return JsonResult(False, value, why, code=ErrorCode.BODY_CONSTRAINT_VIOLATION)
     return JsonResult(True, value)
 
 

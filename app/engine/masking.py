@@ -1,7 +1,9 @@
 """Token masks in the worker: an llguidance matcher turned into a llama-cpp-python processor.
 
-Guarantees: the mask is applied in one vectorised numpy step (no Python loop over the
-vocabulary); the tokenizer the matcher needs is built once per model and set of stop ids.
+Guarantees: the mask is applied with vectorised numpy steps (no Python loop over the
+vocabulary; when few tokens are allowed only those are touched); the tokenizer the matcher
+needs is built once per model and set of stop ids; a retry's banned tokens are taken out of
+the next mask only.
 Only the worker imports this module (it needs llama.cpp and llguidance).
 """
 
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+_LANES = np.arange(32, dtype=np.int64)
 
 
 class TokenMask:
@@ -26,12 +30,46 @@ class TokenMask:
         self._lnp = lnp
         self._mask = lnp.allocate_token_bitmask(1, tokenizer.vocab_size)
         self._n_vocab = n_vocab
+        self._banned: tuple[int, ...] = ()
+
+    def ban_next(self, tokens: Sequence[int]) -> None:
+        """Forbid `tokens` at the next step only (JSON mode's retry excludes the earlier
+        choice), unless nothing else would be allowed there."""
+        self._banned = tuple(tokens)
 
     def __call__(self, _input_ids: Any, scores: np.ndarray) -> np.ndarray:
-        self._lnp.fill_next_token_bitmask(self.matcher, self._mask, 0)
-        allowed = np.unpackbits(self._mask.view(np.uint8), bitorder="little")[: len(scores)]
-        scores[allowed == 0] = -np.inf
+        self.fill()
+        self.apply(scores)
         return scores
+
+    def fill(self) -> None:
+        """The matcher's mask for the next token (the banned ones taken out)."""
+        self._lnp.fill_next_token_bitmask(self.matcher, self._mask, 0)
+        if self._banned:
+            words = self._mask[0].view(np.uint32)
+            kept = words.copy()
+            for token in self._banned:
+                words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
+            if not words.any():  # the earlier choice was the only one: it stays allowed
+                words[:] = kept
+            self._banned = ()
+
+    def apply(self, scores: np.ndarray) -> None:
+        """Disallowed tokens to -inf: few allowed (JSON's structure) are kept by index, many
+        allowed (inside a string) have the few others cleared — never a loop over the vocabulary
+        in Python, and no unpacking of all of it when few are allowed."""
+        words = self._mask[0]
+        nonzero = np.flatnonzero(words)
+        if len(nonzero) * 4 < len(words):
+            bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little")
+            ids = (nonzero[:, None] * 32 + _LANES)[bits.view(bool).reshape(-1, 32)]
+            ids = ids[ids < len(scores)]
+            kept = scores[ids]
+            scores.fill(-np.inf)
+            scores[ids] = kept
+            return
+        allowed = np.unpackbits(words.view(np.uint8), bitorder="little", count=len(scores))
+        scores[allowed == 0] = -np.inf
 
     def consume(self, token: int) -> bool:
         """Advance past a sampled token; False if the grammar did not allow it."""

@@ -123,6 +123,7 @@ class GenerateRequest:
     max_tokens: int
     grammar: str | None = None  # an llguidance grammar the tokens must follow
     consumed: tuple[int, ...] = ()  # tokens the grammar has already read (a continuation)
+    banned: tuple[int, ...] = ()  # not allowed as the first new token (JSON mode's retry)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
 
 

@@ -103,7 +103,8 @@ class RemoteSession:
             for m in out.messages:
                 if m.channel == "final":
                     yield JsonChecked(
-                        "answer", validate_json(m.text, schema, complete=out.finished)
+                        "answer",
+                        validate_json(m.text, schema, complete=out.finished, planned=False),
                     )
 
     def request(

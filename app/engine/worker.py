@@ -260,6 +260,7 @@ class _Worker:
             return None, f"the JSON constraint could not be set up: {exc}"
         if not all(mask.consume(token) for token in req.consumed):
             return None, "the cut answer does not follow its JSON schema; regenerate it"
+        mask.ban_next(req.banned)
         return mask, ""
 
     def _stream(

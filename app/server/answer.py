@@ -8,7 +8,9 @@ call the tolerant parser recovered is a tool call, and output it could not read 
 builder kept of it — never an HTTP 500; a stop sequence ends the content before it (and the
 generation); log-probabilities are those of the tokens that wrote the answer's text; the
 prompt is checked against the context before anything is generated (400
-`context_length_exceeded`).
+`context_length_exceeded`). A JSON-mode answer (`hold_json`) is given out whole once its verdict
+came — JSON mode may back up and retry a value, so nothing is streamed that could be taken
+back.
 """
 
 from __future__ import annotations
@@ -179,8 +181,9 @@ class Piece:
 class Answer:
     """The fold of one answer's events (see the module guarantees)."""
 
-    def __init__(self, stops: list[str], cancel: threading.Event) -> None:
+    def __init__(self, stops: list[str], cancel: threading.Event, hold_json: bool = False) -> None:
         self.builder = ReplyBuilder(Reply())
+        self.hold_json = hold_json
         self.cut = StopCut(stops, cancel)
         self.content = self.reasoning = ""
         self.calls: list[dict[str, Any]] = []
@@ -227,6 +230,11 @@ class Answer:
                 piece.reasoning += change.text
             elif isinstance(change, Added | Appended | Updated):
                 self._segment(change.index, piece)
+        if isinstance(event, JsonChecked) and event.target == "answer" and self.hold_json:
+            self.hold_json = False  # the verdict came: the answer goes out whole
+            for index, segment in enumerate(self.builder.reply.segments):
+                if segment.kind == "answer":
+                    self._segment(index, piece)
         self.reasoning += piece.reasoning
         return piece
 
@@ -255,7 +263,7 @@ class Answer:
             }
             self.calls.append(call)
             piece.calls.append(call)
-        elif segment.kind in ("answer", "preamble"):
+        elif segment.kind == "preamble" or (segment.kind == "answer" and not self.hold_json):
             sent = self._sent.get(index, 0)
             if len(segment.text) > sent:
                 if sent == 0 and self.content + self.cut.held:

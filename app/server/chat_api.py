@@ -146,7 +146,8 @@ class ChatApi:
         }
         first, watcher = await first_of(events, disconnected, cancel)
         field = request.reasoning_format or self.reasoning_field
-        answer = Answer(request.stops, cancel)
+        held = (request.response_format or {}).get("type") in ("json_object", "json_schema")
+        answer = Answer(request.stops, cancel, hold_json=held)
         return Running(request, answer, first, events, watcher, head, field, top)
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:

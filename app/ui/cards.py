@@ -186,6 +186,11 @@ class JsonCard(QFrame):
             )
             self.reason.setWordWrap(True)
             layout.addWidget(self.reason)
+        self.plan = QLabel(_plan_line(data), self)
+        self.plan.setAccessibleName("What the schema's keywords got")
+        self.plan.setWordWrap(True)
+        mark(self.plan, "muted")
+        layout.addWidget(self.plan)
         self.body = QPlainTextEdit(self)
         self.body.setReadOnly(True)
         self.body.setFont(monospace())
@@ -194,6 +199,20 @@ class JsonCard(QFrame):
         lines = min(text.count("\n") + 2, 14)
         self.body.setFixedHeight(self.body.fontMetrics().lineSpacing() * lines + 12)
         layout.addWidget(self.body)
+
+
+def _plan_line(data: dict[str, Any]) -> str:
+    """Which keywords the grammar enforced, which were checked after, and what was retried."""
+    enforced, after = data.get("enforced") or [], data.get("checked_after") or []
+    if enforced or after:
+        checked = "Checked after: " + "; ".join(after) if after else "Nothing left to check after"
+        parts = [f"Enforced while generating: {', '.join(enforced)}", checked]
+    else:
+        parts = ["Checked after: the whole schema (the endpoint generated the answer)"]
+    retried = data.get("retried") or []
+    if retried:
+        parts.append(f"Retried {len(retried)}× ({'; '.join(retried)})")
+    return " · ".join(parts)
 
 
 __all__ = ["JsonCard", "ToolCard"]

@@ -193,14 +193,15 @@ class Composer(QWidget):
             schema = json.loads(self.schema.toPlainText())
             if not isinstance(schema, dict):
                 raise SchemaError("the schema must be a JSON object")
-            check_schema(schema)
+            found = check_schema(schema)
         except ValueError as exc:
             self.schema_state.setText(f"✗ not JSON: {exc}")
             return None
         except SchemaError as exc:
             self.schema_state.setText(f"✗ {exc.message}")
             return None
-        self.schema_state.setText("✓ schema is valid")
+        after = "" if found.full else f"; {found.summary()}"
+        self.schema_state.setText(f"✓ schema is valid{after}")
         return schema
 
     def effort_value(self) -> str | None:
