@@ -3,7 +3,9 @@
 The visible answer (and preambles) stream to stdout; analysis goes to stderr only with
 `--show-analysis`; progress, timings and problems go to stderr. A load error exits with
 status 2 and says what is wrong; a failed turn exits 1 with `--prompt`, and the interactive
-loop goes on after it.
+loop goes on after it. With `--json-schema` or `--json-object`, stdout holds only a valid JSON
+answer, printed once checked: a cut or invalid one prints nothing there and exits 1 (the
+verdict is on stderr).
 """
 
 from __future__ import annotations
@@ -245,7 +247,8 @@ def _converse(
     conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
     context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
     effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
-    printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr)
+    json_mode = response_format is not None and response_format.type != "text"
+    printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
     prompts = [args.prompt] if args.prompt is not None else _interactive()
     status = 0
     saved = ChatCheckpoints() if args.save else None
@@ -269,6 +272,8 @@ def _converse(
                 context=context,
             )
             status = max(status, _follow(run_turn(session, request), printer, saved))
+            if printer.json_failed:  # cut or invalid: nothing was printed on stdout
+                status = max(status, 1)
             if attached is not None:
                 answer = "".join(
                     g.text for g in printer.builder.reply.segments if g.kind == "answer"

@@ -294,6 +294,7 @@ class WorkerClient:
         grammar = constraint.grammar if isinstance(constraint, Constraint) else None
         consumed = constraint.consumed if isinstance(constraint, Constraint) else ()
         banned = constraint.banned if isinstance(constraint, Constraint) else ()
+        closing = constraint.closing if isinstance(constraint, Constraint) else ""
         request = GenerateRequest(
             tuple(prompt_ids),
             tuple(stop_ids),
@@ -302,6 +303,7 @@ class WorkerClient:
             grammar,
             consumed,
             banned,
+            closing,
             top_logprobs,
         )
         partial: list[int] = []

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.domain.events import (  # re-exported: the one event union lives in domain
     JsonResult as JsonResult,
 )
+from app.engine.closing import plan_text
 from app.engine.json_plan import Plan, compiled, format_checker, plan, with_options
 from app.engine.json_plan import SchemaError as SchemaError  # re-exported
 from app.errors import ErrorCode
@@ -73,6 +74,7 @@ class Constraint:
     description: str = ""
     consumed: tuple[int, ...] = ()  # tokens already generated under it (a continued answer)
     banned: tuple[int, ...] = ()  # not allowed as the first token after `consumed` (a retry)
+    closing: str = ""  # how the worker ends the answer in time (`closing.plan_text`)
 
 
 def check_schema(schema: Mapping[str, Any]) -> Plan:
@@ -207,7 +209,35 @@ def harmony_constraint(
     import llguidance
 
     grammar = llguidance.LLMatcher.grammar_from_lark("\n".join(rules))
-    return Constraint(grammar, description=f"harmony, tool_choice={tool_choice}")
+    closing = plan_text(
+        _generation(schema),
+        harmony=True,
+        tools={
+            s.recipient: _generation(s.schema or {"type": "object"}) for s in specs if not s.code
+        },
+        answer_allowed=tool_choice != "required",
+        frame=_frame(),
+    )
+    return Constraint(grammar, description=f"harmony, tool_choice={tool_choice}", closing=closing)
+
+
+def _generation(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if schema is None else plan(schema).generation
+
+
+def _frame() -> dict[str, Any]:
+    """The Harmony ids the closer needs to leave reasoning for the answer, or end a body."""
+    words = enc.load_encoding()
+    return {
+        "end": enc.END,
+        "start": enc.START,
+        "channel": enc.CHANNEL,
+        "message": enc.MESSAGE,
+        "return": enc.RETURN,
+        "call": enc.CALL,
+        "assistant": words.encode_ordinary("assistant"),
+        "final": words.encode_ordinary("final"),
+    }
 
 
 def json_constraint(
@@ -218,7 +248,9 @@ def json_constraint(
     rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
     if prefix_free_text:
         rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")
-    return Constraint(_compile("\n".join(rules)), description="whole answer")
+    closing = plan_text(_generation(schema or {"type": "object"}), harmony=False,
+                        think=prefix_free_text)  # fmt: skip
+    return Constraint(_compile("\n".join(rules)), description="whole answer", closing=closing)
 
 
 def validate_json(

@@ -31,6 +31,16 @@ class TokenMask:
         self._mask = lnp.allocate_token_bitmask(1, tokenizer.vocab_size)
         self._n_vocab = n_vocab
         self._banned: tuple[int, ...] = ()
+        self._closer: Any = None  # ends the answer in time (`app/engine/closing.py`)
+        self._left = 0  # tokens the generation may still make
+        self._tokens: list[int] = []  # every token consumed, a continued prefix included
+        self._forced: list[int] = []  # the ending, once it had to start
+
+    def close_within(self, max_tokens: int, closer: Any) -> None:
+        """From now on, end the answer within `max_tokens` tokens: once the tokens left come
+        near what the shortest ending takes (plus the closer's margin), only that ending is
+        allowed — if the grammar accepts all of it."""
+        self._closer, self._left = closer, max_tokens
 
     def ban_next(self, tokens: Sequence[int]) -> None:
         """Forbid `tokens` at the next step only (JSON mode's retry excludes the earlier
@@ -38,9 +48,31 @@ class TokenMask:
         self._banned = tuple(tokens)
 
     def __call__(self, _input_ids: Any, scores: np.ndarray) -> np.ndarray:
+        forced = self._ending_next()
+        if forced is not None:
+            kept = scores[forced]
+            scores.fill(-np.inf)
+            scores[forced] = kept
+            return scores
         self.fill()
         self.apply(scores)
         return scores
+
+    def _ending_next(self) -> int | None:
+        """The next id of the forced ending, once it had to start."""
+        if self._forced:
+            return self._forced[0]
+        closer = self._closer
+        if closer is None or self._left > 3 * closer.margin + 48:
+            return None
+        ending = closer.ending(self._tokens)
+        if not ending or len(ending) + closer.margin < self._left:
+            return None
+        trial = self.matcher.deep_copy()
+        if not all(trial.consume_token(t) for t in ending) or trial.is_error():
+            return None  # the proposal does not fit the grammar: generation goes on freely
+        self._forced = list(ending)
+        return self._forced[0]
 
     def fill(self) -> None:
         """The matcher's mask for the next token (the banned ones taken out)."""
@@ -73,6 +105,10 @@ class TokenMask:
 
     def consume(self, token: int) -> bool:
         """Advance past a sampled token; False if the grammar did not allow it."""
+        self._tokens.append(token)
+        self._left -= 1
+        if self._forced:
+            self._forced = self._forced[1:] if self._forced[0] == token else []
         return bool(self.matcher.consume_token(token))
 
     @property

@@ -124,6 +124,7 @@ class GenerateRequest:
     grammar: str | None = None  # an llguidance grammar the tokens must follow
     consumed: tuple[int, ...] = ()  # tokens the grammar has already read (a continuation)
     banned: tuple[int, ...] = ()  # not allowed as the first new token (JSON mode's retry)
+    closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/engine/closing`)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
 
 

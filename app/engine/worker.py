@@ -261,7 +261,20 @@ class _Worker:
         if not all(mask.consume(token) for token in req.consumed):
             return None, "the cut answer does not follow its JSON schema; regenerate it"
         mask.ban_next(req.banned)
+        if req.closing:
+            mask.close_within(req.max_tokens, self._closer(req))
         return mask, ""
+
+    def _closer(self, req: GenerateRequest) -> Any:
+        from app.engine.closing import Closer
+
+        llm = self.llm
+
+        def tokenize(text: str) -> list[int]:
+            return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=False)]
+
+        eos = req.stop_ids[0] if req.stop_ids else int(llm.token_eos())
+        return Closer(req.closing, tokenize, lambda t: self.piece(t, True), eos)
 
     def _stream(
         self, tokens: Any, req: GenerateRequest, mask: Any, start: float
