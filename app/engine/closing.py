@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.engine.json_close import closing, smallest
+from app.engine.json_plan import subschemas
 
 Tokenize = Callable[[str], list[int]]
 Piece = Callable[[int], bytes]
@@ -57,11 +58,12 @@ class Closer:
         self.think: bool = data["think"]
         self.frame: dict[str, Any] = data["frame"]
         self.tokenize, self.piece, self.eos = tokenize, piece, eos
-        schemas = [self.answer, *self.tools.values()]
-        longest = max((len(smallest(s) or "") for s in schemas if s is not None), default=0)
-        # what one token can add to the ending at most (a new item's smallest value): the
-        # ending is forced this many tokens early, so no single choice can outgrow the budget
-        self.margin = min(64, 4 + len(self.tokenize("x" * longest)) if longest else 4)
+        parts = [p for s in (self.answer, *self.tools.values()) for p in subschemas(s)]
+        longest = max((smallest(p) or "" for p in parts), key=len, default="")
+        # what one token can add to the ending at most (opening a value whose smallest form is
+        # the longest): the ending is forced this many tokens early, so that no single choice
+        # outgrows the budget
+        self.margin = min(64, 4 + len(self.tokenize(longest)))
 
     def _text(self, tokens: Sequence[int]) -> str:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")

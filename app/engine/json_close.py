@@ -365,9 +365,10 @@ class _Cut:
                 chosen, written = min(fits, key=len), len(self.buffer)
                 self._end_value()
                 return _dump(chosen)[1 + written :]
-            whole, written = _string(slot, self.buffer), len(self.buffer)
+            written = self.buffer + ("?" if self.escape else "")  # a finished escape: one char
+            whole = _string(slot, written)
             self._end_value()
-            return text + _dump(whole)[1 + written :]
+            return text + _dump(whole)[1 + len(written) :]
         if self.scalar == "key":
             top = self.stack[-1]
             schema = _merged(top.schema, self.root)

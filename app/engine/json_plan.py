@@ -163,6 +163,11 @@ def _nodes(node: Any, pointer: str) -> Iterator[tuple[dict[str, Any], str]]:
         yield from _nodes(child, where)
 
 
+def subschemas(schema: Any) -> list[dict[str, Any]]:
+    """Every subschema that is an object, the schema itself excluded."""
+    return [node for node, pointer in _nodes(schema, "") if pointer]
+
+
 def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
@@ -429,5 +434,6 @@ __all__ = [
     "compiled",
     "format_checker",
     "plan",
+    "subschemas",
     "with_options",
 ]

@@ -2,10 +2,11 @@
 
 Guarantees: `spans(text)` gives, for every value of a valid JSON text, its JSON pointer and
 its (start, end) character offsets (`""` is the whole text); `backup_offset` is the offset
-from which a regenerated answer can repair a violation of `keyword` at `path`: the start of
-the offending value, the later of two equal items for `uniqueItems`, or the closing bracket
-of the container for keywords a longer container satisfies (`required`, `minItems`, …); None
-when the text is not JSON or the place is not in it.
+from which a regenerated answer can repair a violation of `keyword` at `path`: where the
+offending value's own choice begins (after a string's opening quote, which the grammar writes
+anyway), the later of two equal items for `uniqueItems`, or the closing bracket of the
+container for keywords a longer container satisfies (`required`, `minItems`, …); None when the
+text is not JSON or the place is not in it.
 """
 
 from __future__ import annotations
@@ -121,12 +122,18 @@ def backup_offset(text: str, value: Any, path: str, keyword: str) -> int | None:
         seen: set[str] = set()
         for n, item in enumerate(items if isinstance(items, list) else []):
             if _canonical(item) in seen:
-                return where[f"{pointer}/{n}"][0]
+                return _content(text, where[f"{pointer}/{n}"][0])
             seen.add(_canonical(item))
         return None
     if keyword in GROW:
         return end - 1  # before the closing brace or bracket
-    return start
+    return _content(text, start)
+
+
+def _content(text: str, start: int) -> int:
+    """Where a value's own choice begins: after a string's opening quote (the quote is the
+    grammar's, not the model's choice), else at its first character."""
+    return start + 1 if text.startswith('"', start) else start
 
 
 def _at(value: Any, pointer: str) -> Any:

@@ -1,0 +1,202 @@
+"""JSON mode beyond what the grammar enforces: each widened keyword broken by a first attempt
+and repaired by the retry (a scripted source that writes whatever it is told, so the check
+after is the only guard), the same on the real default model, answers always finished within
+`max_tokens` on real models, and the command line's exit codes with nothing but valid JSON on
+stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.domain.events import JsonChecked, JsonRetried, MessageDone
+from app.engine.chat import ChatSession
+from app.engine.constraint import Constraint, JsonSchemaFormat, ResponseFormat, validate_json
+from app.engine.json_close import closing
+from app.engine.json_plan import plan
+from app.engine.protocol import GenerationDone, GenerationEvent, Sampling
+from app.engine.scripted import ScriptedClient
+from app.errors import ErrorCode
+from app.templates.registry import get_template
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAD = "<|channel|>final<|message|>"
+
+
+def _format(schema: dict[str, Any]) -> ResponseFormat:
+    return ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="t", schema=schema))
+
+
+class Repairing(ScriptedClient):
+    """Writes `broken` first; each retry carries on from the kept tokens towards `fixed` — it
+    asserts the kept answer is a prefix of `fixed`, i.e. the retry backed up to before the
+    offending value."""
+
+    def __init__(self, broken: str, fixed: str) -> None:
+        super().__init__([])
+        self.broken, self.fixed = broken, fixed
+        self.kept: list[str] = []
+
+    def generate(self, prompt_ids: Sequence[int], **kw: Any) -> Iterator[GenerationEvent]:
+        constraint = kw.get("constraint")
+        assert isinstance(constraint, Constraint)
+        first = self.encoding.encode_with_specials(HEAD + self.broken + "<|return|>")
+        if not constraint.consumed:
+            self._scripts = [first]
+        else:
+            consumed = list(constraint.consumed)
+            assert list(prompt_ids[-len(consumed) :]) == consumed == first[: len(consumed)]
+            body = self.encoding.decode(consumed).split("<|message|>", 1)[1]
+            assert self.fixed.startswith(body), (body, self.fixed)
+            assert constraint.banned == (first[len(consumed)],)  # the earlier choice, excluded
+            self.kept.append(body)
+            rest = self.fixed[len(body) :] + "<|return|>"
+            self._scripts = [self.encoding.encode_with_specials(rest)]
+        yield from super().generate(prompt_ids, **kw)
+
+
+CASES = {
+    "oneOf": ({"properties": {"x": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}}},
+              '{"x":3}', '{"x":2.5}', "/x"),
+    "format": ({"properties": {"v": {"type": "string", "format": "semver"}}}, '{"v":"one"}', '{"v":"1.0.0"}', "/v"),
+    "not": ({"properties": {"n": {"type": "integer", "not": {"const": 0}}}}, '{"n":0}', '{"n":7}', "/n"),
+    "uniqueItems": ({"properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}},
+                    '{"tags":["a","a"]}', '{"tags":["a","b"]}', "/tags"),
+    "if/then": ({"properties": {"kind": {"type": "string"}, "size": {"type": "integer"}},
+                 "if": {"properties": {"kind": {"const": "box"}}, "required": ["kind"]}, "then": {"required": ["size"]}},
+                '{"kind":"box"}', '{"kind":"box","size":3}', ""),
+    "dependentRequired": ({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                           "dependentRequired": {"a": ["b"]}}, '{"a":1}', '{"a":1,"b":2}', ""),
+    "dependencies": ({"$schema": "http://json-schema.org/draft-07/schema#",
+                      "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "dependencies": {"a": ["b"]}},
+                     '{"a":1}', '{"a":1,"b":2}', ""),
+    "contains": ({"properties": {"xs": {"type": "array", "items": {"type": "integer"}, "contains": {"const": 5}}}},
+                 '{"xs":[1]}', '{"xs":[1,5]}', "/xs"),
+    "minProperties": ({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "minProperties": 2},
+                      '{"a":1}', '{"a":1,"b":2}', ""),
+    "propertyNames": ({"propertyNames": {"maxLength": 3}, "additionalProperties": {"type": "integer"}},
+                      '{"long":1}', '{"ok":1}', ""),
+    "pattern": ({"properties": {"p": {"type": "string", "pattern": "^(?!x)"}}}, '{"p":"xy"}', '{"p":"yy"}', "/p"),
+}
+
+
+@pytest.mark.parametrize("keyword", sorted(CASES))
+def test_a_widened_keyword_broken_by_the_first_attempt_is_repaired_by_the_retry(keyword: str) -> None:
+    body, broken, fixed, path = CASES[keyword]
+    schema = {"type": "object", **body}
+    found = plan(schema)
+    assert not found.full and not found.fallback, found  # the grammar does not enforce it: checked after
+    assert keyword.split("/")[0] in " ".join(found.checked_after())
+    client = Repairing(broken, fixed)
+    session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
+    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    retried = [e for e in events if isinstance(e, JsonRetried)]
+    (check,) = [e for e in events if isinstance(e, JsonChecked)]
+    assert len(retried) == 1 and retried[0].path == path and retried[0].kept == client.kept[0]
+    assert check.result.valid and check.result.value == json.loads(fixed), check.result
+    assert session.conversation.messages[-1].text == fixed  # the history holds the repaired answer
+    assert not validate_json(broken, schema).valid
+
+
+def test_an_answer_no_retry_repairs_is_reported_with_its_path_and_keyword() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 0}}}}
+    client = ScriptedClient([HEAD + '{"n":0}<|return|>', *['0}<|return|>'] * 3])  # always 0 again
+    session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
+    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    assert [e.attempt for e in events if isinstance(e, JsonRetried)] == [1, 2, 3]
+    (check,) = [e for e in events if isinstance(e, JsonChecked)]
+    r = check.result
+    assert not r.valid and r.code is ErrorCode.BODY_CONSTRAINT_VIOLATION and (r.path, r.keyword) == ("/n", "not")
+    assert "not at /properties/n" in r.checked_after and "properties" in r.enforced
+
+
+def test_the_retry_repairs_a_duplicate_on_the_real_default_model(smollm_client: Any) -> None:
+    """SmolLM2, greedy: asked for "cat" twice, the first answer repeats it (uniqueItems is not in
+    the grammar); the retry backs up to the second item's word, that choice excluded, and the
+    answer validates."""
+    schema = {"type": "array", "items": {"enum": ["cat", "dog"]}, "minItems": 2, "maxItems": 2, "uniqueItems": True}
+    session = ChatSession(smollm_client, get_template("chatml"), sampling=Sampling(temperature=0.0), max_tokens=40)
+    events = list(session.send("Repeat the word cat twice as a JSON array.", response_format=_format(schema)))
+    retried = [e for e in events if isinstance(e, JsonRetried)]
+    (check,) = [e for e in events if isinstance(e, JsonChecked)]
+    assert retried and {(r.keyword, r.path, r.kept) for r in retried} == {("uniqueItems", "", '["cat","')}
+    assert check.result.valid and check.result.value == ["cat", "dog"], check.result
+    assert session.conversation.messages[-1].text == '["cat","dog"]'
+
+
+SCHEMA_LONG = {"type": "object", "properties": {
+    "story": {"type": "string"},
+    "grid": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+    "meta": {"type": "object", "properties": {"author": {"type": "string"}, "tags": {"type": "array", "items": {
+        "type": "string"}, "minItems": 2}}, "required": ["author", "tags"]}},
+    "required": ["story", "grid", "meta"]}
+
+
+STORY = {"type": "object", "properties": {
+    "story": {"type": "string"}, "grid": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}},
+    "required": ["story", "grid"]}
+
+
+@pytest.mark.parametrize("max_tokens, schema", [(16, STORY), (32, STORY), (64, STORY), (64, SCHEMA_LONG)])
+def test_every_answer_is_finished_within_max_tokens_on_real_models(
+    max_tokens: int, schema: dict[str, Any], smollm_client: Any, tiny_client: Any
+) -> None:
+    """A long string and nested arrays, temperature 1 so the models ramble: the budget still
+    closes every answer, valid for the schema (SmolLM2, and the random-weight gpt-oss through
+    its Harmony frame)."""
+    for client, template in ((smollm_client, "chatml"), (tiny_client, "harmony")):
+        for seed in range(3):
+            session = ChatSession(client, get_template(template), sampling=Sampling(temperature=1.0, seed=seed),
+                                  max_tokens=max_tokens)
+            events = list(session.send("Write a very long story, a grid of numbers and tags as JSON.",
+                                       response_format=_format(schema)))
+            (check,) = [e for e in events if isinstance(e, JsonChecked)]
+            assert check.result.valid, (template, seed, check.result)
+            done = [e for e in events if isinstance(e, GenerationDone)]
+            assert sum(e.timings.generated for e in done[:1]) <= max_tokens
+            generated = [t for e in events if isinstance(e, MessageDone) for t in e.token_ids]
+            assert len(generated) <= max_tokens + 1  # the whole turn's tokens, the stop id too
+
+
+def test_the_shortest_ending_of_cut_json() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2},
+                                               "kind": {"enum": ["alpha", "beta"]},
+                                               "xs": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+              "required": ["name", "kind", "xs"]}
+    cases = {"": '{"name":"aa","kind":"beta","xs":[0,0]}', '{"na': 'me":"aa","kind":"beta","xs":[0,0]}',
+             '{"name":"\\': 'na","kind":"beta","xs":[0,0]}', '{"name":"Bo","kind":"al': 'pha","xs":[0,0]}',
+             '{"name":"Bo","kind":"beta","xs":[1,': "0]}", '{"name":"Bo","kind":"beta","xs":[-': "0,0]}"}
+    for cut, ending in cases.items():
+        assert closing(cut, schema) == ending, cut
+        assert validate_json(cut + ending, schema).valid
+    assert closing('{"name":"Bo","kind":"gamma', schema) is None  # no enum value starts so
+
+
+def _chat(model: Path, schema_file: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "chat", "--model", str(model), "--prompt", "Describe a user.",
+         "--threads", "1", "--ctx", "1024", "--seed", "3", "--json-schema", str(schema_file), *extra],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_the_command_line_prints_only_valid_json_and_exits_non_zero_otherwise(
+    smollm_model: Any, tmp_path: Path
+) -> None:
+    schema_file = tmp_path / "user.json"
+    schema_file.write_text(json.dumps(SCHEMA_LONG))
+    short = _chat(smollm_model, schema_file, "--max-tokens", "32")  # closed within the budget
+    assert short.returncode == 0 and "[json answer] valid" in short.stderr, short.stderr
+    assert validate_json(short.stdout.strip(), SCHEMA_LONG).valid and short.stdout.count("\n") == 1
+    cut = _chat(smollm_model, schema_file, "--max-tokens", "4")  # fewer than the shortest ending
+    assert cut.returncode == 1 and cut.stdout == "" and "E-STREAM-TRUNCATED" in cut.stderr
+    schema_file.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {
+        "type": "integer"}}}, "required": ["n"]}))  # satisfiable by no answer: every retry fails
+    never = _chat(smollm_model, schema_file, "--max-tokens", "40")
+    assert never.returncode == 1 and never.stdout == "" and "E-BODY-CONSTRAINT-VIOLATION" in never.stderr
+    assert "[json retry 1] not at /n" in never.stderr
