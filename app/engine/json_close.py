@@ -365,10 +365,10 @@ class _Cut:
                 chosen, written = min(fits, key=len), len(self.buffer)
                 self._end_value()
                 return _dump(chosen)[1 + written :]
-            written = self.buffer + ("?" if self.escape else "")  # a finished escape: one char
-            whole = _string(slot, written)
+            so_far = self.buffer + ("?" if self.escape else "")  # a finished escape: one char
+            whole = _string(slot, so_far)
             self._end_value()
-            return text + _dump(whole)[1 + len(written) :]
+            return text + _dump(whole)[1 + len(so_far) :]
         if self.scalar == "key":
             top = self.stack[-1]
             schema = _merged(top.schema, self.root)
