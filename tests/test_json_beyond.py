@@ -200,3 +200,17 @@ def test_the_command_line_prints_only_valid_json_and_exits_non_zero_otherwise(
     never = _chat(smollm_model, schema_file, "--max-tokens", "40")
     assert never.returncode == 1 and never.stdout == "" and "E-BODY-CONSTRAINT-VIOLATION" in never.stderr
     assert "[json retry 1] not at /n" in never.stderr
+
+
+def test_free_strings_share_a_length_budgeted_from_max_tokens() -> None:
+    from app.engine.json_plan import budgeted
+
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": ["string", "null"]}, "c": {"type": "string", "maxLength": 5},
+        "d": {"type": "string", "enum": ["x"]}, "e": {"type": "string", "format": "date"}}}
+    out = budgeted(plan(schema).generation, 100)
+    props = out["properties"]
+    assert props["a"]["maxLength"] == props["b"]["maxLength"] == 150  # 3 characters a token, two free strings
+    assert props["c"]["maxLength"] == 5 and "maxLength" not in props["d"] and "maxLength" not in props["e"]
+    assert budgeted(plan(schema).generation, None) == plan(schema).generation
+    assert "maxLength" not in plan(schema).generation["properties"]["a"]  # the plan itself is untouched

@@ -147,7 +147,7 @@ class ChatSession:
         if schema is not None and harmony:
             conversation = with_response_format(conversation, response_format)  # type: ignore[arg-type]
         self.conversation = conversation
-        constraint = self._constraint(schema, tool_choice)
+        constraint = self._constraint(schema, tool_choice, max_tokens or self.max_tokens)
         user_index = len(conversation.messages) - 1
         out = yield from self.generate(
             conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel
@@ -245,18 +245,23 @@ class ChatSession:
         return max(0, n_ctx - used - self.max_tokens)
 
     def _constraint(
-        self, schema: dict[str, Any] | None, tool_choice: ToolChoice
+        self, schema: dict[str, Any] | None, tool_choice: ToolChoice, budget: int | None = None
     ) -> Constraint | None:
         if isinstance(self.template, HarmonyTemplate):
             tools = _function_tools(self.conversation)
             if schema is None and not tools:
                 return None
             return harmony_constraint(
-                schema, tools=tools, tool_choice=tool_choice, thinking_budget=self.thinking_budget
+                schema,
+                tools=tools,
+                tool_choice=tool_choice,
+                thinking_budget=self.thinking_budget,
+                max_tokens=budget,
             )
         if schema is None:
             return None
-        return json_constraint(schema, prefix_free_text=self.template.name == "qwen")
+        think = self.template.name == "qwen"
+        return json_constraint(schema, prefix_free_text=think, max_tokens=budget)
 
     def _checked(
         self,

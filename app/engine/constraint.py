@@ -28,7 +28,14 @@ from app.domain.events import (  # re-exported: the one event union lives in dom
     JsonResult as JsonResult,
 )
 from app.engine.closing import plan_text
-from app.engine.json_plan import Plan, compiled, format_checker, plan, with_options
+from app.engine.json_plan import (
+    Plan,
+    budgeted,
+    compiled,
+    format_checker,
+    plan,
+    with_options,
+)
 from app.engine.json_plan import SchemaError as SchemaError  # re-exported
 from app.errors import ErrorCode
 from app.harmony import encoding as enc
@@ -95,9 +102,11 @@ def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return schema
 
 
-def _body(schema: Mapping[str, Any]) -> str:
-    """The grammar's JSON body for `schema`: what its plan enforces while generating."""
-    return f"%json {json.dumps(with_options(plan(schema).generation))}"
+def _body(schema: Mapping[str, Any], max_tokens: int | None = None) -> str:
+    """The grammar's JSON body for `schema`: what its plan enforces while generating (free
+    strings budgeted from `max_tokens` when given)."""
+    generation = budgeted(plan(schema).generation, max_tokens)
+    return f"%json {json.dumps(with_options(generation))}"
 
 
 def _compile(lark: str) -> str:
@@ -169,6 +178,7 @@ def harmony_constraint(
     tool_choice: ToolChoice = "auto",
     thinking_budget: int | None = None,
     calls: Sequence[CallSpec] = (),
+    max_tokens: int | None = None,
 ) -> Constraint:
     """The grammar for a gpt-oss turn: free analysis, then a constrained answer or tool call.
 
@@ -176,7 +186,7 @@ def harmony_constraint(
     the other tools the model may call (built-ins on `analysis`). A `tool_choice` naming a
     function allows only that call. `thinking_budget` caps each analysis or preamble message
     at that many tokens, and their number at four (the model must then move on); None leaves
-    reasoning unbounded."""
+    reasoning unbounded. `max_tokens` budgets the answer's free strings."""
     specs, tool_choice = _call_specs(dict(tools or {}), tool_choice, calls)
     for spec in specs:
         if spec.schema is not None:
@@ -186,7 +196,7 @@ def harmony_constraint(
     analysis, preamble = _reasoning_frame("analysis"), _reasoning_frame("commentary")
     budget = f"[max_tokens={thinking_budget}]" if thinking_budget else ""
     repeat = "{0,4}" if thinking_budget else "*"  # with a budget, at most four reasoning messages
-    final_body = _body(schema) if schema is not None else "TEXT"
+    final_body = _body(schema, max_tokens) if schema is not None else "TEXT"
     answer = f"<[{enc.CHANNEL}]> {_ids('final')} <[{enc.MESSAGE}]> {final_body} <[{enc.RETURN}]>"
     choices = []
     if tool_choice != "required":
@@ -241,10 +251,14 @@ def _frame() -> dict[str, Any]:
 
 
 def json_constraint(
-    schema: Mapping[str, Any] | None, *, prefix_free_text: bool = False
+    schema: Mapping[str, Any] | None,
+    *,
+    prefix_free_text: bool = False,
+    max_tokens: int | None = None,
 ) -> Constraint:
-    """The grammar for a whole answer in JSON (non-Harmony models)."""
-    body = _body(schema or {"type": "object"})
+    """The grammar for a whole answer in JSON (non-Harmony models); `max_tokens` budgets its
+    free strings."""
+    body = _body(schema or {"type": "object"}, max_tokens)
     rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
     if prefix_free_text:
         rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")

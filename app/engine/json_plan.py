@@ -395,6 +395,27 @@ def plan(schema: Mapping[str, Any]) -> Plan:
     return found
 
 
+def budgeted(generation: Mapping[str, Any], max_tokens: int | None) -> Mapping[str, Any]:
+    """`generation` with a length for every string the schema leaves unbounded (no
+    `maxLength`, `enum`, `const`, `pattern` or `format`): their share of about three
+    characters a token of `max_tokens`, at least 16 — so one rambling string cannot take the
+    whole budget from the values after it."""
+    if not max_tokens:
+        return generation
+    out = copy.deepcopy(dict(generation))
+    free = [node for node, _ in _nodes(out, "") if _unbounded_string(node)]
+    for node in free:
+        node["maxLength"] = max(16, 3 * max_tokens // len(free))
+    return out
+
+
+def _unbounded_string(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    named = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    bounds = ("maxLength", "enum", "const", "pattern", "format")
+    return named and not any(k in node for k in bounds)
+
+
 # --- the check after ---------------------------------------------------------------------------
 
 _SEMVER = re.compile(
@@ -431,6 +452,7 @@ __all__ = [
     "Plan",
     "SchemaError",
     "Widened",
+    "budgeted",
     "compiled",
     "format_checker",
     "plan",

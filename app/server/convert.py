@@ -176,6 +176,7 @@ def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = Non
             code="unsupported_parameter",
         )
     choice = _choice(request)
+    limit = request.max_completion_tokens or request.max_tokens  # the server's own cap if None
     if (
         isinstance(choice, str)
         and choice not in ("auto", "none", "required")
@@ -192,10 +193,14 @@ def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = Non
     try:
         if harmony and (schema is not None or tools):  # "none" too: only an answer may come
             constraint = harmony_constraint(
-                schema, tools=tools, tool_choice=choice, thinking_budget=thinking_budget
+                schema,
+                tools=tools,
+                tool_choice=choice,
+                thinking_budget=thinking_budget,
+                max_tokens=limit,
             )
         elif schema is not None:
-            constraint = json_constraint(schema)
+            constraint = json_constraint(schema, max_tokens=limit)
         else:
             constraint = None
     except SchemaError as exc:
