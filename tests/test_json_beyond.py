@@ -214,3 +214,21 @@ def test_free_strings_share_a_length_budgeted_from_max_tokens() -> None:
     assert props["c"]["maxLength"] == 5 and "maxLength" not in props["d"] and "maxLength" not in props["e"]
     assert budgeted(plan(schema).generation, None) == plan(schema).generation
     assert "maxLength" not in plan(schema).generation["properties"]["a"]  # the plan itself is untouched
+
+
+def test_a_remote_endpoints_json_answer_gets_the_same_exact_check() -> None:
+    """The endpoint enforced what it could (its `response_format`); formats and the rest are
+    checked here exactly as for a local answer, and the card says the endpoint generated it."""
+    from app.domain.endpoint import Endpoint
+    from app.engine.remote import RemoteSession
+    from app.engine.scripted import ScriptedServer
+
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": "semver"}}, "required": ["v"]}
+    endpoint = Endpoint(name="remote", base_url="http://remote.invalid/v1", model="some-model")
+    server = ScriptedServer([['{"v":', '"one"}'], ['{"v":"1.2.3"}']])
+    session = RemoteSession(endpoint, None, client=server)
+    bad = [e for e in session.send("Version?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
+    good = [e for e in session.send("Again?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
+    assert (bad[0].result.valid, bad[0].result.keyword, bad[0].result.path) == (False, "format", "/v")
+    assert good[0].result.valid and good[0].result.checked_after == () == good[0].result.enforced
+    assert server.bodies[0]["response_format"]["json_schema"]["schema"] == schema  # passed through as given
