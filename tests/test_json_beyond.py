@@ -18,7 +18,7 @@ import pytest
 from app.domain.events import JsonChecked, JsonRetried, MessageDone
 from app.engine.chat import ChatSession
 from app.engine.constraint import Constraint, JsonSchemaFormat, ResponseFormat, validate_json
-from app.engine.json_close import closing
+from app.engine.json_close import closing, smallest
 from app.engine.json_plan import plan
 from app.engine.protocol import GenerationDone, GenerationEvent, Sampling
 from app.engine.scripted import ScriptedClient
@@ -176,6 +176,14 @@ def test_the_shortest_ending_of_cut_json() -> None:
         assert closing(cut, schema) == ending, cut
         assert validate_json(cut + ending, schema).valid
     assert closing('{"name":"Bo","kind":"gamma', schema) is None  # no enum value starts so
+    patterned = {"type": "object", "properties": {"id": {"type": "string", "pattern": r"^[A-Z]{2}-\d{3}$"},
+                                                  "v": {"type": "string", "pattern": "^v[0-9]+\\.[0-9]+$"}},
+                 "required": ["id", "v"]}
+    assert closing("{", patterned) == '"id":"AA-000","v":"v0.0"}'
+    assert validate_json("{" + str(closing("{", patterned)), patterned).valid
+    either = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+              "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"required": ["c"]}]}
+    assert smallest(either) == '{"a":0,"c":0}'  # an alternative adds to what the schema requires
 
 
 def _chat(model: Path, schema_file: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -64,6 +64,11 @@ class Closer:
         # the longest): the ending is forced this many tokens early, so that no single choice
         # outgrows the budget
         self.margin = min(64, 4 + len(self.tokenize(longest)))
+        bodies = (self.answer, *self.tools.values())
+        whole = max((len(smallest(s) or "") for s in bodies), default=0)
+        # proposals are looked for once the tokens left come within reach of any ending (a
+        # character is at most a token)
+        self.window = 2 * self.margin + 48 + whole
 
     def _text(self, tokens: Sequence[int]) -> str:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")

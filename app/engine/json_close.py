@@ -12,6 +12,7 @@ result against the grammar before using it: this is a proposal, never trusted bl
 from __future__ import annotations
 
 import json
+import re._parser as _re_parser  # type: ignore[import-not-found]
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,9 +94,9 @@ def minimal(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0) 
         if key in schema:
             found = []
             for alternative in schema[key]:
+                both = {"allOf": [_without(schema, key), _as_map(alternative)]}  # both hold
                 try:
-                    found.append(minimal({**_without(schema, key), **_as_map(alternative)}, root,
-                                         depth + 1))  # fmt: skip
+                    found.append(minimal(both, root, depth + 1))
                 except _Unknown:
                     continue
             if not found:
@@ -164,7 +165,9 @@ def _number(schema: Mapping[str, Any], integer: bool) -> str:
 def _string(schema: Mapping[str, Any], prefix: str) -> str:
     """The shortest string that starts with `prefix` and fits the schema's length and format."""
     if "pattern" in schema:
-        raise _Unknown("pattern")
+        if prefix:
+            raise _Unknown("a cut string under a pattern")
+        return _matching(str(schema["pattern"]), int(schema.get("minLength", 0)))
     form = schema.get("format")
     if form is not None:
         sample = _FORMAT_SAMPLES.get(str(form))
@@ -173,6 +176,72 @@ def _string(schema: Mapping[str, Any], prefix: str) -> str:
         return sample
     need = int(schema.get("minLength", 0))
     return prefix + "a" * max(0, need - len(prefix))
+
+
+def _matching(pattern: str, least: int) -> str:
+    """A short string the pattern matches (its smallest match, padded to `least` with what the
+    pattern accepts), or `_Unknown`."""
+    import re
+
+    try:
+        parsed = _re_parser.parse(pattern)
+        text = _shortest(list(parsed))
+    except (re.error, _Unknown, ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise _Unknown(f"pattern {pattern!r}") from exc
+    for pad in ("", "a" * max(0, least - len(text)), "0" * max(0, least - len(text))):
+        for candidate in (text + pad, pad + text):
+            if len(candidate) >= least and re.search(pattern, candidate):
+                return candidate
+    raise _Unknown(f"pattern {pattern!r}")
+
+
+def _shortest(items: list[Any]) -> str:
+    """The shortest text a parsed regular expression (`re._parser`) matches."""
+    out = ""
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out += chr(arg)
+        elif name == "NOT_LITERAL":
+            out += "a" if chr(arg) != "a" else "b"
+        elif name == "ANY":
+            out += "a"
+        elif name == "IN":
+            out += _in_class(arg)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _, sub = arg
+            out += _shortest(list(sub)) * low
+        elif name == "SUBPATTERN":
+            out += _shortest(list(arg[-1]))
+        elif name == "ATOMIC_GROUP":
+            out += _shortest(list(arg))
+        elif name == "BRANCH":
+            out += min((_shortest(list(b)) for b in arg[1]), key=len)
+        elif name == "AT":
+            continue
+        else:
+            raise _Unknown(f"regex {name}")
+    return out
+
+
+def _in_class(items: list[Any]) -> str:
+    """A character a class accepts."""
+    names = [str(op) for op, _ in items]
+    if "NEGATE" in names:
+        banned = {chr(a) for op, a in items if str(op) == "LITERAL"}
+        for op, a in items:
+            if str(op) == "RANGE":
+                banned |= {chr(c) for c in range(a[0], min(a[1], a[0] + 200) + 1)}
+        return next(c for c in "aA0b_-" if c not in banned)
+    op, arg = items[0]
+    name = str(op)
+    if name == "LITERAL":
+        return chr(arg)
+    if name == "RANGE":
+        return chr(arg[0])
+    if name == "CATEGORY":
+        return {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " "}.get(str(arg), "a")
+    raise _Unknown(f"class {name}")
 
 
 def _items(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Any:

@@ -63,7 +63,7 @@ class TokenMask:
         if self._forced:
             return self._forced[0]
         closer = self._closer
-        if closer is None or self._left > 3 * closer.margin + 48:
+        if closer is None or self._left > closer.window:
             return None
         ending = closer.ending(self._tokens)
         if not ending or len(ending) + closer.margin < self._left:
