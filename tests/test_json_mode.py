@@ -54,7 +54,8 @@ def test_keywords_the_grammar_cannot_enforce_are_widened_and_listed(schema: dict
     "schema, words",
     [({"type": 7}, ["not valid JSON Schema", "type"]),
      ({"$ref": "https://example.com/other.json"}, ["remote document (https://example.com/other.json)"]),
-     ({"$ref": "#/$defs/missing"}, ["not valid JSON Schema", "/$defs/missing"])],
+     ({"$ref": "#/$defs/missing"}, ["not valid JSON Schema", "/$defs/missing"]),
+     ({"type": "object", "if": {"$ref": "parts/other.json"}}, ["remote document (parts/other.json)"])],
 )
 def test_invalid_or_remote_schemas_are_refused_before_generation(schema: dict[str, Any], words: list[str]) -> None:
     with pytest.raises(SchemaError) as info:

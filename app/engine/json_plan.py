@@ -327,6 +327,21 @@ def _refuse_if_unreadable(problems: list[str]) -> None:
             raise SchemaError(f"the schema is not valid JSON Schema: {detail}")
 
 
+def _refuse_remote(schema: Mapping[str, Any]) -> None:
+    """A `$ref` to another document anywhere (even under a keyword the grammar drops, which
+    the check after reads) is refused: only `#…` and the schema's own `$id` are local."""
+    own = str(schema.get("$id", "")).rstrip("#")
+    for node, _ in _nodes(dict(schema), ""):
+        for key in ("$ref", "$dynamicRef", "$recursiveRef"):
+            ref = node.get(key)
+            local = not isinstance(ref, str) or ref.startswith("#")
+            if not local and not (own and str(ref).split("#")[0] in (own, "")):
+                raise SchemaError(
+                    f"the schema references a remote document ({ref}); JSON mode reads nothing"
+                    " from the network — include the definition in the schema"
+                )
+
+
 def _meta_check(schema: Mapping[str, Any]) -> None:
     from jsonschema import SchemaError as MetaError
     from jsonschema.validators import validator_for
@@ -358,6 +373,7 @@ def _make(schema: Mapping[str, Any]) -> Plan:
     if not isinstance(schema, Mapping):
         raise SchemaError("a schema must be a JSON object")
     _meta_check(schema)
+    _refuse_remote(schema)
     generation = copy.deepcopy(dict(schema))
     widened: list[Widened] = []
     _keep_ref_targets(generation)
