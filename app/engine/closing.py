@@ -3,7 +3,8 @@
 Guarantees: a `Closer` reads the constraint's closing plan (which bodies are JSON under which
 schema; for Harmony, the ids of the frame that leaves reasoning for the answer) and, for the
 tokens generated so far, proposes the shortest ending — the open JSON value closed as
-`json_close` finishes it, then the stop id (`<|return|>` after an answer, `<|call|>` after a
+`json_close` finishes it (then the same with another key where a key is to be written, for a
+grammar that orders its keys), then the stop id (`<|return|>` after an answer, `<|call|>` after a
 call, the end-of-sequence id otherwise), or, while the model is still reasoning, the frame into
 the answer, its smallest value and `<|return|>`. It proposes nothing inside a message header
 or for a body it cannot finish. The caller forces a proposal only once it has checked every id
@@ -16,7 +17,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.engine.json_close import closing, smallest
+from app.engine.json_close import closings, smallest
 from app.engine.json_plan import subschemas
 
 Tokenize = Callable[[str], list[int]]
@@ -73,25 +74,26 @@ class Closer:
     def _text(self, tokens: Sequence[int]) -> str:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")
 
-    def _ending(self, body: str, schema: Any, stop: int) -> list[int] | None:
+    def _endings(self, body: str, schema: Any, stop: int) -> list[list[int]]:
         if schema is None:  # free text: the stop id alone ends it
-            return [stop]
-        rest = closing(body, schema)
-        return None if rest is None else [*self.tokenize(rest), stop]
+            return [[stop]]
+        return [[*self.tokenize(rest), stop] for rest in closings(body, schema)]
 
-    def ending(self, tokens: Sequence[int]) -> list[int] | None:
-        """The ids that end the answer from here, or None (see the module guarantees)."""
+    def endings(self, tokens: Sequence[int]) -> list[list[int]]:
+        """The id sequences that may end the answer from here, shortest way first; [] when
+        none is proposed (see the module guarantees)."""
         if not self.harmony:
             text = self._text(tokens)
             if self.think and text.startswith("<think>"):
                 if "</think>" not in text:
                     value = smallest(self.answer)
-                    return None if value is None else [*self.tokenize("</think>" + value), self.eos]
+                    return [] if value is None else [[*self.tokenize("</think>" + value), self.eos]]
                 text = text.split("</think>", 1)[1].lstrip()
-            return self._ending(text, self.answer, self.eos)
-        return self._harmony(tokens)
+            return self._endings(text, self.answer, self.eos)
+        ending = self._harmony(tokens)
+        return ending if ending is not None else []
 
-    def _harmony(self, tokens: Sequence[int]) -> list[int] | None:
+    def _harmony(self, tokens: Sequence[int]) -> list[list[int]] | None:
         f = self.frame
         marks = [i for i, t in enumerate(tokens) if t in (f["channel"], f["message"])]
         if not marks or tokens[marks[-1]] != f["message"]:
@@ -101,19 +103,19 @@ class Closer:
         header = self._text(tokens[channel + 1 : message])
         body = self._text(tokens[message + 1 :])
         if header.startswith("final"):
-            return self._ending(body, self.answer, f["return"])
+            return self._endings(body, self.answer, f["return"])
         if " to=" in header:
             recipient = header.split(" to=", 1)[1].split()[0].split("<|")[0]
             if recipient not in self.tools:
                 return None  # code, or a tool whose body is not JSON
-            return self._ending(body, self.tools[recipient], f["call"])
+            return self._endings(body, self.tools[recipient], f["call"])
         if not self.answer_allowed:
             return None
         value = "" if self.answer is None else smallest(self.answer)
         if value is None:
             return None
         leave = [f["end"], f["start"], *f["assistant"], f["channel"], *f["final"], f["message"]]
-        return [*leave, *self.tokenize(value), f["return"]]
+        return [[*leave, *self.tokenize(value), f["return"]]]
 
 
 __all__ = ["Closer", "plan_text"]

@@ -105,9 +105,23 @@ def minimal(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0) 
     kind = schema.get("type")
     kinds = [kind] if isinstance(kind, str) else list(kind or [])
     if not kinds:
-        kinds = ["object"] if "properties" in schema or "required" in schema else ["integer"]
+        kinds = [_implied_type(schema)]
     kinds.sort(key=lambda k: _TYPE_ORDER.index(k) if k in _TYPE_ORDER else 99)
     return _of_type(kinds[0], schema, root, depth)
+
+
+_IMPLIED = (
+    ("object", ("properties", "required", "additionalProperties", "patternProperties",
+                "minProperties")),
+    ("array", ("items", "prefixItems", "minItems", "maxItems")),
+    ("string", ("minLength", "maxLength", "pattern", "format")),
+    ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
+)  # fmt: skip
+
+
+def _implied_type(schema: Mapping[str, Any]) -> str:
+    """The type a schema without `type` is written as (its keywords say which), else a number."""
+    return next((kind for kind, keys in _IMPLIED if any(k in schema for k in keys)), "integer")
 
 
 def _without(schema: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -285,8 +299,9 @@ class _Container:
 class _Cut:
     """A cut compact JSON text read up to its end: the open containers and the open scalar."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], key_choice: int = 0) -> None:
         self.root = root
+        self.key_choice = key_choice  # which of the keys that fit a cut key (0: the first)
         self.stack: list[_Container] = []
         self.done = False
         self.scalar: str | None = None  # "string", "key", "number", "literal"
@@ -478,12 +493,13 @@ class _Cut:
         """The key a cut key becomes: a missing required one first, then any listed one."""
         props = schema.get("properties", {})
         missing = [k for k in _ordered_required(schema) if k not in top.keys]
-        for key in [*missing, *map(str, props)]:
-            if key.startswith(prefix) and key not in top.keys:
-                return key
-        if schema.get("additionalProperties", True) is not False:
-            return prefix
-        raise _Unknown("no key fits")
+        fits = [k for k in dict.fromkeys([*missing, *map(str, props)]) if k.startswith(prefix)]
+        fits = [k for k in fits if k not in top.keys]
+        if schema.get("additionalProperties", True) is not False and prefix:
+            fits.append(prefix)
+        if self.key_choice >= len(fits):
+            raise _Unknown("no key fits")
+        return fits[self.key_choice]
 
     def _finish_object(self, top: _Container, schema: Mapping[str, Any]) -> str:
         out = ""
@@ -516,15 +532,23 @@ class _Cut:
         return out + "]"
 
 
-def closing(partial: str, schema: Any) -> str | None:
-    """What finishes `partial` under `schema` (see the module guarantees)."""
+def closing(partial: str, schema: Any, key_choice: int = 0) -> str | None:
+    """What finishes `partial` under `schema` (see the module guarantees); `key_choice` picks
+    another key where a key is to be written (1: the second that fits, …)."""
     root = schema if isinstance(schema, Mapping) else {}
-    cut = _Cut(root)
+    cut = _Cut(root, key_choice)
     try:
         cut.read(partial)
         return cut.closing()
     except (_Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError):
         return None
+
+
+def closings(partial: str, schema: Any, most: int = 4) -> list[str]:
+    """Distinct endings, the shortest way first, then with other keys where a key is written
+    (the grammar may only allow some of them: the caller tries each)."""
+    found = [closing(partial, schema, k) for k in range(most)]
+    return list(dict.fromkeys(f for f in found if f is not None))
 
 
 def smallest(schema: Any) -> str | None:
@@ -535,4 +559,4 @@ def smallest(schema: Any) -> str | None:
         return None
 
 
-__all__ = ["closing", "minimal", "smallest"]
+__all__ = ["closing", "closings", "minimal", "smallest"]

@@ -65,14 +65,14 @@ class TokenMask:
         closer = self._closer
         if closer is None or self._left > closer.window:
             return None
-        ending = closer.ending(self._tokens)
-        if not ending or len(ending) + closer.margin < self._left:
+        endings = closer.endings(self._tokens)
+        if not endings or len(endings[0]) + closer.margin < self._left:
             return None
-        trial = self.matcher.deep_copy()
-        if not all(trial.consume_token(t) for t in ending) or trial.is_error():
-            return None  # the proposal does not fit the grammar: generation goes on freely
-        self._forced = list(ending)
-        return self._forced[0]
+        for ending in endings:  # the first the grammar accepts whole (checked, not consumed)
+            if self.matcher.validate_tokens(ending) == len(ending):
+                self._forced = list(ending)
+                return self._forced[0]
+        return None  # no proposal fits the grammar: generation goes on freely
 
     def fill(self) -> None:
         """The matcher's mask for the next token (the banned ones taken out)."""
