@@ -32,6 +32,7 @@ GROUPS = {
     "mcp": ("mcp", "MCP servers: configuration and secrets"),
     "serve": ("serve", "an OpenAI-compatible server for the loaded model"),
     "documents": ("documents", "the documents library: index and search your files"),
+    "templates": ("templates", "chat templates: the registry and template files"),
 }
 
 

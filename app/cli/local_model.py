@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,7 +25,13 @@ from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
 from app.templates.base import Template
 from app.templates.choices import ChoiceStore, ModelChoice
-from app.templates.registry import default_template_name, get_template
+from app.templates.files import TemplateFileError
+from app.templates.registry import (
+    TemplateError,
+    default_template_name,
+    get_template,
+    register_file,
+)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +41,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="a GGUF file, or 'default' (`models default`, else the bundled model)",
     )
     parser.add_argument("--template", help="a chat template name (default: from the model)")
+    parser.add_argument(
+        "--chat-template",
+        metavar="FILE",
+        type=Path,
+        help="a template file (LMDeploy's JSON shape, or YAML) to use: see `templates check`",
+    )
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
@@ -90,12 +103,18 @@ def _model_path(name: str) -> str:
 
 def _choice(args: argparse.Namespace) -> ModelChoice:
     """The choices given on the command line, checked before they are remembered."""
+    if getattr(args, "chat_template", None) is not None:
+        try:
+            args.template = register_file(args.chat_template)
+        except (TemplateFileError, TemplateError) as exc:
+            raise InvalidInputError(exc.message) from exc
     if args.template:
         get_template(args.template)  # an unknown name fails here, and is not remembered
     try:
         layers = args.gpu_layers
+        from_file = getattr(args, "chat_template", None) is not None  # used, not remembered
         return ModelChoice(
-            template=args.template,
+            template=None if from_file else args.template,
             temperature=args.temperature,
             top_p=args.top_p,
             top_k=args.top_k,
@@ -122,6 +141,8 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     """Load the model `args` choose into `client` (see the module guarantees)."""
     path = _model_path(args.model)
     choice = ChoiceStore().remember(path, _choice(args))
+    if getattr(args, "chat_template", None) is not None:  # this run's template, from its file
+        choice = choice.model_copy(update={"template": args.template})
     info = client.load(
         path,
         n_ctx=args.ctx or 4096,

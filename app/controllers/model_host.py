@@ -25,7 +25,7 @@ from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.settings import load_settings
-from app.templates.base import Template
+from app.templates.base import Template, TemplateDefaults
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.registry import default_template_name, get_template
 
@@ -142,6 +142,16 @@ class ModelHost(QObject):
 
         return template_names()
 
+    def template_problems(self) -> list[str]:
+        """What was wrong with the template files in the config folder (each file said)."""
+        from app.templates.registry import folder_problems
+
+        return folder_problems()
+
+    def template_defaults(self, name: str) -> TemplateDefaults:
+        """The generation settings that travel with the template called `name`."""
+        return get_template(name).defaults
+
     @property
     def runs_on(self) -> str:
         """Where the loaded model runs (CPU, GPU, or split), as llama.cpp placed it."""
@@ -165,22 +175,24 @@ class ModelHost(QObject):
         return {"template": self.template.name, **self.sampling.model_dump()}
 
     def apply_settings(self, choice: ModelChoice) -> None:
-        """Use (and remember for this model) a template and sampling values."""
+        """Use (and remember for this model) a template and sampling values: `choice` is the
+        whole of it (a value left None is the template's from now on)."""
         if choice.template and self.template is not None and choice.template != self.template.name:
             info = getattr(self.backend, "info", None)
             metadata = info.metadata if info is not None else {}
             self.template = get_template(choice.template).for_model(metadata)
-        self.remember(choice)
+        self.remember(choice, whole=True)
 
     def apply_choice(self, choice: ModelChoice) -> None:
         """Sampling values from the template's defaults with the user's choices on top."""
         assert self.template is not None
         self.sampling = choice.apply(self.template.defaults).sampling()
 
-    def remember(self, choice: ModelChoice) -> None:
-        """Save the user's sampling choice for this model and apply it."""
+    def remember(self, choice: ModelChoice, *, whole: bool = False) -> None:
+        """Save the user's sampling choice for this model (merged into what was saved, or
+        instead of it when `whole`) and apply it."""
         if self.path:
-            choice = ChoiceStore().remember(self.path, choice)
+            choice = ChoiceStore().remember(self.path, choice, whole=whole)
         self.apply_choice(choice)
 
     def session(self, **options: Any) -> ChatSession:

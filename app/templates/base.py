@@ -15,8 +15,15 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.events import ParseEvent
-from app.domain.messages import Conversation, Message, ReasoningEffort
+from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort
 from app.domain.sampling import Sampling
+
+
+def turn_text(message: Message) -> str:
+    """What a plain-text template writes for a message: its text, or the instructions a
+    developer message carries."""
+    found = [c.instructions for c in message.content if isinstance(c, DeveloperContent)]
+    return "".join(i for i in found if i) or message.text
 
 
 class Capability(StrEnum):

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from app.domain.messages import Conversation, ReasoningEffort, Role
-from app.templates.base import Capability, OutputParser, Template, TemplateDefaults, Tokenizer
+from app.templates.base import (
+    Capability,
+    OutputParser,
+    Template,
+    TemplateDefaults,
+    Tokenizer,
+    turn_text,
+)
 from app.templates.text_output import TextOutputParser
 
 
@@ -31,9 +38,11 @@ class _Marked(Template):
     tail = ""
 
     def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
+        """(role, text) of each turn; the conversation's instructions are a system turn."""
         for m in conversation.messages:
-            if m.author.role is not Role.TOOL and m.channel in (None, "final"):
-                yield m.author.role.value, m.text
+            role = m.author.role
+            if role is not Role.TOOL and m.channel in (None, "final"):
+                yield ("system" if role is Role.DEVELOPER else role.value), turn_text(m)
 
     def prompt_ids(
         self,
@@ -86,10 +95,6 @@ class SmolLM2(ChatML):
         repetition_penalty=1.1,
         stop_words=("<|im_end|>",),
     )
-
-    def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
-        for role, text in super().turns(conversation):  # instructions are its system turn
-            yield ("system" if role == "developer" else role), text
 
 
 class Qwen(ChatML):

@@ -77,9 +77,12 @@ class ChoiceStore:
         except ValidationError:
             return ModelChoice()
 
-    def remember(self, model: str | Path, choice: ModelChoice) -> ModelChoice:
-        """Merge `choice` into what is stored for `model`; return the result."""
-        merged = self.get(model).merged(choice)
+    def remember(
+        self, model: str | Path, choice: ModelChoice, *, whole: bool = False
+    ) -> ModelChoice:
+        """Merge `choice` into what is stored for `model` (or store it instead, `whole`);
+        return the result."""
+        merged = choice if whole else self.get(model).merged(choice)
         data = self._all()
         data[str(Path(model).resolve())] = merged.model_dump(exclude_none=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -138,6 +138,9 @@ class MainWindow(QMainWindow):
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
             self._loaded(self.host.name)
+        problems = self.host.template_problems()
+        if problems:  # the window starts all the same; the user learns which file and why
+            self.show_problem("A template file was not used: " + "; ".join(problems))
 
     # --- set-up --------------------------------------------------------------------------
 

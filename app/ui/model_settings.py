@@ -2,10 +2,13 @@
 layers, flash attention, cache type), remembered per model.
 
 Guarantees: it opens with the values in use (the template registry's defaults with the user's
-remembered choices on top); OK applies the template and sampling to the next message and
-remembers everything for this model file; a changed load setting says that the model is loaded
-again (`load_changed`); the bounds are those the engine accepts, so an out-of-range value
-cannot be typed.
+remembered choices on top); beside each sampling value it says whether it is the template's or
+the user's own (and the template's value then), and "Use the template's values" puts the
+template's back; choosing another template moves every value the user had not changed to that
+template's; OK applies the template and sampling to the next message and remembers, for this
+model file, only the values that differ from the template's (the rest travel with it); a changed
+load setting says that the model is loaded again (`load_changed`); the bounds are those the
+engine accepts, so an out-of-range value cannot be typed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
     QSpinBox,
     QWidget,
 )
@@ -34,6 +40,13 @@ def _spin(
     box.setValue(value)
     box.setAccessibleName(name)
     return box
+
+
+def _set(box: QDoubleSpinBox | QSpinBox, value: float) -> None:
+    if isinstance(box, QSpinBox):
+        box.setValue(int(value))
+    else:
+        box.setValue(value)
 
 
 class ModelSettings(QDialog):
@@ -59,10 +72,29 @@ class ModelSettings(QDialog):
             0.5, 2.0, 0.05, float(current["repeat_penalty"]), "Repetition penalty", self
         )
         form.addRow("Template", self.template)
-        form.addRow("Temperature", self.temperature)
-        form.addRow("Top p", self.top_p)
-        form.addRow("Top k (0: off)", self.top_k)
-        form.addRow("Repetition penalty", self.repeat)
+        self.boxes: dict[str, QDoubleSpinBox | QSpinBox] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "repetition_penalty": self.repeat,
+        }
+        self.origin: dict[str, QLabel] = {}
+        labels = ("Temperature", "Top p", "Top k (0: off)", "Repetition penalty")
+        for (field, box), label in zip(self.boxes.items(), labels, strict=True):
+            self.origin[field] = QLabel(self)
+            self.origin[field].setAccessibleName(f"Where the {label.lower()} comes from")
+            row = QHBoxLayout()
+            row.addWidget(box, 1)
+            row.addWidget(self.origin[field])
+            form.addRow(label, row)
+            box.valueChanged.connect(self._said)
+        self.reset = QPushButton("Use the template's values", self)
+        self.reset.setAccessibleName("Put the template's sampling values back")
+        self.reset.clicked.connect(self._reset)
+        form.addRow("", self.reset)
+        self._shown = str(current["template"])
+        self.template.currentTextChanged.connect(self._template_changed)
+        self._said()
         self._loading(form, host.choice())
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
@@ -70,6 +102,39 @@ class ModelSettings(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def _defaults(self, name: str | None = None) -> dict[str, float]:
+        d = self.host.template_defaults(name or self.template.currentText())
+        return {
+            "temperature": d.temperature,
+            "top_p": d.top_p,
+            "top_k": d.top_k,
+            "repetition_penalty": d.repetition_penalty,
+        }
+
+    def _yours(self, field: str, defaults: dict[str, float]) -> bool:
+        return abs(self.boxes[field].value() - defaults[field]) > 1e-9
+
+    def _said(self) -> None:
+        """Say beside each value whether it is the template's or the user's own."""
+        defaults = self._defaults()
+        for field, label in self.origin.items():
+            yours = self._yours(field, defaults)
+            label.setText(f"yours (template: {defaults[field]:g})" if yours else "template's")
+        self.reset.setEnabled(any(self._yours(f, defaults) for f in self.boxes))
+
+    def _reset(self) -> None:
+        for field, value in self._defaults().items():
+            _set(self.boxes[field], value)
+
+    def _template_changed(self, name: str) -> None:
+        """Values the user had not changed follow the new template."""
+        before, after = self._defaults(self._shown), self._defaults(name)
+        for field, box in self.boxes.items():
+            if not self._yours(field, before):
+                _set(box, after[field])
+        self._shown = name
+        self._said()
 
     def _loading(self, form: QFormLayout, chosen: ModelChoice) -> None:
         self.gpu = QComboBox(self)
@@ -104,12 +169,15 @@ class ModelSettings(QDialog):
         index = self.gpu.currentIndex()
         layers = ("auto", "all", 0, self.gpu_layers.value())[index]
         kv = "q8_0" if self.kv.currentText() == "q8_0" else "f16"
+        defaults = self._defaults()
+        own = {f: b.value() if self._yours(f, defaults) else None for f, b in self.boxes.items()}
+        top_k = own["top_k"]
         return ModelChoice(
             template=self.template.currentText(),
-            temperature=self.temperature.value(),
-            top_p=self.top_p.value(),
-            top_k=self.top_k.value(),
-            repetition_penalty=self.repeat.value(),
+            temperature=own["temperature"],
+            top_p=own["top_p"],
+            top_k=int(top_k) if top_k is not None else None,
+            repetition_penalty=own["repetition_penalty"],
             gpu_layers=layers,
             flash_attn=self.flash.isChecked(),
             kv_type=kv,
