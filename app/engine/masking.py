@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-_LANES = np.arange(32, dtype=np.int64)
+
+def _ids(words: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """The token ids of the set bits of the words at `picked`."""
+    bits = np.flatnonzero(np.unpackbits(words[picked].view(np.uint8), bitorder="little"))
+    ids: np.ndarray = picked[bits >> 5] * 32 + (bits & 31)
+    return ids
 
 
 class TokenMask:
@@ -69,7 +74,7 @@ class TokenMask:
         if not endings or len(endings[0]) + closer.margin < self._left:
             return None
         for ending in endings:  # the first the grammar accepts whole (checked, not consumed)
-            if self.matcher.validate_tokens(ending) == len(ending):
+            if self._accepts(ending):
                 self._forced = list(ending)
                 return self._forced[0]
         return None  # no proposal fits the grammar: generation goes on freely
@@ -87,21 +92,40 @@ class TokenMask:
             self._banned = ()
 
     def apply(self, scores: np.ndarray) -> None:
-        """Disallowed tokens to -inf: few allowed (JSON's structure) are kept by index, many
-        allowed (inside a string) have the few others cleared — never a loop over the vocabulary
-        in Python, and no unpacking of all of it when few are allowed."""
-        words = self._mask[0]
-        nonzero = np.flatnonzero(words)
-        if len(nonzero) * 4 < len(words):
-            bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little")
-            ids = (nonzero[:, None] * 32 + _LANES)[bits.view(bool).reshape(-1, 32)]
-            ids = ids[ids < len(scores)]
+        """Disallowed tokens to -inf, the cheapest way for the mask at hand (never a loop over
+        the vocabulary in Python): few allowed (JSON's structure) — keep those by index; few
+        disallowed (inside a string) — clear those; many of each — add log(allowed), 0 or
+        -inf, in one branch-free pass (a boolean scatter over half the vocabulary is slow)."""
+        words, n = self._mask[0], len(scores)
+        some = np.flatnonzero(words)
+        if len(some) * 8 < len(words):
+            ids = _ids(words, some)
+            ids = ids[ids < n]
             kept = scores[ids]
             scores.fill(-np.inf)
             scores[ids] = kept
             return
-        allowed = np.unpackbits(words.view(np.uint8), bitorder="little", count=len(scores))
-        scores[allowed == 0] = -np.inf
+        allowed = np.unpackbits(words.view(np.uint8), bitorder="little", count=n)
+        if (n - np.count_nonzero(allowed)) * 8 < n:
+            scores[allowed == 0] = -np.inf
+            return
+        with np.errstate(divide="ignore"):
+            scores += np.log(allowed, dtype=np.float32)
+
+    def _accepts(self, ending: list[int]) -> bool:
+        """Whether the grammar takes every id of `ending` from here (nothing is consumed, and
+        nothing logged): a stop id the grammar names as its end counts once the rest ends it."""
+        valid = self.matcher.validate_tokens(ending)
+        if valid == len(ending):
+            return True
+        if valid != len(ending) - 1:
+            return False
+        trial = self.matcher.deep_copy()
+        if trial.try_consume_tokens(ending[:-1]) != valid:
+            return False
+        last = ending[-1]
+        allowed = trial.compute_bitmask()  # one bit per token: is the stop id allowed here?
+        return bool(allowed[last // 8] >> (last % 8) & 1)
 
     def consume(self, token: int) -> bool:
         """Advance past a sampled token; False if the grammar did not allow it."""
