@@ -15,6 +15,7 @@ unpacked, then a boolean index), as a ratio. One thread, one thing at a time.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import statistics
 import sys
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.engine.client import WorkerClient
 from app.engine.constraint import json_constraint
 from app.engine.default_model import gemma_model_path
-from app.engine.masking import MaskFactory
+from app.engine.masking import TOKEN_DATA, MaskFactory, masked_sampler
 from app.engine.protocol import Sampling, TokenStep
 from tests.json_schemas import SCHEMAS
 from tests.tiny_gpt_oss import build
@@ -86,36 +87,42 @@ def ours(
     apply: list[float] = []
     reference: list[float] = []
 
-    def timed(_ids: Any, scores: np.ndarray) -> np.ndarray:
+    def timed(array_p: Any) -> None:
+        """Our sampler at the head of the chain, timed; the reference on a copy of the same
+        candidates as it ran before: a logits processor given the strided logit column,
+        every bit unpacked and a boolean scatter, then the column copied back."""
         t = time.perf_counter()
         mask.fill()
         fill.append(time.perf_counter() - t)
-        before = scores.copy()
+        n = int(array_p.contents.size)
+        raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
+            ctypes.addressof(array_p.contents.data.contents)
+        )
+        before = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n).copy()
         t = time.perf_counter()
-        allowed = np.unpackbits(mask._mask.view(np.uint8), bitorder="little")[: len(before)]
-        before[allowed == 0] = -np.inf  # the reference: every bit unpacked
+        logits = before["logit"]
+        allowed = np.unpackbits(mask._mask.view(np.uint8), bitorder="little")[:n]
+        logits[allowed == 0] = -np.inf
+        before["logit"][:] = logits
         reference.append(time.perf_counter() - t)
         t = time.perf_counter()
-        mask.apply(scores)
+        mask.restrict(array_p)
         apply.append(time.perf_counter() - t)
-        assert np.array_equal(scores, before)
-        return scores
 
-    import llama_cpp
+    def sampler(**options: Any) -> Any:
+        chain = masked_sampler(llm, mask, **options)
+        chain.custom_samplers[0][1].apply_func = timed  # the same place, timed
+        return chain
 
     tokens: list[int] = []
-    for token in llm.generate(
-        prompt,
-        temp=0.0,
-        top_k=0,
-        top_p=1.0,
-        min_p=0.0,
-        reset=True,
-        logits_processor=llama_cpp.LogitsProcessorList([timed]),
-    ):
-        tokens.append(int(token))
-        if not mask.consume(int(token)) or mask.finished or len(tokens) >= n:
-            break
+    llm._init_sampler = sampler
+    try:
+        for token in llm.generate(prompt, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, reset=True):
+            tokens.append(int(token))
+            if not mask.consume(int(token)) or mask.finished or len(tokens) >= n:
+                break
+    finally:
+        del llm._init_sampler
     timings = {"check": t1 - t0, "compile": t2 - t1, "fill": fill, "apply": apply}
     return tokens, {**timings, "reference": reference}
 

@@ -1,18 +1,24 @@
-"""Token masks in the worker: an llguidance matcher turned into a llama-cpp-python processor.
+"""Token masks in the worker: an llguidance matcher as the first sampler of llama.cpp's chain.
 
-Guarantees: the mask is applied with vectorised numpy steps (no Python loop over the
-vocabulary; when few tokens are allowed only those are touched); the tokenizer the matcher
-needs is built once per model and set of stop ids; a retry's banned tokens are taken out of
-the next mask only.
+Guarantees: the mask works on llama.cpp's candidate array itself, at the head of the sampler
+chain (`masked_sampler`): with few tokens allowed the array is cut to them, so the samplers
+after it see only those; else the disallowed get -inf in place — vectorised numpy, never a
+loop over the vocabulary in Python; the tokenizer the matcher needs is built once per model
+and set of stop ids; a retry's banned tokens are taken out of the next mask only; near the
+end of the budget only the answer's shortest ending is allowed (`close_within`).
 Only the worker imports this module (it needs llama.cpp and llguidance).
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+# llama.cpp's `llama_token_data`: what its candidate array holds per token
+TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
 def _ids(words: np.ndarray, picked: np.ndarray) -> np.ndarray:
@@ -52,16 +58,38 @@ class TokenMask:
         choice), unless nothing else would be allowed there."""
         self._banned = tuple(tokens)
 
-    def __call__(self, _input_ids: Any, scores: np.ndarray) -> np.ndarray:
+    def on_candidates(self, array_p: Any) -> None:
+        """The mask on llama.cpp's candidate array itself (a sampler at the head of the chain):
+        the forced ending's next id, or the matcher's mask, applied by `restrict`."""
         forced = self._ending_next()
+        if forced is None:
+            self.fill()
+        self.restrict(array_p, forced)
+
+    def restrict(self, array_p: Any, forced: int | None = None) -> None:
+        """Apply the filled mask (or only `forced`) to the candidate array: when few tokens are
+        allowed they are moved to the front and the array is cut to them, so every sampler
+        after this one sees those few instead of the whole vocabulary; else the disallowed get
+        -inf in place."""
+        array = array_p.contents
+        n = int(array.size)
+        raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
+            ctypes.addressof(array.data.contents)
+        )
+        candidates = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n)
         if forced is not None:
-            kept = scores[forced]
-            scores.fill(-np.inf)
-            scores[forced] = kept
-            return scores
-        self.fill()
-        self.apply(scores)
-        return scores
+            ids = np.array([forced], dtype=np.int64)
+        else:
+            words = self._mask[0]
+            some = np.flatnonzero(words)
+            if len(some) * 8 >= len(words) or n != self._n_vocab:
+                self.apply(candidates["logit"])
+                return
+            ids = _ids(words, some)
+            ids = ids[ids < n]
+        candidates[: len(ids)] = candidates[ids]  # in id order: position i holds token i
+        array.size = len(ids)
+        array.sorted = False
 
     def _ending_next(self) -> int | None:
         """The next id of the forced ending, once it had to start."""
@@ -138,6 +166,37 @@ class TokenMask:
     @property
     def finished(self) -> bool:
         return bool(self.matcher.is_stopped())
+
+
+def masked_sampler(llm: Any, mask: TokenMask, **options: Any) -> Any:
+    """llama-cpp-python's sampler chain for `options` (as `Llama._init_sampler` builds it
+    without mirostat or a GBNF grammar), with `mask` at its head working on the candidate array
+    itself — instead of a logits processor, which sees a strided copy of every logit."""
+    import importlib
+
+    internals: Any = importlib.import_module("llama_cpp._internals")
+    sampler = internals.LlamaSampler()
+    sampler.add_custom(mask.on_candidates)
+    sampler.add_penalties(
+        n_vocab=llm._n_vocab,
+        penalty_last_n=llm.last_n_tokens_size,
+        penalty_repeat=options.get("repeat_penalty", 1.0),
+        penalty_freq=options.get("frequency_penalty", 0.0),
+        penalty_present=options.get("presence_penalty", 0.0),
+    )
+    temp = options.get("temp", 0.8)
+    if temp < 0.0:
+        sampler.add_dist(llm._seed)
+    elif temp == 0.0:
+        sampler.add_greedy()
+    else:
+        sampler.add_top_k(options.get("top_k", 40))
+        sampler.add_typical(options.get("typical_p", 1.0), 1)
+        sampler.add_top_p(options.get("top_p", 0.95), 1)
+        sampler.add_min_p(options.get("min_p", 0.05), 1)
+        sampler.add_temp(temp)
+        sampler.add_dist(llm._seed)
+    return sampler
 
 
 class MaskFactory:

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import logging
 import time
+from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -220,17 +221,23 @@ class _Worker:
             llm.set_seed(s.seed)
         reason, stop_id, generated, first_ms = FinishReason.CANCELLED, None, 0, 0.0
         if self._evaluate(prompt[reused:]):
-            tokens = llm.generate(
-                prompt,
-                logits_processor=self.lc.LogitsProcessorList([mask]) if mask else None,
-                top_k=s.top_k,
-                top_p=s.top_p,
-                min_p=s.min_p,
-                temp=s.temperature,
-                repeat_penalty=s.repeat_penalty,
-                reset=True,
-            )
-            reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
+            if mask is not None:  # the mask heads the sampler chain, on the candidates themselves
+                from app.engine.masking import masked_sampler
+
+                llm._init_sampler = partial(masked_sampler, llm, mask)
+            try:
+                tokens = llm.generate(
+                    prompt,
+                    top_k=s.top_k,
+                    top_p=s.top_p,
+                    min_p=s.min_p,
+                    temp=s.temperature,
+                    repeat_penalty=s.repeat_penalty,
+                    reset=True,
+                )
+                reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
+            finally:
+                llm.__dict__.pop("_init_sampler", None)  # the class's own, for the next one
         timings = Timings(
             prompt_tokens=len(prompt),
             prompt_reused=reused,
