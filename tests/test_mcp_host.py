@@ -79,8 +79,10 @@ def test_names_are_namespaced_per_server_and_the_grammar_takes_them() -> None:
     grammar = harmony_constraint(None, tools={"time__get_current_time": schema, "git__git_status": None},
                                  tool_choice="time__get_current_time")
     assert "time__get_current_time" in grammar.description or grammar.grammar
-    unsupported = {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}
-    assert enforceable(schema) == schema and enforceable(unsupported) is None
+    widened = {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}  # checked after
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}
+    assert enforceable(schema) == schema and enforceable(widened) == widened
+    assert enforceable(remote) is None  # refused by JSON mode: any object, the tool checks it
 
 
 def test_a_real_servers_tools_are_called_in_a_turn_approved_and_audited(tmp_path: Path) -> None:
