@@ -18,7 +18,8 @@ import pytest
 from app.domain.events import JsonChecked, JsonRetried, MessageDone
 from app.engine.chat import ChatSession
 from app.engine.constraint import Constraint, JsonSchemaFormat, ResponseFormat, validate_json
-from app.engine.json_close import closing, smallest
+from app.engine.json_close import closing
+from app.engine.json_minimal import smallest
 from app.engine.json_plan import plan
 from app.engine.protocol import GenerationDone, GenerationEvent, Sampling
 from app.engine.scripted import ScriptedClient

@@ -17,7 +17,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.engine.json_close import closings, smallest
+from app.engine.json_close import closings
+from app.engine.json_minimal import smallest
 from app.engine.json_plan import subschemas
 
 Tokenize = Callable[[str], list[int]]
