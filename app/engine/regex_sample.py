@@ -12,9 +12,12 @@ import re
 import re._parser as _re_parser  # type: ignore[import-not-found]
 from typing import Any
 
+from app.errors import HarmonyDeskError
 
-class Unknown(Exception):
-    """Asked for something this cannot make."""
+
+class Unknown(HarmonyDeskError):
+    """Asked for a value this cannot make (JSON mode then proposes no ending: it is never
+    shown to the user)."""
 
 
 def matching(pattern: str, least: int) -> str:
