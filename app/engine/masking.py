@@ -87,6 +87,8 @@ class TokenMask:
                 return
             ids = _ids(words, some)
             ids = ids[ids < n]
+            if not len(ids):  # nothing allowed (the matcher failed): the consume says so after
+                return
         candidates[: len(ids)] = candidates[ids]  # in id order: position i holds token i
         array.size = len(ids)
         array.sorted = False
