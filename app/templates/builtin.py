@@ -7,7 +7,7 @@ carries the sampling defaults its model family recommends.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.templates.base import (
@@ -21,9 +21,12 @@ from app.templates.base import (
 from app.templates.text_output import TextOutputParser
 
 
-def _single(tokenizer: Tokenizer, marker: str) -> list[int]:
-    ids = tokenizer.tokenize(marker, special=True)
-    return ids if len(ids) == 1 else []
+def stop_ids_of(tokenizer: Tokenizer, words: Iterable[str]) -> list[int]:
+    """The ids that end a generation: each stop word that is one token in the model's
+    vocabulary, and its end-of-sequence id."""
+    ids = {found[0] for w in words if len(found := tokenizer.tokenize(w, special=True)) == 1}
+    eos = tokenizer.eos_id
+    return sorted(ids | ({eos} if eos >= 0 else set()))
 
 
 class _Marked(Template):
@@ -59,11 +62,7 @@ class _Marked(Template):
         return out + tokenizer.tokenize(self.head("assistant"), special=True)
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
-        ids: list[int] = []
-        for marker in self.stop_markers:
-            ids += _single(tokenizer, marker)
-        eos = tokenizer.eos_id
-        return sorted(set(ids) | ({eos} if eos >= 0 else set()))
+        return stop_ids_of(tokenizer, self.stop_markers)
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
         return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))

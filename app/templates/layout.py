@@ -34,7 +34,7 @@ from app.templates.base import (
     Tokenizer,
     turn_text,
 )
-from app.templates.builtin import ChatML, Completion, Llama3, Qwen, SmolLM2
+from app.templates.builtin import ChatML, Completion, Llama3, Qwen, SmolLM2, stop_ids_of
 from app.templates.text_output import TextOutputParser
 
 MARKERS = ("system", "eosys", "user", "eoh", "assistant", "eoa", "separator", "tool", "eotool")
@@ -139,14 +139,7 @@ class LayoutTemplate(Template):
         return out
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
-        ids: set[int] = set()
-        for word in self.spec.stop_words or ():
-            found = tokenizer.tokenize(word, special=True)
-            if len(found) == 1:
-                ids.add(found[0])
-        if tokenizer.eos_id >= 0:
-            ids.add(tokenizer.eos_id)
-        return sorted(ids)
+        return stop_ids_of(tokenizer, self.spec.stop_words or ())
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
         return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
