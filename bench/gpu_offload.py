@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.engine.client import WorkerClient, default_threads
+from app.engine.client import WorkerClient
+from app.engine.cores import default_threads
 from app.engine.protocol import LoadSettings, Sampling, TokenStep
 
 PROMPT = (

@@ -7,9 +7,13 @@ per-token mask time (median, p99) and schema compile time of llguidance (ours), 
 GBNF sampler and lm-format-enforcer, over the same token sequences; then end-to-end decode
 tokens/s through our worker, constrained vs unconstrained, on Gemma with the same prompt.
 Goals: mask <= 0.1 ms median on 201k tokens, compile <= 5 ms, constrained/unconstrained >= 0.95.
-The mask's application to the logits is timed twice on the same masks and logits: ours (only
-the allowed ids touched when few are allowed) and the reference it replaced (every bit
-unpacked, then a boolean index), as a ratio. One thread, one thing at a time.
+The mask's application to the candidates is timed in generations of their own, over the same
+tokens: ours (only the allowed or only the disallowed ids touched, a mask met again not read
+again) and the reference it replaced (every bit unpacked, then a boolean index), as a ratio;
+then all the sampler does per token, mask computation included, as the worker runs it with a
+spare core (the next mask worked out while the model decodes: the sampler waits for it and
+applies it) against the reference's mask computation and application. llama.cpp on one thread,
+one thing at a time.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.engine.client import WorkerClient
 from app.engine.constraint import json_constraint
 from app.engine.default_model import gemma_model_path
-from app.engine.masking import TOKEN_DATA, MaskFactory, masked_sampler
+from app.engine.mask_plans import TOKEN_DATA
+from app.engine.masking import MaskFactory, masked_sampler
 from app.engine.protocol import Sampling, TokenStep
 from tests.json_schemas import SCHEMAS
 from tests.tiny_gpt_oss import build
@@ -68,13 +73,29 @@ def ms(values: list[float]) -> tuple[float, float]:
     return statistics.median(values) * 1000, float(np.percentile(values, 99)) * 1000
 
 
+def reference_apply(mask: Any, array_p: Any) -> None:
+    """The application JSON mode used before, on the same candidate array: a logits processor
+    given the strided logit column, every bit of the mask unpacked, then a boolean scatter."""
+    n = int(array_p.contents.size)
+    raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
+        ctypes.addressof(array_p.contents.data.contents)
+    )
+    logits = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n)["logit"]
+    allowed = np.unpackbits(mask._mask.view(np.uint8), bitorder="little")[:n]
+    logits[allowed == 0] = -np.inf
+
+
 def ours(
-    llm: Any, prompt: list[int], schema: dict[str, Any], n: int
+    llm: Any, prompt: list[int], schema: dict[str, Any], n: int, apply_way: str = "ours"
 ) -> tuple[list[int], dict[str, Any]]:
     """Generate under our mask; return the tokens and timings: schema check (jsonschema's
     meta-schema + llguidance), matcher compile, and per token the mask computation
-    (llguidance) and its application to the logits (numpy)."""
-    factory = MaskFactory(llm)
+    (llguidance) and its application to the candidates — ours ("ours"), the reference
+    ("reference"), or, with "ahead", ours as the worker runs it with a spare core: the next
+    mask worked out beside the decode, and "apply" is then all the sampler still does (wait
+    for it and apply it). Each in a generation of its own, so that none finds the caches as
+    another left them (greedy: all make the same tokens)."""
+    factory = MaskFactory(llm, ahead=apply_way == "ahead")
     factory.mask(
         json_constraint({"type": "object"}).grammar, [llm.token_eos()]
     )  # build the tokenizer
@@ -85,28 +106,22 @@ def ours(
     t2 = time.perf_counter()
     fill: list[float] = []
     apply: list[float] = []
-    reference: list[float] = []
 
     def timed(array_p: Any) -> None:
-        """Our sampler at the head of the chain, timed; the reference on a copy of the same
-        candidates as it ran before: a logits processor given the strided logit column,
-        every bit unpacked and a boolean scatter, then the column copied back."""
+        """Our sampler at the head of the chain, its two halves timed."""
+        if apply_way == "ahead":
+            t = time.perf_counter()
+            mask.on_candidates(array_p)
+            apply.append(time.perf_counter() - t)
+            return
         t = time.perf_counter()
         mask.fill()
         fill.append(time.perf_counter() - t)
-        n = int(array_p.contents.size)
-        raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
-            ctypes.addressof(array_p.contents.data.contents)
-        )
-        before = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n).copy()
         t = time.perf_counter()
-        logits = before["logit"]
-        allowed = np.unpackbits(mask._mask.view(np.uint8), bitorder="little")[:n]
-        logits[allowed == 0] = -np.inf
-        before["logit"][:] = logits
-        reference.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        mask.restrict(array_p)
+        if apply_way == "ours":
+            mask.restrict(array_p)
+        else:
+            reference_apply(mask, array_p)
         apply.append(time.perf_counter() - t)
 
     def sampler(**options: Any) -> Any:
@@ -123,8 +138,8 @@ def ours(
                 break
     finally:
         del llm._init_sampler
-    timings = {"check": t1 - t0, "compile": t2 - t1, "fill": fill, "apply": apply}
-    return tokens, {**timings, "reference": reference}
+        mask.close()
+    return tokens, {"check": t1 - t0, "compile": t2 - t1, "fill": fill, "apply": apply}
 
 
 def lmfe(
@@ -176,17 +191,28 @@ def vocab_report(label: str, path: Path, n: int) -> None:
     for name in SUITE:
         schema = SCHEMAS[name]
         tokens, t = ours(llm, prompt, schema, n)
+        same, r = ours(llm, prompt, schema, n, apply_way="reference")
+        also, a = ours(llm, prompt, schema, n, apply_way="ahead")
+        assert same == tokens == also, "the ways of applying the mask made other tokens"
         med, p99 = ms(t["fill"])
         print(
             f"{name:22}{'llguidance (ours)':24}{t['compile'] * 1000:>11.2f}{med:>12.3f}{p99:>12.3f}"
         )
-        med, p99 = ms(t["apply"])
-        print(f"{'':22}{'  + apply mask (ours)':24}{'':>11}{med:>12.3f}{p99:>12.3f}")
-        ref_med, ref_p99 = ms(t["reference"])
-        print(f"{'':22}{'  + apply (reference)':24}{'':>11}{ref_med:>12.3f}{ref_p99:>12.3f}")
-        print(
-            f"{'':22}{'  ours / reference':24}{'':>11}{med / ref_med:>12.2f}{p99 / ref_p99:>12.2f}"
-        )
+        rows = [
+            ("  + apply mask (ours)", t["apply"]),
+            ("  + apply (reference)", r["apply"]),
+            ("  sampler, ahead (ours)", a["apply"]),
+            ("  sampler (reference)", [f + x for f, x in zip(r["fill"], r["apply"], strict=True)]),
+        ]
+        figures = {label: ms(values) for label, values in rows}
+        for label, (med, p99) in figures.items():
+            print(f"{'':22}{label:24}{'':>11}{med:>12.3f}{p99:>12.3f}")
+        for label, mine, theirs in [
+            ("  apply: ours / ref", "  + apply mask (ours)", "  + apply (reference)"),
+            ("  sampler: ahead / ref", "  sampler, ahead (ours)", "  sampler (reference)"),
+        ]:
+            (m_med, m_p99), (r_med, r_p99) = figures[mine], figures[theirs]
+            print(f"{'':22}{label:24}{'':>11}{m_med / r_med:>12.2f}{m_p99 / r_p99:>12.2f}")
         print(f"{'':22}{'  + schema check (app)':24}{t['check'] * 1000:>11.2f}")
         times, comp = lmfe(llm, prompt, schema, tokens, data)
         med, p99 = ms(times) if times else (float("nan"), float("nan"))

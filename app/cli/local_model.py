@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
-from app.engine.client import WorkerClient, default_threads
+from app.engine.client import WorkerClient
+from app.engine.cores import default_threads
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
 from app.templates.base import Template

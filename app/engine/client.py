@@ -17,7 +17,6 @@ import collections
 import contextlib
 import logging
 import multiprocessing as mp
-import os
 import signal
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 from app.domain.library import Fit
 from app.domain.sampling import Sampling
 from app.engine.constraint import Constraint
+from app.engine.cores import default_threads
 from app.engine.gguf_info import read_model
 from app.engine.memory import estimate_memory
 from app.engine.protocol import (
@@ -57,33 +57,6 @@ _SIGNALS = {
     signal.SIGSEGV: "it crashed (SIGSEGV)",
     signal.SIGTERM: "it was terminated (SIGTERM)",
 }
-
-
-def physical_cores() -> int:
-    """The physical cores this process may run on (hyper-threads counted once)."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count() or 2
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return usable
-    cores, package = set(), ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "physical id":
-            package = value.strip()
-        elif key.strip() == "core id":
-            cores.add((package, value.strip()))
-    return min(usable, len(cores)) if cores else usable
-
-
-def default_threads() -> int:
-    """Threads for llama.cpp: the physical cores less one for the app (which reads the worker's
-    tokens, paints and runs tools), at least one. Measured on a 2-core machine under load, two
-    generation threads collapsed from 190 to 3-12 tok/s."""
-    return max(1, physical_cores() - 1)
 
 
 _native = logging.getLogger("llama")  # the worker's llama.cpp lines, in the app's log file

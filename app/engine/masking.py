@@ -1,37 +1,33 @@
 """Token masks in the worker: an llguidance matcher as the first sampler of llama.cpp's chain.
 
 Guarantees: the mask works on llama.cpp's candidate array itself, at the head of the sampler
-chain (`masked_sampler`): with few tokens allowed the array is cut to them, so the samplers
-after it see only those; else the disallowed get -inf in place — vectorised numpy, never a
-loop over the vocabulary in Python; the tokenizer the matcher needs is built once per model
-and set of stop ids; a retry's banned tokens are taken out of the next mask only; near the
-end of the budget only the answer's shortest ending is allowed (`close_within`).
+chain (`masked_sampler`), as `mask_plans` applies it (the array cut to the few allowed, or
+the few disallowed set to -inf); with a spare core the next mask is worked out while the model
+decodes (the matcher is touched by one thread at a time: each use waits for that work), so the
+sampler only applies it; the tokenizer the matcher needs is built once per model and set of
+stop ids; a retry's banned tokens are taken out of the next mask only; near the end of the
+budget only the answer's shortest ending is allowed (`close_within`).
 Only the worker imports this module (it needs llama.cpp and llguidance).
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 from collections.abc import Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-# llama.cpp's `llama_token_data`: what its candidate array holds per token
-TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
-
-
-def _ids(words: np.ndarray, picked: np.ndarray) -> np.ndarray:
-    """The token ids of the set bits of the words at `picked`."""
-    bits = np.flatnonzero(np.unpackbits(words[picked].view(np.uint8), bitorder="little"))
-    ids: np.ndarray = picked[bits >> 5] * 32 + (bits & 31)
-    return ids
+from app.engine.mask_plans import Plan, Plans, apply, only
 
 
 class TokenMask:
-    """One constrained generation: the matcher, its bitmask, and the processor that applies it."""
+    """One constrained generation: the matcher, its bitmask, and the sampler that applies it."""
 
-    def __init__(self, tokenizer: Any, grammar: str, n_vocab: int) -> None:
+    def __init__(
+        self, tokenizer: Any, grammar: str, n_vocab: int, ahead: Executor | None = None
+    ) -> None:
         import llguidance
         import llguidance.numpy as lnp
 
@@ -42,6 +38,10 @@ class TokenMask:
         self._mask = lnp.allocate_token_bitmask(1, tokenizer.vocab_size)
         self._n_vocab = n_vocab
         self._banned: tuple[int, ...] = ()
+        self._plans = Plans(n_vocab)
+        self._ahead = ahead  # works out the next mask while the model decodes (a spare core)
+        self._pending: Future[Plan] | None = None
+        self._stopped = False
         self._closer: Any = None  # ends the answer in time (`app/engine/closing.py`)
         self._left = 0  # tokens the generation may still make
         self._tokens: list[int] = []  # every token consumed, a continued prefix included
@@ -56,42 +56,40 @@ class TokenMask:
     def ban_next(self, tokens: Sequence[int]) -> None:
         """Forbid `tokens` at the next step only (JSON mode's retry excludes the earlier
         choice), unless nothing else would be allowed there."""
+        self.settle()  # a mask worked out ahead knew nothing of the ban
         self._banned = tuple(tokens)
 
     def on_candidates(self, array_p: Any) -> None:
         """The mask on llama.cpp's candidate array itself (a sampler at the head of the chain):
-        the forced ending's next id, or the matcher's mask, applied by `restrict`."""
+        the forced ending's next id, or the matcher's mask (worked out ahead when it could
+        be), applied by `mask_plans.apply`."""
+        plan = self.settle()
         forced = self._ending_next()
-        if forced is None:
-            self.fill()
-        self.restrict(array_p, forced)
+        if forced is not None:
+            plan = only(forced)
+        elif plan is None:
+            plan = self._next_plan()
+        apply(array_p, self._n_vocab, plan)
 
     def restrict(self, array_p: Any, forced: int | None = None) -> None:
-        """Apply the filled mask (or only `forced`) to the candidate array: when few tokens are
-        allowed they are moved to the front and the array is cut to them, so every sampler
-        after this one sees those few instead of the whole vocabulary; else the disallowed get
-        -inf in place."""
-        array = array_p.contents
-        n = int(array.size)
-        raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
-            ctypes.addressof(array.data.contents)
-        )
-        candidates = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n)
-        if forced is not None:
-            ids = np.array([forced], dtype=np.int64)
-        else:
-            words = self._mask[0]
-            some = np.flatnonzero(words)
-            if len(some) * 8 >= len(words) or n != self._n_vocab:
-                self.apply(candidates["logit"])
-                return
-            ids = _ids(words, some)
-            ids = ids[ids < n]
-            if not len(ids):  # nothing allowed (the matcher failed): the consume says so after
-                return
-        candidates[: len(ids)] = candidates[ids]  # in id order: position i holds token i
-        array.size = len(ids)
-        array.sorted = False
+        """Apply the filled mask (or only `forced`) to the candidate array."""
+        plan = only(forced) if forced is not None else self._plans.of(self._mask[0])
+        apply(array_p, self._n_vocab, plan)
+
+    def settle(self) -> Plan | None:
+        """Wait for the mask being worked out ahead, if one is: its plan."""
+        pending, self._pending = self._pending, None
+        return None if pending is None else pending.result()
+
+    def close(self) -> None:
+        """The generation ended: wait for work still under way (its result, or its error,
+        unused)."""
+        with contextlib.suppress(Exception):
+            self.settle()
+
+    def _next_plan(self) -> Plan:
+        self.fill()
+        return self._plans.of(self._mask[0])
 
     def _ending_next(self) -> int | None:
         """The next id of the forced ending, once it had to start."""
@@ -121,27 +119,6 @@ class TokenMask:
                 words[:] = kept
             self._banned = ()
 
-    def apply(self, scores: np.ndarray) -> None:
-        """Disallowed tokens to -inf, the cheapest way for the mask at hand (never a loop over
-        the vocabulary in Python): few allowed (JSON's structure) — keep those by index; few
-        disallowed (inside a string) — clear those; many of each — add log(allowed), 0 or
-        -inf, in one branch-free pass (a boolean scatter over half the vocabulary is slow)."""
-        words, n = self._mask[0], len(scores)
-        some = np.flatnonzero(words)
-        if len(some) * 8 < len(words):
-            ids = _ids(words, some)
-            ids = ids[ids < n]
-            kept = scores[ids]
-            scores.fill(-np.inf)
-            scores[ids] = kept
-            return
-        allowed = np.unpackbits(words.view(np.uint8), bitorder="little", count=n)
-        if (n - np.count_nonzero(allowed)) * 8 < n:
-            scores[allowed == 0] = -np.inf
-            return
-        with np.errstate(divide="ignore"):
-            scores += np.log(allowed, dtype=np.float32)
-
     def _accepts(self, ending: list[int]) -> bool:
         """Whether the grammar takes every id of `ending` from here (nothing is consumed, and
         nothing logged): a stop id the grammar names as its end counts once the rest ends it."""
@@ -157,17 +134,24 @@ class TokenMask:
         allowed = trial.compute_bitmask()  # one bit per token: is the stop id allowed here?
         return bool(allowed[last // 8] >> (last % 8) & 1)
 
-    def consume(self, token: int) -> bool:
-        """Advance past a sampled token; False if the grammar did not allow it."""
+    def consume(self, token: int, ahead: bool = True) -> bool:
+        """Advance past a sampled token; False if the grammar did not allow it. With `ahead`
+        (a generated token, not a continued prefix's) and a spare core, the next mask is
+        worked out at once, beside the decode of the next token."""
+        self.settle()
         self._tokens.append(token)
         self._left -= 1
         if self._forced:
             self._forced = self._forced[1:] if self._forced[0] == token else []
-        return bool(self.matcher.consume_token(token))
+        ok = bool(self.matcher.consume_token(token))
+        self._stopped = bool(self.matcher.is_stopped())
+        if ok and ahead and not self._stopped and not self._forced and self._ahead is not None:
+            self._pending = self._ahead.submit(self._next_plan)
+        return ok
 
     @property
     def finished(self) -> bool:
-        return bool(self.matcher.is_stopped())
+        return self._stopped
 
 
 def masked_sampler(llm: Any, mask: TokenMask, **options: Any) -> Any:
@@ -201,12 +185,24 @@ def masked_sampler(llm: Any, mask: TokenMask, **options: Any) -> Any:
     return sampler
 
 
-class MaskFactory:
-    """Builds `TokenMask`s for one loaded model, caching the llguidance tokenizer."""
+_AHEAD: list[ThreadPoolExecutor] = []
 
-    def __init__(self, llm: Any) -> None:
+
+def _ahead() -> ThreadPoolExecutor:
+    """The one thread of this process that works out next masks (made on first use)."""
+    if not _AHEAD:
+        _AHEAD.append(ThreadPoolExecutor(1, thread_name_prefix="mask-ahead"))
+    return _AHEAD[0]
+
+
+class MaskFactory:
+    """Builds `TokenMask`s for one loaded model, caching the llguidance tokenizer; with
+    `ahead`, its masks work out each next mask on the process's one thread for that."""
+
+    def __init__(self, llm: Any, ahead: bool = False) -> None:
         self._llm = llm
         self._tokenizers: dict[tuple[int, ...], Any] = {}
+        self._ahead = _ahead() if ahead else None
 
     def mask(self, grammar: str, stop_ids: Sequence[int]) -> TokenMask:
         from llguidance.llamacpp import lltokenizer_from_vocab
@@ -218,4 +214,4 @@ class MaskFactory:
             self._tokenizers[key] = lltokenizer_from_vocab(
                 vocab, n_vocab=self._llm.n_vocab(), eos_token=eos
             )
-        return TokenMask(self._tokenizers[key], grammar, self._llm.n_vocab())
+        return TokenMask(self._tokenizers[key], grammar, self._llm.n_vocab(), self._ahead)

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
 
+from app.engine.cores import spare_core
 from app.engine.placement import as_loaded, llama_arguments, placement_for
 from app.engine.protocol import (
     CallRequest,
@@ -238,6 +239,8 @@ class _Worker:
                 reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
             finally:
                 llm.__dict__.pop("_init_sampler", None)  # the class's own, for the next one
+                if mask is not None:
+                    mask.close()  # a next mask worked out ahead, now unused
         timings = Timings(
             prompt_tokens=len(prompt),
             prompt_reused=reused,
@@ -265,7 +268,7 @@ class _Worker:
             mask = self._masks().mask(req.grammar, req.stop_ids)
         except ValueError as exc:
             return None, f"the JSON constraint could not be set up: {exc}"
-        if not all(mask.consume(token) for token in req.consumed):
+        if not all(mask.consume(token, ahead=False) for token in req.consumed):
             return None, "the cut answer does not follow its JSON schema; regenerate it"
         mask.ban_next(req.banned)
         if req.closing:
@@ -344,7 +347,8 @@ class _Worker:
         if self._mask_factory is None or self._mask_factory_llm is not self.llm:
             from app.engine.masking import MaskFactory
 
-            self._mask_factory, self._mask_factory_llm = MaskFactory(self.llm), self.llm
+            ahead = spare_core(int(self.llm.n_threads))  # the next mask beside the decode
+            self._mask_factory, self._mask_factory_llm = MaskFactory(self.llm, ahead), self.llm
         return self._mask_factory
 
     # --- quick calls ----------------------------------------------------------------
