@@ -13,7 +13,7 @@ using it: this is a proposal, never trusted blindly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.engine.json_minimal import (
@@ -273,22 +273,40 @@ class _Cut:
         return out + "]"
 
 
-def closing(partial: str, schema: Any, key_choice: int = 0) -> str | None:
-    """What finishes `partial` under `schema` (see the module guarantees); `key_choice` picks
-    another key where a key is to be written (1: the second that fits, …)."""
-    root = schema if isinstance(schema, Mapping) else {}
-    cut = _Cut(root, key_choice)
+def _finish(cut: _Cut, key_choice: int) -> str | None:
+    """The closing of a copy of `cut` (read already), keys chosen by `key_choice`."""
+    copy = _Cut(cut.root, key_choice)
+    copy.__dict__.update(cut.__dict__, key_choice=key_choice)
+    copy.stack = [replace(c, keys=list(c.keys)) for c in cut.stack]
     try:
-        cut.read(partial)
-        return cut.closing()
+        return copy.closing()
     except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError):
         return None
 
 
+def _read(partial: str, schema: Any) -> _Cut | None:
+    cut = _Cut(schema if isinstance(schema, Mapping) else {})
+    try:
+        cut.read(partial)
+    except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError):
+        return None
+    return cut
+
+
+def closing(partial: str, schema: Any, key_choice: int = 0) -> str | None:
+    """What finishes `partial` under `schema` (see the module guarantees); `key_choice` picks
+    another key where a key is to be written (1: the second that fits, …)."""
+    cut = _read(partial, schema)
+    return None if cut is None else _finish(cut, key_choice)
+
+
 def closings(partial: str, schema: Any, most: int = 4) -> list[str]:
     """Distinct endings, the shortest way first, then with other keys where a key is written
-    (the grammar may only allow some of them: the caller tries each)."""
-    found = [closing(partial, schema, k) for k in range(most)]
+    (the grammar may only allow some of them: the caller tries each). The text is read once."""
+    cut = _read(partial, schema)
+    if cut is None:
+        return []
+    found = [_finish(cut, k) for k in range(most)]
     return list(dict.fromkeys(f for f in found if f is not None))
 
 
