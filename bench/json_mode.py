@@ -95,7 +95,7 @@ def ours(
     mask worked out beside the decode, and "apply" is then all the sampler still does (wait
     for it and apply it). Each in a generation of its own, so that none finds the caches as
     another left them (greedy: all make the same tokens)."""
-    factory = MaskFactory(llm, ahead=apply_way == "ahead")
+    factory = MaskFactory(llm, use_ahead=apply_way == "ahead")
     factory.mask(
         json_constraint({"type": "object"}).grammar, [llm.token_eos()]
     )  # build the tokenizer

@@ -77,7 +77,7 @@ def test_every_step_keeps_exactly_the_allowed_tokens(llm: Any, ahead: bool) -> N
     follows the same tokens and says what is allowed."""
     n = llm.n_vocab()
     grammar = json_constraint(SCHEMA).grammar
-    mask = MaskFactory(llm, ahead=ahead).mask(grammar, [llm.token_eos()])
+    mask = MaskFactory(llm, use_ahead=ahead).mask(grammar, [llm.token_eos()])
     oracle = MaskFactory(llm).mask(grammar, [llm.token_eos()]).matcher
     tokens = llm.tokenize(json.dumps(ANSWER, separators=(",", ":")).encode(), add_bos=False, special=False)
     cut = written = ahead_used = 0

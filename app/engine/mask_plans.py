@@ -76,28 +76,57 @@ def only(token: int) -> Plan:
     return Plan(True, np.array([token], dtype=np.intp))
 
 
+class _Array(ctypes.Structure):
+    """llama.cpp's `llama_token_data_array`, its data pointer read as a plain address."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("size", ctypes.c_size_t),
+        ("selected", ctypes.c_int64),
+        ("sorted", ctypes.c_bool),
+    ]
+
+
+_ARRAY_P = ctypes.POINTER(_Array)
+_views: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # the last array seen
+
+
+def _view(address: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate array at `address` as whole entries and as its logit column (made once
+    per address and size: llama.cpp hands the same array at every step)."""
+    key = (address, n)
+    found = _views.get(key)
+    if found is None:
+        raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(address)
+        candidates = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n)
+        found = (candidates.view(_ROW), candidates["logit"])
+        _views.clear()
+        _views[key] = found
+    return found
+
+
 def apply(array_p: Any, n_vocab: int, plan: Plan) -> None:
     """`plan` on llama.cpp's candidate array (a `llama_token_data_array *`): when it keeps few
     ids they are moved to the front (in id order) and the array is cut to them, so every
     sampler after this one sees those few instead of the whole vocabulary; else its ids get
     -inf in place. An array that is not the whole vocabulary in id order is masked entry by
     entry, by id. A plan that allows nothing (the matcher failed: its consume says so after)
-    leaves the array as it is, never empty."""
-    array = array_p.contents
-    n = int(array.size)
-    if plan.keep and not len(plan.ids):
+    leaves the array as it is, never empty. (Each step runs with every cache cold from the
+    decode before it, so the fewest calls do it: one id is moved by a single memmove.)"""
+    array = ctypes.cast(array_p, _ARRAY_P).contents
+    address, n, ids = array.data, array.size, plan.ids
+    if plan.keep and not len(ids):
         return
-    raw = (ctypes.c_char * (n * TOKEN_DATA.itemsize)).from_address(
-        ctypes.addressof(array.data.contents)
-    )
-    candidates = np.frombuffer(memoryview(raw), dtype=TOKEN_DATA, count=n)
+    if n == n_vocab and plan.keep and len(ids) == 1:
+        ctypes.memmove(address, address + int(ids[0]) * TOKEN_DATA.itemsize, TOKEN_DATA.itemsize)
+        array.size, array.sorted = 1, False
+        return
+    rows, logits = _view(address, n)
     if n != n_vocab:
-        listed = np.isin(candidates["id"], plan.ids)
-        candidates["logit"][~listed if plan.keep else listed] = -np.inf
+        listed = np.isin(rows.view(TOKEN_DATA)["id"], ids)
+        logits[~listed if plan.keep else listed] = -np.inf
     elif not plan.keep:
-        candidates["logit"][plan.ids] = -np.inf
+        logits[ids] = -np.inf
     else:
-        rows = candidates.view(_ROW)  # whole entries, moved as bytes
-        rows[: len(plan.ids)] = rows[plan.ids]  # position i holds token i: ids are positions
-        array.size = len(plan.ids)
-        array.sorted = False
+        rows[: len(ids)] = rows[ids]  # position i holds token i: ids are positions
+        array.size, array.sorted = len(ids), False

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from app.engine.ahead import Ahead, Pending, ahead
 from app.engine.mask_plans import Plan, Plans, apply, only
 
 
@@ -26,7 +26,7 @@ class TokenMask:
     """One constrained generation: the matcher, its bitmask, and the sampler that applies it."""
 
     def __init__(
-        self, tokenizer: Any, grammar: str, n_vocab: int, ahead: Executor | None = None
+        self, tokenizer: Any, grammar: str, n_vocab: int, ahead: Ahead | None = None
     ) -> None:
         import llguidance
         import llguidance.numpy as lnp
@@ -40,7 +40,7 @@ class TokenMask:
         self._banned: tuple[int, ...] = ()
         self._plans = Plans(n_vocab)
         self._ahead = ahead  # works out the next mask while the model decodes (a spare core)
-        self._pending: Future[Plan] | None = None
+        self._pending: Pending[Plan] | None = None
         self._stopped = False
         self._closer: Any = None  # ends the answer in time (`app/engine/closing.py`)
         self._left = 0  # tokens the generation may still make
@@ -185,24 +185,14 @@ def masked_sampler(llm: Any, mask: TokenMask, **options: Any) -> Any:
     return sampler
 
 
-_AHEAD: list[ThreadPoolExecutor] = []
-
-
-def _ahead() -> ThreadPoolExecutor:
-    """The one thread of this process that works out next masks (made on first use)."""
-    if not _AHEAD:
-        _AHEAD.append(ThreadPoolExecutor(1, thread_name_prefix="mask-ahead"))
-    return _AHEAD[0]
-
-
 class MaskFactory:
     """Builds `TokenMask`s for one loaded model, caching the llguidance tokenizer; with
-    `ahead`, its masks work out each next mask on the process's one thread for that."""
+    `use_ahead`, its masks work out each next mask on the process's helper thread (`ahead`)."""
 
-    def __init__(self, llm: Any, ahead: bool = False) -> None:
+    def __init__(self, llm: Any, use_ahead: bool = False) -> None:
         self._llm = llm
         self._tokenizers: dict[tuple[int, ...], Any] = {}
-        self._ahead = _ahead() if ahead else None
+        self._ahead = ahead() if use_ahead else None
 
     def mask(self, grammar: str, stop_ids: Sequence[int]) -> TokenMask:
         from llguidance.llamacpp import lltokenizer_from_vocab

@@ -347,8 +347,8 @@ class _Worker:
         if self._mask_factory is None or self._mask_factory_llm is not self.llm:
             from app.engine.masking import MaskFactory
 
-            ahead = spare_core(int(self.llm.n_threads))  # the next mask beside the decode
-            self._mask_factory, self._mask_factory_llm = MaskFactory(self.llm, ahead), self.llm
+            spare = spare_core(int(self.llm.n_threads))  # the next mask beside the decode
+            self._mask_factory, self._mask_factory_llm = MaskFactory(self.llm, spare), self.llm
         return self._mask_factory
 
     # --- quick calls ----------------------------------------------------------------
