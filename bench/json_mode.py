@@ -138,7 +138,7 @@ def ours(
                 break
     finally:
         del llm._init_sampler
-        mask.close()
+        mask.discard()
     return tokens, {"check": t1 - t0, "compile": t2 - t1, "fill": fill, "apply": apply}
 
 

@@ -95,7 +95,7 @@ def test_every_step_keeps_exactly_the_allowed_tokens(llm: Any, ahead: bool) -> N
         assert mask.consume(token), f"step {step}: {token} refused"
         assert oracle.consume_token(token)
         ahead_used += mask._pending is not None  # the next mask is under way beside the "decode"
-    mask.close()
+    mask.discard()
     assert mask.finished == oracle.is_stopped()
     assert bool(ahead_used) == ahead
     assert cut and written  # both ways of applying a mask were taken

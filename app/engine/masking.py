@@ -56,7 +56,7 @@ class TokenMask:
     def ban_next(self, tokens: Sequence[int]) -> None:
         """Forbid `tokens` at the next step only (JSON mode's retry excludes the earlier
         choice), unless nothing else would be allowed there."""
-        self.settle()  # a mask worked out ahead knew nothing of the ban
+        self.discard()  # a mask worked out ahead knew nothing of the ban
         self._banned = tuple(tokens)
 
     def on_candidates(self, array_p: Any) -> None:
@@ -81,9 +81,9 @@ class TokenMask:
         pending, self._pending = self._pending, None
         return None if pending is None else pending.result()
 
-    def close(self) -> None:
-        """The generation ended: wait for work still under way (its result, or its error,
-        unused)."""
+    def discard(self) -> None:
+        """Wait for work under way and drop it, its result or its error unused (the
+        generation ended, or the next mask is to be worked out afresh)."""
         with contextlib.suppress(Exception):
             self.settle()
 
@@ -138,7 +138,7 @@ class TokenMask:
         """Advance past a sampled token; False if the grammar did not allow it. With `ahead`
         (a generated token, not a continued prefix's) and a spare core, the next mask is
         worked out at once, beside the decode of the next token."""
-        self.settle()
+        self.discard()  # (a continued prefix: nothing sampled in between)
         self._tokens.append(token)
         self._left -= 1
         if self._forced:

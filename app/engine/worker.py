@@ -240,7 +240,7 @@ class _Worker:
             finally:
                 llm.__dict__.pop("_init_sampler", None)  # the class's own, for the next one
                 if mask is not None:
-                    mask.close()  # a next mask worked out ahead, now unused
+                    mask.discard()  # a next mask worked out ahead, now unused
         timings = Timings(
             prompt_tokens=len(prompt),
             prompt_reused=reused,
