@@ -35,11 +35,11 @@ def _format(schema: dict[str, Any]) -> ResponseFormat:
 
 
 class Repairing(ScriptedClient):
-    """Writes `broken` first; each retry carries on from the kept tokens towards `fixed` — it
-    asserts the kept answer is a prefix of `fixed`, i.e. the retry backed up to before the
-    offending value."""
+    """Writes `broken` first; each retry carries on from the kept tokens towards the next of
+    `fixed` (the last one again once they run out) — it asserts the kept answer is a prefix
+    of that target, i.e. the retry backed up to before the offending value (or member)."""
 
-    def __init__(self, broken: str, fixed: str) -> None:
+    def __init__(self, broken: str, *fixed: str) -> None:
         super().__init__([])
         self.broken, self.fixed = broken, fixed
         self.kept: list[str] = []
@@ -49,16 +49,17 @@ class Repairing(ScriptedClient):
         assert isinstance(constraint, Constraint)
         first = self.encoding.encode_with_specials(HEAD + self.broken + "<|return|>")
         if not constraint.consumed:
-            self._scripts = [first]
+            self._scripts, self.written = [first], first
         else:
             consumed = list(constraint.consumed)
-            assert list(prompt_ids[-len(consumed) :]) == consumed == first[: len(consumed)]
+            assert list(prompt_ids[-len(consumed) :]) == consumed == self.written[: len(consumed)]
             body = self.encoding.decode(consumed).split("<|message|>", 1)[1]
-            assert self.fixed.startswith(body), (body, self.fixed)
-            assert constraint.banned == (first[len(consumed)],)  # the earlier choice, excluded
+            target = self.fixed[min(len(self.kept), len(self.fixed) - 1)]
+            assert target.startswith(body), (body, target)
+            assert constraint.banned[-1] == self.written[len(consumed)]  # the earlier choice, excluded
             self.kept.append(body)
-            rest = self.fixed[len(body) :] + "<|return|>"
-            self._scripts = [self.encoding.encode_with_specials(rest)]
+            rest = self.encoding.encode_with_specials(target[len(body) :] + "<|return|>")
+            self._scripts, self.written = [rest], consumed + rest
         yield from super().generate(prompt_ids, **kw)
 
 
@@ -107,14 +108,70 @@ def test_a_widened_keyword_broken_by_the_first_attempt_is_repaired_by_the_retry(
 
 def test_an_answer_no_retry_repairs_is_reported_with_its_path_and_keyword() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 0}}}}
-    client = ScriptedClient([HEAD + '{"n":0}<|return|>', *['0}<|return|>'] * 3])  # always 0 again
+    client = Repairing('{"n":0}', '{"n":0}')  # always 0 again, whatever was taken back
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
     events = list(session.send("Answer in JSON.", response_format=_format(schema)))
     assert [e.attempt for e in events if isinstance(e, JsonRetried)] == [1, 2, 3]
+    assert client.kept[0] == '{"n":' and len(client.kept) == 3  # first the value, then …
+    assert all('"n"' not in kept for kept in client.kept[1:])  # … the member itself
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     r = check.result
     assert not r.valid and r.code is ErrorCode.BODY_CONSTRAINT_VIOLATION and (r.path, r.keyword) == ("/n", "not")
     assert "not at /properties/n" in r.checked_after and "properties" in r.enforced
+
+
+def test_a_member_no_value_can_repair_is_left_out_by_the_second_retry() -> None:
+    """The grammar says a string; the conditional says null: no value written there passes,
+    so after a retry at the value fails, the member itself is taken back (it is optional)."""
+    schema = {"type": "object",
+              "properties": {"mode": {"type": "string"}, "extra": {"type": "string"}},
+              "if": {"properties": {"mode": {"const": "off"}}, "required": ["mode"]},
+              "then": {"properties": {"extra": {"type": "null"}}}}  # fmt: skip
+    broken = '{"mode":"off","extra":"x"}'
+    client = Repairing(broken, '{"mode":"off","extra":"y"}', '{"mode":"off"}')
+    session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
+    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    retried = [(e.path, e.keyword, e.attempt) for e in events if isinstance(e, JsonRetried)]
+    assert retried == [("/extra", "type", 1), ("/extra", "type", 2)]
+    assert client.kept[0] == '{"mode":"off","extra":"' and not client.kept[1].endswith(",")
+    assert '"extra"' not in client.kept[1]  # the member was taken back whole
+    (check,) = [e for e in events if isinstance(e, JsonChecked)]
+    assert check.result.valid and check.result.value == {"mode": "off"}, check.result
+    assert not validate_json(broken, schema).valid
+
+
+def test_each_violation_has_its_own_retries() -> None:
+    """Two arrays, each with a duplicate the retry at the value does not repair: each gets its
+    retry at the value and then at the item (four in all, more than one violation may take)."""
+    unique = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    schema = {"type": "object", "properties": {"a": unique, "b": unique}}
+    still = '{"a":["x","x"],"b":["y","y"]}'
+    client = Repairing(still, still, '{"a":["x"],"b":["y","y"]}', '{"a":["x"],"b":["y","y"]}',
+                       '{"a":["x"],"b":["y"]}')  # fmt: skip
+    session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
+    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    retried = [(e.path, e.attempt) for e in events if isinstance(e, JsonRetried)]
+    assert retried == [("/a", 1), ("/a", 2), ("/b", 3), ("/b", 4)]
+    (check,) = [e for e in events if isinstance(e, JsonChecked)]
+    assert check.result.valid and check.result.value == {"a": ["x"], "b": ["y"]}, check.result
+
+
+@pytest.mark.parametrize(
+    "text, path, keyword, at_value, at_member",
+    [('{"a":1, "b":"x"}', "/b", "type", '{"a":1, "b":"', '{"a":1'),
+     ('{"b":"x","a":1}', "/b", "type", '{"b":"', "{"),
+     ('{"t":["a","b","a"]}', "/t", "uniqueItems", '{"t":["a","b","', '{"t":["a","b"'),
+     ('{"t":[5]}', "/t/0", "not", '{"t":[', '{"t":['),
+     ('{"a":1}', "", "required", '{"a":1', '{"a":1')],
+)  # fmt: skip
+def test_where_a_retry_backs_up_to_at_the_value_and_then_at_the_member(
+    text: str, path: str, keyword: str, at_value: str, at_member: str
+) -> None:
+    from app.engine.json_spans import backup_offset
+
+    value = json.loads(text)
+    assert text[: backup_offset(text, value, path, keyword)] == at_value
+    assert text[: backup_offset(text, value, path, keyword, wider=True)] == at_member
 
 
 def test_the_retry_repairs_a_duplicate_on_the_real_default_model(smollm_client: Any) -> None:

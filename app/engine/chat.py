@@ -8,12 +8,15 @@ timings say how much was reused). With a `response_format` (JSON mode) or declar
 tools, the worker enforces the grammar, and every JSON answer or tool call is checked with
 `jsonschema` afterwards (`JsonChecked`): a cut-off answer is E-STREAM-TRUNCATED, never valid;
 an answer that breaks a keyword the grammar could not enforce is generated again from before
-the offending value, that value's earlier choice excluded (`JsonRetried`, at most
-`MAX_RETRIES` times, within the same `max_tokens`), and the last attempt's verdict is reported.
+the offending value, that value's earlier choice excluded — and when the same violation comes
+back, from before the offending member itself, so that the answer may leave it out
+(`JsonRetried`, at most `MAX_RETRIES` times for one violation and `MAX_RETRIES_IN_ALL` for
+the answer, within the same `max_tokens`); the last attempt's verdict is reported.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
 import threading
@@ -50,7 +53,7 @@ from app.engine.constraint import (
     json_constraint,
     validate_json,
 )
-from app.engine.json_retry import MAX_RETRIES, backup, retriable
+from app.engine.json_retry import MAX_RETRIES, MAX_RETRIES_IN_ALL, backup, retriable
 from app.engine.protocol import (
     FinishReason,
     GenerationDone,
@@ -275,19 +278,26 @@ class ChatSession:
         """The verdicts on a generation, after retrying an answer that broke its schema."""
         tools = _function_tools(self.conversation)
         banned: dict[int, tuple[int, ...]] = {}  # at a point of the generation: excluded ids
-        for attempt in range(1, MAX_RETRIES + 2):
+        last: tuple[str, str] | None = None  # the violation the last retry was for
+        tries: collections.Counter[tuple[str, str]] = collections.Counter()  # per violation
+        for attempt in range(1, MAX_RETRIES_IN_ALL + 2):
             verdicts = list(json_checks(out.messages, schema, tools, out.finished))
             broken = next(
                 (v for v in verdicts if v.target == "answer" and retriable(v.result)), None
             )
             answer = next((m for m in reversed(out.messages) if m.channel == "final"), None)
-            if broken is None or answer is None or attempt > MAX_RETRIES or out.failed:
+            if broken is None or answer is None or attempt > MAX_RETRIES_IN_ALL or out.failed:
                 break
-            found = backup(out.tokens, self.tokenizer.token_table(), answer.text, broken.result)
+            r = broken.result
+            tries[(r.path, r.keyword)] += 1
+            if tries[(r.path, r.keyword)] > MAX_RETRIES:
+                break
+            again = last == (r.path, r.keyword)  # the retry at the value did not repair it
+            found = backup(out.tokens, self.tokenizer.token_table(), answer.text, r, again)
+            last = (r.path, r.keyword)
             left = budget - len(found.prefix) + len(constraint.consumed) if found else 0
             if found is None or left <= 0:
                 break
-            r = broken.result
             yield JsonRetried("answer", r.path, r.keyword, attempt, found.kept)
             point = len(found.prefix)
             banned[point] = (*banned.get(point, ()), found.token)

@@ -2,7 +2,8 @@
 that broke it.
 
 Guarantees: `backup` finds the answer's text among one generation's token ids and the token at
-which the repair starts (as `json_spans.backup_offset` places it); it gives the tokens to keep
+which the repair starts (as `json_spans.backup_offset` places it, further back when the same
+violation came back); it gives the tokens to keep
 (the generation before that token), the token to exclude there, and the answer's text before
 that point — or None when the place cannot be found (the answer is then reported, not
 retried). `retriable` says which verdicts a retry can repair: a parsed answer that broke a
@@ -18,7 +19,8 @@ from app.domain.events import JsonResult
 from app.engine.json_spans import backup_offset
 from app.errors import ErrorCode
 
-MAX_RETRIES = 3  # attempts after the first, per answer
+MAX_RETRIES = 3  # attempts after the first, per violation (its path and keyword)
+MAX_RETRIES_IN_ALL = 6  # per answer, whatever they were for
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,15 @@ def retriable(result: JsonResult) -> bool:
 
 
 def backup(
-    tokens: Sequence[int], table: Sequence[bytes], text: str, result: JsonResult
+    tokens: Sequence[int],
+    table: Sequence[bytes],
+    text: str,
+    result: JsonResult,
+    wider: bool = False,
 ) -> Backup | None:
-    """Where to regenerate `text` (the answer, spelt by the end of `tokens`) from."""
-    offset = backup_offset(text, result.value, result.path, result.keyword)
+    """Where to regenerate `text` (the answer, spelt by the end of `tokens`) from; `wider`
+    when the same violation survived a retry at the value (the member itself is retried)."""
+    offset = backup_offset(text, result.value, result.path, result.keyword, wider)
     if offset is None:
         return None
     pieces = [table[t] if 0 <= t < len(table) else b"" for t in tokens]
@@ -59,4 +66,4 @@ def backup(
     return None
 
 
-__all__ = ["MAX_RETRIES", "Backup", "backup", "retriable"]
+__all__ = ["MAX_RETRIES", "MAX_RETRIES_IN_ALL", "Backup", "backup", "retriable"]

@@ -5,8 +5,10 @@ its (start, end) character offsets (`""` is the whole text); `backup_offset` is 
 from which a regenerated answer can repair a violation of `keyword` at `path`: where the
 offending value's own choice begins (after a string's opening quote, which the grammar writes
 anyway), the later of two equal items for `uniqueItems`, or the closing bracket of the
-container for keywords a longer container satisfies (`required`, `minItems`, …); None when the
-text is not JSON or the place is not in it.
+container for keywords a longer container satisfies (`required`, `minItems`, …); asked
+`wider` (a retry at the value did not repair it), the offending member or item itself is taken
+back — from the comma before it, or from its own start when it comes first — so that the
+answer may leave it out; None when the text is not JSON or the place is not in it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class _Spans:
     def __init__(self, text: str) -> None:
         self.text = text
         self.out: dict[str, tuple[int, int]] = {}
+        self.members: dict[str, int] = {}  # an object member's pointer → its key's quote
 
     def skip(self, i: int) -> int:
         m = _SPACE.match(self.text, i)
@@ -64,10 +67,12 @@ class _Spans:
             i = self.skip(i)
             if not self.text.startswith('"', i):
                 raise ValueError(f"no key at {i}")
+            member = i
             key, i = scanstring(self.text, i + 1)
             i = self.skip(i)
             if not self.text.startswith(":", i):
                 raise ValueError(f"no ':' at {i}")
+            self.members[f"{pointer}/{_escape(key)}"] = member
             i = self.skip(self.value(i + 1, f"{pointer}/{_escape(key)}"))
             if self.text.startswith("}", i):
                 return i + 1
@@ -94,39 +99,56 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def spans(text: str) -> dict[str, tuple[int, int]]:
-    """Every value's pointer → (start, end); ValueError when `text` is not one JSON value."""
+def _read(text: str) -> _Spans:
     found = _Spans(text)
     end = found.skip(found.value(0, ""))
     if end != len(text):
         raise ValueError(f"text after the JSON value at {end}")
-    return found.out
+    return found
+
+
+def spans(text: str) -> dict[str, tuple[int, int]]:
+    """Every value's pointer → (start, end); ValueError when `text` is not one JSON value."""
+    return _read(text).out
 
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def backup_offset(text: str, value: Any, path: str, keyword: str) -> int | None:
-    """Where to regenerate from to repair `keyword` at `path` (see the module guarantees)."""
+def backup_offset(
+    text: str, value: Any, path: str, keyword: str, wider: bool = False
+) -> int | None:
+    """Where to regenerate from to repair `keyword` at `path` (see the module guarantees);
+    `wider` (the same violation came back after a retry at the value): the member itself is
+    taken back, from the separator before it."""
     try:
-        where = spans(text)
+        found = _read(text)
     except ValueError:
         return None
+    where = found.out
     pointer = "" if path in ("", "/") else path
     if pointer not in where:
         return None
-    start, end = where[pointer]
+    if keyword in GROW:
+        return where[pointer][1] - 1  # before the closing brace or bracket
     if keyword == "uniqueItems":
         items = _at(value, pointer)
         seen: set[str] = set()
+        duplicate = None
         for n, item in enumerate(items if isinstance(items, list) else []):
             if _canonical(item) in seen:
-                return _content(text, where[f"{pointer}/{n}"][0])
+                duplicate = f"{pointer}/{n}"
+                break
             seen.add(_canonical(item))
-        return None
-    if keyword in GROW:
-        return end - 1  # before the closing brace or bracket
+        if duplicate is None:
+            return None
+        pointer = duplicate
+    start = where[pointer][0]
+    if wider and pointer:
+        member = found.members.get(pointer, start)  # an object member starts at its key
+        before = text[:member].rstrip(" \t\n\r")
+        return len(before) - 1 if before.endswith(",") else member
     return _content(text, start)
 
 
