@@ -102,7 +102,7 @@ def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
     fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="count", schema=schema))
     broken = '<|channel|>final<|message|>{"n":"x"}<|return|>'  # a scripted source ignores the grammar
     client = ScriptedClient(['<|channel|>final<|message|>{"n":3}<|return|>', broken, 'y"}<|return|>', 'z"}<|return|>',
-                             'w"}<|return|>', "<|channel|>final<|message|>plain<|return|>"])
+                             '"n":"w"}<|return|>', "<|channel|>final<|message|>plain<|return|>"])  # the last from the member's key
     session = ChatSession(client, get_template("harmony"), response_format=fmt)  # type: ignore[arg-type]
     first = [e for e in session.send("Count") if isinstance(e, JsonChecked)]
     second = [e for e in session.send("Again") if isinstance(e, JsonChecked)]  # three retries, all broken

@@ -43,6 +43,7 @@ class Repairing(ScriptedClient):
         super().__init__([])
         self.broken, self.fixed = broken, fixed
         self.kept: list[str] = []
+        self.bans: list[tuple[int, ...]] = []
 
     def generate(self, prompt_ids: Sequence[int], **kw: Any) -> Iterator[GenerationEvent]:
         constraint = kw.get("constraint")
@@ -52,12 +53,16 @@ class Repairing(ScriptedClient):
             self._scripts, self.written = [first], first
         else:
             consumed = list(constraint.consumed)
-            assert list(prompt_ids[-len(consumed) :]) == consumed == self.written[: len(consumed)]
+            assert list(prompt_ids[-len(consumed) :]) == consumed
             body = self.encoding.decode(consumed).split("<|message|>", 1)[1]
             target = self.fixed[min(len(self.kept), len(self.fixed) - 1)]
             assert target.startswith(body), (body, target)
-            assert constraint.banned[-1] == self.written[len(consumed)]  # the earlier choice, excluded
+            if consumed == self.written[: len(consumed)]:
+                assert self.written[len(consumed)] in constraint.banned  # the earlier choice, excluded
+            else:  # a token re-spelt to end where the member began: all that open like it are excluded
+                assert len(constraint.banned) > 1
             self.kept.append(body)
+            self.bans.append(constraint.banned)
             rest = self.encoding.encode_with_specials(target[len(body) :] + "<|return|>")
             self._scripts, self.written = [rest], consumed + rest
         yield from super().generate(prompt_ids, **kw)
@@ -112,46 +117,47 @@ def test_an_answer_no_retry_repairs_is_reported_with_its_path_and_keyword() -> N
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
     events = list(session.send("Answer in JSON.", response_format=_format(schema)))
     assert [e.attempt for e in events if isinstance(e, JsonRetried)] == [1, 2, 3]
-    assert client.kept[0] == '{"n":' and len(client.kept) == 3  # first the value, then …
-    assert all('"n"' not in kept for kept in client.kept[1:])  # … the member itself
+    assert client.kept[:2] == ['{"n":', '{"n":'] and len(client.kept) == 3  # the value twice, then …
+    assert '"n"' not in client.kept[2]  # … the member itself
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     r = check.result
     assert not r.valid and r.code is ErrorCode.BODY_CONSTRAINT_VIOLATION and (r.path, r.keyword) == ("/n", "not")
     assert "not at /properties/n" in r.checked_after and "properties" in r.enforced
 
 
-def test_a_member_no_value_can_repair_is_left_out_by_the_second_retry() -> None:
+def test_a_member_no_value_can_repair_is_left_out_by_the_last_retry() -> None:
     """The grammar says a string; the conditional says null: no value written there passes,
-    so after a retry at the value fails, the member itself is taken back (it is optional)."""
+    so after the retries at the value fail, the last one takes back the member itself (it is
+    optional)."""
     schema = {"type": "object",
               "properties": {"mode": {"type": "string"}, "extra": {"type": "string"}},
               "if": {"properties": {"mode": {"const": "off"}}, "required": ["mode"]},
               "then": {"properties": {"extra": {"type": "null"}}}}  # fmt: skip
     broken = '{"mode":"off","extra":"x"}'
-    client = Repairing(broken, '{"mode":"off","extra":"y"}', '{"mode":"off"}')
+    client = Repairing(broken, '{"mode":"off","extra":"y"}', '{"mode":"off","extra":"z"}', '{"mode":"off"}')
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
     events = list(session.send("Answer in JSON.", response_format=_format(schema)))
     retried = [(e.path, e.keyword, e.attempt) for e in events if isinstance(e, JsonRetried)]
-    assert retried == [("/extra", "type", 1), ("/extra", "type", 2)]
-    assert client.kept[0] == '{"mode":"off","extra":"' and not client.kept[1].endswith(",")
-    assert '"extra"' not in client.kept[1]  # the member was taken back whole
+    assert retried == [("/extra", "type", 1), ("/extra", "type", 2), ("/extra", "type", 3)]
+    assert client.kept[:2] == ['{"mode":"off","extra":"'] * 2
+    assert client.kept[2] == '{"mode":"off"'  # the member taken back whole, to its comma …
+    assert {client.encoding.decode([t])[:1] for t in client.bans[2]} == {","}  # … and no comma after
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     assert check.result.valid and check.result.value == {"mode": "off"}, check.result
     assert not validate_json(broken, schema).valid
 
 
 def test_each_violation_has_its_own_retries() -> None:
-    """Two arrays, each with a duplicate the retry at the value does not repair: each gets its
-    retry at the value and then at the item (four in all, more than one violation may take)."""
+    """Two arrays, each with a duplicate no retry at the value repairs: each gets its retries
+    at the value and then one at the item (six in all, more than one violation may take)."""
     unique = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
     schema = {"type": "object", "properties": {"a": unique, "b": unique}}
-    still = '{"a":["x","x"],"b":["y","y"]}'
-    client = Repairing(still, still, '{"a":["x"],"b":["y","y"]}', '{"a":["x"],"b":["y","y"]}',
-                       '{"a":["x"],"b":["y"]}')  # fmt: skip
-    session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
+    still, half = '{"a":["x","x"],"b":["y","y"]}', '{"a":["x"],"b":["y","y"]}'
+    client = Repairing(still, still, still, half, half, half, '{"a":["x"],"b":["y"]}')
+    session = ChatSession(client, get_template("harmony"), max_tokens=300)  # type: ignore[arg-type]
     events = list(session.send("Answer in JSON.", response_format=_format(schema)))
     retried = [(e.path, e.attempt) for e in events if isinstance(e, JsonRetried)]
-    assert retried == [("/a", 1), ("/a", 2), ("/b", 3), ("/b", 4)]
+    assert retried == [("/a", 1), ("/a", 2), ("/a", 3), ("/b", 4), ("/b", 5), ("/b", 6)]
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     assert check.result.valid and check.result.value == {"a": ["x"], "b": ["y"]}, check.result
 

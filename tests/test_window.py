@@ -179,7 +179,8 @@ def test_a_denied_tool_call_reaches_the_model_as_an_error(qtbot: Any, qloop: Any
 
 @pytest.mark.parametrize("body, valid", [('{"answer":"42"}', True), ('{"answer":42}', False)])
 def test_json_mode_shows_the_verdict(qtbot: Any, qloop: Any, tmp_path: Path, body: str, valid: bool) -> None:
-    retries = [] if valid else ["43}<|return|>", "44}<|return|>", "45}<|return|>"]  # from before `42`
+    # from before `42` twice, then (the last retry) from before the member
+    retries = [] if valid else ["43}<|return|>", "44}<|return|>", '"answer":45}<|return|>']
     window, client = make_window(qtbot, tmp_path, [f"<|channel|>final<|message|>{body}<|return|>", *retries])
     window.composer.json_mode.setChecked(True)
     assert window.composer.schema_state.text() == "✓ schema is valid"

@@ -8,8 +8,8 @@ timings say how much was reused). With a `response_format` (JSON mode) or declar
 tools, the worker enforces the grammar, and every JSON answer or tool call is checked with
 `jsonschema` afterwards (`JsonChecked`): a cut-off answer is E-STREAM-TRUNCATED, never valid;
 an answer that breaks a keyword the grammar could not enforce is generated again from before
-the offending value, that value's earlier choice excluded — and when the same violation comes
-back, from before the offending member itself, so that the answer may leave it out
+the offending value, that value's earlier choices excluded — and the last retry for a
+violation from before the offending member itself, so that the answer may leave it out
 (`JsonRetried`, at most `MAX_RETRIES` times for one violation and `MAX_RETRIES_IN_ALL` for
 the answer, within the same `max_tokens`); the last attempt's verdict is reported.
 """
@@ -237,7 +237,11 @@ class ChatSession:
 
     def count(self, text: str) -> int:
         """How many tokens `text` is for this model (as text: control tokens it spells too)."""
-        return len(self.tokenizer.tokenize(text, special=False))
+        return len(self._words(text))
+
+    def _words(self, text: str) -> list[int]:
+        """`text` as this model's token ids (as text, never control tokens)."""
+        return self.tokenizer.tokenize(text, special=False)
 
     def room(self, text: str) -> int:
         """The tokens left in the context for more of a user message `text` to carry, after the
@@ -278,7 +282,6 @@ class ChatSession:
         """The verdicts on a generation, after retrying an answer that broke its schema."""
         tools = _function_tools(self.conversation)
         banned: dict[int, tuple[int, ...]] = {}  # at a point of the generation: excluded ids
-        last: tuple[str, str] | None = None  # the violation the last retry was for
         tries: collections.Counter[tuple[str, str]] = collections.Counter()  # per violation
         for attempt in range(1, MAX_RETRIES_IN_ALL + 2):
             verdicts = list(json_checks(out.messages, schema, tools, out.finished))
@@ -292,15 +295,15 @@ class ChatSession:
             tries[(r.path, r.keyword)] += 1
             if tries[(r.path, r.keyword)] > MAX_RETRIES:
                 break
-            again = last == (r.path, r.keyword)  # the retry at the value did not repair it
-            found = backup(out.tokens, self.tokenizer.token_table(), answer.text, r, again)
-            last = (r.path, r.keyword)
+            last = tries[(r.path, r.keyword)] == MAX_RETRIES  # the value could not be repaired
+            table, words = self.tokenizer.token_table(), self._words
+            found = backup(out.tokens, table, answer.text, r, last, words)
             left = budget - len(found.prefix) + len(constraint.consumed) if found else 0
             if found is None or left <= 0:
                 break
             yield JsonRetried("answer", r.path, r.keyword, attempt, found.kept)
             point = len(found.prefix)
-            banned[point] = (*banned.get(point, ()), found.token)
+            banned[point] = (*banned.get(point, ()), *found.banned)
             retry = dataclasses.replace(constraint, consumed=found.prefix, banned=banned[point])
             out = yield from self.generate(
                 conversation, constraint=retry, max_tokens=left, cancel=cancel, prefix=found.prefix

@@ -6,7 +6,7 @@ from which a regenerated answer can repair a violation of `keyword` at `path`: w
 offending value's own choice begins (after a string's opening quote, which the grammar writes
 anyway), the later of two equal items for `uniqueItems`, or the closing bracket of the
 container for keywords a longer container satisfies (`required`, `minItems`, …); asked
-`wider` (a retry at the value did not repair it), the offending member or item itself is taken
+`wider` (retries at the value did not repair it), the offending member or item itself is taken
 back — from the comma before it, or from its own start when it comes first — so that the
 answer may leave it out; None when the text is not JSON or the place is not in it.
 """
@@ -120,8 +120,8 @@ def backup_offset(
     text: str, value: Any, path: str, keyword: str, wider: bool = False
 ) -> int | None:
     """Where to regenerate from to repair `keyword` at `path` (see the module guarantees);
-    `wider` (the same violation came back after a retry at the value): the member itself is
-    taken back, from the separator before it."""
+    `wider` (retries at the value did not repair it): the member itself is taken back, from
+    the separator before it."""
     try:
         found = _read(text)
     except ValueError:
