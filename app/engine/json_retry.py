@@ -4,7 +4,7 @@ that broke it.
 Guarantees: `backup` finds the answer's text among one generation's token ids and the token at
 which the repair starts (as `json_spans.backup_offset` places it; the last retry of a violation
 goes further back, to before the member); it gives the tokens to keep
-(the generation before that token), the token to exclude there, and the answer's text before
+(the generation before that token), the tokens to exclude there, and the answer's text before
 that point — or None when the place cannot be found (the answer is then reported, not
 retried). `retriable` says which verdicts a retry can repair: a parsed answer that broke a
 keyword, not a cut or unparsable one.
