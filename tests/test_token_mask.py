@@ -102,11 +102,17 @@ def test_every_step_keeps_exactly_the_allowed_tokens(llm: Any, ahead: bool) -> N
     assert max(seen.values()) > 1  # and some mask came back (its plan reused)
 
 
+def mask_after(llm: Any, text: bytes) -> Any:
+    """A mask for SCHEMA that has read `text`."""
+    mask = MaskFactory(llm).mask(json_constraint(SCHEMA).grammar, [llm.token_eos()])
+    for token in llm.tokenize(text, add_bos=False, special=False):
+        assert mask.consume(token, ahead=False)
+    return mask
+
+
 def test_a_partial_array_is_masked_by_id(llm: Any) -> None:
     n = llm.n_vocab()
-    mask = MaskFactory(llm).mask(json_constraint(SCHEMA).grammar, [llm.token_eos()])
-    for token in llm.tokenize(b'{"name":"Ad', add_bos=False, special=False):
-        assert mask.consume(token, ahead=False)
+    mask = mask_after(llm, b'{"name":"Ad')
     expected = allowed_ids(mask.matcher, n)
     order = np.random.default_rng(7).permutation(n)[: n // 3]  # a shuffled third of the vocabulary
     candidates = Candidates(n, seed=1, order=order)
@@ -118,9 +124,7 @@ def test_a_partial_array_is_masked_by_id(llm: Any) -> None:
 
 def test_forced_and_banned_tokens(llm: Any) -> None:
     n = llm.n_vocab()
-    mask = MaskFactory(llm).mask(json_constraint(SCHEMA).grammar, [llm.token_eos()])
-    for token in llm.tokenize(b'{"name":"Ada","size":1', add_bos=False, special=False):
-        assert mask.consume(token, ahead=False)
+    mask = mask_after(llm, b'{"name":"Ada","size":1')
     allowed = allowed_ids(mask.matcher, n)
     banned = sorted(allowed)[:2]
     mask.ban_next(banned)

@@ -13,13 +13,15 @@ Only the worker imports this module (it needs llama.cpp and llguidance).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from app.engine.ahead import Ahead, Pending, ahead
+from app.engine.closing import Closer
 from app.engine.mask_plans import Plan, Plans, apply, only
+from app.engine.protocol import GenerateRequest
 
 
 class TokenMask:
@@ -84,8 +86,9 @@ class TokenMask:
     def discard(self) -> None:
         """Wait for work under way and drop it, its result or its error unused (the
         generation ended, or the next mask is to be worked out afresh)."""
-        with contextlib.suppress(Exception):
-            self.settle()
+        if self._pending is not None:  # (at every consume: nothing to do, mostly)
+            with contextlib.suppress(Exception):
+                self.settle()
 
     def _next_plan(self) -> Plan:
         self.fill()
@@ -205,3 +208,31 @@ class MaskFactory:
                 vocab, n_vocab=self._llm.n_vocab(), eos_token=eos
             )
         return TokenMask(self._tokenizers[key], grammar, self._llm.n_vocab(), self._ahead)
+
+    def for_request(
+        self, req: GenerateRequest, piece: Callable[[int], bytes]
+    ) -> tuple[TokenMask | None, str]:
+        """The mask for a generation: none for an unconstrained one; else a continued answer's
+        ids read, the retry's ban set, the budget's closer in place (`piece` spells an id,
+        control tokens included) — or why it cannot be had."""
+        if req.grammar is None:
+            return None, ""
+        try:
+            mask = self.mask(req.grammar, req.stop_ids)
+        except ValueError as exc:
+            return None, f"the JSON constraint could not be set up: {exc}"
+        if not all(mask.consume(token, ahead=False) for token in req.consumed):
+            return None, "the cut answer does not follow its JSON schema; regenerate it"
+        mask.ban_next(req.banned)
+        if req.closing:
+            mask.close_within(req.max_tokens, self._closer(req, piece))
+        return mask, ""
+
+    def _closer(self, req: GenerateRequest, piece: Callable[[int], bytes]) -> Closer:
+        llm = self._llm
+
+        def tokenize(text: str) -> list[int]:
+            return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=False)]
+
+        eos = req.stop_ids[0] if req.stop_ids else int(llm.token_eos())
+        return Closer(req.closing, tokenize, piece, eos)

@@ -261,30 +261,11 @@ class _Worker:
         return reused, ctypes.string_at(row, n_vocab * 4)
 
     def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
-        """The JSON mode's token mask (having read a continued answer's ids), or why not."""
-        if req.grammar is None:
+        """The JSON mode's token mask for `req`, or why not (`MaskFactory.for_request`)."""
+        if req.grammar is None:  # (no model's vocabulary read for llguidance)
             return None, ""
-        try:
-            mask = self._masks().mask(req.grammar, req.stop_ids)
-        except ValueError as exc:
-            return None, f"the JSON constraint could not be set up: {exc}"
-        if not all(mask.consume(token, ahead=False) for token in req.consumed):
-            return None, "the cut answer does not follow its JSON schema; regenerate it"
-        mask.ban_next(req.banned)
-        if req.closing:
-            mask.close_within(req.max_tokens, self._closer(req))
-        return mask, ""
-
-    def _closer(self, req: GenerateRequest) -> Any:
-        from app.engine.closing import Closer
-
-        llm = self.llm
-
-        def tokenize(text: str) -> list[int]:
-            return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=False)]
-
-        eos = req.stop_ids[0] if req.stop_ids else int(llm.token_eos())
-        return Closer(req.closing, tokenize, lambda t: self.piece(t, True), eos)
+        mask, why = self._masks().for_request(req, lambda t: self.piece(t, True))
+        return mask, str(why)
 
     def _stream(
         self, tokens: Any, req: GenerateRequest, mask: Any, start: float
