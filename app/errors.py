@@ -34,6 +34,12 @@ class ErrorCode(StrEnum):
     OFFLINE = "E-OFFLINE"
     NETWORK = "E-NETWORK"
     DOWNLOAD = "E-DOWNLOAD"
+    # The model worker's refusals of a request (the worker stays ready).
+    CONTEXT = "E-CONTEXT"  # the prompt does not fit in the context window
+    GRAMMAR = "E-GRAMMAR"  # a constraint this model's vocabulary cannot follow
+    NO_MODEL = "E-NO-MODEL"  # no model is loaded in the worker
+    WORKER = "E-WORKER"  # the worker process died or stopped answering
+    INTERNAL = "E-INTERNAL"  # a bug caught at a thread's edge (said, never a crash)
 
 
 class HarmonyDeskError(Exception):
@@ -74,6 +80,12 @@ def validation_problems(exc: Exception) -> str:
     """A pydantic `ValidationError` in one line: `field: what is wrong; ...`."""
     errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
     return "; ".join(f"{e['loc'][0] if e['loc'] else 'value'}: {e['msg']}" for e in errors)
+
+
+class SchemaError(HarmonyDeskError):
+    """A schema JSON mode cannot take: which keyword or place, and why."""
+
+    code = ErrorCode.INPUT_INVALID
 
 
 class RenderError(HarmonyDeskError):

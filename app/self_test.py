@@ -65,15 +65,15 @@ def _harmony() -> str:
 
 
 def _model() -> str:
+    from app.domain.events import GenerationDone, TokenStep, TurnFailed
     from app.domain.sampling import Sampling
-    from app.engine.client import WorkerClient
-    from app.engine.default_model import default_model_path
-    from app.engine.protocol import GenerationDone, TokenStep, TurnFailed
+    from app.engine.local.client import WorkerClient
+    from app.library.bundled import default_model_path
 
     path = default_model_path()  # read from the bundled package data, checked on first run
     with WorkerClient() as client:
         info = client.load(str(path), n_ctx=256, n_threads=1)
-        prompt = client.call("tokenize", "<|im_start|>user\nHello!<|im_end|>\n", True)
+        prompt = client.tokenize("<|im_start|>user\nHello!<|im_end|>\n", True)
         steps, done = 0, None
         for event in client.generate(
             prompt, stop_ids=(), sampling=Sampling(temperature=0.0), max_tokens=4

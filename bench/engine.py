@@ -32,11 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.domain.events import GenerationDone, TokenStep
 from app.domain.messages import Conversation, Message, Role
-from app.engine.client import WorkerClient
-from app.engine.default_model import gemma_model_path
-from app.engine.protocol import GenerationDone, LoadSettings, Sampling, TokenStep
-from app.engine.tokenizer import ModelTokenizer
+from app.domain.placement import LoadSettings
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
+from app.engine.local.tokenizer import ModelTokenizer
+from app.library.bundled import gemma_model_path
 from app.templates.registry import get_template
 
 GREEDY = Sampling(temperature=0.0)
@@ -175,11 +177,11 @@ def prompt_cancel_latency(client: WorkerClient, n: int = 3000) -> tuple[float, i
     """Stop a third of the way into the evaluation of an `n`-token prompt: ms until the worker
     says it stopped, and how many prompt tokens it had evaluated whole (kept for the next turn)."""
     prompt = [1000 + (i * 7919) % 20000 for i in range(n)]
-    client.call("logits", [1, 2, 3])  # a cache with nothing in common
+    client.logits([1, 2, 3])  # a cache with nothing in common
     start = time.perf_counter()
-    client.call("logits", prompt)
+    client.logits(prompt)
     whole = time.perf_counter() - start
-    client.call("logits", [1, 2, 3])
+    client.logits([1, 2, 3])
     cancel, set_at, ended = threading.Event(), [0.0], float("nan")
 
     def stop() -> None:
@@ -204,7 +206,7 @@ def peak_rss_mib(pid: int) -> float:
 
 def idle_app_rss_mib() -> float:
     code = (
-        "import app.cli, app.engine.chat, app.engine.client, app.harmony.parser;"
+        "import app.cli, app.engine.local.session, app.engine.local.client, app.harmony.parser;"
         "print([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1])"
     )
     return (

@@ -24,9 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.engine.client import WorkerClient
+from app.domain.events import TokenStep
+from app.domain.placement import LoadSettings
+from app.domain.sampling import Sampling
 from app.engine.cores import default_threads
-from app.engine.protocol import LoadSettings, Sampling, TokenStep
+from app.engine.local.client import WorkerClient
 
 PROMPT = (
     [200006, 1428, 200008]

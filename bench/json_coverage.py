@@ -20,14 +20,15 @@ import sys
 import time
 from pathlib import Path
 
-from app.domain.events import JsonRetried
-from app.engine.chat import ChatSession, JsonChecked
-from app.engine.client import WorkerClient
-from app.engine.constraint import JsonSchemaFormat, ResponseFormat, SchemaError
-from app.engine.default_model import default_model_path, gemma_model_path
-from app.engine.json_plan import compiled, plan, with_options
-from app.engine.protocol import Sampling, TurnFailed
-from app.errors import ErrorCode
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
+from app.constrain.guidance import compiled, with_options
+from app.constrain.plan import plan
+from app.domain.events import JsonChecked, JsonRetried, TurnFailed
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
+from app.engine.local.session import ChatSession
+from app.errors import ErrorCode, SchemaError
+from app.library.bundled import default_model_path, gemma_model_path
 from app.templates.registry import get_template
 
 

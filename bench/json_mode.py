@@ -31,12 +31,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.engine.client import WorkerClient
-from app.engine.constraint import json_constraint
-from app.engine.default_model import gemma_model_path
-from app.engine.mask_plans import TOKEN_DATA
-from app.engine.masking import MaskFactory, masked_sampler
-from app.engine.protocol import Sampling, TokenStep
+from app.constrain.constraint import json_constraint
+from app.domain.events import TokenStep
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
+from app.engine.worker.mask_plans import TOKEN_DATA
+from app.engine.worker.masking import MaskFactory, masked_sampler
+from app.library.bundled import gemma_model_path
 from tests.json_schemas import SCHEMAS
 from tests.tiny_gpt_oss import build
 
@@ -233,7 +234,7 @@ def vocab_report(label: str, path: Path, n: int) -> None:
 def end_to_end(n: int) -> None:
     with WorkerClient() as client:
         client.load(gemma_model_path(), n_ctx=1024, n_threads=1)
-        from app.engine.tokenizer import ModelTokenizer
+        from app.engine.local.tokenizer import ModelTokenizer
 
         tok = ModelTokenizer(client)
         prompt = tok.bos_ids + tok.tokenize("Forty numbers in JSON: ", special=False)

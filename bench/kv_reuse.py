@@ -27,9 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.engine.client import WorkerClient
-from app.engine.default_model import gemma_model_path
-from app.engine.protocol import LoadSettings
+from app.domain.placement import LoadSettings
+from app.engine.local.client import WorkerClient
+from app.library.bundled import gemma_model_path
 
 EXACT = 1e-3
 
@@ -47,10 +47,10 @@ def ours(
     long, short = token_runs(history, keep)
     with WorkerClient() as client:
         client.load(path, n_ctx=4096, n_threads=threads, settings=LoadSettings(swa_full=swa_full))
-        client.call("logits", long)
-        reused, after = client.call("logits", short)
-        client.call("logits", [short[0] + 1])
-        _, fresh = client.call("logits", short)
+        client.logits(long)
+        reused, after = client.logits(short)
+        client.logits([short[0] + 1])
+        _, fresh = client.logits(short)
     delta = np.abs(np.frombuffer(after, np.float32) - np.frombuffer(fresh, np.float32))
     return float(delta.max()), int(reused)
 

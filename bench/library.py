@@ -30,8 +30,8 @@ os.environ.setdefault(
     "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
 )
 
-from app.engine.default_model import gemma_model_path
-from app.engine.gguf_info import read_model
+from app.gguf.info import read_model
+from app.library.bundled import gemma_model_path
 from app.library.download import Download, DownloadRequest
 from app.library.scan import ScanCache, scan
 from tests.file_server import FileServer, payload

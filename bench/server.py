@@ -37,13 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx2 as httpx
 import openai
 
-from app.domain.events import ContentDelta
+from app.domain.events import ContentDelta, GenerationDone
 from app.domain.messages import Conversation, Message, Role
 from app.domain.sampling import Sampling
-from app.engine.chat import ChatSession
-from app.engine.client import WorkerClient
-from app.engine.protocol import GenerationDone
-from app.engine.tokenizer import ModelTokenizer
+from app.engine.local.client import WorkerClient
+from app.engine.local.session import ChatSession
+from app.engine.local.tokenizer import ModelTokenizer
 from app.templates.registry import default_template_name, get_template
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +56,7 @@ def _model(name: str) -> str:
 
         return str(build())
     if name == "default":
-        from app.engine.default_model import default_model_path
+        from app.library.bundled import default_model_path
 
         return str(default_model_path())
     return name

@@ -93,7 +93,7 @@ def stream(n_tokens: int, rate: float, debug_pane: bool = False) -> dict[str, An
     from app.controllers.bridge import EngineBridge
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
-    from app.engine.scripted import ScriptedClient
+    from app.engine.local.scripted import ScriptedClient
     from app.harmony import encoding as enc
     from app.ui.app import application
     from app.ui.main_window import MainWindow

@@ -62,7 +62,7 @@ def tiny_model() -> Any:
 @pytest.fixture(scope="module")
 def tiny_client(tiny_model: Any) -> Any:
     """A worker with the tiny gpt-oss model loaded (one thread: see the README on threads)."""
-    from app.engine.client import WorkerClient
+    from app.engine.local.client import WorkerClient
 
     client = WorkerClient()
     client.load(tiny_model, n_ctx=1024, n_threads=1)
@@ -73,7 +73,7 @@ def tiny_client(tiny_model: Any) -> Any:
 @pytest.fixture(scope="session")
 def gemma_model() -> Any:
     """Gemma 3 270M base (Q4_K_M), assembled from its packages."""
-    from app.engine.default_model import gemma_model_path
+    from app.library.bundled import gemma_model_path
 
     return gemma_model_path()
 
@@ -81,14 +81,14 @@ def gemma_model() -> Any:
 @pytest.fixture(scope="session")
 def smollm_model() -> Any:
     """The default chat model (SmolLM2-135M-Instruct, Q4_1), read from its package's data."""
-    from app.engine.default_model import default_model_path
+    from app.library.bundled import default_model_path
 
     return default_model_path()
 
 
 @pytest.fixture(scope="module")
 def smollm_client(smollm_model: Any) -> Any:
-    from app.engine.client import WorkerClient
+    from app.engine.local.client import WorkerClient
 
     client = WorkerClient()
     client.load(smollm_model, n_ctx=2048, n_threads=1)
@@ -98,7 +98,7 @@ def smollm_client(smollm_model: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def gemma_client(gemma_model: Any) -> Any:
-    from app.engine.client import WorkerClient
+    from app.engine.local.client import WorkerClient
 
     client = WorkerClient()
     client.load(gemma_model, n_ctx=1024, n_threads=1)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from app.engine.ahead import ahead
+from app.engine.worker.ahead import ahead
 
 
 def test_jobs_run_in_order_on_the_helper_thread() -> None:

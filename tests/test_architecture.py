@@ -1,4 +1,6 @@
-"""Layering: no Qt in the display-free packages; domain imports nothing of the app."""
+"""Layering: no Qt in the display-free packages; domain imports nothing of the app; each package
+imports only what the map allows; the engine's sides of the process line keep to themselves;
+no import circle, counting imports inside functions and type-only ones; no re-export aliases."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-NO_QT = ["domain", "harmony", "templates", "engine", "tools", "store", "library", "server", "documents"]
+NO_QT = [
+    "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store", "library",
+    "server", "documents",
+]
 
 
 def imports(path: Path) -> set[str]:
@@ -83,15 +88,20 @@ def test_the_store_depends_on_domain_and_harmony_only() -> None:
 SHARED = {"errors", "paths", "fileio", "inputs", "resources", "settings", "secrets"}
 MAP = {
     "harmony": {"domain"},
-    "templates": {"domain", "harmony"},
+    "constrain": {"domain"},  # JSON mode and grammars: pure, no engine, no template, no model
+    "gguf": set(),  # the GGUF header reader
+    "templates": {"domain", "harmony", "constrain"},  # a template builds its turn's grammar
     "tools": {"domain"},
-    "engine": {"domain", "harmony", "templates", "tools"},
+    "engine": {"domain", "harmony", "templates", "tools", "constrain", "gguf"},
     "store": {"domain", "harmony"},
-    "library": {"domain", "engine", "templates"},
-    "server": {"domain", "engine"},  # HTTP in, the engine's turn out
+    "library": {"domain", "gguf", "templates"},
+    "server": {"domain", "engine", "constrain", "templates"},  # HTTP in, the engine's turn out
     "documents": {"domain"},  # files to text, chunks, the index: no model, no window
     # the window serves its own model: the server is one more thing the controllers drive
-    "controllers": {"domain", "harmony", "templates", "engine", "tools", "store", "library", "server", "documents"},
+    "controllers": {
+        "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store",
+        "library", "server", "documents",
+    },
     "ui": {"controllers", "domain"},
 }
 
@@ -103,3 +113,175 @@ def test_each_package_imports_only_what_the_map_allows(package: str) -> None:
         bad = inner - MAP[package] - SHARED - {package}
         assert not bad, f"{path} imports {sorted(bad)}"
 
+
+
+# --- the engine's sides of the process line ---------------------------------------------------
+
+ENGINE = APP / "engine"
+# What the worker process may import of the app: the pipe's values, the core count, JSON mode.
+WORKER_MAY = ("app.engine.protocol", "app.engine.cores", "app.engine.worker", "app.constrain",
+              "app.domain", "app.errors")  # fmt: skip
+# Which engine side may import which (a side never reaches into another's modules).
+SIDES = {
+    "local": {"local", "worker"},  # the worker only from local/process.py, deferred (below)
+    "remote": {"remote"},
+    "turn": {"turn"},
+    "worker": {"worker"},
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _app_imports(path: Path) -> list[tuple[str, bool]]:
+    """(module, at top level) for each app import in `path`; `from app.x import y` names
+    `app.x.y` when that is a module."""
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            names += [f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")]
+        else:
+            continue
+        found += [(n, id(node) in top) for n in names if n == "app" or n.startswith("app.")]
+    return found
+
+
+def _is_module(name: str) -> bool:
+    base = APP.parent / name.replace(".", "/")
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def test_the_worker_imports_only_the_protocol_cores_and_json_mode() -> None:
+    for path in (ENGINE / "worker").rglob("*.py"):
+        bad = {n for n, _ in _app_imports(path) if not n.startswith(WORKER_MAY)}
+        assert not bad, f"{path} imports {sorted(bad)}"
+
+
+def test_llama_cpp_is_imported_in_the_worker_only() -> None:
+    for path in APP.rglob("*.py"):
+        if (ENGINE / "worker") in path.parents:
+            continue
+        assert not {n for n in imports(path) if n.split(".")[0] == "llama_cpp"}, path
+
+
+def test_only_the_process_handle_imports_the_worker_and_only_when_it_starts_one() -> None:
+    for path in APP.rglob("*.py"):
+        if (ENGINE / "worker") in path.parents:
+            continue
+        for name, top in _app_imports(path):
+            if name.startswith("app.engine.worker"):
+                assert path == ENGINE / "local" / "process.py", f"{path} imports {name}"
+                assert not top, f"{path} imports {name} at top level: the app would load it"
+
+
+@pytest.mark.parametrize("side", sorted(SIDES))
+def test_each_engine_side_keeps_to_itself(side: str) -> None:
+    for path in (ENGINE / side).rglob("*.py"):
+        reached = {n.split(".")[2] for n, _ in _app_imports(path) if n.startswith("app.engine.")}
+        bad = reached - SIDES[side] - {"protocol", "cores", "session"}
+        assert not bad, f"{path} imports the engine's {sorted(bad)}"
+
+
+# --- no circles, no aliases ------------------------------------------------------------------
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in APP.rglob("*.py"):
+        here = _module(path)
+        graph.setdefault(here, set())
+        for name, _ in _app_imports(path):
+            if _is_module(name) and name != here and not here.startswith(name + "."):
+                graph[here].add(name)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph` (Tarjan's strongly connected components of two or more)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_even_through_imports_inside_functions() -> None:
+    """Every import counts: at top level, inside a function, or for type checking only."""
+    graph = _graph()
+    deferred = sum(1 for p in APP.rglob("*.py") for _, top in _app_imports(p) if not top)
+    assert deferred > 0  # the walk sees imports inside functions (the CLI loads commands late)
+    assert circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+# The controllers are the window's one door to the layers under it (the UI may import nothing
+# else), so they alone may hand a name on as their own.
+ALIASES_ALLOWED = {APP / "controllers"}
+
+
+def test_no_module_re_exports_a_name_as_itself() -> None:
+    for path in APP.rglob("*.py"):
+        if any(d in path.parents for d in ALIASES_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                same = [a.name for a in node.names if a.asname == a.name]
+                assert not same, f"{path} re-exports {same}: import them from where they live"
+
+
+def test_every_event_is_imported_from_the_domain() -> None:
+    """The event union lives in `app/domain/events.py`; no other module hands an event on."""
+    from app.domain import events
+
+    names = {n for n, v in vars(events).items() if isinstance(v, type) and v.__module__ == events.__name__}
+    for path in [*APP.rglob("*.py"), *(APP.parent / "tests").rglob("*.py"), *(APP.parent / "bench").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("app."):
+                if node.module == "app.domain.events":
+                    continue
+                if node.module.startswith(("app.domain", "app.ui", "app.controllers")):
+                    continue
+                wrong = [a.name for a in node.names if a.name in names]
+                assert not wrong, f"{path} imports {wrong} from {node.module}"
+
+
+def test_no_module_in_app_is_over_400_lines() -> None:
+    long = {str(p.relative_to(APP)): n for p in APP.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}

@@ -9,19 +9,21 @@ import llguidance
 import pytest
 from llguidance.tiktoken import lltokenizer_from_encoding
 
+from app.constrain.constraint import CallSpec, Constraint
 from app.domain.builtin_tools import browser_namespace, python_namespace
+from app.domain.events import ToolsRan, TurnResult
 from app.domain.messages import Conversation, Message, Role, SystemContent
-from app.engine.chat import ChatSession
-from app.engine.constraint import CallSpec, Constraint, harmony_constraint
-from app.engine.protocol import Sampling
-from app.engine.scripted import ScriptedClient
-from app.engine.tool_runner import run_calls
-from app.engine.tool_turn import ToolsRan, run_tool_turn, with_tools
-from app.engine.turn_loop import Generate, Generated, RunCalls, TurnResult, turn_loop
+from app.domain.sampling import Sampling
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
+from app.engine.turn.loop import Generate, Generated, RunCalls, turn_loop
+from app.engine.turn.tools import run_tool_turn, with_tools
 from app.harmony import encoding as enc
 from app.harmony.parser import parse_tokens
+from app.templates.harmony_grammar import harmony_constraint
 from app.templates.registry import get_template
 from app.tools.builtin.everyday import calculate
+from app.tools.runner import run_calls
 from app.tools.session import ConversationTools, ToolOptions
 
 

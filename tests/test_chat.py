@@ -8,12 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.domain.events import ContentDelta, MessageDone, MessageStarted, TurnDone
+from app.domain.events import (
+    ContentDelta,
+    GenerationDone,
+    MessageDone,
+    MessageStarted,
+    TurnDone,
+    TurnFailed,
+)
 from app.domain.messages import ReasoningEffort, Role, SystemContent
 from app.domain.visibility import Lane
-from app.engine.chat import ChatSession
-from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.scripted import ScriptedClient
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
 from app.templates.registry import get_template
 
 TURN = ("<|channel|>analysis<|message|>The user greets; reply kindly.<|end|>"
@@ -95,8 +101,8 @@ def test_template_and_sampling_choices_are_remembered_per_model(tiny_model: Path
 
 
 def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
-    from app.engine.chat import JsonChecked
-    from app.engine.constraint import JsonSchemaFormat, ResponseFormat
+    from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
+    from app.domain.events import JsonChecked
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name="count", schema=schema))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.client import WorkerClient
-from app.engine.gguf_info import read_gguf
+from app.engine.local.client import WorkerClient
 from app.errors import LoadProblem, ModelLoadError
+from app.gguf.info import read_gguf
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from app.domain.events import ContentDelta, TurnDone
+from app.domain.events import ContentDelta, GenerationDone, TurnDone
 from app.domain.messages import Conversation, Message, Role
+from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
-from app.engine.chat import ChatSession
-from app.engine.default_model import gemma_model_path
-from app.engine.protocol import GenerationDone, Sampling
-from app.engine.tokenizer import ModelTokenizer
+from app.engine.local.session import ChatSession
+from app.engine.local.tokenizer import ModelTokenizer
 from app.errors import LoadProblem, ModelLoadError
 from app.harmony.encoding import load_encoding
+from app.library.bundled import gemma_model_path
 from app.templates.registry import default_template_name, get_template
 
 
@@ -102,7 +102,7 @@ def test_the_default_model_is_smollm2_instruct_read_in_place_and_checked(tmp_pat
     stamp in the cache), and never through the package's plugin module (it needs `llm`)."""
     import sys
 
-    from app.engine.default_model import CHAT_PACKAGE, default_model_path
+    from app.library.bundled import CHAT_PACKAGE, default_model_path
 
     monkeypatch.setenv("HARMONY_DESK_CACHE", str(tmp_path))
     seen: list[float] = []
@@ -110,7 +110,7 @@ def test_the_default_model_is_smollm2_instruct_read_in_place_and_checked(tmp_pat
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and seen[-1] == 1.0
     assert (tmp_path / "models" / "smollm2.verified").is_file()
     assert CHAT_PACKAGE not in sys.modules and "llm" not in sys.modules
-    from app.engine.gguf_info import read_model
+    from app.gguf.info import read_model
 
     metadata = read_model(path).metadata
     assert default_template_name(metadata) == "smollm2"

@@ -11,15 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.engine.client import WorkerClient
-from app.engine.protocol import (
-    FinishReason,
-    GenerationDone,
-    Sampling,
-    TokenStep,
-    TurnFailed,
-    WorkerState,
-)
+from app.domain.events import FinishReason, GenerationDone, TokenStep, TurnFailed
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
+from app.engine.protocol import WorkerState
 from app.harmony import encoding as enc
 from app.harmony.renderer import Renderer
 from tests.fixed_conversations import fixed_conversations
@@ -45,7 +40,7 @@ def run(client: WorkerClient, ids: list[int], **kw: Any) -> tuple[list[int], Any
 def test_model_info_and_harmony_vocabulary(tiny_client: WorkerClient) -> None:
     info = tiny_client.info
     assert info is not None and info.n_vocab == enc.N_VOCAB and info.architecture == "gpt-oss"
-    from app.engine.tokenizer import ModelTokenizer
+    from app.engine.local.tokenizer import ModelTokenizer
     from app.templates.harmony import HarmonyTemplate
 
     tok = ModelTokenizer(tiny_client)
@@ -144,7 +139,7 @@ def test_a_worker_killed_mid_answer_becomes_turn_failed_and_restarts(tiny_model:
 def test_async_client_streams_without_blocking_the_loop_and_cancels_on_exit(tiny_model: Any) -> None:
     import asyncio
 
-    from app.engine.async_client import AsyncWorkerClient
+    from app.engine.local.async_client import AsyncWorkerClient
 
     async def scenario() -> tuple[list[int], int, WorkerState, list[float]]:
         client = AsyncWorkerClient()
@@ -182,7 +177,7 @@ def test_llama_cpp_lines_cross_the_pipe_to_the_app_log(tiny_model: Any, tmp_path
     writes them to the log file) instead of the worker's stderr."""
     import logging
 
-    from app.engine.client import WorkerClient
+    from app.engine.local.client import WorkerClient
 
     seen: list[str] = []
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.gguf_info import read_gguf
 from app.errors import HarmonyDeskError, InvalidInputError
+from app.gguf.info import read_gguf
 from app.inputs import load_json, load_yaml, read_text_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from app.domain.events import JsonChecked, JsonRetried, MessageDone
-from app.engine.chat import ChatSession
-from app.engine.constraint import Constraint, JsonSchemaFormat, ResponseFormat, validate_json
-from app.engine.json_close import closing
-from app.engine.json_minimal import smallest
-from app.engine.json_plan import plan
-from app.engine.protocol import GenerationDone, GenerationEvent, Sampling
-from app.engine.scripted import ScriptedClient
+from app.constrain.close import closing
+from app.constrain.constraint import Constraint, JsonSchemaFormat, ResponseFormat, validate_json
+from app.constrain.minimal import smallest
+from app.constrain.plan import plan
+from app.domain.events import GenerationDone, GenerationEvent, JsonChecked, JsonRetried, MessageDone
+from app.domain.sampling import Sampling
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
 from app.errors import ErrorCode
 from app.templates.registry import get_template
 
@@ -173,7 +173,7 @@ def test_each_violation_has_its_own_retries() -> None:
 def test_where_a_retry_backs_up_to_at_the_value_and_then_at_the_member(
     text: str, path: str, keyword: str, at_value: str, at_member: str
 ) -> None:
-    from app.engine.json_spans import backup_offset
+    from app.constrain.spans import backup_offset
 
     value = json.loads(text)
     assert text[: backup_offset(text, value, path, keyword)] == at_value
@@ -275,7 +275,7 @@ def test_the_command_line_prints_only_valid_json_and_exits_non_zero_otherwise(
 
 
 def test_free_strings_share_a_length_budgeted_from_max_tokens() -> None:
-    from app.engine.json_plan import budgeted
+    from app.constrain.plan import budgeted
 
     schema = {"type": "object", "properties": {
         "a": {"type": "string"}, "b": {"type": ["string", "null"]}, "c": {"type": "string", "maxLength": 5},
@@ -292,8 +292,8 @@ def test_a_remote_endpoints_json_answer_gets_the_same_exact_check() -> None:
     """The endpoint enforced what it could (its `response_format`); formats and the rest are
     checked here exactly as for a local answer, and the card says the endpoint generated it."""
     from app.domain.endpoint import Endpoint
-    from app.engine.remote import RemoteSession
-    from app.engine.scripted import ScriptedServer
+    from app.engine.local.scripted import ScriptedServer
+    from app.engine.remote.session import RemoteSession
 
     schema = {"type": "object", "properties": {"v": {"type": "string", "format": "semver"}}, "required": ["v"]}
     endpoint = Endpoint(name="remote", base_url="http://remote.invalid/v1", model="some-model")

@@ -8,18 +8,13 @@ from typing import Any
 
 import pytest
 
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema, validate_json
+from app.domain.events import JsonChecked
 from app.domain.messages import Conversation, DeveloperContent, Message, Role, ToolDescription
-from app.engine.chat import ChatSession, JsonChecked
-from app.engine.constraint import (
-    JsonSchemaFormat,
-    ResponseFormat,
-    SchemaError,
-    check_schema,
-    harmony_constraint,
-    validate_json,
-)
-from app.engine.protocol import Sampling
-from app.errors import ErrorCode
+from app.domain.sampling import Sampling
+from app.engine.local.session import ChatSession
+from app.errors import ErrorCode, SchemaError
+from app.templates.harmony_grammar import harmony_constraint
 from app.templates.registry import get_template
 from tests.json_schemas import SCHEMAS
 
@@ -42,7 +37,7 @@ def test_suite_schemas_compile(name: str) -> None:
       ["format 'no-such-format' at /properties/c (not checked)"])],
 )
 def test_keywords_the_grammar_cannot_enforce_are_widened_and_listed(schema: dict[str, Any], widened: list[str]) -> None:
-    from app.engine.json_plan import plan
+    from app.constrain.plan import plan
 
     found = plan(schema)
     assert found.checked_after() == widened and not found.full

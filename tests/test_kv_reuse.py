@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.engine.client import WorkerClient
-from app.engine.protocol import FinishReason, GenerationDone, LoadSettings, Sampling
+from app.domain.events import FinishReason, GenerationDone
+from app.domain.placement import LoadSettings
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
 from app.harmony import encoding as enc
 
 TOLERANCE = 1e-3  # the wrong state was off by 0.08 (tiny gpt-oss) to 5.7 (Gemma)
@@ -28,14 +30,14 @@ def _words(seed: int, count: int) -> list[int]:
 
 def logits_after(client: WorkerClient, history: list[int], prompt: list[int]) -> tuple[int, np.ndarray]:
     """Evaluate `history`, then `prompt` (reusing what it can): the kept count and the logits."""
-    client.call("logits", history)
-    reused, raw = client.call("logits", prompt)
+    client.logits(history)
+    reused, raw = client.logits(prompt)
     return reused, np.frombuffer(raw, dtype=np.float32)
 
 
 def fresh_logits(client: WorkerClient, prompt: list[int]) -> np.ndarray:
-    client.call("logits", [prompt[0] + 1])  # nothing in common: the cache starts again
-    reused, raw = client.call("logits", prompt)
+    client.logits([prompt[0] + 1])  # nothing in common: the cache starts again
+    reused, raw = client.logits(prompt)
     assert reused == 0
     return np.frombuffer(raw, dtype=np.float32)
 
@@ -109,7 +111,7 @@ def test_a_window_cache_that_cannot_roll_back_is_evaluated_again(gemma_model: An
         reused, after = logits_after(client, history, prompt)
         assert reused == 0
         assert float(np.max(np.abs(after - fresh_logits(client, prompt)))) < TOLERANCE
-        client.call("logits", history)  # the timings of a generation say the same
+        client.logits(history)  # the timings of a generation say the same
         done = [e for e in client.generate(prompt, stop_ids=[], max_tokens=1,
                                            sampling=Sampling(temperature=0.0)) if isinstance(e, GenerationDone)]
         assert done[0].timings.prompt_reused == 0 and done[0].timings.prompt_evaluated == len(prompt)
@@ -119,7 +121,7 @@ def test_a_window_cache_that_cannot_roll_back_is_evaluated_again(gemma_model: An
 
 def test_stop_during_a_long_prompt_evaluation_ends_it_and_the_worker_stays_ready(gemma_long: WorkerClient) -> None:
     prompt = _words(11, 3000)
-    gemma_long.call("logits", [1, 2, 3])
+    gemma_long.logits([1, 2, 3])
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     events = list(gemma_long.generate(prompt, stop_ids=[], max_tokens=4, cancel=cancel))
@@ -157,7 +159,7 @@ def test_load_settings_reach_llama_cpp(tiny_model: Any) -> None:
     (10, True, 10, "GPU 10/24 layers, rest CPU"), (99, True, 24, "GPU"), (10, False, 0, "CPU"),
 ])
 def test_gpu_layers_auto_all_none_or_some(wanted: int | None, offload: bool, expected: int, words: str) -> None:
-    from app.engine.placement import llama_arguments, placement_for
+    from app.engine.worker.placement import llama_arguments, placement_for
 
     metadata = {"general.architecture": "gpt-oss", "gpt-oss.block_count": 24, "gpt-oss.attention.sliding_window": 128}
     placement = placement_for(LoadSettings(gpu_layers=wanted), metadata, offload)
@@ -193,7 +195,7 @@ def test_tokens_come_scored_from_the_logits_they_were_sampled_from(tiny_model: A
     its place, from llama.cpp's logits; greedy sampling picks the first of them."""
     import math
 
-    from app.engine.protocol import TokenStep
+    from app.domain.events import TokenStep
 
     client = WorkerClient()
     try:

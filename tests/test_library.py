@@ -14,10 +14,10 @@ import pytest
 
 import app.library.scan as scan_module
 from app.domain.library import Fit, MemoryEstimate
-from app.engine.client import WorkerClient
-from app.engine.gguf_info import read_gguf, read_model
-from app.engine.memory import estimate_memory
+from app.engine.local.client import WorkerClient
+from app.engine.local.memory import estimate_memory
 from app.errors import LoadProblem, ModelLoadError, ResourceError
+from app.gguf.info import read_gguf, read_model
 from app.library.catalog import load_catalog
 from app.library.folders import (
     LibraryError,

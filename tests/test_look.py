@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui import theme
+from app.ui import appearance, theme
 from tests.test_window import TURN, make_window, send
 
 CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QPlainTextEdit, QTextEdit)
@@ -32,7 +32,7 @@ CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget
 @pytest.fixture(autouse=True)
 def light_again() -> Any:
     yield
-    theme.apply(QApplication.instance(), "light")  # type: ignore[arg-type]
+    appearance.apply(QApplication.instance(), "light")  # type: ignore[arg-type]
 
 
 def _fg(widget: QWidget) -> QColor:
@@ -45,13 +45,13 @@ def test_the_theme_switch_repaints_every_widget_with_its_roles(qtbot: Any, qloop
     send(qtbot, window, "What is 6*7?")
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    theme.apply(app, "dark")
+    appearance.apply(app, "dark")
     assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.DARK.window)
     theme.mark(window.banner, "error")
     assert _fg(window.banner) == QColor(theme.DARK.error)
     bubble = window.transcript.turns[-1].user
     assert bubble.property("role") == "bubble"
-    theme.apply(app, "light")
+    appearance.apply(app, "light")
     assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.LIGHT.window)
     assert _fg(window.banner) == QColor(theme.LIGHT.error)
 
@@ -62,14 +62,14 @@ def test_system_follows_the_colour_scheme_while_it_is_chosen(qtbot: Any, qloop: 
     hints = QGuiApplication.styleHints()
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    theme.follow_system(app)
-    theme.apply(app, "system")
+    appearance.follow_system(app)
+    appearance.apply(app, "system")
     hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
     assert theme.current() is theme.DARK
     assert app.palette().color(QPalette.ColorRole.Window) == QColor(theme.DARK.window)
     hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
     assert theme.current() is theme.LIGHT
-    theme.apply(app, "light")  # chosen: the system no longer decides
+    appearance.apply(app, "light")  # chosen: the system no longer decides
     hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
     assert theme.current() is theme.LIGHT
 
@@ -263,9 +263,9 @@ def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop
 
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    theme.apply(app, "light")
+    appearance.apply(app, "light")
     assert ink(turn.copy) == QColor(theme.LIGHT.text).name()
-    theme.apply(app, "dark")
+    appearance.apply(app, "dark")
     assert ink(turn.copy) == QColor(theme.DARK.text).name()
 
 

@@ -21,15 +21,16 @@ from typing import Any
 
 import pytest
 
-from app.engine.audit import AuditLog
-from app.engine.chat import ChatSession
-from app.engine.constraint import enforceable, harmony_constraint
-from app.engine.scripted import ScriptedClient
-from app.engine.tool_turn import ToolsRan, run_tool_turn
-from app.engine.turn_loop import TurnResult
+from app.constrain.constraint import enforceable
+from app.domain.events import ToolsRan, TurnResult
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
+from app.engine.turn.tools import run_tool_turn
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
+from app.templates.harmony_grammar import harmony_constraint
 from app.templates.registry import get_template
+from app.tools.audit import AuditLog
 from app.tools.discovery import discover
 from app.tools.mcp_client import McpError
 from app.tools.mcp_config import McpServer
@@ -104,7 +105,7 @@ def test_a_real_servers_tools_are_called_in_a_turn_approved_and_audited(tmp_path
         asked: list[str] = []
 
         def approve(call: Any) -> Any:
-            from app.engine.tool_runner import Decision
+            from app.tools.calls import Decision
 
             asked.append(call.tool.qualified_name)
             return Decision(True, how="asked: allowed")

@@ -15,13 +15,21 @@ from typing import Any
 
 import pytest
 
+from app.constrain.constraint import ResponseFormat
 from app.domain.endpoint import Endpoint
-from app.domain.events import ContentDelta, MessageDone, ParseIssue
+from app.domain.events import (
+    ContentDelta,
+    FinishReason,
+    GenerationDone,
+    JsonChecked,
+    MessageDone,
+    ParseIssue,
+    TurnFailed,
+)
 from app.domain.messages import Conversation, DeveloperContent, Message, Role
-from app.engine.chat import JsonChecked
-from app.engine.constraint import ResponseFormat
-from app.engine.protocol import FinishReason, GenerationDone, Sampling, TurnFailed
-from app.engine.remote import RemoteSession, to_openai
+from app.domain.sampling import Sampling
+from app.engine.remote.session import RemoteSession
+from app.engine.remote.wire import to_openai
 from tests.fault_proxy import FaultProxy
 
 GREEDY = Sampling(temperature=0.0, seed=1)
@@ -191,8 +199,8 @@ def test_what_is_sent_is_the_visible_conversation_with_calls_paired() -> None:
 def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: FaultProxy) -> None:
     import json
 
-    from app.engine.tool_turn import ToolsRan, run_tool_turn
-    from app.engine.turn_loop import TurnResult
+    from app.domain.events import ToolsRan, TurnResult
+    from app.engine.turn.tools import run_tool_turn
     from app.tools.api import tool
     from app.tools.registry import ToolRegistry
 
@@ -216,7 +224,7 @@ def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: Fa
 
 
 def test_the_response_id_and_logprobs_come_back_for_the_debug_pane(server: int) -> None:
-    from app.engine.remote import RequestSent, ResponseReceived
+    from app.domain.events import RequestSent, ResponseReceived
 
     session = RemoteSession(endpoint(f"http://127.0.0.1:{server}/v1", top_logprobs=2), None,
                             sampling=GREEDY, max_tokens=4)
@@ -325,7 +333,7 @@ def test_a_gpt_oss_endpoint_that_parses_harmony_itself_streams_its_plain_answer(
     """Plain text from a gpt-oss endpoint (the server parsed Harmony) streams as the answer
     once it cannot be markup, and is kept whole; raw markup from the same model is parsed."""
     from app.domain.visibility import Lane
-    from app.engine.scripted import ScriptedServer
+    from app.engine.local.scripted import ScriptedServer
 
     answer = "Paris is the capital of France. " * 12
     chunks = [answer[i:i + 20] for i in range(0, len(answer), 20)]
@@ -351,7 +359,7 @@ def test_a_databricks_reasoning_answer_shows_the_same_in_the_window_and_the_term
     from app.cli.terminal_reply import TerminalReply
     from app.controllers.remote_host import RemoteHost
     from app.domain.history import Reply
-    from app.engine.turn import TurnRequest, run_turn
+    from app.engine.turn.run import TurnRequest, run_turn
     from app.secrets import Secrets
     from app.settings import load_settings, save_settings
     from tests.test_window import make_window, send

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.cli.replay import Source, replay_terminal, source_of
+from app.cli.replay import replay_terminal
+from app.cli.replay_source import Source, source_of
 from app.harmony import encoding as enc
 from app.harmony.encoding import HarmonyEncoding
 from app.harmony.parser import StreamParser

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.paths import config_dir
-from app.tools.folders import check_writable
-from app.tools.sandbox import PythonSandbox, SandboxFolderError, SandboxLimits
+from app.tools.folders import SandboxFolderError, check_writable
+from app.tools.sandbox import PythonSandbox, SandboxLimits
 
 pytestmark = pytest.mark.slow
 

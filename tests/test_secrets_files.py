@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from app.domain.endpoint import Endpoint
 from app.domain.redact import redact
-from app.engine.remote import RemoteError
+from app.engine.remote.retry import RemoteError
 from app.store.database import open_database
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -323,9 +323,9 @@ def test_the_responses_api_with_a_function_call_and_its_output(oss: str) -> None
 
 def test_harmony_desks_own_remote_backend_on_its_own_server(oss: str) -> None:
     from app.domain.endpoint import Endpoint
-    from app.engine.remote import RemoteSession
-    from app.engine.tool_turn import ToolsRan, run_tool_turn
-    from app.engine.turn_loop import TurnResult
+    from app.domain.events import ToolsRan, TurnResult
+    from app.engine.remote.session import RemoteSession
+    from app.engine.turn.tools import run_tool_turn
     from app.tools.builtin.everyday import calculate
     from app.tools.registry import ToolRegistry
 

@@ -226,9 +226,10 @@ def test_interactive_mode_sends_only_the_new_turn_the_cache_holds_the_rest(smoll
     """internlm-chat on SmolLM2 (a real model; the layout is what is tested): the second turn
     re-evaluates only what follows the first answer, as LMDeploy's interactive mode sends only
     `{separator}{user}…{eoh}{assistant}` — the engine's prefix reuse is that mode."""
-    from app.engine.chat import ChatSession
-    from app.engine.protocol import GenerationDone, Sampling
-    from app.engine.tokenizer import ModelTokenizer
+    from app.domain.events import GenerationDone
+    from app.domain.sampling import Sampling
+    from app.engine.local.session import ChatSession
+    from app.engine.local.tokenizer import ModelTokenizer
 
     template = get_template("internlm-chat")
     session = ChatSession(smollm_client, template, sampling=Sampling(temperature=0.0), max_tokens=12)
@@ -253,7 +254,7 @@ def test_the_model_settings_dialog_tells_the_templates_values_from_the_users(
 ) -> None:
     from app.controllers.bridge import EngineBridge
     from app.controllers.model_host import ModelHost
-    from app.engine.scripted import ScriptedClient
+    from app.engine.local.scripted import ScriptedClient
     from app.templates.choices import ChoiceStore
     from app.ui.model_settings import ModelSettings
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.engine.constraint import json_constraint
-from app.engine.mask_plans import TOKEN_DATA
-from app.engine.masking import MaskFactory
+from app.constrain.constraint import json_constraint
+from app.engine.worker.mask_plans import TOKEN_DATA
+from app.engine.worker.masking import MaskFactory
 
 SCHEMA = {
     "type": "object",

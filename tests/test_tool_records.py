@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
-from app.engine.audit import AuditLog
-from app.engine.tool_runner import Decision
-from app.engine.turn_loop import CallOutcome, CallRecord, PendingCall
+from app.domain.events import CallOutcome, CallRecord
+from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.tools.audit import AuditLog
 from app.tools.builtin.everyday import calculate
+from app.tools.calls import Decision, PendingCall
 
 
 def test_always_allow_and_deny_are_saved_and_apply_to_a_new_conversation(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from app.domain.events import ToolsRan, TurnResult
 from app.domain.messages import Role
-from app.engine.chat import ChatSession
-from app.engine.protocol import Sampling
-from app.engine.scripted import ScriptedClient
-from app.engine.tool_turn import ToolsRan, run_tool_turn
-from app.engine.turn_loop import TurnResult
+from app.domain.sampling import Sampling
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
+from app.engine.turn.tools import run_tool_turn
 from app.templates.registry import get_template
 from app.tools.api import tool
 from app.tools.builtin.everyday import calculate
@@ -87,7 +87,7 @@ def test_approval_is_asked_and_answered_as_events_that_every_frontend_folds() ->
     from app.cli.terminal_reply import TerminalReply
     from app.domain.events import ToolCallDecided, ToolCallRequested
     from app.domain.history import Reply
-    from app.engine.tool_runner import Decision
+    from app.tools.calls import Decision
 
     client = ScriptedClient([
         '<|channel|>commentary to=functions.calculate <|constrain|>json<|message|>{"expression":"6*7"}<|call|>',
@@ -119,7 +119,7 @@ def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_in_the_terminal(
 
     from app.cli.terminal_reply import TerminalReply
     from app.domain.history import Reply
-    from app.engine.turn import TurnRequest, run_turn
+    from app.engine.turn.run import TurnRequest, run_turn
 
     client = ScriptedClient([
         "<|channel|>analysis<|message|>Need the sum.<|end|><|start|>assistant<|channel|>final"
@@ -145,7 +145,7 @@ def test_a_card_decided_before_the_question_arrives_answers_it() -> None:
     import asyncio
 
     from app.controllers.approvals import WindowApprovals
-    from app.engine.turn_loop import PendingCall
+    from app.tools.calls import PendingCall
 
     approvals = WindowApprovals()
     approvals.decide("call-1", False)
@@ -160,10 +160,16 @@ def test_a_card_decided_before_the_question_arrives_answers_it() -> None:
 def test_the_turn_timeline_lays_generations_and_tool_calls_end_to_end() -> None:
     """The reply builder's timeline: each generation's prompt evaluation and decoding, then the
     tool calls side by side, then the next generation — on one time axis from the turn's start."""
-    from app.domain.events import CallOutcome, GenerationDone, TokenScored, ToolsRan
+    from app.domain.events import (
+        CallOutcome,
+        FinishReason,
+        GenerationDone,
+        Timings,
+        TokenScored,
+        ToolsRan,
+    )
     from app.domain.history import Reply, Segment
     from app.domain.reply_builder import ReplyBuilder
-    from app.engine.protocol import FinishReason, Timings
 
     builder = ReplyBuilder(Reply())
     card = {"tool": "functions.calculate", "call_id": "c1", "state": "running"}

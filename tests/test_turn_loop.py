@@ -9,12 +9,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.domain.events import TurnResult
 from app.domain.messages import Conversation, Message, Role
-from app.engine.tool_runner import Decision, allow_all, run_calls
-from app.engine.turn_loop import Generate, Generated, RunCalls, TurnResult, turn_loop
+from app.engine.turn.loop import Generate, Generated, RunCalls, turn_loop
 from app.tools.api import ToolError, tool
 from app.tools.builtin.everyday import calculate
+from app.tools.calls import Decision, allow_all
 from app.tools.registry import ToolRegistry
+from app.tools.runner import run_calls
 
 
 @tool(deadline_ms=200)
@@ -146,7 +148,7 @@ def test_unknown_tool_and_the_loop_cap() -> None:
 
 
 def test_every_record_says_how_it_was_approved_and_how_long_it_ran(tmp_path: Any) -> None:
-    from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
+    from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
 
     asked: list[str] = []
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.model_host import ModelHost
-from app.engine.scripted import ScriptedClient
+from app.engine.local.scripted import ScriptedClient
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.main_window import MainWindow, UiState
 from app.ui.markdown_view import MarkdownView
@@ -158,7 +158,7 @@ def test_a_tool_call_waits_for_approval_and_runs_the_edited_arguments(qtbot: Any
     assert card.data["state"] == "ok" and '"result": 5' in card.result.toPlainText()
     assert "arguments edited" in card.state.text()
     assert '"result": 5' in client.encoding.decode(client.prompts[1])
-    from app.engine.audit import AuditLog
+    from app.tools.audit import AuditLog
 
     audited = AuditLog().read(window.controller.doc.id).entries  # the window audits, as the terminal does
     assert len(audited) == 1 and audited[0]["tool"] == "functions.calculate"

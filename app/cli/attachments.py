@@ -17,14 +17,12 @@ from typing import TextIO
 
 from app.documents.attach import Attached, attach, with_attachments
 from app.documents.index import DocumentIndex
-from app.domain.attachments import estimate, estimated_room
 from app.domain.citations import cited
-from app.engine.chat import ChatSession
-from app.engine.remote import RemoteSession
+from app.engine.session import Session
 
 
 def prepare(
-    session: ChatSession | RemoteSession,
+    session: Session,
     files: Sequence[Path],
     text: str,
     err: TextIO,
@@ -33,11 +31,8 @@ def prepare(
     """The message to send with its attachments, said on `err` first."""
     index = DocumentIndex() if library else None
     try:
-        if isinstance(session, ChatSession):
-            attached = attach(files, text, session.room(text), session.count, index)
-        else:  # a remote endpoint's tokenizer is not ours
-            room = estimated_room(text, session.max_tokens)
-            attached = attach(files, text, room, estimate, index)
+        # a remote endpoint's tokenizer is not ours: its session estimates
+        attached = attach(files, text, session.room(text), session.count, index)
     finally:
         if index is not None:
             index.close()

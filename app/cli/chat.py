@@ -23,23 +23,23 @@ from pydantic import ValidationError
 from app.cli.attachments import prepare, sources
 from app.cli.checkpoints import ChatCheckpoints
 from app.cli.local_model import add_model_arguments, load_model
-from app.cli.terminal_reply import TerminalReply, TurnEvent
+from app.cli.terminal_reply import TerminalReply
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.documents.kept import keep_files
 from app.domain.endpoint import Endpoint
+from app.domain.events import TurnEvent, TurnFailed
 from app.domain.history import Reply
 from app.domain.messages import ReasoningEffort
 from app.domain.sampling import Sampling
-from app.engine.approval import ApprovalPolicy, ApprovalStore, terminal_ask
-from app.engine.chat import ChatSession
-from app.engine.client import WorkerClient
-from app.engine.constraint import JsonSchemaFormat, ResponseFormat, check_schema
-from app.engine.protocol import TurnFailed
-from app.engine.remote import RemoteSession
-from app.engine.tool_runner import allow_all
-from app.engine.turn import TurnRequest, run_turn
+from app.engine.local.client import WorkerClient
+from app.engine.local.session import ChatSession
+from app.engine.remote.session import RemoteSession
+from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
 from app.tools.api import ToolContext
+from app.tools.approval import ApprovalPolicy, ApprovalStore, terminal_ask
+from app.tools.calls import allow_all
 from app.tools.mcp_tools import McpPool
 from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions, UnknownToolError
 

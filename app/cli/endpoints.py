@@ -97,7 +97,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
 
 
 def _test(endpoint: Endpoint, secrets: Secrets) -> int:
-    from app.engine.remote import check_connection
+    from app.engine.remote.session import check_connection
 
     try:
         key = secrets.key_for(endpoint)

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
-from app.engine.client import WorkerClient
 from app.engine.cores import default_threads
+from app.engine.local.client import WorkerClient
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
 from app.templates.base import Template
@@ -90,7 +90,7 @@ def _progress(label: str) -> Callable[[float], None]:
 def _model_path(name: str) -> str:
     if name != "default":
         return name
-    from app.engine.default_model import default_model_path
+    from app.library.bundled import default_model_path
     from app.library.folders import startup_model
 
     chosen = startup_model(load_settings())  # `harmony-desk models default PATH`

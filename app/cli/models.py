@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _entries() -> list[ModelEntry]:
-    from app.engine.default_model import assembled_default_model
+    from app.library.bundled import assembled_default_model
     from app.library.folders import library_folders
     from app.library.scan import scan
     from app.settings import load_settings
@@ -67,7 +67,7 @@ def _entries() -> list[ModelEntry]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from app.engine.memory import available_memory, estimate_memory
+    from app.engine.local.memory import available_memory, estimate_memory
     from app.settings import load_settings
 
     n_ctx = args.ctx or load_settings().context_length
@@ -99,7 +99,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from app.engine.gguf_info import read_model
+    from app.gguf.info import read_model
 
     info = read_model(args.path)
     metadata: dict[str, Any] = dict(info.metadata)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.cli.replay import USER_TEXT, Source, _endpoint, result_of, session_for
+from app.cli.replay_source import USER_TEXT, Source, endpoint_of, result_of, session_for
 
 _LOOP: Any = None
 
@@ -41,7 +41,7 @@ def run_in_window(source: Source, via: str) -> dict[str, Any]:
     """The replay line of `source` as the window showed it."""
     from app.controllers.bridge import EngineBridge
     from app.controllers.model_host import ModelHost
-    from app.engine.scripted import ScriptedClient
+    from app.engine.local.scripted import ScriptedClient
     from app.ui.app import build_window
     from app.ui.markdown_view import MarkdownView
 
@@ -52,7 +52,7 @@ def run_in_window(source: Source, via: str) -> dict[str, Any]:
     controller = window.controller
     if via == "remote-text":
         controller.remote = _ReplayRemote(source)  # type: ignore[assignment]
-        controller.doc.endpoint = _endpoint().name
+        controller.doc.endpoint = endpoint_of().name
     try:
         assert controller.send(USER_TEXT), "the window did not take the message"
         loop.run_until_complete(controller.wait())

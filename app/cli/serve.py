@@ -19,14 +19,13 @@ from pathlib import Path
 
 from app.cli.local_model import add_model_arguments, load_model
 from app.domain.sampling import Sampling
-from app.engine.chat import ChatSession
-from app.engine.client import WorkerClient
-from app.engine.tokenizer import ModelTokenizer
+from app.engine.local.client import WorkerClient
+from app.engine.local.session import ChatSession
+from app.engine.local.tokenizer import ModelTokenizer
 from app.errors import InvalidInputError
 from app.secrets import Secrets
 from app.server.app import LOOPBACK, ServeOptions, make_app
 from app.server.served import ServedModel
-from app.templates.harmony import HarmonyTemplate
 
 TOKEN_KEY = "server.token"
 
@@ -125,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             n_ctx=loaded.info.n_ctx,
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
         )
-        harmony = isinstance(loaded.template, HarmonyTemplate)
+        harmony = loaded.template.tool_calls == "harmony"
         app = make_app(served, options, harmony)
         where = f"http://{args.host}:{args.port}/v1"
         print(f"Serving {served.name} at {where} (Ctrl+C stops)", file=sys.stderr, flush=True)

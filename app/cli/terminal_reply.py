@@ -165,4 +165,4 @@ def _short(text: str) -> str:
     return text if len(text) <= 400 else text[:400] + "…"
 
 
-__all__ = ["TerminalReply", "TurnEvent"]
+__all__ = ["TerminalReply"]

@@ -20,12 +20,13 @@ import json
 import sys
 from pathlib import Path
 
-from app.engine.approval import ApprovalStore
-from app.engine.audit import AuditLog
-from app.engine.tool_runner import Decision, run_calls
-from app.engine.turn_loop import PendingCall, envelope
+from app.engine.turn.loop import envelope
 from app.tools.api import Tool
+from app.tools.approval import ApprovalStore
+from app.tools.audit import AuditLog
+from app.tools.calls import Decision, PendingCall
 from app.tools.discovery import discover, is_shipped
+from app.tools.runner import run_calls
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 from app.tools.trust import TrustStore
 

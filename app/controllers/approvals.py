@@ -15,9 +15,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.engine.approval import ApprovalPolicy, ApprovalStore, Mode
-from app.engine.tool_runner import Decision
-from app.engine.turn_loop import PendingCall
+from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.tools.calls import Decision, PendingCall
 
 Answer = tuple[Mode | None, Decision]
 STOPPED = Decision(False, how="stopped by the user")

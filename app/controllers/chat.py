@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QTimer, Signal
 
+from app.constrain.constraint import check_schema
+from app.errors import SchemaError
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
@@ -35,21 +37,25 @@ from app.controllers.remote_host import RemoteHost
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_inputs import header, json_mode, read_stored, reply_for
 from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
-from app.domain.events import JsonRetried, MessageDone, ParseIssue
+from app.domain.events import (
+    GenerationDone,
+    JsonRetried,
+    MessageDone,
+    ParseIssue,
+    PromptRendered,
+    RequestSent,
+    ResponseReceived,
+    TurnFailed,
+)
 from app.domain.history import ConversationList, Reply, Segment, Version
 from app.domain.messages import ReasoningEffort
 from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
-from app.engine.approval import ApprovalPolicy, Mode
-from app.engine.chat import PromptRendered
-from app.engine.constraint import SchemaError, check_schema
-from app.engine.protocol import GenerationDone, TurnFailed
-from app.engine.remote import RequestSent, ResponseReceived
-from app.engine.tool_runner import allow_all
-from app.engine.turn import TurnRequest
-from app.engine.turn_loop import PendingCall
+from app.engine.turn.run import TurnRequest
 from app.errors import ErrorCode
 from app.store.history import HistoryStore
 from app.tools.api import ToolContext
+from app.tools.approval import ApprovalPolicy, Mode
+from app.tools.calls import PendingCall, allow_all
 from app.tools.trust import PluginIdentity
 
 FLUSH_MS = 40
@@ -333,7 +339,7 @@ class ChatController(ConversationsController):
                 reply.messages = tuple(event.conversation.messages[event.start :])
                 return
             case StreamCrashed():
-                event = TurnFailed(event.message)
+                event = TurnFailed(event.message, ErrorCode.INTERNAL)
             case PromptRendered():
                 state.builder.segments, state.resume = state.resume or {}, None
                 reply.debug.sampling = str(self.host.sampling)

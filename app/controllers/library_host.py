@@ -20,10 +20,10 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.background import Background
 from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, human_size
-from app.engine.default_model import assembled_default_model
-from app.engine.memory import available_memory, estimate_memory, gpu_share_of
+from app.engine.local.memory import available_memory, estimate_memory, gpu_share_of
 from app.errors import HarmonyDeskError
 from app.library import folders
+from app.library.bundled import assembled_default_model
 from app.library.catalog import Catalog, CatalogModel, load_catalog
 from app.library.download import DownloadRequest, check_space
 from app.library.queue import DownloadQueue, paused_downloads

@@ -18,9 +18,9 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.chat import ChatSession
+from app.engine.local.session import ChatSession
+from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.protocol import ModelBackend, WorkerState
-from app.engine.tokenizer import ModelTokenizer
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -87,7 +87,7 @@ class ModelHost(QObject):
 
     def use_scripted(self, scripts: list[str], *, delay_s: float = 0.0) -> None:
         """Use the scripted token source (the screenshot, the UI bench, the window tests)."""
-        from app.engine.scripted import ScriptedClient
+        from app.engine.local.scripted import ScriptedClient
 
         self.use(ScriptedClient(scripts, delay_s=delay_s), "harmony")
 
@@ -98,13 +98,13 @@ class ModelHost(QObject):
         self, path: str | None = None, *, n_ctx: int = 4096, threads: int | None = None
     ) -> bool:
         """Load `path` (None: the bundled default model); True when it loaded."""
-        from app.engine.client import WorkerClient
+        from app.engine.local.client import WorkerClient
 
         self._cancel.clear()
         self.stateChanged.emit(WorkerState.LOADING.value)
 
         def work() -> tuple[Any, str, str]:
-            from app.engine.default_model import default_model_path
+            from app.library.bundled import default_model_path
 
             file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
             client = self.backend if hasattr(self.backend, "load") else WorkerClient()

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from app.controllers.background import Background
 from app.domain.endpoint import Endpoint
 from app.domain.sampling import Sampling
-from app.engine.remote import RemoteSession, check_connection
+from app.engine.remote.session import RemoteSession, check_connection
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import MissingKey, Secrets
 from app.settings import load_settings, save_settings

@@ -17,11 +17,10 @@ from typing import Any
 from app.controllers.bridge import EngineBridge
 from app.controllers.model_host import ModelHost
 from app.domain.sampling import Sampling
-from app.engine.chat import ChatSession
+from app.engine.local.session import ChatSession
 from app.errors import HarmonyDeskError
 from app.server.app import ServeOptions, make_app
 from app.server.served import ServedModel
-from app.templates.harmony import HarmonyTemplate
 
 START_S = 10.0
 
@@ -67,7 +66,8 @@ class ServeHost:
             created=int(time.time()),
         )
         options = ServeOptions(port=port)
-        harmony = isinstance(self.host.template, HarmonyTemplate)
+        template = self.host.template
+        harmony = template is not None and template.tool_calls == "harmony"
         config = uvicorn.Config(
             make_app(served, options, harmony), host=options.host, port=port, log_level="warning"
         )

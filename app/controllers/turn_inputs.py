@@ -10,9 +10,9 @@ which the continuation writes again.
 
 from __future__ import annotations
 
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
 from app.domain.history import ChatDoc, Reply, Version
 from app.domain.messages import DeveloperContent, Message, Role
-from app.engine.constraint import JsonSchemaFormat, ResponseFormat
 
 
 def header(instructions: str) -> list[Message]:

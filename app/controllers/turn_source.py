@@ -14,15 +14,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.constrain.constraint import ResponseFormat
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import EndpointError, RemoteHost
+from app.domain.events import TurnFailed
 from app.domain.messages import Conversation, Message, Role
-from app.engine.chat import ChatSession
-from app.engine.constraint import ResponseFormat
-from app.engine.protocol import TurnFailed
-from app.engine.remote import RemoteSession
-from app.engine.turn import Resume, TurnRequest, run_turn
-from app.errors import HarmonyDeskError
+from app.engine.session import Session
+from app.engine.turn.run import Resume, TurnRequest, run_turn
+from app.errors import ErrorCode, HarmonyDeskError
 from app.tools.registry import ToolRegistry
 
 
@@ -58,36 +57,35 @@ class TurnSpec:
     top_logprobs: int = 0  # > 0: tokens come scored, with this many alternatives (debug pane)
 
 
-def _session(
-    spec: TurnSpec, response_format: ResponseFormat | None
-) -> ChatSession | RemoteSession | str:
+def _session(spec: TurnSpec, response_format: ResponseFormat | None) -> Session | TurnFailed:
     """The turn's session, or why there is none."""
     if spec.endpoint is None:
         return spec.host.session(
             max_tokens=spec.request.max_tokens, response_format=response_format
         )
     if spec.offline or spec.remote is None:
-        return (
+        return TurnFailed(
             "this conversation is marked offline: it never sends anything to a remote"
-            f" endpoint ({spec.endpoint}); turn Offline off, or answer on this computer"
+            f" endpoint ({spec.endpoint}); turn Offline off, or answer on this computer",
+            ErrorCode.OFFLINE,
         )
     try:
         return spec.remote.session(spec.endpoint, max_tokens=spec.request.max_tokens or 1024)
     except EndpointError as exc:
-        return exc.message
+        return TurnFailed(exc.message, exc.code)
 
 
 def turn_events(spec: TurnSpec) -> Iterator[Any]:
     """The turn's events, run on the engine thread (see the module guarantees)."""
     request = spec.request
     session = _session(spec, request.response_format)
-    if isinstance(session, str):
-        yield TurnFailed(session)
+    if isinstance(session, TurnFailed):
+        yield session
         return
-    if isinstance(session, ChatSession):
+    if session.capabilities.vocabulary:
         session.top_logprobs = spec.top_logprobs
         if spec.need_vocab:
-            yield Vocab(tuple(session.tokenizer.token_table()))
+            yield Vocab(tuple(session.token_table()))
     session.conversation = session.conversation.with_messages(spec.history)
     start = len(session.conversation.messages) + 1
     if spec.prefix is not None:
@@ -98,7 +96,7 @@ def turn_events(spec: TurnSpec) -> Iterator[Any]:
         try:  # an MCP server that cannot start, a plugin gone: said in the conversation
             request = dataclasses.replace(request, tools=spec.tools())
         except HarmonyDeskError as exc:
-            yield TurnFailed(f"the conversation's tools are not ready: {exc.message}")
+            yield TurnFailed(f"the conversation's tools are not ready: {exc.message}", exc.code)
             return
     yield from run_turn(session, request, spec.cancel)
     yield SessionDone(session.conversation, start)

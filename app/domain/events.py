@@ -143,9 +143,12 @@ class GenerationDone:
 
 @dataclass(frozen=True)
 class TurnFailed:
-    """The worker died or failed mid-generation; `partial` keeps what had arrived."""
+    """The turn could not go on (the worker died or refused the prompt, the endpoint failed, the
+    conversation has no backend): `code` says which, `reason` says it in words, and `partial`
+    keeps the ids that had arrived."""
 
     reason: str
+    code: ErrorCode
     partial: tuple[int, ...] = ()
 
 

@@ -2,7 +2,7 @@
 
 Guarantees: plain frozen values (they cross the worker's pipe); `LoadSettings()` is the
 default every model starts from (auto GPU offload, f16 cache, exact reuse on sliding-window
-models, see `app/engine/placement.py`); `Placement.words` is what the status bar says.
+models, see `app/engine/worker/placement.py`); `Placement.words` is what the status bar says.
 """
 
 from __future__ import annotations

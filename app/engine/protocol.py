@@ -1,85 +1,115 @@
 """The seam between the app and a model backend, and the messages that cross the worker pipe.
 
-Everything here is a plain, picklable value. `Sampling` is the one declaration of the
-sampling knobs (validation, settings dialog and tooltips read it). `WorkerState` is the
-worker's state machine; an illegal move raises with a sentence saying why.
+Guarantees:
+- Everything here is a plain, picklable value; nothing imports llama.cpp.
+- Every message to the worker and every reply from it carries the `request` id it belongs to
+  (llama.cpp's own log lines, `NativeLog`, belong to none), so replies are routed to their
+  caller and a `Cancel` names the one request it stops. The worker runs one request at a time
+  today; the protocol says more.
+- Quick questions to the model are typed requests (`Tokenize`, `TokenTable`, `SpecialBytes`,
+  `Specials`, `Logits`), each answered by one `Answer` or one `Refused`.
+- A request the worker cannot serve is `Refused` with a code from the one error tree
+  (`E-CONTEXT`, `E-GRAMMAR`, `E-NO-MODEL`), never a bare string; the worker stays ready.
+- Two state machines, enums with a sentence for each illegal move: `WorkerState` for the
+  process (which model it holds) and `RequestState` for each request.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from app.domain.events import (
-    FinishReason as FinishReason,
-)
-from app.domain.events import (
-    GenerationDone as GenerationDone,
-)
-from app.domain.events import (
-    GenerationEvent as GenerationEvent,
-)
-from app.domain.events import (
-    Timings as Timings,
-)
-from app.domain.events import (  # re-exported: the one event union lives in domain
-    TokenStep as TokenStep,
-)
-from app.domain.events import (
-    TurnFailed as TurnFailed,
-)
-from app.domain.placement import LoadSettings as LoadSettings
-from app.domain.placement import Placement as Placement
+from app.constrain.constraint import Constraint
+from app.domain.events import GenerationDone, GenerationEvent, TokenStep
+from app.domain.placement import LoadSettings, Placement
 from app.domain.sampling import Sampling
-from app.errors import HarmonyDeskError
+from app.errors import ErrorCode, HarmonyDeskError
+
+
+class IllegalTransition(HarmonyDeskError, RuntimeError):
+    """A bug: the client asked for something a state does not allow."""
+
+
+S = TypeVar("S", bound=StrEnum)
+
+
+def _checker(allowed: Mapping[S, frozenset[S]], why: Mapping[S, str]) -> Callable[[S, S], None]:
+    """One rule for both state tables: a move not in `allowed` raises, saying `why`."""
+
+    def check(current: S, new: S) -> None:
+        if new not in allowed[current]:
+            raise IllegalTransition(f"cannot go from {current} to {new}: {why[current]}")
+
+    return check
 
 
 class WorkerState(StrEnum):
+    """The worker process: which model it holds."""
+
     UNLOADED = "unloaded"
     LOADING = "loading"
     READY = "ready"
-    GENERATING = "generating"
-    CANCELLING = "cancelling"
     FAILED = "failed"
 
 
 _ALLOWED: dict[WorkerState, frozenset[WorkerState]] = {
     WorkerState.UNLOADED: frozenset({WorkerState.LOADING, WorkerState.FAILED}),
     WorkerState.LOADING: frozenset({WorkerState.READY, WorkerState.UNLOADED, WorkerState.FAILED}),
-    WorkerState.READY: frozenset(
-        {WorkerState.GENERATING, WorkerState.LOADING, WorkerState.UNLOADED, WorkerState.FAILED}
-    ),
-    WorkerState.GENERATING: frozenset(
-        {WorkerState.READY, WorkerState.CANCELLING, WorkerState.FAILED}
-    ),
-    WorkerState.CANCELLING: frozenset({WorkerState.READY, WorkerState.FAILED}),
+    WorkerState.READY: frozenset({WorkerState.LOADING, WorkerState.UNLOADED, WorkerState.FAILED}),
     WorkerState.FAILED: frozenset({WorkerState.LOADING, WorkerState.UNLOADED}),
 }
 
 _WHY = {
     WorkerState.UNLOADED: "no model is loaded",
     WorkerState.LOADING: "a model is still loading",
-    WorkerState.GENERATING: "a generation is running",
-    WorkerState.CANCELLING: "a generation is being cancelled",
     WorkerState.FAILED: "the worker failed and must be restarted by loading a model",
-    WorkerState.READY: "the worker is idle",
+    WorkerState.READY: "a model is loaded and ready",
 }
 
-
-class IllegalTransition(HarmonyDeskError, RuntimeError):
-    """A bug: the client asked the worker for something its state does not allow."""
-
-
-def check_transition(current: WorkerState, new: WorkerState) -> None:
-    """Raise `IllegalTransition` unless `current → new` is a legal move."""
-    if new not in _ALLOWED[current]:
-        raise IllegalTransition(f"cannot go from {current} to {new}: {_WHY[current]}")
+check_transition = _checker(_ALLOWED, _WHY)
+"""Raise `IllegalTransition` unless `current → new` is a legal move of the process."""
 
 
-# --- generation results (what `generate` yields) ------------------------------------------
+class RequestState(StrEnum):
+    """One request's life: sent, answering (tokens or progress arrive), being cancelled, over."""
+
+    SENT = "sent"
+    ANSWERING = "answering"
+    CANCELLING = "cancelling"
+    DONE = "done"
+    FAILED = "failed"
+
+
+_REQUEST_ALLOWED: dict[RequestState, frozenset[RequestState]] = {
+    RequestState.SENT: frozenset(
+        {RequestState.ANSWERING, RequestState.CANCELLING, RequestState.DONE, RequestState.FAILED}
+    ),
+    RequestState.ANSWERING: frozenset(
+        {RequestState.ANSWERING, RequestState.CANCELLING, RequestState.DONE, RequestState.FAILED}
+    ),
+    RequestState.CANCELLING: frozenset(
+        {RequestState.CANCELLING, RequestState.DONE, RequestState.FAILED}
+    ),
+    RequestState.DONE: frozenset(),
+    RequestState.FAILED: frozenset(),
+}
+
+_REQUEST_WHY = {
+    RequestState.SENT: "the request waits for its first reply",
+    RequestState.ANSWERING: "the request is being answered",
+    RequestState.CANCELLING: "the request is being cancelled",
+    RequestState.DONE: "the request is over",
+    RequestState.FAILED: "the request failed",
+}
+
+check_request = _checker(_REQUEST_ALLOWED, _REQUEST_WHY)
+"""Raise `IllegalTransition` unless `current → new` is a legal move of a request."""
+
+
+# --- values ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -95,28 +125,35 @@ class ModelInfo:
     placement: Placement | None = None  # where llama.cpp put the model, as it reports it
 
 
-# --- pipe messages ------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
-class TokenBatch:
-    """Tokens sent together over the pipe (the worker batches them; the client yields each)."""
+class Specials:
+    """The loaded model's own special ids."""
 
-    steps: tuple[TokenStep, ...]
+    bos: int
+    eos: int
+    add_bos: bool  # whether a prompt starts with `bos`
+
+
+N_BATCH = 256  # prompt tokens llama.cpp evaluates in one batch
+
+
+# --- to the worker --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LoadRequest:
+    request: int
     path: str
     n_ctx: int
     n_threads: int
-    n_batch: int = 256
+    n_batch: int = N_BATCH
     extra_buffers: bool = False  # llama.cpp's repack/AMX buffers: faster on some CPUs, crashed here
     settings: LoadSettings = field(default_factory=LoadSettings)
 
 
 @dataclass(frozen=True)
 class GenerateRequest:
+    request: int
     prompt_ids: tuple[int, ...]
     stop_ids: tuple[int, ...]
     sampling: Sampling
@@ -124,16 +161,58 @@ class GenerateRequest:
     grammar: str | None = None  # an llguidance grammar the tokens must follow
     consumed: tuple[int, ...] = ()  # tokens the grammar has already read (a continuation)
     banned: tuple[int, ...] = ()  # not allowed as the first new token (JSON mode's retry)
-    closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/engine/closing`)
+    closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/constrain/closing`)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
 
 
 @dataclass(frozen=True)
-class CallRequest:
-    """A quick question to the loaded model: `tokenize`, `token_bytes`, `vocab`."""
+class Tokenize:
+    """`text` as the model's ids (`special`: control-token text becomes control tokens)."""
 
-    name: str
-    args: tuple[Any, ...] = ()
+    request: int
+    text: str
+    special: bool
+
+
+@dataclass(frozen=True)
+class TokenTable:
+    """The bytes of every id, control tokens as b""."""
+
+    request: int
+
+
+@dataclass(frozen=True)
+class SpecialBytes:
+    """The bytes of `ids`, control tokens spelled out."""
+
+    request: int
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    """The model's `Specials`."""
+
+    request: int
+
+
+@dataclass(frozen=True)
+class Logits:
+    """Evaluate `prompt` as a generation would (the same KV reuse); the kept prefix's length
+    and the next token's logits (float32 bytes): the exactness check of KV reuse."""
+
+    request: int
+    prompt: tuple[int, ...]
+
+
+Query = Tokenize | TokenTable | SpecialBytes | SpecialIds | Logits
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Stop request `request` (a generation or a load) as soon as the worker can."""
+
+    request: int
 
 
 @dataclass(frozen=True)
@@ -141,22 +220,78 @@ class ShutdownRequest:
     pass
 
 
+Request = LoadRequest | GenerateRequest | Query | ShutdownRequest  # what the worker runs
+ToWorker = Request | Cancel
+
+
+# --- from the worker ------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class LoadProgress:
+    request: int
     fraction: float
 
 
 @dataclass(frozen=True)
+class Loaded:
+    request: int
+    info: ModelInfo
+
+
+@dataclass(frozen=True)
 class LoadFailed:
+    request: int
     stage: str  # "vocabulary" (architecture, hyper-parameters, tokenizer) or "weights"
     message: str
     cancelled: bool = False
 
 
 @dataclass(frozen=True)
-class CallResult:
-    value: Any = None
-    error: str | None = None
+class TokenBatch:
+    """Tokens sent together over the pipe (the worker batches them; the client yields each)."""
+
+    request: int
+    steps: tuple[TokenStep, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A generation's end: why it stopped, and its timings."""
+
+    request: int
+    done: GenerationDone
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to a `Query`."""
+
+    request: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The worker could not serve the request; it stays ready for the next one."""
+
+    request: int
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True)
+class NativeLog:
+    """llama.cpp's own log lines (level, text) since the worker last sent any."""
+
+    lines: tuple[tuple[int, str], ...]
+
+
+FromWorker = LoadProgress | Loaded | LoadFailed | TokenBatch | Finished | Answer | Refused
+ENDS_REQUEST = (Loaded, LoadFailed, Finished, Answer, Refused)  # the last reply to a request
+
+
+# --- the backend seam -----------------------------------------------------------------------
 
 
 class ModelBackend(Protocol):
@@ -172,15 +307,14 @@ class ModelBackend(Protocol):
         stop_ids: Sequence[int],
         sampling: Sampling | None = None,
         max_tokens: int = 512,
-        constraint: object = None,
+        constraint: Constraint | None = None,
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]: ...
 
-    def call(self, name: str, *args: object) -> Any: ...
+    def tokenize(self, text: str, special: bool) -> list[int]: ...
 
+    def token_table(self) -> list[bytes]: ...
 
-@dataclass(frozen=True)
-class NativeLog:
-    """llama.cpp's own log lines (level, text) since the worker last sent any."""
+    def special_bytes(self, ids: Sequence[int]) -> list[bytes]: ...
 
-    lines: tuple[tuple[int, str], ...]
+    def specials(self) -> Specials: ...

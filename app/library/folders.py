@@ -66,7 +66,7 @@ def set_default(settings: Settings, path: str | Path | None) -> Settings:
     """Settings with `path` (a readable model; None: the bundled one) as the start-up model."""
     if path is None:
         return settings.model_copy(update={"default_model": None})
-    from app.engine.gguf_info import read_model
+    from app.gguf.info import read_model
 
     chosen = Path(path).expanduser().absolute()
     read_model(chosen)  # a clear error now rather than a failed start later

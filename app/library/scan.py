@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from app.domain.library import ModelEntry
-from app.engine.gguf_info import SPLIT_NAME, GgufInfo, model_parts, read_model
 from app.errors import HarmonyDeskError
 from app.fileio import OutputError, write_atomic
+from app.gguf.info import SPLIT_NAME, GgufInfo, model_parts, read_model
 from app.paths import cache_dir
 from app.templates.registry import default_template_name
 

@@ -35,7 +35,7 @@ from app.domain.history import Reply
 from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
-from app.engine.chat import json_checks
+from app.engine.local.session import json_checks
 from app.server.convert import Asked
 from app.server.served import ServedModel
 from app.server.wire import ApiError, Sampled

@@ -18,7 +18,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.engine.protocol import GenerationDone, TokenStep
+from app.domain.events import GenerationDone, TokenStep
 from app.server.answer import StopCut, dumps, finish_of, max_tokens_of, sampling_of, usage_of
 from app.server.chat_api import Disconnected, first_of, warnings
 from app.server.served import ServedModel, on_engine

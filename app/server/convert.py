@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.constrain.constraint import Constraint, ResponseFormat, ToolChoice, json_constraint
 from app.domain.messages import (
     Author,
     Conversation,
@@ -27,16 +28,10 @@ from app.domain.messages import (
     TextContent,
     ToolDescription,
 )
-from app.engine.chat import with_response_format
-from app.engine.constraint import (
-    Constraint,
-    ResponseFormat,
-    SchemaError,
-    ToolChoice,
-    harmony_constraint,
-    json_constraint,
-)
+from app.errors import SchemaError
 from app.server.wire import ApiError, ChatMessage, ChatRequest
+from app.templates.harmony import with_response_format
+from app.templates.harmony_grammar import harmony_constraint
 
 CALL_TYPE = "<|constrain|>json"
 

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.events import FinishReason, GenerationDone
 from app.domain.sampling import Sampling
-from app.engine.chat import ChatSession
-from app.engine.protocol import FinishReason, GenerationDone
+from app.engine.local.session import ChatSession
 
 _END = object()
 

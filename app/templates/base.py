@@ -3,17 +3,35 @@
 A template turns a conversation into prompt token ids, names its stop ids, and makes the
 parser for the model's output. Template markers are tokenized with special-token parsing;
 message text never is (the prompt-injection guard).
+
+A template also answers every question that depends on the model family, so that no session,
+turn or frontend asks which template it holds: the messages a conversation starts with
+(`first_messages`), how a reasoning effort and a response format are written into the
+conversation (`with_effort`, `announce_format`), which grammar constrains a turn (`grammar`),
+whether a generation ended in a tool call (`ends_in_call`), which tool-call syntax it speaks
+(`tool_calls`, None: none) and whether its answers may open with free `<think>` text (`thinks`).
+The defaults are those of a plain-text chat template; a family overrides what it does
+differently.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.constrain.constraint import (
+    CallSpec,
+    Constraint,
+    ResponseFormat,
+    ToolChoice,
+    json_constraint,
+)
 from app.domain.events import ParseEvent
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort
 from app.domain.sampling import Sampling
@@ -91,11 +109,28 @@ class OutputParser(Protocol):
     def finish(self, reason: str = "") -> list[ParseEvent]: ...
 
 
+@dataclass(frozen=True)
+class GrammarRequest:
+    """What a turn asks its grammar to allow: a JSON answer (`schema`), calls to `tools`
+    (`{name: parameters}`, the `functions`) and to the other tools in `calls`, under a
+    `tool_choice`; reasoning capped at `thinking_budget` tokens a message; free strings
+    budgeted from `max_tokens`."""
+
+    schema: Mapping[str, Any] | None = None
+    tools: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    calls: tuple[CallSpec, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    thinking_budget: int | None = None
+    max_tokens: int | None = None
+
+
 class Template(ABC):
     """A model family's prompt format."""
 
     name: ClassVar[str]
     defaults: ClassVar[TemplateDefaults] = TemplateDefaults()
+    tool_calls: ClassVar[str | None] = None  # the tool-call syntax it speaks; None: no calls
+    thinks: ClassVar[bool] = False  # an answer may open with free `<think>…</think>` text
 
     @abstractmethod
     def prompt_ids(
@@ -121,3 +156,33 @@ class Template(ABC):
     def for_model(self, metadata: dict[str, Any]) -> Template:
         """This template set up for a model (from its GGUF metadata); most need nothing."""
         return self
+
+    # --- family hooks (see the module docstring) ---------------------------------------
+
+    def first_messages(self, today: dt.date) -> tuple[Message, ...]:
+        """The messages a new conversation starts with."""
+        return ()
+
+    def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
+        """`conversation` asking for `effort` where the format records it; else unchanged."""
+        return conversation
+
+    def announce_format(
+        self, conversation: Conversation, response_format: ResponseFormat
+    ) -> Conversation:
+        """`conversation` telling the model of `response_format` where the format has a place
+        for it; else unchanged (the grammar alone holds the answer to it)."""
+        return conversation
+
+    def grammar(self, request: GrammarRequest) -> Constraint | None:
+        """The constraint for a turn, None when nothing is constrained. A plain-text template
+        constrains a JSON answer only (its whole text, after a `<think>` block if it thinks)."""
+        if request.schema is None:
+            return None
+        return json_constraint(
+            request.schema, prefix_free_text=self.thinks, max_tokens=request.max_tokens
+        )
+
+    def ends_in_call(self, stop_id: int | None) -> bool:
+        """Whether a generation that stopped on `stop_id` handed over to a tool call."""
+        return False

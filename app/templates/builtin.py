@@ -98,6 +98,7 @@ class SmolLM2(ChatML):
 
 class Qwen(ChatML):
     name = "qwen"
+    thinks = True
     defaults = TemplateDefaults(
         session_len=8192,
         temperature=0.7,

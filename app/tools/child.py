@@ -1,15 +1,20 @@
 """A helper process of the tool host, started with `spawn` and spoken to over one pipe.
 
-Guarantees: the process is a daemon of the app (it never outlives it: the host side also
-watches its parent, see `sandbox_host.die_with_parent`); `stop()` closes the pipe, gives an
-idle process half a second to end by itself, then kills it and reaps it, so no zombie stays.
+Both children (the python sandbox's `sandbox_host` and the plugins' `plugin_child`) and the
+app's side of each use this module.
+
+Guarantees: the process is a daemon of the app (it never outlives it: the child side also
+watches its parent, see `die_with_parent`); `stop_child()` closes the pipe, gives an idle
+process half a second to end by itself, then kills it and reaps it, so no zombie stays.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
 from collections.abc import Callable
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 
@@ -36,4 +41,17 @@ def stop_child(process: Any, conn: Connection | None) -> None:
             process.join()
 
 
-__all__ = ["start_child", "stop_child"]
+def die_with_parent() -> None:
+    """End this process as soon as the app's process ends, however it ends (child side)."""
+    parent = mp.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+__all__ = ["die_with_parent", "start_child", "stop_child"]

@@ -12,6 +12,8 @@ imported only once the user trusts it (`app/tools/trust.py`: name, path and cont
 until then, or after its files change, it is listed in `pending` and not imported at all.
 The example plugins that ship with the app (a checkout's or the bundle's `plugins/`) are the
 app's own code and need no answer.
+The folders themselves are `app/tools/places.py`'s; the hook a plugin implements is
+`app/tools/plugin_load.py`'s.
 Trusted plugins are imported and run in a plugin-host process (`app/tools/plugin_host.py`):
 one that fails, blocks or crashes there is reported (with its name and the reason) and
 skipped; the rest load. A folder plugin with the name of an installed one is skipped (the
@@ -24,34 +26,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
-import os
-import sys
 import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
-import pluggy
-
-from app.paths import config_dir
 from app.tools.api import Tool
+from app.tools.builtin import everyday
+from app.tools.places import plugin_folders, shipped_plugins
+from app.tools.plugin_host import PluginHost
+from app.tools.plugin_load import ENTRY_POINT_GROUP, PluginSpec
 from app.tools.trust import Kind, PluginIdentity, TrustStore, hash_tree
-
-if TYPE_CHECKING:
-    from app.tools.plugin_host import PluginHost, PluginSpec
-
-ENTRY_POINT_GROUP = "harmony_desk.tools"
-hookspec = pluggy.HookspecMarker("harmony_desk")
-
-
-class ToolSpec:
-    """The hook a plugin implements."""
-
-    @hookspec
-    def harmony_desk_tools(self) -> list[Tool]:  # type: ignore[empty-body]
-        """The tools this plugin offers."""
 
 
 @dataclass
@@ -68,53 +53,6 @@ class Discovered:
     def close(self) -> None:
         if self.host is not None:
             self.host.close()
-
-
-def _builtin() -> ModuleType:
-    from app.tools.builtin import everyday
-
-    return everyday
-
-
-def plugin_tools(name: str, module: Any) -> list[Tool]:
-    """The tools a plugin module's hook returns (run inside the plugin host)."""
-    manager = pluggy.PluginManager("harmony_desk")
-    manager.add_hookspecs(ToolSpec)
-    manager.register(module, name=name)
-    found: list[Tool] = []
-    for batch in manager.hook.harmony_desk_tools():
-        found.extend(
-            t if t.plugin != "built-in" or name == "built-in" else _with_plugin(t, name)
-            for t in batch
-        )
-    return found
-
-
-def _with_plugin(t: Tool, plugin: str) -> Tool:
-    from dataclasses import replace
-
-    return replace(t, plugin=plugin)
-
-
-def shipped_plugins() -> Path | None:
-    """The example plugins that ship with Harmony Desk: a checkout's `plugins/`, or the
-    bundle's. They are the app's own code, trusted like it."""
-    checkout = Path(__file__).resolve().parents[2] / "plugins"
-    bundled = getattr(sys, "_MEIPASS", None)  # a frozen bundle carries the example plugins
-    if (checkout.parent / "pyproject.toml").is_file():
-        return checkout
-    return Path(bundled) / "plugins" if bundled is not None else None
-
-
-def plugin_folders() -> list[Path]:
-    """The folders scanned for plugins that are not installed (see the module docstring)."""
-    folders = [config_dir() / "plugins"]
-    shipped = shipped_plugins()
-    if shipped is not None:
-        folders.append(shipped)
-    extra = os.environ.get("HARMONY_DESK_PLUGINS", "")
-    folders += [Path(p) for p in extra.split(os.pathsep) if p]
-    return folders
 
 
 def _folder_plugins(folder: Path) -> Iterator[tuple[str, Path, str]]:
@@ -185,10 +123,7 @@ def discover(
     trust: TrustStore | None = None,
 ) -> Discovered:
     """Every tool the built-ins and the trusted plugins offer; untrusted plugins are pending."""
-    from app.tools.plugin_host import PluginHost, PluginSpec
-
     out = Discovered()
-    everyday = _builtin()
     out.tools["built-in"] = [v for v in vars(everyday).values() if isinstance(v, Tool)]
     if not entry_points:
         return out

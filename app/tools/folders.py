@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.errors import HarmonyDeskError
 from app.paths import config_dir, data_dir
+from app.tools.places import plugin_folders
+
+
+class SandboxFolderError(HarmonyDeskError):
+    """A folder the python tool may not be given (as asked)."""
 
 
 def _related(a: Path, b: Path) -> bool:
@@ -20,15 +26,11 @@ def _related(a: Path, b: Path) -> bool:
 
 def protected_folders() -> list[Path]:
     """The folders model-written code may never write into (see the module docstring)."""
-    from app.tools.discovery import plugin_folders
-
     return [p.resolve() for p in [config_dir(), data_dir(), *plugin_folders()]]
 
 
 def check_writable(folder: Path) -> None:
     """Raise `SandboxFolderError` when `folder` may not be given to the python tool to write."""
-    from app.tools.sandbox import SandboxFolderError
-
     target = folder.resolve()
     workspaces = (data_dir() / "workspaces").resolve()
     if target.is_relative_to(workspaces) and target != workspaces:
@@ -45,4 +47,4 @@ def check_writable(folder: Path) -> None:
             )
 
 
-__all__ = ["check_writable", "protected_folders"]
+__all__ = ["SandboxFolderError", "check_writable", "protected_folders"]

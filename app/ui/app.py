@@ -22,7 +22,7 @@ from app.controllers.history_host import Choice, HistoryStore, StoreError, open_
 from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
-from app.ui import theme
+from app.ui import appearance
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import apply_look
 
@@ -51,9 +51,9 @@ def application(theme_choice: str | None = None) -> QApplication:
     if existing is None:
         settings = preferences.current()
         apply_look(theme_choice or settings.theme, settings.font_size)
-        theme.follow_system(app)
+        appearance.follow_system(app)
     elif theme_choice is not None:
-        theme.apply(app, theme_choice)
+        appearance.apply(app, theme_choice)
     return app
 
 

@@ -61,6 +61,25 @@ class ToolCard(QFrame):
         self.args.setMaximumHeight(110)
         self.problem = QLabel(self)
         mark(self.problem, "error")
+        buttons = self._build_decisions()
+        result_row = self._build_result()
+        for w in (self.title, self.args, self.problem):
+            layout.addWidget(w)
+        layout.addLayout(buttons)
+        layout.addLayout(result_row)
+        layout.addWidget(self.result)
+        self.run.clicked.connect(lambda: self._answer(True, None))
+        self.allow_chat.clicked.connect(lambda: self._answer(True, Mode.ALLOW_CONVERSATION))
+        self.always.clicked.connect(lambda: self._answer(True, Mode.ALWAYS))
+        self.deny.clicked.connect(lambda: self._answer(False, None))
+        self.never.clicked.connect(lambda: self._answer(False, Mode.DENY))
+        self._tick = QTimer(self)
+        self._tick.setInterval(100)
+        self._tick.timeout.connect(self._show_elapsed)
+        self.refresh()
+
+    def _build_decisions(self) -> QHBoxLayout:
+        """Run, Allow in this chat, Always allow, Deny and Never (shown while pending)."""
         buttons = QHBoxLayout()
         self.run = _button("Run", "Run the tool call", self)
         self.allow_chat = _button(
@@ -72,6 +91,10 @@ class ToolCard(QFrame):
         for b in (self.run, self.allow_chat, self.always, self.deny, self.never):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        return buttons
+
+    def _build_result(self) -> QHBoxLayout:
+        """The call's state with the Show result toggle beside it; the result (collapsed)."""
         self.state = QLabel(self)
         self.state.setAccessibleName("Tool call state")
         self.toggle = QToolButton(self)
@@ -85,23 +108,10 @@ class ToolCard(QFrame):
         self.result.setMaximumHeight(200)
         self.result.hide()
         self.toggle.toggled.connect(self.result.setVisible)
-        for w in (self.title, self.args, self.problem):
-            layout.addWidget(w)
-        layout.addLayout(buttons)
         row = QHBoxLayout()
         row.addWidget(self.state, 1)
         row.addWidget(self.toggle)
-        layout.addLayout(row)
-        layout.addWidget(self.result)
-        self.run.clicked.connect(lambda: self._answer(True, None))
-        self.allow_chat.clicked.connect(lambda: self._answer(True, Mode.ALLOW_CONVERSATION))
-        self.always.clicked.connect(lambda: self._answer(True, Mode.ALWAYS))
-        self.deny.clicked.connect(lambda: self._answer(False, None))
-        self.never.clicked.connect(lambda: self._answer(False, Mode.DENY))
-        self._tick = QTimer(self)
-        self._tick.setInterval(100)
-        self._tick.timeout.connect(self._show_elapsed)
-        self.refresh()
+        return row
 
     def _answer(self, allow: bool, remember: Mode | None) -> None:
         arguments: dict[str, Any] | None = None

@@ -106,6 +106,21 @@ class Composer(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        # built in this order: the widgets' creation order is the keyboard's tab order
+        layout.addLayout(self._build_options())
+        self._build_schema(layout)
+        layout.addLayout(self._build_message_row())
+        self.files: list[Path] = []  # what the next message carries
+        layout.addLayout(self._build_attachments())
+        self.attach.clicked.connect(self._choose_files)
+        self.detach.clicked.connect(lambda: self.take_files())
+        self.box.filesDropped.connect(self.add_files)
+        self.json_mode.toggled.connect(self._json_toggled)
+        self.schema.textChanged.connect(self.check_schema)
+        self.check_schema()
+
+    def _build_options(self) -> QHBoxLayout:
+        """Reasoning effort, JSON mode, Tools… and Offline."""
         options = QHBoxLayout()
         self.effort = QComboBox(self)
         self.effort.addItems(["default effort", "low", "medium", "high"])
@@ -116,7 +131,6 @@ class Composer(QWidget):
         self.offline.setAccessibleName("Keep this conversation off the network")
         self.tools_button = QPushButton("Tools…", self)
         give(self.tools_button, "tools")
-
         self.tools_button.setAccessibleName("Choose the tools of this conversation")
         options.addWidget(QLabel("Reasoning:", self))
         options.addWidget(self.effort)
@@ -124,7 +138,10 @@ class Composer(QWidget):
         options.addWidget(self.tools_button)
         options.addWidget(self.offline)
         options.addStretch(1)
-        layout.addLayout(options)
+        return options
+
+    def _build_schema(self, layout: QVBoxLayout) -> None:
+        """The JSON schema editor and its check (shown in JSON mode only)."""
         self.schema = QPlainTextEdit(self)
         self.schema.setFont(monospace())
         self.schema.setPlainText(DEFAULT_SCHEMA)
@@ -136,6 +153,9 @@ class Composer(QWidget):
         self.schema_state.hide()
         layout.addWidget(self.schema)
         layout.addWidget(self.schema_state)
+
+    def _build_message_row(self) -> QHBoxLayout:
+        """The message box, Send and Stop."""
         row = QHBoxLayout()
         self.box = MessageBox(self)
         self.box.setPlaceholderText("Message (Enter sends, Shift+Enter new line, Esc stops)")
@@ -152,8 +172,10 @@ class Composer(QWidget):
         row.addWidget(self.box, 1)
         row.addWidget(self.send)
         row.addWidget(self.stop)
-        layout.addLayout(row)
-        self.files: list[Path] = []  # what the next message carries
+        return row
+
+    def _build_attachments(self) -> QHBoxLayout:
+        """Attach…, the Library switch, the attached files and Remove files."""
         attached = QHBoxLayout()
         self.attach = QPushButton("Attach…", self)
         self.attach.setAccessibleName("Attach files to the message")
@@ -174,13 +196,7 @@ class Composer(QWidget):
         attached.addWidget(self.library)
         attached.addWidget(self.attachments, 1)
         attached.addWidget(self.detach)
-        layout.addLayout(attached)
-        self.attach.clicked.connect(self._choose_files)
-        self.detach.clicked.connect(lambda: self.take_files())
-        self.box.filesDropped.connect(self.add_files)
-        self.json_mode.toggled.connect(self._json_toggled)
-        self.schema.textChanged.connect(self.check_schema)
-        self.check_schema()
+        return attached
 
     def _json_toggled(self, on: bool) -> None:
         self.schema.setVisible(on)

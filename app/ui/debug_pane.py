@@ -66,6 +66,20 @@ class DebugPane(QDockWidget):
         self.setAccessibleName("Debug pane")
         body = QWidget(self)
         column = QVBoxLayout(body)
+        self._build_search(body, column)
+        self._build_tabs(body)
+        column.addWidget(self.tabs)
+        self.setWidget(body)
+        self.token_table: Sequence[bytes] = ()
+        self._shown_prompt: tuple[int, ...] = ()
+        self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
+        self._backlog: list[int] = []
+        self._drain = QTimer(self)
+        self._drain.setInterval(0)
+        self._drain.timeout.connect(self._drain_tokens)
+
+    def _build_search(self, body: QWidget, column: QVBoxLayout) -> None:
+        """The analysis search box, and its matches below it (hidden until there are some)."""
         self.search = QLineEdit(body)
         self.search.setPlaceholderText("Search the analysis of this chat")
         self.search.setAccessibleName("Search analysis")
@@ -78,18 +92,13 @@ class DebugPane(QDockWidget):
         self.found.itemClicked.connect(self._chosen)
         column.addWidget(self.search)
         column.addWidget(self.found)
+
+    def _build_tabs(self, body: QWidget) -> None:
+        """One tab per kind of detail."""
         self.tabs = QTabWidget(body)
         self.tabs.setAccessibleName("Debug details")
         self.analysis = _text_box("Analysis", self.tabs)
-        prompt_page = QWidget(self.tabs)
-        layout = QVBoxLayout(prompt_page)
-        self.prompt_count = QLabel(prompt_page)
-        self.prompt = QTextEdit(prompt_page)
-        self.prompt.setReadOnly(True)
-        self.prompt.setFont(monospace())
-        self.prompt.setAccessibleName("Rendered prompt")
-        layout.addWidget(self.prompt_count)
-        layout.addWidget(self.prompt)
+        prompt_page = self._build_prompt_page()
         self.tokens = _text_box("Generated tokens", self.tabs)
         strip_page = QScrollArea(self.tabs)
         strip_page.setWidgetResizable(True)
@@ -106,15 +115,19 @@ class DebugPane(QDockWidget):
         self.tabs.addTab(self.timeline, "Timeline")
         self.tabs.addTab(self.events, "Events")
         self.tabs.addTab(self.details, "Details")
-        column.addWidget(self.tabs)
-        self.setWidget(body)
-        self.token_table: Sequence[bytes] = ()
-        self._shown_prompt: tuple[int, ...] = ()
-        self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
-        self._backlog: list[int] = []
-        self._drain = QTimer(self)
-        self._drain.setInterval(0)
-        self._drain.timeout.connect(self._drain_tokens)
+
+    def _build_prompt_page(self) -> QWidget:
+        """The rendered prompt, with its token count above it."""
+        prompt_page = QWidget(self.tabs)
+        layout = QVBoxLayout(prompt_page)
+        self.prompt_count = QLabel(prompt_page)
+        self.prompt = QTextEdit(prompt_page)
+        self.prompt.setReadOnly(True)
+        self.prompt.setFont(monospace())
+        self.prompt.setAccessibleName("Rendered prompt")
+        layout.addWidget(self.prompt_count)
+        layout.addWidget(self.prompt)
+        return prompt_page
 
     def _piece(self, token: int) -> str:
         if 0 <= token < len(self.token_table):

@@ -2,7 +2,7 @@
 (MIT; its icon fonts ship inside it, so nothing is fetched), drawn in the theme's text colour.
 
 Guarantees: `give(button, name)` sets the icon and remembers its name on the button, so a
-theme switch redraws every icon in the new colour (`recolour`, called by `theme.apply`); a
+theme switch redraws every icon in the new colour (`recolour`, called by `appearance.apply`); a
 button keeps its text and accessible name, an icon only adds to them; an unknown icon name is
 an empty icon, never an error.
 """

@@ -3,7 +3,9 @@
 Guarantees: every slow action (loading a model, generating, running tools) is started here and
 awaited elsewhere, so the window stays responsive; load errors and failed replies are shown in
 the window, which survives them; Ctrl+N, Ctrl+K, Ctrl+D, Enter, Shift+Enter and Esc work as
-the README says; the debug pane is off by default and its last state is remembered.
+the README says; the debug pane is off by default and its last state is remembered. The menus
+are built by `menus.py` and the dialogs the window opens live in `window_dialogs.py`; both take
+the window, and every action and page stays reachable as an attribute or method of it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -34,13 +35,13 @@ from app.controllers.chat import ChatController
 from app.controllers.library_host import LibraryHost
 from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
-from app.controllers.serve_host import ServeHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
-from app.ui.about import Welcome, show_about
+from app.ui import menus, window_dialogs
+from app.ui.about import Welcome
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
-from app.ui.endpoints import EndpointDialog, EndpointPicker
+from app.ui.endpoints import EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
 from app.ui.icons import give
 from app.ui.mcp_page import McpPage
@@ -51,12 +52,23 @@ from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar as Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.theme import mark
-from app.ui.tools_menu import choose_tools
 from app.ui.transcript import TranscriptView
 
 
 class MainWindow(QMainWindow):
     """The Harmony Desk window."""
+
+    # made by `menus.build`: File, View and Help
+    new_action: QAction
+    open_action: QAction
+    models_action: QAction
+    settings_action: QAction
+    preferences_action: QAction
+    debug_action: QAction
+    search_action: QAction
+    recent_menu: RecentMenu
+    trash_menu: TrashMenu
+    serve: ServeSwitch
 
     def __init__(
         self,
@@ -78,29 +90,21 @@ class MainWindow(QMainWindow):
         self._debug_turn = -1  # the turn the debug pane shows; -1: the newest
         self.setWindowTitle("Harmony Desk")
         self.resize(1100, 760)
+        # built in this order: the widgets' creation order is the keyboard's tab order
         self.sidebar = Sidebar(controller, self)
+        self._arrange(self._build_center())
+        menus.build(self)
+        self._wire()
+        self._start()
+
+    # --- set-up --------------------------------------------------------------------------
+
+    def _build_center(self) -> QWidget:
+        """The middle column: the model row, the welcome (a first run), the problem banner,
+        the instructions, the transcript and the composer."""
         center = QWidget(self)
         column = QVBoxLayout(center)
-        model_row = QHBoxLayout()
-        self.model_label = ModelPicker(self.host, self.load_model, self._open_model, center)
-        self.open_model = QPushButton("Open model…", center)
-        give(self.open_model, "folder-open")
-        self.open_model.setAccessibleName("Open a GGUF model file")
-        self.progress = QProgressBar(center)
-        self.progress.setAccessibleName("Model load progress")
-        self.progress.setRange(0, 100)
-        self.progress.hide()
-        self.cancel_load = QPushButton("Cancel", center)
-        self.cancel_load.setAccessibleName("Cancel loading the model")
-        self.cancel_load.hide()
-        for w in (self.model_label, self.progress, self.cancel_load, self.open_model):
-            model_row.addWidget(w)
-        self.picker: EndpointPicker | None = None
-        if controller.remote is not None:
-            self.picker = EndpointPicker(controller, controller.remote, center)
-            model_row.addWidget(QLabel("Answered by:", center))
-            model_row.addWidget(self.picker)
-        column.addLayout(model_row)
+        column.addLayout(self._build_model_row(center))
         self.welcome: Welcome | None = None
         if not self.state.get("welcomed", False):  # a first run: say where answers come from
             self.welcome = Welcome(center)
@@ -118,10 +122,41 @@ class MainWindow(QMainWindow):
         self.instructions.setAccessibleName("Conversation instructions")
         self.instructions.setMaximumHeight(60)
         column.addWidget(self.instructions)
-        self.transcript = TranscriptView(controller, center)
+        self.transcript = TranscriptView(self.controller, center)
         column.addWidget(self.transcript, 1)
         self.composer = Composer(center)
         column.addWidget(self.composer)
+        return center
+
+    def _build_model_row(self, center: QWidget) -> QHBoxLayout:
+        """The model that answers, Open model…, the load's progress and Cancel, and (with
+        remote endpoints) which endpoint answers."""
+        model_row = QHBoxLayout()
+        self.model_label = ModelPicker(
+            self.host, self.load_model, lambda: window_dialogs.open_model_file(self), center
+        )
+        self.open_model = QPushButton("Open model…", center)
+        give(self.open_model, "folder-open")
+        self.open_model.setAccessibleName("Open a GGUF model file")
+        self.progress = QProgressBar(center)
+        self.progress.setAccessibleName("Model load progress")
+        self.progress.setRange(0, 100)
+        self.progress.hide()
+        self.cancel_load = QPushButton("Cancel", center)
+        self.cancel_load.setAccessibleName("Cancel loading the model")
+        self.cancel_load.hide()
+        for w in (self.model_label, self.progress, self.cancel_load, self.open_model):
+            model_row.addWidget(w)
+        self.picker: EndpointPicker | None = None
+        if self.controller.remote is not None:
+            self.picker = EndpointPicker(self.controller, self.controller.remote, center)
+            model_row.addWidget(QLabel("Answered by:", center))
+            model_row.addWidget(self.picker)
+        return model_row
+
+    def _arrange(self, center: QWidget) -> None:
+        """The sidebar beside the middle column, the debug pane docked on the right, and the
+        status bar."""
         split = QSplitter(self)
         split.addWidget(self.sidebar)
         split.addWidget(center)
@@ -132,8 +167,9 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.debug)
         self.status = StatusLine(self.statusBar())
         self.status_speed, self.status_context = self.status.speed, self.status.context
-        self._menus()
-        self._wire()
+
+    def _start(self) -> None:
+        """The saved settings and debug pane state; the model, if one is loaded already."""
         self.use_settings(preferences.current())
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
@@ -142,55 +178,6 @@ class MainWindow(QMainWindow):
         if problems:  # the window starts all the same; the user learns which file and why
             self.show_problem("A template file was not used: " + "; ".join(problems))
 
-    # --- set-up --------------------------------------------------------------------------
-
-    def _menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.new_action = QAction("New chat", self, shortcut=QKeySequence("Ctrl+N"))
-        self.new_action.triggered.connect(self.controller.new_chat)
-        self.open_action = QAction("Open model…", self, shortcut=QKeySequence("Ctrl+O"))
-        self.open_action.triggered.connect(self._open_model)
-        self.recent_menu = RecentMenu(self.host, self.load_model, self)
-        self.models_action = QAction("Models…", self, shortcut=QKeySequence("Ctrl+M"))
-        self.models_action.triggered.connect(self.show_models)
-        file_menu.addAction(self.new_action)
-        file_menu.addAction(self.open_action)
-        file_menu.addAction(self.models_action)
-        file_menu.addMenu(self.recent_menu)
-        self.trash_menu = TrashMenu(self.controller, self)
-        file_menu.addMenu(self.trash_menu)
-        if self.controller.remote is not None:
-            endpoints = QAction("Endpoints…", self)
-            endpoints.triggered.connect(self._endpoints)
-            file_menu.addAction(endpoints)
-        self.settings_action = QAction("Model settings…", self)
-        self.settings_action.triggered.connect(self._model_settings)
-        file_menu.addAction(self.settings_action)
-        self.serve = ServeSwitch(self, ServeHost(self.host, self.host.bridge))
-        file_menu.addAction(self.serve.action)
-        mcp = QAction("MCP servers…", self)
-        mcp.triggered.connect(self.show_mcp)
-        file_menu.addAction(mcp)
-        self.preferences_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"))
-        self.preferences_action.triggered.connect(self.show_settings)
-        file_menu.addAction(self.preferences_action)
-        view = self.menuBar().addMenu("&View")
-        self.debug_action = QAction(
-            "Debug pane", self, checkable=True, shortcut=QKeySequence("Ctrl+D")
-        )
-        self.debug_action.toggled.connect(self.set_debug)
-        view.addAction(self.debug_action)
-        help_menu = self.menuBar().addMenu("&Help")
-        about = QAction("About Harmony Desk", self)
-        about.triggered.connect(lambda: show_about(self))
-        help_menu.addAction(about)
-        self.search_action = QAction("Search chats", self, shortcut=QKeySequence("Ctrl+K"))
-        self.search_action.triggered.connect(lambda: self.sidebar.search.setFocus())
-        view.addAction(self.search_action)
-        actions = (self.new_action, self.open_action, self.models_action, self.debug_action)
-        for action in (*actions, self.search_action, self.preferences_action):
-            self.addAction(action)
-
     def _wire(self) -> None:
         c, host, comp = self.controller, self.host, self.composer
         comp.box.submitted.connect(self.send)
@@ -198,10 +185,10 @@ class MainWindow(QMainWindow):
         comp.send.clicked.connect(self.send)
         comp.stop.clicked.connect(c.stop)
         comp.box.stopRequested.connect(c.stop)
-        comp.tools_button.clicked.connect(self._choose_tools)
+        comp.tools_button.clicked.connect(lambda: window_dialogs.choose_tools(self))
         comp.offline.toggled.connect(c.set_offline)
         comp.library.toggled.connect(c.set_library)
-        self.open_model.clicked.connect(self._open_model)
+        self.open_model.clicked.connect(lambda: window_dialogs.open_model_file(self))
         self.cancel_load.clicked.connect(host.cancel_load)
         self.instructions.textChanged.connect(
             lambda: setattr(c.doc, "instructions", self.instructions.toPlainText())
@@ -277,28 +264,9 @@ class MainWindow(QMainWindow):
         threads = threads or self.threads
         return asyncio.ensure_future(self.host.load(path, n_ctx=n_ctx, threads=threads))
 
-    def _open_model(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a model", "", "GGUF models (*.gguf)")
-        if path:
-            self.load_model(path)
-
-    def _model_settings(self) -> None:
-        from app.ui.model_settings import ModelSettings
-
-        if not self.host.ready:
-            self.show_problem("Load a model first; its settings are remembered per model file.")
-            return
-        dialog = ModelSettings(self.host, self)
-        if dialog.exec() and dialog.load_changed and self.host.path:
-            self.load_model(self.host.path)  # GPU layers and the cache apply at load
-
     def show_settings(self) -> SettingsDialog:
-        """File ▸ Settings…: saved settings apply at once (the theme, the text size, the answer
-        length, the reasoning effort new messages start with)."""
-        dialog = SettingsDialog(self)
-        dialog.accepted.connect(lambda: self.use_settings(dialog.saved))
-        dialog.open()
-        return dialog
+        """File ▸ Settings… (`window_dialogs.show_settings`)."""
+        return window_dialogs.show_settings(self)
 
     def use_settings(self, settings: Any) -> None:
         self.controller.max_tokens = settings.max_tokens
@@ -307,19 +275,12 @@ class MainWindow(QMainWindow):
         self.context_length = settings.context_length
         self.threads = settings.threads or None
 
-    def _choose_tools(self) -> None:
-        button = self.composer.tools_button
-        at = button.mapToGlobal(button.rect().bottomLeft())
-        choose_tools(self, self.controller, at, self.mcp, self.insert_offer)
-
     def _offer_documents(self, documents: list[Path]) -> None:
         self.composer.offer_documents(documents)
 
     def show_mcp(self) -> McpPage:
-        """File ▸ MCP servers…: add, edit, import, test and enable the user's MCP servers."""
-        page = McpPage(self.mcp, self.controller, self)
-        page.open()
-        return page
+        """File ▸ MCP servers… (`window_dialogs.show_mcp`)."""
+        return window_dialogs.show_mcp(self)
 
     def insert_offer(self, what: tuple[str, str, str], arguments: dict[str, str]) -> None:
         """An MCP prompt or resource, read off the GUI thread, into the message box."""
@@ -391,22 +352,8 @@ class MainWindow(QMainWindow):
         self.state.set_later("welcomed", True)
 
     def show_models(self) -> ModelsPage:
-        """The models page (one, kept while the window lives)."""
-        if self.models_page is None:
-            self.models_page = ModelsPage(self.library, self)  # it scans when it opens
-            self.models_page.loadRequested.connect(self._load_from_library)
-        else:
-            self.library.refresh()  # files may have come or gone meanwhile
-        self.models_page.show()
-        self.models_page.raise_()
-        return self.models_page
-
-    def _load_from_library(self, path: str) -> None:
-        self.load_model(path, n_ctx=self.library.settings.context_length)  # as just read
-
-    def _endpoints(self) -> None:
-        assert self.controller.remote is not None
-        EndpointDialog(self.controller.remote, self).exec()
+        """File ▸ Models… (`window_dialogs.show_models`): one page, kept while the window lives."""
+        return window_dialogs.show_models(self)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.serve.set_on(False)

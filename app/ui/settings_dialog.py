@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
-from app.ui import theme
+from app.ui import appearance
 from app.ui.theme import mark
 
 
@@ -107,7 +107,7 @@ def apply_look(choice: str, font_size: int) -> None:
     system = QFontDatabase.systemFont(QFontDatabase.SystemFont.GeneralFont).pointSize()
     font.setPointSize(font_size or system)
     app.setFont(font)
-    theme.apply(app, choice)
+    appearance.apply(app, choice)
 
 
 __all__ = ["SettingsDialog", "apply_look"]

@@ -1,20 +1,20 @@
 """Light and dark themes: the app's only colours, by role, and the one stylesheet built from them.
 
 Guarantees: every colour a widget shows comes from the current `Theme` (no colour literal
-elsewhere in `app/ui`); `apply` sets Qt's palette and the application stylesheet together, so
-a switch repaints every open widget at once; "system" follows the OS colour scheme (Qt 6.5+
-`QStyleHints.colorScheme`) and changes with it while the app runs; widgets mark what they are
-with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`, `preamble`, `notice`, `code`)
-rather than colouring themselves.
+elsewhere in `app/ui`); `palette` and `stylesheet` are built from a theme alone, so the same
+theme always gives the same look; `current` is the theme last put in force (by
+`appearance.apply`, which owns the switch: palette, stylesheet and icons together); widgets
+mark what they are with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`,
+`preamble`, `notice`, `code`) rather than colouring themselves. This module imports nothing of
+the app, so every view may import it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QWidget
 
 CHOICES = ("system", "light", "dark")
 
@@ -58,22 +58,16 @@ DARK = Theme(
     syntax=("#c297ff", "#4fd1c5", "#f2a65a", "#8b949e"),
 )  # fmt: skip
 _current = LIGHT
-_choice = "system"
 
 
 def current() -> Theme:
     return _current
 
 
-def resolve(choice: str, scheme: Qt.ColorScheme | None = None) -> Theme:
-    """The theme `choice` means now: "system" asks the OS (or takes the `scheme` it just
-    announced; light where it cannot say)."""
-    if choice == "dark":
-        return DARK
-    if choice == "light":
-        return LIGHT
-    scheme = scheme if scheme is not None else QGuiApplication.styleHints().colorScheme()
-    return DARK if scheme == Qt.ColorScheme.Dark else LIGHT
+def set_current(t: Theme) -> None:
+    """Make `t` the theme views draw with (`appearance.apply` then restyles them)."""
+    global _current
+    _current = t
 
 
 def stylesheet(t: Theme) -> str:
@@ -117,32 +111,6 @@ def palette(t: Theme) -> QPalette:
     return p
 
 
-def apply(app: QApplication, choice: str, scheme: Qt.ColorScheme | None = None) -> Theme:
-    """Use theme `choice` ("system", "light" or "dark") for the whole application."""
-    global _current, _choice
-    _choice, _current = choice, resolve(choice, scheme)
-    app.setPalette(palette(_current))
-    app.setStyleSheet(stylesheet(_current))
-    from app.ui.icons import recolour
-
-    recolour(app)  # the buttons' icons, in the new text colour
-    for widget in app.allWidgets():
-        refresh = getattr(widget, "theme_changed", None)
-        if callable(refresh):
-            refresh()  # views that draw with theme colours themselves (code, the token strip)
-    return _current
-
-
-def follow_system(app: QApplication) -> None:
-    """While the choice is "system", switch when the OS does."""
-
-    def changed(scheme: Qt.ColorScheme) -> None:
-        if _choice == "system":
-            apply(app, _choice, scheme)
-
-    QGuiApplication.styleHints().colorSchemeChanged.connect(changed)
-
-
 def mark(widget: QWidget, role: str) -> QWidget:
     """Give `widget` a theme role; the stylesheet colours it (restyled at once)."""
     widget.setProperty("role", role)
@@ -156,9 +124,9 @@ __all__ = [
     "DARK",
     "LIGHT",
     "Theme",
-    "apply",
     "current",
-    "follow_system",
     "mark",
-    "resolve",
+    "palette",
+    "set_current",
+    "stylesheet",
 ]

@@ -1,0 +1,79 @@
+"""How much memory a model needs at a context length, and how much the computer has free.
+
+Guarantees: one estimate for the whole app (the library's table, the command line and the
+check before a load): weights (the tensor data of every part) + an f16 KV cache of the
+context's length (llama.cpp's full-size cache, as it allocates by default) + llama.cpp's
+compute buffer, which grows with the batch and the vocabulary (one batch of logits), plus a
+fixed margin; the share of the layers given to the GPU is counted in its memory, not the
+computer's (a sliding-window model's full-size cache, kept for exact reuse, is what is counted).
+Meant as an upper bound: a test checks the KV figure against what llama.cpp
+reports, and that the worker's peak resident memory stays under the total (measured here:
+0.65-0.75 of it for the bundled model).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from app.domain.library import MemoryEstimate
+from app.domain.placement import LoadSettings
+from app.engine.protocol import N_BATCH
+
+FIXED = 64 << 20
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new process (MemAvailable on Linux), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class Sized(Protocol):
+    """What the estimate needs of a model: a header (`GgufInfo`) or a library `ModelEntry`."""
+
+    @property
+    def weights_bytes(self) -> int: ...
+    @property
+    def kv_bytes_per_token(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+
+
+def estimate_memory(
+    model: Sized,
+    n_ctx: int,
+    *,
+    n_batch: int = N_BATCH,
+    available: int | None = -1,
+    gpu_share: float = 0.0,
+) -> MemoryEstimate:
+    """The estimate for `model` at `n_ctx` tokens; `available` -1 reads the free memory;
+    `gpu_share` of the layers go to the GPU (`gpu_share_of`)."""
+    buffers = n_batch * model.vocab_size * 4 + FIXED
+    return MemoryEstimate(
+        n_ctx=n_ctx,
+        weights=model.weights_bytes,
+        kv_cache=model.kv_bytes_per_token * n_ctx,
+        buffers=buffers,
+        available=available_memory() if available == -1 else available,
+        gpu_share=gpu_share,
+    )
+
+
+def gpu_share_of(settings: LoadSettings, layers: int, offload: bool) -> float:
+    """The share of a model's `layers` its load settings give the GPU (0 without offload)."""
+    if not offload or settings.gpu_layers == 0:
+        return 0.0
+    if settings.gpu_layers is None or settings.gpu_layers < 0 or layers <= 0:
+        return 1.0
+    return min(1.0, settings.gpu_layers / layers)

@@ -1,0 +1,302 @@
+"""Remote OpenAI-compatible endpoints (Databricks serving endpoints, vLLM, Ollama, LM Studio,
+llama.cpp's server, OpenAI) through the `openai` SDK, behind the events a local model gives.
+
+Guarantees:
+- `RemoteSession.generate` streams the same events as `ChatSession.generate` (`MessageStarted`,
+  `ContentDelta`, `MessageDone`, then one `GenerationDone` or `TurnFailed`) and returns a
+  `Generation`: answers on `final`, reasoning the server returns on `analysis`, tool calls as
+  `functions.NAME` messages on `commentary` with their JSON arguments, so approval, deadlines
+  and the turn loop are shared with local models (`remote_reply` reads the stream);
+- what is sent is the conversation the user sees (`remote_wire`);
+- failures are plain and keep the conversation (`remote_retry` says what to do); a stream cut in
+  the middle is E-STREAM-TRUNCATED with the partial text kept;
+- the API key goes to the SDK only: it is never in an event, an error, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any
+
+from app.constrain.constraint import CallSpec, Constraint, ResponseFormat, ToolChoice, validate_json
+from app.domain.attachments import estimate, estimated_room
+from app.domain.endpoint import Endpoint
+from app.domain.events import (
+    FinishReason,
+    GenerationDone,
+    JsonChecked,
+    RequestSent,
+    ResponseReceived,
+    Timings,
+    TurnFailed,
+)
+from app.domain.messages import Conversation, Message, ReasoningEffort, Role
+from app.domain.sampling import Sampling
+from app.engine.remote.reply import ReplyStream
+from app.engine.remote.retry import Opener, RemoteError
+from app.engine.remote.wire import openai_client, request_body
+from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
+from app.errors import ErrorCode
+from app.harmony.encoding import CALL
+
+_REMOTE = Capabilities(
+    local_grammar=False, continues_prefix=False, server_tool_choice=True, vocabulary=False
+)
+
+
+class RemoteSession:
+    """One conversation with a remote endpoint; the same `send` and `generate` as a local one."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        key: str | None,
+        *,
+        sampling: Sampling | None = None,
+        max_tokens: int = 1024,
+        client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.endpoint = endpoint
+        self.gpt_oss = "gpt-oss" in endpoint.model.lower().replace("_", "-")
+        self.client = client or openai_client(endpoint, key)
+        self.sampling = sampling
+        self.max_tokens = endpoint.max_tokens or max_tokens
+        self.conversation = Conversation(messages=())
+        self.turns: list[TurnRecord] = []
+        self._open = Opener(endpoint, self.client, key, sleep)
+        self.thinking_budget: int | None = None  # the server's own reasoning, not capped here
+        self.top_logprobs = 0  # the endpoint's settings ask for scores (`Endpoint.top_logprobs`)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return _REMOTE
+
+    def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
+        """Unchanged: the effort travels in the request (`reasoning_effort`), not the text."""
+        return conversation
+
+    def tool_constraint(
+        self,
+        tools: Mapping[str, Mapping[str, Any] | None],
+        calls: Sequence[CallSpec],
+        tool_choice: ToolChoice,
+    ) -> Constraint | None:
+        """None: the server is told the tools and the choice, and holds to them itself."""
+        return None
+
+    def count(self, text: str) -> int:
+        return estimate(text)
+
+    def room(self, text: str) -> int:
+        return estimated_room(text, self.max_tokens)
+
+    def token_table(self) -> Sequence[bytes]:
+        return ()
+
+    def __repr__(self) -> str:
+        return f"RemoteSession({self.endpoint.name!r}, {self.endpoint.base_url!r})"
+
+    def send(
+        self,
+        text: str,
+        *,
+        reasoning_effort: ReasoningEffort | None = None,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        stop: Sequence[str] = (),
+    ) -> Iterator[ChatEvent]:
+        """Send a user message and stream the reply's events (`stop`: words that end it)."""
+        conversation = self.conversation.with_message(Message.of(Role.USER, text))
+        self.conversation = conversation
+        out = yield from self.generate(
+            conversation,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            response_format=response_format,
+            tool_choice=tool_choice,
+            reasoning_effort=reasoning_effort,
+            stop=stop,
+        )
+        self.conversation = conversation.with_messages(out.messages)
+        index = len(conversation.messages) - 1
+        self.turns.append(TurnRecord(index, reasoning_effort, out.timings, out.failed))
+        schema = response_format.json_schema_dict if response_format else None
+        if response_format is not None:
+            for m in out.messages:
+                if m.channel == "final":
+                    yield JsonChecked(
+                        "answer",
+                        validate_json(m.text, schema, complete=out.finished, planned=False),
+                    )
+
+    def request(
+        self,
+        conversation: Conversation,
+        *,
+        max_tokens: int | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        reasoning_effort: ReasoningEffort | None = None,
+        stop: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The body of the chat-completion request for `conversation` (no key in it)."""
+        return request_body(
+            self.endpoint, self.sampling, self.max_tokens, conversation,
+            max_tokens=max_tokens, response_format=response_format, tool_choice=tool_choice,
+            reasoning_effort=reasoning_effort, stop=stop,
+        )  # fmt: skip
+
+    def generate(
+        self,
+        conversation: Conversation,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+        tool_choice: ToolChoice = "auto",
+        reasoning_effort: ReasoningEffort | None = None,
+        stop: Sequence[str] = (),
+        constraint: Constraint | None = None,
+        prefix: Sequence[int] = (),
+    ) -> Generator[ChatEvent, None, Generation]:
+        """One streamed reply for `conversation`: events, then the parsed result returned.
+        `constraint` (a local grammar) does not apply: the request names the tools and the
+        response format; `prefix` (continuing from token ids) cannot be done remotely."""
+        if prefix:
+            reason = (
+                "continuing a cut answer from its tokens is not available with a remote"
+                " endpoint; regenerate it instead"
+            )
+            yield TurnFailed(reason, ErrorCode.INPUT_INVALID)
+            return Generation([], None, reason, False, None)
+        body = self.request(
+            conversation,
+            max_tokens=max_tokens,
+            response_format=response_format,
+            tool_choice=tool_choice,
+            reasoning_effort=reasoning_effort,
+            stop=stop,
+        )
+        cancel = cancel or threading.Event()
+        yield RequestSent(self.endpoint.name, body)
+        start = time.monotonic()
+        state = ReplyStream(gpt_oss=self.gpt_oss)
+        failed = yield from self._stream(body, cancel, state, start)
+        complete = failed is None and state.finish not in ("length", "cancelled", None)
+        yield from state.end(start, complete)
+        return (yield from self._said(state, failed, start))
+
+    def resume(
+        self,
+        conversation: Conversation,
+        prefix: Sequence[int],
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+        response_format: ResponseFormat | None = None,
+    ) -> Generator[ChatEvent, None, Generation]:
+        """A failure that says so: a remote endpoint cannot continue from token ids."""
+        return (yield from self.generate(
+            conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
+        ))  # fmt: skip
+
+    def _stream(
+        self, body: dict[str, Any], cancel: threading.Event, state: ReplyStream, start: float
+    ) -> Generator[ChatEvent, None, TurnFailed | None]:
+        """The reply's chunks as events; why it failed, or None."""
+        try:
+            chunks = yield from self._open(body, cancel)
+            if chunks is None:
+                state.finish = "cancelled"
+                return None
+            try:
+                for chunk in chunks:
+                    yield from state.chunk(chunk, start)
+                    if cancel.is_set():
+                        state.finish = "cancelled"
+                        break
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+        except RemoteError as exc:
+            return TurnFailed(f"{exc.code.value}: {exc.message}", exc.code)
+        except Exception as exc:  # the SDK and its HTTP client raise many kinds mid-stream
+            return _truncated(
+                f"the connection to {self.endpoint.name} broke during the answer"
+                f" ({type(exc).__name__}); the text so far is kept"
+            )
+        if state.finish is None:
+            return _truncated(
+                f"the stream from {self.endpoint.name} ended before the answer did;"
+                " the text so far is kept"
+            )
+        return None
+
+    def _said(
+        self, state: ReplyStream, failed: TurnFailed | None, start: float
+    ) -> Generator[ChatEvent, None, Generation]:
+        """What the server said about the reply, how it ended, and the generation."""
+        usage = state.usage
+        timings = Timings(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            prompt_evaluated=getattr(usage, "prompt_tokens", 0) or 0,
+            first_token_ms=state.first_token_ms,
+            total_ms=(time.monotonic() - start) * 1000,
+            generated=getattr(usage, "completion_tokens", 0) or state.chunks,
+        )
+        counted = {"prompt_tokens": timings.prompt_tokens, "completion_tokens": timings.generated}
+        yield ResponseReceived(
+            self.endpoint.name,
+            state.response_id,
+            "failed" if failed is not None else state.finish or "",
+            counted if usage is not None else {},
+            tuple(state.logprobs),
+            tuple(state.top),
+        )
+        if failed is not None:
+            yield failed
+        else:
+            reason = {
+                "length": FinishReason.LENGTH,
+                "cancelled": FinishReason.CANCELLED,
+            }.get(state.finish or "", FinishReason.STOP)
+            yield GenerationDone(reason, None, timings)
+        return Generation(
+            state.messages,
+            timings,
+            failed.reason if failed is not None else None,
+            failed is None and state.finish not in ("length", "cancelled"),
+            CALL if state.ended_in_calls and failed is None else None,  # as <|call|>
+            called=state.ended_in_calls and failed is None,
+        )
+
+
+def _truncated(words: str) -> TurnFailed:
+    code = ErrorCode.STREAM_TRUNCATED
+    return TurnFailed(f"{code.value}: {words}", code)
+
+
+def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) -> tuple[bool, str]:
+    """Whether `endpoint` answers, and what it said: its models when it lists them, else the
+    outcome of a one-token request (Databricks serving endpoints do not list models)."""
+    session = RemoteSession(endpoint, key, max_tokens=1, client=client)
+    try:
+        names = sorted(m.id for m in session.client.models.list())
+    except Exception:  # not every server lists models: ask for one token instead
+        names = []
+    if names:
+        offered = "offered" if endpoint.model in names else "NOT offered"
+        return endpoint.model in names, (
+            f"{endpoint.name} answers; its models: {', '.join(names)} ({endpoint.model} {offered})"
+        )
+    ping = Conversation(messages=(Message.of(Role.USER, "ping"),))
+    failed = [e.reason for e in session.generate(ping, max_tokens=1) if isinstance(e, TurnFailed)]
+    if failed:
+        return False, failed[0]
+    return True, f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"

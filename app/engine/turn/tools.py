@@ -1,0 +1,112 @@
+"""A user turn with tools on a chat session: the turn loop driven by the real engine.
+
+Guarantees: the conversation's developer message declares exactly the registry's tools; with a
+Harmony model each generation is constrained so tool arguments follow their schemas (a schema
+the token mask cannot take allows any object, which the tool checks itself); the
+first generation honours `tool_choice`, later ones are `auto`; the chain's analysis stays in
+every follow-up prompt; every call's audit record comes back in the `TurnResult` and is
+appended to the tool audit log here, so the window, the terminal and any other driver audit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator, Iterator, Sequence
+
+from app.constrain.constraint import CallSpec, ToolChoice, enforceable
+from app.domain.events import (
+    ToolCallDecided,
+    ToolCallRequested,
+    ToolsRan,
+    TurnEvent,
+    TurnResult,
+)
+from app.domain.messages import Conversation, Message, Role, SystemContent
+from app.engine.session import Session
+from app.engine.turn.loop import Generate, Generated, turn_loop
+from app.tools.api import Tool, ToolContext
+from app.tools.audit import AuditLog
+from app.tools.calls import Approve, Decision, PendingCall, allow_all
+from app.tools.registry import ToolRegistry
+from app.tools.runner import described, run_decided
+
+
+def with_tools(conversation: Conversation, registry: ToolRegistry) -> Conversation:
+    """The conversation declaring the registry's tools: plugin namespaces in the developer
+    message, the built-in `browser` and `python` in the system message."""
+    system = registry.system_namespaces()
+    if system or any(
+        m.author.role is Role.SYSTEM and isinstance(m.content[0], SystemContent)
+        for m in conversation.messages
+    ):
+        conversation = conversation.with_header(Role.SYSTEM, tools=system or None)
+    return conversation.with_header(Role.DEVELOPER, tools=registry.namespaces() or None)
+
+
+def _call_spec(t: Tool) -> CallSpec:
+    code = t.body == "code"
+    return CallSpec(t.qualified_name, t.channel, None if code else enforceable(t.parameters), code)
+
+
+def _approved(
+    calls: Sequence[PendingCall], approve: Approve
+) -> Generator[ToolCallRequested | ToolCallDecided, None, list[Decision]]:
+    """Ask for each call in turn, saying the request and the answer as events."""
+    decisions = []
+    for call in calls:
+        name, risk = call.tool.qualified_name, call.tool.risk.value
+        source = "" if call.tool.plugin == "built-in" else call.tool.plugin
+        yield ToolCallRequested(call.call_id, name, call.arguments, risk, source)
+        decision = approve(call)
+        ran = decision.arguments if decision.arguments is not None else call.arguments
+        yield ToolCallDecided(call.call_id, decision.allow, ran, described(decision, call))
+        decisions.append(decision)
+    return decisions
+
+
+def run_tool_turn(
+    session: Session,
+    text: str,
+    registry: ToolRegistry,
+    *,
+    approve: Approve = allow_all,
+    tool_choice: ToolChoice = "auto",
+    max_calls: int = 8,
+    cancel: threading.Event | None = None,
+    context: ToolContext | None = None,
+    audit: AuditLog | None = None,
+) -> Iterator[TurnEvent]:
+    """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`.
+    Every call is written to the audit log (`audit`, else the user's), whoever drives the turn."""
+    conversation = with_tools(
+        session.conversation.with_message(Message.of(Role.USER, text)), registry
+    )
+    loop = turn_loop(conversation, registry, max_calls=max_calls)
+    schemas = {t.name: enforceable(t.parameters) for t in registry if t.namespace == "functions"}
+    calls = [_call_spec(t) for t in registry if t.namespace != "functions"]
+    action = next(loop)
+    first = True
+    try:
+        while True:
+            if isinstance(action, Generate):
+                choice = tool_choice if first else "auto"
+                constraint = session.tool_constraint(schemas, calls, choice)
+                first = False
+                out = yield from session.generate(
+                    action.conversation, constraint=constraint, cancel=cancel, tool_choice=choice
+                )
+                if out.failed is not None:
+                    session.conversation = action.conversation.with_messages(out.messages)
+                    return
+                action = loop.send(Generated(tuple(out.messages), called=out.called))
+            else:
+                decisions = yield from _approved(action.calls, approve)
+                outcomes = run_decided(action.calls, decisions, cancel=cancel, context=context)
+                yield ToolsRan(tuple(outcomes))
+                action = loop.send(outcomes)
+    except StopIteration as stop:
+        result: TurnResult = stop.value
+        session.conversation = result.conversation
+        if result.records:
+            (audit or AuditLog()).append(result.records, context.conversation_id if context else "")
+        yield result

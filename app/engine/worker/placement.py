@@ -1,0 +1,76 @@
+"""Where a model runs and how its cache is kept: the load settings turned into llama.cpp's
+arguments.
+
+Guarantees: `gpu_layers` auto (None) offloads every layer when llama.cpp reports GPU offload
+(`llama_supports_gpu_offload`), else none; -1 is all, N is N (capped at the model's layers);
+a gpt-oss model keeps a full-size window cache (`swa_full`): its Harmony prompts drop the
+analysis of every finished turn, a rollback of hundreds of tokens each turn against a 128-token
+window, so the cache must be able to roll back exactly; other sliding-window models (Gemma 3,
+window 512) keep llama.cpp's small window cache, whose attention stays cheap as the
+conversation grows, and the worker evaluates the prompt again when a rollback (a regenerated
+or edited answer) crosses the window. Either way reuse is exact. A q8_0 cache turns flash
+attention on (llama.cpp quantizes the V cache only with it). The result says what was
+chosen, for the status bar and the debug pane.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from app.domain.placement import LoadSettings, Placement
+
+KV_TYPES = {"f16": 1, "q8_0": 8}  # ggml type ids
+
+
+def _int(metadata: dict[str, Any], key: str) -> int:
+    try:
+        return int(metadata.get(key, 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: bool) -> Placement:
+    """The placement `settings` give for a model with this GGUF `metadata`."""
+    arch = str(metadata.get("general.architecture", ""))
+    layers = _int(metadata, f"{arch}.block_count")
+    window = _int(metadata, f"{arch}.attention.sliding_window")
+    wanted = settings.gpu_layers
+    if wanted is None:
+        wanted = -1 if offload else 0
+    gpu_layers = 0 if not offload else layers if wanted < 0 else min(wanted, layers)
+    kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
+    flash_attn = settings.flash_attn or kv_type != "f16"
+    rolls_back = arch == "gpt-oss"  # Harmony drops each finished turn's analysis
+    swa_full = settings.swa_full if settings.swa_full is not None else window > 0 and rolls_back
+    return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)
+
+
+def llama_arguments(placement: Placement) -> dict[str, Any]:
+    """The `Llama(...)` arguments of `placement`."""
+    n_gpu_layers = -1 if placement.gpu_layers >= placement.n_layers > 0 else placement.gpu_layers
+    kv = KV_TYPES[placement.kv_type]
+    return {
+        "n_gpu_layers": n_gpu_layers,
+        "flash_attn": placement.flash_attn,
+        "type_k": kv,
+        "type_v": kv,
+        "swa_full": placement.swa_full,
+    }
+
+
+def as_loaded(placement: Placement, model_params: Any, context_params: Any) -> Placement:
+    """`placement` as llama.cpp's parameters say it was loaded (read back, not assumed)."""
+    names = {v: k for k, v in KV_TYPES.items()}
+    asked = int(model_params.n_gpu_layers)
+    layers = placement.n_layers if asked < 0 else min(asked, placement.n_layers)
+    return dataclasses.replace(
+        placement,
+        gpu_layers=layers if placement.gpu_offload else 0,
+        flash_attn=int(context_params.flash_attn_type) == 1,
+        kv_type=names.get(int(context_params.type_k), str(context_params.type_k)),
+        swa_full=bool(context_params.swa_full),
+    )
+
+
+__all__ = ["KV_TYPES", "as_loaded", "llama_arguments", "placement_for"]

@@ -1,0 +1,101 @@
+"""The dialogs and pages the main window opens: a model file, the model's settings, Settings…,
+the Tools… menu, MCP servers…, Endpoints… and the models page.
+
+Guarantees: each launcher takes the window and returns at once where the dialog is modeless
+(settings, MCP servers, the models page), so the window stays responsive; the model settings
+are refused, with a sentence in the window, until a model is loaded, and a change that only
+applies at load reloads the model; saved settings apply to the window at once; there is one
+models page per window, kept while it lives and rescanned each time it is shown again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QFileDialog
+
+from app.ui import tools_menu
+from app.ui.endpoints import EndpointDialog
+from app.ui.mcp_page import McpPage
+from app.ui.model_settings import ModelSettings
+from app.ui.models_page import ModelsPage
+from app.ui.settings_dialog import SettingsDialog
+
+if TYPE_CHECKING:  # for the annotations only: the window imports this module
+    from app.ui.main_window import MainWindow
+
+
+def open_model_file(window: MainWindow) -> None:
+    """File ▸ Open model…: a GGUF file, loaded with the window's context length."""
+    path, _ = QFileDialog.getOpenFileName(window, "Open a model", "", "GGUF models (*.gguf)")
+    if path:
+        window.load_model(path)
+
+
+def edit_model_settings(window: MainWindow) -> None:
+    """File ▸ Model settings…: the loaded model's, remembered per model file."""
+    host = window.host
+    if not host.ready:
+        window.show_problem("Load a model first; its settings are remembered per model file.")
+        return
+    dialog = ModelSettings(host, window)
+    if dialog.exec() and dialog.load_changed and host.path:
+        window.load_model(host.path)  # GPU layers and the cache apply at load
+
+
+def show_settings(window: MainWindow) -> SettingsDialog:
+    """File ▸ Settings…: saved settings apply at once (the theme, the text size, the answer
+    length, the reasoning effort new messages start with)."""
+    dialog = SettingsDialog(window)
+    dialog.accepted.connect(lambda: window.use_settings(dialog.saved))
+    dialog.open()
+    return dialog
+
+
+def choose_tools(window: MainWindow) -> None:
+    """The composer's Tools… button: its menu, under the button."""
+    button = window.composer.tools_button
+    at = button.mapToGlobal(button.rect().bottomLeft())
+    tools_menu.choose_tools(window, window.controller, at, window.mcp, window.insert_offer)
+
+
+def show_mcp(window: MainWindow) -> McpPage:
+    """File ▸ MCP servers…: add, edit, import, test and enable the user's MCP servers."""
+    page = McpPage(window.mcp, window.controller, window)
+    page.open()
+    return page
+
+
+def show_endpoints(window: MainWindow) -> None:
+    """File ▸ Endpoints… (shown only when the window has remote endpoints)."""
+    assert window.controller.remote is not None
+    EndpointDialog(window.controller.remote, window).exec()
+
+
+def show_models(window: MainWindow) -> ModelsPage:
+    """The models page (one, kept while the window lives)."""
+    if window.models_page is None:
+        window.models_page = ModelsPage(window.library, window)  # it scans when it opens
+        window.models_page.loadRequested.connect(lambda path: load_from_library(window, path))
+    else:
+        window.library.refresh()  # files may have come or gone meanwhile
+    window.models_page.show()
+    window.models_page.raise_()
+    return window.models_page
+
+
+def load_from_library(window: MainWindow, path: str) -> None:
+    """A model the models page asked for, with the context length it was just set to."""
+    window.load_model(path, n_ctx=window.library.settings.context_length)  # as just read
+
+
+__all__ = [
+    "choose_tools",
+    "edit_model_settings",
+    "load_from_library",
+    "open_model_file",
+    "show_endpoints",
+    "show_mcp",
+    "show_models",
+    "show_settings",
+]
