@@ -1,9 +1,40 @@
-"""The one error tree of Harmony Desk, and the OpenChatML error codes.
+"""The one error tree of Harmony Desk, and the error codes.
 
-Expected failures (malformed model output, a bad input line) are values that carry an
-`ErrorCode`; exceptions are for conditions the caller cannot continue past (a missing or
-altered vocabulary file, a conversation that cannot be rendered). Every exception raised
-on purpose by the app derives from `HarmonyDeskError` and carries a stable `code`.
+Expected failures (malformed model output, a bad input line, a tool that timed out, a prompt
+the worker refused) are values that carry an `ErrorCode`; exceptions are for conditions the
+caller cannot continue past (a missing or altered vocabulary file, a conversation that cannot be
+rendered). Every exception raised on purpose by the app derives from `HarmonyDeskError` and
+carries a stable `code`; foreign errors are translated at the boundary, `raise … from exc`.
+
+    HarmonyDeskError                    code         where it is raised
+    ├── InvalidInputError               INPUT-INVALID  a conversation, message or token list
+    │   └── MissingKey                                 secrets: no key in the keyring
+    ├── TranscriptError                 (per error)    a transcript, with line and column
+    ├── RenderError                     RENDER       a conversation the renderer cannot write
+    ├── SchemaError                     INPUT-INVALID  a schema JSON mode refuses (constrain)
+    ├── ResourceError                   RESOURCE     a bundled resource missing or altered
+    │   └── VocabularyError                          the o200k vocabulary file
+    ├── ModelLoadError (LoadProblem)    RESOURCE     a model file that cannot be loaded
+    ├── WorkerError                     STREAM-TRUNCATED  the worker died or did not answer
+    ├── IllegalTransition               INPUT-INVALID  a bug: a state table's illegal move
+    │                                                  (engine/protocol; also a RuntimeError)
+    ├── DownloadError (DownloadProblem) DOWNLOAD     a model download that stopped
+    ├── TemplateError, TemplateFileError, JinjaTemplateError     templates
+    ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
+    ├── DuplicateToolError, UnknownToolError, McpError, SandboxFolderError,
+    │   SandboxUnavailableError                      the tool host
+    ├── RemoteError                     (per error)  a remote endpoint (engine/remote/retry)
+    ├── Unknown                         INPUT-INVALID  JSON mode's closer cannot read a pattern
+    ├── StoreError                      RESOURCE     the conversation store
+    ├── OutputError                     RESOURCE     a file the app writes (fileio)
+    ├── LibraryError                    INPUT-INVALID  the model library's folders
+    ├── VisibilityError                 PERM-VISIBILITY  OpenChatML's visibility policy
+    ├── ApiError                        (per status) the local server's 4xx answers
+    └── EndpointError, ServeError                    the window's remote and server hosts
+
+The worker's refusals of one request travel as codes, not exceptions (`Refused` on the pipe,
+then `TurnFailed.code`): E-CONTEXT (the prompt does not fit), E-GRAMMAR (a constraint the
+vocabulary cannot follow), E-NO-MODEL, and E-WORKER for a worker that died mid-answer.
 """
 
 from __future__ import annotations

@@ -37,3 +37,21 @@ def test_no_error_is_recognised_by_its_text() -> None:
     offenders = [f"{p.relative_to(APP)}:{i}" for p in APP.rglob("*.py")
                  for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not offenders, offenders
+
+
+def test_the_error_tree_in_the_docstring_names_every_error_the_app_raises() -> None:
+    import app.errors
+
+    for info in pkgutil.walk_packages(app.__path__, "app."):
+        if info.name != "app.__main__":
+            importlib.import_module(info.name)
+    found = set()
+    stack = [HarmonyDeskError]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub.__module__.startswith("app."):
+                found.add(sub.__name__)
+                stack.append(sub)
+    assert len(found) > 20
+    drawn = app.errors.__doc__ or ""
+    assert {n for n in found if n not in drawn} == set()

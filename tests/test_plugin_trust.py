@@ -72,11 +72,11 @@ def test_a_plugin_that_exits_blocks_or_crashes_is_skipped(
     (folder / "zzz_good.py").write_text(PLUGIN.format(marker=str(tmp_path / "m")))
     for identity in discover(folders=[folder], trust=store).pending.values():
         store.trust(identity)
-    from app.tools import plugin_host
+    from app.tools import plugin_host, plugin_load
 
     found_host = plugin_host.PluginHost(import_seconds=3)
     specs = [
-        plugin_host.PluginSpec(i.name, i.kind, i.path, "") for i in store.load().values()
+        plugin_load.PluginSpec(i.name, i.kind, i.path, "") for i in store.load().values()
     ]
     tools, failures = found_host.load(sorted(specs, key=lambda s: s.name))
     try:

@@ -238,7 +238,7 @@ def test_the_response_id_and_logprobs_come_back_for_the_debug_pane(server: int) 
     assert "".join(t for t, _ in said.logprobs) == session.conversation.messages[-1].text
     assert len(said.top) == 4 and all(len(alts) == 2 for alts in said.top)  # the alternatives too
     from app.domain.history import Reply
-    from app.domain.reply_builder import ReplyBuilder
+    from app.domain.reply import ReplyBuilder
 
     builder = ReplyBuilder(Reply())  # what the debug pane's strip shows for a remote answer
     for event in events:

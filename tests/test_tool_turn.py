@@ -169,7 +169,7 @@ def test_the_turn_timeline_lays_generations_and_tool_calls_end_to_end() -> None:
         ToolsRan,
     )
     from app.domain.history import Reply, Segment
-    from app.domain.reply_builder import ReplyBuilder
+    from app.domain.reply import ReplyBuilder
 
     builder = ReplyBuilder(Reply())
     card = {"tool": "functions.calculate", "call_id": "c1", "state": "running"}

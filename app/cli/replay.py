@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from app.cli.replay_source import USER_TEXT, Source, result_of, session_for, source_of
+from app.cli.terminal_reply import TerminalReply
 from app.domain.history import Reply
 from app.engine.turn.run import TurnRequest, run_turn
 from app.harmony import encoding as enc
@@ -39,8 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def replay_terminal(source: Source, via: str) -> dict[str, Any]:
     """Through the terminal chat's path: its printer and its reply builder."""
-    from app.cli.terminal_reply import TerminalReply
-
     printer = TerminalReply(False, io.StringIO(), io.StringIO())
     builder = printer.begin(Reply())
     for event in run_turn(session_for(source, via), TurnRequest(USER_TEXT)):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.endpoint import Endpoint
-from app.domain.reply_builder import ReplyBuilder
+from app.domain.reply import ReplyBuilder
 from app.engine.local.scripted import ScriptedClient, ScriptedServer
 from app.engine.local.session import ChatSession
 from app.engine.remote.session import RemoteSession

@@ -15,6 +15,7 @@ import json
 from typing import TextIO, assert_never
 
 from app.domain.events import (
+    CallOutcome,
     ContentDelta,
     GenerationDone,
     JsonChecked,
@@ -35,7 +36,7 @@ from app.domain.events import (
     TurnResult,
 )
 from app.domain.history import Reply
-from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
+from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
 
 
@@ -91,54 +92,15 @@ class TerminalReply:
             self.err.write("\n")
 
     def _said(self, event: TurnEvent) -> None:
-        """What is said on stderr about the event (one exhaustive match over the union)."""
+        """What is said on stderr about the event (one exhaustive match over the union, by
+        group; each group's match is exhaustive too)."""
         match event:
-            case ParseIssue():
-                if event.severity.value != "debug":
-                    self.err.write(f"[{event.code.value}] {event.message}\n")
-            case GenerationDone():
-                t = event.timings
-                self.err.write(
-                    f"[{event.reason.value}: {t.generated} tokens,"
-                    f" first after {t.first_token_ms:.0f} ms,"
-                    f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-                    f" {t.prompt_reused} reused]\n"
-                )
-            case TurnFailed():
-                self.err.write(f"[turn failed] {event.reason}\n")
-            case ToolCallRequested():
-                shown = _short(json.dumps(event.arguments, ensure_ascii=False))
-                source = f" from {event.source}" if event.source else ""
-                said = f"{event.tool}{source} ({event.risk}) {shown}"
-                self.err.write(f"[tool {event.call_id}] {said}\n")
-            case ToolCallDecided():
-                verdict = "runs" if event.allow else "not run"
-                self.err.write(f"[tool {event.call_id}] {verdict}: {event.how}\n")
-            case ToolsRan():
-                for o in event.outcomes:
-                    said = (
-                        json.dumps(o.content, ensure_ascii=False)
-                        if o.ok
-                        else f"{o.error_code}: {o.error}"
-                    )
-                    self.err.write(
-                        f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {_short(said)}\n"
-                    )
-            case TurnResult():
-                if event.reason != "answer":
-                    self.err.write(f"[turn ended: {event.reason}]\n")
-            case JsonChecked():
-                r = event.result
-                code = r.code.value if r.code else ""
-                verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
-                self.err.write(f"[json {event.target}] {verdict}\n")
-                if self.json_mode and event.target == "answer":
-                    self._release(r.valid)
-            case JsonRetried():
-                self.err.write(
-                    f"[json retry {event.attempt}] {event.keyword} at {event.path or '/'}:"
-                    " generating again from before it\n"
-                )
+            case ParseIssue() | GenerationDone() | TurnFailed():
+                self._said_of_generation(event)
+            case ToolCallRequested() | ToolCallDecided() | ToolsRan() | TurnResult():
+                self._said_of_tools(event)
+            case JsonChecked() | JsonRetried():
+                self._said_of_json(event)
             case (
                 MessageStarted()
                 | ContentDelta()
@@ -153,12 +115,77 @@ class TerminalReply:
             case _:
                 assert_never(event)
 
+    def _said_of_generation(self, event: ParseIssue | GenerationDone | TurnFailed) -> None:
+        match event:
+            case ParseIssue():
+                if event.severity.value != "debug":
+                    self.err.write(f"[{event.code.value}] {event.message}\n")
+            case GenerationDone():
+                self.err.write(_timings(event))
+            case TurnFailed():
+                self.err.write(f"[turn failed] {event.reason}\n")
+            case _:
+                assert_never(event)
+
+    def _said_of_tools(
+        self, event: ToolCallRequested | ToolCallDecided | ToolsRan | TurnResult
+    ) -> None:
+        match event:
+            case ToolCallRequested():
+                shown = _short(json.dumps(event.arguments, ensure_ascii=False))
+                source = f" from {event.source}" if event.source else ""
+                said = f"{event.tool}{source} ({event.risk}) {shown}"
+                self.err.write(f"[tool {event.call_id}] {said}\n")
+            case ToolCallDecided():
+                verdict = "runs" if event.allow else "not run"
+                self.err.write(f"[tool {event.call_id}] {verdict}: {event.how}\n")
+            case ToolsRan():
+                for o in event.outcomes:
+                    self.err.write(_outcome(o))
+            case TurnResult():
+                if event.reason != "answer":
+                    self.err.write(f"[turn ended: {event.reason}]\n")
+            case _:
+                assert_never(event)
+
+    def _said_of_json(self, event: JsonChecked | JsonRetried) -> None:
+        match event:
+            case JsonChecked():
+                r = event.result
+                code = r.code.value if r.code else ""
+                verdict = "valid" if r.valid else f"invalid ({code}) at {r.path or '/'}: {r.error}"
+                self.err.write(f"[json {event.target}] {verdict}\n")
+                if self.json_mode and event.target == "answer":
+                    self._release(r.valid)
+            case JsonRetried():
+                self.err.write(
+                    f"[json retry {event.attempt}] {event.keyword} at {event.path or '/'}:"
+                    " generating again from before it\n"
+                )
+            case _:
+                assert_never(event)
+
     def _release(self, valid: bool) -> None:
         """JSON mode's answer: printed once, whole, when it is valid."""
         self.json_failed = not valid
         answers = [s.text for s in self.builder.reply.segments if s.kind == "answer"]
         if valid and answers:
             self.out.write(answers[-1] + "\n")
+
+
+def _timings(event: GenerationDone) -> str:
+    t = event.timings
+    return (
+        f"[{event.reason.value}: {t.generated} tokens,"
+        f" first after {t.first_token_ms:.0f} ms,"
+        f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
+        f" {t.prompt_reused} reused]\n"
+    )
+
+
+def _outcome(o: CallOutcome) -> str:
+    said = json.dumps(o.content, ensure_ascii=False) if o.ok else f"{o.error_code}: {o.error}"
+    return f"[tool {o.call_id}] {'ok' if o.ok else 'error'} {_short(said)}\n"
 
 
 def _short(text: str) -> str:

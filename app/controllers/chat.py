@@ -6,7 +6,8 @@ Guarantees:
   store is read and written on its own thread, in the order asked (`_io`), and results come
   back as signals (`listChanged` with `listing`, `docChanged` with `doc`);
 - visible text is coalesced: deltas are gathered and handed to the view at most every
-  `FLUSH_MS` (40 ms), one signal per segment per flush;
+  `FLUSH_MS` (40 ms), one signal per segment per flush, and the streaming answer is saved as
+  it grows (`ReplyPainter`, `app/controllers/reply_painter.py`);
 - analysis goes only to the reply's `DebugRecord`, never into a `Segment`;
 - stop, a dead worker, a crashed tool or engine thread all end the turn with a message in
   context; the partial reply is kept (marked stopped, failed or incomplete) and can be
@@ -21,22 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from functools import partial
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Signal
 
 from app.constrain.constraint import check_schema
-from app.errors import SchemaError
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
+from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_inputs import header, json_mode, read_stored, reply_for
-from app.controllers.turn_source import SessionDone, TurnSpec, Vocab, turn_events
+from app.controllers.turn_source import TurnSpec, turn_events
 from app.domain.events import (
     GenerationDone,
     JsonRetried,
@@ -45,22 +45,24 @@ from app.domain.events import (
     PromptRendered,
     RequestSent,
     ResponseReceived,
+    SessionEvent,
+    TurnCommitted,
+    TurnEvent,
     TurnFailed,
+    VocabularyRead,
 )
 from app.domain.history import ConversationList, Reply, Segment, Version
 from app.domain.messages import ReasoningEffort
-from app.domain.reply_builder import Added, Appended, Change, ReplyBuilder, Thought
+from app.domain.reply import ReplyBuilder
 from app.engine.turn.run import TurnRequest
-from app.errors import ErrorCode
+from app.errors import ErrorCode, SchemaError
 from app.store.history import HistoryStore
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, Mode
 from app.tools.calls import PendingCall, allow_all
 from app.tools.trust import PluginIdentity
 
-FLUSH_MS = 40
 TOP_ALTERNATIVES = 5  # per token, for the debug pane's token strip
-CHECKPOINT_S = 0.5  # a streaming answer is saved at least this often, and at every message end
 T = TypeVar("T")
 
 
@@ -85,23 +87,18 @@ class ChatController(ConversationsController):
         super().__init__(conversations)
         self.host = host
         self.remote = remote  # remote endpoints; None: only the model on this computer
-        self._streaming: tuple[Version, Reply] | None = None
         self.effort: ReasoningEffort | None = None
         self.json_schema: dict[str, Any] | None = None
         self.max_tokens = 1024
         self._cancel: threading.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self._pending: dict[tuple[int, int], str] = {}
-        self._debug_pending: set[int] = set()
         self.approvals = WindowApprovals()  # each conversation's policy, the waiting calls
         self.tools = WindowTools()  # plugins, and each conversation's enabled tools
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self.score_tokens = False  # the debug pane is open: tokens come with probabilities
-        self._timer = QTimer(self)
-        self._timer.setInterval(FLUSH_MS)
-        self._timer.timeout.connect(self.flush)
+        self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
         placeholder = self.doc
         self._io(self._latest_or_new, lambda doc: self._show(doc, instead_of=placeholder))
 
@@ -278,7 +275,7 @@ class ChatController(ConversationsController):
             top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
         )
 
-        self._streaming = (version, reply)
+        self.painter.streaming = (version, reply)
         self.persist(version, reply)
         self.replyStarted.emit(turn_index)
         state = _TurnState(reply)
@@ -299,7 +296,7 @@ class ChatController(ConversationsController):
         cancel: threading.Event,
     ) -> None:
         """The turn ended (answered, stopped, failed): the reply's state said and saved."""
-        self.flush()
+        self.painter.flush()
         take_log = getattr(self.host.backend, "take_log", None)  # llama.cpp's own lines
         if callable(take_log):
             reply.debug.events.extend(f"llama.cpp: {line}" for line in take_log())
@@ -313,7 +310,7 @@ class ChatController(ConversationsController):
             notice = Segment("notice", "Stopped. The partial answer is kept.", complete=True)
             self._add(turn, reply, notice)
         self.persist(version, reply)
-        self._streaming = None
+        self.painter.streaming = None
         self._cancel = None
         self.busy = False
         self.busyChanged.emit(False)
@@ -321,80 +318,56 @@ class ChatController(ConversationsController):
         self.refresh_list()
 
     def _add(self, turn: int, reply: Reply, segment: Segment) -> int:
-        self.flush()
+        self.painter.flush()
         reply.segments.append(segment)
         index = len(reply.segments) - 1
         self.segmentAdded.emit(turn, index)
         return index
 
-    def _on_event(self, turn: int, reply: Reply, state: _TurnState, event: Any) -> None:
-        """Fold the event into the reply with the one reply builder, then paint its changes;
-        what is the window's own (status, notices, the vocabulary, the turn's messages) is
-        done here."""
+    def _on_event(
+        self, turn: int, reply: Reply, state: _TurnState, event: SessionEvent | StreamCrashed
+    ) -> None:
+        """What the window keeps of the session (the vocabulary, the turn's messages) is kept
+        here; a crash of the engine thread is the turn's failure; the rest is the reply's."""
         match event:
-            case Vocab():
+            case VocabularyRead():
                 self.token_table = event.table
-                return
-            case SessionDone():
+            case TurnCommitted():
                 reply.messages = tuple(event.conversation.messages[event.start :])
-                return
             case StreamCrashed():
-                event = TurnFailed(event.message, ErrorCode.INTERNAL)
+                self._fold(turn, reply, state, TurnFailed(event.message, ErrorCode.INTERNAL))
+            case _:
+                self._fold(turn, reply, state, event)
+
+    def _fold(self, turn: int, reply: Reply, state: _TurnState, event: TurnEvent) -> None:
+        """Fold the event into the reply with the one reply builder, then paint its changes;
+        what is the window's own (status, notices, where a continued reply goes on) is done
+        here."""
+        match event:
             case PromptRendered():
                 state.builder.segments, state.resume = state.resume or {}, None
                 reply.debug.sampling = str(self.host.sampling)
             case JsonRetried():  # the next generation goes on with the same answer segment
                 state.resume = dict(state.builder.segments)
             case MessageDone():
-                self._checkpointed = 0.0  # a message boundary: saved at the next flush
+                self.painter.message_ended()  # a message boundary: saved at the next flush
             case ParseIssue(code=ErrorCode.NETWORK):
                 self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
         for change in state.builder.apply(event):
-            self._paint(turn, change)
+            self.painter.paint(turn, change)
         match event:
             case RequestSent() | ResponseReceived() | ParseIssue():
-                self._debug_pending.add(turn)
+                self.painter.debug_grew(turn)
             case GenerationDone():
                 where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
                 timings = {**reply.debug.timings, "n_ctx": self.host.n_ctx, **where}
                 self.statusChanged.emit(timings)
                 self.debugChanged.emit(turn)
 
-    def _paint(self, turn: int, change: Change) -> None:
-        """Hand one change to the view: text is coalesced (`FLUSH_MS`), the rest is at once."""
-        if isinstance(change, Appended):
-            key = (turn, change.index)
-            self._pending[key] = self._pending.get(key, "") + change.text
-        elif isinstance(change, Thought):
-            self._debug_pending.add(turn)
-        else:
-            self.flush()
-            signal = self.segmentAdded if isinstance(change, Added) else self.segmentUpdated
-            signal.emit(turn, change.index)
-            return
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def flush(self) -> None:
-        """Hand the gathered text to the view (one signal per segment)."""
-        pending, self._pending = self._pending, {}
-        for (turn, index), text in pending.items():
-            reply = self.doc.turns[turn].version.reply if turn < len(self.doc.turns) else None
-            if reply is None or index >= len(reply.segments):
-                continue
-            self.segmentText.emit(turn, index, text)  # the builder has put it in the segment
-        for turn in self._debug_pending:
-            self.debugChanged.emit(turn)
-        self._debug_pending.clear()
-        if self._streaming is not None and time.monotonic() - self._checkpointed >= CHECKPOINT_S:
-            self.persist(*self._streaming, structure=False)  # the answer only: cheap
-        if not self._pending:
-            self._timer.stop()
-
     def close(self) -> None:
         self.stop()
-        if self._streaming is not None:
-            self.persist(*self._streaming)
+        if self.painter.streaming is not None:
+            self.persist(*self.painter.streaming)
         self._closed = True
         self._writer.shutdown(wait=True)
         self.tools.close()

@@ -3,7 +3,8 @@ on this computer or its remote endpoint), then `run_turn` with the turn's reques
 
 Guarantees: an offline conversation never opens a remote session (the turn fails with why);
 a missing endpoint or key is the turn's failure, said; the vocabulary crosses to the GUI thread
-once (for the debug pane); the last event is `SessionDone` with the conversation the turn left.
+once (`VocabularyRead`, for the debug pane); the last event is `TurnCommitted` with the
+conversation the turn left.
 """
 
 from __future__ import annotations
@@ -12,31 +13,16 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from app.constrain.constraint import ResponseFormat
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import EndpointError, RemoteHost
-from app.domain.events import TurnFailed
-from app.domain.messages import Conversation, Message, Role
+from app.domain.events import SessionEvent, TurnCommitted, TurnFailed, VocabularyRead
+from app.domain.messages import Message, Role
 from app.engine.session import Session
 from app.engine.turn.run import Resume, TurnRequest, run_turn
 from app.errors import ErrorCode, HarmonyDeskError
 from app.tools.registry import ToolRegistry
-
-
-class Vocab:
-    """The model's token table, for the debug pane (sent once per model)."""
-
-    def __init__(self, table: tuple[bytes, ...]) -> None:
-        self.table = table
-
-
-class SessionDone:
-    """The conversation the turn left, and where the reply's messages start in it."""
-
-    def __init__(self, conversation: Conversation, start: int) -> None:
-        self.conversation, self.start = conversation, start
 
 
 @dataclass(frozen=True)
@@ -75,7 +61,7 @@ def _session(spec: TurnSpec, response_format: ResponseFormat | None) -> Session 
         return TurnFailed(exc.message, exc.code)
 
 
-def turn_events(spec: TurnSpec) -> Iterator[Any]:
+def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
     """The turn's events, run on the engine thread (see the module guarantees)."""
     request = spec.request
     session = _session(spec, request.response_format)
@@ -85,7 +71,7 @@ def turn_events(spec: TurnSpec) -> Iterator[Any]:
     if session.capabilities.vocabulary:
         session.top_logprobs = spec.top_logprobs
         if spec.need_vocab:
-            yield Vocab(tuple(session.token_table()))
+            yield VocabularyRead(tuple(session.token_table()))
     session.conversation = session.conversation.with_messages(spec.history)
     start = len(session.conversation.messages) + 1
     if spec.prefix is not None:
@@ -99,7 +85,7 @@ def turn_events(spec: TurnSpec) -> Iterator[Any]:
             yield TurnFailed(f"the conversation's tools are not ready: {exc.message}", exc.code)
             return
     yield from run_turn(session, request, spec.cancel)
-    yield SessionDone(session.conversation, start)
+    yield TurnCommitted(session.conversation, start)
 
 
-__all__ = ["SessionDone", "TurnSpec", "Vocab", "turn_events"]
+__all__ = ["TurnSpec", "turn_events"]

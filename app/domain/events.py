@@ -8,7 +8,9 @@ remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode
 (`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
 approval for each call (`ToolCallRequested`, `ToolCallDecided`) and reports their results
 (`ToolsRan`) and the turn loop its result (`TurnResult`). `TurnEvent` is the union every
-frontend folds (`app/domain/reply_builder.py`, with an exhaustive match). Only plain values:
+frontend folds (`app/domain/reply/`, with an exhaustive match). The window's turn source adds
+two events about its session, never about the reply (`SessionEvent`): the model's token table
+(`VocabularyRead`) and the conversation the turn left (`TurnCommitted`). Only plain values:
 they cross threads and processes unchanged.
 """
 
@@ -275,6 +277,21 @@ class ResponseReceived:
     top: tuple[tuple[tuple[str, float], ...], ...] = ()  # each token's alternatives, in order
 
 
+@dataclass(frozen=True)
+class VocabularyRead:
+    """The model's token table (each token's bytes), for the debug pane; read once per model."""
+
+    table: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class TurnCommitted:
+    """The turn is over: the conversation it left, and where the reply's messages start in it."""
+
+    conversation: Conversation
+    start: int
+
+
 GenerationEvent = TokenStep | GenerationDone | TurnFailed
 TurnEvent = (
     MessageStarted
@@ -295,3 +312,6 @@ TurnEvent = (
     | ToolsRan
     | TurnResult
 )
+# what the window's turn source yields: the turn's events, then what its session says about
+# itself (the reply builder folds only `TurnEvent`: these carry nothing of the reply)
+SessionEvent = TurnEvent | VocabularyRead | TurnCommitted

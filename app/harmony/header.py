@@ -44,55 +44,75 @@ class Header:
 
 def reference_header(text: str, role: Role | None, parse_attrs: bool = True) -> Header | str:
     """The header as openai-harmony reads it, or the reference's error text."""
-    channel = None
-    idx = text.find(CHANNEL_TEXT)
-    if idx >= 0:
-        after = text[idx + len(CHANNEL_TEXT) :]
-        end = next((i for i, c in enumerate(after) if c.isspace() or c == "<"), len(after))
-        if end == 0:
-            return "channel marker present but no channel value found in header"
-        channel = after[:end]
-        text = text[:idx] + after[end:]
+    taken = _reference_channel(text)
+    if isinstance(taken, str):
+        return taken
+    channel, text = taken
     text = text.strip()
     if CONSTRAIN_TEXT in text:
         text = text.replace(CONSTRAIN_TEXT, f" {CONSTRAIN_TEXT}").strip()
     parts = text.split()
     role_word = None
     if role is None:
-        if not parts:
-            return "message header did not contain a role"
-        role_word = parts[0]
-        if role_word in _ROLES:
-            role = _ROLES[role_word]
-        elif len(parts) > 1 or parts[0].startswith("to="):
-            parts.pop(0)
-            role = Role.TOOL
-        else:
-            return f"Unknown role: {role_word}"
+        found = _reference_role(parts)
+        if isinstance(found, str):
+            return found
+        role, role_word = found
     if parts and parts[0] == role.value:
         parts.pop(0)
     header = Header(role=role, channel=channel)
     if role is Role.TOOL:
         header.name = role_word
     if parse_attrs and parts:
-        count = len(parts)
-        last = parts.pop()
-        if last.startswith("to="):
-            header.recipient = last[3:]
-        elif count == 1:
-            # openai-harmony 0.0.8 reads a lone `<|constrain|>json` as a recipient too (its
-            # issue #144); strict mode keeps that, the tolerant rules read a content type.
-            header.recipient = last
-        else:
-            header.content_type = last
-            if parts:
-                raw = parts.pop()
-                header.recipient = raw[3:] if raw.startswith("to=") else raw
+        _reference_attributes(header, parts)
     if parts:
         header.body = " ".join(parts)
         if parse_attrs:
             return f"unexpected tokens remaining in message header: {header.body!r}"
     return header
+
+
+def _reference_channel(text: str) -> tuple[str | None, str] | str:
+    """(the channel, the text without it), or the reference's error text."""
+    idx = text.find(CHANNEL_TEXT)
+    if idx < 0:
+        return None, text
+    after = text[idx + len(CHANNEL_TEXT) :]
+    end = next((i for i, c in enumerate(after) if c.isspace() or c == "<"), len(after))
+    if end == 0:
+        return "channel marker present but no channel value found in header"
+    return after[:end], text[:idx] + after[end:]
+
+
+def _reference_role(parts: list[str]) -> tuple[Role, str] | str:
+    """The role the header's first word names (taken off `parts` when it names a tool), and
+    that word; or the reference's error text."""
+    if not parts:
+        return "message header did not contain a role"
+    role_word = parts[0]
+    if role_word in _ROLES:
+        return _ROLES[role_word], role_word
+    if len(parts) > 1 or parts[0].startswith("to="):
+        parts.pop(0)
+        return Role.TOOL, role_word
+    return f"Unknown role: {role_word}"
+
+
+def _reference_attributes(header: Header, parts: list[str]) -> None:
+    """Recipient and content type from the end of the (non-empty) `parts`, taken off it."""
+    count = len(parts)
+    last = parts.pop()
+    if last.startswith("to="):
+        header.recipient = last[3:]
+    elif count == 1:
+        # openai-harmony 0.0.8 reads a lone `<|constrain|>json` as a recipient too (its
+        # issue #144); strict mode keeps that, the tolerant rules read a content type.
+        header.recipient = last
+    else:
+        header.content_type = last
+        if parts:
+            raw = parts.pop()
+            header.recipient = raw[3:] if raw.startswith("to=") else raw
 
 
 # --- the tolerant rules -------------------------------------------------------------------

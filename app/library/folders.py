@@ -14,6 +14,7 @@ from pathlib import Path
 
 from app.domain.library import ModelEntry
 from app.errors import HarmonyDeskError
+from app.gguf.info import read_model
 from app.paths import data_dir
 from app.settings import Settings
 
@@ -66,8 +67,6 @@ def set_default(settings: Settings, path: str | Path | None) -> Settings:
     """Settings with `path` (a readable model; None: the bundled one) as the start-up model."""
     if path is None:
         return settings.model_copy(update={"default_model": None})
-    from app.gguf.info import read_model
-
     chosen = Path(path).expanduser().absolute()
     read_model(chosen)  # a clear error now rather than a failed start later
     return settings.model_copy(update={"default_model": str(chosen)})

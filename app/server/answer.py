@@ -32,7 +32,7 @@ from app.domain.events import (
     TurnFailed,
 )
 from app.domain.history import Reply
-from app.domain.reply_builder import Added, Appended, ReplyBuilder, Thought, Updated
+from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
 from app.engine.local.session import json_checks
@@ -212,6 +212,23 @@ class Answer:
             self._pending.append(item)
             return piece
         event: TurnEvent = item
+        self._record(event, piece)
+        for change in self.builder.apply(event):
+            if isinstance(change, Thought):
+                piece.reasoning += change.text
+            elif isinstance(change, Added | Appended | Updated):
+                self._segment(change.index, piece)
+        if isinstance(event, JsonChecked) and event.target == "answer" and self.hold_json:
+            self.hold_json = False  # the verdict came: the answer goes out whole
+            for index, segment in enumerate(self.builder.reply.segments):
+                if segment.kind == "answer":
+                    self._segment(index, piece)
+        self.reasoning += piece.reasoning
+        return piece
+
+    def _record(self, event: TurnEvent, piece: Piece) -> None:
+        """Keep what `event` says beside the reply: the answer's raw text and the scored
+        tokens that wrote it (into `piece` too), the generation's end, a failure, a verdict."""
         if isinstance(event, MessageStarted):
             self._said = ""
         elif isinstance(event, ContentDelta) and event.lane is Lane.ANSWER:
@@ -225,18 +242,6 @@ class Answer:
             self.failed = event.reason
         elif isinstance(event, JsonChecked):
             self.verdicts.append(event)
-        for change in self.builder.apply(event):
-            if isinstance(change, Thought):
-                piece.reasoning += change.text
-            elif isinstance(change, Added | Appended | Updated):
-                self._segment(change.index, piece)
-        if isinstance(event, JsonChecked) and event.target == "answer" and self.hold_json:
-            self.hold_json = False  # the verdict came: the answer goes out whole
-            for index, segment in enumerate(self.builder.reply.segments):
-                if segment.kind == "answer":
-                    self._segment(index, piece)
-        self.reasoning += piece.reasoning
-        return piece
 
     def _released(self) -> list[Scored]:
         """The pending tokens that wrote the end of the answer's text: header and control

@@ -27,7 +27,7 @@ from typing import Any
 from app.domain.events import MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
 from app.domain.messages import Conversation, DeveloperContent, Message, Role
-from app.domain.reply_builder import ReplyBuilder
+from app.domain.reply import ReplyBuilder
 from app.domain.visibility import Lane, route
 from app.errors import ErrorCode, TranscriptError
 from app.harmony.ocm import convert

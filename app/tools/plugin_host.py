@@ -180,6 +180,3 @@ class PluginHost:
     def close(self) -> None:
         with self._lock:
             self._stop()
-
-
-__all__ = ["PluginHost", "PluginSpec"]

@@ -49,7 +49,7 @@ from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
 from app.ui.serve_switch import ServeSwitch
 from app.ui.settings_dialog import SettingsDialog
-from app.ui.sidebar import Sidebar as Sidebar
+from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.theme import mark
 from app.ui.transcript import TranscriptView
@@ -362,4 +362,4 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-__all__ = ["MainWindow", "Sidebar", "UiState"]
+__all__ = ["MainWindow", "UiState"]

@@ -190,6 +190,18 @@ def _role(reader: _Reader, word: str, attrs: dict[str, str], at: int) -> tuple[s
     raise reader.fail(f"unknown role {word!r}", at)
 
 
+def _channel_value(reader: _Reader, token: _Token, parts: list[str], attrs: dict[str, str]) -> None:
+    """Check a `<|channel|>` value's words: a known channel, then attributes (into `attrs`)
+    and at most one bare content type."""
+    if parts[0] not in CHANNELS:
+        raise reader.fail(f"unknown channel {parts[0]!r}", token.end)
+    bare = _attributes(reader, parts[1:], _CHANNEL_ATTRS, token.end, attrs)
+    if len(bare) > 1 or (bare and "content_type" in attrs):
+        raise reader.fail(f"unexpected words after the channel: {bare!r}", token.end)
+    if bare:
+        attrs["content_type"] = bare[0]
+
+
 def _frame_header(reader: _Reader, start: _Token) -> tuple[dict[str, Any], _Token]:
     """Read from just after `<|start|>` to `<|message|>`."""
     token, head = reader.next_token(start.end)
@@ -211,13 +223,7 @@ def _frame_header(reader: _Reader, start: _Token) -> tuple[dict[str, Any], _Toke
         if key in fields:
             raise reader.fail(f"<|{token.name}|> is given twice", token.start)
         if key == "channel":
-            if parts[0] not in CHANNELS:
-                raise reader.fail(f"unknown channel {parts[0]!r}", token.end)
-            bare = _attributes(reader, parts[1:], _CHANNEL_ATTRS, token.end, attrs)
-            if len(bare) > 1 or (bare and "content_type" in attrs):
-                raise reader.fail(f"unexpected words after the channel: {bare!r}", token.end)
-            if bare:
-                attrs["content_type"] = bare[0]
+            _channel_value(reader, token, parts, attrs)
         elif len(parts) > 1:
             raise reader.fail("<|constrain|> takes one content type", token.end)
         fields[key] = parts[0]
