@@ -108,7 +108,12 @@ def raw_decode_rate(path: Path, prompt: list[int], n: int, threads: int, gpu_lay
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_raw_child, args=(str(path), prompt, n, threads, gpu_layers, child))
     proc.start()
-    rate = float(parent.recv())
+    child.close()  # a child that dies then reads as EOF here, not as a wait for ever
+    try:
+        rate = float(parent.recv())
+    except EOFError:
+        proc.join()
+        raise SystemExit(f"the raw llama-cpp-python run died (exit code {proc.exitcode})") from None
     proc.join()
     return rate
 

@@ -59,6 +59,16 @@ def _raw_child(
     path: str, swa_full: bool | None, threads: int, history: int, keep: int, out: Connection
 ) -> None:
     import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    original = low.llama_model_default_params
+
+    def params() -> object:
+        p = original()
+        p.use_extra_bufts = False  # weight repacking crashes on these CPUs (as our worker does)
+        return p
+
+    low.llama_model_default_params = params
 
     def last(llm: llama_cpp.Llama) -> np.ndarray:
         row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
@@ -85,7 +95,12 @@ def raw(
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_raw_child, args=(str(path), swa_full, threads, history, keep, child))
     proc.start()
-    result: tuple[float, int] = parent.recv()
+    child.close()  # a child that dies then reads as EOF here, not as a wait for ever
+    try:
+        result: tuple[float, int] = parent.recv()
+    except EOFError:
+        proc.join()
+        raise SystemExit(f"the raw llama-cpp-python run died (exit code {proc.exitcode})") from None
     proc.join()
     return result
 

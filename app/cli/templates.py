@@ -18,7 +18,6 @@ from pathlib import Path
 from app.errors import InvalidInputError
 from app.templates.base import Capability
 from app.templates.files import TemplateFileError, read_spec, templates_folder
-from app.templates.layout import LayoutTemplate
 from app.templates.registry import (
     folder_problems,
     get_template,
@@ -40,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _described(name: str) -> dict[str, object]:
     template = get_template(name)
     out: dict[str, object] = {"name": name, "source": template_source(name)}
-    if isinstance(template, LayoutTemplate):
-        out["layout"] = template.spec.model_dump(mode="json", exclude_none=True)
+    layout = template.layout()
+    if layout is not None:
+        out["layout"] = layout
     out["defaults"] = template.defaults.model_dump(mode="json")
     return out
 

@@ -186,3 +186,7 @@ class Template(ABC):
     def ends_in_call(self, stop_id: int | None) -> bool:
         """Whether a generation that stopped on `stop_id` handed over to a tool call."""
         return False
+
+    def layout(self) -> dict[str, Any] | None:
+        """The markers a template file wrote it with (`templates show`); None: built in code."""
+        return None

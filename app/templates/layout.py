@@ -88,6 +88,10 @@ class LayoutTemplate(Template):
     def _marker(self, name: str) -> str:
         return str(getattr(self.spec, name) or "")
 
+    def layout(self) -> dict[str, Any] | None:
+        found: dict[str, Any] = self.spec.model_dump(mode="json", exclude_none=True)
+        return found
+
     def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
         for m in conversation.messages:
             if m.channel in (None, "final"):
