@@ -30,6 +30,7 @@ carries a stable `code`; foreign errors are translated at the boundary, `raise �
     ├── LibraryError                    INPUT-INVALID  the model library's folders
     ├── VisibilityError                 PERM-VISIBILITY  OpenChatML's visibility policy
     ├── ApiError                        (per status) the local server's 4xx answers
+    ├── Warned                                       a self-test check that passed with a remark
     └── EndpointError, ServeError                    the window's remote and server hosts
 
 The worker's refusals of one request travel as codes, not exceptions (`Refused` on the pipe,
