@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -98,6 +99,23 @@ def test_several_callers_on_threads_each_get_their_own_replies() -> None:
     for t in threads:
         t.join(timeout=10)
     assert results == {r: [r * 100 + s for s in range(20)] for r in ids}
+
+
+def test_a_send_never_waits_behind_a_caller_that_is_reading() -> None:
+    """A Stop must reach the worker at once, even while another caller waits for its reply."""
+    pipe = _PipeEnd()
+    router = Router(pipe)  # type: ignore[arg-type]
+    waiting, other = router.new_id(), router.new_id()
+    reader = threading.Thread(target=router.next, args=(waiting, 2.0))
+    reader.start()
+    time.sleep(0.1)  # the reader is inside its two-second poll now
+    start = time.perf_counter()
+    router.send(Cancel(other))
+    sent_s = time.perf_counter() - start
+    assert pipe.worker.recv() == Cancel(other)
+    pipe.worker.send(Answer(waiting, None))
+    reader.join(timeout=5)
+    assert sent_s < 0.5 and not reader.is_alive()
 
 
 def test_a_worker_gone_is_said_in_words() -> None:

@@ -2,7 +2,8 @@
 
 Guarantees: every request gets a new id; `next(request)` returns only that request's replies,
 in order, and files any other request's replies in that request's mailbox (the caller that
-reads the pipe routes for everyone; one lock keeps readers and writers from interleaving);
+reads the pipe routes for everyone, one reader at a time); a send never waits for a reader's
+poll (its own lock), so a `Cancel` goes out at once whoever is waiting;
 llama.cpp's log lines go to `on_log` and never reach a caller; a reply for a request nobody
 waits on any more is dropped once the request is over; a dead worker is a `WorkerError` with
 the death in words.
@@ -36,7 +37,9 @@ class Router:
         self.process = process
         self._on_log = on_log
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the tables: ids, mailboxes, states
+        self._reading = threading.Lock()  # one reader of the pipe at a time
+        self._sending = threading.Lock()  # one writer at a time, never behind a reader
         self._mail: dict[int, collections.deque[FromWorker]] = {}
         self.states: dict[int, RequestState] = {}  # the requests under way, each with its state
 
@@ -51,7 +54,7 @@ class Router:
     def send(self, message: ToWorker) -> None:
         """Send `message`; `WorkerError` when the worker is gone."""
         try:
-            with self._lock:
+            with self._sending:
                 self.process.conn.send(message)
         except (OSError, EOFError) as exc:
             raise WorkerError(self.process.death()) from exc
@@ -64,12 +67,13 @@ class Router:
     def next(self, request: int, timeout: float) -> FromWorker | None:
         """`request`'s next reply, None after `timeout` seconds without one."""
         mailbox = self._mail[request]
-        with self._lock:
-            if not mailbox:
-                self._read(timeout)
-            if not mailbox:
-                return None
-            reply = mailbox.popleft()
+        if not mailbox:
+            with self._reading:
+                if not mailbox:  # another reader may have filed it meanwhile
+                    self._read(timeout)
+        if not mailbox:
+            return None
+        reply = mailbox.popleft()
         if isinstance(reply, ENDS_REQUEST):
             self.finish(request, RequestState.DONE)
         elif self.states[request] is RequestState.SENT:
@@ -86,7 +90,7 @@ class Router:
             self._mail.pop(request, None)
 
     def _read(self, timeout: float) -> None:
-        """Read what the pipe holds within `timeout` into the mailboxes (the lock is held)."""
+        """Read what the pipe holds within `timeout` into the mailboxes (`_reading` is held)."""
         conn = self.process.conn
         try:
             if not conn.poll(timeout):
@@ -105,6 +109,7 @@ class Router:
             if self._on_log is not None:
                 self._on_log(message)
             return
-        mailbox = self._mail.get(message.request)
+        with self._lock:
+            mailbox = self._mail.get(message.request)
         if mailbox is not None:  # else a reply to a request that is over: nobody waits for it
             mailbox.append(message)
