@@ -46,10 +46,24 @@ from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions, Unknow
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
+    _turn_arguments(parser)
+    _tool_arguments(parser)
+    _document_arguments(parser)
+    _answer_arguments(parser)
+    _endpoint_arguments(parser)
+
+
+def _turn_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reasoning-effort", choices=[e.value for e in ReasoningEffort])
     parser.add_argument("--show-analysis", action="store_true", help="print reasoning to stderr")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--prompt", help="one message; without it, an interactive loop")
+    parser.add_argument(
+        "--save", action="store_true", help="keep the conversation in the history the window shows"
+    )
+
+
+def _tool_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tools",
         help="comma-separated tools or plugins the model may call, `python` and `browser` for"
@@ -81,6 +95,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="MCP servers whose tools the model may call (see `mcp list`); each call is"
         " approved like any tool's",
     )
+    parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
+    parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+    parser.add_argument(
+        "--tool-choice", default="auto", help="auto, none, required, or a tool name"
+    )
+
+
+def _document_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--attach",
         action="append",
@@ -94,14 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="every message also carries the documents library's most relevant passages"
         " (`documents add`), cited as [n]",
     )
-    parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
-    parser.add_argument(
-        "--save", action="store_true", help="keep the conversation in the history the window shows"
-    )
-    parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
-    parser.add_argument(
-        "--tool-choice", default="auto", help="auto, none, required, or a tool name"
-    )
+
+
+def _answer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thinking-budget",
         type=int,
@@ -110,6 +127,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json-schema", metavar="FILE", help="answer in JSON matching this schema")
     parser.add_argument("--json-object", action="store_true", help="answer with any JSON object")
+
+
+def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint", help="chat with a remote endpoint: a configured name or a base URL"
     )
