@@ -20,6 +20,8 @@ carries a stable `code`; foreign errors are translated at the boundary, `raise �
     │                                                  (engine/protocol; also a RuntimeError)
     ├── DownloadError (DownloadProblem) DOWNLOAD     a model download that stopped
     ├── TemplateError, TemplateFileError, JinjaTemplateError     templates
+    ├── CallSyntaxError                 CALL-SCHEMA  call markup no tool call can come of
+    │                                                (templates/calls; a notice, never run)
     ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
     ├── DuplicateToolError, UnknownToolError, McpError, SandboxFolderError,
     │   SandboxUnavailableError                      the tool host

@@ -8,8 +8,9 @@ A template also answers every question that depends on the model family, so that
 turn or frontend asks which template it holds: the messages a conversation starts with
 (`first_messages`), how a reasoning effort and a response format are written into the
 conversation (`with_effort`, `announce_format`), which grammar constrains a turn (`grammar`),
-whether a generation ended in a tool call (`ends_in_call`), which tool-call syntax it speaks
-(`tool_calls`, None: none) and whether its answers may open with free `<think>` text (`thinks`).
+which tool-call syntax it speaks (`tool_calls`, None: none; `call_format` the text format of a
+plain-text family) and whether its answers may open with free `<think>` text (`thinks`).
+Whether a generation made a call is read from its parser's events, never from a stop token.
 The defaults are those of a plain-text chat template; a family overrides what it does
 differently.
 """
@@ -35,6 +36,9 @@ from app.constrain.constraint import (
 from app.domain.events import ParseEvent
 from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort
 from app.domain.sampling import Sampling
+from app.templates.calls.format import CODE_PARAMETERS, CallFormat, name_of
+from app.templates.calls.formats import call_format
+from app.templates.calls.grammar import call_grammar
 
 
 def turn_text(message: Message) -> str:
@@ -122,6 +126,7 @@ class GrammarRequest:
     tool_choice: ToolChoice = "auto"
     thinking_budget: int | None = None
     max_tokens: int | None = None
+    control: Mapping[str, int] = field(default_factory=dict)  # call markers that are one token
 
 
 class Template(ABC):
@@ -176,16 +181,38 @@ class Template(ABC):
 
     def grammar(self, request: GrammarRequest) -> Constraint | None:
         """The constraint for a turn, None when nothing is constrained. A plain-text template
+        with a call format holds calls to the offered tools (`call_grammar`); else it
         constrains a JSON answer only (its whole text, after a `<think>` block if it thinks)."""
+        fmt = self.call_format()
+        offered = dict(request.tools)
+        for c in request.calls:
+            offered[name_of(c.recipient)] = CODE_PARAMETERS if c.code else c.schema
+        if fmt is not None and offered:
+            return call_grammar(
+                fmt, offered, request.tool_choice, thinks=self.thinks, control=request.control
+            )
         if request.schema is None:
             return None
         return json_constraint(
             request.schema, prefix_free_text=self.thinks, max_tokens=request.max_tokens
         )
 
-    def ends_in_call(self, stop_id: int | None) -> bool:
-        """Whether a generation that stopped on `stop_id` handed over to a tool call."""
-        return False
+    def call_format(self) -> CallFormat | None:
+        """The family's text tool-call format (None: no calls, or a format of its own)."""
+        return call_format(self.tool_calls)
+
+    def control_markers(self, tokenizer: Tokenizer) -> dict[str, int]:
+        """The call format's markers that are one control token in this model's vocabulary."""
+        fmt = self.call_format()
+        if fmt is None:
+            return {}
+        table = tokenizer.token_table()
+        found = {m: tokenizer.tokenize(m, special=True) for m in fmt.markers()}
+        return {
+            m: ids[0]
+            for m, ids in found.items()
+            if len(ids) == 1 and 0 <= ids[0] < len(table) and table[ids[0]] == b""
+        }
 
     def layout(self) -> dict[str, Any] | None:
         """The markers a template file wrote it with (`templates show`); None: built in code."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from app.domain.messages import Conversation, ReasoningEffort, Role
+from app.domain.messages import Conversation, Message, ReasoningEffort, Role, ToolDescription
 from app.templates.base import (
     Capability,
     OutputParser,
@@ -17,6 +17,14 @@ from app.templates.base import (
     TemplateDefaults,
     Tokenizer,
     turn_text,
+)
+from app.templates.calls.format import (
+    CallFormat,
+    Piece,
+    ToolCall,
+    calls_in,
+    declared_tools,
+    name_of,
 )
 from app.templates.text_output import TextOutputParser
 
@@ -30,7 +38,9 @@ def stop_ids_of(tokenizer: Tokenizer, words: Iterable[str]) -> list[int]:
 
 
 class _Marked(Template):
-    """A template of `head(role) + text + tail` turns and a generation prompt."""
+    """A template of `head(role) + text + tail` turns and a generation prompt; with a call
+    format, tools are declared in the system turn, an assistant's calls are written in its
+    turn after its text, and results go back in the format's result turns."""
 
     bos = ""
     stop_markers: tuple[str, ...] = ()
@@ -44,8 +54,17 @@ class _Marked(Template):
         """(role, text) of each turn; the conversation's instructions are a system turn."""
         for m in conversation.messages:
             role = m.author.role
-            if role is not Role.TOOL and m.channel in (None, "final"):
+            if role is not Role.TOOL and m.channel in (None, "final") and not m.recipient:
                 yield ("system" if role is Role.DEVELOPER else role.value), turn_text(m)
+
+    def pieces(self, conversation: Conversation) -> list[tuple[str, list[Piece]]]:
+        """The turns as (role, pieces): `turns`, with the call format's declarations, calls
+        and results where the conversation has them."""
+        fmt = self.call_format()
+        tools = declared_tools(conversation) if fmt is not None else []
+        if fmt is None or not (tools or _has_calls(conversation)):
+            return [(role, [Piece(text)]) for role, text in self.turns(conversation)]
+        return _with_calls(self, fmt, conversation, tools)
 
     def prompt_ids(
         self,
@@ -55,9 +74,10 @@ class _Marked(Template):
         reasoning_effort: ReasoningEffort | None = None,
     ) -> list[int]:
         out = tokenizer.tokenize(self.bos, special=True) if self.bos else []
-        for role, text in self.turns(conversation):
+        for role, pieces in self.pieces(conversation):
             out += tokenizer.tokenize(self.head(role), special=True)
-            out += tokenizer.tokenize(text, special=False)
+            for piece in pieces:
+                out += tokenizer.tokenize(piece.text, special=piece.markup)
             out += tokenizer.tokenize(self.tail, special=True)
         return out + tokenizer.tokenize(self.head("assistant"), special=True)
 
@@ -65,11 +85,65 @@ class _Marked(Template):
         return stop_ids_of(tokenizer, self.stop_markers)
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
-        return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
+        return TextOutputParser(
+            tokenizer.token_table(),
+            self.stop_ids(tokenizer),
+            self.call_format(),
+            {i: m for m, i in self.control_markers(tokenizer).items()},
+        )
+
+
+def _has_calls(conversation: Conversation) -> bool:
+    return any(
+        calls_in(m) is not None or m.author.role is Role.TOOL for m in conversation.messages
+    )
+
+
+def _with_calls(
+    template: _Marked,
+    fmt: CallFormat,
+    conversation: Conversation,
+    tools: list[ToolDescription],
+) -> list[tuple[str, list[Piece]]]:
+    """The turns of a conversation with tools (see `_Marked.pieces`)."""
+    turns: list[tuple[str, list[Piece], list[ToolCall]]] = []
+    system = [turn_text(m) for m in conversation.messages if _is_system(m)]
+    lead = "\n\n".join(t for t in system if t)
+    if tools:
+        lead = (lead + "\n\n" if lead else "") + fmt.declare(tools)
+    if lead:
+        turns.append(("system", [Piece(lead)], []))
+    for m in conversation.messages:
+        role, call = m.author.role, calls_in(m)
+        if call is not None:
+            if not turns or turns[-1][0] != "assistant":
+                turns.append(("assistant", [], []))
+            turns[-1][2].append(call)
+        elif role is Role.TOOL:
+            pieces = fmt.result(name_of(m.author.name or ""), m.text)
+            if turns and turns[-1][0] == fmt.result_role and fmt.results_together:
+                turns[-1][1].extend(pieces)
+            else:
+                turns.append((fmt.result_role, pieces, []))
+        elif m.channel in (None, "final") and not _is_system(m):
+            if role is Role.ASSISTANT and turns and turns[-1][0] == "assistant":
+                turns[-1][1].append(Piece(m.text))
+            else:
+                turns.append((role.value, [Piece(turn_text(m))], []))
+    gap = [Piece("\n", True)]
+    return [
+        (name, [*body, *(gap if body else []), *fmt.write(calls)] if calls else body)
+        for name, body, calls in turns
+    ]
+
+
+def _is_system(m: Message) -> bool:
+    return m.author.role in (Role.SYSTEM, Role.DEVELOPER)
 
 
 class ChatML(_Marked):
     name = "chatml"
+    tool_calls = "hermes"
     defaults = TemplateDefaults(
         session_len=4096, temperature=0.7, top_p=0.9, top_k=40, stop_words=("<|im_end|>",)
     )
@@ -121,17 +195,17 @@ class Gemma(_Marked):
     def head(self, role: str) -> str:
         return f"<start_of_turn>{'model' if role == 'assistant' else 'user'}\n"
 
-    def turns(self, conversation: Conversation) -> Iterator[tuple[str, str]]:
-        system = ""
-        for role, text in super().turns(conversation):
-            if role in (
-                "system",
-                "developer",
-            ):  # Gemma has no system turn: it leads the next user turn
-                system += text + "\n\n"
+    def pieces(self, conversation: Conversation) -> list[tuple[str, list[Piece]]]:
+        """Gemma has no system turn: its text leads the next user turn."""
+        out: list[tuple[str, list[Piece]]] = []
+        system: list[Piece] = []
+        for role, pieces in super().pieces(conversation):
+            if role == "system":
+                system += [*pieces, Piece("\n\n")]
                 continue
-            yield role, (system + text if role == "user" else text)
-            system = "" if role == "user" else system
+            out.append((role, [*system, *pieces] if role == "user" else pieces))
+            system = [] if role == "user" else system
+        return out
 
 
 class Llama3(_Marked):

@@ -110,9 +110,6 @@ class HarmonyTemplate(Template):
             max_tokens=request.max_tokens,
         )
 
-    def ends_in_call(self, stop_id: int | None) -> bool:
-        return stop_id == enc.CALL
-
     def check_model(self, tokenizer: Tokenizer) -> None:
         if tokenizer.n_vocab != enc.N_VOCAB:
             raise ModelLoadError(

@@ -3,24 +3,34 @@
 Guarantees: emits the same typed events as the Harmony parser (one analysis message per think
 block, one final answer); bytes of a character split across tokens are held until complete;
 a tag split across tokens is held back until it is known to be a tag or text; reasoning never
-reaches the answer lane.
+reaches the answer lane. Given a tool-call format, answer text (never reasoning: a call written
+inside `<think>` is part of the thinking) goes through its scanner: each call becomes a call
+message (recipient `functions.NAME`, JSON arguments, the tool-call lane) with the text before it
+kept as its own answer message; markup that is no valid call becomes an error `ParseIssue`
+naming the tool and why, never a call and never answer text. Control tokens that are call
+markup (`spelled`) are read as their text.
 """
 
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.domain.events import (
     ContentDelta,
     MessageDone,
     MessageStarted,
     ParseEvent,
+    ParseIssue,
+    Severity,
     StopReason,
     TurnDone,
 )
 from app.domain.messages import Message, Role
 from app.domain.visibility import Lane
+from app.errors import ErrorCode
+from app.templates.calls.format import CallFormat, ToolCall, recipient_of
+from app.templates.calls.scanner import CallScanner, Scanned
 
 OPEN, CLOSE = "<think>", "</think>"
 
@@ -28,9 +38,18 @@ OPEN, CLOSE = "<think>", "</think>"
 class TextOutputParser:
     """Parses one generation of a plain-text chat model."""
 
-    def __init__(self, table: Sequence[bytes], stop_ids: Sequence[int]) -> None:
+    def __init__(
+        self,
+        table: Sequence[bytes],
+        stop_ids: Sequence[int],
+        calls: CallFormat | None = None,
+        spelled: Mapping[int, str] | None = None,
+    ) -> None:
         self._table = table
         self._stops = frozenset(stop_ids)
+        self._scanner = CallScanner(calls) if calls is not None else None
+        self._spelled = {i: t.encode() for i, t in (spelled or {}).items()}
+        self.called = False  # a call was read
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # text that may be the start of a tag
         self._thinking = False
@@ -49,7 +68,9 @@ class TextOutputParser:
             self.stop = StopReason.RETURN
             return []
         self._ids.append(token)
-        piece = self._table[token] if 0 <= token < len(self._table) else b""
+        piece = self._spelled.get(token) or (
+            self._table[token] if 0 <= token < len(self._table) else b""
+        )
         self._text_in(self._decoder.decode(piece))
         return self._drain()
 
@@ -57,6 +78,8 @@ class TextOutputParser:
         self._text_in(self._decoder.decode(b"", final=True))
         self._emit(self._pending)
         self._pending = ""
+        if self._scanner is not None and not self._thinking:
+            self._answer(self._scanner.finish())
         self._close()
         self._events.append(TurnDone(stop=self.stop or StopReason.TRUNCATED, detail=reason))
         return self._drain()
@@ -72,6 +95,8 @@ class TextOutputParser:
             at = buf.find(tag)
             if at >= 0:
                 self._emit(buf[:at])
+                if self._scanner is not None and not self._thinking and not self._scanner.in_call:
+                    self._answer(self._scanner.finish())
                 self._close()
                 self._thinking = not self._thinking
                 buf = buf[at + len(tag) :]
@@ -88,6 +113,49 @@ class TextOutputParser:
     def _emit(self, text: str) -> None:
         if not text:
             return
+        if self._scanner is not None and not self._thinking:
+            self._answer(self._scanner.feed(text))
+            return
+        self._lane_text(text)
+
+    def _answer(self, pieces: list[Scanned]) -> None:
+        for piece in pieces:
+            if piece.text:
+                self._lane_text(piece.text)
+            elif piece.calls:
+                self._close(ended=True)
+                for call in piece.calls:
+                    self._call(call)
+            else:
+                self._close(ended=True)
+                who = f"call {piece.name}" if piece.name else "call a tool"
+                self._events.append(
+                    ParseIssue(
+                        ErrorCode.CALL_SCHEMA,
+                        f"The model tried to {who}; the call was not valid: {piece.invalid}."
+                        f" It was not run. What it wrote: {piece.raw[:400]}",
+                        Severity.ERROR,
+                    )
+                )
+
+    def _call(self, call: ToolCall) -> None:
+        self._index += 1
+        self.called = True
+        recipient = recipient_of(call.name)
+        lane = Lane.TOOL_CALL
+        self._events.append(
+            MessageStarted(self._index, Role.ASSISTANT, None, "commentary", recipient, "json", lane)
+        )
+        self._events.append(ContentDelta(self._index, call.arguments, lane))
+        message = Message.of(
+            Role.ASSISTANT, call.arguments, channel="commentary", recipient=recipient,
+            content_type="json",
+        )  # fmt: skip
+        self.messages.append(message)
+        self._events.append(MessageDone(self._index, message, lane, True, tuple(self._ids)))
+        self._ids = []
+
+    def _lane_text(self, text: str) -> None:
         lane = Lane.ANALYSIS if self._thinking else Lane.ANSWER
         if self._open_lane is not lane:
             self._close()
@@ -100,13 +168,14 @@ class TextOutputParser:
         self._text.append(text)
         self._events.append(ContentDelta(self._index, text, lane))
 
-    def _close(self) -> None:
+    def _close(self, ended: bool = False) -> None:
+        """Close the open message; `ended`: something followed it (it was not cut)."""
         if self._open_lane is None:
             return
         channel = "analysis" if self._open_lane is Lane.ANALYSIS else "final"
         message = Message.of(Role.ASSISTANT, "".join(self._text), channel=channel)
         self.messages.append(message)
-        complete = self.stop is not None or self._open_lane is Lane.ANALYSIS
+        complete = ended or self.stop is not None or self._open_lane is Lane.ANALYSIS
         self._events.append(
             MessageDone(self._index, message, self._open_lane, complete, tuple(self._ids))
         )

@@ -52,6 +52,7 @@ from app.domain.reply.changes import Appended, Change, Thought, Updated, add
 from app.domain.reply.debug import DebugLog
 from app.domain.textual_call import held_from, split
 from app.domain.visibility import Lane
+from app.errors import ErrorCode
 
 VISIBLE = {Lane.ANSWER: "answer", Lane.PREAMBLE: "preamble"}
 
@@ -122,6 +123,8 @@ class ReplyBuilder:
             case ParseIssue():
                 self.issues.append(event)
                 self.debug.issue(event)
+                if event.code is ErrorCode.CALL_SCHEMA:  # a call that was not valid: said
+                    return self.notice(event.message)
                 return []
             case TurnDone():
                 self.stop = event.stop

@@ -36,6 +36,8 @@ from app.domain.events import (
     GenerationDone,
     JsonChecked,
     JsonRetried,
+    MessageDone,
+    ParseEvent,
     PromptRendered,
     TokenScored,
     TokenStep,
@@ -48,7 +50,7 @@ from app.domain.messages import (
     Role,
 )
 from app.domain.sampling import Sampling
-from app.domain.visibility import is_tool_recipient
+from app.domain.visibility import Lane, is_tool_recipient
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.protocol import ModelBackend
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
@@ -57,6 +59,11 @@ from app.templates.base import GrammarRequest, Template
 _LOCAL = Capabilities(
     local_grammar=True, continues_prefix=True, server_tool_choice=False, vocabulary=True
 )
+
+
+def _is_call(event: ParseEvent) -> bool:
+    """A tool call the parser read whole: the generation handed over to tools."""
+    return isinstance(event, MessageDone) and event.lane is Lane.TOOL_CALL and event.complete
 
 
 class ChatSession:
@@ -104,6 +111,7 @@ class ChatSession:
             calls=tuple(calls),
             tool_choice=tool_choice,
             thinking_budget=self.thinking_budget,
+            control=self.template.control_markers(self.tokenizer),
         )
         return self.template.grammar(request)
 
@@ -176,13 +184,17 @@ class ChatSession:
                 out.tokens.append(event.token)
                 if event.logprob is not None:
                     yield TokenScored(event.token, event.logprob, event.top, event.t_ms)
-                yield from parser.feed(event.token)
+                for parsed in parser.feed(event.token):
+                    out.called = out.called or _is_call(parsed)
+                    yield parsed
                 continue
             if isinstance(event, GenerationDone):
                 out.timings, out.stop_id = event.timings, event.stop_id
                 out.finished = event.reason is FinishReason.STOP
-                out.called = self.template.ends_in_call(event.stop_id)
-                yield from parser.finish("" if event.reason.value == "stop" else event.reason.value)
+                reason = "" if event.reason.value == "stop" else event.reason.value
+                for parsed in parser.finish(reason):
+                    out.called = out.called or _is_call(parsed)
+                    yield parsed
             else:
                 out.failed = event.reason
                 yield from parser.finish(event.reason)

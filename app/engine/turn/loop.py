@@ -73,6 +73,18 @@ def _reply(call: Message, tool: Tool | None, outcome: CallOutcome) -> Message:
     )
 
 
+def _code(text: str) -> dict[str, Any]:
+    """A code tool's arguments: the body itself (Harmony), or `{"code": …}` (a text model's
+    JSON call)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"code": text}
+    if isinstance(value, dict) and isinstance(value.get("code"), str) and len(value) == 1:
+        return value
+    return {"code": text}
+
+
 def _check(call_id: str, message: Message, registry: ToolRegistry) -> PendingCall | CallOutcome:
     tool = registry.get(message.recipient or "")
     if tool is None:
@@ -84,7 +96,7 @@ def _check(call_id: str, message: Message, registry: ToolRegistry) -> PendingCal
             error=f"there is no tool {message.recipient!r}; available: {known}",
         )
     try:
-        raw = {"code": message.text} if tool.body == "code" else json.loads(message.text)
+        raw = _code(message.text) if tool.body == "code" else json.loads(message.text)
         if not isinstance(raw, dict):
             raise ValueError("the arguments must be a JSON object")
         arguments = tool.parse_arguments(raw).model_dump()

@@ -1,0 +1,109 @@
+"""Finds a format's tool calls in streamed answer text.
+
+Guarantees: text is passed on as soon as it cannot be the start of a call; from where a
+trigger begins (or a tail that may still grow into one) it is held back, so call markup never
+reaches the answer; a held call is handed on when the format reads it whole, as a notice when
+the format says it can never be valid (never dropped, never run); at `finish` whatever is held
+is read as the end of the answer (a call without its closing tag still counts). Whitespace
+between calls, and after the last one, is not answer text. No text is ever lost: every
+character fed comes back as text, in a call, or in an invalid call's `raw`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.templates.calls.format import CallFormat, CallSyntaxError, ToolCall
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A piece of the answer: text, calls, or markup that is no valid call (`invalid` says
+    why, `raw` holds it, `name` the tool when it could be read)."""
+
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    invalid: str = ""
+    raw: str = ""
+    name: str = ""
+
+
+class CallScanner:
+    """Streams one answer through a format (see the module guarantees)."""
+
+    def __init__(self, fmt: CallFormat) -> None:
+        self.format = fmt
+        self._buf = ""
+        self._in_call = False
+        self._after_call = False
+
+    @property
+    def in_call(self) -> bool:
+        return self._in_call
+
+    def feed(self, text: str) -> list[Scanned]:
+        self._buf += text
+        return self._scan(final=False)
+
+    def finish(self) -> list[Scanned]:
+        return self._scan(final=True)
+
+    def _scan(self, final: bool) -> list[Scanned]:
+        out: list[Scanned] = []
+        while self._buf:
+            if self._in_call:
+                if not self._read(final, out):
+                    break
+                continue
+            if self._after_call:
+                stripped = self._buf.lstrip()
+                if not stripped and not final:
+                    break
+                self._buf = stripped
+                if not stripped:
+                    break
+            at = self._trigger_at(self._buf)
+            if at is not None:
+                self._text(self._buf[:at], out)
+                self._buf, self._in_call = self._buf[at:], True
+                continue
+            keep = 0 if final else self._held(self._buf)
+            self._text(self._buf[: len(self._buf) - keep], out)
+            self._buf = self._buf[len(self._buf) - keep :]
+            break
+        return out
+
+    def _text(self, text: str, out: list[Scanned]) -> None:
+        if text:
+            out.append(Scanned(text=text))
+            self._after_call = False
+
+    def _read(self, final: bool, out: list[Scanned]) -> bool:
+        """Read the held call; False while it needs more text."""
+        try:
+            read = self.format.read(self._buf, final)
+        except CallSyntaxError as exc:
+            n = len(self._buf) if exc.length is None else max(1, exc.length)
+            out.append(Scanned(invalid=exc.message, raw=self._buf[:n], name=exc.name))
+            self._buf, self._in_call, self._after_call = self._buf[n:], False, True
+            return True
+        if read is None:
+            return False
+        calls, n = read
+        out.append(Scanned(calls=tuple(calls), raw=self._buf[:n]))
+        self._buf, self._in_call, self._after_call = self._buf[n:], False, True
+        return True
+
+    def _trigger_at(self, text: str) -> int | None:
+        found = [at for t in self.format.triggers if (at := text.find(t)) >= 0]
+        return min(found) if found else None
+
+    def _held(self, text: str) -> int:
+        """How many trailing characters could still grow into a trigger."""
+        best = 0
+        for t in self.format.triggers:
+            for n in range(min(len(t) - 1, len(text)), best, -1):
+                if t.startswith(text[-n:]):
+                    best = n
+                    break
+        return best
