@@ -53,6 +53,8 @@ class Capabilities:
     images: bool = False  # takes images in a message
     snapshots: bool = False  # keeps its KV state across restarts and chat switches
     sequences: int = 1  # generations it runs at once
+    tools: bool = True  # the model can call tools (its family has a tool-call format)
+    effort: bool = True  # a reasoning effort means something to the model
 
 
 @dataclass

@@ -136,6 +136,7 @@ class Template(ABC):
     defaults: ClassVar[TemplateDefaults] = TemplateDefaults()
     tool_calls: ClassVar[str | None] = None  # the tool-call syntax it speaks; None: no calls
     thinks: ClassVar[bool] = False  # an answer may open with free `<think>…</think>` text
+    takes_effort: ClassVar[bool] = False  # a reasoning effort changes what it writes
 
     @abstractmethod
     def prompt_ids(

@@ -61,6 +61,8 @@ class HarmonyTemplate(Template):
         session_len=8192, temperature=1.0, top_p=1.0, top_k=0, repetition_penalty=1.0
     )
 
+    takes_effort = True
+
     def __init__(self) -> None:
         self._renderer = Renderer()
 

@@ -95,7 +95,9 @@ class ChatSession:
 
     @property
     def capabilities(self) -> Capabilities:
-        return _LOCAL
+        return dataclasses.replace(
+            _LOCAL, tools=self.template.tool_calls is not None, effort=self.template.takes_effort
+        )
 
     def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
         return self.template.with_effort(conversation, effort)
