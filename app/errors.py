@@ -65,6 +65,7 @@ class ErrorCode(StrEnum):
     RESOURCE = "E-RESOURCE"
     TOOL_ERROR = "E-TOOL-ERROR"
     TOOL_DENIED = "E-TOOL-DENIED"
+    TOOLS_UNAVAILABLE = "E-TOOLS-UNAVAILABLE"  # tools chosen for a model with no call format
     OFFLINE = "E-OFFLINE"
     NETWORK = "E-NETWORK"
     DOWNLOAD = "E-DOWNLOAD"

@@ -121,11 +121,11 @@ def run(args: argparse.Namespace) -> int:
             name=path.stem,
             engine=engine,
             session=session,
+            template=loaded.template,
             n_ctx=loaded.info.n_ctx,
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
         )
-        harmony = loaded.template.tool_calls == "harmony"
-        app = make_app(served, options, harmony)
+        app = make_app(served, options)
         where = f"http://{args.host}:{args.port}/v1"
         print(f"Serving {served.name} at {where} (Ctrl+C stops)", file=sys.stderr, flush=True)
         try:

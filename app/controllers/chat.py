@@ -123,6 +123,16 @@ class ChatController(ConversationsController):
         """A model is loaded here, or the conversation talks to a remote endpoint."""
         return self.host.ready or (self.doc.endpoint is not None and self.remote is not None)
 
+    def model_features(self) -> tuple[bool, bool]:
+        """(tools, effort): whether the conversation's model can call tools (its template has a
+        tool-call format) and takes a reasoning effort; a remote endpoint decides for itself."""
+        if self.doc.endpoint is not None and self.remote is not None:
+            return True, True
+        template = self.host.template
+        if template is None:
+            return True, True
+        return template.tool_calls is not None, template.takes_effort
+
     def set_endpoint(self, name: str | None) -> None:
         """Answer this conversation from endpoint `name` (None: the model on this computer)."""
         if name != self.doc.endpoint and not self.busy:

@@ -57,6 +57,7 @@ class ModelHost(QObject):
     progress = Signal(float)
     loaded = Signal(str)  # a one-line description of the model
     loadFailed = Signal(str)
+    templateChanged = Signal()  # another template is in use (its features may differ)
 
     def __init__(self, bridge: EngineBridge, backend: ModelBackend | None = None) -> None:
         super().__init__()
@@ -181,6 +182,7 @@ class ModelHost(QObject):
             info = getattr(self.backend, "info", None)
             metadata = info.metadata if info is not None else {}
             self.template = get_template(choice.template).for_model(metadata)
+            self.templateChanged.emit()
         self.remember(choice, whole=True)
 
     def apply_choice(self, choice: ModelChoice) -> None:

@@ -53,7 +53,8 @@ class ServeHost:
         """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""
         import uvicorn
 
-        if not self.host.ready:
+        template = self.host.template
+        if not self.host.ready or template is None:
             raise ServeError("load a model first: the server serves the window's model")
         if self.running:
             return self.address
@@ -62,14 +63,13 @@ class ServeHost:
             name=name,
             engine=self.bridge.executor,
             session=self._session,
+            template=template,
             n_ctx=self.host.n_ctx or 4096,
             created=int(time.time()),
         )
         options = ServeOptions(port=port)
-        template = self.host.template
-        harmony = template is not None and template.tool_calls == "harmony"
         config = uvicorn.Config(
-            make_app(served, options, harmony), host=options.host, port=port, log_level="warning"
+            make_app(served, options), host=options.host, port=port, log_level="warning"
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, name="local-server", daemon=True)

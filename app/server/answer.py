@@ -36,7 +36,7 @@ from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
 from app.engine.local.session import json_checks
-from app.server.convert import Asked
+from app.server.convert import Asked, constraint_of
 from app.server.served import ServedModel
 from app.server.wire import ApiError, Sampled
 
@@ -93,6 +93,7 @@ def job(
                 param="messages",
                 code="context_length_exceeded",
             )
+        constraint = constraint_of(session.template, session.tokenizer, asked.grammar)
         table = session.tokenizer.token_table() if top_logprobs else ()
         ends = set(session.template.stop_ids(session.tokenizer))
 
@@ -101,7 +102,7 @@ def job(
 
         events = session.generate(
             asked.conversation,
-            constraint=asked.constraint,
+            constraint=constraint,
             max_tokens=min(wanted, room),
             cancel=cancel,
         )
@@ -118,7 +119,7 @@ def job(
                     yield Scored(text(event.token), event.logprob, top)
                 continue
             yield event
-        if asked.constraint is not None and out is not None:
+        if constraint is not None and out is not None:
             yield from json_checks(out.messages, asked.schema, asked.tools, out.finished)
 
     return make

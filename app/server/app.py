@@ -158,11 +158,9 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..
     return endpoint
 
 
-def make_app(served: ServedModel, options: ServeOptions, harmony: bool) -> Starlette:
+def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
     """The server for `served` (see the module guarantees)."""
-    chat = ChatApi(
-        served, harmony, options.reasoning_field, options.max_tokens, options.thinking_budget
-    )
+    chat = ChatApi(served, options.reasoning_field, options.max_tokens, options.thinking_budget)
     completions = CompletionsApi(served, options.max_tokens)
     responses = ResponsesApi(chat)
 

@@ -82,6 +82,11 @@ class Running:
     head: dict[str, Any]
     field: str  # where the reasoning goes
     top: int  # alternatives per scored token
+    unapplied: tuple[str, ...] = ()  # fields this model does not apply (a reasoning effort)
+
+    def ignored(self) -> list[str]:
+        """The request's fields that were not applied (said in the warning header)."""
+        return [*self.request.ignored(), *self.unapplied]
 
     async def pieces(self) -> AsyncIterator[Piece]:
         """What each batch of items adds, then what was held back; the generation stops if
@@ -122,18 +127,18 @@ class ChatApi:
     def __init__(
         self,
         served: ServedModel,
-        harmony: bool,
         reasoning: ReasoningField,
         limit: int,
         thinking_budget: int | None = None,
     ) -> None:
-        self.served, self.harmony, self.reasoning_field = served, harmony, reasoning
+        self.served, self.reasoning_field = served, reasoning
         self.limit, self.thinking_budget = limit, thinking_budget
 
     async def start(self, body: Any, disconnected: Disconnected) -> Running:
         """Queue the answer to `body`; back once its first item is (errors raised here)."""
         request: ChatRequest = parse(ChatRequest, body)
-        what = asked(request, self.harmony, request.thinking_budget or self.thinking_budget)
+        budget = request.thinking_budget or self.thinking_budget
+        what = asked(request, self.served.template, self.served.name, budget)
         cancel = threading.Event()
         top = (request.top_logprobs or 0) if request.logprobs else 0
         scoring = max(top, 1) if request.logprobs else 0
@@ -148,11 +153,11 @@ class ChatApi:
         field = request.reasoning_format or self.reasoning_field
         held = (request.response_format or {}).get("type") in ("json_object", "json_schema")
         answer = Answer(request.stops, cancel, hold_json=held)
-        return Running(request, answer, first, events, watcher, head, field, top)
+        return Running(request, answer, first, events, watcher, head, field, top, what.ignored)
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         run = await self.start(body, disconnected)
-        warned = warnings(run.request.ignored())
+        warned = warnings(run.ignored())
         if run.request.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             stream = self._chunks(run)
@@ -161,7 +166,7 @@ class ChatApi:
             pass
         whole = self.whole(run)
         problem = run.answer.problem()  # a JSON answer or call that failed its check
-        return JSONResponse(whole, headers=warnings(run.request.ignored(), problem))
+        return JSONResponse(whole, headers=warnings(run.ignored(), problem))
 
     def whole(self, run: Running) -> dict[str, Any]:
         """The whole answer as a `chat.completion`."""

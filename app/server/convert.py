@@ -1,23 +1,27 @@
 """A chat request as the app's own conversation, and what the model may do in answer.
 
-Guarantees: `system` and `developer` messages become the developer instructions (Harmony's
-place for them); an assistant message the client sends back keeps its tool calls (paired with
-their results by id) and its reasoning only where Harmony keeps it — before tool calls — so
-analysis after a final answer is never rendered, exactly as in the window; tools become the
-developer message's `functions` and their schemas the grammar's; `tool_choice`,
-`response_format` and `reasoning_effort` are honoured or refused with a 400 that names the
-field (an unsupported schema keyword included); non-text content parts are refused, never
-dropped silently.
+Guarantees: the same conversation for every template — `system` and `developer` messages
+become the developer instructions; an assistant message the client sends back keeps its tool
+calls (call messages to `functions.NAME`, paired with their results by id) and its reasoning
+only before tool calls, so analysis after a final answer is never rendered (a template that
+shows no reasoning leaves it out); tools become the developer message's `functions`, and the
+template makes the grammar that holds the model to them (`constraint_of`, on the engine
+thread, which has the tokenizer). A model whose template has no tool-call format refuses
+`tools` with a 400 that names it; `reasoning_effort` is applied where the template takes one
+and reported as ignored otherwise; `tool_choice`, `response_format` and an unsupported schema
+keyword are honoured or refused with a 400 that names the field; non-text content parts are
+refused, never dropped silently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.constrain.constraint import Constraint, ResponseFormat, ToolChoice, json_constraint
+from app.constrain.constraint import Constraint, ResponseFormat, ToolChoice
 from app.domain.messages import (
     Author,
     Conversation,
@@ -30,8 +34,7 @@ from app.domain.messages import (
 )
 from app.errors import SchemaError
 from app.server.wire import ApiError, ChatMessage, ChatRequest
-from app.templates.harmony import with_response_format
-from app.templates.harmony_grammar import harmony_constraint
+from app.templates.base import GrammarRequest, Template, Tokenizer
 
 CALL_TYPE = "<|constrain|>json"
 
@@ -41,9 +44,10 @@ class Asked:
     """What one request asks of the model."""
 
     conversation: Conversation
-    constraint: Constraint | None
+    grammar: GrammarRequest | None  # what the constraint must allow (None: unconstrained)
     schema: dict[str, Any] | None  # the answer's JSON schema (JSON mode), checked after
     tools: dict[str, dict[str, Any] | None]  # declared functions and their parameters
+    ignored: tuple[str, ...] = ()  # fields given that this model does not apply
 
 
 def _developer(request: ChatRequest) -> DeveloperContent | None:
@@ -64,10 +68,10 @@ def _developer(request: ChatRequest) -> DeveloperContent | None:
     return developer.with_function_tools(functions) if functions else developer
 
 
-def _assistant(m: ChatMessage, harmony: bool) -> list[Message]:
+def _assistant(m: ChatMessage) -> list[Message]:
     reasoning = m.reasoning_content or m.reasoning or ""
     out = []
-    if harmony and reasoning and m.tool_calls:  # kept across a tool-call chain only
+    if reasoning and m.tool_calls:  # kept across a tool-call chain only
         out.append(Message.of(Role.ASSISTANT, reasoning, channel="analysis"))
     if m.tool_calls:
         if m.text:
@@ -83,7 +87,7 @@ def _assistant(m: ChatMessage, harmony: bool) -> list[Message]:
                 )
             )
     elif m.text or not out:
-        out.append(Message.of(Role.ASSISTANT, m.text, channel="final" if harmony else None))
+        out.append(Message.of(Role.ASSISTANT, m.text, channel="final"))
     return out
 
 
@@ -100,7 +104,7 @@ def _check_parts(request: ChatRequest) -> None:
                 )
 
 
-def conversation_of(request: ChatRequest, harmony: bool) -> Conversation:
+def conversation_of(request: ChatRequest) -> Conversation:
     """The request's messages as a conversation (see the module guarantees)."""
     _check_parts(request)
     messages: list[Message] = []
@@ -113,7 +117,7 @@ def conversation_of(request: ChatRequest, harmony: bool) -> Conversation:
             messages.append(Message.of(Role.USER, m.text))
         elif m.role == "assistant":
             names.update({c.id: c.function.name for c in m.tool_calls or () if c.id})
-            messages += _assistant(m, harmony)
+            messages += _assistant(m)
         elif m.role == "tool":
             name = names.get(m.tool_call_id or "", m.name or "tool")
             messages.append(
@@ -157,51 +161,62 @@ def response_format_of(raw: dict[str, Any] | None) -> ResponseFormat | None:
         ) from None
 
 
-def asked(request: ChatRequest, harmony: bool, thinking_budget: int | None = None) -> Asked:
-    """The conversation, its constraint and what is checked after (see the guarantees)."""
-    conversation = conversation_of(request, harmony)
+def asked(
+    request: ChatRequest, template: Template, model: str, thinking_budget: int | None = None
+) -> Asked:
+    """The conversation for `template`, what its grammar must allow and what is checked after
+    (see the guarantees); `model` is the served model's name, for errors."""
+    conversation = conversation_of(request)
     response_format = response_format_of(request.response_format)
     schema = response_format.json_schema_dict if response_format else None
     tools = {t.function.name: t.function.parameters for t in request.tools or ()}
-    if tools and not harmony:
+    if tools and template.tool_calls is None:
         raise ApiError(
             400,
-            "tools need a gpt-oss model here: this model's chat template has no tool calls",
+            f"{model} cannot call tools: its chat template ({template.name}) has no tool-call"
+            " format",
             param="tools",
             code="unsupported_parameter",
         )
     choice = _choice(request)
-    limit = request.max_completion_tokens or request.max_tokens  # the server's own cap if None
-    if (
-        isinstance(choice, str)
-        and choice not in ("auto", "none", "required")
-        and choice not in tools
-    ):
+    if choice not in ("auto", "none", "required") and choice not in tools:
         raise ApiError(
             400, f"tool_choice names {choice!r}, which is not among the tools", param="tool_choice"
         )
-    if harmony and request.reasoning_effort is not None:
-        effort = ReasoningEffort(request.reasoning_effort)
-        conversation = conversation.with_header(Role.SYSTEM, reasoning_effort=effort)
-    if harmony and schema is not None and response_format is not None:
-        conversation = with_response_format(conversation, response_format)
-    try:
-        if harmony and (schema is not None or tools):  # "none" too: only an answer may come
-            constraint = harmony_constraint(
-                schema,
-                tools=tools,
-                tool_choice=choice,
-                thinking_budget=thinking_budget,
-                max_tokens=limit,
-            )
-        elif schema is not None:
-            constraint = json_constraint(schema, max_tokens=limit)
+    ignored: tuple[str, ...] = ()
+    if request.reasoning_effort is not None:
+        if template.takes_effort:
+            effort = ReasoningEffort(request.reasoning_effort)
+            conversation = template.with_effort(conversation, effort)
         else:
-            constraint = None
+            ignored = ("reasoning_effort",)
+    if response_format is not None:
+        conversation = template.announce_format(conversation, response_format)
+    grammar = None
+    if schema is not None or tools:  # "none" too: only an answer may come
+        grammar = GrammarRequest(
+            schema=schema,
+            tools=tools,
+            tool_choice=choice,
+            thinking_budget=thinking_budget,
+            max_tokens=request.max_completion_tokens or request.max_tokens,
+        )
+    return Asked(conversation, grammar, schema, tools, ignored)
+
+
+def constraint_of(
+    template: Template, tokenizer: Tokenizer, grammar: GrammarRequest | None
+) -> Constraint | None:
+    """The constraint `template` makes for `grammar` (on the engine thread: its call markers
+    may be control tokens of the model's vocabulary); a schema it cannot enforce is a 400."""
+    if grammar is None:
+        return None
+    control = template.control_markers(tokenizer)
+    try:
+        return template.grammar(dataclasses.replace(grammar, control=control))
     except SchemaError as exc:
-        param = "response_format" if schema is not None else "tools"
+        param = "response_format" if grammar.schema is not None else "tools"
         raise ApiError(400, exc.message, param=param, code="unsupported_schema") from None
-    return Asked(conversation, constraint, schema, tools)
 
 
-__all__ = ["Asked", "asked", "conversation_of", "response_format_of"]
+__all__ = ["Asked", "asked", "constraint_of", "conversation_of", "response_format_of"]

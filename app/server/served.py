@@ -20,6 +20,7 @@ from typing import Any
 from app.domain.events import FinishReason, GenerationDone
 from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
+from app.templates.base import Template
 
 _END = object()
 
@@ -31,12 +32,14 @@ class _Raised:
 
 @dataclass
 class ServedModel:
-    """What the server needs of the loaded model: its name, the engine thread, and a session
-    on it (`session(sampling, max_tokens)`, called on the engine thread)."""
+    """What the server needs of the loaded model: its name, the engine thread, a session
+    on it (`session(sampling, max_tokens)`, called on the engine thread) and its chat template
+    (which says what a request may ask of it before the request waits its turn)."""
 
     name: str
     engine: cf.Executor
     session: Callable[[Sampling | None, int], ChatSession]
+    template: Template
     n_ctx: int
     created: int = 0
     stats: collections.Counter[str] = field(

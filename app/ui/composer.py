@@ -132,7 +132,8 @@ class Composer(QWidget):
         self.tools_button = QPushButton("Tools…", self)
         give(self.tools_button, "tools")
         self.tools_button.setAccessibleName("Choose the tools of this conversation")
-        options.addWidget(QLabel("Reasoning:", self))
+        self.effort_label = QLabel("Reasoning:", self)
+        options.addWidget(self.effort_label)
         options.addWidget(self.effort)
         options.addWidget(self.json_mode)
         options.addWidget(self.tools_button)
@@ -260,6 +261,17 @@ class Composer(QWidget):
         if cursor.selectedText() == "@":
             cursor.removeSelectedText()
         self.add_files([Path(str(action.data()))])
+
+    def set_features(self, tools: bool, effort: bool) -> None:
+        """Offer tools and a reasoning effort only for a model that has them."""
+        self.effort_label.setVisible(effort)
+        self.effort.setVisible(effort)
+        if not effort:
+            self.effort.setCurrentIndex(0)
+        self.tools_button.setEnabled(tools)
+        self.tools_button.setToolTip(
+            "" if tools else "This model's chat template has no tool-call format"
+        )
 
     def set_busy(self, busy: bool) -> None:
         self.send.setEnabled(not busy)

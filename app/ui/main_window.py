@@ -209,6 +209,7 @@ class MainWindow(QMainWindow):
         c.replyStarted.connect(self._reply_started)
         host.progress.connect(lambda f: self.progress.setValue(int(f * 100)))
         host.loaded.connect(self._loaded)
+        host.templateChanged.connect(self.show_features)
         host.loadFailed.connect(self.show_problem)
         host.stateChanged.connect(lambda s: self.status.worker.setText(f"worker: {s}"))
 
@@ -334,13 +335,26 @@ class MainWindow(QMainWindow):
         self.instructions.setPlainText(self.controller.doc.instructions)
         self.instructions.blockSignals(False)
         self._debug_changed(len(self.controller.doc.turns) - 1)
+        self.show_features()
 
     def _busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.status.busy(busy)
 
+    def show_features(self) -> None:
+        """The composer offers what the conversation's model has; tools the conversation has
+        on, for a model that cannot call them, are said in the banner."""
+        tools, effort = self.controller.model_features()
+        self.composer.set_features(tools, effort)
+        if not tools and self.controller.doc.tools:
+            self.show_problem(
+                "This model's chat template has no tool-call format: this conversation's tools"
+                f" ({', '.join(self.controller.doc.tools)}) are not offered to it."
+            )
+
     def _loaded(self, name: str) -> None:
         self.model_label.set_loaded(name)
+        self.show_features()
         self.status.loaded(name, self.host.runs_on)
         self.library.gpu_offload = self.host.gpu_offload  # the models page's memory split
         self.progress.hide()

@@ -61,6 +61,9 @@ ToolEvent = ToolCallRequested | ToolCallDecided | ToolsRan | TurnResult
 JsonEvent = JsonChecked | JsonRetried
 
 
+_SAID = (ErrorCode.CALL_SCHEMA, ErrorCode.TOOLS_UNAVAILABLE)  # issues the reply shows
+
+
 class ReplyBuilder:
     """Folds one reply's events into its `Reply` (see the module guarantees); its tool cards
     are `cards`, its debug record's writer `debug`."""
@@ -123,7 +126,7 @@ class ReplyBuilder:
             case ParseIssue():
                 self.issues.append(event)
                 self.debug.issue(event)
-                if event.code is ErrorCode.CALL_SCHEMA:  # a call that was not valid: said
+                if event.code in _SAID:  # a call that was not valid, tools not offered: said
                     return self.notice(event.message)
                 return []
             case TurnDone():

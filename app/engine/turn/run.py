@@ -5,20 +5,24 @@ Guarantees: the same request gives the same events whoever drives it: a local or
 session; with tools (the sans-I/O turn loop, approval, deadlines and the audit log beside it)
 or without; in JSON mode (constraint and verdict) or not; a fresh turn or the continuation of a
 cut answer (under the same JSON mode); the reasoning effort is recorded on the conversation as
-the Harmony format says. When it returns, `session.conversation` holds the turn.
+the Harmony format says. Tools chosen for a model whose template has no tool-call format are
+said (an issue the reply shows; a failed turn when `tool_choice` needs a call), never dropped
+silently. When it returns, `session.conversation` holds the turn.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from app.constrain.constraint import ResponseFormat, ToolChoice
-from app.domain.events import TurnEvent
+from app.domain.events import ParseIssue, TurnEvent, TurnFailed
 from app.domain.messages import Conversation, ReasoningEffort
 from app.engine.session import Session
 from app.engine.turn.tools import run_tool_turn
+from app.errors import ErrorCode
 from app.tools.api import ToolContext
 from app.tools.calls import Approve, allow_all
 from app.tools.registry import ToolRegistry
@@ -52,6 +56,15 @@ def run_turn(
     session: Session, request: TurnRequest, cancel: threading.Event | None = None
 ) -> Iterator[TurnEvent]:
     """The turn's events, in order (see the module guarantees)."""
+    if request.tools is not None and len(request.tools) and not session.capabilities.tools:
+        names = ", ".join(sorted(t.qualified_name for t in request.tools))
+        said = f"This model's chat template has no tool-call format: its tools ({names}) were"
+        if request.tool_choice != "auto" and request.tool_choice != "none":
+            reason = f"{said} not offered, and tool_choice {request.tool_choice!r} needs a call."
+            yield TurnFailed(reason, ErrorCode.TOOLS_UNAVAILABLE)
+            return
+        yield ParseIssue(ErrorCode.TOOLS_UNAVAILABLE, f"{said} not offered to it.")
+        request = dataclasses.replace(request, tools=None, tool_choice="auto")
     if request.resume is not None:
         yield from _resume(session, request, cancel)
     elif request.tools is not None:
