@@ -113,15 +113,16 @@ class TextOutputParser:
     def _emit(self, text: str) -> None:
         if not text:
             return
-        if self._scanner is not None and not self._thinking:
-            self._answer(self._scanner.feed(text))
-            return
-        self._lane_text(text)
+        scanner = self._scanner
+        if scanner is None or self._thinking or scanner.passes(text):
+            self._lane_text(text)
+        else:
+            self._answer(scanner.feed(text))
 
-    def _answer(self, pieces: list[Scanned]) -> None:
+    def _answer(self, pieces: list[str | Scanned]) -> None:
         for piece in pieces:
-            if piece.text:
-                self._lane_text(piece.text)
+            if isinstance(piece, str):
+                self._lane_text(piece)
             elif piece.calls:
                 self._close(ended=True)
                 for call in piece.calls:

@@ -18,10 +18,9 @@ from app.templates.calls.format import CallFormat, CallSyntaxError, ToolCall
 
 @dataclass(frozen=True)
 class Scanned:
-    """A piece of the answer: text, calls, or markup that is no valid call (`invalid` says
-    why, `raw` holds it, `name` the tool when it could be read)."""
+    """Calls read from the answer, or markup that is no valid call (`invalid` says why, `raw`
+    holds it, `name` the tool when it could be read). Answer text comes as plain `str`."""
 
-    text: str = ""
     calls: tuple[ToolCall, ...] = ()
     invalid: str = ""
     raw: str = ""
@@ -36,20 +35,30 @@ class CallScanner:
         self._buf = ""
         self._in_call = False
         self._after_call = False
+        self._firsts = frozenset(t[0] for t in fmt.triggers)
 
     @property
     def in_call(self) -> bool:
         return self._in_call
 
-    def feed(self, text: str) -> list[Scanned]:
+    def passes(self, text: str) -> bool:
+        """Whether `text` is answer text as it stands: nothing is held and nothing in it may
+        start a call (the common case, decided without a copy)."""
+        return not (self._buf or self._in_call or self._after_call) and self._firsts.isdisjoint(
+            text
+        )
+
+    def feed(self, text: str) -> list[str | Scanned]:
+        if self.passes(text):
+            return [text]
         self._buf += text
         return self._scan(final=False)
 
-    def finish(self) -> list[Scanned]:
+    def finish(self) -> list[str | Scanned]:
         return self._scan(final=True)
 
-    def _scan(self, final: bool) -> list[Scanned]:
-        out: list[Scanned] = []
+    def _scan(self, final: bool) -> list[str | Scanned]:
+        out: list[str | Scanned] = []
         while self._buf:
             if self._in_call:
                 if not self._read(final, out):
@@ -73,12 +82,12 @@ class CallScanner:
             break
         return out
 
-    def _text(self, text: str, out: list[Scanned]) -> None:
+    def _text(self, text: str, out: list[str | Scanned]) -> None:
         if text:
-            out.append(Scanned(text=text))
+            out.append(text)
             self._after_call = False
 
-    def _read(self, final: bool, out: list[Scanned]) -> bool:
+    def _read(self, final: bool, out: list[str | Scanned]) -> bool:
         """Read the held call; False while it needs more text."""
         try:
             read = self.format.read(self._buf, final)
