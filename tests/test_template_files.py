@@ -146,12 +146,37 @@ def test_a_user_file_extends_chatml_and_the_registry_says_where_it_came_from(tmp
     assert get_template("terser").prompt_text(FIRST).startswith("<|im_start|>system\nBe terse.")  # type: ignore[attr-defined]
 
 
+def test_a_file_names_its_call_format_and_tools_calls_and_results_render_in_its_boxes(tmp_path: Path) -> None:
+    from app.domain.messages import Author, TextContent, ToolDescription, ToolNamespaceConfig
+
+    path = tmp_path / "caller.json"
+    path.write_text(json.dumps({"model_name": "caller", "base": "internlm-chat", "tool_calls": "hermes",
+                                "tool": "<|Tool|>:", "eotool": "\n"}))
+    caller = get_template(register_file(path))
+    assert caller.tool_calls == "hermes" and caller.call_format() is not None
+    tool = ToolDescription(name="now", description="The time", parameters={"type": "object", "properties": {}})
+    conv = FIRST.with_header(Role.DEVELOPER, tools={"functions": ToolNamespaceConfig(name="functions", tools=(tool,))})
+    conv = conv.with_messages([
+        Message.of(Role.ASSISTANT, "{}", channel="commentary", recipient="functions.now"),
+        Message(author=Author(role=Role.TOOL, name="functions.now"), content=(TextContent(text='{"ok": true}'),),
+                channel="commentary", recipient="assistant"),
+    ])
+    text = caller.prompt_text(conv)  # type: ignore[attr-defined]
+    assert text.startswith("<|System|>:You are an AI assistant whose name is InternLM")  # its meta instruction
+    assert "\n\n# Tools\n" in text and '"name": "now"' in text  # then the tools, in the system box
+    assert '<|Bot|>:<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call><eoa>\n' in text
+    assert '<|User|>:\n<tool_response>\n{"ok": true}\n</tool_response>\n' in text  # Hermes: results in a user turn
+    assert get_template("chatml").tool_calls == "hermes"  # the built-in layouts carry theirs
+    assert get_template("internlm-chat").tool_calls is None
+
+
 @pytest.mark.parametrize(
     "content, words",
     [({"model_name": "a", "base": "chatml", "systm": "x"}, ["bad.json", "systm", "Extra inputs"]),
      ({"model_name": "a", "base": "chatml", "temperature": "hot"}, ["bad.json", "temperature", "number"]),
      ({"model_name": "a", "user": "<u>", "eoh": "\n", "assistant": "<a>"}, ["bad.json", "stop_words", "at least one"]),
      ({"model_name": "a", "base": "harmony"}, ["bad.json", "base", "'harmony'"]),
+     ({"model_name": "a", "base": "chatml", "tool_calls": "smoke"}, ["bad.json", "tool_calls", "'smoke'", "hermes"]),
      ({"model_name": "bad name!"}, ["bad.json", "model_name"]),
      ([1, 2], ["bad.json", "one object"])],
 )

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.templates.base import (
@@ -35,6 +35,9 @@ from app.templates.base import (
     turn_text,
 )
 from app.templates.builtin import ChatML, Completion, Llama3, Qwen, SmolLM2, stop_ids_of
+from app.templates.calls.format import Piece
+from app.templates.calls.formats import FORMATS, call_format
+from app.templates.calls.turns import call_turns
 from app.templates.text_output import TextOutputParser
 
 MARKERS = ("system", "eosys", "user", "eoh", "assistant", "eoa", "separator", "tool", "eotool")
@@ -58,6 +61,7 @@ class LayoutSpec(BaseModel):
     separator: str | None = None
     tool: str | None = None
     eotool: str | None = None
+    tool_calls: str | None = None  # the call format's name (`hermes`, `llama3`, …)
     capability: Capability | None = None
     stop_words: tuple[str, ...] | None = None
     session_len: int | None = Field(None, ge=16)
@@ -70,6 +74,14 @@ class LayoutSpec(BaseModel):
         """This spec with every field it leaves out taken from `base`."""
         mine = self.model_dump(exclude_none=True)
         return base.model_copy(update={**mine, "base": base.model_name})
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        if value is not None and call_format(value) is None:
+            known = ", ".join(sorted(FORMATS))
+            raise ValueError(f"no tool-call format is called {value!r}; known: {known}")
+        return value
 
     def defaults(self) -> TemplateDefaults:
         """The generation settings that travel with the template."""
@@ -113,8 +125,14 @@ class LayoutTemplate(Template):
         if not sequence_start:
             return [(m("separator") + m("user"), True), (last, False),
                     (m("eoh") + m("assistant"), True)]  # fmt: skip
-        out: list[tuple[str, bool]] = []
+        fmt = self.call_format()
         meta = self.spec.meta_instruction
+        if meta is not None and not any(text for role, text in turns if role == "system"):
+            conversation = conversation.with_header(Role.DEVELOPER, instructions=meta)
+        called = call_turns(fmt, conversation) if fmt is not None else None
+        if called is not None:
+            return self._with_calls(called)
+        out: list[tuple[str, bool]] = []
         if meta is not None and not (turns and turns[0][0] == "system"):
             out += [(m("system"), True), (meta, False), (m("eosys"), True)]
         box = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -123,6 +141,18 @@ class LayoutTemplate(Template):
             head = box.get(role, "user")
             tail = m(end[head]) if head in end else m("eoa") + m("separator")
             out += [(m(head), True), (text, False), (tail, True)]
+        return [*out, (m("assistant"), True)]
+
+    def _with_calls(self, turns: list[tuple[str, list[Piece]]]) -> list[tuple[str, bool]]:
+        """The pieces of a conversation with tools (`call_turns`) in this layout's boxes."""
+        m = self._marker
+        box = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+        end = {"system": "eosys", "user": "eoh", "tool": "eotool"}
+        out: list[tuple[str, bool]] = []
+        for role, pieces in turns:
+            head = box.get(role, "user")
+            tail = m(end[head]) if head in end else m("eoa") + m("separator")
+            out += [(m(head), True), *((p.text, p.markup) for p in pieces), (tail, True)]
         return [*out, (m("assistant"), True)]
 
     def prompt_text(self, conversation: Conversation, *, sequence_start: bool = True) -> str:
@@ -146,13 +176,19 @@ class LayoutTemplate(Template):
         return stop_ids_of(tokenizer, self.spec.stop_words or ())
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
-        return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
+        return TextOutputParser(
+            tokenizer.token_table(),
+            self.stop_ids(tokenizer),
+            self.call_format(),
+            {i: m for m, i in self.control_markers(tokenizer).items()},
+        )
 
 
 def layout_template(spec: LayoutSpec, **extra: Any) -> type[LayoutTemplate]:
     """A template class for a resolved spec (registered by its `model_name`)."""
     name = spec.model_name
-    attrs = {"name": name, "spec": spec, "defaults": spec.defaults(), **extra}
+    attrs = {"name": name, "spec": spec, "defaults": spec.defaults(),
+             "tool_calls": spec.tool_calls, **extra}  # fmt: skip
     return type(f"Layout[{name}]", (LayoutTemplate,), attrs)
 
 
@@ -173,7 +209,7 @@ def _of(cls: type[Template], **markers: Any) -> LayoutSpec:
     return LayoutSpec(
         model_name=cls.name, capability=d.capability, stop_words=d.stop_words,
         session_len=d.session_len, temperature=d.temperature, top_p=d.top_p, top_k=d.top_k,
-        repetition_penalty=d.repetition_penalty, **markers,
+        repetition_penalty=d.repetition_penalty, tool_calls=cls.tool_calls, **markers,
     )  # fmt: skip
 
 
