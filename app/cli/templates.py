@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _described(name: str) -> dict[str, object]:
     template = get_template(name)
     out: dict[str, object] = {"name": name, "source": template_source(name)}
+    out["tool_calls"] = template.tool_calls  # the call format (None: the model gets no tools)
+    out["reasoning_effort"] = template.takes_effort
     layout = template.layout()
     if layout is not None:
         out["layout"] = layout
@@ -51,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"template file not used: {problem}", file=sys.stderr)
     if args.verb == "list":
         for name in template_names():
-            d = get_template(name).defaults
+            template = get_template(name)
+            d = template.defaults
             print(
                 f"{name:16} {template_source(name):12} {d.capability.value:10}"
+                f" tools {template.tool_calls or '-':12}"
                 f" ctx {d.session_len:<6} temperature {d.temperature} top_p {d.top_p}"
                 f" top_k {d.top_k} repetition_penalty {d.repetition_penalty}"
                 + (f" stop {list(d.stop_words)}" if d.stop_words else "")
