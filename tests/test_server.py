@@ -169,7 +169,6 @@ def test_raw_completions_echo_and_the_suffix_warning(smol: str) -> None:
     ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, 400, "invalid_value", "n"),
     ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100000}, 400, "max_tokens_too_large", "max_tokens"),
     ({"messages": []}, 400, "invalid_value", "messages"),
-    ({"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS}, 400, "unsupported_parameter", "tools"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, 400,
      "unsupported_content", "messages.0.content.0"),
     ({"messages": [{"role": "user", "content": "word " * 3000}]}, 400, "context_length_exceeded", "messages"),

@@ -2,14 +2,15 @@
 or streamed as server-sent events.
 
 Guarantees: the reasoning is in `reasoning_content` (or `reasoning`, as the request's
-`reasoning_format` or the server's setting asks), never in `content`; `finish_reason` is
-`tool_calls`, `stop` or `length`; streamed chunks carry the same text the whole answer would,
-with usage last when `stream_options.include_usage` asks; a request whose client disconnects
-stops its generation (or never starts it, if it was still waiting); every problem found before
-the first byte is an error in OpenAI's shape with its status; a whole answer whose JSON (or a
-call's arguments) failed the app's check after generation — cut off by `max_tokens`, say —
-says why in an `X-Harmony-Desk-Warning` header. `Running` is the answer being
-made, which the Responses API streams in its own events.
+`reasoning_format` or the server's setting asks), never in `content`; the calls the template's
+parser read — Harmony's or a plain-text family's — are `tool_calls`, and `finish_reason` is then
+`tool_calls` (else `stop` or `length`); streamed chunks carry the same text the whole answer
+would, with usage last when `stream_options.include_usage` asks; a request whose client
+disconnects stops its generation (or never starts it, if it was still waiting); every problem
+found before the first byte is an error in OpenAI's shape with its status; a whole answer whose
+JSON (or a call's arguments) failed the app's check after generation — cut off by `max_tokens`,
+say — says why in an `X-Harmony-Desk-Warning` header. `Running` is the answer being made, which
+the Responses API streams in its own events.
 """
 
 from __future__ import annotations
