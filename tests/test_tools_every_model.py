@@ -112,3 +112,32 @@ def test_the_window_offers_tools_and_effort_only_to_models_that_have_them(qtbot:
     assert window.banner.isVisible() and "calculate" in window.banner.text()
     harmony, _ = _window(qtbot, tmp_path, "harmony", ["<|channel|>final<|message|>Hi.<|return|>"])
     assert harmony.composer.effort.isVisible() and harmony.composer.tools_button.isEnabled()
+
+
+def test_the_window_on_the_real_default_model_calls_a_required_tool(qtbot: Any, qloop: Any, tmp_path: Path, smollm_model: Any) -> None:
+    host = ModelHost(EngineBridge())
+    window = MainWindow(ChatController(host, None), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(host.loaded, timeout=180_000):
+            window.load_model(None, n_ctx=2048, threads=1)  # SmolLM2: Hermes calls
+        window.controller.settle()
+        assert window.composer.tools_button.isEnabled() and not window.composer.effort.isVisible()
+        window.controller.set_tools(("calculate",))
+        window.controller.tool_choice = "required"  # Tools… ▸ Require a tool call
+        window.controller.max_tokens = 80
+        window.composer.box.setPlainText("What is 6 times 7?")
+        qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
+        card = pending_card(qtbot, window)
+        assert "calculate" in card.title.text()
+        with qtbot.waitSignal(window.controller.replyFinished, timeout=120_000):
+            card.run.click()
+        assert card.data["state"] in ("ok", "error"), card.data  # ran: the model's expression decides which
+        assert '"result"' in card.result.toPlainText() or "E-" in card.result.toPlainText()
+        reply = window.controller.doc.turns[-1].version.reply
+        assert reply is not None and reply.debug.timings["generated"] > 0
+        assert "<tool_call>" not in all_text(window.transcript)
+    finally:
+        window.close()
+        window.host.close()

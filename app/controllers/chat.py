@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import Signal
 
-from app.constrain.constraint import check_schema
+from app.constrain.constraint import ToolChoice, check_schema
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
@@ -88,6 +88,7 @@ class ChatController(ConversationsController):
         self.host = host
         self.remote = remote  # remote endpoints; None: only the model on this computer
         self.effort: ReasoningEffort | None = None
+        self.tool_choice: ToolChoice = "auto"  # Tools… ▸ Require a tool call: "required"
         self.json_schema: dict[str, Any] | None = None
         self.max_tokens = 1024
         self._cancel: threading.Event | None = None
@@ -274,6 +275,7 @@ class ChatController(ConversationsController):
                 effort=version.effort,
                 response_format=json_mode(version),
                 approve=policy if policy is not None else allow_all,
+                tool_choice=self.tool_choice if policy is not None else "auto",
                 context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
                 max_tokens=self.max_tokens,
             ),

@@ -58,6 +58,12 @@ def choose_tools(
         action.setCheckable(True)
         action.setChecked(name in controller.doc.tools)
         action.setData(("tool", name))
+    if controller.doc.tools:
+        required = menu.addAction("Require a tool call")
+        required.setCheckable(True)
+        required.setChecked(controller.tool_choice == "required")
+        required.setToolTip("The model's next answers start with a call to one of these tools")
+        required.setData(("choice",))
     pending = controller.pending_plugins()
     if pending:
         menu.addSeparator()
@@ -70,10 +76,13 @@ def choose_tools(
     what = chosen.data() if chosen is not None else None
     if not what:
         return
-    if what[0] == "trust":
+    if what[0] == "choice":
+        controller.tool_choice = "required" if chosen.isChecked() else "auto"
+    elif what[0] == "trust":
         ask_trust(parent, controller, pending[what[1]])
     elif what[0] == "tool":
-        checked = [a.data()[1] for a in menu.actions() if a.isCheckable() and a.isChecked()]
+        checked = [a.data()[1] for a in menu.actions()
+                   if a.isCheckable() and a.isChecked() and a.data()[0] == "tool"]  # fmt: skip
         controller.set_tools(tuple(checked))
     elif offer is not None:
         arguments = _ask_arguments(parent, what[3]) if what[0] == "prompt" else {}
