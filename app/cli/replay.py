@@ -10,6 +10,9 @@ runs the terminal chat's path, `--frontend window` the window's (a real `ChatCon
     {"shown": [{"lane": "answer|preamble|tool_call|notice", "text": "...", "recipient": ...}],
      "hidden": {"analysis": "..."}, "errors": [{"code": ..., "severity": ...}], "stop": ...}
 
+`--template NAME|FILE|FILE.jinja` instead reads each line (`{"text": ..., "tools": [...]}`)
+through that plain-text template's parser, calls included (`app/cli/replay_template.py`).
+
 Guarantee: `shown` is what that frontend showed — for the window, read back from the painted
 transcript — so the same output must give the same `shown` on every frontend and both paths
 (both build their sessions and their lines with `app/cli/replay_source.py`). Qt is imported
@@ -36,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frontend", choices=["window", "terminal"], default="terminal")
     parser.add_argument("--via", choices=["tokens", "remote-text"], default="tokens")
     parser.add_argument("--role", choices=["assistant"], default="assistant")
+    parser.add_argument(
+        "--template",
+        default=None,
+        help="read text through this template's parser: a name, a template file, or a .jinja",
+    )
 
 
 def replay_terminal(source: Source, via: str) -> dict[str, Any]:
@@ -57,6 +65,12 @@ def replay_window(source: Source, via: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "template", None):
+        from app.cli.replay_template import replay_text, template_named
+
+        template = template_named(args.template)
+        run_lines(sys.stdin, lambda obj: replay_text(template, obj), sys.stdout)
+        return 0
     encoding = enc.load_encoding()
     if args.frontend == "window":
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -127,10 +127,8 @@ class ChatController(ConversationsController):
     def model_features(self) -> tuple[bool, bool]:
         """(tools, effort): whether the conversation's model can call tools (its template has a
         tool-call format) and takes a reasoning effort; a remote endpoint decides for itself."""
-        if self.doc.endpoint is not None and self.remote is not None:
-            return True, True
         template = self.host.template
-        if template is None:
+        if (self.doc.endpoint is not None and self.remote is not None) or template is None:
             return True, True
         return template.tool_calls is not None, template.takes_effort
 

@@ -1,80 +1,106 @@
 """The `gguf-jinja` template: the chat template stored in the GGUF, rendered in a sandbox.
 
-Guarantees: the template runs in Jinja's immutable sandbox (no attribute tricks, no file or
-network access); message text is tokenized without special-token parsing even though the
-template writes one string: each message's content is rendered as a sentinel, the string is
+Guarantees: the template runs in Jinja's immutable sandbox (`app/templates/jinja_render.py`:
+no attribute tricks, no file or network access, bounded in time and size, HF's `tojson`).
+Tools go to the template OpenAI-shaped (`tools`), an assistant's calls as `tool_calls`
+(`{"type": "function", "function": {"name", "arguments": {…}}}`, ids `call_0001`, …) and
+results as `tool` messages (`tool_call_id`, `name`), so the model sees its own markup. Message
+text is tokenized without special-token parsing even though the template writes one string:
+each message's content (a tool's result included) is rendered as a sentinel, the string is
 split at the sentinels, and only the template's own text is tokenized with special parsing.
-A template that rewrites message text (so the sentinels do not survive) is refused with a
-clear error when a message spells a control token, or when the rendered prompt holds control
-tokens that a rendering of neutral text does not (the check runs on the output, so a template
-cannot build a control token out of harmless-looking text), rather than risk an injection.
-A render is bounded: past `RENDER_SECONDS` of template code or `RENDER_CHARS` of output it
-is stopped and refused with a sentence that says to pick a registry template instead.
+A call's arguments are written by the template itself, so a prompt holding calls, like one
+whose template rewrites message text (the sentinels do not survive), is checked on the output:
+it is refused with a clear error when a message spells a control token, or when the rendered
+prompt holds control tokens that a rendering of neutral text does not, rather than risk an
+injection. The call format (`tool_calls`, `call_format`, `output_parser`) is the one
+`app/templates/calls/detect.py` finds for the source (cached per source); a template with
+none takes no tools.
 """
 
 from __future__ import annotations
 
+import json
 import re
-import sys
-import time
-from datetime import datetime
-from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
-from app.domain.messages import Conversation, ReasoningEffort, Role
-from app.errors import HarmonyDeskError
-from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
+from app.domain.messages import Conversation, Message, ReasoningEffort, Role
+from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer, turn_text
+from app.templates.calls.detect import Detection, detect
+from app.templates.calls.format import (
+    CallFormat,
+    arguments_of,
+    calls_in,
+    declared_tools,
+    name_of,
+    openai_tools,
+)
+from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
 from app.templates.text_output import TextOutputParser
 
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
 
 
-RENDER_SECONDS = 2.0
-RENDER_CHARS = 2_000_000
-_TEMPLATE_FILE = "<template>"  # the file name Jinja gives code compiled from a string
+def _neutral(value: Any) -> Any:
+    """`value` with every string leaf made harmless text (the injection check's baseline)."""
+    if isinstance(value, str):
+        return "x"
+    if isinstance(value, dict):
+        return {k: _neutral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_neutral(v) for v in value]
+    return value
 
 
-class JinjaTemplateError(HarmonyDeskError):
-    """The model's own chat template cannot be used."""
+def openai_messages(
+    conversation: Conversation, string_arguments: bool = False
+) -> tuple[list[dict[str, Any]], list[str], bool]:
+    """The conversation as OpenAI-shaped messages whose contents are sentinels, the texts they
+    stand for, and whether any assistant message carries calls."""
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    pending: list[tuple[str, str]] = []  # (name, id) of calls awaiting their results
+    called = False
+
+    def content(text: str) -> str:
+        texts.append(text)
+        return f"\ue000{len(texts) - 1}\ue001"
+
+    for m in conversation.messages:
+        call = calls_in(m)
+        if call is not None:
+            called = True
+            if not out or out[-1]["role"] != "assistant":
+                out.append({"role": "assistant", "content": "", "tool_calls": []})
+            args = arguments_of(call)
+            ident = f"call_{sum(len(o.get('tool_calls', ())) for o in out) + 1:04d}"
+            out[-1].setdefault("tool_calls", []).append({
+                "id": ident, "type": "function",
+                "function": {"name": call.name,
+                             "arguments": json.dumps(args, ensure_ascii=False)
+                             if string_arguments else args},
+            })  # fmt: skip
+            pending.append((call.name, ident))
+        elif m.author.role is Role.TOOL:
+            name = name_of(m.author.name or "")
+            found = next((p for p in pending if p[0] == name), pending[0] if pending else None)
+            if found is not None:
+                pending.remove(found)
+            out.append({"role": "tool", "name": name, "tool_call_id": found[1] if found else "",
+                        "content": content(m.text)})  # fmt: skip
+        elif m.channel in (None, "final") and not m.recipient:
+            _add_turn(out, m, content)
+    return out, texts, called
 
 
-class _Overrun(Exception):
-    """Raised inside the template's frames when a render passes a bound."""
-
-
-def _bounded(deadline: float) -> Any:
-    """A trace function that stops template code (only) once `deadline` has passed."""
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line" and time.monotonic() > deadline:
-            raise _Overrun(f"ran longer than {RENDER_SECONDS:g} s")
-        return local
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename == _TEMPLATE_FILE else None
-
-    return tracer
-
-
-def _render_bounded(template: Any, **context: Any) -> str:
-    """The rendered text, or `_Overrun` past the time or size bound."""
-    previous = sys.gettrace()
-    sys.settrace(_bounded(time.monotonic() + RENDER_SECONDS))
-    try:
-        out: list[str] = []
-        size = 0
-        for chunk in template.generate(**context):
-            size += len(chunk)
-            if size > RENDER_CHARS:
-                raise _Overrun(f"wrote more than {RENDER_CHARS:,} characters")
-            out.append(chunk)
-        return "".join(out)
-    finally:
-        sys.settrace(previous)
-
-
-def _raise(message: str) -> NoReturn:
-    raise JinjaTemplateError(f"the model's chat template refused the conversation: {message}")
+def _add_turn(out: list[dict[str, Any]], m: Message, content: Any) -> None:
+    role = "system" if m.author.role is Role.DEVELOPER else m.author.role.value
+    last = out[-1] if out else {}
+    empty = not last.get("content") and not last.get("tool_calls")
+    if role == last.get("role") == "assistant" and empty:
+        last["content"] = content(m.text)
+        return
+    text = turn_text(m) if role == "system" else m.text
+    out.append({"role": role, "content": content(text)})
 
 
 class GgufJinja(Template):
@@ -83,6 +109,8 @@ class GgufJinja(Template):
 
     def __init__(self, source: str = "", bos: str = "", eos: str = "") -> None:
         self.source, self.bos, self.eos = source, bos, eos
+        found = self.detection().format if source else None
+        self.tool_calls = found.name if found is not None else None  # type: ignore[misc]
 
     def for_model(self, metadata: dict[str, Any]) -> Template:
         source = metadata.get("tokenizer.chat_template")
@@ -92,29 +120,21 @@ class GgufJinja(Template):
             source, str(metadata.get("x.bos_text", "")), str(metadata.get("x.eos_text", ""))
         )
 
-    def _render(self, messages: list[dict[str, str]]) -> str:
-        from jinja2 import TemplateError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    def detection(self) -> Detection:
+        """The template's call format, or why it has none (cached per source)."""
+        return detect(self.source, self.bos, self.eos)
 
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals.update(
-            raise_exception=_raise, strftime_now=lambda f: datetime.now().strftime(f)
-        )
-        try:
-            return _render_bounded(
-                env.from_string(self.source),
-                messages=messages,
-                add_generation_prompt=True,
-                bos_token=self.bos,
-                eos_token=self.eos,
-            )
-        except _Overrun as exc:
-            raise JinjaTemplateError(
-                f"the model's chat template {exc} and was stopped; choose a built-in template"
-                " for this model (Model settings)"
-            ) from exc
-        except (TemplateError, RecursionError, MemoryError, OverflowError) as exc:
-            raise JinjaTemplateError(f"the model's chat template failed: {exc}") from exc
+    def call_format(self) -> CallFormat | None:
+        return self.detection().format if self.source else None
+
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:  # fmt: skip
+        """The template's text for `messages` (`JinjaTemplateError` when it cannot be used)."""
+        return render(self.source, messages=messages, tools=tools or None,
+                      add_generation_prompt=add_generation_prompt, bos_token=self.bos,
+                      eos_token=self.eos)  # fmt: skip
 
     def prompt_ids(
         self,
@@ -123,45 +143,65 @@ class GgufJinja(Template):
         *,
         reasoning_effort: ReasoningEffort | None = None,
     ) -> list[int]:
-        turns = [
-            (m.author.role.value, m.text)
-            for m in conversation.messages
-            if m.author.role is not Role.TOOL
-        ]
-        marked = self._render(
-            [{"role": r, "content": f"\ue000{i}\ue001"} for i, (r, _) in enumerate(turns)]
-        )
+        strings = self.detection().string_arguments if self.source else False
+        messages, texts, called = openai_messages(conversation, strings)
+        tools = openai_tools(declared_tools(conversation))
+        marked = self.render(messages, tools)
         found = [int(i) for i in _SENTINEL.findall(marked)]
-        if sorted(found) == list(range(len(turns))):
+        if sorted(found) == list(range(len(texts))):
             out: list[int] = []
             for i, part in enumerate(_SENTINEL.split(marked)):
                 if i % 2:
-                    out += tokenizer.tokenize(turns[int(part)][1], special=False)
+                    out += tokenizer.tokenize(texts[int(part)], special=False)
                 elif part:
                     out += tokenizer.tokenize(part, special=True)
+            if called:  # the template wrote the calls' arguments itself
+                self._guard(out, _neutral(_filled(messages, texts)), tools, tokenizer)
             return out
-        for _, text in turns:
+        for text in texts:
             if tokenizer.tokenize(text, special=True) != tokenizer.tokenize(text, special=False):
                 raise JinjaTemplateError(
                     "the model's chat template rewrites message text, and a message spells a"
                     " control token; choose a built-in template for this model"
                 )
-        ids = tokenizer.tokenize(
-            self._render([{"role": r, "content": t} for r, t in turns]), special=True
-        )
-        neutral = tokenizer.tokenize(
-            self._render([{"role": r, "content": "x"} for r, _ in turns]), special=True
-        )
+        ids = tokenizer.tokenize(self.render(_filled(messages, texts), tools), special=True)
+        self._guard(ids, _neutral(messages), tools, tokenizer)
+        return ids
+
+    def _guard(
+        self, ids: list[int], neutral: list[dict[str, Any]], tools: list[dict[str, Any]],
+        tokenizer: Tokenizer,
+    ) -> None:  # fmt: skip
+        """Refuse a prompt holding control tokens a rendering of neutral text does not."""
+        base = tokenizer.tokenize(self.render(neutral, tools), special=True)
         control = {i for i, piece in enumerate(tokenizer.token_table()) if piece == b""}
-        if sorted(i for i in ids if i in control) != sorted(i for i in neutral if i in control):
+        if sorted(i for i in ids if i in control) != sorted(i for i in base if i in control):
             raise JinjaTemplateError(
                 "the model's chat template turns message text into control tokens; choose a"
                 " built-in template for this model"
             )
-        return ids
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
-        return TextOutputParser(tokenizer.token_table(), self.stop_ids(tokenizer))
+        return TextOutputParser(
+            tokenizer.token_table(),
+            self.stop_ids(tokenizer),
+            self.call_format(),
+            {i: m for m, i in self.control_markers(tokenizer).items()},
+        )
+
+
+def _filled(messages: list[dict[str, Any]], texts: list[str]) -> list[dict[str, Any]]:
+    """`messages` with each sentinel content replaced by its text."""
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            return _SENTINEL.sub(lambda m: texts[int(m.group(1))], value)
+        return value
+
+    return [{k: fill(v) if k == "content" else v for k, v in m.items()} for m in messages]
+
+
+__all__ = ["RENDER_CHARS", "RENDER_SECONDS", "GgufJinja", "JinjaTemplateError", "openai_messages"]

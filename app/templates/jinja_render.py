@@ -1,11 +1,12 @@
 """Renders a chat template's Jinja source the way Hugging Face does, in a bounded sandbox.
 
 Guarantees: the template runs in Jinja's immutable sandbox (no attribute tricks, no file or
-network access) with what Hugging Face gives a chat template — `raise_exception`,
-`strftime_now`, loop controls, `{% generation %}` blocks (ignored), and `tojson` as
-`json.dumps` (not ASCII-only, `, ` and `: ` separators unless asked otherwise). A render is
-bounded: past `RENDER_SECONDS` of template code or `RENDER_CHARS` of output it is stopped and
-refused with a sentence that says to pick a registry template instead. Every failure is a
+network access; the one mutation allowed is growing a list) with what Hugging Face gives a
+chat template — `raise_exception`, `strftime_now`, loop controls, `{% generation %}` blocks
+(ignored), and `tojson` as `json.dumps` (not ASCII-only, `, ` and `: ` separators unless
+asked otherwise). A render is bounded: past `RENDER_SECONDS` of template code or
+`RENDER_CHARS` of output it is stopped and refused with a sentence that says to pick a
+registry template instead. Every failure is a
 `JinjaTemplateError`; a compiled template is cached per source.
 """
 
@@ -76,7 +77,9 @@ def tojson(
     separators: tuple[str, str] | None = None,
     sort_keys: bool = False,
 ) -> str:
-    """Hugging Face's `tojson` (not Jinja's HTML-safe one)."""
+    """Hugging Face's `tojson` (not Jinja's HTML-safe one); a lazy sequence (`map`) as a list."""
+    if not isinstance(value, str | bytes | dict | list | tuple) and hasattr(value, "__next__"):
+        value = list(value)
     return json.dumps(
         value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
@@ -91,14 +94,22 @@ def _compiled(source: str) -> Any:
     class _Generation(Extension):
         """`{% generation %}…{% endgeneration %}` renders its body (Hugging Face's marker)."""
 
-        tags = {"generation"}
+        tags = {"generation"}  # noqa: RUF012 - Jinja's own attribute
 
         def parse(self, parser: Any) -> Any:
             lineno = next(parser.stream).lineno
             body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
             return nodes.Scope(body, lineno=lineno)
 
-    env = ImmutableSandboxedEnvironment(
+    class _Sandbox(ImmutableSandboxedEnvironment):
+        """Immutable, but a template may grow a list it made (`ids.append(…)`)."""
+
+        def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+            if isinstance(obj, list) and attr in ("append", "extend"):
+                return True
+            return bool(super().is_safe_attribute(obj, attr, value))
+
+    env = _Sandbox(
         trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, loopcontrols]
     )
     env.filters["tojson"] = tojson

@@ -1,0 +1,196 @@
+"""Finds the tool-call format a Jinja chat template speaks (`detect`).
+
+It renders probe conversations whose assistant turn makes sentinel calls (`learn.probes`) and
+takes what the assistant turn adds (`turn_part`). Each hand-written format in `FORMATS` is
+tried first: it fits when it reads every probe's calls back exactly, leaving no other text.
+Where none fits, a format is derived from the renderings (`learn.learn`, `DerivedFormat`) and
+held to the same round trip.
+
+Guarantees: `detect` never raises for a template's faults: it returns a `Detection` with a
+format, or with a sentence saying why the template has no usable tool format; it is cached
+per (source, bos, eos); message text given to the template is only ever the probes' own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from app.templates.calls.derived import DerivedFormat
+from app.templates.calls.format import CallFormat, ToolCall
+from app.templates.calls.hermes import tojson
+from app.templates.calls.learn import IDS, NAME_A, NAME_B, Parts, learn, probes
+from app.templates.calls.scanner import CallScanner
+from app.templates.jinja_render import JinjaTemplateError, render
+
+PROSE = "probe_prose_text"
+Render = Callable[[list[dict[str, Any]], bool], str]  # (messages, add_generation_prompt)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A template's call format (`format` None: `reason` says why there is none)."""
+
+    format: CallFormat | None
+    reason: str = ""
+    string_arguments: bool = False  # the template wants a call's arguments as JSON text
+
+
+@dataclass(frozen=True)
+class TurnPart:
+    """What an assistant turn adds to the prompt: `prefill` (the end of the generation prompt
+    the turn rewrites, e.g. an opened `<think>`), `lead` (what the turn opens with before any
+    text, e.g. an empty think block), `body`, then the end-of-turn marker (dropped)."""
+
+    prefill: str
+    lead: str
+    body: str
+
+    @property
+    def generated(self) -> str:
+        """The text a model writes for this turn after the generation prompt."""
+        return self.prefill + self.lead + self.body
+
+
+def call_messages(
+    calls: Sequence[tuple[str, Any]], content: str = "", string_arguments: bool = False
+) -> dict[str, Any]:
+    """An assistant message making `calls` (name, arguments), OpenAI-shaped."""
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": IDS[i] if i < len(IDS) else f"call_{i + 1:04d}",
+                "type": "function",
+                "function": {"name": name, "arguments": tojson(args) if string_arguments else args},
+            }
+            for i, (name, args) in enumerate(calls)
+        ],
+    }
+
+
+def _inside_tag(text: str) -> bool:
+    return text.rfind("<") > text.rfind(">")
+
+
+def _after(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) -> tuple[str, str]:
+    """(prefill, the text after the shared prefix) of `head + [turn]` against its prompt."""
+    prompt, full = render(head, True), render([*head, turn], False)
+    n = 0
+    while n < min(len(prompt), len(full)) and prompt[n] == full[n]:
+        n += 1
+    while n and _inside_tag(full[:n]) and n < len(prompt):
+        n -= 1
+    return prompt[n:], full[n:]
+
+
+def turn_part(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) -> TurnPart:
+    """What `turn` (an assistant message) adds after the generation prompt of `head`."""
+    _, plain = _after(render, head, {"role": "assistant", "content": PROSE})
+    at = plain.find(PROSE)
+    lead, end = (plain[:at], plain[at + len(PROSE) :]) if at >= 0 else ("", "")
+    prefill, text = _after(render, head, turn)
+    for tail in (end, end.rstrip()):
+        if tail.strip() and text.endswith(tail):
+            text = text[: len(text) - len(tail)]
+            break
+    for opening in (lead, lead.rstrip()):
+        if opening.strip() and text.startswith(opening):
+            return TurnPart(prefill, opening, text[len(opening) :])
+    return TurnPart(prefill, "", text)
+
+
+def probe_tools() -> list[dict[str, Any]]:
+    """OpenAI-shaped declarations of the probes' tools."""
+    props = {k: {"type": "string"} for k in ("key_alpha", "key_beta", "key_gamma")}
+    return [
+        {"type": "function", "function": {"name": n, "description": "A probe.",
+         "parameters": {"type": "object", "properties": props}}}
+        for n in (NAME_A, NAME_B)
+    ]  # fmt: skip
+
+
+def renderer(source: str, bos: str, eos: str, tools: list[dict[str, Any]] | None) -> Render:
+    """A `Render` of `source` with `tools` declared."""
+
+    def run(messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
+        return render(source, messages=messages, tools=tools, bos_token=bos, eos_token=eos,
+                      add_generation_prompt=add_generation_prompt)  # fmt: skip
+
+    return run
+
+
+def reads_back(fmt: CallFormat, text: str, calls: Sequence[tuple[str, Any]]) -> bool:
+    """Whether `fmt` reads exactly `calls` out of `text`, and nothing else."""
+    if not fmt.triggers or not all(fmt.triggers):
+        return False
+    scanner = CallScanner(fmt)
+    pieces = scanner.feed(text) + scanner.finish()
+    if any(p.strip() if isinstance(p, str) else p.invalid for p in pieces):
+        return False
+    found: list[ToolCall] = [c for p in pieces if not isinstance(p, str) for c in p.calls]
+    if len(found) != len(calls):
+        return False
+    return all(
+        c.name == name and json.loads(c.arguments) == args
+        for c, (name, args) in zip(found, calls, strict=True)
+    )
+
+
+def _parts(render: Render, string_arguments: bool) -> Parts:
+    head = [{"role": "user", "content": "probe_question"}]
+    out: dict[str, str | None] = {}
+    for key, calls in probes().items():
+        try:
+            out[key] = turn_part(render, head, call_messages(calls, "", string_arguments)).body
+        except JinjaTemplateError:
+            if key != "two_calls":
+                raise
+            out[key] = None  # one call a turn
+    return Parts(**out)  # type: ignore[arg-type]
+
+
+def _fits(fmt: CallFormat, parts: Parts) -> bool:
+    texts = {k: getattr(parts, k) for k in ("one", "two_args", "two_num", "two_calls")}
+    return all(t is None or reads_back(fmt, t, probes()[k]) for k, t in texts.items())
+
+
+@lru_cache(maxsize=16)
+def detect(source: str, bos: str = "", eos: str = "") -> Detection:
+    """The call format `source` speaks (see the module guarantees)."""
+    from app.templates.calls.formats import FORMATS  # at call time: formats are still added
+
+    if "tool_calls" not in source:
+        return Detection(None, "the template never writes an assistant's tool calls")
+    render = renderer(source, bos, eos, probe_tools())
+    problem = ""
+    for string_arguments in (False, True):
+        try:
+            parts = _parts(render, string_arguments)
+        except JinjaTemplateError as exc:
+            problem = problem or exc.message
+            continue
+        for fmt in FORMATS.values():
+            if _fits(fmt, parts):
+                return Detection(fmt, "", string_arguments)
+        markup = learn(parts)
+        if isinstance(markup, str):
+            return Detection(None, markup, string_arguments)
+        derived = DerivedFormat(markup)
+        if not derived.triggers[0]:
+            return Detection(None, "the template writes a call with no markup before it")
+        if not _fits(derived, parts):
+            return Detection(None, "the markup learned from the template does not read its"
+                             " own calls back")  # fmt: skip
+        return Detection(derived, "", string_arguments)
+    return Detection(None, f"the template cannot render a tool call: {problem}")
+
+
+__all__ = [
+    "PROSE", "Detection", "Render", "TurnPart", "call_messages", "detect", "probe_tools",
+    "reads_back", "renderer", "turn_part",
+]  # fmt: skip
