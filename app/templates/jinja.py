@@ -109,6 +109,8 @@ class GgufJinja(Template):
 
     def __init__(self, source: str = "", bos: str = "", eos: str = "") -> None:
         self.source, self.bos, self.eos = source, bos, eos
+        self.thinks = "<think>" in source  # type: ignore[misc]
+        self._opened_think = False  # the last prompt ended inside an open `<think>`
         found = self.detection().format if source else None
         self.tool_calls = found.name if found is not None else None  # type: ignore[misc]
 
@@ -147,6 +149,7 @@ class GgufJinja(Template):
         messages, texts, called = openai_messages(conversation, strings)
         tools = openai_tools(declared_tools(conversation))
         marked = self.render(messages, tools)
+        self._opened_think = marked.rstrip().endswith("<think>")
         found = [int(i) for i in _SENTINEL.findall(marked)]
         if sorted(found) == list(range(len(texts))):
             out: list[int] = []
@@ -190,6 +193,7 @@ class GgufJinja(Template):
             self.stop_ids(tokenizer),
             self.call_format(),
             {i: m for m, i in self.control_markers(tokenizer).items()},
+            thinking=self._opened_think,
         )
 
 

@@ -8,7 +8,8 @@ inside `<think>` is part of the thinking) goes through its scanner: each call be
 message (recipient `functions.NAME`, JSON arguments, the tool-call lane) with the text before it
 kept as its own answer message; markup that is no valid call becomes an error `ParseIssue`
 naming the tool and why, never a call and never answer text. Control tokens that are call
-markup (`spelled`) are read as their text.
+markup (`spelled`) are read as their text. A generation whose prompt opened a `<think>` block
+(`thinking`) starts inside it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class TextOutputParser:
         stop_ids: Sequence[int],
         calls: CallFormat | None = None,
         spelled: Mapping[int, str] | None = None,
+        thinking: bool = False,
     ) -> None:
         self._table = table
         self._stops = frozenset(stop_ids)
@@ -52,7 +54,7 @@ class TextOutputParser:
         self.called = False  # a call was read
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # text that may be the start of a tag
-        self._thinking = False
+        self._thinking = thinking  # the prompt opened a `<think>` block: it starts inside
         self._index = -1
         self._open_lane: Lane | None = None
         self._text: list[str] = []
