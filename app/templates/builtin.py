@@ -1,5 +1,5 @@
 """The built-in templates for plain-text chat models: chatml, smollm2, qwen, gemma, llama-3,
-completion.
+completion (more families in `families.py`).
 
 Markers are tokenized with special-token parsing, message text without it; each template
 carries the sampling defaults its model family recommends.
@@ -26,6 +26,7 @@ from app.templates.calls.format import (
     declared_tools,
     name_of,
 )
+from app.templates.calls.llama3 import ENVIRONMENT, KNOWLEDGE
 from app.templates.text_output import TextOutputParser
 
 
@@ -39,8 +40,9 @@ def stop_ids_of(tokenizer: Tokenizer, words: Iterable[str]) -> list[int]:
 
 class _Marked(Template):
     """A template of `head(role) + text + tail` turns and a generation prompt; with a call
-    format, tools are declared in the system turn, an assistant's calls are written in its
-    turn after its text, and results go back in the format's result turns."""
+    format, tools are declared where `declaration` puts them (the system turn unless a family
+    says otherwise), an assistant's calls are written in its turn after its text, and results
+    go back in the format's result turns."""
 
     bos = ""
     stop_markers: tuple[str, ...] = ()
@@ -66,6 +68,24 @@ class _Marked(Template):
             return [(role, [Piece(text)]) for role, text in self.turns(conversation)]
         return _with_calls(self, fmt, conversation, tools)
 
+    def declaration(
+        self, fmt: CallFormat, tools: list[ToolDescription], instructions: str
+    ) -> tuple[str, str]:
+        """(the system turn's text, the text that leads the first user turn) of a conversation
+        declaring `tools` with `instructions`: here the instructions then the declaration."""
+        return "\n\n".join(t for t in (instructions, fmt.declare(tools)) if t), ""
+
+    def segments(self, conversation: Conversation) -> list[Piece]:
+        """The whole prompt: markers as markup, message text as content."""
+        out = [Piece(self.bos, True)] if self.bos else []
+        for role, pieces in self.pieces(conversation):
+            out += [Piece(self.head(role), True), *pieces, Piece(self.tail, True)]
+        return [*out, Piece(self.head("assistant"), True)]
+
+    def prompt_text(self, conversation: Conversation) -> str:
+        """The prompt as text: what `prompt_ids` tokenizes, joined (golden tests hold this)."""
+        return "".join(p.text for p in self.segments(conversation))
+
     def prompt_ids(
         self,
         conversation: Conversation,
@@ -73,13 +93,11 @@ class _Marked(Template):
         *,
         reasoning_effort: ReasoningEffort | None = None,
     ) -> list[int]:
-        out = tokenizer.tokenize(self.bos, special=True) if self.bos else []
-        for role, pieces in self.pieces(conversation):
-            out += tokenizer.tokenize(self.head(role), special=True)
-            for piece in pieces:
+        out: list[int] = []
+        for piece in self.segments(conversation):
+            if piece.text:
                 out += tokenizer.tokenize(piece.text, special=piece.markup)
-            out += tokenizer.tokenize(self.tail, special=True)
-        return out + tokenizer.tokenize(self.head("assistant"), special=True)
+        return out
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return stop_ids_of(tokenizer, self.stop_markers)
@@ -107,10 +125,11 @@ def _with_calls(
 ) -> list[tuple[str, list[Piece]]]:
     """The turns of a conversation with tools (see `_Marked.pieces`)."""
     turns: list[tuple[str, list[Piece], list[ToolCall]]] = []
-    system = [turn_text(m) for m in conversation.messages if _is_system(m)]
+    system = [turn_text(m) for m in conversation.messages if is_system(m)]
     lead = "\n\n".join(t for t in system if t)
+    user_lead = ""
     if tools:
-        lead = (lead + "\n\n" if lead else "") + fmt.declare(tools)
+        lead, user_lead = template.declaration(fmt, tools, lead)
     if lead:
         turns.append(("system", [Piece(lead)], []))
     for m in conversation.messages:
@@ -125,11 +144,17 @@ def _with_calls(
                 turns[-1][1].extend(pieces)
             else:
                 turns.append((fmt.result_role, pieces, []))
-        elif m.channel in (None, "final") and not _is_system(m):
+        elif m.channel in (None, "final") and not is_system(m):
             if role is Role.ASSISTANT and turns and turns[-1][0] == "assistant":
                 turns[-1][1].append(Piece(m.text))
             else:
                 turns.append((role.value, [Piece(turn_text(m))], []))
+    if user_lead:
+        first = next((t for t in turns if t[0] == "user"), None)
+        if first is None:
+            turns.insert(int(bool(lead)), ("user", [], []))
+            first = turns[int(bool(lead))]
+        first[1].insert(0, Piece(user_lead))
     gap = [Piece("\n", True)]
     return [
         (name, [*body, *(gap if body else []), *fmt.write(calls)] if calls else body)
@@ -137,7 +162,8 @@ def _with_calls(
     ]
 
 
-def _is_system(m: Message) -> bool:
+def is_system(m: Message) -> bool:
+    """Whether `m` is instructions (a system or developer message)."""
     return m.author.role in (Role.SYSTEM, Role.DEVELOPER)
 
 
@@ -185,6 +211,7 @@ class Qwen(ChatML):
 
 class Gemma(_Marked):
     name = "gemma"
+    tool_calls = "gemma"
     defaults = TemplateDefaults(
         session_len=8192, temperature=1.0, top_p=0.95, top_k=64, stop_words=("<end_of_turn>",)
     )
@@ -210,15 +237,24 @@ class Gemma(_Marked):
 
 class Llama3(_Marked):
     name = "llama-3"
+    tool_calls = "llama3"
     defaults = TemplateDefaults(
         session_len=8192, temperature=0.6, top_p=0.9, top_k=40, stop_words=("<|eot_id|>",)
     )
     bos = "<|begin_of_text|>"
-    stop_markers = ("<|eot_id|>", "<|end_of_text|>")
+    stop_markers = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
     tail = "<|eot_id|>"
 
     def head(self, role: str) -> str:
         return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
+
+    def declaration(
+        self, fmt: CallFormat, tools: list[ToolDescription], instructions: str
+    ) -> tuple[str, str]:
+        """As Llama 3.1's template: the system turn names the ipython environment and the
+        dates (its fixed "Today Date", so a prompt never changes with the day), the tools
+        lead the first user message."""
+        return ENVIRONMENT + KNOWLEDGE + instructions.strip(), fmt.declare(tools)
 
 
 class Completion(_Marked):

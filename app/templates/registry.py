@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from app.errors import HarmonyDeskError
 from app.templates.base import Template
 from app.templates.builtin import ChatML, Completion, Gemma, Llama3, Qwen, SmolLM2
+from app.templates.families import Mistral, Qwen3Coder
 from app.templates.files import TemplateFileError, folder_files, read_spec
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja import GgufJinja
@@ -28,7 +29,7 @@ from app.templates.layout import INTERNLM_TEMPLATES, LayoutSpec, LayoutTemplate,
 T = TypeVar("T", bound=type[Template])
 BUILTINS: tuple[type[Template], ...] = (
     HarmonyTemplate, ChatML, SmolLM2, Qwen, Gemma, Llama3, Completion, GgufJinja,
-    *INTERNLM_TEMPLATES,
+    *INTERNLM_TEMPLATES, Mistral, Qwen3Coder,
 )  # fmt: skip
 _REGISTRY: dict[str, type[Template]] = {cls.name: cls for cls in BUILTINS}
 _SOURCES: dict[str, str] = {cls.name: "built-in" for cls in BUILTINS}

@@ -7,9 +7,15 @@ format here (Harmony's own, handled by its template), gives None.
 from __future__ import annotations
 
 from app.templates.calls.format import CallFormat
+from app.templates.calls.gemma import Gemma
 from app.templates.calls.hermes import Hermes
+from app.templates.calls.llama3 import Llama3
+from app.templates.calls.mistral import Mistral
+from app.templates.calls.xml_calls import QwenXml
 
-FORMATS: dict[str, CallFormat] = {f.name: f for f in (Hermes(),)}
+FORMATS: dict[str, CallFormat] = {
+    f.name: f for f in (Hermes(), Llama3(), Mistral(), QwenXml(), Gemma())
+}
 
 
 def call_format(name: str | None) -> CallFormat | None:
