@@ -158,17 +158,8 @@ def _official(file: str, bos: str, system: bool) -> str:
     )  # fmt: skip
 
 
-HERMES_RESULT_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="hermes.py writes a result as `\\n<tool_response>` after ChatML's `<|im_start|>user\\n`:"
-    " one newline more than Qwen 3's template (the only difference); remove this mark once fixed",
-)
-
-
 @pytest.mark.parametrize("system", [True, False], ids=["instructions", "no-instructions"])
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=HERMES_RESULT_GAP) if n == "qwen" else n for n in GOLDEN]
-)
+@pytest.mark.parametrize("name", list(GOLDEN))
 def test_a_conversation_with_a_call_renders_as_the_official_template_does(name: str, system: bool) -> None:
     file, bos = GOLDEN[name]
     ours = get_template(name).prompt_text(_conversation(system))  # type: ignore[attr-defined]

@@ -165,7 +165,7 @@ def test_a_file_names_its_call_format_and_tools_calls_and_results_render_in_its_
     assert text.startswith("<|System|>:You are an AI assistant whose name is InternLM")  # its meta instruction
     assert "\n\n# Tools\n" in text and '"name": "now"' in text  # then the tools, in the system box
     assert '<|Bot|>:<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call><eoa>\n' in text
-    assert '<|User|>:\n<tool_response>\n{"ok": true}\n</tool_response>\n' in text  # Hermes: results in a user turn
+    assert '<|User|>:<tool_response>\n{"ok": true}\n</tool_response>\n' in text  # Hermes: results in a user turn
     assert get_template("chatml").tool_calls == "hermes"  # the built-in layouts carry theirs
     assert get_template("internlm-chat").tool_calls is None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from app.domain.messages import Conversation, Message, ReasoningEffort, Role, ToolDescription
+from app.domain.messages import Conversation, ReasoningEffort, Role, ToolDescription
 from app.templates.base import (
     Capability,
     OutputParser,
@@ -18,15 +18,9 @@ from app.templates.base import (
     Tokenizer,
     turn_text,
 )
-from app.templates.calls.format import (
-    CallFormat,
-    Piece,
-    ToolCall,
-    calls_in,
-    declared_tools,
-    name_of,
-)
+from app.templates.calls.format import CallFormat, Piece
 from app.templates.calls.llama3 import ENVIRONMENT, KNOWLEDGE
+from app.templates.calls.turns import call_turns, in_system_turn
 from app.templates.text_output import TextOutputParser
 
 
@@ -63,17 +57,17 @@ class _Marked(Template):
         """The turns as (role, pieces): `turns`, with the call format's declarations, calls
         and results where the conversation has them."""
         fmt = self.call_format()
-        tools = declared_tools(conversation) if fmt is not None else []
-        if fmt is None or not (tools or _has_calls(conversation)):
+        called = call_turns(fmt, conversation, self.declaration) if fmt is not None else None
+        if called is None:
             return [(role, [Piece(text)]) for role, text in self.turns(conversation)]
-        return _with_calls(self, fmt, conversation, tools)
+        return called
 
     def declaration(
         self, fmt: CallFormat, tools: list[ToolDescription], instructions: str
     ) -> tuple[str, str]:
         """(the system turn's text, the text that leads the first user turn) of a conversation
         declaring `tools` with `instructions`: here the instructions then the declaration."""
-        return "\n\n".join(t for t in (instructions, fmt.declare(tools)) if t), ""
+        return in_system_turn(fmt, tools, instructions)
 
     def segments(self, conversation: Conversation) -> list[Piece]:
         """The whole prompt: markers as markup, message text as content."""
@@ -109,62 +103,6 @@ class _Marked(Template):
             self.call_format(),
             {i: m for m, i in self.control_markers(tokenizer).items()},
         )
-
-
-def _has_calls(conversation: Conversation) -> bool:
-    return any(
-        calls_in(m) is not None or m.author.role is Role.TOOL for m in conversation.messages
-    )
-
-
-def _with_calls(
-    template: _Marked,
-    fmt: CallFormat,
-    conversation: Conversation,
-    tools: list[ToolDescription],
-) -> list[tuple[str, list[Piece]]]:
-    """The turns of a conversation with tools (see `_Marked.pieces`)."""
-    turns: list[tuple[str, list[Piece], list[ToolCall]]] = []
-    system = [turn_text(m) for m in conversation.messages if is_system(m)]
-    lead = "\n\n".join(t for t in system if t)
-    user_lead = ""
-    if tools:
-        lead, user_lead = template.declaration(fmt, tools, lead)
-    if lead:
-        turns.append(("system", [Piece(lead)], []))
-    for m in conversation.messages:
-        role, call = m.author.role, calls_in(m)
-        if call is not None:
-            if not turns or turns[-1][0] != "assistant":
-                turns.append(("assistant", [], []))
-            turns[-1][2].append(call)
-        elif role is Role.TOOL:
-            pieces = fmt.result(name_of(m.author.name or ""), m.text)
-            if turns and turns[-1][0] == fmt.result_role and fmt.results_together:
-                turns[-1][1].extend(pieces)
-            else:
-                turns.append((fmt.result_role, pieces, []))
-        elif m.channel in (None, "final") and not is_system(m):
-            if role is Role.ASSISTANT and turns and turns[-1][0] == "assistant":
-                turns[-1][1].append(Piece(m.text))
-            else:
-                turns.append((role.value, [Piece(turn_text(m))], []))
-    if user_lead:
-        first = next((t for t in turns if t[0] == "user"), None)
-        if first is None:
-            turns.insert(int(bool(lead)), ("user", [], []))
-            first = turns[int(bool(lead))]
-        first[1].insert(0, Piece(user_lead))
-    gap = [Piece("\n", True)]
-    return [
-        (name, [*body, *(gap if body else []), *fmt.write(calls)] if calls else body)
-        for name, body, calls in turns
-    ]
-
-
-def is_system(m: Message) -> bool:
-    """Whether `m` is instructions (a system or developer message)."""
-    return m.author.role in (Role.SYSTEM, Role.DEVELOPER)
 
 
 class ChatML(_Marked):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from app.domain.messages import Conversation, Role, ToolDescription
 from app.templates.base import TemplateDefaults, turn_text
-from app.templates.builtin import ChatML, _Marked, is_system
+from app.templates.builtin import ChatML, _Marked
 from app.templates.calls.format import (
     CallFormat,
     Piece,
@@ -24,6 +24,7 @@ from app.templates.calls.format import (
 )
 from app.templates.calls.mistral import Mistral as MistralCalls
 from app.templates.calls.mistral import call_id
+from app.templates.calls.turns import is_system
 
 QWEN_CODER_SYSTEM = (
     "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."

@@ -59,10 +59,17 @@ class CallSyntaxError(HarmonyDeskError):
 
     code = ErrorCode.CALL_SCHEMA
 
-    def __init__(self, message: str, name: str = "", length: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        name: str = "",
+        length: int | None = None,
+        calls: tuple[ToolCall, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.name = name
         self.length = length  # how much text the bad markup took (None: all there is)
+        self.calls = calls  # whole calls written before the bad part (they stand)
 
 
 def name_of(recipient: str) -> str:

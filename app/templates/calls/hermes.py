@@ -112,7 +112,7 @@ class Hermes(CallFormat):
         return out
 
     def result(self, name: str, text: str) -> list[Piece]:
-        return [Piece("\n<tool_response>\n", True), Piece(text), Piece("\n</tool_response>", True)]
+        return [Piece("<tool_response>\n", True), Piece(text), Piece("\n</tool_response>", True)]
 
     def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
         end = text.find(CLOSE)

@@ -125,30 +125,39 @@ class Llama3(CallFormat):
             raise CallSyntaxError("the call is empty")
         if text[at] != "{":
             return ([_builtin_call(text[at:])], len(text)) if final else None
-        calls: list[ToolCall] = []
-        while True:
-            end = json_end(text, at)
-            if end is None:
-                if not final:
-                    return None
-                raise CallSyntaxError("the call's JSON never closes", name_guess(text[at:]))
-            try:
-                calls.append(call_object(text[at:end]))
-            except CallSyntaxError as exc:
-                raise CallSyntaxError(exc.message, exc.name, end) from exc
-            after = skip_space(text, end)
-            if after == len(text) and not final:
-                return None  # a `;` and another call may follow
-            if after == len(text) or text[after] != ";":
-                return calls, end
-            at = skip_space(text, after + 1)
-            if at == len(text):
-                return (calls, at) if final else None
-            if text[at] != "{":
-                return calls, after + 1
+        return _chain(text, at, final)
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         return json_call_rest(tools, ': "', '", "parameters": ', "}")
+
+
+def _chain(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None:
+    """JSON calls from `at` on, separated by `;` (see `Llama3.read`)."""
+    calls: list[ToolCall] = []
+    while True:
+        end = json_end(text, at)
+        if end is None:
+            if not final:
+                return None
+            if calls:  # the calls before it stand; the cut one is read on its own
+                return calls, at
+            raise CallSyntaxError("the call's JSON never closes", name_guess(text[at:]))
+        try:
+            calls.append(call_object(text[at:end]))
+        except CallSyntaxError as exc:
+            if calls:
+                return calls, at
+            raise CallSyntaxError(exc.message, exc.name, end) from exc
+        after = skip_space(text, end)
+        if after == len(text) and not final:
+            return None  # a `;` and another call may follow
+        if after == len(text) or text[after] != ";":
+            return calls, end
+        at = skip_space(text, after + 1)
+        if at == len(text):
+            return (calls, at) if final else None
+        if text[at] != "{":
+            return calls, after + 1
 
 
 def name_guess(raw: str) -> str:

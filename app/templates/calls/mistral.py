@@ -100,7 +100,8 @@ class Mistral(CallFormat):
         if end is None:
             if not final:
                 return None
-            raise CallSyntaxError("the calls' JSON never closes", name_guess(text[at:]))
+            raise CallSyntaxError("the calls' JSON never closes", name_guess(text[at:]),
+                                  calls=_whole_items(text, at))  # fmt: skip
         return self._calls(text[at:end], end), end
 
     @staticmethod
@@ -126,3 +127,19 @@ class Mistral(CallFormat):
             'CALL_ID: /"[a-zA-Z0-9]{9}"/',
             rules,
         ])  # fmt: skip
+
+
+def _whole_items(text: str, at: int) -> tuple[ToolCall, ...]:
+    """The calls of a cut `[…` list at `at` that were written whole before the cut."""
+    found: list[ToolCall] = []
+    if text[at] != "[":
+        return ()
+    i = skip_space(text, at + 1)
+    while i < len(text) and text[i] == "{" and (end := json_end(text, i)) is not None:
+        try:
+            found.append(call_object(text[i:end]))
+        except CallSyntaxError:
+            break
+        i = skip_space(text, end)
+        i = skip_space(text, i + 1) if i < len(text) and text[i] == "," else len(text)
+    return tuple(found)

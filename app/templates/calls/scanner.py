@@ -93,6 +93,8 @@ class CallScanner:
             read = self.format.read(self._buf, final)
         except CallSyntaxError as exc:
             n = len(self._buf) if exc.length is None else max(1, exc.length)
+            if exc.calls:  # whole calls before the bad part stand
+                out.append(Scanned(calls=exc.calls))
             out.append(Scanned(invalid=exc.message, raw=self._buf[:n], name=exc.name))
             self._buf, self._in_call, self._after_call = self._buf[n:], False, True
             return True
