@@ -9,10 +9,13 @@ Usage: python -u bench/tool_calls.py [--repeat 20] [--runs 3]
    ratio. Goal: <= 1.1x. Checked before printing: every token was fed to both, the parser
    with the format read exactly the one call with its arguments, and the answer text came
    through both.
-2. Decode speed of a constrained call: the bundled SmolLM2 (Hermes) through our worker, 1
-   thread, greedy, the prompt declaring one tool: a forced call (`tool_choice` required, the
-   name and arguments held by the token mask) against an unconstrained generation of the same
-   number of tokens from the same prompt, median of `--runs` each, as a ratio. Goal: >= 0.95.
+2. Decode speed of a constrained call, per family: the bundled SmolLM2 (Hermes), then tiny
+   random-weight Qwen 3, Llama 3.1 and Mistral NeMo GGUFs with their real vocabularies (their
+   decode is tiny, so the mask's share of a token is far larger than on a real model), through
+   our worker, 1 thread, greedy, the prompt declaring one tool: a forced call (`tool_choice`
+   required, the name and arguments held by the token mask) against an unconstrained generation
+   of the same number of tokens from the same prompt, median of `--runs` each, as a ratio.
+   Goal: >= 0.95.
    Checked before printing: the constrained generation's text parses to a valid call, and the
    unconstrained one produced exactly as many tokens.
 Nothing else should run meanwhile (a 2-core machine's figures collapse under load).
@@ -47,6 +50,7 @@ from app.templates.calls.format import CallFormat, ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.registry import get_template
 from app.templates.text_output import TextOutputParser
+from tests import tiny_models
 
 PROSE = (
     "Let me look that up for you. Oslo is in the Central European time zone, one hour ahead"
@@ -93,8 +97,8 @@ def parse_costs(tok: ModelTokenizer, repeat: int) -> None:
         print(f"{name:14}{len(ids):>8}{p:>14.2f}{o:>14.2f}{o / p:>8.2f}")
 
 
-def decode(client: WorkerClient, tok: ModelTokenizer, runs: int) -> None:
-    template = get_template("smollm2")
+def decode(client: WorkerClient, tok: ModelTokenizer, runs: int, name: str, label: str) -> None:
+    template = get_template(name)
     tool = ToolDescription(
         name="get_current_time", description="The time in a zone", parameters=SCHEMA
     )
@@ -129,7 +133,8 @@ def decode(client: WorkerClient, tok: ModelTokenizer, runs: int) -> None:
     assert all(len(ids) == n for _, ids in free), [len(ids) for _, ids in free]
     f = statistics.median(r for r, _ in free)
     b = statistics.median(r for r, _ in bound)
-    print(f"\n== decode, SmolLM2-135M (Hermes) through our worker, 1 thread, greedy, {n} tokens")
+    print(f"\n== decode, {label} ({name}, {template.tool_calls}) through our worker, 1 thread,"
+          f" greedy, {n} tokens")  # fmt: skip
     print(f"call read: {calls[0].message.recipient} {calls[0].message.text}")
     print(f"{'unconstrained tok/s':32}{f:>10.1f}")
     print(f"{'constrained call tok/s':32}{b:>10.1f}")
@@ -145,7 +150,12 @@ def main() -> None:
         client.load(default_model_path(), n_ctx=1024, n_threads=1)
         tok = ModelTokenizer(client)
         parse_costs(tok, args.repeat)
-        decode(client, tok, args.runs)
+        decode(client, tok, args.runs, "smollm2", "SmolLM2-135M")
+    for family, template in (("qwen3", "qwen"), ("llama3", "llama-3"), ("mistral", "mistral")):
+        with WorkerClient() as client:
+            client.load(tiny_models.build(family), n_ctx=1024, n_threads=1)
+            label = f"tiny random-weight {family} (real vocabulary)"
+            decode(client, ModelTokenizer(client), args.runs, template, label)
 
 
 if __name__ == "__main__":
