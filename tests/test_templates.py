@@ -67,6 +67,7 @@ def test_registry_names_and_errors() -> None:
     "metadata, name",
     [({"general.architecture": "gpt-oss"}, "harmony"),
      ({"general.architecture": "qwen2", "tokenizer.chat_template": "<|im_start|>{{x}}"}, "qwen"),
+     ({"general.architecture": "qwen3moe", "tokenizer.chat_template": "<|im_start|><function=x><parameter=y>"}, "qwen3-coder"),
      ({"general.architecture": "llama", "tokenizer.chat_template": "<|im_start|>"}, "chatml"),
      ({"general.architecture": "gemma3", "tokenizer.chat_template": "<start_of_turn>"}, "gemma"),
      ({"general.architecture": "llama", "tokenizer.chat_template": "<|start_header_id|>"}, "llama-3"),

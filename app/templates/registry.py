@@ -148,6 +148,8 @@ def default_template_name(metadata: dict[str, Any]) -> str:
     if not isinstance(text, str) or not text.strip():
         return "internlm" if arch.startswith("internlm") else "completion"
     if "<|im_start|>" in text:
+        if "<function=" in text and "<parameter=" in text:
+            return "qwen3-coder"  # Qwen3-Coder's XML calls
         if arch.startswith("qwen"):
             return "qwen"
         named = f"{metadata.get('general.name', '')} {metadata.get('general.basename', '')}"
@@ -158,4 +160,4 @@ def default_template_name(metadata: dict[str, Any]) -> str:
         return "internlm-chat"
     if "<|start_header_id|>" in text:
         return "llama-3"
-    return "gguf-jinja"
+    return "gguf-jinja"  # the model's own template: its call format found or derived from it
