@@ -109,9 +109,7 @@ def _compiled(source: str) -> Any:
                 return True
             return bool(super().is_safe_attribute(obj, attr, value))
 
-    env = _Sandbox(
-        trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, loopcontrols]
-    )
+    env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, loopcontrols])
     env.filters["tojson"] = tojson
     env.globals.update(raise_exception=_raise, strftime_now=lambda f: datetime.now().strftime(f))
     return env.from_string(source)

@@ -303,9 +303,7 @@ class DerivedFormat(CallFormat):
             line = f"call_rest: {head} {_lark(m.call_open)} {call} {more} {_lark(m.section_close)}"
         else:
             line = f"call_rest: {head} {call}"
-        return "\n".join(
-            [line, f"NAME_: {names}", 'json_object_: %json {"type": "object"}']
-        )
+        return "\n".join([line, f"NAME_: {names}", 'json_object_: %json {"type": "object"}'])
 
 
 def _lark(lit: Lit) -> str:

@@ -84,9 +84,7 @@ def _cut(text: str, *marks: str) -> list[str] | None:
     return [*out, text[pos:]]
 
 
-def _calls(
-    parts: Parts, arguments: list[str]
-) -> tuple[str, str, str, list[str], str] | str:
+def _calls(parts: Parts, arguments: list[str]) -> tuple[str, str, str, list[str], str] | str:
     """(A, B, C, [B of the second call], X) of the JSON or per-key rendering."""
     one = _cut(_holed(parts.one), NAME_A, arguments[0])
     if one is None:
