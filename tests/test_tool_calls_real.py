@@ -55,7 +55,7 @@ def family(request: Any) -> Iterator[tuple[str, WorkerClient]]:
 
 def _turn(client: WorkerClient, template: str, choice: str) -> tuple[ChatSession, list[Any]]:
     session = ChatSession(client, get_template(template), sampling=Sampling(temperature=0.8, seed=7),
-                          max_tokens=60)
+                          max_tokens=60, thinking_budget=8)  # a thinking family's think block: capped
     events = list(run_tool_turn(session, "What is the square of 7?", ToolRegistry([square]),
                                 tool_choice=choice, max_calls=3))
     return session, events

@@ -190,8 +190,9 @@ class Template(ABC):
             offered[name_of(c.recipient)] = CODE_PARAMETERS if c.code else c.schema
         if fmt is not None and offered:
             return call_grammar(
-                fmt, offered, request.tool_choice, thinks=self.thinks, control=request.control
-            )
+                fmt, offered, request.tool_choice, thinks=self.thinks, control=request.control,
+                thinking_budget=request.thinking_budget,
+            )  # fmt: skip
         if request.schema is None:
             return None
         return json_constraint(
@@ -203,16 +204,21 @@ class Template(ABC):
         return call_format(self.tool_calls)
 
     def control_markers(self, tokenizer: Tokenizer) -> dict[str, int]:
-        """The call format's markers that are one control token in this model's vocabulary."""
+        """The call format's markers (and a thinking family's think tags) that are one special
+        token in this model's vocabulary: a control token, or a token of its own spelled
+        `<…>` (llguidance takes both as special: a grammar must write them as tokens)."""
         fmt = self.call_format()
         if fmt is None:
             return {}
         table = tokenizer.token_table()
-        found = {m: tokenizer.tokenize(m, special=True) for m in fmt.markers()}
+        markers = (*fmt.markers(), *(("<think>", "</think>") if self.thinks else ()))
+        found = {m: tokenizer.tokenize(m, special=True) for m in markers}
         return {
             m: ids[0]
             for m, ids in found.items()
-            if len(ids) == 1 and 0 <= ids[0] < len(table) and table[ids[0]] == b""
+            if len(ids) == 1
+            and 0 <= ids[0] < len(table)
+            and (table[ids[0]] == b"" or (m.startswith("<") and m.endswith(">")))
         }
 
     def layout(self) -> dict[str, Any] | None:

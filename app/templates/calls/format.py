@@ -166,6 +166,9 @@ class CallFormat(ABC):
         A marker is a literal of its own, so a grammar may write it as a control token."""
 
     separator: ClassVar[str] = "\n"  # between two calls in a row
+    # characters without which new text cannot complete a held call ("": any text may): the
+    # scanner reads a held call again only when they come (or at the end)
+    closers: ClassVar[str] = ""
 
     def markers(self) -> tuple[str, ...]:
         """Markup that may be one control token in a model's vocabulary."""

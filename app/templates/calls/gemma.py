@@ -42,6 +42,7 @@ HOW = (
 class Gemma(CallFormat):
     name = "gemma"
     triggers = (OPEN,)
+    closers = "}`"
     result_role = "user"
     results_together = True
 

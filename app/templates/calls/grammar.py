@@ -6,7 +6,8 @@ name one of the tools, its arguments their schema: a schema the token mask canno
 any object, which the tool checks itself); `required` forces a call from the first token
 (after a `<think>` block for a family that thinks), and one or more calls end the answer; a
 function's name forces a call to it; `none` allows no call at all (the trigger cannot be
-written). A marker that is one control token in the model's vocabulary (`control`) is
+written). A family that thinks may open with a think block, capped at `thinking_budget` tokens
+when one is given. A marker that is one control token in the model's vocabulary (`control`) is
 written as that token, never spelled out in plain characters.
 """
 
@@ -21,7 +22,19 @@ from app.constrain.guidance import compiled
 from app.errors import SchemaError
 from app.templates.calls.format import CallFormat
 
-_THINK = "THINK: /<think>(.|\\n)*<\\/think>\\s*/"
+
+def _think(budget: int | None) -> list[str]:
+    """A think block, capped at `budget` tokens when given; its tags are literals of their
+    own, so a vocabulary's think tokens are written as tokens."""
+    cap = f"[max_tokens={budget}]" if budget else ""
+    return [
+        'think: "<think>" thought "</think>" THINK_GAP',
+        f"thought{cap}: THINK_TEXT",
+        "THINK_TEXT: /(.|\\n)*/ & ~/(.|\\n)*<\\/think>(.|\\n)*/",
+        "THINK_GAP: /\\s{0,4}/",  # a model may not loop in blank space before its call
+    ]
+
+
 _TEXT = "(.|\\n)*"
 
 
@@ -39,6 +52,7 @@ def call_grammar(
     *,
     thinks: bool = False,
     control: Mapping[str, int] | None = None,
+    thinking_budget: int | None = None,
 ) -> Constraint | None:
     """The constraint for a turn offering `tools` under `tool_choice` (see the guarantees);
     None when no tool is offered."""
@@ -58,18 +72,20 @@ def call_grammar(
     rest = fmt.grammar_rest(tools)
     trig = json.dumps(trigger)
     if tool_choice == "auto":
-        if trigger in control:
-            head = ["start: (tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
+        if trigger in control:  # free text cannot hold a token: a think block is a rule here
+            lead = "think? " if thinks and "<think>" in control else ""
+            head = [f"start: {lead}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
+            head += _think(thinking_budget) if lead else []
         else:
             head = ["start: (tagged)* TAIL", "tagged: trig call_rest", f"trig[lazy]: TAIL {trig}"]
         lark = "\n".join(["%llguidance {}", *head, f"TAIL: /{_TEXT}/", rest])
         description = f"free text; a call to {', '.join(tools)} once it begins"
     else:
         sep = json.dumps(fmt.separator) + " " if fmt.separator else ""
-        first = "THINK? " if thinks else ""
+        first = "think? " if thinks else ""
         lark = "\n".join(
             [f"start: {first}{trig} call_rest ({sep}{trig} call_rest)*", rest]
-            + ([_THINK] if thinks else [])
+            + (_think(thinking_budget) if thinks else [])
         )
         description = f"a call to {', '.join(tools)}"
     return Constraint(_compile(_tokens_for(lark, control)), description)

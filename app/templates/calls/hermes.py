@@ -94,6 +94,7 @@ def json_call_rest(
 class Hermes(CallFormat):
     name = "hermes"
     triggers = (OPEN,)
+    closers = ">"
     result_role = "user"
     results_together = True
 
@@ -127,6 +128,9 @@ class Hermes(CallFormat):
             return [call_object(text[len(OPEN) : end].strip())], end + len(CLOSE)
         except CallSyntaxError as exc:
             raise CallSyntaxError(exc.message, exc.name, end + len(CLOSE)) from exc
+
+    def markers(self) -> tuple[str, ...]:
+        return (OPEN, CLOSE)
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         return json_call_rest(tools, '\n{"name": "', '", "arguments": ', "}\n", CLOSE)

@@ -94,6 +94,7 @@ def _builtin_call(code: str) -> ToolCall:
 class Llama3(CallFormat):
     name = "llama3"
     triggers = ('{"name"', PYTHON_TAG, '{ "name"', '{"type": "function"')
+    closers = "};"
     result_role = "ipython"
     separator = "; "
 

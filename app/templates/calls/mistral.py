@@ -55,6 +55,7 @@ def _content(text: str) -> str:
 class Mistral(CallFormat):
     name = "mistral"
     triggers = (CALLS,)
+    closers = "]}"
     results_together = True
     separator = ""
 

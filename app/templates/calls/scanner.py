@@ -4,7 +4,8 @@ Guarantees: text is passed on as soon as it cannot be the start of a call; from 
 trigger begins (or a tail that may still grow into one) it is held back, so call markup never
 reaches the answer; a held call is handed on when the format reads it whole, as a notice when
 the format says it can never be valid (never dropped, never run); at `finish` whatever is held
-is read as the end of the answer (a call without its closing tag still counts). Whitespace
+is read as the end of the answer (a call without its closing tag still counts). A held call is
+read again only when new text holds one of the format's `closers`. Whitespace
 between calls, and after the last one, is not answer text. No text is ever lost: every
 character fed comes back as text, in a call, or in an invalid call's `raw`.
 """
@@ -52,6 +53,9 @@ class CallScanner:
         if self.passes(text):
             return [text]
         self._buf += text
+        closers = self.format.closers
+        if self._in_call and closers and not any(c in text for c in closers):
+            return []  # it cannot have completed the held call
         return self._scan(final=False)
 
     def finish(self) -> list[str | Scanned]:

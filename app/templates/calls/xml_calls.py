@@ -139,6 +139,7 @@ def typed_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
 class QwenXml(CallFormat):
     name = "qwen3-coder"
     triggers = (OPEN, FUNCTION)
+    closers = ">"
     results_together = True
     result_role = "user"
 
