@@ -116,8 +116,8 @@ class TextOutputParser:
         if not text:
             return
         scanner = self._scanner
-        if scanner is None or self._thinking or scanner.passes(text):
-            self._lane_text(text)
+        if scanner is None or self._thinking or (scanner.idle and scanner.firsts.isdisjoint(text)):
+            self._lane_text(text)  # (the scanner's `passes`, inlined: this runs per token)
         else:
             self._answer(scanner.feed(text))
 

@@ -36,7 +36,8 @@ class CallScanner:
         self._buf = ""
         self._in_call = False
         self._after_call = False
-        self._firsts = frozenset(t[0] for t in fmt.triggers)
+        self.firsts = frozenset(t[0] for t in fmt.triggers)  # what a call can start with
+        self.idle = True  # nothing held: text without a `firsts` character passes as it is
 
     @property
     def in_call(self) -> bool:
@@ -45,9 +46,7 @@ class CallScanner:
     def passes(self, text: str) -> bool:
         """Whether `text` is answer text as it stands: nothing is held and nothing in it may
         start a call (the common case, decided without a copy)."""
-        return not (self._buf or self._in_call or self._after_call) and self._firsts.isdisjoint(
-            text
-        )
+        return self.idle and self.firsts.isdisjoint(text)
 
     def feed(self, text: str) -> list[str | Scanned]:
         if self.passes(text):
@@ -62,6 +61,11 @@ class CallScanner:
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> list[str | Scanned]:
+        out = self._scanned(final)
+        self.idle = not (self._buf or self._in_call or self._after_call)
+        return out
+
+    def _scanned(self, final: bool) -> list[str | Scanned]:
         out: list[str | Scanned] = []
         while self._buf:
             if self._in_call:
