@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from app.domain.messages import Conversation, Role, ToolDescription
 from app.templates.base import TemplateDefaults, turn_text
-from app.templates.builtin import ChatML, _Marked
+from app.templates.builtin import ChatML, Qwen, _Marked
 from app.templates.calls.format import (
     CallFormat,
     Piece,
@@ -123,14 +123,7 @@ class Qwen3Coder(ChatML):
 
     name = "qwen3-coder"
     tool_calls = "qwen3-coder"
-    defaults = TemplateDefaults(
-        session_len=8192,
-        temperature=0.7,
-        top_p=0.8,
-        top_k=20,
-        repetition_penalty=1.05,
-        stop_words=("<|im_end|>",),
-    )
+    defaults = Qwen.defaults
 
     def declaration(
         self, fmt: CallFormat, tools: list[ToolDescription], instructions: str

@@ -18,6 +18,7 @@ from app.domain.endpoint import Endpoint
 from app.domain.messages import Conversation, DeveloperContent, ReasoningEffort, Role
 from app.domain.sampling import Sampling
 from app.domain.visibility import is_tool_recipient
+from app.templates.calls.format import openai_tools
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
 
@@ -73,17 +74,7 @@ def declared_functions(conversation: Conversation) -> list[dict[str, Any]]:
     for m in conversation.messages:
         for c in m.content:
             if isinstance(c, DeveloperContent) and c.tools and "functions" in c.tools:
-                return [
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": t.parameters or {"type": "object", "properties": {}},
-                        },
-                    }
-                    for t in c.tools["functions"].tools
-                ][:32]
+                return openai_tools(c.tools["functions"].tools)[:32]
     return []
 
 

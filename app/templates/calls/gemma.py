@@ -26,7 +26,7 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_object, json_call_rest, tojson
+from app.templates.calls.hermes import call_object, json_call_rest, tagged_calls, tojson
 from app.templates.calls.llama3 import json_end, name_guess, skip_space
 
 OPEN, FENCE, RESULT = "```tool_call", "```", "```tool_output"
@@ -50,14 +50,7 @@ class Gemma(CallFormat):
         return INTRO + "\n".join(tojson(t["function"]) for t in openai_tools(tools)) + HOW
 
     def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
-        out: list[Piece] = []
-        for i, call in enumerate(calls):
-            out.append(Piece(("\n" if i else "") + OPEN + '\n{"name": "', True))
-            out.append(Piece(call.name))
-            out.append(Piece('", "arguments": ', True))
-            out.append(Piece(call.arguments))
-            out.append(Piece("}\n" + FENCE, True))
-        return out
+        return tagged_calls(calls, OPEN, FENCE)
 
     def result(self, name: str, text: str) -> list[Piece]:
         return [Piece(RESULT + "\n", True), Piece(text), Piece("\n" + FENCE + "\n", True)]

@@ -70,6 +70,19 @@ def _name_guess(raw: str) -> str:
     return rest[1:].split('"', 1)[0] if rest.startswith('"') else ""
 
 
+def tagged_calls(calls: Sequence[ToolCall], open_tag: str, close_tag: str) -> list[Piece]:
+    """Each call as `open_tag` + `{"name": …, "arguments": …}` on its own line + `close_tag`,
+    a newline between calls (the name and arguments are content)."""
+    out: list[Piece] = []
+    for i, call in enumerate(calls):
+        out.append(Piece(("\n" if i else "") + open_tag + '\n{"name": "', True))
+        out.append(Piece(call.name))
+        out.append(Piece('", "arguments": ', True))
+        out.append(Piece(call.arguments))
+        out.append(Piece("}\n" + close_tag, True))
+    return out
+
+
 def json_call_rest(
     tools: Mapping[str, Mapping[str, Any] | None],
     before_name: str,
@@ -103,14 +116,7 @@ class Hermes(CallFormat):
         return INTRO + lines + OUTRO
 
     def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
-        out: list[Piece] = []
-        for i, call in enumerate(calls):
-            out.append(Piece(("\n" if i else "") + OPEN + '\n{"name": "', True))
-            out.append(Piece(call.name))
-            out.append(Piece('", "arguments": ', True))
-            out.append(Piece(call.arguments))
-            out.append(Piece("}\n" + CLOSE, True))
-        return out
+        return tagged_calls(calls, OPEN, CLOSE)
 
     def result(self, name: str, text: str) -> list[Piece]:
         return [Piece("<tool_response>\n", True), Piece(text), Piece("\n</tool_response>", True)]
