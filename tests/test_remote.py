@@ -394,3 +394,35 @@ def test_a_databricks_reasoning_answer_shows_the_same_in_the_window_and_the_term
     assert [(s.kind, s.text) for s in reply.segments] == [("answer", "Paris.")]
     assert reply.debug.analysis.startswith("Thinking about capitals.")
     assert "Thinking" not in window.transcript.turns[-1].segments[0].toPlainText()  # type: ignore[attr-defined]
+
+
+def test_calls_a_server_passes_through_as_text_are_read_with_the_endpoints_call_format() -> None:
+    """A server that does not parse tool calls (a llama.cpp server without --jinja, a raw
+    completion proxy) streams the model's own markup as content: with the endpoint's call format
+    it is read as the local parser reads it, the call runs through the shared turn loop, and
+    markup that is no valid call is said, never shown as answer text and never run."""
+    from app.domain.events import ParseIssue, ToolsRan, TurnResult
+    from app.domain.visibility import Lane
+    from app.engine.local.scripted import ScriptedServer
+    from app.engine.turn.tools import run_tool_turn
+    from app.tools.builtin.everyday import calculate
+    from app.tools.registry import ToolRegistry
+
+    qwen = Endpoint(name="qwen", base_url="http://qwen.invalid/v1", model="qwen3-8b", tool_calls="hermes")
+    call = ['Let me work it out.\n<tool', '_call>\n{"name": "calcu', 'late", "arguments": {"expression": "6*7"}}\n</tool_', 'call>']
+    server = ScriptedServer([call, ["It is 42."]])
+    session = RemoteSession(qwen, None, client=server)
+    events = list(run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
+    result = events[-1]
+    assert isinstance(result, TurnResult) and result.reason == "answer", result
+    ran = [e for e in events if isinstance(e, ToolsRan)]
+    assert ran and ran[0].outcomes[0].ok and ran[0].outcomes[0].content["result"] == 42
+    shown = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)
+    assert shown == "Let me work it out.\nIt is 42." and "<tool" not in shown
+    bad = RemoteSession(qwen, None, client=ScriptedServer([['<tool_call>\n{"name": "calculate", "arguments": </tool_call>']]))
+    said = [e for e in run(bad, "Go") if isinstance(e, ParseIssue)]
+    assert said and "The model tried to call calculate; the call was not valid" in said[0].message
+    assert not any(m.recipient for m in bad.conversation.messages)  # nothing to run
+    plain = Endpoint(name="plain", base_url="http://plain.invalid/v1", model="m")  # no format: text stays text
+    raw = RemoteSession(plain, None, client=ScriptedServer([["<tool_call>{}</tool_call>"]]))
+    assert "".join(e.text for e in run(raw, "Go") if isinstance(e, ContentDelta)) == "<tool_call>{}</tool_call>"

@@ -19,6 +19,7 @@ from app.domain.endpoint import Endpoint
 from app.errors import InvalidInputError, validation_problems
 from app.secrets import MissingKey, Secrets
 from app.settings import Settings, load_settings, save_settings
+from app.templates.calls.formats import FORMATS
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +35,11 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--max-tokens", type=int)
     add.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     add.add_argument("--retries", type=int, default=3)
+    add.add_argument(
+        "--tool-calls",
+        choices=sorted(FORMATS),
+        help="the call format the model writes, for a server that passes calls through as text",
+    )
     verbs.add_parser("list", help="the configured endpoints")
     test = verbs.add_parser("test", help="list the models, or send a one-token request")
     test.add_argument("name")
@@ -72,6 +78,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
                 max_tokens=args.max_tokens,
                 timeout_s=args.timeout,
                 retries=args.retries,
+                tool_calls=args.tool_calls,
             )
         except ValidationError as exc:
             problems = validation_problems(exc)

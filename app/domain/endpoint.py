@@ -30,6 +30,9 @@ class Endpoint(BaseModel):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)  # asks for logprobs when set
     timeout_s: float = Field(default=60.0, gt=0)
     retries: int = Field(default=3, ge=0, le=10)
+    # the call format the model writes, for a server that passes calls through as text
+    # (`hermes`, `llama3`, …: a template family's); None: the server returns tool_calls itself
+    tool_calls: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
 
     @field_validator("base_url")
     @classmethod

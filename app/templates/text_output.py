@@ -31,7 +31,7 @@ from app.domain.messages import Message, Role
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
 from app.templates.calls.format import CallFormat, ToolCall, recipient_of
-from app.templates.calls.scanner import CallScanner, Scanned
+from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 
 OPEN, CLOSE = "<think>", "</think>"
 
@@ -131,15 +131,8 @@ class TextOutputParser:
                     self._call(call)
             else:
                 self._close(ended=True)
-                who = f"call {piece.name}" if piece.name else "call a tool"
-                self._events.append(
-                    ParseIssue(
-                        ErrorCode.CALL_SCHEMA,
-                        f"The model tried to {who}; the call was not valid: {piece.invalid}."
-                        f" It was not run. What it wrote: {piece.raw[:400]}",
-                        Severity.ERROR,
-                    )
-                )
+                issue = ParseIssue(ErrorCode.CALL_SCHEMA, invalid_call(piece), Severity.ERROR)
+                self._events.append(issue)
 
     def _call(self, call: ToolCall) -> None:
         self._index += 1

@@ -6,6 +6,10 @@ and Harmony markup that a server passes through as text each become `MessageStar
 by the same token parser as local output (`HarmonyText`), so analysis never shows as answer
 text; a gpt-oss reply's first text waits for markup only up to `_GPT_OSS_WAIT` characters;
 `end` closes what the stream left open (complete or cut) and emits the server's tool calls.
+With a call format (`calls`: the endpoint's model writes calls as text the server passes
+through), plain answer text goes through that format's scanner, as a local model's does: a
+call becomes a call message, markup that is no valid call an error `ParseIssue`, never answer
+text.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from app.domain.events import (
     MessageStarted,
     ParseEvent,
     ParseIssue,
+    Severity,
     StopReason,
     TurnDone,
 )
@@ -29,7 +34,10 @@ from app.domain.messages import Message, Role
 from app.domain.visibility import Lane, route
 from app.engine.remote.wire import REASONING_FIELDS, delta_field, typed_parts
 from app.engine.session import ChatEvent
+from app.errors import ErrorCode
 from app.harmony.text_stream import HarmonyText
+from app.templates.calls.format import recipient_of
+from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 
 _MARKERS = (
     "<|channel|>",
@@ -84,12 +92,14 @@ class ReplyStream:
     pending: str = ""  # the reply's first text, until it shows which
     harmony: HarmonyText | None = None  # the token parser, once the text shows it is markup
     harmony_index: dict[int, int] = field(default_factory=dict)  # parser's index → the reply's
+    scanner: CallScanner | None = None  # the model's call format, for calls passed as text
+    text_calls: bool = False  # calls were read from the text
 
     @property
     def ended_in_calls(self) -> bool:
         """Calls the server returned as tool_calls, or markup that ended in `<|call|>`."""
         text_call = self.harmony is not None and self.harmony.parser.stop is StopReason.CALL
-        return bool(self.calls) or text_call
+        return bool(self.calls) or text_call or self.text_calls
 
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
     finish: str | None = None
@@ -167,7 +177,10 @@ class ReplyStream:
             self.mode = mode
             text, self.pending = self.pending, ""
         if self.mode == "plain":
-            yield from self._text(Lane.ANSWER, text, start)
+            if self.scanner is None:
+                yield from self._text(Lane.ANSWER, text, start)
+            else:
+                yield from self._scanned(self.scanner.feed(text), start)
             return
         self.chunks += 1
         if self.harmony is None:
@@ -200,6 +213,23 @@ class ReplyStream:
             yield from self._content(text, start)
         if self.mode == "harmony" and self.harmony is not None:
             yield from self._parsed(self.harmony.finish(complete), start)
+        if self.mode == "plain" and self.scanner is not None:
+            yield from self._scanned(self.scanner.finish(), start)
+
+    def _scanned(self, pieces: list[str | Scanned], start: float) -> Iterator[ChatEvent]:
+        """Answer text, calls and invalid calls as the scanner read them."""
+        for piece in pieces:
+            if isinstance(piece, str):
+                yield from self._text(Lane.ANSWER, piece, start)
+                continue
+            yield from self._close_open(complete=True)
+            for call in piece.calls:
+                self.text_calls = True
+                yield from self._start("commentary", recipient_of(call.name), "json")
+                yield from self._append(call.arguments, start)
+                yield from self._close_open(complete=True)
+            if piece.invalid:
+                yield ParseIssue(ErrorCode.CALL_SCHEMA, invalid_call(piece), Severity.ERROR)
 
     def _text(self, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
         self.chunks += 1

@@ -40,6 +40,8 @@ from app.engine.remote.wire import openai_client, request_body
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
 from app.errors import ErrorCode
 from app.harmony.encoding import CALL
+from app.templates.calls.formats import call_format
+from app.templates.calls.scanner import CallScanner
 
 _REMOTE = Capabilities(
     local_grammar=False, continues_prefix=False, server_tool_choice=True, vocabulary=False
@@ -185,7 +187,8 @@ class RemoteSession:
         cancel = cancel or threading.Event()
         yield RequestSent(self.endpoint.name, body)
         start = time.monotonic()
-        state = ReplyStream(gpt_oss=self.gpt_oss)
+        fmt = call_format(self.endpoint.tool_calls)
+        state = ReplyStream(gpt_oss=self.gpt_oss, scanner=CallScanner(fmt) if fmt else None)
         failed = yield from self._stream(body, cancel, state, start)
         complete = failed is None and state.finish not in ("length", "cancelled", None)
         yield from state.end(start, complete)

@@ -126,3 +126,12 @@ class CallScanner:
                     best = n
                     break
         return best
+
+
+def invalid_call(piece: Scanned) -> str:
+    """What the reply says of markup that is no valid call (it was not run)."""
+    who = f"call {piece.name}" if piece.name else "call a tool"
+    return (
+        f"The model tried to {who}; the call was not valid: {piece.invalid}."
+        f" It was not run. What it wrote: {piece.raw[:400]}"
+    )
