@@ -20,6 +20,7 @@ carries a stable `code`; foreign errors are translated at the boundary, `raise �
     │                                                  (engine/protocol; also a RuntimeError)
     ├── DownloadError (DownloadProblem) DOWNLOAD     a model download that stopped
     ├── TemplateError, TemplateFileError, JinjaTemplateError     templates
+    ├── TemplateRefused, TooBig                      inside the template renderer's process
     ├── CallSyntaxError                 CALL-SCHEMA  call markup no tool call can come of
     │                                                (templates/calls; a notice, never run)
     ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
@@ -27,6 +28,7 @@ carries a stable `code`; foreign errors are translated at the boundary, `raise �
     │   SandboxUnavailableError                      the tool host
     ├── RemoteError                     (per error)  a remote endpoint (engine/remote/retry)
     ├── Unknown                         INPUT-INVALID  JSON mode's closer cannot read a pattern
+    │   └── TooLarge                                   …or would build past its budget
     ├── StoreError                      RESOURCE     the conversation store
     ├── OutputError                     RESOURCE     a file the app writes (fileio)
     ├── LibraryError                    INPUT-INVALID  the model library's folders

@@ -1,4 +1,8 @@
-"""Per-user folders of Harmony Desk (XDG on Linux), each overridable by an environment variable."""
+"""Per-user folders of Harmony Desk (XDG on Linux), each overridable by an environment variable.
+
+Guarantees: asking for a folder never creates it; whoever creates one, or anything in it, makes
+it 0700 and its files 0600 (`app.fileio.private_folder`, `private_file`, `write_atomic`).
+"""
 
 from __future__ import annotations
 
@@ -28,3 +32,8 @@ def config_dir() -> Path:
 def data_dir() -> Path:
     """What the user would lose (history, the tool audit log): `$HARMONY_DESK_DATA` overrides it."""
     return user_dir("HARMONY_DESK_DATA", "XDG_DATA_HOME", ".local/share")
+
+
+def app_dirs() -> tuple[Path, Path, Path]:
+    """The config, data and cache folders: everything in them is the user's only."""
+    return config_dir(), data_dir(), cache_dir()

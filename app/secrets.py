@@ -2,7 +2,9 @@
 
 Guarantees: a key is stored in the user's keyring (Secret Service, macOS Keychain, Windows
 Credential Locker) under the service `harmony-desk` with the key's name; it is never written to a
-file, logged, printed or put in an error message. Where there is no usable keyring (a headless
+file, logged, printed or put in an error message: every value set or read here is handed to
+`app.domain.redact.remember`, so the one redaction function removes it from all the app writes.
+Where there is no usable keyring (a headless
 Linux without a Secret Service, a locked or failing one), `problem` says so in plain words and
 keys are kept in memory for this run only: never a silent fallback to plain text.
 """
@@ -13,6 +15,7 @@ import re
 from typing import Any
 
 from app.domain.endpoint import NAME_PATTERN, Endpoint
+from app.domain.redact import remember
 from app.errors import InvalidInputError
 
 SERVICE = "harmony-desk"
@@ -56,6 +59,7 @@ class Secrets:
         _check(name)
         if not key.strip():
             raise InvalidInputError("the key is empty; nothing was stored")
+        remember(key)
         if self.saved:
             try:
                 self.backend.set_password(SERVICE, name, key.strip())
@@ -68,13 +72,17 @@ class Secrets:
     def get(self, name: str) -> str | None:
         _check(name)
         if name in self._memory or not self.saved:
+            remember(self._memory.get(name))
             return self._memory.get(name)
         try:
             value = self.backend.get_password(SERVICE, name)
         except Exception as exc:  # a locked or vanished keyring
             self._unusable(type(exc).__name__)
             return None
-        return value if isinstance(value, str) else None
+        if not isinstance(value, str):
+            return None
+        remember(value)
+        return value
 
     def key_for(self, endpoint: Endpoint) -> str | None:
         """The key `endpoint` is used with (None: it needs none); `MissingKey` says how to set

@@ -3,7 +3,8 @@
 Guarantees:
 - `configure_logging` sends the category loggers (`engine`, `harmony`, `tools`, `store`, `ui`,
   `library`, `llama` for llama.cpp's own lines, `crash`) to a rotating log file in the data
-  folder (`logs/harmony-desk.log`, 2 MiB × 4, made at the first line), every line redacted of
+  folder (`logs/harmony-desk.log`, 2 MiB × 4, made at the first line, each file 0600 in a
+  0700 folder whatever the umask), every line redacted of
   secrets first; calling it again does not add a second handler; a file that cannot be
   written is reported by `logging` itself and never stops the app;
 - `install_crash_handler` makes an exception nobody caught (`sys.excepthook`, and threads'
@@ -24,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 
 from app.domain.redact import redact
+from app.fileio import private_file
 from app.paths import data_dir
 
 CATEGORIES = ("engine", "harmony", "tools", "store", "ui", "library", "llama", "crash", "server")
@@ -37,10 +39,11 @@ class _Redacted(logging.Filter):
 
 
 class _LazyFile(logging.handlers.RotatingFileHandler):
-    """Creates its folder and file at the first line written, not before."""
+    """Creates its folder (0700) and file (0600) at the first line written, not before; each
+    file a rollover starts is made 0600 the same way."""
 
     def _open(self):  # type: ignore[no-untyped-def]
-        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_file(self.baseFilename)
         return super()._open()
 
 

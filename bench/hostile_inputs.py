@@ -9,6 +9,8 @@ run (quadratic: about 4 for twice the size; its 10x would take a hundred times l
   each opener: 1.1 MB ran past 120 s);
 - one LM Studio reply with many thinking steps (the old code copied the reply's messages on
   each step: 100,000 took 90 s).
+Then the refusals of the second review (`bench/hostile_refusals.py`): for each class of
+hostile input, the time to its clear refusal and the peak memory over the idle process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.store.importers import import_any
+from bench.hostile_refusals import main as refusals
 
 OPENER = '<details type="reasoning">'
 OLD_DETAILS = re.compile(r'<details\s+type="(?P<kind>[^"]+)"[^>]*>(?P<body>.*?)</details>', re.S)
@@ -91,6 +94,8 @@ def main() -> None:
     _case(
         "one reply, many messages", lambda n: import_any(_lm_studio(n)), _old_steps, 100_000, 20_000
     )
+    print()
+    refusals()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -98,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.tools.mcp_guard import main as guard
 
         return guard(words[1:])
+    os.umask(0o077)  # whatever the app creates is the user's alone: files 0600, folders 0700
     protect_terminal()  # model, server and imported text never drive the terminal
     install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
     parser = _build_parser()

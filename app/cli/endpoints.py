@@ -3,7 +3,8 @@
 Guarantees: endpoints are kept in the settings file (no key there); a key is read from a prompt
 that does not echo, or from standard input when it is not a terminal, never from an argument,
 and goes to the OS keyring only (`app.secrets`); without a usable keyring the command says so
-and fails rather than pretend the key was kept; `test` lists the server's models (or sends a
+and fails rather than pretend the key was kept; `list` shows every endpoint redacted (an old
+settings file may still hold a key in a URL); `test` lists the server's models (or sends a
 one-token request) and says plainly what went wrong.
 """
 
@@ -16,6 +17,7 @@ import sys
 from pydantic import ValidationError
 
 from app.domain.endpoint import Endpoint
+from app.domain.redact import redact
 from app.errors import InvalidInputError, validation_problems
 from app.secrets import MissingKey, Secrets
 from app.settings import Settings, load_settings, save_settings
@@ -93,7 +95,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
             key = "no key" if e.key_name is None else f"key {e.key_name}"
             if e.key_name is not None and secrets.get(e.key_name) is None:
                 key += " (not set)"
-            print(f"{e.name}  {e.base_url}  {e.model}  {key}")
+            print(redact(f"{e.name}  {e.base_url}  {e.model}  {key}"))
         return 0
     endpoint = _endpoint(settings, args.name)
     if args.verb == "remove":

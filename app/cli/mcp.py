@@ -1,18 +1,21 @@
 """`harmony-desk mcp list|add|remove|import|test|tools|call|resources|read|prompts|prompt`: the
 MCP servers the user configured, and what they offer.
 
-Guarantees: `add NAME -- COMMAND [ARGS…]` (`--env KEY=VALUE`, `--secret-env KEY`) and
-`add NAME --url URL` (`--header K=V`, `--secret-header K`) write `mcp.json`; a secret's value is
-asked for (not shown on a terminal; one line each from a pipe) and stored in the keyring only;
-`import FILE` reads another app's file and says which values it moved to the keyring; `list`
-prints one JSON line per server (secrets by name only); exit 2 with the reason for a bad name,
-value or file; exit 1 when the keyring cannot keep a secret (nothing is written then);
-`tools NAME` prints one JSON line per tool (name, the function name the model calls it by,
-description, input schema); `call NAME TOOL 'JSON'` prints the result's envelope as JSON and
-exits 1 on the tool's own error; `test NAME` starts it and prints what it offers and how many
-prompt tokens its tools add; `resources NAME` / `prompts NAME` print one JSON line each, and
-`read NAME URI` / `prompt NAME PROMPT [--arg K=V]` print a resource's text or a prompt's
-messages. A server that cannot start or answer is exit 2 with the reason (and its stderr).
+Guarantees: `add NAME -- COMMAND [ARGS…]` (`--env KEY=VALUE`, `--secret-env KEY`) and `add NAME
+--url URL` (`--header K=V`, `--secret-header K`) write `mcp.json`; a secret's value is asked
+for (not shown on a terminal; one line each from a pipe) and stored in the keyring only;
+`import FILE` reads another app's file and says which values it moved to the keyring, which
+servers it refused and why (a secret the keyring cannot hold, a name taken: never replaced);
+`list` prints one JSON line per server (secrets by name only, anything secret-shaped redacted);
+a server that would keep a secret in plain text is refused by `add`; exit 2 with the reason for
+a bad name, value or file; exit 1 when the keyring cannot keep a secret (nothing is written
+then); `tools NAME` prints one JSON line per tool (name, the function name the model calls it
+by, description, input schema); `call NAME TOOL 'JSON'` prints the result's envelope as JSON
+and exits 1 on the tool's own error, and ends by its `--timeout` whatever progress the server
+reports; `test NAME` starts it and prints what it offers and how many prompt tokens its tools
+add; `resources NAME` / `prompts NAME` print one JSON line each, and `read NAME URI` / `prompt
+NAME PROMPT [--arg K=V]` print a resource's text or a prompt's messages. A server that cannot
+start or answer is exit 2 with the reason (and its stderr).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from app.domain.redact import redact_data
 from app.errors import InvalidInputError
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
@@ -83,7 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     call.add_argument("name")
     call.add_argument("tool")
     call.add_argument("arguments", help="the arguments, a JSON object")
-    call.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    call.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds in all, progress or not (default 60)"
+    )
     imported = verbs.add_parser("import", help="servers from Claude Desktop, Cursor, LM Studio"
                                 " or VS Code (secrets moved to the keyring)")  # fmt: skip
     imported.add_argument("file", type=Path)
@@ -222,7 +228,8 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
     secrets = secrets or Secrets()
     if args.verb == "list":
         for name, server in load_servers().items():
-            print(json.dumps({"name": name, **server.model_dump(exclude_defaults=True)}))
+            shown = redact_data({"name": name, **server.model_dump(exclude_defaults=True)})
+            print(json.dumps(shown))
         return 0
     if args.verb == "add":
         return _add(args, secrets)

@@ -4,7 +4,8 @@ Guarantees: it binds to 127.0.0.1 unless told otherwise; bound to any other addr
 requires a bearer token — kept in the keyring (`server.token`), made and shown once on first
 use, never written to a file or a log — and refuses to start when the keyring cannot keep it;
 the model loads before the server listens, and every request runs on one engine thread, in
-the order they came; Ctrl+C stops it and the model worker with it.
+the order they came; slow or idle connections are closed and web pages of other origins
+refused (`app.server.listen`, `app.server.app`); Ctrl+C stops it and the model worker with it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
 from app.errors import InvalidInputError
 from app.secrets import Secrets
-from app.server.app import LOOPBACK, ServeOptions, make_app
+from app.server.app import LOOPBACK, ServeOptions
 from app.server.served import ServedModel
 
 TOKEN_KEY = "server.token"
@@ -89,6 +90,8 @@ def server_token(fresh: bool, keyring: Secrets | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.server.listen import server_config
+
     guarded = args.require_token or args.host not in LOOPBACK
     options = ServeOptions(
         host=args.host,
@@ -125,11 +128,11 @@ def run(args: argparse.Namespace) -> int:
             n_ctx=loaded.info.n_ctx,
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
         )
-        app = make_app(served, options)
+        server = uvicorn.Server(server_config(served, options))
         where = f"http://{args.host}:{args.port}/v1"
         print(f"Serving {served.name} at {where} (Ctrl+C stops)", file=sys.stderr, flush=True)
         try:
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+            server.run()
         finally:
             engine.shutdown(wait=False, cancel_futures=True)
     return 0

@@ -7,16 +7,19 @@ smallest value, arrays filled to `minItems`, every open object and array closed 
 it cannot tell (a string whose pattern or format it cannot satisfy, a reference it cannot
 follow; the smallest values come from `minimal`); `closings` gives the same with other
 keys where a key is to be written. The caller checks the result against the grammar before
-using it: this is a proposal, never trusted blindly.
+using it: this is a proposal, never trusted blindly. Each ending is built within one `Budget`
+(`minimal.py`): bounded in time and size whatever `minItems` asks, and given up (None) when
+the budget runs out or its `stop` says the request was cancelled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.constrain.minimal import (
+    Budget,
     dump,
     extra_of,
     items_of,
@@ -40,8 +43,11 @@ class _Container:
 class _Cut:
     """A cut compact JSON text read up to its end: the open containers and the open scalar."""
 
-    def __init__(self, root: Mapping[str, Any], key_choice: int = 0) -> None:
+    def __init__(
+        self, root: Mapping[str, Any], key_choice: int = 0, budget: Budget | None = None
+    ) -> None:
         self.root = root
+        self.budget = budget or Budget()
         self.key_choice = key_choice  # which of the keys that fit a cut key (0: the first)
         self.stack: list[_Container] = []
         self.done = False
@@ -206,7 +212,7 @@ class _Cut:
             key = self._key_for(top, schema, self.buffer)
             top.keys.append(key)
             self.current_key, self.scalar = key, None
-            value = minimal(self.slot(), self.root)
+            value = self._min(self.slot())
             top.count += 1
             top.expect = "next"
             return dump(key)[1 + len(self.buffer) :] + ":" + value
@@ -226,11 +232,15 @@ class _Cut:
         if self.stack and self.stack[-1].expect == "value":
             return self._value_here()
         if not self.stack and not self.done:
-            return minimal(self.root, self.root)
+            return self._min(self.root)
         return ""
 
+    def _min(self, schema: Any) -> str:
+        """The smallest value of `schema`, within this ending's budget."""
+        return minimal(schema, self.root, budget=self.budget)
+
     def _value_here(self) -> str:
-        value = minimal(self.slot(), self.root)
+        value = self._min(self.slot())
         self.stack[-1].count += 1
         self.stack[-1].expect = "next"
         return value
@@ -253,14 +263,14 @@ class _Cut:
             key = self._key_for(top, schema, "")
             top.keys.append(key)
             self.current_key = key
-            out += dump(key) + ":" + minimal(self.slot(), self.root)
+            out += dump(key) + ":" + self._min(self.slot())
             top.expect = "next"
         for key in ordered_required(schema):
             if key not in top.keys:
                 top.keys.append(key)
                 self.current_key = key
                 sep = "," if top.expect == "next" else ""
-                out += f"{sep}{dump(key)}:{minimal(self.slot(), self.root)}"
+                out += f"{sep}{dump(key)}:{self._min(self.slot())}"
                 top.expect = "next"
         return out + "}"
 
@@ -268,12 +278,13 @@ class _Cut:
         out = ""
         items = items_of(schema, self.root)
         if top.expect == "value":  # after a ',': an item must come
-            out += minimal(items(top.count), self.root)
+            out += self._min(items(top.count))
             top.count += 1
             top.expect = "next"
+        self.budget.spend(max(0, int(schema.get("minItems", 0)) - top.count))  # before any item
         while top.count < int(schema.get("minItems", 0)):
             sep = "," if top.count else ""
-            out += sep + minimal(items(top.count), self.root)
+            out += sep + self._min(items(top.count))
             top.count += 1
         return out + "]"
 
@@ -281,19 +292,20 @@ class _Cut:
 def _finish(cut: _Cut, key_choice: int) -> str | None:
     """The closing of a copy of `cut` (read already), keys chosen by `key_choice`."""
     copy = _Cut(cut.root, key_choice)
-    copy.__dict__.update(cut.__dict__, key_choice=key_choice)
+    budget = Budget(stop=cut.budget.stop)  # each ending its own
+    copy.__dict__.update(cut.__dict__, key_choice=key_choice, budget=budget)
     copy.stack = [replace(c, keys=list(c.keys)) for c in cut.stack]
     try:
         return copy.closing()
-    except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError):
+    except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError, OverflowError):
         return None
 
 
-def _read(partial: str, schema: Any) -> _Cut | None:
-    cut = _Cut(schema if isinstance(schema, Mapping) else {})
+def _read(partial: str, schema: Any, stop: Callable[[], bool] | None = None) -> _Cut | None:
+    cut = _Cut(schema if isinstance(schema, Mapping) else {}, budget=Budget(stop=stop))
     try:
         cut.read(partial)
-    except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError):
+    except (Unknown, ValueError, IndexError, TypeError, KeyError, AttributeError, OverflowError):
         return None
     return cut
 
@@ -305,10 +317,13 @@ def closing(partial: str, schema: Any, key_choice: int = 0) -> str | None:
     return None if cut is None else _finish(cut, key_choice)
 
 
-def closings(partial: str, schema: Any, most: int = 4) -> list[str]:
+def closings(
+    partial: str, schema: Any, most: int = 4, stop: Callable[[], bool] | None = None
+) -> list[str]:
     """Distinct endings, the shortest way first, then with other keys where a key is written
-    (the grammar may only allow some of them: the caller tries each). The text is read once."""
-    cut = _read(partial, schema)
+    (the grammar may only allow some of them: the caller tries each). The text is read once;
+    `stop` (a cancelled request) ends the search early."""
+    cut = _read(partial, schema, stop)
     if cut is None:
         return []
     found = [_finish(cut, k) for k in range(most)]

@@ -10,6 +10,8 @@ Guarantees:
   (`app/templates/harmony_grammar.py`); for other models the whole answer is constrained
   (`json_constraint`). This package imports nothing of the engine, the templates or a model.
 - JSON is written without free whitespace: a small model cannot loop in blank space.
+- With a token budget (`max_tokens`), a schema whose smallest answer cannot fit in it is a
+  `SchemaError` at request time (`size.refuse_over_budget`), before the worker sees it.
 - A `Constraint` is a plain value (a grammar string): it crosses the worker pipe unchanged.
 """
 
@@ -27,6 +29,7 @@ from app.constrain.closing import plan_text
 from app.constrain.formats import format_checker
 from app.constrain.guidance import compiled, with_options
 from app.constrain.plan import Plan, budgeted, plan
+from app.constrain.size import refuse_over_budget
 from app.domain.events import (
     JsonResult,
 )
@@ -107,8 +110,12 @@ def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 def json_body(schema: Mapping[str, Any], max_tokens: int | None = None) -> str:
     """The grammar's JSON body for `schema`: what its plan enforces while generating (free
-    strings budgeted from `max_tokens` when given)."""
-    generation = budgeted(plan(schema).generation, max_tokens)
+    strings budgeted from `max_tokens` when given; `SchemaError` when its smallest answer
+    cannot fit in them)."""
+    found = plan(schema)
+    if max_tokens:
+        refuse_over_budget(schema, max_tokens)
+    generation = budgeted(found.generation, max_tokens)
     return f"%json {json.dumps(with_options(generation))}"
 
 

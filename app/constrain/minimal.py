@@ -6,14 +6,20 @@ requires), `null`/`false`/the nearest number to 0 within its bounds, a string of
 (a format's sample, a pattern's shortest match), arrays of `minItems` and objects of their
 required keys — with local `$ref`s followed and `allOf` folded; `Unknown` when it cannot tell
 (`smallest` then gives None). The caller checks the text against the grammar before using it.
+Bounded on any schema: one value's making (a `Budget`, shared by a whole ending when the caller
+passes one) builds at most `MAX_BUILT` characters and visits at most `MAX_STEPS` subschemas,
+never allocating in proportion to `minItems` or `minLength` — beyond that, or once the budget's
+`stop` says so (a cancelled request), it raises `TooLarge` (an `Unknown`: no value proposed).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from app.constrain.limits import MAX_BUILT, MAX_DEPTH, MAX_STEPS
 from app.constrain.regex_sample import Unknown, matching
 
 _FORMAT_SAMPLES = {
@@ -29,7 +35,29 @@ _FORMAT_SAMPLES = {
     "uri": "a:b",
 }
 _TYPE_ORDER = ("null", "boolean", "integer", "number", "string", "array", "object")
-MAX_DEPTH = 24
+
+
+class TooLarge(Unknown):
+    """The value is larger than the closer builds, or the request was cancelled meanwhile."""
+
+
+@dataclass
+class Budget:
+    """What one value (or one whole ending) may still cost: characters built and subschemas
+    visited; `stop` (a cancelled request) is asked every 256 steps."""
+
+    chars: int = MAX_BUILT
+    steps: int = MAX_STEPS
+    stop: Callable[[], bool] | None = None
+
+    def spend(self, chars: int, steps: int = 0) -> None:
+        """Take `chars` and `steps`; `TooLarge` when either runs out, or on `stop`."""
+        self.chars -= chars
+        self.steps -= steps
+        if self.chars < 0 or self.steps < 0:
+            raise TooLarge("the smallest value is larger than JSON mode's closer builds")
+        if steps and self.stop is not None and self.steps % 256 == 0 and self.stop():
+            raise TooLarge("the request was cancelled")
 
 
 def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
@@ -52,14 +80,16 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
     return {**resolved, **siblings} if isinstance(resolved, Mapping) else resolved
 
 
-def merged(schema: Any, root: Mapping[str, Any]) -> Any:
+def merged(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
     """`allOf` folded into one schema (shallow: later parts add keys)."""
+    if depth > MAX_DEPTH:
+        raise Unknown("allOf depth")
     schema = _resolve(schema, root)
     if not isinstance(schema, Mapping) or "allOf" not in schema:
         return schema
     out: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     for part in schema["allOf"]:
-        part = merged(part, root)
+        part = merged(part, root, depth + 1)
         if isinstance(part, Mapping):
             for key, value in part.items():
                 if key == "required":
@@ -71,38 +101,57 @@ def merged(schema: Any, root: Mapping[str, Any]) -> Any:
     return out
 
 
-def minimal(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0) -> str:
-    """The smallest value text the schema allows (raises `Unknown` when it cannot tell)."""
+def minimal(
+    schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0, budget: Budget | None = None
+) -> str:
+    """The smallest value text the schema allows (raises `Unknown` when it cannot tell, and
+    `TooLarge` beyond `budget` — a fresh one when None)."""
     root = root if root is not None else (schema if isinstance(schema, Mapping) else {})
+    budget = budget if budget is not None else Budget()
+    budget.spend(0, 1)
     if depth > MAX_DEPTH:
         raise Unknown("depth")
     schema = merged(schema, root)
     if schema is True or schema == {}:
-        return "0"
+        return _spent("0", budget)
     if schema is False or not isinstance(schema, Mapping):
         raise Unknown("no value")
     if "const" in schema:
-        return dump(schema["const"])
+        return _spent(dump(schema["const"]), budget)
     if schema.get("enum"):
-        return min((dump(v) for v in schema["enum"]), key=len)
+        return _spent(min((dump(v) for v in schema["enum"]), key=len), budget)
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            found = []
-            for alternative in schema[key]:
-                both = {"allOf": [_without(schema, key), _as_map(alternative)]}  # both hold
-                try:
-                    found.append(minimal(both, root, depth + 1))
-                except Unknown:
-                    continue
-            if not found:
-                raise Unknown(key)
-            return min(found, key=len)
+            return _alternative(schema, key, root, depth, budget)
     kind = schema.get("type")
     kinds = [kind] if isinstance(kind, str) else list(kind or [])
     if not kinds:
         kinds = [_implied_type(schema)]
     kinds.sort(key=lambda k: _TYPE_ORDER.index(k) if k in _TYPE_ORDER else 99)
-    return _of_type(kinds[0], schema, root, depth)
+    return _of_type(kinds[0], schema, root, depth, budget)
+
+
+def _alternative(
+    schema: Mapping[str, Any], key: str, root: Mapping[str, Any], depth: int, budget: Budget
+) -> str:
+    """The shortest of `schema`'s `anyOf`/`oneOf` alternatives (each with the rest of it)."""
+    found = []
+    for alternative in schema[key]:
+        both = {"allOf": [_without(schema, key), _as_map(alternative)]}  # both hold
+        try:
+            found.append(minimal(both, root, depth + 1, budget))
+        except TooLarge:
+            raise
+        except Unknown:
+            continue
+    if not found:
+        raise Unknown(key)
+    return min(found, key=len)
+
+
+def _spent(text: str, budget: Budget) -> str:
+    budget.spend(len(text))
+    return text
 
 
 _IMPLIED = (
@@ -131,25 +180,30 @@ def dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _of_type(kind: str, schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> str:
+def _of_type(
+    kind: str, schema: Mapping[str, Any], root: Mapping[str, Any], depth: int, budget: Budget
+) -> str:
     if kind == "null":
-        return "null"
+        return _spent("null", budget)
     if kind == "boolean":
-        return "false"
+        return _spent("false", budget)
     if kind in ("integer", "number"):
-        return _number(schema, kind == "integer")
+        return _spent(_number(schema, kind == "integer"), budget)
     if kind == "string":
-        return dump(string_for(schema, ""))
+        return _spent(dump(string_for(schema, "")), budget)
     if kind == "array":
         count = int(schema.get("minItems", 0))
+        budget.spend(count + 1)  # the commas and brackets: checked before any item is made
         items = items_of(schema, root)
-        return "[" + ",".join(minimal(items(i), root, depth + 1) for i in range(count)) + "]"
+        made = (minimal(items(i), root, depth + 1, budget) for i in range(count))
+        return "[" + ",".join(made) + "]"
     if kind == "object":
         props = schema.get("properties", {})
-        parts = [
-            f"{dump(key)}:{minimal(props.get(key, extra_of(schema)), root, depth + 1)}"
-            for key in ordered_required(schema)
-        ]
+        parts = []
+        for key in ordered_required(schema):
+            budget.spend(len(key) + 4)
+            value = minimal(props.get(key, extra_of(schema)), root, depth + 1, budget)
+            parts.append(f"{dump(key)}:{value}")
         return "{" + ",".join(parts) + "}"
     raise Unknown(f"type {kind!r}")
 
@@ -184,6 +238,8 @@ def string_for(schema: Mapping[str, Any], prefix: str) -> str:
             raise Unknown(f"format {form!r}")
         return sample
     need = int(schema.get("minLength", 0))
+    if need > MAX_BUILT:
+        raise TooLarge(f"a string of {need} characters")
     return prefix + "a" * max(0, need - len(prefix))
 
 
@@ -216,15 +272,18 @@ def ordered_required(schema: Mapping[str, Any]) -> list[str]:
 # --- reading a cut value ---------------------------------------------------------------------
 
 
-def smallest(schema: Any) -> str | None:
-    """The smallest value text of `schema`, or None when it cannot tell."""
+def smallest(schema: Any, budget: Budget | None = None) -> str | None:
+    """The smallest value text of `schema`, or None when it cannot tell (or it is larger than
+    `budget`, a fresh one when None, allows)."""
     try:
-        return minimal(schema)
-    except (Unknown, ValueError, TypeError, KeyError, AttributeError):
+        return minimal(schema, budget=budget)
+    except (Unknown, ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None
 
 
 __all__ = [
+    "Budget",
+    "TooLarge",
     "Unknown",
     "dump",
     "extra_of",

@@ -14,6 +14,8 @@ Guarantees:
 - Nothing is silently widened: what the grammar lost is exactly what `check` verifies on the
   answer — the original schema, with `jsonschema` and format checking on (a format no checker
   knows is listed as "not checked").
+- A schema that asks for absurd sizes is refused before anything is compiled (`size.py`): a
+  count keyword above `MAX_COUNT`, or a smallest answer longer than `MAX_ANSWER_CHARS`.
 - Plans are cached by the schema's canonical JSON.
 """
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from app.constrain.guidance import schema_problems
 from app.constrain.refuse import meta_check, refuse_if_unreadable, refuse_remote
+from app.constrain.size import refuse_absurd
 from app.constrain.walk import nodes
 from app.constrain.widen import (
     WIDENINGS,
@@ -84,6 +87,7 @@ def _bare(schema: Mapping[str, Any]) -> dict[str, Any]:
 def _make(schema: Mapping[str, Any]) -> Plan:
     if not isinstance(schema, Mapping):
         raise SchemaError("a schema must be a JSON object")
+    refuse_absurd(schema)  # first: quick, and before anything could build or compile much
     meta_check(schema)
     refuse_remote(schema)
     generation = copy.deepcopy(dict(schema))

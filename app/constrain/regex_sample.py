@@ -3,7 +3,9 @@
 Guarantees: `matching(pattern, least)` gives a short string that `re.search(pattern, …)`
 accepts, at least `least` characters long, built from the pattern's parse (literals, classes,
 repeats at their minimum, the shortest branch) and checked with `re` before it is returned;
-`Unknown` when the pattern uses what this cannot build (backreferences, lookarounds, …).
+`Unknown` when the pattern uses what this cannot build (backreferences, lookarounds, …), or
+when its shortest match (or `least`) is longer than `MAX_BUILT`: nothing is built in proportion
+to a repeat count.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import re._parser as _re_parser  # type: ignore[import-not-found]
 from typing import Any
 
+from app.constrain.limits import MAX_BUILT
 from app.errors import HarmonyDeskError
 
 
@@ -20,12 +23,22 @@ class Unknown(HarmonyDeskError):
     shown to the user)."""
 
 
+def least_width(pattern: str) -> int:
+    """The fewest characters `pattern` matches, from its parse alone (0 when it cannot be read)."""
+    try:
+        width: int = _re_parser.parse(pattern).getwidth()[0]
+    except (re.error, ValueError, TypeError, IndexError, OverflowError, RecursionError):
+        return 0
+    return width
+
+
 def matching(pattern: str, least: int) -> str:
     """A short string the pattern matches (its smallest match, padded to `least` with what the
     pattern accepts), or `Unknown`."""
     try:
-        parsed = _re_parser.parse(pattern)
-        text = _shortest(list(parsed))
+        if max(least, least_width(pattern)) > MAX_BUILT:
+            raise Unknown(f"pattern {pattern!r} matches nothing shorter than the closer builds")
+        text = _shortest(list(_re_parser.parse(pattern)))
     except (re.error, Unknown, ValueError, TypeError, IndexError, OverflowError) as exc:
         raise Unknown(f"pattern {pattern!r}") from exc
     for pad in ("", "a" * max(0, least - len(text)), "0" * max(0, least - len(text))):

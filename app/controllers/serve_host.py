@@ -2,7 +2,8 @@
 
 Guarantees: the server runs uvicorn on a thread of its own, but every generation it asks for
 is queued on the window's one engine thread, so the window's turns and the clients' requests
-are served one at a time, in the order they came; it binds to 127.0.0.1 only; `start` says why
+are served one at a time, in the order they came; it binds to 127.0.0.1 only, with the same
+deadlines and connection limit as `serve` (`app.server.listen`); `start` says why
 it could not (the port taken, no model loaded) and leaves nothing running; `stop` ends it and
 its thread; the request count is what the server counted.
 """
@@ -19,7 +20,7 @@ from app.controllers.model_host import ModelHost
 from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
 from app.errors import HarmonyDeskError
-from app.server.app import ServeOptions, make_app
+from app.server.app import ServeOptions
 from app.server.served import ServedModel
 
 START_S = 10.0
@@ -53,6 +54,8 @@ class ServeHost:
         """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""
         import uvicorn
 
+        from app.server.listen import server_config  # uvicorn loads when a server starts
+
         template = self.host.template
         if not self.host.ready or template is None:
             raise ServeError("load a model first: the server serves the window's model")
@@ -68,10 +71,7 @@ class ServeHost:
             created=int(time.time()),
         )
         options = ServeOptions(port=port)
-        config = uvicorn.Config(
-            make_app(served, options), host=options.host, port=port, log_level="warning"
-        )
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(server_config(served, options))
         thread = threading.Thread(target=server.run, name="local-server", daemon=True)
         thread.start()
         deadline = time.monotonic() + START_S

@@ -10,7 +10,9 @@ kept with its notice and no chunks; `remove` forgets a file and its chunks. A fo
 is remembered: `refresh` indexes the files that appeared in it since, reads again the files
 that changed (size or modification time differ, then the content is compared) and forgets
 those that are gone — cheap when nothing changed (one `stat` per file), so it runs before each
-use of the library.
+use of the library. No file stops the others: whatever one holds (a decompression bomb, a
+damaged or unreadable file) is that file's notice, kept, and the folder's other files are
+indexed. The index file is 0600 in a 0700 folder, whatever the umask.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 from app.documents import embed
 from app.documents.chunk import chunks
 from app.documents.extract import SUFFIXES, Extracted, extract
+from app.fileio import connect_private
 from app.paths import data_dir
 
 RRF_K = 60
@@ -104,9 +107,7 @@ class DocumentIndex:
     def __init__(self, path: Path | None = None, *, memory: bool = False) -> None:
         """The index in `path` (the data folder's by default), or in memory only."""
         self.path = path or data_dir() / "documents.sqlite3"
-        if not memory:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(":memory:" if memory else self.path)
+        self.db = sqlite3.connect(":memory:") if memory else connect_private(self.path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
@@ -141,8 +142,12 @@ class DocumentIndex:
             return Added(str(path), row[1], row[4], row[2], unchanged=True)
         digest = hashlib.sha256().hexdigest()
         if path.is_file():
-            with path.open("rb") as f:  # streamed: a file of any size is hashed in small reads
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
+            try:
+                with path.open("rb") as f:  # streamed: any size is hashed in small reads
+                    digest = hashlib.file_digest(f, "sha256").hexdigest()
+            except OSError as exc:  # unreadable (permissions, gone meanwhile): said, kept
+                said = f"the file could not be read ({exc.strerror})"
+                return self.add_extracted(path, Extracted(str(path), "text", notice=said))
         if row is not None and row[0] == digest and row[3] == embed.NAME:
             with self.db:  # touched, not changed: the new stamp saves the next comparison
                 self.db.execute("UPDATE documents SET stamp = ? WHERE path = ?", (stamp, str(path)))

@@ -4,17 +4,17 @@ Guarantees: a kept file is stored once under its sha256 in the data folder's `at
 folder (written whole or not at all), whatever its name and however many messages carry it;
 each message's files are recorded by conversation and message version, with the name they
 had; `collect` forgets the records of conversations that no longer exist and removes every
-stored file no remaining record uses — never one still used.
+stored file no remaining record uses — never one still used. The folder is 0700 and every
+file in it (the stored copies, `kept.sqlite3` and its companions) 0600, whatever the umask.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.fileio import write_atomic_bytes
+from app.fileio import connect_private, private_folder, write_atomic_bytes
 from app.paths import data_dir
 
 SCHEMA = """
@@ -31,8 +31,8 @@ class KeptFiles:
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or data_dir() / "attachments"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.folder / "kept.sqlite3")
+        private_folder(self.folder)
+        self.db = connect_private(self.folder / "kept.sqlite3")
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:

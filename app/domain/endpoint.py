@@ -1,8 +1,11 @@
 """A remote endpoint as the settings keep it: where it is, which model, default parameters.
 
 Guarantees: names are short and plain (they name keyring entries and command-line arguments);
-the base URL is http(s); parameters are in the ranges the chat-completion API accepts; there is
-no field for the API key: it lives in the OS keyring, under `key_name`.
+the base URL is http(s) and carries no secret — no `user:password@`, no query or fragment
+parameter named like a key (`?api_key=`, `#token=`), nothing secret-shaped in its path, query
+or fragment (`/sk-…/`, `hf_…`: `app.domain.redact.looks_secret`); parameters are in the ranges
+the chat-completion API accepts; there is no field for the API key: it lives in the OS keyring,
+under `key_name`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import urllib.parse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.domain.redact import looks_secret
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -52,10 +57,17 @@ def url_without_credentials(url: str) -> str:
             "the URL carries a user name or password (user:password@); remove it and keep the"
             " key in the keyring (--key-name, then `harmony-desk keys set NAME`)"
         )
-    for name, _value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if any(word in name.lower() for word in _SECRET_PARAMS):
+    for where, text in (("query", parts.query), ("fragment", parts.fragment)):
+        for name, _value in urllib.parse.parse_qsl(text, keep_blank_values=True):
+            if any(word in name.lower() for word in _SECRET_PARAMS):
+                raise ValueError(
+                    f"the URL carries a secret in its {where} ({name}=…); remove it and keep the"
+                    " key in the keyring (--key-name, then `harmony-desk keys set NAME`)"
+                )
+    for where, text in (("path", parts.path), ("query", parts.query), ("fragment", parts.fragment)):
+        if looks_secret(urllib.parse.unquote(text).replace("/", " ")):
             raise ValueError(
-                f"the URL carries a secret in its query ({name}=…); remove it and keep the key"
+                f"the URL's {where} holds something shaped like a key; remove it and keep the key"
                 " in the keyring (--key-name, then `harmony-desk keys set NAME`)"
             )
     return url

@@ -1,37 +1,114 @@
-"""Secret redaction for anything shown or written for debugging: API keys never leave as text.
+"""Secret redaction — the one function for anything stored, logged, audited, shown or sent to a
+model: a secret never leaves as text.
 
-Guarantees: bearer tokens, `Authorization` headers, OpenAI-style `sk-…` keys, Databricks
-`dapi…` tokens, the user and password of a URL (`https://user:pw@host`), values of keys named
-like `api_key`, `token`, `secret` or `password`, and any secret the caller names (the key it
-sent, which a server may echo) are replaced by `[redacted]`; the rest of the text is unchanged.
+Guarantees: `redact` replaces with `[redacted]`
+- every value the app knows is secret: each one `remember`ed (every keyring value the app reads
+  or writes is, through `app.secrets`), each the caller names, and the value of each variable of
+  the app's environment whose name says it is secret (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`);
+- secret shapes: bearer tokens, `Authorization` headers, OpenAI `sk-…`, Databricks `dapi…`,
+  GitHub `ghp_…`/`gho_…`/`github_pat_…`, Hugging Face `hf_…`, Slack `xox?-…`, AWS `AKIA…`,
+  GitLab `glpat-…`, Google `AIza…`, PEM private keys, the user and password of a URL
+  (`postgres://user:pw@host`), URL parameters like `?key=`/`&sig=`, values after names like
+  `api_key`, `*_SECRET`, `aws_secret_access_key =`, `password:`, and after flags like
+  `--api-key`/`--token`;
+the rest of the text is unchanged. `redact_data` does the same to every string in JSON-like
+data; `looks_secret` says whether a text holds a secret shape.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Iterable
+from typing import Any
 
+MARK = "[redacted]"
+_NAME = r"(?:api[_-]?key|access[_-]?key|token|secret|passw(?:or)?d|credentials?|private[_-]?key)"
+SECRET_NAME = re.compile(_NAME, re.I)  # a name that says its value is secret
 _PATTERNS = [
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)(basic\s+)[A-Za-z0-9+/=]{8,}"),
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
     re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
     re.compile(r"()\bdapi[0-9a-f]{16,}(-\d+)?"),
+    re.compile(r"()\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    re.compile(r"()\bhf_[A-Za-z0-9]{20,}"),
+    re.compile(r"()\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"()\bglpat-[A-Za-z0-9_-]{20,}"),
+    re.compile(r"()\bAIza[0-9A-Za-z_-]{35}"),
     re.compile(
-        r"(?i)([\"']?\b(?:api[_-]?key|access[_-]?token|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]+"
+        r"()-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
     ),
+    re.compile(
+        rf"(?i)([\"']?[A-Za-z0-9_.-]*{_NAME}[A-Za-z0-9_.-]*(?<!tokens)[\"']?\s*[:=]\s*[\"']?)"
+        r"[^\s\"',}&\[{][^\s\"',}&]*"
+    ),
+    re.compile(rf"(?i)((?<![\w-])--?[a-z0-9-]*{_NAME}[a-z0-9-]*(?<!tokens)\s+)[^\s\"'-][^\s\"']*"),
+    re.compile(r"(?i)([?&#;](?:key|sig|signature|code|auth)=)[^&#\s\"']+"),
     re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@:]*:[^/\s@]*@"),  # user:password@
 ]
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def remember(secret: str | None) -> None:
+    """Redact `secret` from now on, wherever it appears (a value shorter than 4: ignored)."""
+    if secret and len(secret.strip()) >= 4:
+        with _lock:
+            _known.add(secret.strip())
+
+
+def known_secrets() -> list[str]:
+    """Every value remembered, and the app environment's secret-named values; longest first."""
+    env = [v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= 8]
+    with _lock:
+        found = {*_known, *env}
+    return sorted(found, key=len, reverse=True)
 
 
 def _replace(match: re.Match[str]) -> str:
-    return match.group(1) + "[redacted]" + ("@" if match.group(0).endswith("@") else "")
+    return match.group(1) + MARK + ("@" if match.group(0).endswith("@") else "")
 
 
-def redact(text: str, known: Iterable[str | None] = ()) -> str:
-    """`text` with every secret-looking value, and each of `known`, replaced by `[redacted]`."""
-    for secret in known:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    for pattern in _PATTERNS:
+def redact(text: str, known: Iterable[str | None] = (), *, shapes: bool = True) -> str:
+    """`text` with every secret it holds, and each of `known`, replaced by `[redacted]`;
+    `shapes=False` replaces the known values only (a tool's result, kept faithful)."""
+    extra = sorted((s for s in known if s and len(s) >= 4), key=len, reverse=True)
+    for secret in [*extra, *known_secrets()]:
+        text = text.replace(secret, MARK)
+    for pattern in _PATTERNS if shapes else ():
         text = pattern.sub(_replace, text)
     return text
+
+
+def redact_data(data: Any, known: Iterable[str | None] = (), *, shapes: bool = True) -> Any:
+    """`data` (JSON-like: dicts, lists, strings…) with `redact` applied to every string in it."""
+    known = list(known)
+    if isinstance(data, str):
+        return redact(data, known, shapes=shapes)
+    if isinstance(data, dict):
+        return {
+            redact_data(k, known, shapes=shapes): redact_data(v, known, shapes=shapes)
+            for k, v in data.items()
+        }
+    if isinstance(data, list | tuple):
+        return [redact_data(v, known, shapes=shapes) for v in data]
+    return data
+
+
+def looks_secret(text: str) -> bool:
+    """Whether `text` holds a secret shape (known values aside)."""
+    return any(pattern.search(text) for pattern in _PATTERNS)
+
+
+__all__ = [
+    "MARK",
+    "SECRET_NAME",
+    "known_secrets",
+    "looks_secret",
+    "redact",
+    "redact_data",
+    "remember",
+]

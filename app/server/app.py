@@ -1,24 +1,31 @@
 """The server's HTTP side: routes, and the guard every request passes (Starlette + uvicorn).
 
-Guarantees: without a token (loopback) the `Host` header must name this machine or a host the
-user allowed — a DNS-rebinding page gets 403; when a token is set (always, off loopback) every
-request must carry it as a bearer token (401 otherwise; it is never logged), which a rebinding
-page cannot, so the LAN names clients use are not refused; a body over the size limit is 413 and
-not read past it; bad JSON is 400 `invalid_json`; CORS headers are sent only to origins the
-user listed; every request is logged (method, path, status, tokens, duration) and counted;
-nothing a client sends reaches the window as an exception — an unexpected failure is a 500 in
-OpenAI's shape, logged with its traceback.
+Guarantees: a request from a web page (one with an `Origin` header) is served only when the
+origin is the server's own or one the user listed (`--cors-origin`), else 403 — a page cannot
+post to it blind; a request without `Origin` (a non-browser client) is not refused for it; a
+POST body must say `Content-Type: application/json` (415 otherwise, so no "simple" cross-site
+form or `text/plain` post is read); without a token (loopback) the `Host` header must name
+this machine or a host the user allowed — a DNS-rebinding page gets 403; when a token is set
+(always, off loopback) every request must carry it as a bearer token (401 otherwise; it is
+never logged), which a rebinding page cannot, so the LAN names clients use are not refused;
+a body over the size limit is 413 and not read past it; bad JSON is 400 `invalid_json`; CORS
+headers are sent only to origins the user listed; a body must come within `body_timeout_s`
+(408) and pass the boundary checks of `intake` (depth, strict JSON, no lone surrogates);
+every request is logged (method, path, status, tokens, duration; control characters escaped)
+and counted; nothing a client sends
+reaches the window as an exception — an unexpected failure is a 500 in OpenAI's shape, logged
+with its traceback.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -29,6 +36,7 @@ from starlette.routing import Route
 
 from app.server.chat_api import ChatApi
 from app.server.completions_api import CompletionsApi
+from app.server.intake import parsed, printable, read_within
 from app.server.responses_api import ResponsesApi
 from app.server.served import ServedModel
 from app.server.wire import ApiError, ReasoningField
@@ -48,12 +56,36 @@ class ServeOptions:
     max_tokens: int = 4096  # a request may not ask for more
     reasoning_field: ReasoningField = "reasoning_content"
     thinking_budget: int | None = None  # gpt-oss under a constraint: tokens per reasoning message
+    head_timeout_s: float = 10.0  # a connection's request line and headers must come by then
+    body_timeout_s: float = 30.0  # a request's body must come by then (408)
+    idle_timeout_s: int = 5  # a kept-alive connection with no new request is closed
+    max_connections: int = 64  # open at once; past it a request is answered 503
 
 
 def _hostname(header: str) -> str:
     if header.startswith("["):  # [::1]:8080
         return header.split("]", 1)[0] + "]"
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _place(url: str, scheme: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin or a `scheme://` + Host header; None if malformed."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if parts.scheme != scheme or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, port
+
+
+def origin_allowed(origin: str, host: str, scheme: str, listed: tuple[str, ...]) -> bool:
+    """Whether a page at `origin` may call the server at `host`: its own origin or a listed one."""
+    if origin in listed or "*" in listed:
+        return True
+    mine = _place(f"{scheme}://{host}", scheme)
+    return mine is not None and _place(origin, scheme) == mine
 
 
 class Guard:
@@ -86,8 +118,8 @@ class Guard:
         finally:
             log.info(
                 "%s %s %s %.0f ms%s",
-                scope["method"],
-                scope["path"],
+                printable(scope["method"]),
+                printable(scope["path"]),
                 status[0],
                 (time.monotonic() - began) * 1000,
                 scope.get("harmony_desk_tokens", ""),
@@ -107,6 +139,18 @@ class Guard:
         if token is not None and headers.get("authorization", "") != f"Bearer {token}":
             await self._refuse(scope, send, 401, "a bearer token is required", "invalid_api_key")
             return
+        origin, host = headers.get("origin"), headers.get("host", "")
+        scheme, listed = scope.get("scheme", "http"), self.options.cors_origins
+        if origin is not None and not origin_allowed(origin, host, scheme, listed):
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "this server answers web pages of its own origin only (or one set with"
+                " --cors-origin)",
+                "origin_not_allowed",
+            )
+            return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.options.max_body:
             await self._refuse(
@@ -115,6 +159,16 @@ class Guard:
                 413,
                 f"the body is over {self.options.max_body} bytes",
                 "request_too_large",
+            )
+            return
+        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if scope["method"] == "POST" and kind != "application/json":
+            await self._refuse(
+                scope,
+                send,
+                415,
+                "a request body must be JSON, sent with Content-Type: application/json",
+                "unsupported_media_type",
             )
             return
         await self.app(scope, self._limited(receive), send)
@@ -134,28 +188,29 @@ class Guard:
         return limited
 
 
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise ApiError(400, f"the body is not JSON: {exc}", code="invalid_json") from None
-
-
-def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
+def _answering(
+    handler: Callable[[Request], Awaitable[Response]], body_timeout_s: float
+) -> Callable[..., Any]:
     async def endpoint(request: Request) -> Response:
         try:
+            if request.method == "POST":
+                request.state.json = parsed(await read_within(request.body(), body_timeout_s))
             return await handler(request)
         except ApiError as exc:
             return JSONResponse(exc.body(), status_code=exc.status)
         except Exception as exc:
-            log.exception("the server failed on %s", request.url.path)
+            log.exception("the server failed on %s", printable(request.url.path))
+            said = f"internal error: {type(exc).__name__}: {exc}"
             body = ApiError(
-                500, f"internal error: {type(exc).__name__}: {exc}", type="server_error"
+                500, said.encode("utf-8", "backslashreplace").decode(), type="server_error"
             ).body()
             return JSONResponse(body, status_code=500)
 
     return endpoint
+
+
+def _json(request: Request) -> Any:
+    return request.state.json  # read and checked by `_answering`
 
 
 def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
@@ -180,16 +235,15 @@ def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
         )
 
     async def chat_route(request: Request) -> Response:
-        return await chat(await _json(request), request.is_disconnected)
+        return await chat(_json(request), request.is_disconnected)
 
     async def completions_route(request: Request) -> Response:
-        return await completions(await _json(request), request.is_disconnected)
+        return await completions(_json(request), request.is_disconnected)
 
     async def responses_route(request: Request) -> Response:
-        return await responses(await _json(request), request.is_disconnected)
+        return await responses(_json(request), request.is_disconnected)
 
-    async def embeddings(request: Request) -> Response:
-        await _json(request)
+    async def embeddings(_request: Request) -> Response:
         raise ApiError(
             400,
             f"{served.name} is a chat model: it has no embeddings here; load an"
@@ -200,7 +254,7 @@ def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
 
     async def invocations(request: Request) -> Response:
         """Databricks' serving-endpoint form: the body says which API it is."""
-        body = await _json(request)
+        body = _json(request)
         if isinstance(body, dict) and "messages" in body:
             return await chat(body, request.is_disconnected)
         if isinstance(body, dict) and "prompt" in body:
@@ -215,18 +269,22 @@ def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
     async def status(_request: Request) -> Response:
         return JSONResponse({"model": served.name, **served.stats})
 
-    routes = [
-        Route("/v1/models", _answering(models), methods=["GET"]),
-        Route("/harmony-desk/status", _answering(status), methods=["GET"]),
-        Route("/v1/chat/completions", _answering(chat_route), methods=["POST"]),
-        Route("/v1/completions", _answering(completions_route), methods=["POST"]),
-        Route("/v1/responses", _answering(responses_route), methods=["POST"]),
-        Route("/v1/embeddings", _answering(embeddings), methods=["POST"]),
-        Route("/serving-endpoints/{name}/invocations", _answering(invocations), methods=["POST"]),
+    posts = {
+        "/v1/chat/completions": chat_route,
+        "/v1/completions": completions_route,
+        "/v1/responses": responses_route,
+        "/v1/embeddings": embeddings,
+        "/serving-endpoints/{name}/invocations": invocations,
         # Databricks through the openai SDK (base URL `.../serving-endpoints`)
-        Route("/serving-endpoints/chat/completions", _answering(chat_route), methods=["POST"]),
-        Route("/serving-endpoints/completions", _answering(completions_route), methods=["POST"]),
-        Route("/serving-endpoints/embeddings", _answering(embeddings), methods=["POST"]),
+        "/serving-endpoints/chat/completions": chat_route,
+        "/serving-endpoints/completions": completions_route,
+        "/serving-endpoints/embeddings": embeddings,
+    }
+    wait = options.body_timeout_s
+    routes = [
+        Route("/v1/models", _answering(models, wait), methods=["GET"]),
+        Route("/harmony-desk/status", _answering(status, wait), methods=["GET"]),
+        *(Route(path, _answering(post, wait), methods=["POST"]) for path, post in posts.items()),
     ]
     middleware = [Middleware(Guard, options=options, stats=served.stats)]
     if options.cors_origins:

@@ -33,6 +33,7 @@ from app.domain.messages import (
     ToolDescription,
 )
 from app.errors import SchemaError
+from app.server.intake import check_schema
 from app.server.wire import ApiError, ChatMessage, ChatRequest
 from app.templates.base import GrammarRequest, Template, Tokenizer
 
@@ -141,7 +142,8 @@ def _choice(request: ChatRequest) -> ToolChoice:
                 400, f"tool_choice {choice!r} is not auto, none or required", param="tool_choice"
             )
         return choice
-    name = (choice.get("function") or {}).get("name")
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else None
     if choice.get("type") != "function" or not isinstance(name, str):
         raise ApiError(400, "tool_choice must name a function", param="tool_choice")
     return name
@@ -161,11 +163,20 @@ def response_format_of(raw: dict[str, Any] | None) -> ResponseFormat | None:
         ) from None
 
 
+def _check_schemas(request: ChatRequest) -> None:
+    spec = (request.response_format or {}).get("json_schema")
+    if isinstance(spec, dict):
+        check_schema(spec.get("schema"), "response_format.json_schema.schema")
+    for i, tool in enumerate(request.tools or ()):
+        check_schema(tool.function.parameters, f"tools.{i}.function.parameters")
+
+
 def asked(
     request: ChatRequest, template: Template, model: str, thinking_budget: int | None = None
 ) -> Asked:
     """The conversation for `template`, what its grammar must allow and what is checked after
     (see the guarantees); `model` is the served model's name, for errors."""
+    _check_schemas(request)
     conversation = conversation_of(request)
     response_format = response_format_of(request.response_format)
     schema = response_format.json_schema_dict if response_format else None

@@ -1,13 +1,11 @@
 """`POST /v1/responses`: the Responses API gpt-oss was designed around, on the chat path.
 
-Guarantees: a Responses request is read into the same chat request (instructions, messages,
-`function_call` and `function_call_output` items paired by `call_id`, reasoning items kept
-before calls, tools, `tool_choice`, `reasoning.effort`, `text.format`, `max_output_tokens`), so
+Guarantees: a Responses request is read into the same chat request (`responses_input`), so
 it is answered by the same turn, parser and reply builder; the answer is a `reasoning` item,
 `function_call` items and a `message` item with `output_text`; streamed, it is the Responses
 event sequence (`response.created`, output items added, text and reasoning deltas as the
-tokens come, items done, `response.completed`); a field this server does not take is a 400
-naming it.
+tokens come, items done, `response.completed`); a field this server does not take, or one of
+a wrong type, is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -15,148 +13,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.server.answer import Piece, dumps
 from app.server.chat_api import ChatApi, Disconnected, Running
-from app.server.wire import ApiError, parse
-
-
-class ResponsesRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = ""
-    input: str | list[dict[str, Any]]
-    instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    reasoning: dict[str, Any] | None = None
-    text: dict[str, Any] | None = None
-    max_output_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    top_p: float | None = None
-    stream: bool = False
-    store: bool | None = None
-    metadata: dict[str, Any] | None = None
-    user: str | None = None
-    truncation: Literal["disabled"] | None = None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(str(p.get("text", "")) for p in content or () if isinstance(p, dict))
-
-
-def _messages(request: ResponsesRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if request.instructions:
-        out.append({"role": "system", "content": request.instructions})
-    items = (
-        [{"role": "user", "content": request.input}]
-        if isinstance(request.input, str)
-        else request.input
-    )
-    reasoning = ""
-    for i, item in enumerate(items):
-        kind = item.get("type", "message")
-        if kind == "message":
-            out.append({"role": item.get("role", "user"), "content": _text(item.get("content"))})
-        elif kind == "reasoning":
-            reasoning += _text(item.get("content")) or _text(item.get("summary"))
-        elif kind == "function_call":
-            call = {
-                "id": item.get("call_id", ""),
-                "type": "function",
-                "function": {
-                    "name": item.get("name", ""),
-                    "arguments": item.get("arguments", "{}"),
-                },
-            }
-            last = out[-1] if out else None
-            if last is not None and last["role"] == "assistant" and "tool_calls" in last:
-                last["tool_calls"].append(call)
-            else:
-                out.append(
-                    {
-                        "role": "assistant",
-                        "content": "",
-                        "tool_calls": [call],
-                        "reasoning_content": reasoning or None,
-                    }
-                )
-            reasoning = ""
-        elif kind == "function_call_output":
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": item.get("call_id", ""),
-                    "content": _text(item.get("output")),
-                }
-            )
-        else:
-            raise ApiError(
-                400, f"input items of type {kind!r} are not supported", param=f"input.{i}.type"
-            )
-    return out
-
-
-def chat_body(request: ResponsesRequest) -> dict[str, Any]:
-    """The chat-completions body that asks the same."""
-    body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
-    for i, t in enumerate(request.tools or ()):
-        if t.get("type") != "function":  # built-in tools (web search, files…) are not here
-            raise ApiError(
-                400,
-                f"tools of type {t.get('type')!r} are not supported here: only functions",
-                param=f"tools.{i}.type",
-                code="unsupported_tool",
-            )
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.get("name"),
-                    "description": t.get("description", ""),
-                    "parameters": t.get("parameters"),
-                },
-            }
-            for t in request.tools
-        ]
-    if isinstance(request.tool_choice, dict):
-        body["tool_choice"] = {
-            "type": "function",
-            "function": {"name": request.tool_choice.get("name")},
-        }
-    elif request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    if request.reasoning and request.reasoning.get("effort"):
-        body["reasoning_effort"] = request.reasoning["effort"]
-    form = (request.text or {}).get("format")
-    if isinstance(form, dict) and form.get("type") == "json_schema":
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": form.get("name", "response"),
-                "schema": form.get("schema", {}),
-                "strict": form.get("strict"),
-            },
-        }
-    elif isinstance(form, dict) and form.get("type") == "json_object":
-        body["response_format"] = {"type": "json_object"}
-    for ours, theirs in (
-        ("max_tokens", "max_output_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-    ):
-        if getattr(request, theirs) is not None:
-            body[ours] = getattr(request, theirs)
-    return body
+from app.server.responses_input import ResponsesRequest, chat_body, check_schemas
+from app.server.wire import parse
 
 
 class ResponsesApi:
@@ -167,6 +31,7 @@ class ResponsesApi:
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         request: ResponsesRequest = parse(ResponsesRequest, body)
+        check_schemas(request)
         if request.stream:
             run = await self.chat.start({**chat_body(request), "stream": True}, disconnected)
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes

@@ -8,7 +8,9 @@ Guarantees:
   (`history.db.before-<name>`), made with SQLite's online backup;
 - a file that is not a database, fails its quick check, or comes from a newer version of the app
   is refused with a `StoreError` that says which, and the file is left exactly as it was (it is
-  first opened read-only); the caller can offer the backup or a fresh database.
+  first opened read-only); the caller can offer the backup or a fresh database;
+- the database, its `-wal`/`-shm` files and the backups are 0600 from their creation, in a
+  folder made 0700, whatever the umask (`app.fileio.connect_private`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from app.errors import ErrorCode, HarmonyDeskError
+from app.fileio import connect_private, private_folder
 from app.paths import data_dir
 
 SCHEMA_1 = """
@@ -198,33 +201,25 @@ def open_database(path: Path | None = None) -> Opened:
     existed = path.exists() and path.stat().st_size > 0
     version = _check_existing(path) if existed else 0
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_folder(path.parent)
         if path.parent.resolve() == data_dir().resolve():
             os.chmod(path.parent, 0o700)  # the history, the audit log, workspaces: the user's only
-        connection = sqlite3.connect(
+        connection = connect_private(
             path, timeout=10, isolation_level=None, check_same_thread=False
         )
         connection.execute("PRAGMA journal_mode = WAL")
-        for private in (
-            path,
-            path.with_name(path.name + "-wal"),
-            path.with_name(path.name + "-shm"),
-        ):
-            if private.exists():
-                os.chmod(private, 0o600)
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("PRAGMA synchronous = NORMAL")
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         raise StoreError(StoreProblem.UNWRITABLE, path, str(exc)) from exc
     pending = MIGRATIONS[version:]
     backup: Path | None = None
     if pending and existed:
         backup = path.with_name(f"{path.name}.before-{pending[0][0]}")
-        target = sqlite3.connect(backup)
+        target = connect_private(backup)
         with target:
             connection.backup(target)
         target.close()
-        os.chmod(backup, 0o600)
     for number, (_name, sql) in enumerate(pending, start=version + 1):
         connection.execute("BEGIN IMMEDIATE")  # a migration applies whole or not at all
         try:

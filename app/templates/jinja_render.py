@@ -1,145 +1,134 @@
-"""Renders a chat template's Jinja source the way Hugging Face does, in a bounded sandbox.
+"""Renders a chat template's Jinja source the way Hugging Face does, in a bounded helper process.
 
-Guarantees: the template runs in Jinja's immutable sandbox (no attribute tricks, no file or
-network access; the one mutation allowed is growing a list) with what Hugging Face gives a
-chat template — `raise_exception`, `strftime_now`, loop controls, `{% generation %}` blocks
-(ignored), and `tojson` as `json.dumps` (not ASCII-only, `, ` and `: ` separators unless
-asked otherwise). A render is bounded: past `RENDER_SECONDS` of template code or
-`RENDER_CHARS` of output it is stopped and refused with a sentence that says to pick a
-registry template instead. Every failure is a
-`JinjaTemplateError`; a compiled template is cached per source.
+Guarantees: the template never runs in the app's process. It runs in a small helper process
+(`app/templates/jinja_sandbox.py`: Jinja's immutable sandbox, Hugging Face's globals and
+`tojson`), started once and reused across renders, whose address space the kernel caps at
+`RENDER_MEMORY_MB` over its idle size and whose CPU time it caps past each render. A render
+that does not answer within `RENDER_SECONDS` of wall time (compiling included: Jinja folds
+constant expressions such as `9 ** 999999999` when it compiles) has its helper killed — the
+next render starts a fresh one — and is refused, as is every later render of that source (at
+once); so is a render that needs more memory, writes more than `RENDER_CHARS`, or whose helper
+dies. Why this and not Python-level checks: a trace function or operator overrides cannot stop
+one C-level operation (`x ** 99999999`, `'a' * 3000000000`, `s.replace('a', s)`) in time, and
+cannot bound memory across many small steps; a killed process and an address-space limit
+can. Every failure is a `JinjaTemplateError` that says which bound, or what the template
+raised, and to pick a registry template instead; renders from several threads take turns.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import sys
+import multiprocessing as mp
+import threading
 import time
-from datetime import datetime
-from functools import lru_cache
-from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
 from app.errors import HarmonyDeskError
+from app.templates.jinja_sandbox import serve, tojson
 
-RENDER_SECONDS = 2.0
+RENDER_SECONDS = 1.5  # wall time of one render, compiling included
 RENDER_CHARS = 2_000_000
-_TEMPLATE_FILE = "<template>"  # the file name Jinja gives code compiled from a string
+RENDER_MEMORY_MB = 160  # over the helper's idle address space
+START_SECONDS = 60.0  # for the helper to start (a Python process importing Jinja)
+_ADVICE = "; choose a built-in template for this model (Model settings)"
 
 
 class JinjaTemplateError(HarmonyDeskError):
     """The model's own chat template cannot be used."""
 
 
-class _Overrun(Exception):
-    """Raised inside the template's frames when a render passes a bound."""
+class _Helper:
+    """One running helper process and the app's end of its pipe."""
+
+    def __init__(self) -> None:
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process: Any = ctx.Process(
+            target=serve,
+            args=(child, RENDER_MEMORY_MB, RENDER_CHARS),
+            daemon=True,
+            name="harmony-desk-templates",
+        )
+        self.process.start()
+        child.close()
+        if not self._answer(START_SECONDS).get("ready"):
+            self.stop()
+            raise JinjaTemplateError("the chat template helper process did not start")
+
+    def _answer(self, seconds: float) -> dict[str, Any]:
+        """The helper's next answer; `{}` when none came in `seconds` or it died."""
+        deadline = time.monotonic() + seconds
+        try:
+            while not self.conn.poll(max(0.0, deadline - time.monotonic())):
+                if time.monotonic() >= deadline or not self.process.is_alive():
+                    return {}
+            answer = json.loads(self.conn.recv_bytes())
+        except (EOFError, OSError, ValueError):
+            return {}
+        return answer if isinstance(answer, dict) else {}
+
+    def render(self, source: str, context: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.conn.send((source, context))
+        except (OSError, ValueError):
+            return {}
+        return self._answer(RENDER_SECONDS)
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
 
 
-def _bounded(deadline: float) -> Any:
-    """A trace function that stops template code (only) once `deadline` has passed."""
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line" and time.monotonic() > deadline:
-            raise _Overrun(f"ran longer than {RENDER_SECONDS:g} s")
-        return local
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename == _TEMPLATE_FILE else None
-
-    return tracer
+_LOCK = threading.Lock()
+_HELPER: list[_Helper] = []  # the running helper, when one is
+_OVERRAN: set[str] = set()  # digests of sources that once ran past the deadline
 
 
-def _render_bounded(template: Any, **context: Any) -> str:
-    """The rendered text, or `_Overrun` past the time or size bound."""
-    previous = sys.gettrace()
-    sys.settrace(_bounded(time.monotonic() + RENDER_SECONDS))
-    try:
-        out: list[str] = []
-        size = 0
-        for chunk in template.generate(**context):
-            size += len(chunk)
-            if size > RENDER_CHARS:
-                raise _Overrun(f"wrote more than {RENDER_CHARS:,} characters")
-            out.append(chunk)
-        return "".join(out)
-    finally:
-        sys.settrace(previous)
+def _render(source: str, context: dict[str, Any]) -> dict[str, Any]:
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    with _LOCK:
+        if digest in _OVERRAN:
+            return {}
+        if not _HELPER:
+            _HELPER.append(_Helper())
+        helper = _HELPER[0]
+        answer = helper.render(source, context)
+        if not answer:  # too slow, or dead (its CPU limit): it is not reused
+            helper.stop()
+            _HELPER.clear()
+            _OVERRAN.add(digest)
+        return answer
 
 
-def _raise(message: str) -> NoReturn:
-    raise JinjaTemplateError(f"the model's chat template refused the conversation: {message}")
-
-
-def tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    """Hugging Face's `tojson` (not Jinja's HTML-safe one); a lazy sequence (`map`) as a list."""
-    if not isinstance(value, str | bytes | dict | list | tuple) and hasattr(value, "__next__"):
-        value = list(value)
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-
-
-@lru_cache(maxsize=32)
-def _compiled(source: str) -> Any:
-    from jinja2 import nodes
-    from jinja2.ext import Extension, loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class _Generation(Extension):
-        """`{% generation %}…{% endgeneration %}` renders its body (Hugging Face's marker)."""
-
-        tags = {"generation"}  # noqa: RUF012 - Jinja's own attribute
-
-        def parse(self, parser: Any) -> Any:
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-            return nodes.Scope(body, lineno=lineno)
-
-    class _Sandbox(ImmutableSandboxedEnvironment):
-        """Immutable, but a template may grow a list it made (`ids.append(…)`)."""
-
-        def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-            if isinstance(obj, list) and attr in ("append", "extend"):
-                return True
-            return bool(super().is_safe_attribute(obj, attr, value))
-
-    env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals.update(raise_exception=_raise, strftime_now=lambda f: datetime.now().strftime(f))
-    return env.from_string(source)
+def helper_pid() -> int | None:
+    """The running helper's process id (for tests and the debug pane), if one runs."""
+    with _LOCK:
+        return int(_HELPER[0].process.pid) if _HELPER else None
 
 
 def render(source: str, **context: Any) -> str:
     """`source` rendered with `context` (see the module guarantees)."""
-    from jinja2 import TemplateError
-
-    try:
-        return _render_bounded(_compiled(source), **context)
-    except _Overrun as exc:
-        raise JinjaTemplateError(
-            f"the model's chat template {exc} and was stopped; choose a built-in template"
-            " for this model (Model settings)"
-        ) from exc
-    except JinjaTemplateError:
-        raise
-    except (
-        TemplateError,
-        RecursionError,
-        MemoryError,
-        OverflowError,
-        TypeError,
-        ValueError,
-        KeyError,
-        IndexError,
-        AttributeError,
-    ) as exc:
-        raise JinjaTemplateError(f"the model's chat template failed: {exc}") from exc
+    answer = _render(source, context)
+    if "text" in answer:
+        return str(answer["text"])
+    kind, error = answer.get("kind"), str(answer.get("error", ""))
+    if not answer:
+        error = f"ran longer than {RENDER_SECONDS:g} s or past its CPU time, and was stopped"
+    if kind == "refused":
+        raise JinjaTemplateError(error)
+    if kind == "failed":
+        raise JinjaTemplateError(f"the model's chat template failed: {error}{_ADVICE}")
+    raise JinjaTemplateError(f"the model's chat template {error}{_ADVICE}")
 
 
-__all__ = ["RENDER_CHARS", "RENDER_SECONDS", "JinjaTemplateError", "render", "tojson"]
+__all__ = [
+    "RENDER_CHARS",
+    "RENDER_MEMORY_MB",
+    "RENDER_SECONDS",
+    "JinjaTemplateError",
+    "helper_pid",
+    "render",
+    "tojson",
+]

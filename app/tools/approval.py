@@ -5,7 +5,9 @@ the policy object (one per conversation); "always allow" and "deny" are saved (a
 the config folder) and apply to every later conversation until the user resets them; a
 damaged approvals file is reported and treated as empty (every tool asks again: the safe side);
 the request shows the tool, its risk and the arguments, which the user may replace before the
-call runs.
+call runs. A choice is keyed by `approval_key`: the tool's qualified name, and for a tool whose
+function carries an `approval_identity` (an MCP server's: its command and arguments, or its
+URL) that identity too — a new server given an old one's name inherits none of its choices.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.tools.api import Tool
 from app.tools.calls import Decision, PendingCall
 
 
@@ -32,6 +35,12 @@ class Mode(StrEnum):
 Ask = Callable[[PendingCall], tuple[Mode | None, Decision]]
 log = logging.getLogger("tools")
 _SAVED = (Mode.ALWAYS, Mode.DENY)
+
+
+def approval_key(tool: Tool) -> str:
+    """What a tool's approval choices are kept under (see the module guarantees)."""
+    identity = getattr(tool.function, "approval_identity", None)
+    return f"{tool.qualified_name}@{identity}" if isinstance(identity, str) else tool.qualified_name
 
 
 class ApprovalStore:
@@ -75,16 +84,17 @@ class ApprovalPolicy:
         self.modes: dict[str, Mode] = {**saved, **(modes or {})}
 
     def __call__(self, call: PendingCall) -> Decision:
-        mode = self.modes.get(call.tool.qualified_name, Mode.ASK)
+        key = approval_key(call.tool)
+        mode = self.modes.get(key, Mode.ASK)
         if mode is Mode.DENY:
             return Decision(False, how="denied by policy")
         if mode in (Mode.ALLOW_CONVERSATION, Mode.ALWAYS):
             return Decision(True, how=mode.value)
         remember, decision = self.ask(call)
         if remember is not None:
-            self.modes[call.tool.qualified_name] = remember
+            self.modes[key] = remember
             if self.store is not None and remember in (Mode.ALWAYS, Mode.DENY):
-                self.store.remember(call.tool.qualified_name, remember)
+                self.store.remember(key, remember)
         verdict = "allowed" if decision.allow else "denied"
         return dataclasses.replace(decision, how=decision.how or f"asked: {verdict}")
 

@@ -2,9 +2,11 @@
 
 Guarantees: each record holds the conversation, the tool, the arguments as the model sent them
 and as they ran (after the user's edits), the approval decision, the duration, and the result
-or the error; a record is flushed and fsynced before `append` returns; a damaged line (a crash
-mid-write, a hand edit) is skipped and counted, never fatal, and the rest is read; exports are
-written atomically as JSON (an array) or JSON Lines.
+or the error, every string in it redacted (`app.domain.redact`: a keyring value, a secret of
+the app's environment, a secret shape); the file is readable by the user only (0600, also when
+an older one was not); a record is flushed and fsynced before `append` returns; a damaged line
+(a crash mid-write, a hand edit) is skipped and counted, never fatal, and the rest is read;
+exports are written atomically as JSON (an array) or JSON Lines.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.domain.events import CallRecord
+from app.domain.redact import redact_data
 from app.fileio import write_atomic
 from app.paths import data_dir
 
 
 def record_to_dict(record: CallRecord, conversation_id: str) -> dict[str, Any]:
-    """One audit entry as JSON-ready data."""
+    """One audit entry as JSON-ready data, redacted."""
     outcome = record.outcome
     entry: dict[str, Any] = {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -40,7 +43,7 @@ def record_to_dict(record: CallRecord, conversation_id: str) -> dict[str, Any]:
         entry["result"] = outcome.content
     else:
         entry["error"] = {"code": outcome.error_code, "message": outcome.error}
-    return entry
+    return redact_data(json.loads(json.dumps(entry, ensure_ascii=False, default=str)))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,9 @@ class AuditLog:
         if not lines:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as f:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)
+        with open(fd, "a", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
             f.flush()
             os.fsync(f.fileno())

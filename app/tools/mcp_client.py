@@ -2,14 +2,16 @@
 over Streamable HTTP or legacy SSE — behind a blocking interface any thread may call.
 
 Guarantees: the SDK's session runs on a private asyncio loop in its own thread, so a slow or
-hung server never blocks a caller past its deadline; a call's deadline counts from the call or
-from the server's last progress notification, whichever is later (E-TOOL-TIMEOUT when it
-passes); a call that times out or is cancelled through its `cancel` event is abandoned with the
+hung server never blocks a caller past its deadline; every request has an overall deadline
+counted from the call, which progress notifications never extend (a call may also have an
+`idle` limit counted from the server's last progress); E-TOOL-TIMEOUT when either passes; a
+call that times out or is cancelled through its `cancel` event is abandoned with the
 protocol's `notifications/cancelled`; a local server runs under the guard with the environment
 of `app/tools/mcp_env.py`; a remote server gets its headers with their secrets read from the
-keyring at connect (never from a file); a server that cannot start or dies says so with the end
-of what it wrote to stderr; `alive` is false once the transport has gone; `close` ends the
-session and the server's processes.
+keyring at connect (never from a file); a server that cannot start or dies says so with a
+short, redacted excerpt of what it wrote to stderr (kept bounded by `app/tools/mcp_stderr.py`),
+and every error's text is redacted (`app.domain.redact`); `alive` is false once the transport
+has gone; `close` ends the session and the server's processes.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from app.domain.redact import redact
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.mcp_config import McpServer, secret_name
 from app.tools.mcp_env import environment, guarded
+from app.tools.mcp_stderr import StderrTail
 
 T = TypeVar("T")
 START_S = 30.0
@@ -38,6 +41,7 @@ class McpError(HarmonyDeskError):
     """A server that cannot start, answer in time, or that failed a request."""
 
     def __init__(self, message: str, code: ErrorCode = ErrorCode.TOOL_ERROR) -> None:
+        message = redact(message)  # a server's words, an exception's text: never a secret
         super().__init__(message)
         self.message, self.code = message, code
 
@@ -55,9 +59,7 @@ class McpConnection:
         self._session: Any = None
         self._gone = False
         self._refused = ""
-        self._stderr = tempfile.TemporaryFile(  # noqa: SIM115 - held open until `close`
-            mode="w+", encoding="utf-8", errors="replace"
-        )
+        self._stderr = StderrTail()
         self._thread.start()
 
     def _wait(
@@ -66,6 +68,7 @@ class McpConnection:
         timeout: float,
         cancel: threading.Event | None = None,
         progressed: Callable[[], float] | None = None,
+        idle: float | None = None,
     ) -> T:
         future = asyncio.run_coroutine_threadsafe(work, self._loop)
         began = time.monotonic()
@@ -80,15 +83,19 @@ class McpConnection:
                 raise
             except Exception as exc:  # the SDK and the transport raise many kinds
                 self._check_transport()
-                raise McpError(f"{self.name}: {_said(exc)}{self._refused}{self.said()}") from None
-            last = max(began, progressed() if progressed is not None else 0.0)
+                raise McpError(
+                    f"{self.name} failed: {_said(exc)}{self._refused}{self.said()}"
+                ) from None
             if cancel is not None and cancel.is_set():
                 future.cancel()  # the SDK sends notifications/cancelled to the server
                 raise McpError("the user cancelled the call", ErrorCode.TOOL_CANCELLED)
-            if time.monotonic() - last > timeout:
+            now = time.monotonic()
+            last = max(began, progressed() if progressed is not None else 0.0)
+            if now - began > timeout or (idle is not None and now - last > idle):
                 future.cancel()
+                took = timeout if now - began > timeout else idle
                 raise McpError(
-                    f"{self.name} did not answer within {timeout:g} s", ErrorCode.TOOL_TIMEOUT
+                    f"{self.name} did not answer within {took:g} s", ErrorCode.TOOL_TIMEOUT
                 )
 
     def _check_transport(self) -> None:
@@ -103,11 +110,9 @@ class McpConnection:
             self._gone = True
 
     def said(self) -> str:
-        """The end of what a local server wrote to stderr, as a clause ("" when nothing)."""
-        if self._stderr.closed:
-            return ""
-        self._stderr.seek(0)
-        text = self._stderr.read()[-2000:].strip()
+        """A short, redacted excerpt of the end of what a local server wrote to stderr, as a
+        clause ("" when nothing)."""
+        text = self._stderr.excerpt()
         return f" (it wrote: {text})" if text else ""
 
     def _headers(self) -> dict[str, str]:
@@ -129,7 +134,9 @@ class McpConnection:
             env = environment(self.name, self.server, self._secrets or Secrets())
             program, args = guarded(self.name, self.server, env)
             params = StdioServerParameters(command=program, args=args, env=env)
-            streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
+            streams = await stack.enter_async_context(
+                stdio_client(params, errlog=self._stderr.sink)
+            )
         elif kind == "sse":
             from mcp.client.sse import sse_client
 
@@ -174,9 +181,11 @@ class McpConnection:
         try:
             self._wait(self._open(), timeout)
         except (McpError, HarmonyDeskError) as exc:
+            self._stderr.started()
             said = self.said()
             self.close()
             raise McpError(f"{self.name} could not start: {exc.message}{said}") from None
+        self._stderr.started()
         return self
 
     @property
@@ -193,16 +202,18 @@ class McpConnection:
         arguments: dict[str, Any],
         timeout: float,
         cancel: threading.Event | None = None,
+        idle: float | None = None,
     ) -> Any:
         """Call `tool`; the SDK's `CallToolResult` (`is_error` set for a tool's own error).
-        Each progress notification from the server restarts the `timeout`."""
+        `timeout` is the call's overall deadline: progress notifications never extend it; with
+        `idle`, the call also ends after that many seconds without a result or progress."""
         last = [0.0]
 
         async def progress(_done: float, _total: float | None, _message: str | None) -> None:
             last[0] = time.monotonic()
 
         work = self._session.call_tool(tool, arguments, progress_callback=progress)
-        return self._wait(work, timeout, cancel, lambda: last[0])
+        return self._wait(work, timeout, cancel, lambda: last[0], idle)
 
     def resources(self, timeout: float = START_S) -> list[Any]:
         """The server's resources (uri, name, description, mime_type); none if it has none."""
@@ -238,8 +249,7 @@ class McpConnection:
             self._thread.join(5)
         if not self._loop.is_running() and not self._loop.is_closed():
             self._loop.close()
-        if not self._stderr.closed:
-            self._stderr.close()
+        self._stderr.started()
 
 
 def _said(exc: BaseException) -> str:

@@ -8,20 +8,30 @@ one) is stored in the keyring under `mcp.SERVER.NAME` and the file keeps only it
 file the app writes holds it; the file is written atomically and readable by the user only;
 `import_servers` reads Claude Desktop, Cursor and LM Studio files (`mcpServers`) and VS Code's
 (`servers`, with `type` and `${input:…}` references), moves what looks secret to the keyring and
-says which values it moved.
+says which values it moved. "Looks secret" is a name that says so (`…_TOKEN`, `Authorization`)
+or a value of a secret shape (`app.domain.redact.looks_secret`: `hf_…`, `postgres://u:pw@…`).
+A secret where the keyring cannot stand in for it — in a command's arguments (`--api-key sk-…`)
+or a URL (`user:pw@`, `?api_key=`) — is refused: `add_server` refuses the server, and an import
+skips it, each saying where the secret is (never the secret). An import never replaces a
+configured server nor takes two servers under one name, and every name it keeps is a valid one
+(none that starts with `-`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.domain.endpoint import url_without_credentials
+from app.domain.redact import SECRET_NAME, looks_secret
 from app.errors import InvalidInputError
 from app.fileio import write_atomic
 from app.inputs import load_json, read_text_file
@@ -87,6 +97,13 @@ class McpFile(BaseModel):
     mcpServers: dict[str, McpServer] = Field(default_factory=dict)
 
 
+def server_identity(server: McpServer) -> str:
+    """A short digest of what the server is (its command and arguments, or its URL): the key
+    its tools' approvals are kept under, beside their names (no secret argument is spelt)."""
+    what = [server.url] if server.url is not None else [server.command, *server.args]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
 def secret_name(server: str, name: str) -> str:
     """The keyring entry of a server's secret (`mcp.SERVER.NAME`, within the keyring's rules)."""
     return f"mcp.{server}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"[:64]
@@ -133,11 +150,45 @@ def check_name(name: str) -> str:
     return name
 
 
+def secret_places(server: McpServer) -> list[str]:
+    """Where `server` keeps a secret in plain text (an argument, its URL, an env value, a
+    header), named without the secret; none for a server whose secrets are all in the keyring."""
+    args = server.args
+    places = [
+        f"argument {i + 1}"
+        for i, arg in enumerate(args)
+        if looks_secret(arg) or (i > 0 and looks_secret(f"{args[i - 1]} {arg}"))
+    ]
+    if server.url is not None and _url_secret(server.url):
+        places.append("the url")
+    places += [f"env {k}" for k, v in server.env.items() if _looks_secret(k, v)]
+    return places + [f"header {k}" for k, v in server.headers.items() if _looks_secret(k, v)]
+
+
+def _url_secret(url: str) -> bool:
+    try:
+        url_without_credentials(url)
+    except ValueError:
+        return True
+    return looks_secret(url)
+
+
+def _refuse_plain_secrets(name: str, server: McpServer) -> None:
+    places = secret_places(server)
+    if places:
+        raise InvalidInputError(
+            f"{name} would keep a secret in plain text ({', '.join(places)}): give an"
+            " environment value or a header with --secret-env / --secret-header instead"
+        )
+
+
 def add_server(
     name: str, server: McpServer, secrets: Secrets, values: dict[str, str], path: Path | None = None
 ) -> None:
-    """Add (or replace) `name`; `values` are its secrets' values, stored in the keyring."""
+    """Add (or replace) `name`; `values` are its secrets' values, stored in the keyring; a server
+    that keeps a secret in plain text is refused, saying where."""
     check_name(name)
+    _refuse_plain_secrets(name, server)
     for key in (*server.secret_env, *server.secret_headers):
         if key not in values:
             raise InvalidInputError(f"no value was given for the secret {key!r}")
@@ -165,7 +216,8 @@ class Imported:
 
 
 def _looks_secret(name: str, value: str) -> bool:
-    return bool(SECRET_WORDS.search(name)) or value.lower().startswith(("bearer ", "basic "))
+    words = SECRET_WORDS.search(name) or SECRET_NAME.search(name)
+    return bool(words) or looks_secret(value) or looks_secret(f"{name}={value}")
 
 
 def _entries(data: Any) -> dict[str, Any]:
@@ -206,33 +258,67 @@ def _kind(value: Any) -> Any:
     return known.get(str(value).lower()) if value else None
 
 
-def import_servers(path: Path, secrets: Secrets) -> Imported:
-    """Servers from another app's file, with what looks secret moved to the keyring."""
+def _import_name(raw_name: Any, taken: set[str]) -> tuple[str, str]:
+    """(our name for an imported entry, why it is skipped: "" when it is not)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", str(raw_name))[:40]
+    if not NAME.match(name):
+        name = f"server-{name.lstrip('-_')}"[:40].rstrip("-") if name.strip("-_") else ""
+    if not name or not NAME.match(name):
+        return "", "not a usable server name"
+    if name in taken:
+        return "", f"the name {name} is taken: remove or rename that server first"
+    return name, ""
+
+
+def import_servers(
+    path: Path, secrets: Secrets, existing: Collection[str] | None = None
+) -> Imported:
+    """Servers from another app's file, with what looks secret moved to the keyring; none that
+    takes the name of one in `existing` (None: the configured servers) or of another in the file,
+    none that keeps a secret where the keyring cannot stand in for it."""
     entries = _entries(_read(path))
+    taken = set(load_servers() if existing is None else existing)
     servers: dict[str, McpServer] = {}
     moved: list[str] = []
     skipped: list[str] = []
     for raw_name, entry in entries.items():
-        name = re.sub(r"[^A-Za-z0-9_-]", "-", str(raw_name))[:40] or "server"
-        if not isinstance(entry, dict):
-            skipped.append(f"{raw_name}: not an object")
+        name, why = _import_name(raw_name, taken)
+        if not why and not isinstance(entry, dict):
+            why = "not an object"
+        if why:
+            skipped.append(f"{raw_name}: {why}")
             continue
-        env, secret_env = _split(name, entry.get("env") or {}, secrets, moved)
-        headers, secret_headers = _split(name, entry.get("headers") or {}, secrets, moved)
         try:
-            servers[name] = McpServer(
-                command=entry.get("command"),
-                args=tuple(str(a) for a in entry.get("args") or ()),
-                env=env,
-                secret_env=secret_env,
-                url=entry.get("url") or entry.get("serverUrl"),
-                type=_kind(entry.get("type") or entry.get("transport")),
-                headers=headers,
-                secret_headers=secret_headers,
-            )
-        except ValidationError as exc:
-            skipped.append(f"{raw_name}: {exc.errors()[0]['msg']}")
+            server = _imported(name, entry, secrets, moved)
+        except (ValidationError, InvalidInputError) as exc:
+            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else exc.message
+            skipped.append(f"{raw_name}: {why}")
+            continue
+        servers[name] = server
+        taken.add(name)
     return Imported(servers, tuple(moved), tuple(skipped))
+
+
+def _imported(name: str, entry: dict[str, Any], secrets: Secrets, moved: list[str]) -> McpServer:
+    """One entry as our server, its secrets moved (only once it is known to be kept)."""
+    plain = McpServer(
+        command=entry.get("command"),
+        args=tuple(str(a) for a in entry.get("args") or ()),
+        url=entry.get("url") or entry.get("serverUrl"),
+        type=_kind(entry.get("type") or entry.get("transport")),
+    )
+    places = secret_places(plain)
+    if places:
+        raise InvalidInputError(
+            f"refused: a secret in plain text ({', '.join(places)}) the keyring cannot hold;"
+            " add it by hand with --secret-env or --secret-header"
+        )
+    env, secret_env = _split(name, entry.get("env") or {}, secrets, moved)
+    headers, secret_headers = _split(name, entry.get("headers") or {}, secrets, moved)
+    return plain.model_copy(
+        update={"env": env, "secret_env": secret_env, "headers": headers,
+                "secret_headers": secret_headers}
+    )  # fmt: skip
 
 
 __all__ = [
@@ -246,4 +332,6 @@ __all__ = [
     "remove_server",
     "save_servers",
     "secret_name",
+    "secret_places",
+    "server_identity",
 ]

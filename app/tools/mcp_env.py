@@ -1,9 +1,12 @@
 """What a local MCP server is started with: its environment and its guarded command line.
 
-Guarantees: the server sees the app's environment, with the user's login-shell `PATH` merged
-in after the app's own entries (an app started from a desktop launcher or a bundle gets a
-minimal `PATH`, and `npx`, `uvx` or `docker` would not be found); then the plain values from
-`mcp.json`; then its secrets, read from the keyring at start and never from a file. A command
+Guarantees: the server never sees the app's environment (whose API keys are the user's, not
+the server's): it starts with a minimal one — `PATH` (the app's, with the user's login-shell
+`PATH` merged in after its own entries: an app started from a desktop launcher or a bundle gets
+a minimal `PATH`, and `npx`, `uvx` or `docker` would not be found), `HOME`, the user's name,
+shell, terminal, temporary folder, time zone and locale variables (and on Windows the few the
+system needs) — then the plain values from `mcp.json`; then its secrets, read from the keyring
+at start and never from a file. A command
 that is not on that `PATH` is an error naming it and where it was looked for. The command runs
 under the guard (`app/tools/mcp_guard.py`), so the server stops when the app does.
 """
@@ -21,6 +24,10 @@ from app.secrets import Secrets
 from app.tools.mcp_config import McpServer, secret_name
 
 LOGIN_SHELL_S = 5.0
+KEPT = ("HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE")
+KEPT_WINDOWS = ("APPDATA", "LOCALAPPDATA", "PATHEXT", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
+                "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC", "WINDIR")  # fmt: skip
+GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_guard.py")
 
 
 @functools.cache
@@ -53,8 +60,9 @@ def merged_path(own: str, login: str) -> str:
 
 def environment(name: str, server: McpServer, secrets: Secrets) -> dict[str, str]:
     """The server's environment (see the module guarantees)."""
-    env = dict(os.environ)
-    env["PATH"] = merged_path(env.get("PATH", ""), login_path())
+    kept = KEPT + (KEPT_WINDOWS if sys.platform == "win32" else ())
+    env = {k: v for k, v in os.environ.items() if k.upper() in kept or k.startswith("LC_")}
+    env["PATH"] = merged_path(os.environ.get("PATH", ""), login_path())
     env.update(server.env)
     for key in server.secret_env:
         value = secrets.get(secret_name(name, key))
@@ -77,7 +85,8 @@ def guarded(name: str, server: McpServer, env: dict[str, str]) -> tuple[str, lis
         )
     if getattr(sys, "frozen", False):  # a bundle: the app's own executable is the guard
         return sys.executable, ["--mcp-guard", str(os.getpid()), found, *server.args]
-    return sys.executable, ["-m", "app.tools.mcp_guard", str(os.getpid()), found, *server.args]
+    # by its path, isolated: the guard needs neither the app's import path nor its environment
+    return sys.executable, ["-I", GUARD, str(os.getpid()), found, *server.args]
 
 
 __all__ = ["environment", "guarded", "login_path", "merged_path"]

@@ -1,12 +1,14 @@
 """The guard between the app and one local MCP server: the server never outlives the app.
 
-The app starts `python -m app.tools.mcp_guard APP_PID COMMAND [ARGS…]` (a bundle starts
-itself with `--mcp-guard`) in a session of its own; the guard runs the server with the same
-standard streams (it reads and writes none itself) and watches the app's process. Guarantees:
+The app starts `python -I …/mcp_guard.py APP_PID COMMAND [ARGS…]` (a bundle starts itself
+with `--mcp-guard`) in a session of its own; the guard runs the server with the same standard
+input and error, relays its standard output, and watches the app's process. Guarantees:
 when the app ends in any way, a kill included, the server and everything it started are
 stopped within a second (asked first, killed two seconds later); when the server ends, the
-guard ends with its exit status. Only the standard library is imported here: the guard starts
-in a few tens of milliseconds.
+guard ends with its exit status. Only JSON-RPC lines (a line that starts with `{` or `[`, of at
+most `MAX_LINE` bytes) reach the app: anything else the server prints to its standard output
+(logs, banners, a flood) is dropped as it comes, so it costs the app neither memory nor output.
+Only the standard library is imported here: the guard starts in a few tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -16,9 +18,40 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from typing import IO
 
 POLL_S = 0.2
 GRACE_S = 2.0
+MAX_LINE = 32 * 1024 * 1024
+CHUNK = 1 << 16
+
+
+def _grow(line: bytearray, piece: bytes, keep: bool | None) -> bool | None:
+    """Add `piece` to the line being read; whether it is kept (None: only blanks so far)."""
+    if keep is None and (head := piece.lstrip()[:1]):
+        keep = head in (b"{", b"[")
+    if keep is False or len(line) + len(piece) > MAX_LINE:
+        line.clear()
+        return False  # noise or too long: skipped up to its end of line
+    line += piece
+    return keep
+
+
+def _relay(source: IO[bytes], sink: IO[bytes]) -> None:
+    """Copy JSON-RPC lines from `source` to `sink`; drop every other line and any too long."""
+    line = bytearray()
+    keep: bool | None = None
+    while chunk := os.read(source.fileno(), CHUNK):
+        *ended, rest = chunk.split(b"\n")
+        for piece in ended:
+            if _grow(line, piece + b"\n", keep):
+                with contextlib.suppress(OSError, ValueError):
+                    sink.write(line)
+                    sink.flush()
+            line.clear()
+            keep = None
+        keep = _grow(line, rest, keep)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -39,10 +72,13 @@ def main(argv: list[str]) -> int:
         return 2
     app_pid = int(argv[0])
     try:
-        child = subprocess.Popen(argv[1:])
+        child = subprocess.Popen(argv[1:], stdout=subprocess.PIPE)
     except OSError as exc:
         print(f"cannot run {argv[1]}: {exc}", file=sys.stderr)
         return 127
+    assert child.stdout is not None
+    relay = threading.Thread(target=_relay, args=(child.stdout, sys.stdout.buffer), daemon=True)
+    relay.start()
 
     def ended(*_: object) -> None:
         _stop(child)
@@ -51,7 +87,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, ended)
     while True:
         try:
-            return child.wait(POLL_S)
+            status = child.wait(POLL_S)
+            relay.join(1.0)  # what it wrote last reaches the app
+            return status
         except subprocess.TimeoutExpired:
             pass
         if os.getppid() != app_pid:  # the app has gone: its children were handed on

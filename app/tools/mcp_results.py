@@ -3,7 +3,9 @@
 Guarantees: a tool result's text parts are joined, other parts (images, audio, resources) are
 named in a notice, structured content is kept when it fits, the server's `is_error` is the
 envelope's error, and anything past the limit is cut with a marker that says how much; a read
-resource is its text (a binary one is a notice); a prompt is its messages' text, by role.
+resource is its text (a binary one is a notice); a prompt is its messages' text, by role. Every
+value the app knows is secret (a keyring value, a secret of the app's environment) is
+redacted from all of these (`app.domain.redact`, known values only: the rest stays faithful).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.domain.redact import redact, redact_data
 from app.errors import ErrorCode
 
 MAX_RESULT_CHARS = 20_000
 
 
 def _cut(text: str, limit: int) -> str:
+    text = redact(text, shapes=False)
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[cut: {len(text) - limit} more characters]"
@@ -37,7 +41,7 @@ def envelope(result: Any, limit: int = MAX_RESULT_CHARS) -> dict[str, Any]:
     text = _cut("\n".join(_part_text(p) for p in getattr(result, "content", None) or ()), limit)
     if getattr(result, "is_error", False):
         return {"ok": False, "error": {"code": ErrorCode.TOOL_ERROR.value, "message": text}}
-    structured = getattr(result, "structured_content", None)
+    structured = redact_data(getattr(result, "structured_content", None), shapes=False)
     if structured is not None and len(json.dumps(structured, ensure_ascii=False)) <= limit:
         return {"ok": True, "content": structured}
     return {"ok": True, "content": text}  # the text, cut where it had to be
@@ -56,7 +60,8 @@ def resource_text(result: Any, limit: int = MAX_RESULT_CHARS) -> str:
 
 def prompt_messages(result: Any) -> list[tuple[str, str]]:
     """A prompt's messages as (role, text)."""
-    return [(str(m.role), _part_text(m.content)) for m in getattr(result, "messages", None) or ()]
+    messages = getattr(result, "messages", None) or ()
+    return [(str(m.role), redact(_part_text(m.content), shapes=False)) for m in messages]
 
 
 __all__ = ["MAX_RESULT_CHARS", "envelope", "prompt_messages", "resource_text"]

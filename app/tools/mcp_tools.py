@@ -10,15 +10,18 @@ Guarantees:
 - The model sees, and gpt-oss's grammar enforces, the server's schema with objects closed to
   properties they do not list (as strict function calling does).
 - A call validates its arguments against the server's schema (E-CALL-SCHEMA otherwise), waits
-  at most the server's `timeout` since the call or its last progress, is cancelled on the
-  server when the user cancels, and comes back as the envelope (the server's error is the
+  at most the server's `timeout` since the call or its last progress and never more than
+  `HARD_CAP` times that in all (progress cannot extend it), is cancelled on the server when the
+  user cancels, and comes back as the envelope (the server's error is the
   tool's error the model reads; a long result is cut with a marker).
 - The pool: one session per server for the whole app, started on first use; after a server
   dies, the next use starts it again — at once the first time, then after 1, 2, 4 … 30 s
   (meanwhile an error that says when); `close` stops them all, and each local server's guard
   stops it if the app is killed. An offline conversation never gets a remote (`url`) server.
 - Each server keeps a log of its last 200 events (started, stopped, died with its stderr,
-  calls and their outcome) for the window's MCP page.
+  calls and their outcome) for the window's MCP page; every line redacted.
+- A tool's function carries the server's identity (`server_identity`), so its approvals are
+  keyed by what the server is, not by its name alone (`app.tools.approval.approval_key`).
 """
 
 from __future__ import annotations
@@ -30,17 +33,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.domain.redact import redact
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.mcp_client import McpConnection, McpError
-from app.tools.mcp_config import McpServer, load_servers
+from app.tools.mcp_config import McpServer, load_servers, server_identity
 from app.tools.mcp_results import envelope
 
 SEPARATOR = "__"
 MAX_NAME = 64
 BACKOFF_MAX_S = 30.0
 LOG_LINES = 200
+HARD_CAP = 10  # a call's overall deadline, in the server's `timeout`s
 
 
 def function_name(server: str, tool: str) -> str:
@@ -72,7 +77,7 @@ class McpPool:
         )
 
     def note(self, name: str, line: str) -> None:
-        self.logs[name].append(f"{time.strftime('%H:%M:%S')} {line}")
+        self.logs[name].append(f"{time.strftime('%H:%M:%S')} {redact(line)}")
 
     def server(self, name: str, offline: bool = False) -> McpServer:
         """The server's configuration; an error when there is none, or when it is remote and
@@ -123,7 +128,8 @@ class McpPool:
         """One call's envelope; `McpError` when the server could not be reached or answer."""
         connection = self.connection(name)
         try:
-            result = envelope(connection.call(tool, arguments, connection.server.timeout, cancel))
+            limit = connection.server.timeout
+            result = envelope(connection.call(tool, arguments, limit * HARD_CAP, cancel, limit))
         except McpError as exc:
             self.note(name, f"{tool}: {exc.code.value} {exc.message}")
             raise
@@ -176,7 +182,7 @@ class McpPool:
         schema = dict(listed.input_schema or {"type": "object"})
         original = str(listed.name)
 
-        def call(ctx: ToolContext | None = None, **arguments: Any) -> Any:
+        def run(ctx: ToolContext | None = None, **arguments: Any) -> Any:
             _check(schema, arguments)
             try:
                 said = self.call(name, original, arguments, ctx.cancel if ctx else None)
@@ -186,6 +192,7 @@ class McpPool:
                 raise ToolError(said["error"]["message"])
             return said["content"]
 
+        call = _Identified(run, server_identity(server))
         return Tool(
             name=function_name(name, original),
             namespace="functions",
@@ -193,10 +200,20 @@ class McpPool:
             arguments=schema_arguments(closed(schema)),
             function=call,
             risk=_risk(getattr(listed, "annotations", None)),
-            deadline_ms=int(server.timeout * 10_000),  # the hard cap; progress extends to it
+            deadline_ms=int(server.timeout * HARD_CAP * 1000),  # progress cannot pass it
             plugin=plugin_label(name),
             wants_context=True,
         )
+
+
+class _Identified:
+    """A tool's function that carries its server's identity, for its approvals."""
+
+    def __init__(self, run: Callable[..., Any], identity: str) -> None:
+        self._run, self.approval_identity = run, identity
+
+    def __call__(self, ctx: ToolContext | None = None, **arguments: Any) -> Any:
+        return self._run(ctx, **arguments)
 
 
 def closed(schema: Any) -> Any:

@@ -5,11 +5,17 @@ Guarantees:
   request id (`app/engine/protocol.py`); replies reach the caller that asked (`Router`).
 - Loading errors are `ModelLoadError`s with a `LoadProblem` (missing file, not a GGUF,
   truncated, unsupported architecture, not enough memory, load failed, cancelled), checked
-  before loading where the header allows it; they never take the app down.
+  before loading where the header allows it; they never take the app down. A load cannot hang:
+  a worker silent for `LOAD_STALL_S` (no progress, no answer) while loading, or for 5 s after
+  a cancel, is killed and the error says at which stage it stalled.
 - `generate` yields `TokenStep`s and ends with one `GenerationDone` or one `TurnFailed` (with
   its code: `E-CONTEXT` for a prompt that does not fit, `E-WORKER` for a worker that died);
   cancelling (the `cancel` event) sends a `Cancel` for that request, which ends it within a
   token or two and leaves the worker ready.
+- No generation holds the worker: each has a deadline (`deadline_s`, else `deadline_for` its
+  prompt and budget); past it the generation is cancelled and ends as a `TurnFailed` that says
+  so (`E-WORKER`); a worker that has not ended it `GRACE_S` later is stopped (killed if need
+  be), and the next request starts a new one and reloads the model.
 - A worker that dies (killed, aborted, out of memory) becomes `TurnFailed` with a reason in
   words and the partial ids; the next request starts a new worker and reloads the model.
 """
@@ -17,7 +23,10 @@ Guarantees:
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +39,13 @@ from app.domain.library import Fit
 from app.domain.placement import LoadSettings
 from app.domain.sampling import Sampling
 from app.engine.cores import default_threads
+from app.engine.local.limits import (
+    GRACE_S,
+    LOAD_STALL_S,
+    deadline_for,
+    load_error,
+    stalled_error,
+)
 from app.engine.local.memory import estimate_memory
 from app.engine.local.process import WorkerProcess
 from app.engine.local.router import Router
@@ -39,7 +55,6 @@ from app.engine.protocol import (
     Finished,
     GenerateRequest,
     Loaded,
-    LoadFailed,
     LoadProgress,
     LoadRequest,
     Logits,
@@ -66,6 +81,8 @@ QUERY_TIMEOUT_S = 120.0
 
 class WorkerClient:
     """Owns one worker process and the model loaded in it."""
+
+    load_stall_s = LOAD_STALL_S
 
     def __init__(self) -> None:
         self._router: Router | None = None
@@ -171,13 +188,23 @@ class WorkerClient:
         cancel: threading.Event | None,
         request: LoadRequest,
     ) -> ModelInfo:
+        heard, fraction, cancelled_at = time.monotonic(), -1.0, 0.0
         while True:
             msg = router.next(request.request, timeout=0.05)
             if cancel is not None and cancel.is_set():
                 self._cancel(router, request.request)
+                cancelled_at = cancelled_at or time.monotonic()
             if msg is None:
+                waited = time.monotonic() - heard
+                if waited > self.load_stall_s or (
+                    cancelled_at and time.monotonic() - cancelled_at > 5
+                ):
+                    self._stop_stalled(router)
+                    raise stalled_error(path, fraction, waited, cancelled=bool(cancelled_at))
                 continue
+            heard = time.monotonic()
             if isinstance(msg, LoadProgress):
+                fraction = msg.fraction
                 if on_progress is not None:
                     on_progress(msg.fraction)
                 continue
@@ -186,7 +213,15 @@ class WorkerClient:
                 self.info, self._last_load = msg.info, request
                 return msg.info
             self.state = WorkerState.UNLOADED
-            raise _load_error(msg, path, arch)
+            raise load_error(msg, path, arch)
+
+    def _stop_stalled(self, router: Router) -> None:
+        """Kill a worker that stopped answering (it is not asked: it cannot listen)."""
+        pid = router.process.pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        self._died()
 
     def _ensure_ready(self) -> Router:
         if self.state is WorkerState.FAILED and self._last_load is not None:
@@ -215,10 +250,14 @@ class WorkerClient:
         constraint: Constraint | None = None,
         cancel: threading.Event | None = None,
         top_logprobs: int = 0,
+        deadline_s: float | None = None,
     ) -> Iterator[GenerationEvent]:
         """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
-        makes every token follow its grammar (JSON mode)."""
+        makes every token follow its grammar (JSON mode); `deadline_s` overrides the default
+        time budget (`deadline_for`)."""
         router = self._ensure_ready()
+        limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
+        ends = time.monotonic() + limit
         request = router.new_id()
         message = GenerateRequest(
             request,
@@ -239,12 +278,14 @@ class WorkerClient:
                 msg = router.next(request, timeout=0.02)
                 if cancel is not None and cancel.is_set():
                     self._cancel(router, request)
-                if msg is None:
-                    continue
                 if isinstance(msg, TokenBatch):
                     for step in msg.steps:
                         partial.append(step.token)
                         yield step
+                if msg is None or isinstance(msg, TokenBatch):
+                    if time.monotonic() > ends:
+                        yield self._overran(router, request, limit, partial)
+                        return
                     continue
                 if isinstance(msg, Refused):
                     yield TurnFailed(msg.message, msg.code, tuple(partial))
@@ -259,18 +300,33 @@ class WorkerClient:
             self._abandon(router, request)
             raise
 
-    def _abandon(self, router: Router, request: int) -> None:
-        """The caller stopped reading mid-generation: cancel it and drain its replies."""
+    def _abandon(self, router: Router, request: int) -> bool:
+        """The caller stopped reading mid-generation: cancel it and drain its replies; whether
+        the worker ended it within `GRACE_S` (else it may still be busy with it)."""
         if request not in router.states or self._router is not router:
-            return
+            return True
         try:
             self._cancel(router, request)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + GRACE_S
             while request in router.states and time.monotonic() < deadline:
                 router.next(request, timeout=0.1)
+            ended = request not in router.states
             router.finish(request, RequestState.FAILED)
         except WorkerError:
             self._died()
+            return True
+        return ended
+
+    def _overran(
+        self, router: Router, request: int, limit: float, partial: list[int]
+    ) -> TurnFailed:
+        """Stop a generation past its deadline: cancelled, or the worker stopped when it does
+        not end it in time (the next request starts a new one)."""
+        reason = f"the generation ran past its deadline of {limit:g} s and was stopped"
+        if not self._abandon(router, request):
+            self._stop_stalled(router)
+            reason += "; the model worker did not stop in time and was restarted"
+        return TurnFailed(reason, ErrorCode.WORKER, tuple(partial))
 
     # --- quick questions ------------------------------------------------------------
 
@@ -313,22 +369,3 @@ class WorkerClient:
         """How much of `prompt` the KV cache kept, and the next token's logits (float32)."""
         answer: tuple[int, bytes] = self._ask(lambda r: Logits(r, tuple(prompt)))
         return answer
-
-
-def _load_error(msg: Any, path: str | Path, arch: str) -> ModelLoadError:
-    """The `ModelLoadError` for a failed load (`LoadFailed` by stage, or a refusal)."""
-    if isinstance(msg, Refused):
-        return ModelLoadError(LoadProblem.LOAD_FAILED, path, msg.message)
-    assert isinstance(msg, LoadFailed)
-    if msg.cancelled:
-        return ModelLoadError(LoadProblem.CANCELLED, path, "loading was cancelled")
-    if msg.stage == "vocabulary":
-        return ModelLoadError(
-            LoadProblem.UNSUPPORTED_ARCHITECTURE,
-            path,
-            f"llama.cpp cannot read its architecture {arch!r}, hyper-parameters"
-            f" or tokenizer ({msg.message})",
-        )
-    return ModelLoadError(
-        LoadProblem.LOAD_FAILED, path, f"its weights are incomplete or damaged ({msg.message})"
-    )

@@ -4,12 +4,15 @@ Runs `serve(conn)` in its own OS process: loads one GGUF model, generates from p
 answers quick questions (tokenize, token bytes, logits), one request at a time, each reply
 tagged with its request's id. Guarantees: every request gets an answer on the pipe; a
 generation checks for a `Cancel` of its request between tokens (and between graph nodes while
-the prompt is evaluated) and ends with `GenerationDone(CANCELLED)` when one came; a prompt that
+the prompt is evaluated, and within JSON mode's closer while it works out an ending) and ends
+with `GenerationDone(CANCELLED)` when one came — the client cancels a generation past its
+deadline this way (`app/engine/local/client.py`), so none holds the worker; a prompt that
 does not fit, or a grammar the vocabulary cannot follow, is `Refused` with its code and the
 worker stays ready; a load failure says at which stage it failed (vocabulary: architecture,
 hyper-parameters, tokenizer; weights: tensors) so the client can type the error without
 reading llama.cpp's text. If llama.cpp aborts the process, the client sees the pipe close and
-reports it. Imports only the protocol, the core count and JSON mode (`app.constrain`).
+reports it. A model's stored chat templates are never compiled (`load_guard.py`). Imports
+only the protocol, the core count and JSON mode (`app.constrain`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from app.engine.protocol import (
     TokenTable,
 )
 from app.engine.worker.inbox import Inbox
+from app.engine.worker.load_guard import neutralise_chat_templates
 from app.engine.worker.masking import MaskFactory, masked_sampler
 from app.engine.worker.native_log import Gathered, log, native_log
 from app.engine.worker.placement import as_loaded, llama_arguments, placement_for
@@ -101,6 +105,7 @@ class _Worker:
     def load(self, req: LoadRequest) -> None:
         start = time.perf_counter()
         self.llm = None
+        neutralise_chat_templates(self.lc)  # a stored chat template never runs here
         try:
             vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -250,7 +255,8 @@ class _Worker:
         """The JSON mode's token mask for `req`, or why not (`MaskFactory.for_request`)."""
         if req.grammar is None:  # (no model's vocabulary read for llguidance)
             return None, ""
-        mask, why = self._masks().for_request(req, lambda t: self.piece(t, True))
+        cancelled = partial(self.inbox.cancelled, req.request)  # stops the closer's work
+        mask, why = self._masks().for_request(req, lambda t: self.piece(t, True), cancelled)
         return mask, str(why)
 
     def _stream(
@@ -329,7 +335,8 @@ class _Worker:
         value: Any
         match query:
             case Tokenize(text=text, special=special):
-                value = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+                raw = text.encode("utf-8", "replace")  # a lone surrogate is "?", never a crash
+                value = llm.tokenize(raw, add_bos=False, special=special)
             case TokenTable():
                 value = [self.piece(t, False) for t in range(llm.n_vocab())]
             case Logits(prompt=prompt):

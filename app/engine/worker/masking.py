@@ -210,11 +210,15 @@ class MaskFactory:
         return TokenMask(self._tokenizers[key], grammar, self._llm.n_vocab(), self._ahead)
 
     def for_request(
-        self, req: GenerateRequest, piece: Callable[[int], bytes]
+        self,
+        req: GenerateRequest,
+        piece: Callable[[int], bytes],
+        cancelled: Callable[[], bool] | None = None,
     ) -> tuple[TokenMask | None, str]:
         """The mask for a generation: none for an unconstrained one; else a continued answer's
         ids read, the retry's ban set, the budget's closer in place (`piece` spells an id,
-        control tokens included) — or why it cannot be had."""
+        control tokens included; `cancelled` stops the closer's work) — or why it cannot be
+        had."""
         if req.grammar is None:
             return None, ""
         try:
@@ -225,14 +229,19 @@ class MaskFactory:
             return None, "the cut answer does not follow its JSON schema; regenerate it"
         mask.ban_next(req.banned)
         if req.closing:
-            mask.close_within(req.max_tokens, self._closer(req, piece))
+            mask.close_within(req.max_tokens, self._closer(req, piece, cancelled))
         return mask, ""
 
-    def _closer(self, req: GenerateRequest, piece: Callable[[int], bytes]) -> Closer:
+    def _closer(
+        self,
+        req: GenerateRequest,
+        piece: Callable[[int], bytes],
+        cancelled: Callable[[], bool] | None,
+    ) -> Closer:
         llm = self._llm
 
         def tokenize(text: str) -> list[int]:
             return [int(t) for t in llm.tokenize(text.encode(), add_bos=False, special=False)]
 
         eos = req.stop_ids[0] if req.stop_ids else int(llm.token_eos())
-        return Closer(req.closing, tokenize, piece, eos)
+        return Closer(req.closing, tokenize, piece, eos, cancelled)
