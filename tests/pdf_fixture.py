@@ -11,18 +11,24 @@ def _escape(text: str) -> str:
 
 def make_pdf(path: Path, pages: list[list[str]]) -> Path:
     """A PDF whose page i holds the lines `pages[i]` (an empty list: a page with no text)."""
-    objects: list[bytes] = [b"", b""]  # 1: catalog, 2: pages (filled below)
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")  # 3
-    kids = []
+    streams = []
     for lines in pages:
         ops = ["BT /F1 11 Tf 14 TL 72 740 Td"] + [f"({_escape(line)}) Tj T*" for line in lines] + ["ET"]
-        stream = "\n".join(ops).encode("latin-1") if lines else b""
-        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-        content = len(objects)
+        streams.append(("\n".join(ops).encode("latin-1") if lines else b"", b""))
+    return pdf_of_streams(path, streams)
+
+
+def pdf_of_streams(path: Path, contents: list[tuple[bytes, bytes]]) -> Path:
+    """A PDF whose page i has the content stream `contents[i]` = (stream bytes, extra keys of
+    the stream's dictionary, e.g. `/Filter /FlateDecode `)."""
+    objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]  # 2: pages, below
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")  # 3
+    kids = []
+    for data, keys in contents:
+        objects.append(b"<< /Length %d %s>>\nstream\n" % (len(data), keys) + data + b"\nendstream")
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
-                       b" /Resources << /Font << /F1 3 0 R >> >> >>" % content)
+                       b" /Resources << /Font << /F1 3 0 R >> >> >>" % len(objects))
         kids.append(len(objects))
-    objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
         b" ".join(b"%d 0 R" % k for k in kids), len(kids))
     out = bytearray(b"%PDF-1.4\n")

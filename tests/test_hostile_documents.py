@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from app.documents.extract import extract
-from tests.pdf_fixture import make_pdf
+from tests.pdf_fixture import make_pdf, pdf_of_streams
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
@@ -46,40 +46,16 @@ def _deflate_runs(head: bytes, fill: bytes, count: int, tail: bytes) -> tuple[by
     return first + block * count + last, len(head) + len(fill) * count + len(tail), crc, adler
 
 
-def _pdf(path: Path, contents: list[tuple[bytes, bytes]]) -> Path:
-    """A PDF whose page i has the content stream `contents[i]` = (stream bytes, extra keys)."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    kids = []
-    for data, keys in contents:
-        objects.append(b"<< /Length %d %s>>\nstream\n" % (len(data), keys) + data + b"\nendstream")
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
-                       b" /Resources << /Font << /F1 3 0 R >> >> >>" % len(objects))
-        kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    path.write_bytes(bytes(out))
-    return path
-
-
 def flate_bomb_pdf(path: Path, gib: int = 1) -> Path:
     """Page 1: a FlateDecode stream of ~1 MB that expands to `gib` GiB; page 2: real text."""
     raw, _, _, adler = _deflate_runs(b"BT ", b" " * MIB, gib * 1024, b" ET")
     stream = b"\x78\xda" + raw + struct.pack(">I", adler)
-    return _pdf(path, [(stream, b"/Filter /FlateDecode "), (GOOD_PAGE, b"")])
+    return pdf_of_streams(path, [(stream, b"/Filter /FlateDecode "), (GOOD_PAGE, b"")])
 
 
 def operators_pdf(path: Path, count: int = 400_000) -> Path:
     """Page 1: `count` text-showing operators; page 2: real text."""
-    return _pdf(path, [(b"BT /F1 11 Tf 72 740 Td " + b"(a) Tj " * count + b"ET", b""), (GOOD_PAGE, b"")])
+    return pdf_of_streams(path, [(b"BT /F1 11 Tf 72 740 Td " + b"(a) Tj " * count + b"ET", b""), (GOOD_PAGE, b"")])
 
 
 def _zip(path: Path, entries: list[tuple[str, bytes, int, int, int]]) -> Path:

@@ -213,78 +213,83 @@ def _json(request: Request) -> Any:
     return request.state.json  # read and checked by `_answering`
 
 
-def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
-    """The server for `served` (see the module guarantees)."""
-    chat = ChatApi(served, options.reasoning_field, options.max_tokens, options.thinking_budget)
-    completions = CompletionsApi(served, options.max_tokens)
-    responses = ResponsesApi(chat)
+class _Handlers:
+    """The endpoints of one served model (each answers a checked request body)."""
 
-    async def models(_request: Request) -> Response:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": served.name,
-                        "object": "model",
-                        "created": served.created,
-                        "owned_by": "harmony-desk",
-                    }
-                ],
-            }
+    def __init__(self, served: ServedModel, options: ServeOptions) -> None:
+        self.served = served
+        self.chat = ChatApi(
+            served, options.reasoning_field, options.max_tokens, options.thinking_budget
         )
+        self.completions = CompletionsApi(served, options.max_tokens)
+        self.responses = ResponsesApi(self.chat)
 
-    async def chat_route(request: Request) -> Response:
-        return await chat(_json(request), request.is_disconnected)
+    async def models(self, _request: Request) -> Response:
+        s = self.served
+        model = {"id": s.name, "object": "model", "created": s.created, "owned_by": "harmony-desk"}
+        return JSONResponse({"object": "list", "data": [model]})
 
-    async def completions_route(request: Request) -> Response:
-        return await completions(_json(request), request.is_disconnected)
+    async def chat_route(self, request: Request) -> Response:
+        return await self.chat(_json(request), request.is_disconnected)
 
-    async def responses_route(request: Request) -> Response:
-        return await responses(_json(request), request.is_disconnected)
+    async def completions_route(self, request: Request) -> Response:
+        return await self.completions(_json(request), request.is_disconnected)
 
-    async def embeddings(_request: Request) -> Response:
+    async def responses_route(self, request: Request) -> Response:
+        return await self.responses(_json(request), request.is_disconnected)
+
+    async def embeddings(self, _request: Request) -> Response:
         raise ApiError(
             400,
-            f"{served.name} is a chat model: it has no embeddings here; load an"
+            f"{self.served.name} is a chat model: it has no embeddings here; load an"
             " embedding model to use /v1/embeddings",
             param="model",
             code="model_cannot_embed",
         )
 
-    async def invocations(request: Request) -> Response:
+    async def invocations(self, request: Request) -> Response:
         """Databricks' serving-endpoint form: the body says which API it is."""
         body = _json(request)
         if isinstance(body, dict) and "messages" in body:
-            return await chat(body, request.is_disconnected)
+            return await self.chat(body, request.is_disconnected)
         if isinstance(body, dict) and "prompt" in body:
-            return await completions(body, request.is_disconnected)
+            return await self.completions(body, request.is_disconnected)
         if isinstance(body, dict) and "input" in body:
-            return await embeddings(request)
+            return await self.embeddings(request)
         raise ApiError(
             400,
             "an invocation has `messages` (chat), `prompt` (completions) or `input` (embeddings)",
         )
 
-    async def status(_request: Request) -> Response:
-        return JSONResponse({"model": served.name, **served.stats})
+    async def status(self, _request: Request) -> Response:
+        return JSONResponse({"model": self.served.name, **self.served.stats})
 
-    posts = {
-        "/v1/chat/completions": chat_route,
-        "/v1/completions": completions_route,
-        "/v1/responses": responses_route,
-        "/v1/embeddings": embeddings,
-        "/serving-endpoints/{name}/invocations": invocations,
-        # Databricks through the openai SDK (base URL `.../serving-endpoints`)
-        "/serving-endpoints/chat/completions": chat_route,
-        "/serving-endpoints/completions": completions_route,
-        "/serving-endpoints/embeddings": embeddings,
-    }
+    def posts(self) -> dict[str, Callable[[Request], Awaitable[Response]]]:
+        """The POST routes, by path."""
+        return {
+            "/v1/chat/completions": self.chat_route,
+            "/v1/completions": self.completions_route,
+            "/v1/responses": self.responses_route,
+            "/v1/embeddings": self.embeddings,
+            "/serving-endpoints/{name}/invocations": self.invocations,
+            # Databricks through the openai SDK (base URL `.../serving-endpoints`)
+            "/serving-endpoints/chat/completions": self.chat_route,
+            "/serving-endpoints/completions": self.completions_route,
+            "/serving-endpoints/embeddings": self.embeddings,
+        }
+
+
+def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
+    """The server for `served` (see the module guarantees)."""
+    handlers = _Handlers(served, options)
     wait = options.body_timeout_s
     routes = [
-        Route("/v1/models", _answering(models, wait), methods=["GET"]),
-        Route("/harmony-desk/status", _answering(status, wait), methods=["GET"]),
-        *(Route(path, _answering(post, wait), methods=["POST"]) for path, post in posts.items()),
+        Route("/v1/models", _answering(handlers.models, wait), methods=["GET"]),
+        Route("/harmony-desk/status", _answering(handlers.status, wait), methods=["GET"]),
+        *(
+            Route(path, _answering(post, wait), methods=["POST"])
+            for path, post in handlers.posts().items()
+        ),
     ]
     middleware = [Middleware(Guard, options=options, stats=served.stats)]
     if options.cors_origins:
