@@ -210,16 +210,21 @@ class Template(ABC):
         fmt = self.call_format()
         if fmt is None:
             return {}
+        known: tuple[Tokenizer, dict[str, int]] | None = getattr(self, "_control", None)
+        if known is not None and known[0] is tokenizer:
+            return dict(known[1])  # read once per model: every generation asks
         table = tokenizer.token_table()
         markers = (*fmt.markers(), *(("<think>", "</think>") if self.thinks else ()))
         found = {m: tokenizer.tokenize(m, special=True) for m in markers}
-        return {
+        control = {
             m: ids[0]
             for m, ids in found.items()
             if len(ids) == 1
             and 0 <= ids[0] < len(table)
             and (table[ids[0]] == b"" or (m.startswith("<") and m.endswith(">")))
         }
+        self._control = (tokenizer, control)
+        return dict(control)
 
     def layout(self) -> dict[str, Any] | None:
         """The markers a template file wrote it with (`templates show`); None: built in code."""
