@@ -270,7 +270,7 @@ def test_an_answer_citing_passages_shows_source_chips_that_open_them(qtbot: Any,
 @pytest.mark.qt_log_ignore("This plugin does not support")  # the offscreen platform and popups
 def test_typing_at_offers_the_library_and_attaches_the_one_picked(qtbot: Any, qloop: Any, folder: Path,
                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from PySide6.QtWidgets import QMenu
+    from PySide6.QtCore import Qt
 
     from tests.test_window import make_window
 
@@ -283,12 +283,13 @@ def test_typing_at_offers_the_library_and_attaches_the_one_picked(qtbot: Any, ql
     composer = window.composer
     composer.box.setFocus()
     qtbot.keyClicks(composer.box, "Compare with @")
-    qtbot.waitUntil(lambda: any(isinstance(m, QMenu) and m.isVisible() for m in composer.findChildren(QMenu)))
-    menu = next(m for m in composer.findChildren(QMenu) if m.isVisible())
-    assert [a.text() for a in menu.actions()] == ["report.docx"]
-    menu.actions()[0].trigger()
+    qtbot.waitUntil(composer.picker.isVisible)
+    assert [composer.picker.item(i).text() for i in range(composer.picker.count())] == ["report.docx"]
+    qtbot.keyClicks(composer.box, "rep")  # filters as the user types; the box keeps every key
+    assert composer.box.toPlainText() == "Compare with @rep" and composer.picker.isVisible()
+    qtbot.keyClick(composer.box, Qt.Key.Key_Tab)  # attaches the highlighted document
     assert [f.name for f in composer.files] == ["report.docx"] and composer.box.toPlainText() == "Compare with "
-    menu.close()
+    assert not composer.picker.isVisible() and not window.controller.doc.turns  # picked, not sent
 
 
 def test_attached_files_are_kept_once_and_removed_with_the_last_conversation_using_them(

@@ -249,7 +249,7 @@ def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop
     window, _ = make_window(qtbot, tmp_path, [TURN])
     send(qtbot, window, "What is 6*7?")
     turn = window.transcript.turns[-1]
-    buttons = (window.composer.send, window.composer.stop, window.sidebar.new, turn.copy, turn.regenerate)
+    buttons = (window.composer.send, window.sidebar.new, turn.copy, turn.regenerate)
     assert all(not b.icon().isNull() and b.text() for b in buttons)  # an icon adds to the text
 
     def ink(button: QAbstractButton) -> str:

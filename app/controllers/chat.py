@@ -12,6 +12,10 @@ Guarantees:
 - stop, a dead worker, a crashed tool or engine thread all end the turn with a message in
   context; the partial reply is kept (marked stopped, failed or incomplete) and can be
   continued or regenerated;
+- the reply goes on while the user reads or writes in another conversation (or a new one): it
+  is written to its own conversation (`answering`), painted only while that conversation is
+  shown (it is drawn whole when shown again), and a tool call waiting there is said in a
+  notice;
 - regenerate keeps the old reply as an alternative; editing a user message starts a new
   version of that turn and keeps the old branch;
 - a tool call waits for the user's decision (run, run with edited arguments, allow for this
@@ -51,9 +55,9 @@ from app.domain.events import (
     TurnFailed,
     VocabularyRead,
 )
-from app.domain.history import ConversationList, Reply, Segment, Version
+from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
 from app.domain.messages import ReasoningEffort
-from app.domain.reply import ReplyBuilder
+from app.domain.reply import Added, ReplyBuilder
 from app.engine.turn.run import TurnRequest
 from app.errors import ErrorCode, SchemaError
 from app.store.history import HistoryStore
@@ -76,7 +80,6 @@ class ChatController(ConversationsController):
     replyFinished = Signal(int)  # turn index
     busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
-    notice = Signal(str)  # something the user should know now (a remote endpoint is waiting)
 
     def __init__(
         self,
@@ -100,6 +103,7 @@ class ChatController(ConversationsController):
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self.score_tokens = False  # the debug pane is open: tokens come with probabilities
         self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
+        self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
         placeholder = self.doc
         self._io(self._latest_or_new, lambda doc: self._show(doc, instead_of=placeholder))
 
@@ -233,6 +237,7 @@ class ChatController(ConversationsController):
         self.approvals.decide(call_id, allow, arguments, remember)
 
     def _start(self, turn_index: int, resume: Reply | None = None) -> None:
+        self.answering = self.doc
         self.busy = True
         self.busyChanged.emit(True)
         self._task = asyncio.ensure_future(self._run(turn_index, resume))
@@ -244,24 +249,24 @@ class ChatController(ConversationsController):
 
     # --- one turn ----------------------------------------------------------------------
 
-    def _policy(self, loop: asyncio.AbstractEventLoop) -> ApprovalPolicy:
+    def _policy(self, loop: asyncio.AbstractEventLoop, doc_id: str) -> ApprovalPolicy:
         bridge = self.host.bridge
 
         def ask(call: PendingCall) -> Answer:  # on the engine thread: the card answers
             stopped = self._cancel is None or self._cancel.is_set()
             return bridge.ask(loop, self.approvals.wait(call, stopped))
 
-        return self.approvals.policy(self.doc.id, ask)
+        return self.approvals.policy(doc_id, ask)
 
     async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
-        doc = self.doc
+        doc = self.answering or self.doc
         version = doc.turns[turn_index].version
         self._cancel = cancel = threading.Event()
         loop = asyncio.get_running_loop()
         # what a loaded conversation has not read yet is read on the store's thread
         await loop.run_in_executor(self._writer, read_stored, doc, turn_index, resume)
         reply, prefix, kept = reply_for(version, resume, self.host.name)
-        policy = self._policy(loop) if doc.tools else None
+        policy = self._policy(loop, doc.id) if doc.tools else None
         spec = TurnSpec(
             host=self.host,
             remote=self.remote,
@@ -286,30 +291,27 @@ class ChatController(ConversationsController):
         )
 
         self.painter.streaming = (version, reply)
-        self.persist(version, reply)
-        self.replyStarted.emit(turn_index)
-        state = _TurnState(reply)
+        self.persist(version, reply, doc=doc)
+        if self.shows_answer:
+            self.replyStarted.emit(turn_index)
+        state = _TurnState(doc, reply)
         state.resume = dict(reply.open_segments) if resume is not None else None
         self._builder = state.builder
         try:
             async for event in self.host.bridge.stream(partial(turn_events, spec)):
                 self._on_event(turn_index, reply, state, event)
         finally:
-            self._finish(turn_index, version, reply, state.builder, cancel)
+            self._finish(turn_index, version, reply, state, cancel)
 
     def _finish(
-        self,
-        turn: int,
-        version: Version,
-        reply: Reply,
-        builder: ReplyBuilder,
-        cancel: threading.Event,
+        self, turn: int, version: Version, reply: Reply, state: _TurnState, cancel: threading.Event
     ) -> None:
         """The turn ended (answered, stopped, failed): the reply's state said and saved."""
         self.painter.flush()
         take_log = getattr(self.host.backend, "take_log", None)  # llama.cpp's own lines
         if callable(take_log):
             reply.debug.events.extend(f"llama.cpp: {line}" for line in take_log())
+        builder = state.builder
         reply.open_segments = dict(builder.segments)
         self._builder, self.last_builder = None, builder
         if cancel.is_set() and reply.state in ("streaming", "incomplete"):
@@ -319,19 +321,23 @@ class ChatController(ConversationsController):
         if cancel.is_set() and reply.state == "stopped":
             notice = Segment("notice", "Stopped. The partial answer is kept.", complete=True)
             self._add(turn, reply, notice)
-        self.persist(version, reply)
+        self.persist(version, reply, doc=state.doc)
         self.painter.streaming = None
         self._cancel = None
+        shown = self.shows_answer
+        self.answering = None
         self.busy = False
         self.busyChanged.emit(False)
-        self.replyFinished.emit(turn)
+        if shown:
+            self.replyFinished.emit(turn)
         self.refresh_list()
 
     def _add(self, turn: int, reply: Reply, segment: Segment) -> int:
         self.painter.flush()
         reply.segments.append(segment)
         index = len(reply.segments) - 1
-        self.segmentAdded.emit(turn, index)
+        if self.shows_answer:
+            self.segmentAdded.emit(turn, index)
         return index
 
     def _on_event(
@@ -365,26 +371,36 @@ class ChatController(ConversationsController):
                 self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
         for change in state.builder.apply(event):
             self.painter.paint(turn, change)
+            if isinstance(change, Added) and not self.shows_answer:
+                self._say_waiting(state.doc, reply.segments[change.index])
         match event:
             case RequestSent() | ResponseReceived() | ParseIssue():
                 self.painter.debug_grew(turn)
             case GenerationDone():
-                where = {"endpoint": self.doc.endpoint} if self.doc.endpoint else {}
+                endpoint = state.doc.endpoint
+                where = {"endpoint": endpoint} if endpoint else {}
                 timings = {**reply.debug.timings, "n_ctx": self.host.n_ctx, **where}
                 self.statusChanged.emit(timings)
-                self.debugChanged.emit(turn)
+                if self.shows_answer:
+                    self.debugChanged.emit(turn)
+
+    def _say_waiting(self, doc: ChatDoc, segment: Segment) -> None:
+        """A tool call in a conversation not shown waits for the user: say where."""
+        if segment.kind == "tool" and segment.data.get("state") == "pending":
+            self.notice.emit(f"“{doc.title}” waits for your approval of a tool call.")
 
     def close(self) -> None:
         self.stop()
         if self.painter.streaming is not None:
-            self.persist(*self.painter.streaming)
+            self.persist(*self.painter.streaming, doc=self.answering)
         self._closed = True
         self._writer.shutdown(wait=True)
         self.tools.close()
 
 
 class _TurnState:
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, doc: ChatDoc, reply: Reply) -> None:
+        self.doc = doc  # the conversation the reply is written to (shown or not)
         self.builder = ReplyBuilder(reply)  # what the reply shows, from the turn's events
         self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 

@@ -4,8 +4,10 @@ every read and write of the history on the store's own thread.
 Guarantees: the GUI thread never waits on the disk — store work runs on one writer thread, in
 the order asked, and its results come back as signals (`listChanged` with `listing`,
 `docChanged` with `doc`, `storeFailed` with what went wrong); a save takes its rows at once,
-so later edits cannot tear it; after `close` nothing more is asked of the store; the selected
-conversation never changes under a streaming reply.
+so later edits cannot tear it; after `close` nothing more is asked of the store. The user may
+switch chats or start a new one while a reply streams: the streaming conversation (`answering`)
+is kept as the one object its reply is written to, shown again when selected, and cannot be
+deleted until its reply ends.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class ConversationsController(QObject):
     listChanged = Signal()  # the sidebar must be shown again
     debugChanged = Signal(int)  # turn index whose debug record grew
     analysisFound = Signal(list)  # [(turn index, snippet)]: the debug pane's search
+    notice = Signal(str)  # something the user should know now (a remote endpoint is waiting)
     _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
     def __init__(self, conversations: ConversationList | HistoryStore | None = None) -> None:
@@ -48,6 +51,7 @@ class ConversationsController(QObject):
         self.trashed: list[tuple[str, str, float]] = []
         self.search_text = ""
         self.busy = False  # a reply streams (set by the turn side)
+        self.answering: ChatDoc | None = None  # the conversation whose reply streams
         self._inflight = 0  # store calls whose result is not yet shown
         self._closed = False
         self._list_asked = 0
@@ -95,10 +99,14 @@ class ConversationsController(QObject):
         return latest if latest is not None else self.conversations.new()
 
     def _show(self, doc: ChatDoc | None, instead_of: ChatDoc | None = None) -> None:
-        """Make `doc` the selected conversation (unless a reply streams, or the user has
-        started on the conversation it was read to replace), then show the list again."""
+        """Make `doc` the selected conversation (unless the user has started on the
+        conversation it was read to replace), then show the list again. The conversation
+        whose reply streams is shown as the object its reply is written to, never as a copy
+        read from the store."""
         untouched = instead_of is None or (self.doc is instead_of and not self.doc.turns)
-        if doc is not None and not self.busy and untouched and doc is not self.doc:
+        if doc is not None and self.answering is not None and doc.id == self.answering.id:
+            doc = self.answering
+        if doc is not None and untouched and doc is not self.doc:
             self.doc = doc
             self.docChanged.emit()
         self.refresh_list()
@@ -118,30 +126,48 @@ class ConversationsController(QObject):
 
         self._io(lambda: (self.conversations.listed(text), self.conversations.trash()), shown)
 
+    @property
+    def shows_answer(self) -> bool:
+        """Whether the selected conversation is the one whose reply streams."""
+        return self.answering is not None and self.doc is self.answering
+
     def new_chat(self) -> None:
-        if self.busy:
-            return
+        """A new, empty conversation (a streaming reply goes on in its own)."""
         self.doc = ChatDoc()
         self.docChanged.emit()
         self._io(partial(self.conversations.save, self.doc), lambda _: self.refresh_list())
 
     def select(self, doc_id: str) -> None:
-        if not self.busy and doc_id != self.doc.id:
+        """Show conversation `doc_id` (read on the store's thread; the streaming one at once)."""
+        if doc_id == self.doc.id:
+            return
+        if self.answering is not None and doc_id == self.answering.id:
+            self._show(self.answering)
+        else:
             self._io(partial(self.conversations.get, doc_id), self._show)
 
+    def _same(self, doc_id: str) -> list[ChatDoc]:
+        """The conversations in memory that are `doc_id` (the shown one, the answering one)."""
+        docs = [self.doc] if self.doc.id == doc_id else []
+        answering = self.answering
+        if answering is not None and answering.id == doc_id and answering is not self.doc:
+            docs.append(answering)
+        return docs
+
     def rename(self, doc_id: str, title: str) -> None:
-        if title.strip() and doc_id == self.doc.id:
-            self.doc.title = title.strip()  # the next save writes it too
+        for doc in self._same(doc_id) if title.strip() else []:
+            doc.title = title.strip()  # the next save writes it too
         self._io(partial(self.conversations.rename, doc_id, title), lambda _: self.refresh_list())
 
     def pin(self, doc_id: str, pinned: bool = True) -> None:
-        if doc_id == self.doc.id:
-            self.doc.pinned = pinned
+        for doc in self._same(doc_id):
+            doc.pinned = pinned
         self._io(partial(self.conversations.pin, doc_id, pinned), lambda _: self.refresh_list())
 
     def delete(self, doc_id: str) -> None:
         """To the trash; when it was the selected conversation, the newest one is shown."""
-        if self.busy and doc_id == self.doc.id:
+        if self.answering is not None and doc_id == self.answering.id:
+            self.notice.emit("An answer is still coming in this chat: stop it to delete the chat.")
             return
         selected = doc_id == self.doc.id
         self._forget(doc_id)
@@ -203,15 +229,22 @@ class ConversationsController(QObject):
         self._io(self.conversations.undo_delete, lambda _: self.refresh_list())
 
     def persist(
-        self, version: Version | None = None, reply: Reply | None = None, *, structure: bool = True
+        self,
+        version: Version | None = None,
+        reply: Reply | None = None,
+        *,
+        structure: bool = True,
+        doc: ChatDoc | None = None,
     ) -> None:
-        """Save the conversation (and `reply`) on the store's thread: the rows are taken now,
-        written in order; a failed write is reported with `storeFailed`, nothing is lost."""
+        """Save conversation `doc` (the selected one by default) and `reply` on the store's
+        thread: the rows are taken now, written in order; a failed write is reported with
+        `storeFailed`, nothing is lost."""
         if self.store is None or self._closed:
             return
-        rows = structure_rows(self.doc) if structure else Rows(conversation_row(self.doc))
+        doc = doc or self.doc
+        rows = structure_rows(doc) if structure else Rows(conversation_row(doc))
         if version is not None and reply is not None:
-            reply_rows(self.doc, version, reply, rows)
+            reply_rows(doc, version, reply, rows)
         self._checkpointed = time.monotonic()
         self._writer.submit(self._write, self.store, rows)
 

@@ -9,7 +9,11 @@ Guarantees:
   view sees the changes in the order the builder made them;
 - a grown debug record is said with one `debugChanged` per turn per flush;
 - the streaming reply is saved (its answer only: cheap) at a flush at least every
-  `CHECKPOINT_S` (0.5 s), and at the first flush after a message ends.
+  `CHECKPOINT_S` (0.5 s), and at the first flush after a message ends, in its own
+  conversation whichever one is shown;
+- nothing is painted while another conversation is shown, and what was gathered is dropped
+  when the view draws a conversation whole (`drop`): the builder has already put that text in
+  its segment, so it is never drawn twice.
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ class Canvas(Protocol):
     selected conversation, `persist`, and when it last saved, `_checkpointed`)."""
 
     _checkpointed: float
+    answering: ChatDoc | None
 
     @property
     def doc(self) -> ChatDoc: ...
+    @property
+    def shows_answer(self) -> bool: ...
     @property
     def segmentAdded(self) -> SignalInstance: ...
     @property
@@ -43,7 +50,12 @@ class Canvas(Protocol):
     @property
     def debugChanged(self) -> SignalInstance: ...
     def persist(
-        self, version: Version | None = None, reply: Reply | None = None, *, structure: bool = True
+        self,
+        version: Version | None = None,
+        reply: Reply | None = None,
+        *,
+        structure: bool = True,
+        doc: ChatDoc | None = None,
     ) -> None: ...
 
 
@@ -72,7 +84,8 @@ class ReplyPainter:
             self.flush()
             chat = self._chat
             signal = chat.segmentAdded if isinstance(change, Added) else chat.segmentUpdated
-            signal.emit(turn, change.index)
+            if chat.shows_answer:
+                signal.emit(turn, change.index)
             return
         self._later()
 
@@ -88,9 +101,17 @@ class ReplyPainter:
         if not self._timer.isActive():
             self._timer.start()
 
+    def drop(self) -> None:
+        """The view draws a conversation whole: the text gathered so far is in it already."""
+        self._pending.clear()
+        self._debug_pending.clear()
+
     def flush(self) -> None:
-        """Hand the gathered text to the view (one signal per segment)."""
+        """Hand the gathered text to the view (one signal per segment), when it shows the
+        streaming conversation."""
         chat = self._chat
+        if not chat.shows_answer:
+            self.drop()
         pending, self._pending = self._pending, {}
         for (turn, index), text in pending.items():
             reply = chat.doc.turns[turn].version.reply if turn < len(chat.doc.turns) else None
@@ -101,7 +122,7 @@ class ReplyPainter:
             chat.debugChanged.emit(turn)
         self._debug_pending.clear()
         if self.streaming is not None and time.monotonic() - chat._checkpointed >= CHECKPOINT_S:
-            chat.persist(*self.streaming, structure=False)  # the answer only: cheap
+            chat.persist(*self.streaming, structure=False, doc=chat.answering)  # cheap
         if not self._pending:
             self._timer.stop()
 

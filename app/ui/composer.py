@@ -1,123 +1,104 @@
 """The composer: the message box and the options that apply to the next message.
 
-Guarantees: Enter sends, Shift+Enter adds a line, Esc stops; the reasoning effort chosen here is
-recorded on the message it is sent with; JSON mode sends only with a schema that is valid and
-enforceable, and the schema editor says what is wrong as you type; every control has an
-accessible name.
+Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (`message_box.py`); one button
+in one place sends, and while an answer streams it is a Stop button drawn differently (its own
+colour, icon and text); the reasoning effort chosen here is recorded on the message it is sent
+with; JSON mode sends only with a schema that is valid and enforceable, the schema editor says
+what is wrong as you type, and nothing of JSON mode is loaded until it is turned on; "@" offers
+the library's documents that match what follows it (`mention_picker.py`); the message's size is
+shown against the room left, and a message that cannot fit offers its three ways on
+(`fit_bar.py`); every control has an accessible name.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, Qt, Signal
-from PySide6.QtGui import QAction, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QMenu,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
-from app.controllers.attachments import pasted_files
-from app.controllers.chat import SchemaError, check_schema
+from app.controllers.fit import Fit
+from app.ui.fit_bar import FitCount, FitOffer
 from app.ui.icons import give
 from app.ui.markdown_view import monospace
+from app.ui.mention_picker import MentionPicker
+from app.ui.message_box import MessageBox
+from app.ui.theme import mark
 
 DEFAULT_SCHEMA = (
     '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
 )
 
 
-class MessageBox(QPlainTextEdit):
-    """Enter sends, Shift+Enter adds a line, Esc stops; Tab moves on to Send (keyboard users
-    are never trapped in the box)."""
+async def _no_count(text: str) -> Fit:
+    from app.domain.attachments import ESTIMATED_CONTEXT, estimate
 
-    submitted = Signal()
-    stopRequested = Signal()
-    filesDropped = Signal(list)  # local files dropped on the box: attached, not pasted as paths
-    mentionRequested = Signal()  # "@" typed: pick a document from the library
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setTabChangesFocus(True)
-
-    def _files(self, mime: QMimeData) -> list[Path]:
-        return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()]
-
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if self._files(event.mimeData()):
-            event.acceptProposedAction()
-        else:
-            super().dragEnterEvent(event)
-
-    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        if self._files(event.mimeData()):
-            event.acceptProposedAction()
-        else:
-            super().dragMoveEvent(event)
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        files = self._files(event.mimeData())
-        if files:
-            self.filesDropped.emit(files)
-            event.acceptProposedAction()
-        else:
-            super().dropEvent(event)
-
-    def insertFromMimeData(self, source: QMimeData) -> None:
-        """A pasted file (copied in a file manager, or its path alone) is attached, not typed."""
-        urls = [str(p) for p in self._files(source)]
-        files = pasted_files(urls, source.text() if source.hasText() else "")
-        if files:
-            self.filesDropped.emit(files)
-        else:
-            super().insertFromMimeData(source)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-                self.insertPlainText("\n")
-            else:
-                self.submitted.emit()
-            return
-        if event.key() == Qt.Key.Key_Escape:
-            self.stopRequested.emit()
-            return
-        super().keyPressEvent(event)
-        if event.text() == "@":
-            self.mentionRequested.emit()
+    return Fit(estimate(text), ESTIMATED_CONTEXT, ESTIMATED_CONTEXT, 0, estimated=True)
 
 
 class Composer(QWidget):
-    """Message box, send/stop, reasoning effort, JSON mode with its schema editor, and the
-    files the next message carries (Attach…, dropped on the box, or picked from the library
-    after typing "@")."""
+    """Message box, send/stop, reasoning effort, JSON mode with its schema editor, the files
+    the next message carries (Attach…, dropped on the box, or picked from the library after
+    typing "@"), and the message's size."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    submitted = Signal()  # Send (or Enter) while no answer streams
+    stopRequested = Signal()  # Stop (or Esc) while one does
+    mentionRequested = Signal()  # a mention started: the library's documents are wanted
+    raiseContext = Signal(int)  # the user chose to reload the model with this context
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        measure: Callable[[str], Awaitable[Fit]] = _no_count,
+    ) -> None:
         super().__init__(parent)
+        self.busy = False
+        self.documents: list[Path] | None = None  # the library's, once read (None: not yet)
+        self._pasted = ""  # a large paste that did not fit, while its offer shows
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         # built in this order: the widgets' creation order is the keyboard's tab order
         layout.addLayout(self._build_options())
         self._build_schema(layout)
+        self.picker = MentionPicker(self)
+        layout.addWidget(self.picker)
         layout.addLayout(self._build_message_row())
+        self.offer = FitOffer(self)
+        layout.addWidget(self.offer)
         self.files: list[Path] = []  # what the next message carries
-        layout.addLayout(self._build_attachments())
+        layout.addLayout(self._build_attachments(measure))
+        self._connect()
+
+    def _connect(self) -> None:
+        box = self.box
         self.attach.clicked.connect(self._choose_files)
         self.detach.clicked.connect(lambda: self.take_files())
-        self.box.filesDropped.connect(self.add_files)
+        box.filesDropped.connect(self.add_files)
+        box.submitted.connect(self._send_or_stop)
+        box.stopRequested.connect(self.stopRequested)
+        box.mentionChanged.connect(self._mention)
+        box.textChanged.connect(lambda: self.count.follow(box.toPlainText()))
+        box.pasted.connect(self._check_paste)
+        self.send.clicked.connect(self._send_or_stop)
+        self.picker.picked.connect(self._mentioned)
+        self.offer.attachChosen.connect(self._attach_text)
+        self.offer.raiseChosen.connect(self.raiseContext)
+        self.offer.cancelChosen.connect(self._cancel_offer)
         self.json_mode.toggled.connect(self._json_toggled)
-        self.schema.textChanged.connect(self.check_schema)
-        self.check_schema()
+        self.schema.textChanged.connect(self._schema_edited)
 
     def _build_options(self) -> QHBoxLayout:
         """Reasoning effort, JSON mode, Tools… and Offline."""
@@ -156,27 +137,22 @@ class Composer(QWidget):
         layout.addWidget(self.schema_state)
 
     def _build_message_row(self) -> QHBoxLayout:
-        """The message box, Send and Stop."""
+        """The message box and the Send button (Stop while an answer streams)."""
         row = QHBoxLayout()
         self.box = MessageBox(self)
-        self.box.setPlaceholderText("Message (Enter sends, Shift+Enter new line, Esc stops)")
+        self.box.picker = self.picker
+        self.box.setPlaceholderText(PLACEHOLDER)
         self.box.setAccessibleName("Message")
         self.box.setMaximumHeight(110)
-        self.send = QPushButton("Send", self)
-        give(self.send, "send")
-        self.send.setProperty("role", "primary")
-        self.send.setAccessibleName("Send the message")
-        self.stop = QPushButton("Stop", self)
-        give(self.stop, "stop")
-        self.stop.setAccessibleName("Stop the answer")
-        self.stop.setEnabled(False)
+        self.send = QPushButton(self)
+        self.send.setMinimumWidth(self.send.fontMetrics().horizontalAdvance("Stop ") * 3)
         row.addWidget(self.box, 1)
         row.addWidget(self.send)
-        row.addWidget(self.stop)
+        self.set_busy(False)
         return row
 
-    def _build_attachments(self) -> QHBoxLayout:
-        """Attach…, the Library switch, the attached files and Remove files."""
+    def _build_attachments(self, measure: Callable[[str], Awaitable[Fit]]) -> QHBoxLayout:
+        """Attach…, the Library switch, the attached files, Remove files and the size."""
         attached = QHBoxLayout()
         self.attach = QPushButton("Attach…", self)
         self.attach.setAccessibleName("Attach files to the message")
@@ -197,15 +173,25 @@ class Composer(QWidget):
         attached.addWidget(self.library)
         attached.addWidget(self.attachments, 1)
         attached.addWidget(self.detach)
+        self.count = FitCount(measure, self)
+        attached.addWidget(self.count)
         return attached
 
     def _json_toggled(self, on: bool) -> None:
         self.schema.setVisible(on)
         self.schema_state.setVisible(on)
-        self.check_schema()
+        if on:
+            self.check_schema()
+
+    def _schema_edited(self) -> None:
+        if self.json_mode.isChecked():
+            self.check_schema()
 
     def check_schema(self) -> dict[str, Any] | None:
         """The schema when it is valid and enforceable; None (and a reason shown) otherwise."""
+        from app.constrain.constraint import check_schema
+        from app.errors import SchemaError
+
         try:
             schema = json.loads(self.schema.toPlainText())
             if not isinstance(schema, dict):
@@ -241,26 +227,83 @@ class Composer(QWidget):
         self.add_files([])
         return files
 
-    def offer_documents(self, documents: list[Path]) -> QMenu:
-        """After "@": the library's documents; the one chosen is attached (the "@" goes)."""
-        menu = QMenu(self)
-        for path in documents[:40]:
-            menu.addAction(path.name).setData(str(path))
-        if not documents:
-            menu.addAction("No documents yet: harmony-desk documents add PATH").setEnabled(False)
-        menu.triggered.connect(self._mentioned)
-        at = self.box.mapToGlobal(self.box.cursorRect().bottomLeft())
-        menu.popup(at)
-        return menu
+    # --- "@": the library's documents --------------------------------------------------
 
-    def _mentioned(self, action: QAction) -> None:
-        if not action.data():
+    def set_documents(self, documents: list[Path]) -> None:
+        """The library's documents (read off the GUI thread): the picker shows those matching
+        the mention being typed, if any."""
+        self.documents = documents
+        self._mention(self.box.mention())
+
+    def _mention(self, typed: str | None) -> None:
+        if typed == "" or (typed is not None and self.documents is None):
+            self.mentionRequested.emit()  # a mention starts: the library read afresh
+        self.picker.show_for(self.documents or [], typed)
+
+    def _mentioned(self, path: Path) -> None:
+        """The picked document is attached; the "@" and what followed it go."""
+        typed = self.box.mention()
+        if typed is not None:
+            cursor = self.box.textCursor()
+            for _ in range(len(typed) + 1):
+                cursor.deletePreviousChar()
+        self.add_files([path])
+
+    # --- sending, and a message that cannot fit ------------------------------------------
+
+    def _send_or_stop(self) -> None:
+        """Stop while an answer streams; otherwise send, unless the message cannot fit (a long
+        message not counted yet is counted first)."""
+        if self.busy:
+            self.stopRequested.emit()
             return
-        cursor = self.box.textCursor()
-        cursor.movePosition(cursor.MoveOperation.Left, cursor.MoveMode.KeepAnchor)
-        if cursor.selectedText() == "@":
-            cursor.removeSelectedText()
-        self.add_files([Path(str(action.data()))])
+        text = self._text()
+        if self.count.current_for(text) or len(text) < QUICK_CHARS:
+            self._decide(self.count.fit if self.count.current_for(text) else None)
+            return
+        future = self.count.count_now(text)
+        future.add_done_callback(
+            lambda f: self._decide(f.result()) if self._text() == text else None
+        )
+
+    def _decide(self, fit: Fit | None) -> None:
+        if fit is not None and not fit.fits and not fit.estimated:
+            self.offer.offer(fit, pasted=False)  # an endpoint's context is its server's to say
+        else:
+            self.submitted.emit()
+
+    def _text(self) -> str:
+        return self.box.toPlainText()
+
+    def _check_paste(self, text: str) -> None:
+        """A large paste: counted at once; one that does not fit brings the offer."""
+        self._pasted = text
+        future = self.count.count_now(self._text())
+        future.add_done_callback(lambda f: self._paste_counted(text, f.result()))
+
+    def _paste_counted(self, text: str, fit: Fit | None) -> None:
+        if fit is not None and not fit.fits and not fit.estimated and self._pasted == text:
+            self.offer.offer(fit, pasted=True)
+
+    def _attach_text(self) -> None:
+        """The pasted text (or the whole message) goes into a file the message carries."""
+        from app.controllers.fit import paste_file
+
+        whole = self.box.toPlainText()
+        pasted = self._pasted if self._pasted and self._pasted in whole else whole
+        self.box.setPlainText(whole.replace(pasted, "", 1).strip())
+        self._pasted = ""
+        self.add_files([paste_file(pasted)])
+        self.box.setPlaceholderText("Ask something about the attached text")
+        self.box.setFocus()
+
+    def _cancel_offer(self) -> None:
+        """Cancel: a large paste is taken out again; a typed message stays, not sent."""
+        whole = self.box.toPlainText()
+        if self._pasted and self._pasted in whole:
+            self.box.setPlainText(whole.replace(self._pasted, "", 1))
+        self._pasted = ""
+        self.box.setFocus()
 
     def set_features(self, tools: bool, effort: bool) -> None:
         """Offer tools and a reasoning effort only for a model that has them."""
@@ -273,9 +316,24 @@ class Composer(QWidget):
             "" if tools else "This model's chat template has no tool-call format"
         )
 
-    def set_busy(self, busy: bool) -> None:
-        self.send.setEnabled(not busy)
-        self.stop.setEnabled(busy)
+    def set_busy(self, busy: bool, where: str = "") -> None:
+        """Send, or (an answer streams; `where`: its chat, when another is shown) Stop."""
+        self.busy = busy
+        button = self.send
+        button.setText("Stop" if busy else "Send")
+        give(button, "stop-circle" if busy else "send")
+        mark(button, "stop" if busy else "primary")
+        button.setAccessibleName("Stop the answer" if busy else "Send the message")
+        button.setToolTip(
+            (f"Stop the answer in “{where}” (Esc)" if where else "Stop the answer (Esc)")
+            if busy
+            else "Send the message (Enter)"
+        )
+        if not busy:
+            self.box.setPlaceholderText(PLACEHOLDER)
 
+
+QUICK_CHARS = 4_000  # a message shorter than this is sent without waiting for its count
+PLACEHOLDER = "Message (Enter sends, Shift+Enter new line, Esc stops; @ attaches a document)"
 
 __all__ = ["Composer", "MessageBox"]

@@ -1,21 +1,24 @@
-"""The main window: sidebar, instructions, transcript, composer, model bar, status bar, debug pane.
+"""The main window: sidebar, instructions, transcript, composer, model bar, status bar, debug
+pane.
 
 Guarantees: every slow action (loading a model, generating, running tools) is started here and
 awaited elsewhere, so the window stays responsive; load errors and failed replies are shown in
-the window, which survives them; Ctrl+N, Ctrl+K, Ctrl+D, Enter, Shift+Enter and Esc work as
-the README says; the debug pane is off by default and its last state is remembered. The menus
-are built by `menus.py` and the dialogs the window opens live in `window_dialogs.py`; both take
-the window, and every action and page stays reachable as an attribute or method of it.
+the window, which survives them; Ctrl+N, Ctrl+K, Ctrl+D, Enter, Shift+Enter and Esc work as the
+README says (Esc stops a streaming answer from anywhere in the window); switching chats or
+starting a new one while an answer streams works, the answer going on in its own chat; the
+debug pane is off by default and its last state is remembered. The menus are built by
+`menus.py` and the dialogs the window opens live in `window_dialogs.py`; both take the window,
+and every action and page stays reachable as an attribute or method of it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -32,6 +35,7 @@ from app.controllers import preferences
 from app.controllers.attachments import library, send_with
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
+from app.controllers.fit import fit_of
 from app.controllers.library_host import LibraryHost
 from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
@@ -124,7 +128,7 @@ class MainWindow(QMainWindow):
         column.addWidget(self.instructions)
         self.transcript = TranscriptView(self.controller, center)
         column.addWidget(self.transcript, 1)
-        self.composer = Composer(center)
+        self.composer = Composer(center, partial(fit_of, self.controller))
         column.addWidget(self.composer)
         return center
 
@@ -180,11 +184,13 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         c, host, comp = self.controller, self.host, self.composer
-        comp.box.submitted.connect(self.send)
-        comp.box.mentionRequested.connect(lambda: self.jobs.run(library, self._offer_documents))
-        comp.send.clicked.connect(self.send)
-        comp.stop.clicked.connect(c.stop)
-        comp.box.stopRequested.connect(c.stop)
+        comp.submitted.connect(self.send)
+        comp.mentionRequested.connect(lambda: self.jobs.run(library, comp.set_documents))
+        comp.stopRequested.connect(c.stop)
+        comp.raiseContext.connect(self._raise_context)
+        self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)  # stops from anywhere
+        self.escape.setEnabled(False)  # only while an answer streams: Esc is Esc otherwise
+        self.escape.activated.connect(c.stop)
         comp.tools_button.clicked.connect(lambda: window_dialogs.choose_tools(self))
         comp.offline.toggled.connect(c.set_offline)
         comp.library.toggled.connect(c.set_library)
@@ -276,8 +282,14 @@ class MainWindow(QMainWindow):
         self.context_length = settings.context_length
         self.threads = settings.threads or None
 
-    def _offer_documents(self, documents: list[Path]) -> None:
-        self.composer.offer_documents(documents)
+    def _raise_context(self, size: int) -> None:
+        """The user chose a larger context for a message that did not fit: reload with it."""
+        self.statusBar().showMessage(
+            f"Reloading the model with a {size:,}-token context; press Enter to send once it"
+            " has loaded.",
+            15_000,
+        )
+        self.load_model(self.host.path or None, n_ctx=size)
 
     def show_mcp(self) -> McpPage:
         """File ▸ MCP servers… (`window_dialogs.show_mcp`)."""
@@ -336,10 +348,19 @@ class MainWindow(QMainWindow):
         self.instructions.blockSignals(False)
         self._debug_changed(len(self.controller.doc.turns) - 1)
         self.show_features()
+        self._busy(self.controller.busy)
 
     def _busy(self, busy: bool) -> None:
-        self.composer.set_busy(busy)
+        """Send becomes Stop (saying which chat it stops, when another is shown); Esc stops."""
+        answering = self.controller.answering
+        elsewhere = busy and answering is not None and not self.controller.shows_answer
+        self.composer.set_busy(busy, answering.title if elsewhere and answering else "")
+        self.escape.setEnabled(busy)
         self.status.busy(busy)
+        if elsewhere and answering is not None:
+            self.statusBar().showMessage(
+                f"The answer in “{answering.title}” goes on (marked ● in the list).", 15_000
+            )
 
     def show_features(self) -> None:
         """The composer offers what the conversation's model has; tools the conversation has

@@ -1,8 +1,10 @@
 """The conversation list beside the transcript: new, search, rename, pin, delete with undo.
 
 Guarantees: the list shows what the controller last read (it reads it off the GUI thread); a
-conversation answered by a remote endpoint is marked ☁ (its messages leave the computer);
-a deleted conversation can be brought back with Undo for ten seconds.
+conversation answered by a remote endpoint is marked ☁ (its messages leave the computer); the
+conversation whose answer is streaming is marked ● (and says so to a screen reader), so the
+user who went to another chat sees where the answer goes on; a deleted conversation can be
+brought back with Undo for ten seconds.
 """
 
 from __future__ import annotations
@@ -51,16 +53,24 @@ class Sidebar(QWidget):
         self.undo.clicked.connect(self._undo)
         controller.listChanged.connect(self.refresh)
         controller.docChanged.connect(self.refresh)
+        controller.busyChanged.connect(lambda _busy: self.refresh())
         self.refresh()
 
     def refresh(self) -> None:
         """Show the list the controller last read (it reads it off the GUI thread)."""
         self.list.blockSignals(True)
         self.list.clear()
+        answering = self.controller.answering
         for doc in self.controller.listing:
             remote = "☁ " if doc.endpoint is not None else ""  # its messages leave the computer
-            item = QListWidgetItem(("📌 " if doc.pinned else "") + remote + doc.title)
+            streams = answering is not None and doc.id == answering.id
+            item = QListWidgetItem(
+                ("● " if streams else "") + ("📌 " if doc.pinned else "") + remote + doc.title
+            )
             item.setData(Qt.ItemDataRole.UserRole, doc.id)
+            if streams:
+                item.setToolTip("An answer is coming in this chat")
+                item.setData(Qt.ItemDataRole.AccessibleTextRole, f"{doc.title}, answering")
             self.list.addItem(item)
             if doc.id == self.controller.doc.id:
                 self.list.setCurrentItem(item)

@@ -1,0 +1,100 @@
+"""Whether a message fits the context: counted before it is sent.
+
+Guarantees: with the model on this computer the message is counted by the model's own
+tokenizer, on the engine thread (`measure` must run there), and the room is what the context
+holds after the conversation so far (instructions included), the message's own wrapping and
+the answer's reserve (`max_tokens`), as the turn will render it; with a remote endpoint both
+are estimated at four characters a token and said to be estimates. `larger_context` is the
+smallest context (a multiple of 4,096 tokens) that holds the conversation, the message and the
+reserve, or None when the model was not trained for that many tokens. `paste_file` keeps an
+over-long message as a private text file to attach instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.controllers.turn_inputs import header
+from app.domain.attachments import ESTIMATED_CONTEXT, estimate
+from app.fileio import private_folder, write_atomic
+from app.paths import cache_dir
+
+if TYPE_CHECKING:
+    from app.controllers.chat import ChatController
+    from app.engine.local.session import ChatSession
+
+STEP = 4096  # contexts offered grow in steps of this many tokens
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A message's size against the room the context has for it."""
+
+    tokens: int  # the message
+    room: int  # tokens a message may have in this conversation now
+    n_ctx: int  # the context the model was loaded with
+    trained: int  # the context the model was trained for (0: not known)
+    estimated: bool  # a remote endpoint: counted at four characters a token
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.room
+
+    def larger_context(self) -> int | None:
+        """The smallest context that holds this message here, or None (beyond the model)."""
+        needed = self.n_ctx - self.room + self.tokens
+        size = -(-needed // STEP) * STEP
+        return None if self.estimated or (self.trained and size > self.trained) else size
+
+    def summary(self) -> str:
+        """ "312 tokens · 3,400 left" (an estimate says "about")."""
+        about = "about " if self.estimated else ""
+        return f"{about}{self.tokens:,} tokens · {max(0, self.room - self.tokens):,} left"
+
+
+def conversation_session(controller: ChatController, max_tokens: int) -> ChatSession:
+    """A session of the loaded model holding the selected conversation so far (engine thread)."""
+    doc = controller.doc
+    session = controller.host.session(max_tokens=max_tokens)
+    session.conversation = session.conversation.with_messages(
+        header(doc.instructions) + doc.messages()
+    )
+    return session
+
+
+def measure(controller: ChatController, text: str) -> Fit:
+    """How `text` fits the selected conversation (on the engine thread)."""
+    host = controller.host
+    if controller.doc.endpoint is None and host.ready:
+        session = conversation_session(controller, controller.max_tokens)
+        info = getattr(host.backend, "info", None)
+        trained = int(getattr(info, "n_ctx_train", 0) or 0)
+        return Fit(session.count(text), session.room(""), host.n_ctx, trained, estimated=False)
+    room = ESTIMATED_CONTEXT - controller.max_tokens - estimate("")
+    return Fit(estimate(text), room, ESTIMATED_CONTEXT, 0, estimated=True)
+
+
+async def fit_of(controller: ChatController, text: str) -> Fit:
+    """How `text` fits, counted on the engine thread when it is free and the model is here;
+    estimated while an answer streams (the engine thread is busy) or for an endpoint."""
+    host = controller.host
+    if controller.busy or controller.doc.endpoint is not None or not host.ready:
+        room = (host.n_ctx or ESTIMATED_CONTEXT) - controller.max_tokens
+        return Fit(estimate(text), room, host.n_ctx or ESTIMATED_CONTEXT, 0, estimated=True)
+    return await host.bridge.call(partial(measure, controller, text))
+
+
+def paste_file(text: str) -> Path:
+    """`text` as a private file to attach ("pasted-20261125-2130.txt" in the cache folder)."""
+    folder = cache_dir() / "pasted"
+    private_folder(folder)
+    path = folder / time.strftime("pasted-%Y%m%d-%H%M%S.txt")
+    write_atomic(path, text)
+    return path
+
+
+__all__ = ["STEP", "Fit", "conversation_session", "fit_of", "measure", "paste_file"]
