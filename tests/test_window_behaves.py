@@ -15,7 +15,6 @@ from PySide6.QtGui import QGuiApplication
 from app.store.history import HistoryStore
 from app.ui.main_window import MainWindow
 from app.ui.mention_picker import matching, mention_at
-from tests.gui_helpers import qloop  # noqa: F401
 from tests.test_window import make_window, send
 
 LONG = "<|channel|>final<|message|>" + "word " * 300 + "<|return|>"

@@ -3,8 +3,9 @@
 Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (or closes the "@" picker when it
 shows); Tab moves on to Send (keyboard users are never trapped in the box); while the "@"
 picker shows, Up, Down, Tab and Esc go to it (Enter too once the user moved in its list) and
-every other key to the box, so no keystroke is ever lost to it; files dropped or pasted are attached, not typed as paths; a
-large paste is said (`pasted`) after it is in the box, so the composer can check it fits.
+every other key to the box, so no keystroke is ever lost to it; files dropped or pasted are
+attached, not typed as paths; a large paste is said (`pasted`) after it is in the box, so the
+composer can check it fits.
 """
 
 from __future__ import annotations
