@@ -212,3 +212,23 @@ def test_sending_a_message_that_cannot_fit_offers_instead_of_failing(qtbot: Any,
     assert "left" in composer.count.text()
     send(qtbot, window, "A short one")
     assert window.controller.doc.turns[-1].version.reply.state == "done"
+
+
+def test_a_conversation_that_outgrew_the_context_offers_no_continue(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from app.domain.events import TurnFailed
+    from app.domain.reply import ReplyBuilder
+    from app.errors import ErrorCode
+
+    window = _window(qtbot, tmp_path, [SHORT])
+    send(qtbot, window, "Hello")
+    reply = window.controller.doc.turns[-1].version.reply
+    assert reply is not None
+    ReplyBuilder(reply).apply(TurnFailed("the prompt has 5000 tokens; the context holds 4096", ErrorCode.CONTEXT))
+    assert reply.state == "failed" and reply.error.startswith("E-CONTEXT")
+    assert "no longer fits the model's context" in reply.segments[-1].text
+    turn = window.transcript.turns[-1]
+    turn.update_actions()
+    assert turn.continue_.isHidden()
+    reply.error = "the worker stopped"  # any other failure can be continued
+    turn.update_actions()
+    assert not turn.continue_.isHidden()

@@ -2,7 +2,8 @@
 
 Guarantees: only segments are shown (the controller never puts analysis in one, and this
 widget reads nothing else); each turn has Copy (visible text only), Regenerate, alternatives
-(‹ n/m ›), Edit for the user message, Continue for a reply that stopped, failed or was cut;
+(‹ n/m ›), Edit for the user message, Continue for a reply that stopped, failed or was cut
+(never for one that failed because the conversation outgrew the context: it would fail again);
 Copy, Regenerate and Edit show while the pointer is over the turn or one of them has the
 keyboard focus, and stay in the tab order while hidden; the files a message carried open from
 its Files button.
@@ -28,6 +29,7 @@ from app.controllers.attachments import kept_of, viewable
 from app.controllers.chat import ChatController
 from app.domain import attachments
 from app.domain.history import Segment, Turn
+from app.errors import ErrorCode
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.icons import give
 from app.ui.markdown_view import MarkdownView
@@ -259,8 +261,10 @@ class TurnWidget(QFrame):
         self.next_version.setEnabled(not busy and v < w)
         for b in (self.copy, self.regenerate, self.edit_button):
             b.setEnabled(not busy)
-        self.continue_.setVisible(
-            reply is not None and reply.state in ("stopped", "failed", "incomplete")
+        self.continue_.setVisible(  # not for a conversation that outgrew the context
+            reply is not None
+            and reply.state in ("stopped", "failed", "incomplete")
+            and not reply.error.startswith(ErrorCode.CONTEXT.value)
         )
         self.continue_.setEnabled(not busy)
 

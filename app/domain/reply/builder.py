@@ -111,7 +111,7 @@ class ReplyBuilder:
             case JsonChecked() | JsonRetried():
                 return self._json(event)
             case TurnFailed():
-                return self.fail(event.reason)
+                return self.fail(event.reason, event.code)
             case _:
                 assert_never(event)
 
@@ -309,10 +309,19 @@ class ReplyBuilder:
         """Something the user should read on the reply (not model text)."""
         return add(self.reply, Segment("notice", text, complete=True))
 
-    def fail(self, reason: str) -> list[Change]:
-        """The reply failed: said on it, with what arrived kept."""
-        self.reply.state, self.reply.error = "failed", reason
-        text = f"The reply failed: {reason}. What arrived is kept; you can regenerate it."
+    def fail(self, reason: str, code: ErrorCode | None = None) -> list[Change]:
+        """The reply failed: said on it, with what arrived kept. A conversation that outgrew
+        the context says so, and its error starts with the code (the window offers no
+        Continue that would fail the same way)."""
+        if code is ErrorCode.CONTEXT:
+            self.reply.state, self.reply.error = "failed", f"{code.value}: {reason}"
+            text = (
+                f"This conversation no longer fits the model's context ({reason}). Start a new"
+                " chat, or load the model with a larger context (Model settings)."
+            )
+        else:
+            self.reply.state, self.reply.error = "failed", reason
+            text = f"The reply failed: {reason}. What arrived is kept; you can regenerate it."
         return add(self.reply, Segment("error", text, complete=True))
 
 
