@@ -53,7 +53,8 @@ class Fit:
     def summary(self) -> str:
         """ "312 tokens · 3,400 left" (an estimate says "about")."""
         about = "about " if self.estimated else ""
-        return f"{about}{self.tokens:,} tokens · {max(0, self.room - self.tokens):,} left"
+        tokens = "1 token" if self.tokens == 1 else f"{self.tokens:,} tokens"
+        return f"{about}{tokens} · {max(0, self.room - self.tokens):,} left"
 
 
 def conversation_session(controller: ChatController, max_tokens: int) -> ChatSession:

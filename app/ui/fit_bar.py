@@ -44,6 +44,7 @@ class FitCount(QLabel):
         """The box changed: count it once the typing pauses."""
         self._text = text
         if not text.strip():
+            self._timer.stop()
             self._asked += 1
             self.fit = None
             self.setText("")
