@@ -6,6 +6,11 @@ caller cannot continue past (a missing or altered vocabulary file, a conversatio
 rendered). Every exception raised on purpose by the app derives from `HarmonyDeskError` and
 carries a stable `code`; foreign errors are translated at the boundary, `raise … from exc`.
 
+Every error speaks twice: `message` is one sentence a person who is not a developer can read
+(no reprs, byte strings, exception class names, tracebacks or `PATH` dumps), and the optional
+`details` holds the technical facts behind it (the bytes a file starts with, a server's stderr,
+llama.cpp's own words, a full path) for a Details disclosure, a log or a bug report.
+
     HarmonyDeskError                    code         where it is raised
     ├── InvalidInputError               INPUT-INVALID  a conversation, message or token list
     │   └── MissingKey                                 secrets: no key in the keyring
@@ -83,10 +88,12 @@ class HarmonyDeskError(Exception):
     """Base of every error the app raises on purpose."""
 
     code: ErrorCode = ErrorCode.INPUT_INVALID
+    details: str = ""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, details: str = "") -> None:
         super().__init__(message)
         self.message = message
+        self.details = details  # the technical facts behind `message` ("" when none)
 
 
 class ResourceError(HarmonyDeskError):
@@ -160,12 +167,15 @@ class LoadProblem(StrEnum):
 
 
 class ModelLoadError(HarmonyDeskError):
-    """A model file that cannot be loaded; `problem` says why, the message says it in words."""
+    """A model file that cannot be loaded; `problem` says why, the message says it in words
+    (naming the file, not its folder), `details` start with the full path."""
 
     code = ErrorCode.RESOURCE
 
-    def __init__(self, problem: LoadProblem, path: object, reason: str) -> None:
-        super().__init__(f"Cannot load the model {path}: {reason}.")
+    def __init__(self, problem: LoadProblem, path: object, reason: str, details: str = "") -> None:
+        name = Path(str(path)).name or str(path)
+        facts = f"File: {path}" + (f"\n{details}" if details else "")
+        super().__init__(f"Cannot load the model “{name}”: {reason}.", facts)
         self.problem = problem
         self.path = path
         self.reason = reason

@@ -3,10 +3,15 @@
 Guarantees:
 - `configure_logging` sends the category loggers (`engine`, `harmony`, `tools`, `store`, `ui`,
   `library`, `llama` for llama.cpp's own lines, `crash`) to a rotating log file in the data
-  folder (`logs/harmony-desk.log`, 2 MiB × 4, made at the first line, each file 0600 in a
-  0700 folder whatever the umask), every line redacted of
-  secrets first; calling it again does not add a second handler; a file that cannot be
-  written is reported by `logging` itself and never stops the app;
+  folder (`logs/harmony-desk.log`, rotated at `MAX_BYTES` with `BACKUPS` older files kept,
+  made at the first line, each file — the rotated ones too — 0600 in a 0700 folder whatever
+  the umask), every line redacted of secrets first; calling it again does not add a second
+  handler; a file that cannot be written is reported by `logging` itself and never stops the
+  app;
+- the file records INFO and above unless `HARMONY_DESK_LOG_LEVEL` names another level
+  (`DEBUG`: everything, llama.cpp's load chatter included); llama.cpp's own info lines arrive
+  at DEBUG (`app/engine/local/client.py`), so loading a model writes nothing at INFO: a normal
+  launch writes a few lines, not the ~2,000 (300 KB) llama.cpp says while loading;
 - `install_crash_handler` makes an exception nobody caught (`sys.excepthook`, and threads'
   `threading.excepthook`) a logged traceback plus one call of `show` with a sentence for the
   user (the window shows a dialog, the terminal a line); the handler itself never raises.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 import sys
 import threading
 import traceback
@@ -30,6 +36,9 @@ from app.paths import data_dir
 
 CATEGORIES = ("engine", "harmony", "tools", "store", "ui", "library", "llama", "crash", "server")
 LOG_NAME = "harmony-desk.log"
+LEVEL_ENV = "HARMONY_DESK_LOG_LEVEL"
+MAX_BYTES = 1 << 20
+BACKUPS = 3
 
 
 class _Redacted(logging.Filter):
@@ -51,11 +60,19 @@ def log_path() -> Path:
     return data_dir() / "logs" / LOG_NAME
 
 
-def configure_logging(level: int = logging.INFO) -> Path:
-    """Attach the rotating log file to the category loggers; its path."""
+def log_level(default: int = logging.INFO) -> int:
+    """The level `HARMONY_DESK_LOG_LEVEL` names (DEBUG, INFO, WARNING, ERROR), else `default`."""
+    named = logging.getLevelNamesMapping().get(os.environ.get(LEVEL_ENV, "").strip().upper())
+    return named if named is not None else default
+
+
+def configure_logging(level: int | None = None) -> Path:
+    """Attach the rotating log file to the category loggers at `level` (None: `log_level()`);
+    its path."""
+    level = log_level() if level is None else level
     path = log_path()
     handler: logging.Handler = _LazyFile(
-        path, maxBytes=2 << 20, backupCount=4, encoding="utf-8", delay=True
+        path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=True
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_Redacted())
@@ -93,4 +110,13 @@ def install_crash_handler(show: Callable[[str], None]) -> None:
     threading.excepthook = thread_report
 
 
-__all__ = ["CATEGORIES", "configure_logging", "install_crash_handler", "log_path"]
+__all__ = [
+    "BACKUPS",
+    "CATEGORIES",
+    "LEVEL_ENV",
+    "MAX_BYTES",
+    "configure_logging",
+    "install_crash_handler",
+    "log_level",
+    "log_path",
+]

@@ -63,7 +63,8 @@ def test_fault_files_give_typed_errors_and_the_worker_recovers(
         with pytest.raises(ModelLoadError) as info:
             client.load(faults[fault], n_ctx=256, n_threads=1)
         assert info.value.problem is problem
-        assert str(faults[fault]) in info.value.message
+        assert f"“{faults[fault].name}”" in info.value.message  # the name in the sentence,
+        assert str(faults[fault]) in info.value.details  # the whole path in the details
         client.load(tiny_model, n_ctx=256, n_threads=1)  # the same client loads a good model after
         assert client.info is not None
 

@@ -187,7 +187,7 @@ def test_llama_cpp_lines_cross_the_pipe_to_the_app_log(tiny_model: Any, tmp_path
 
     handler = Catch()
     logging.getLogger("llama").addHandler(handler)
-    logging.getLogger("llama").setLevel(logging.INFO)
+    logging.getLogger("llama").setLevel(logging.DEBUG)  # llama.cpp's info lines are logged at DEBUG
     try:
         with WorkerClient() as client:
             client.load(tiny_model, n_ctx=256, n_threads=1)

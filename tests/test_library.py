@@ -64,7 +64,10 @@ def test_a_scan_describes_each_model_from_its_header(
     assert g.template == "completion" and not g.has_chat_template and g.usable  # a base model
     t = entries["tiny"]
     assert (t.architecture, t.template, t.vocab_size) == ("gpt-oss", "harmony", 201088)
-    assert not entries["broken"].usable and "not b'GGUF'" in entries["broken"].problem
+    assert not entries["broken"].usable and entries["broken"].problem == (
+        "it is not a GGUF model file (it looks like a web page; perhaps a download or sign-in page"
+        " was saved in place of the model)"
+    )
 
 
 def test_a_split_model_is_one_entry_and_llama_cpp_runs_it(

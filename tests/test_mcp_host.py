@@ -342,4 +342,4 @@ def test_a_full_turn_on_gpt_oss_calls_an_mcp_tool_approved_run_and_answered(tiny
     assert set(sent) == {"n"} and 0 <= sent["n"] <= 99  # the grammar kept to the server's schema
     assert first["result"] == {"result": sent["n"] ** 2}
     missing = cli([*base[:-6], "--mcp", "nowhere"], env)
-    assert missing.returncode == 2 and "no MCP server named 'nowhere'" in missing.stderr
+    assert missing.returncode == 2 and "There is no MCP server named “nowhere”." in missing.stderr

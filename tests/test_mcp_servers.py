@@ -44,11 +44,12 @@ def test_a_server_that_cannot_start_says_why(tmp_path: Path) -> None:
     env = {**os.environ, "HARMONY_DESK_CONFIG": str(tmp_path / "config")}
     assert cli(["mcp", "add", "gone", "--", str(tmp_path / "no-such-server")], env).returncode == 0
     done = cli(["mcp", "tools", "gone"], env)
-    assert done.returncode == 2 and "gone could not start" in done.stderr, done.stderr
+    assert done.returncode == 2 and "The MCP server “gone” could not start: the command" in done.stderr, done.stderr
     crashing = cli(["mcp", "add", "crash", "--", sys.executable, "-c", "import sys; sys.stderr.write('no config found'); sys.exit(3)"], env)
     assert crashing.returncode == 0
     done = cli(["mcp", "tools", "crash"], env)
-    assert done.returncode == 2 and "crash could not start" in done.stderr and "no config found" in done.stderr
+    assert done.returncode == 2 and "“crash” could not start: it exited with code 3 before answering." in done.stderr
+    assert "no config found" in done.stderr  # its stderr: the details, printed under the sentence
 
 
 def test_the_secret_reaches_the_server_from_the_keyring_and_no_file(secret_service: dict[str, str], tmp_path: Path) -> None:

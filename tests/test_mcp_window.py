@@ -45,8 +45,8 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     saved = json.loads((config / "mcp.json").read_text())["mcpServers"]["envy"]
     assert saved["secret_env"] == ["API_TOKEN"] and "env" not in saved
     page.test_button.click()
-    qtbot.waitUntil(lambda: page.tools.count() >= 5 or "could not" in page.status.text(), timeout=30_000)
-    assert page.tools.count() >= 5, page.status.text()
+    qtbot.waitUntil(lambda: page.tools.count() >= 5 or page.problem_banner.isVisible(), timeout=30_000)
+    assert page.tools.count() >= 5, (page.problem_banner.text(), page.problem_banner.details())
     names = [page.tools.item(i).text() for i in range(page.tools.count())]
     assert {"secret", "slow", "big", "square", "crash"} <= set(names)
     assert "tokens to each prompt" in page.offers.text() and "1 resources · 1 prompts" in page.offers.text()
@@ -68,7 +68,7 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     qtbot.waitUntil(lambda: page.status.text() == "envy saved.", timeout=10_000)  # saved, listed
     after = {t.name for t in window.controller.tools.of(window.controller.doc).registry}
     assert "envy__slow" not in after and "envy__square" in after  # the conversation took the change
-    assert "mcp:envy" in window.controller.available_tools()
+    assert "mcp:envy" in window.controller.tools.available()
     claude = tmp_path / "claude_desktop_config.json"
     claude.write_text(json.dumps({"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"],
                                                              "env": {"GITHUB_TOKEN": TOKEN + "-gh"}}}}))
@@ -117,7 +117,8 @@ def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
         window.composer.box.setPlainText("Hello")
         qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
     reply = window.controller.doc.turns[-1].version.reply
-    assert reply.state == "failed" and "broken could not start" in str(reply.error) and "missing API key" in str(reply.error)
+    assert reply.state == "failed" and "“broken” could not start: it exited with code 1" in str(reply.error)
+    assert any("missing API key" in line for line in window.controller.tools.mcp.logs["broken"])  # its stderr
     assert window.controller.doc.turns[-1].version.user_text == "Hello"  # the message is kept
 
 

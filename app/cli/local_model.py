@@ -3,21 +3,24 @@ it, and the loading itself.
 
 Guarantees: `--model default` is the model the user chose (`models default`), else the bundled
 one, assembled on first use with its progress shown; the template, sampling and load settings
-given are checked before they are remembered for the model; loading prints its progress and
-then one line saying what was loaded, on what, with how many threads.
+given are checked before they are remembered for the model; loading shows its progress as a
+bar on a terminal and, on a pipe or a file, as exactly one line when it starts (`Loading
+NAME…`) and one when it ends (`app/cli/progress.py`) — that line says what was loaded, from
+which file, in how long, on what, with how many threads; a failed load clears its bar and leaves
+the one sentence saying why to the caller.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from app.cli.progress import Progress
 from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
 from app.engine.cores import default_threads
@@ -74,19 +77,6 @@ def status(text: str) -> None:
     terminal.flush()
 
 
-def _progress(label: str) -> Callable[[float], None]:
-    """A progress printer that writes only when the shown percentage changes."""
-    shown = [-1]
-
-    def report(fraction: float) -> None:
-        percent = int(fraction * 100)
-        if percent != shown[0]:
-            shown[0] = percent
-            status(f"\r{label}… {percent:3d}%")
-
-    return report
-
-
 def _model_path(name: str) -> str:
     if name != "default":
         return name
@@ -97,8 +87,11 @@ def _model_path(name: str) -> str:
     if chosen is not None:
         return chosen
 
-    path = default_model_path(_progress("Preparing the default model"))
-    raw_terminal(sys.stderr).write("\r")
+    preparing = Progress("Preparing the default model", quiet=True)  # a bar on a terminal only
+    try:
+        path = default_model_path(preparing)
+    finally:
+        preparing.abandon()  # its bar makes way for the load's
     return str(path)
 
 
@@ -144,18 +137,24 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     choice = ChoiceStore().remember(path, _choice(args))
     if getattr(args, "chat_template", None) is not None:  # this run's template, from its file
         choice = choice.model_copy(update={"template": args.template})
-    info = client.load(
-        path,
-        n_ctx=args.ctx or 4096,
-        n_threads=args.threads,
-        on_progress=_progress(f"Loading {path}"),
-        settings=choice.load_settings(load_settings().gpu_layers),
-    )
+    progress = Progress(f"Loading {Path(path).name}")
+    progress.start()
+    try:
+        info = client.load(
+            path,
+            n_ctx=args.ctx or 4096,
+            n_threads=args.threads,
+            on_progress=progress,
+            settings=choice.load_settings(load_settings().gpu_layers),
+        )
+    except BaseException:
+        progress.abandon()
+        raise
     name = choice.template or default_template_name(info.metadata)
     where = info.placement.words() if info.placement else "CPU"
-    sys.stderr.write(
-        f"\rLoaded {info.architecture} model ({info.n_ctx} context, template {name},"
-        f" on {where}, {info.n_threads} threads).\n"
+    progress.end(
+        f"Loaded {info.architecture} model {Path(path).name} in {progress.elapsed:.1f} s"
+        f" ({info.n_ctx} context, template {name}, on {where}, {info.n_threads} threads)."
     )
     template = get_template(name).for_model(info.metadata)
     sampling = choice.apply(template.defaults).sampling(seed=args.seed)

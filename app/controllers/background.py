@@ -2,7 +2,8 @@
 
 Guarantees: `run(work, then)` runs `work` on a new daemon thread and calls `then(result)` on
 the thread that owns this object (the GUI thread), through a queued signal; an exception from
-`work` never escapes the thread: its message goes to `on_error`, on the GUI thread too.
+`work` never escapes the thread: its message (and an app error's details) go to `on_error`, on
+the GUI thread too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 class Background(QObject):
     _done = Signal(object)
 
-    def __init__(self, name: str, on_error: Callable[[str], None]) -> None:
+    def __init__(self, name: str, on_error: Callable[[str, str], None]) -> None:
         super().__init__()
         self.name = name
         self.on_error = on_error
@@ -33,7 +34,8 @@ class Background(QObject):
                 result = work()
             except Exception as exc:  # said to the user through on_error, never raised here
                 message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-                self.later(lambda: self.on_error(message))
+                details = str(getattr(exc, "details", "") or "")
+                self.later(lambda: self.on_error(message, details))
                 return
             self.later(lambda: then(result))
 

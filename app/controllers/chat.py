@@ -112,17 +112,6 @@ class ChatController(ConversationsController):
     def _forget(self, doc_id: str) -> None:
         self.tools.forget(doc_id)  # its python interpreter ends with the conversation
 
-    def available_tools(self) -> list[str]:
-        """The built-ins and the trusted plugins a conversation can enable (plugins once found,
-        on a background thread)."""
-        return self.tools.available()
-
-    def pending_plugins(self) -> dict[str, PluginIdentity]:
-        return self.tools.pending()
-
-    def trust_plugin(self, name: str) -> None:
-        self.tools.trust(name)
-
     @property
     def can_answer(self) -> bool:
         """A model is loaded here, or the conversation talks to a remote endpoint."""
@@ -201,7 +190,7 @@ class ChatController(ConversationsController):
             return
         index = len(self.doc.turns) - 1
         reply = self.doc.turns[index].version.reply
-        if reply is None or reply.state not in ("stopped", "failed", "incomplete"):
+        if reply is None or not reply.continuable:
             return
         while reply.segments and reply.segments[-1].kind in ("notice", "error"):
             reply.segments.pop()
@@ -405,11 +394,4 @@ class _TurnState:
         self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 
-__all__ = [
-    "FLUSH_MS",
-    "ChatController",
-    "Mode",
-    "PluginIdentity",
-    "SchemaError",
-    "check_schema",
-]
+__all__ = ["FLUSH_MS", "ChatController", "Mode", "PluginIdentity", "SchemaError", "check_schema"]

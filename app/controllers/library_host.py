@@ -61,7 +61,7 @@ class LibraryHost(QObject):
 
     def __init__(self, catalog_path: Path | None = None, **download_options: float) -> None:
         super().__init__()
-        self._worker = Background("library", self.failed.emit)
+        self._worker = Background("library", lambda text, _details: self.failed.emit(text))
         self._catalog_path = catalog_path
         self.catalog: Catalog | None = None
         self.rows: list[Listed] = []

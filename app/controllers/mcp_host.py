@@ -5,7 +5,9 @@ made off the GUI thread by the caller; saving a server stores its secrets' value
 keyring only (a blank value keeps the one stored) and stops its running session, so the next
 use starts it as configured; a probe starts the server and says what it offers — every tool
 (with the allow-list's choice), the prompt tokens the allowed ones add, its resources and
-prompts — or why it could not start, with its stderr; each server's log is the pool's.
+prompts — or why it could not start: an `McpError` whose `message` is one sentence for the
+user and whose `details` hold the facts (its stderr, where its command was looked for); each
+server's log is the pool's, every failure in it with its details.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ from app.tools.mcp_config import (
     secret_name,
 )
 from app.tools.mcp_results import prompt_messages, resource_text
-from app.tools.mcp_tools import McpPool
-from app.tools.session import MCP_PREFIX
+from app.tools.mcp_tools import MCP_PREFIX, McpPool
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ class ModelHost(QObject):
     stateChanged = Signal(str)
     progress = Signal(float)
     loaded = Signal(str)  # a one-line description of the model
-    loadFailed = Signal(str)
+    loadFailed = Signal(str, str)  # the sentence, and the details behind it
     templateChanged = Signal()  # another template is in use (its features may differ)
 
     def __init__(self, bridge: EngineBridge, backend: ModelBackend | None = None) -> None:
@@ -125,7 +125,7 @@ class ModelHost(QObject):
             client, file, template_name = await self.bridge.call(work)
         except HarmonyDeskError as exc:
             self.stateChanged.emit(WorkerState.FAILED.value if self.backend is None else "ready")
-            self.loadFailed.emit(exc.message)
+            self.loadFailed.emit(exc.message, exc.details)
             return False
         self.backend = client
         self._tokenizer = None  # a new model: a new vocabulary

@@ -42,7 +42,7 @@ class RemoteHost(QObject):
         self.endpoints: tuple[Endpoint, ...] = ()
         self._secrets = secrets
         self._lock = threading.Lock()
-        self._worker = Background("endpoints", self.failed.emit)
+        self._worker = Background("endpoints", lambda text, _details: self.failed.emit(text))
         self.reload()
 
     @property

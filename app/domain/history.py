@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from app.domain.messages import Message, ReasoningEffort
+from app.errors import ErrorCode
 
 SegmentKind = Literal["answer", "preamble", "tool", "json", "error", "notice"]
 
@@ -114,6 +115,13 @@ class Reply:
     def debug_loaded(self) -> bool:
         """Whether `debug` is in memory (reading it then never touches the store)."""
         return self._debug is not None or self.stored is None
+
+    @property
+    def continuable(self) -> bool:
+        """Whether Continue can go on from it: it stopped, failed or was cut, and not because
+        the conversation outgrew the context (continuing would fail the same way)."""
+        outgrew = self.error.startswith(ErrorCode.CONTEXT.value)
+        return self.state in ("stopped", "failed", "incomplete") and not outgrew
 
     def visible_text(self) -> str:
         """The reply as a normal copy action gives it: answers and preambles only."""

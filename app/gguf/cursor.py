@@ -1,7 +1,8 @@
 """Reading a GGUF header's values: scalars, strings and (nested) arrays, bounds-checked.
 
 Guarantees: a read past the end is a `ModelLoadError` (TRUNCATED); an unknown value type or
-arrays nested deeper than `MAX_ARRAY_DEPTH` is NOT_GGUF; large arrays (a vocabulary) are
+arrays nested deeper than `MAX_ARRAY_DEPTH` is NOT_GGUF (said as `DAMAGED`, with the facts in
+the error's `details`); large arrays (a vocabulary) are
 stepped over, keeping only their length and item type (`Skipped`), so a header of any size
 is read in time linear in its bytes without holding its items.
 """
@@ -31,6 +32,8 @@ _SCALARS: dict[int, tuple[str, int]] = {
     12: ("<d", 8),
 }
 _STRING, _ARRAY = 8, 9
+DAMAGED = "its header is damaged (it may be unfinished, or not really a GGUF model file)"
+ENDS_EARLY = "the file is cut short: it ends inside its header"
 
 
 class Cursor:
@@ -39,9 +42,7 @@ class Cursor:
 
     def take(self, fmt: str, size: int) -> Any:
         if self.pos + size > len(self.data):
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
+            raise ModelLoadError(LoadProblem.TRUNCATED, self.path, ENDS_EARLY)
         value = struct.unpack_from(fmt, self.data, self.pos)[0]
         self.pos += size
         return value
@@ -49,9 +50,7 @@ class Cursor:
     def string(self) -> str:
         length = self.take("<Q", 8)
         if self.pos + length > len(self.data):
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
+            raise ModelLoadError(LoadProblem.TRUNCATED, self.path, ENDS_EARLY)
         raw = bytes(self.data[self.pos : self.pos + length])
         self.pos += length
         return raw.decode("utf-8", errors="replace")
@@ -65,9 +64,7 @@ class Cursor:
                 break
             pos += 8 + unpack("<Q", data, pos)[0]
         if pos > end:
-            raise ModelLoadError(
-                LoadProblem.TRUNCATED, self.path, "the file ends inside its header"
-            )
+            raise ModelLoadError(LoadProblem.TRUNCATED, self.path, ENDS_EARLY)
         self.pos = pos
 
     def value(self, kind: int, keep: Callable[[int], bool] = lambda n: True, depth: int = 0) -> Any:
@@ -81,7 +78,8 @@ class Cursor:
                 raise ModelLoadError(
                     LoadProblem.NOT_GGUF,
                     self.path,
-                    f"its header nests arrays deeper than {MAX_ARRAY_DEPTH} levels",
+                    DAMAGED,
+                    f"Its header nests arrays deeper than {MAX_ARRAY_DEPTH} levels.",
                 )
             item_kind = self.take("<I", 4)
             count = self.take("<Q", 8)
@@ -93,7 +91,9 @@ class Cursor:
                 return Skipped(count, item_kind)
             items = [self.value(item_kind, depth=depth + 1) for _ in range(count)]
             return items if keep(count) else Skipped(count, item_kind)
-        raise ModelLoadError(LoadProblem.NOT_GGUF, self.path, f"unknown metadata value type {kind}")
+        raise ModelLoadError(
+            LoadProblem.NOT_GGUF, self.path, DAMAGED, f"Unknown metadata value type {kind}."
+        )
 
 
 @dataclass(frozen=True)
@@ -111,4 +111,4 @@ def keep_small(count: int) -> bool:
     return count <= 4096
 
 
-__all__ = ["MAX_ARRAY_DEPTH", "Cursor", "Skipped", "keep_small"]
+__all__ = ["DAMAGED", "ENDS_EARLY", "MAX_ARRAY_DEPTH", "Cursor", "Skipped", "keep_small"]

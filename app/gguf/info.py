@@ -2,7 +2,9 @@
 
 Guarantees: reads only the header and tensor table (never the weights); a file that is not
 a GGUF, or is cut short, or lists tensors past its end, is a `ModelLoadError` with a
-`LoadProblem` saying which; no other exception escapes for a bad file. A split model
+`LoadProblem` saying which, in a sentence without bytes or reprs (what the file looks like
+instead, from `app/gguf/magic.py`; the bytes, names and numbers in its `details`); no other
+exception escapes for a bad file. A split model
 (`NAME-00001-of-00003.gguf`, llama.cpp's naming) is read as one: `read_model` takes the
 metadata from the first part and the tensors of every part, and names a missing part.
 """
@@ -17,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import LoadProblem, ModelLoadError
-from app.gguf.cursor import Cursor, Skipped, keep_small
+from app.gguf.cursor import DAMAGED, Cursor, Skipped, keep_small
+from app.gguf.magic import HEAD, MAGIC, not_gguf
 
-MAGIC = b"GGUF"
 SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _KIND_NAMES = {
     0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool",
@@ -154,8 +156,9 @@ class GgufInfo:
             raise ModelLoadError(
                 LoadProblem.NOT_GGUF,
                 self.path,
-                f"its header holds {type(value).__name__} for {self.architecture}.{name},"
-                " where a whole number belongs",
+                DAMAGED,
+                f"Its header holds {value!r} for {self.architecture}.{name},"
+                " where a whole number belongs.",
             )
         return value
 
@@ -214,7 +217,8 @@ def read_gguf(path: str | Path) -> GgufInfo:
     try:
         info = p.stat()
         if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
-            raise ModelLoadError(LoadProblem.NOT_GGUF, p, "it is not a regular file")
+            what = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
+            raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"it is {what}, not a file")
         size = info.st_size
         f = p.open("rb")
     except FileNotFoundError as exc:
@@ -224,25 +228,35 @@ def read_gguf(path: str | Path) -> GgufInfo:
             LoadProblem.MISSING_FILE, p, f"it cannot be opened ({exc.strerror})"
         ) from exc
     with f:
-        if size < 24:
-            raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"it is only {size} bytes long")
+        head = f.read(HEAD)
+        if size < 24 or not head.startswith(MAGIC):  # 24: the magic, version and two counts
+            raise not_gguf(p, head, size)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return _parse(Cursor(data, p), size)
 
 
 def _parse(cur: Cursor, size: int) -> GgufInfo:
     p = cur.path
-    if bytes(cur.data[:4]) != MAGIC:
-        raise ModelLoadError(
-            LoadProblem.NOT_GGUF, p, f"it starts with {bytes(cur.data[:4])!r}, not b'GGUF'"
-        )
-    cur.pos = 4
+    cur.pos = len(MAGIC)
     version = cur.take("<I", 4)
     if version not in (2, 3):
-        raise ModelLoadError(LoadProblem.NOT_GGUF, p, f"GGUF version {version} is not supported")
+        if version == 1:
+            reason = "it is a GGUF file of version 1, too old for llama.cpp: convert it again"
+        elif 3 < version < 100:
+            reason = f"it is a GGUF file of version {version}, newer than this app can read"
+        else:
+            reason = DAMAGED
+        facts = f"Its header says GGUF version {version}; versions 2 and 3 are read."
+        raise ModelLoadError(LoadProblem.NOT_GGUF, p, reason, facts)
     n_tensors, n_kv = cur.take("<Q", 8), cur.take("<Q", 8)
     if n_tensors > 1_000_000 or n_kv > 1_000_000:
-        raise ModelLoadError(LoadProblem.NOT_GGUF, p, "its header counts are implausible")
+        raise ModelLoadError(
+            LoadProblem.NOT_GGUF,
+            p,
+            DAMAGED,
+            f"Its header counts {n_tensors:,} tensors and {n_kv:,} metadata entries;"
+            " no model has more than 1,000,000 of either.",
+        )
     metadata: dict[str, Any] = {}
     omitted: dict[str, tuple[str, int]] = {}
     vocab_size = 0
@@ -262,7 +276,7 @@ def _parse(cur: Cursor, size: int) -> GgufInfo:
         n_dims = cur.take("<I", 4)
         if n_dims > 8:
             raise ModelLoadError(
-                LoadProblem.NOT_GGUF, p, f"tensor {name!r} has {n_dims} dimensions"
+                LoadProblem.NOT_GGUF, p, DAMAGED, f"Tensor “{name}” has {n_dims} dimensions."
             )
         shape = tuple(cur.take("<Q", 8) for _ in range(n_dims))
         tensors.append(TensorInfo(name, shape, cur.take("<I", 4), cur.take("<Q", 8)))
@@ -274,8 +288,8 @@ def _parse(cur: Cursor, size: int) -> GgufInfo:
             raise ModelLoadError(
                 LoadProblem.TRUNCATED,
                 p,
-                f"tensor {t.name!r} runs past the end of the file ({size} bytes):"
-                " the file is cut short",
+                "the file is cut short (an unfinished download or copy?)",
+                f"Tensor “{t.name}” runs past the end of the file ({size:,} bytes).",
             )
     return GgufInfo(p, size, version, metadata, tuple(tensors), vocab_size, omitted)
 

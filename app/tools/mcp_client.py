@@ -8,9 +8,13 @@ counted from the call, which progress notifications never extend (a call may als
 call that times out or is cancelled through its `cancel` event is abandoned with the
 protocol's `notifications/cancelled`; a local server runs under the guard with the environment
 of `app/tools/mcp_env.py`; a remote server gets its headers with their secrets read from the
-keyring at connect (never from a file); a server that cannot start or dies says so with a
-short, redacted excerpt of what it wrote to stderr (kept bounded by `app/tools/mcp_stderr.py`),
-and every error's text is redacted (`app.domain.redact`); `alive` is false once the transport
+keyring at connect (never from a file); a server that cannot start says so in one sentence
+that names it once and says what happened in words ("The MCP server “git” could not start: the
+command “uvx” was not found.", "…: it exited with code 1 before answering.",
+`app/tools/mcp_words.py`) — no exception class, no `PATH` — with the technical facts and a
+short, redacted excerpt of what it wrote to stderr (kept bounded by `app/tools/mcp_stderr.py`)
+as the error's `details`; a request that fails says so the same way; every error's text and
+details are redacted (`app.domain.redact`); `alive` is false once the transport
 has gone; `close` ends the session and the server's processes.
 """
 
@@ -30,9 +34,11 @@ from app.secrets import Secrets
 from app.tools.mcp_config import McpServer, secret_name
 from app.tools.mcp_env import environment, guarded
 from app.tools.mcp_stderr import StderrTail
+from app.tools.mcp_words import ended, facts, said, why
 
 T = TypeVar("T")
 START_S = 30.0
+DETAILS_CHARS = 1000  # of a server's stderr, in an error's details
 POLL_S = 0.05
 PING_S = 3.0
 
@@ -40,10 +46,12 @@ PING_S = 3.0
 class McpError(HarmonyDeskError):
     """A server that cannot start, answer in time, or that failed a request."""
 
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.TOOL_ERROR) -> None:
+    def __init__(
+        self, message: str, code: ErrorCode = ErrorCode.TOOL_ERROR, details: str = ""
+    ) -> None:
         message = redact(message)  # a server's words, an exception's text: never a secret
-        super().__init__(message)
-        self.message, self.code = message, code
+        super().__init__(message, redact(details))
+        self.code = code
 
 
 class McpConnection:
@@ -78,14 +86,13 @@ class McpConnection:
             except cf.TimeoutError:
                 pass
             except cf.CancelledError:
-                raise McpError(f"{self.name}: the request was cancelled") from None
+                said = f"The request to the MCP server “{self.name}” was cancelled."
+                raise McpError(said) from None
             except McpError:
                 raise
             except Exception as exc:  # the SDK and the transport raise many kinds
                 self._check_transport()
-                raise McpError(
-                    f"{self.name} failed: {_said(exc)}{self._refused}{self.said()}"
-                ) from None
+                raise self._failed(exc) from None
             if cancel is not None and cancel.is_set():
                 future.cancel()  # the SDK sends notifications/cancelled to the server
                 raise McpError("the user cancelled the call", ErrorCode.TOOL_CANCELLED)
@@ -95,7 +102,8 @@ class McpConnection:
                 future.cancel()
                 took = timeout if now - began > timeout else idle
                 raise McpError(
-                    f"{self.name} did not answer within {took:g} s", ErrorCode.TOOL_TIMEOUT
+                    f"The MCP server “{self.name}” did not answer within {took:g} s.",
+                    ErrorCode.TOOL_TIMEOUT,
                 )
 
     def _check_transport(self) -> None:
@@ -109,6 +117,25 @@ class McpConnection:
             future.cancel()
             self._gone = True
 
+    def _failed(self, exc: BaseException) -> McpError:
+        """A request that failed, in a sentence; what the server wrote, in the details."""
+        status = self._stderr.status(wait=0.2) if self.server.transport == "stdio" else None
+        if status is not None:
+            clause = ended(status).removesuffix(" before answering")
+        else:
+            clause = self._why(exc)
+        details = facts(said(exc), self._stderr_details())
+        return McpError(f"The MCP server “{self.name}” failed: {clause}.", details=details)
+
+    def _why(self, exc: BaseException) -> str:
+        if self._refused:
+            return f"the server refused the connection ({self._refused})"
+        return why(exc, None if self.server.transport == "stdio" else str(self.server.url))
+
+    def _stderr_details(self) -> str:
+        tail = self._stderr.excerpt(limit=DETAILS_CHARS)
+        return f"It wrote to its standard error:\n{tail}" if tail else ""
+
     def said(self) -> str:
         """A short, redacted excerpt of the end of what a local server wrote to stderr, as a
         clause ("" when nothing)."""
@@ -121,7 +148,11 @@ class McpConnection:
         for key in self.server.secret_headers:
             value = secrets.get(secret_name(self.name, key))
             if value is None:
-                raise McpError(f"{self.name} needs the header {key}, which is not in the keyring")
+                raise McpError(
+                    f"it needs the header {key}, which is not in the keyring",
+                    details=f"Give {key} a value in File ▸ MCP servers… (the Secrets box) or"
+                    f" with `harmony-desk mcp add {self.name}` and its secret options.",
+                )
             headers[key] = value
         return headers
 
@@ -155,7 +186,7 @@ class McpConnection:
     async def _heard(self, response: Any) -> None:
         """Keep a remote server's last HTTP error: the SDK reports it only as "an error"."""
         if response.status_code >= 400:
-            self._refused = f" (HTTP {response.status_code} from {response.request.url})"
+            self._refused = f"HTTP {response.status_code} from {response.request.url}"
 
     async def _open(self) -> None:
         from mcp import ClientSession
@@ -171,20 +202,27 @@ class McpConnection:
                 await stack.aclose()
             except BaseException as inner:  # the transport's own failure, behind a cancel
                 first = inner if isinstance(exc, asyncio.CancelledError) else exc
-            if isinstance(first, McpError | HarmonyDeskError):
-                raise
-            raise McpError(f"{_said(first)}{self._refused}") from None
+            if isinstance(first, HarmonyDeskError):  # a clause: the command, a secret, a header
+                raise McpError(first.message, details=first.details) from None
+            raise McpError(self._why(first), details=said(first)) from None
         self._stack = stack
 
     def start(self, timeout: float = START_S) -> McpConnection:
-        """Start the server and its session (a clear error when it cannot)."""
+        """Start the server and its session (see the module guarantees for the error)."""
         try:
             self._wait(self._open(), timeout)
-        except (McpError, HarmonyDeskError) as exc:
+        except McpError as exc:
             self._stderr.started()
-            said = self.said()
+            local = self.server.transport == "stdio"
+            status = self._stderr.status() if local else None
+            details = facts(exc.details, self._stderr_details())
             self.close()
-            raise McpError(f"{self.name} could not start: {exc.message}{said}") from None
+            if exc.code is ErrorCode.TOOL_TIMEOUT:
+                clause = f"it did not answer within {timeout:g} s"
+            else:
+                clause = ended(status) if status is not None else exc.message
+            message = f"The MCP server “{self.name}” could not start: {clause}."
+            raise McpError(message, details=details) from None
         self._stderr.started()
         return self
 
@@ -250,13 +288,6 @@ class McpConnection:
         if not self._loop.is_running() and not self._loop.is_closed():
             self._loop.close()
         self._stderr.started()
-
-
-def _said(exc: BaseException) -> str:
-    """An exception as a sentence; a group (the SDK's task groups) by its first leaf."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 __all__ = ["McpConnection", "McpError"]

@@ -1,14 +1,15 @@
 """What a local MCP server is started with: its environment and its guarded command line.
 
-Guarantees: the server never sees the app's environment (whose API keys are the user's, not
-the server's): it starts with a minimal one — `PATH` (the app's, with the user's login-shell
-`PATH` merged in after its own entries: an app started from a desktop launcher or a bundle gets
-a minimal `PATH`, and `npx`, `uvx` or `docker` would not be found), `HOME`, the user's name,
+Guarantees: the server never sees the app's environment (whose API keys are the user's, not the
+server's): it starts with a minimal one — `PATH` (the app's, with the user's login-shell `PATH`
+merged in after its own entries: an app started from a desktop launcher or a bundle gets a
+minimal `PATH`, and `npx`, `uvx` or `docker` would not be found), `HOME`, the user's name,
 shell, terminal, temporary folder, time zone and locale variables (and on Windows the few the
 system needs) — then the plain values from `mcp.json`; then its secrets, read from the keyring
-at start and never from a file. A command
-that is not on that `PATH` is an error naming it and where it was looked for. The command runs
-under the guard (`app/tools/mcp_guard.py`), so the server stops when the app does.
+at start and never from a file. A command that is not on that `PATH` is an error whose sentence
+names the command (a clause: "the command “uvx” was not found") and whose `details` say where it
+was looked for (`PATH`'s folders, each once, the home folder as `~`, at most `SHOWN`). The
+command runs under the guard (`app/tools/mcp_guard.py`), so the server stops when the app does.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ KEPT = ("HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LAN
 KEPT_WINDOWS = ("APPDATA", "LOCALAPPDATA", "PATHEXT", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
                 "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC", "WINDIR")  # fmt: skip
 GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_guard.py")
+SHOWN = 12  # PATH folders named in a "not found" error's details
 
 
 @functools.cache
@@ -68,8 +70,9 @@ def environment(name: str, server: McpServer, secrets: Secrets) -> dict[str, str
         value = secrets.get(secret_name(name, key))
         if value is None:
             raise InvalidInputError(
-                f"{name} needs {key}, which is not in the keyring:"
-                f" `harmony-desk mcp add {name} --secret-env {key} -- ...`"
+                f"it needs the secret {key}, which is not in the keyring",
+                f"Give {key} a value in File ▸ MCP servers… (the Secrets box) or with"
+                f" `harmony-desk mcp add {name}` and its secret options.",
             )
         env[key] = value
     return env
@@ -81,7 +84,7 @@ def guarded(name: str, server: McpServer, env: dict[str, str]) -> tuple[str, lis
     found = shutil.which(command, path=env.get("PATH"))
     if found is None:
         raise InvalidInputError(
-            f"{name}: {command!r} was not found (looked in the PATH: {env.get('PATH', '')})"
+            f"the command “{command}” was not found", looked_in(env.get("PATH", ""))
         )
     if getattr(sys, "frozen", False):  # a bundle: the app's own executable is the guard
         return sys.executable, ["--mcp-guard", str(os.getpid()), found, *server.args]
@@ -89,4 +92,18 @@ def guarded(name: str, server: McpServer, env: dict[str, str]) -> tuple[str, lis
     return sys.executable, ["-I", GUARD, str(os.getpid()), found, *server.args]
 
 
-__all__ = ["environment", "guarded", "login_path", "merged_path"]
+def looked_in(path: str) -> str:
+    """Where a command was looked for, for an error's details (see the module guarantees)."""
+    home = os.path.expanduser("~")
+    folders = list(dict.fromkeys(p for p in path.split(os.pathsep) if p))
+    shown = [
+        "~" + p[len(home) :] if home not in ("", "/") and p.startswith(home) else p
+        for p in folders[:SHOWN]
+    ]
+    more = f" and {len(folders) - SHOWN} more" if len(folders) > SHOWN else ""
+    if not shown:
+        return "The PATH it was looked for in is empty."
+    return f"Looked in {len(folders)} folders of the PATH: {', '.join(shown)}{more}."
+
+
+__all__ = ["environment", "guarded", "login_path", "looked_in", "merged_path"]

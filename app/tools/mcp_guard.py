@@ -1,14 +1,17 @@
 """The guard between the app and one local MCP server: the server never outlives the app.
 
-The app starts `python -I …/mcp_guard.py APP_PID COMMAND [ARGS…]` (a bundle starts itself
-with `--mcp-guard`) in a session of its own; the guard runs the server with the same standard
-input and error, relays its standard output, and watches the app's process. Guarantees:
-when the app ends in any way, a kill included, the server and everything it started are
-stopped within a second (asked first, killed two seconds later); when the server ends, the
-guard ends with its exit status. Only JSON-RPC lines (a line that starts with `{` or `[`, of at
-most `MAX_LINE` bytes) reach the app: anything else the server prints to its standard output
-(logs, banners, a flood) is dropped as it comes, so it costs the app neither memory nor output.
-Only the standard library is imported here: the guard starts in a few tens of milliseconds.
+The app starts `python -I …/mcp_guard.py APP_PID COMMAND [ARGS…]` (a bundle starts itself with
+`--mcp-guard`) in a session of its own; the guard runs the server with the same standard input
+and error, relays its standard output, and watches the app's process. Guarantees: when the app
+ends in any way, a kill included, the server and everything it started are stopped within a
+second (asked first, killed two seconds later); when the server ends on its own, the guard
+writes one last line of its own to the shared standard error, `EXIT_LINE` and the status
+(negative: the signal that ended it), which the app reads to say how the server ended and keeps
+out of what it shows of that stream, and ends with the server's exit status. Only JSON-RPC
+lines (a line that starts with `{` or `[`, of at most `MAX_LINE` bytes) reach the app: anything
+else the server prints to its standard output (logs, banners, a flood) is dropped as it comes,
+so it costs the app neither memory nor output. Only the standard library is imported here: the
+guard starts in a few tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ POLL_S = 0.2
 GRACE_S = 2.0
 MAX_LINE = 32 * 1024 * 1024
 CHUNK = 1 << 16
+EXIT_LINE = "harmony-desk mcp guard: the server ended with status "
 
 
 def _grow(line: bytearray, piece: bytes, keep: bool | None) -> bool | None:
@@ -74,7 +78,8 @@ def main(argv: list[str]) -> int:
     try:
         child = subprocess.Popen(argv[1:], stdout=subprocess.PIPE)
     except OSError as exc:
-        print(f"cannot run {argv[1]}: {exc}", file=sys.stderr)
+        print(f"cannot run {argv[1]}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"\n{EXIT_LINE}127", file=sys.stderr, flush=True)
         return 127
     assert child.stdout is not None
     relay = threading.Thread(target=_relay, args=(child.stdout, sys.stdout.buffer), daemon=True)
@@ -89,6 +94,8 @@ def main(argv: list[str]) -> int:
         try:
             status = child.wait(POLL_S)
             relay.join(1.0)  # what it wrote last reaches the app
+            with contextlib.suppress(OSError, ValueError):
+                print(f"\n{EXIT_LINE}{status}", file=sys.stderr, flush=True)  # a line of its own
             return status
         except subprocess.TimeoutExpired:
             pass

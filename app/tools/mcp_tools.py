@@ -41,6 +41,7 @@ from app.tools.mcp_client import McpConnection, McpError
 from app.tools.mcp_config import McpServer, load_servers, server_identity
 from app.tools.mcp_results import envelope
 
+MCP_PREFIX = "mcp:"  # a conversation's tool choice names a server as "mcp:NAME"
 SEPARATOR = "__"
 MAX_NAME = 64
 BACKOFF_MAX_S = 30.0
@@ -84,9 +85,14 @@ class McpPool:
         the conversation asking is offline."""
         server = self._config().get(name)
         if server is None:
-            raise McpError(f"no MCP server named {name!r} (see `harmony-desk mcp list`)")
+            raise McpError(
+                f"There is no MCP server named “{name}”.",
+                details="`harmony-desk mcp list` (or File ▸ MCP servers…) shows the servers.",
+            )
         if server.remote and offline:
-            raise McpError(f"{name} is a remote server ({server.url}): not used offline")
+            raise McpError(
+                f"The MCP server “{name}” is a remote server ({server.url}): not used offline."
+            )
         return server
 
     def connection(self, name: str) -> McpConnection:
@@ -99,12 +105,14 @@ class McpPool:
                 self._died(name, live)
             wait = self._next_start.get(name, 0.0) - time.monotonic()
             if wait > 0:
-                raise McpError(f"{name} stopped; it is started again in {wait:.0f} s")
+                raise McpError(
+                    f"The MCP server “{name}” stopped; it is started again in {wait:.0f} s."
+                )
             server = self.server(name)
             try:
                 live = McpConnection(name, server, self._secrets).start()
             except McpError as exc:
-                self.note(name, f"could not start: {exc.message}")
+                self.note(name, _logged(exc))
                 self._back_off(name)
                 raise
             self._live[name] = live
@@ -131,7 +139,7 @@ class McpPool:
             limit = connection.server.timeout
             result = envelope(connection.call(tool, arguments, limit * HARD_CAP, cancel, limit))
         except McpError as exc:
-            self.note(name, f"{tool}: {exc.code.value} {exc.message}")
+            self.note(name, f"{tool}: {exc.code.value} {_logged(exc)}")
             raise
         self._deaths.pop(name, None)  # a good answer ends the back-off
         self.note(name, f"{tool}: {'ok' if result['ok'] else 'the tool reported an error'}")
@@ -187,7 +195,9 @@ class McpPool:
             try:
                 said = self.call(name, original, arguments, ctx.cancel if ctx else None)
             except McpError as exc:
-                raise ToolError(exc.message, exc.code.value) from None
+                failed = ToolError(exc.message, exc.code.value)
+                failed.details = exc.details
+                raise failed from None
             if not said["ok"]:
                 raise ToolError(said["error"]["message"])
             return said["content"]
@@ -204,6 +214,11 @@ class McpPool:
             plugin=plugin_label(name),
             wants_context=True,
         )
+
+
+def _logged(exc: McpError) -> str:
+    """An error for the server's log: its sentence, then its details."""
+    return f"{exc.message}\n{exc.details}" if exc.details else exc.message
 
 
 class _Identified:
@@ -250,4 +265,4 @@ def _risk(annotations: Any) -> Risk:
     return Risk.RUNS_CODE
 
 
-__all__ = ["McpPool", "function_name", "plugin_label"]
+__all__ = ["MCP_PREFIX", "McpPool", "function_name", "plugin_label"]

@@ -189,8 +189,7 @@ class Composer(QWidget):
 
     def check_schema(self) -> dict[str, Any] | None:
         """The schema when it is valid and enforceable; None (and a reason shown) otherwise."""
-        from app.constrain.constraint import check_schema
-        from app.errors import SchemaError
+        from app.controllers.chat import SchemaError, check_schema
 
         try:
             schema = json.loads(self.schema.toPlainText())

@@ -51,11 +51,11 @@ from app.ui.icons import give
 from app.ui.mcp_page import McpPage
 from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
+from app.ui.problem_banner import ProblemBanner
 from app.ui.serve_switch import ServeSwitch
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
-from app.ui.theme import mark
 from app.ui.transcript import TranscriptView
 
 
@@ -114,12 +114,7 @@ class MainWindow(QMainWindow):
             self.welcome = Welcome(center)
             self.welcome.close_button.clicked.connect(self._welcomed)
             column.addWidget(self.welcome)
-        self.banner = QLabel(center)
-        self.banner.setObjectName("errorBanner")
-        self.banner.setWordWrap(True)
-        mark(self.banner, "error")
-        self.banner.setAccessibleName("Problem")
-        self.banner.hide()
+        self.banner = ProblemBanner(center)  # one sentence, the details behind a disclosure
         column.addWidget(self.banner)
         self.instructions = QPlainTextEdit(center)
         self.instructions.setPlaceholderText("Instructions for this conversation (optional)")
@@ -249,9 +244,9 @@ class MainWindow(QMainWindow):
     def _store_failed(self, why: str) -> None:
         self.show_problem(f"Could not save this conversation: {why}. It stays open here.")
 
-    def show_problem(self, text: str) -> None:
-        self.banner.setText(text)
-        self.banner.show()
+    def show_problem(self, text: str, details: str = "") -> None:
+        """A problem in one sentence, its technical details behind Details; dismissable."""
+        self.banner.show_problem(text, details)
         self.progress.hide()
         self.cancel_load.hide()
 

@@ -1,14 +1,15 @@
 """File ▸ MCP servers…: add, edit, import, test, enable and watch the user's MCP servers.
 
-Guarantees: nothing here blocks the window — reading and writing the configuration, the
-keyring and starting a server happen off the GUI thread, and what comes back (or why it failed,
-with the server's stderr) is said in the page; a secret's value is typed into its own box, goes
-to the keyring when the server is saved and is never shown again (the box keeps only its name;
-a blank value keeps the stored one); testing a server lists every tool it offers with a check
-box (the allow-list), the prompt tokens the checked ones add, its resources and prompts; the
-log shows the server's last events; "Use in this conversation" enables it for the selected
-conversation only, and conversations using a server take its saved changes on their next
-turn; an answer that comes back after the page has gone is dropped.
+Guarantees: nothing here blocks the window — reading and writing the configuration, the keyring
+and starting a server happen off the GUI thread, and what comes back is said in the page — a
+failure in the page's problem banner: the error's sentence, with its details (the server's
+stderr, where a command was looked for) behind the banner's Details button; a secret's value is
+typed into its own box, goes to the keyring when the server is saved and is never shown again
+(the box keeps only its name; a blank value keeps the stored one); testing a server lists every
+tool it offers with a check box (the allow-list), the prompt tokens the checked ones add, its
+resources and prompts; the log shows the server's last events; "Use in this conversation"
+enables it for the selected conversation only, and conversations using a server take its saved
+changes on their next turn; an answer that comes back after the page has gone is dropped.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from shiboken6 import isValid
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
+from app.ui.problem_banner import ProblemBanner
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -60,15 +62,42 @@ def _named(widget: QWidget, name: str, tip: str = "") -> None:
         widget.setToolTip(tip)
 
 
+class _Failed:
+    """A background job's failure as a value: the error's sentence and its details."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.text = getattr(exc, "message", None) or str(exc) or "Something went wrong."
+        self.details = getattr(exc, "details", None)
+        if self.details is None:  # not one of the app's errors: its class and words
+            self.details = f"{type(exc).__name__}: {exc}"
+
+
 class _PageJobs(Background):
-    """The page's background work: an answer that comes after the page is gone is dropped."""
+    """The page's background work: an answer that comes after the page is gone is dropped; a
+    failure goes to the page's problem banner with its details."""
 
     def __init__(self, page: McpPage) -> None:
-        super().__init__("mcp-page", lambda text: page.say(text) if isValid(page) else None)
+        super().__init__(
+            "mcp-page", lambda text, details: page.problem(text, details) if isValid(page) else None
+        )
         self.page = page
 
     def run(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
-        super().run(work, lambda result: then(result) if isValid(self.page) else None)
+        def attempt() -> Any:
+            try:
+                return work()
+            except Exception as exc:  # said in the page, never raised on the job's thread
+                return _Failed(exc)
+
+        def back(result: Any) -> None:
+            if not isValid(self.page):
+                return
+            if isinstance(result, _Failed):
+                self.page.problem(result.text, result.details or "")
+            else:
+                then(result)
+
+        super().run(attempt, back)
 
 
 class McpPage(QDialog):
@@ -144,8 +173,10 @@ class McpPage(QDialog):
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.problem_banner = ProblemBanner(self)
         for label, widget in (("Tools", self.tools), ("", self.offers), ("", self.use),
-                              ("Log", self.log), ("", self.status)):  # fmt: skip
+                              ("Log", self.log), ("", self.status),
+                              ("", self.problem_banner)):  # fmt: skip
             if label:
                 right.addWidget(QLabel(label, self))
             right.addWidget(widget)
@@ -163,7 +194,14 @@ class McpPage(QDialog):
     # --- what is shown ---------------------------------------------------------------------
 
     def say(self, text: str) -> None:
+        self.problem_banner.hide()
         self.status.setText(text)
+        self._show_log()
+
+    def problem(self, text: str, details: str = "") -> None:
+        """A failure: its sentence in the problem banner, its details behind the disclosure."""
+        self.status.setText("")
+        self.problem_banner.show_problem(text, details)
         self._show_log()
 
     def refresh(self, select: str | None = None, said: str = "") -> None:
@@ -205,6 +243,7 @@ class McpPage(QDialog):
         probe = self.host.probes.get(name)
         self._offered(probe) if probe is not None else self._unknown(server)
         self.status.setText("")
+        self.problem_banner.hide()
         self._show_log()
 
     def _unknown(self, server: McpServer) -> None:
@@ -266,7 +305,7 @@ class McpPage(QDialog):
         try:
             name, server, values = self.server()
         except ValueError as exc:
-            self.say(f"Not saved: {exc}")
+            self.problem(f"Not saved: {exc}")
             return
         self.secrets.setPlainText("\n".join(f"{k}=" for k in values))  # the values are gone
         self.jobs.run(lambda: self.host.save(name, server, values), lambda _: self._saved(name))

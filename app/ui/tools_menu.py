@@ -53,7 +53,7 @@ def choose_tools(
     """Show the menu at `at` and apply what the user chose; `offer` inserts an MCP prompt or
     resource (`(kind, server, name or uri)`, the prompt's arguments) into the message box."""
     menu = QMenu(parent)
-    for name in controller.available_tools():
+    for name in controller.tools.available():
         action = menu.addAction(_label(name, mcp))
         action.setCheckable(True)
         action.setChecked(name in controller.doc.tools)
@@ -64,7 +64,7 @@ def choose_tools(
         required.setChecked(controller.tool_choice == "required")
         required.setToolTip("The model's next answers start with a call to one of these tools")
         required.setData(("choice",))
-    pending = controller.pending_plugins()
+    pending = controller.tools.pending()
     if pending:
         menu.addSeparator()
     for name in sorted(pending):
@@ -111,7 +111,7 @@ def ask_trust(parent: QWidget, controller: ChatController, identity: PluginIdent
         " rights (in a separate process). Trust it?",
     )
     if answer == QMessageBox.StandardButton.Yes:
-        controller.trust_plugin(identity.name)
+        controller.tools.trust(identity.name)
 
 
 __all__ = ["ask_trust", "choose_tools"]

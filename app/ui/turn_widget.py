@@ -29,7 +29,6 @@ from app.controllers.attachments import kept_of, viewable
 from app.controllers.chat import ChatController
 from app.domain import attachments
 from app.domain.history import Segment, Turn
-from app.errors import ErrorCode
 from app.ui.cards import JsonCard, ToolCard
 from app.ui.icons import give
 from app.ui.markdown_view import MarkdownView
@@ -261,11 +260,7 @@ class TurnWidget(QFrame):
         self.next_version.setEnabled(not busy and v < w)
         for b in (self.copy, self.regenerate, self.edit_button):
             b.setEnabled(not busy)
-        self.continue_.setVisible(  # not for a conversation that outgrew the context
-            reply is not None
-            and reply.state in ("stopped", "failed", "incomplete")
-            and not reply.error.startswith(ErrorCode.CONTEXT.value)
-        )
+        self.continue_.setVisible(reply is not None and reply.continuable)
         self.continue_.setEnabled(not busy)
 
     def _copy(self) -> None:

@@ -7,7 +7,11 @@ Guarantees:
   truncated, unsupported architecture, not enough memory, load failed, cancelled), checked
   before loading where the header allows it; they never take the app down. A load cannot hang:
   a worker silent for `LOAD_STALL_S` (no progress, no answer) while loading, or for 5 s after
-  a cancel, is killed and the error says at which stage it stalled.
+  a cancel, is killed and the error says at which stage it stalled. Each error's sentence is
+  for the user; llama.cpp's own words and the warnings it logged during the load are its
+  `details`.
+- llama.cpp's log lines reach the debug pane (`take_log`) and the `llama` logger: its warnings
+  and errors at their level, its info chatter at DEBUG (a normal load logs nothing above).
 - `generate` yields `TokenStep`s and ends with one `GenerationDone` or one `TurnFailed` (with
   its code: `E-CONTEXT` for a prompt that does not fit, `E-WORKER` for a worker that died);
   cancelling (the `cancel` event) sends a `Cancel` for that request, which ends it within a
@@ -75,7 +79,7 @@ from app.engine.protocol import (
 from app.errors import ErrorCode, LoadProblem, ModelLoadError, WorkerError
 from app.gguf.info import read_model
 
-_native = logging.getLogger("llama")  # the worker's llama.cpp lines, in the app's log file
+_native = logging.getLogger("llama")  # the worker's llama.cpp lines, for the app's log file
 QUERY_TIMEOUT_S = 120.0
 
 
@@ -89,6 +93,7 @@ class WorkerClient:
         self.state = WorkerState.UNLOADED
         self.info: ModelInfo | None = None
         self.native_log: collections.deque[str] = collections.deque(maxlen=500)
+        self._warned: collections.deque[str] = collections.deque(maxlen=20)  # for load errors
         self._last_load: LoadRequest | None = None
 
     # --- process --------------------------------------------------------------------
@@ -98,9 +103,13 @@ class WorkerClient:
         self.state = state
 
     def _logged(self, message: NativeLog) -> None:
-        """llama.cpp's own lines: the log file and the debug pane."""
+        """llama.cpp's own lines: the debug pane takes them all; the log file takes its
+        warnings and errors at their level and its load chatter at DEBUG only (see
+        `app/engine/worker/native_log.py` for the levels and the harmless warnings)."""
         for level, text in message.lines:
-            _native.log(level, text)
+            _native.log(level if level >= logging.WARNING else logging.DEBUG, text)
+            if level >= logging.WARNING:
+                self._warned.append(text)
         self.native_log.extend(text for _, text in message.lines)
 
     def _ensure_process(self) -> Router:
@@ -156,7 +165,10 @@ class WorkerClient:
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
-                LoadProblem.UNSUPPORTED_ARCHITECTURE, path, "it names no architecture"
+                LoadProblem.UNSUPPORTED_ARCHITECTURE,
+                path,
+                "its header names no model architecture",
+                "The metadata key general.architecture is missing or empty.",
             )
         memory = estimate_memory(header, n_ctx)
         if memory.verdict is Fit.TOO_BIG:
@@ -167,6 +179,7 @@ class WorkerClient:
             self.state = WorkerState.UNLOADED
         self._set(WorkerState.LOADING)
         self.info = None
+        self._warned.clear()
         try:
             request = LoadRequest(
                 router.new_id(), str(path), n_ctx, threads, settings=settings or LoadSettings()
@@ -175,8 +188,9 @@ class WorkerClient:
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
             self._died()
+            said = "\n".join(["llama.cpp said:", *self._warned] if self._warned else [])
             raise ModelLoadError(
-                LoadProblem.LOAD_FAILED, path, f"{exc.message} while loading it"
+                LoadProblem.LOAD_FAILED, path, f"while loading it, {exc.message}", said
             ) from exc
 
     def _await_load(
@@ -213,7 +227,7 @@ class WorkerClient:
                 self.info, self._last_load = msg.info, request
                 return msg.info
             self.state = WorkerState.UNLOADED
-            raise load_error(msg, path, arch)
+            raise load_error(msg, path, arch, list(self._warned))
 
     def _stop_stalled(self, router: Router) -> None:
         """Kill a worker that stopped answering (it is not asked: it cannot listen)."""
@@ -340,7 +354,10 @@ class WorkerClient:
             while (msg := router.next(query.request, timeout=0.1)) is None:
                 if time.monotonic() > deadline:
                     router.finish(query.request, RequestState.FAILED)
-                    raise WorkerError(f"the model worker did not answer {type(query).__name__}")
+                    raise WorkerError(
+                        f"the model worker did not answer within {QUERY_TIMEOUT_S:g} s",
+                        f"The unanswered question: {type(query).__name__}.",
+                    )
         except WorkerError:
             self._died()
             raise

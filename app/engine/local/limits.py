@@ -2,12 +2,14 @@
 to load.
 
 Guarantees: a generation's default time budget (`deadline_for`) is generous for the slowest
-machine and grows with the prompt and the token budget; a load errors name the stage where it
-stopped (vocabulary and metadata, weights with the share read, context set-up) or why it failed.
+machine and grows with the prompt and the token budget; a load error names, in words, the
+stage where it stopped (vocabulary and metadata, weights with the share read, context set-up)
+or why it failed, and keeps llama.cpp's own words (and its warnings) for the error's `details`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,10 @@ def stalled_error(
     """The error for a load that gave no sign of life for `waited` seconds, saying its stage."""
     if cancelled:
         return ModelLoadError(
-            LoadProblem.CANCELLED, path, "loading was cancelled (the worker was stopped)"
+            LoadProblem.CANCELLED,
+            path,
+            "loading was cancelled",
+            "The model worker did not stop within 5 s of the cancel and was killed.",
         )
     if fraction < 0:
         stage = "while reading its vocabulary and metadata, before its weights"
@@ -41,25 +46,29 @@ def stalled_error(
     return ModelLoadError(
         LoadProblem.LOAD_FAILED,
         path,
-        f"llama.cpp gave no sign of progress for {waited:.0f} s {stage}; the model worker was"
-        " stopped",
+        f"it gave no sign of progress for {waited:.0f} s {stage}, so loading was stopped",
+        f"llama.cpp reported no progress for {waited:.0f} s; the model worker was killed.",
     )
 
 
-def load_error(msg: Any, path: str | Path, arch: str) -> ModelLoadError:
-    """The `ModelLoadError` for a failed load (`LoadFailed` by stage, or a refusal)."""
+def load_error(msg: Any, path: str | Path, arch: str, said: Sequence[str] = ()) -> ModelLoadError:
+    """The `ModelLoadError` for a failed load (`LoadFailed` by stage, or a refusal); `said` is
+    what llama.cpp logged at warning level or above during the load (for the details)."""
+    facts = "\n".join(["llama.cpp said:", *said] if said else [])
     if isinstance(msg, Refused):
-        return ModelLoadError(LoadProblem.LOAD_FAILED, path, msg.message)
+        return ModelLoadError(LoadProblem.LOAD_FAILED, path, msg.message, facts)
     assert isinstance(msg, LoadFailed)
+    facts = "\n".join(x for x in (f"The model worker: {msg.message}", facts) if x)
     if msg.cancelled:
-        return ModelLoadError(LoadProblem.CANCELLED, path, "loading was cancelled")
+        return ModelLoadError(LoadProblem.CANCELLED, path, "loading was cancelled", facts)
     if msg.stage == "vocabulary":
         return ModelLoadError(
             LoadProblem.UNSUPPORTED_ARCHITECTURE,
             path,
-            f"llama.cpp cannot read its architecture {arch!r}, hyper-parameters"
-            f" or tokenizer ({msg.message})",
+            f"this version of llama.cpp cannot read it (its architecture “{arch}”, settings or"
+            " tokenizer are not supported)",
+            facts,
         )
     return ModelLoadError(
-        LoadProblem.LOAD_FAILED, path, f"its weights are incomplete or damaged ({msg.message})"
+        LoadProblem.LOAD_FAILED, path, "its weights are incomplete or damaged", facts
     )

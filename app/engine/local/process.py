@@ -16,21 +16,23 @@ from typing import Any
 from app.engine.protocol import ShutdownRequest
 
 _SIGNALS = {
-    signal.SIGKILL: "it was killed (SIGKILL) — by the system when memory ran out, or by a user",
-    signal.SIGABRT: "llama.cpp aborted (SIGABRT), usually an assertion on a bad model file",
-    signal.SIGSEGV: "it crashed (SIGSEGV)",
-    signal.SIGTERM: "it was terminated (SIGTERM)",
+    signal.SIGKILL: "the model worker was killed (SIGKILL), most often by the system when memory"
+    " ran out",
+    signal.SIGABRT: "llama.cpp stopped the model worker on a failed check (SIGABRT), usually"
+    " because of a bad model file",
+    signal.SIGSEGV: "the model worker crashed (SIGSEGV)",
+    signal.SIGTERM: "the model worker was terminated (SIGTERM)",
 }
 
 
 def death_reason(exitcode: int | None) -> str:
-    """The worker's exit, in words."""
+    """The worker's exit, as a clause a person can read."""
     if exitcode is None:
         return "the model worker stopped answering"
     if exitcode < 0:
         sig = signal.Signals(-exitcode)
-        return f"the model worker stopped: {_SIGNALS.get(sig, f'signal {sig.name}')}"
-    return f"the model worker exited with status {exitcode}"
+        return _SIGNALS.get(sig, f"the model worker was stopped by the signal {sig.name}")
+    return f"the model worker exited unexpectedly (status {exitcode})"
 
 
 class WorkerProcess:
