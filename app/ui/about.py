@@ -27,6 +27,9 @@ COMPONENTS = (
     ("Jinja2", "BSD-3-Clause"),
     ("qasync", "BSD-2-Clause"),
     ("qtawesome and its Material Design Icons font", "MIT; the icons Apache-2.0"),
+    ("Pygments (code colouring)", "BSD-2-Clause"),
+    ("ziamath, ziafont and latex2mathml (math)", "MIT"),
+    ("STIX Two Math and DejaVu Sans fonts (inside ziamath, ziafont)", "OFL-1.1; Bitstream Vera"),
 )
 
 WELCOME = (

@@ -1,98 +1,63 @@
 """A Markdown view that grows while an answer streams, laying out only its tail.
 
-Guarantees: text appended to the view is split at the last block boundary (a blank line
-outside a code fence, or a closing fence); everything before it is inserted once as Markdown
-and never touched again, and only the unfinished tail is replaced on each append, so the
-cost of an append does not grow with the length of the answer; code blocks get syntax
-colouring, the theme's code background, and a header line with the block's language and a
-"Copy" link that copies exactly that block; prose gets readable line spacing and a line length
-of at most `MEASURE` characters; the view sizes itself to
-its content (the transcript scrolls, not the view).
+Guarantees: text appended to the view is split at the last finished block (a blank line
+outside a code fence, or a closing fence); everything before it is rendered once and never
+touched again, and only the unfinished tail is replaced on each append, so the cost of an
+append does not grow with the length of the answer. The tail is rendered exactly as it will
+be once finished (Markdown, math, code and all), so nothing reflows when the stream ends:
+`finish` changes no layout, and single newlines are line breaks throughout. Code blocks are
+coloured by Pygments in the theme's style (`code_highlight`), with a header line naming the
+language and a "Copy" link that copies exactly that block; formulas (`$…$`, `$$…$$`, `\\(…\\)`,
+`\\[…\\]`, found by `math_spans`) are drawn by `math_render` in the text's size and colour, and
+one that cannot be drawn shows its source as code; copying a selection gives formulas as their
+LaTeX source (`markdown_copy`); quotes carry a bar per level, tables borders, a shaded header
+row and a "Copy" link (tab-separated values). Finished or not, the view shows no caret but
+stays selectable by mouse and keyboard. A theme switch (`appearance.apply` calls
+`theme_changed`) or a font change renders the whole answer again in the new look at once.
+Prose lines hold at most `MEASURE` characters; the view sizes itself to its content (the
+transcript scrolls, not the view). Pygments and ziamath load on first use, not on import.
 """
 
 from __future__ import annotations
 
-import html
-import re
+from typing import Any
 
-from PySide6.QtCore import QSize, Qt, QUrl
+from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, QSize, Qt, QUrl
 from PySide6.QtGui import (
     QColor,
     QFont,
+    QFontMetrics,
+    QFontMetricsF,
     QGuiApplication,
-    QSyntaxHighlighter,
-    QTextBlockFormat,
-    QTextCharFormat,
+    QImage,
+    QPainter,
+    QPaintEvent,
     QTextCursor,
     QTextDocument,
     QTextFormat,
 )
 from PySide6.QtWidgets import QSizePolicy, QTextBrowser, QWidget
 
+from app.ui import math_render
+from app.ui.markdown_blocks import (
+    QUOTE_INDENT,
+    Colouring,
+    Dressed,
+    Look,
+    Placed,
+    dress,
+    insert_markdown,
+    placeholder,
+)
+from app.ui.markdown_copy import plain_text
+from app.ui.markdown_source import code_span, finished_end, mark_lines
+from app.ui.math_spans import MathSpan, find_math, replace_spans
 from app.ui.theme import current
 
-_KEYWORDS = (
-    r"\b(def|class|return|if|elif|else|for|while|in|import|from|as|with|try|except|finally|raise|"
-    r"lambda|yield|async|await|pass|break|continue|and|or|not|is|None|True|False|function|const|"
-    r"let|var|fn|pub|impl|struct|enum|match|use|mut|int|float|str|bool|void|public|private|static"
-    r"|new|this|self|null|true|false)\b"
-)
-_PATTERNS = [  # coloured by the theme's syntax colours, in this order
-    re.compile(_KEYWORDS),
-    re.compile(r"\b\d+(\.\d+)?\b"),
-    re.compile(r"(\"[^\"\n]*\"|'[^'\n]*')"),
-    re.compile(r"(#|//).*$"),
-]
-
-
-class CodeHighlighter(QSyntaxHighlighter):
-    """Colours keywords, numbers, strings and comments inside fenced code blocks."""
-
-    def __init__(self, document: QTextDocument) -> None:
-        super().__init__(document)
-        self._formats: list[tuple[re.Pattern[str], QTextCharFormat]] = []
-        self.recolour()
-
-    def recolour(self) -> None:
-        """Take the current theme's syntax colours."""
-        self._formats = []
-        for pattern, colour in zip(_PATTERNS, current().syntax, strict=True):
-            fmt = QTextCharFormat()
-            fmt.setForeground(QColor(colour))
-            self._formats.append((pattern, fmt))
-
-    def highlightBlock(self, text: str) -> None:
-        block_format = self.currentBlock().blockFormat()
-        if not block_format.hasProperty(QTextFormat.Property.BlockCodeFence):
-            return
-        for pattern, fmt in self._formats:
-            for m in pattern.finditer(text):
-                self.setFormat(m.start(), m.end() - m.start(), fmt)
-
-
-_FENCE = ("```", "~~~")
 MEASURE = 110  # characters a prose line may hold at most
-LINE_HEIGHT = 135.0  # percent
-PROPORTIONAL = QTextBlockFormat.LineHeightTypes.ProportionalHeight.value
-_CODE = re.compile(r"^((?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[^\n]*\n?)", re.S | re.M)
-
-
-def _split(text: str) -> int:
-    """The end of the last finished block in `text` (0: none): a blank line outside a code
-    fence, or the line that closes a fence. Cuts are never inside a fence."""
-    cut, fence, pos = 0, False, 0
-    for line in text.splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break
-        pos += len(line)
-        stripped = line.strip()
-        if stripped.startswith(_FENCE):
-            fence = not fence
-            if not fence:
-                cut = pos
-        elif not fence and not stripped:
-            cut = pos
-    return cut
+TAIL_HIGHLIGHT = 20_000  # characters: a longer unfinished tail is coloured once finished
+QUOTE_BAR = 3.0  # pixels wide, in the theme's muted colour at this opacity
+QUOTE_BAR_OPACITY = 0.45
 
 
 class MarkdownView(QTextBrowser):
@@ -113,11 +78,18 @@ class MarkdownView(QTextBrowser):
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
+        self.setCursorWidth(0)  # read-only text: selectable, but no blinking caret
+        self.document().setUndoRedoEnabled(False)
         self._source = ""
-        self._committed = 0  # characters of `_source` inserted as Markdown
-        self._tail_start = 0  # document position where the plain-text tail begins
-        self._code_blocks: list[str] = []
-        self.highlighter = CodeHighlighter(self.document())
+        self._committed = 0  # characters of `_source` rendered for good
+        self._tail_start = 0  # document position where the tail begins
+        self._finished = False
+        self._code: list[str] = []  # committed code blocks, then the tail's
+        self._tables: list[str] = []
+        self._tail_code: list[str] = []
+        self._tail_tables: list[str] = []
+        self._formulas: dict[str, Placed] = {}
+        self._images: dict[str, QImage] = {}
         self.anchorClicked.connect(self._anchor)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
 
@@ -127,8 +99,8 @@ class MarkdownView(QTextBrowser):
 
     def set_text(self, text: str) -> None:
         self.clear()
-        self._source, self._committed, self._tail_start = "", 0, 0
-        self._code_blocks = []
+        self._source, self._committed, self._tail_start, self._finished = "", 0, 0, False
+        self._code, self._tables, self._tail_code, self._tail_tables = [], [], [], []
         self.append_text(text)
 
     def append_text(self, text: str) -> None:
@@ -137,81 +109,158 @@ class MarkdownView(QTextBrowser):
             return
         self._source += text
         pending = self._source[self._committed :]
-        cut = _split(pending)
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(self._tail_start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.removeSelectedText()
+        cut = finished_end(pending)
+        self._drop_tail()
         if cut:
-            self._insert_blocks(cursor, pending[:cut])
+            if pending[:cut].strip():
+                done = self._render(pending[:cut], "whole")
+                self._code += done.code_blocks
+                self._tables += done.tables
             self._committed += cut
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            self._tail_start = cursor.position()
-        tail = self._source[self._committed :]
-        if tail:
-            cursor.insertText(tail)
+            self._tail_start = self.document().characterCount() - 1
+        short = len(self._source) - self._committed <= TAIL_HIGHLIGHT
+        self._render_tail("streaming" if short else "off")
 
     def finish(self) -> None:
-        """The answer is complete: its last block is shown as Markdown too."""
-        rest = self._source[self._committed :]
-        if not rest:
-            return
+        """The answer is complete. Its tail already shows as it will stay, so no line moves;
+        code in it, coloured cheaply (or not at all) while it streamed, is coloured whole."""
+        if self._tail_code:
+            self._drop_tail()
+            self._render_tail("whole")
+        self._code += self._tail_code
+        self._tables += self._tail_tables
+        self._tail_code, self._tail_tables = [], []
+        self._committed = len(self._source)
+        self._tail_start = self.document().characterCount() - 1
+        self._finished = True
+
+    def _drop_tail(self) -> None:
         cursor = QTextCursor(self.document())
         cursor.setPosition(self._tail_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
-        self._insert_blocks(cursor, rest if rest.endswith("\n") else rest + "\n")
-        self._committed = len(self._source)
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        self._tail_start = cursor.position()
+        self._tail_code, self._tail_tables = [], []
 
-    def _insert_blocks(self, cursor: QTextCursor, markdown: str) -> None:
-        for part in _CODE.split(markdown):
-            if not part.strip():
-                continue
-            start = cursor.position()
-            code = part.lstrip().startswith(_FENCE)
-            if code:
-                head, _, body = part.lstrip().partition("\n")
-                language = html.escape(head[3:].strip() or "code")
-                self._code_blocks.append(body.rsplit(head[:3], 1)[0])
-                copy = f'<a href="copy:{len(self._code_blocks) - 1}">Copy</a>'
-                cursor.insertHtml(f"<small>{language}</small> · {copy}")
-                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
-            cursor.insertMarkdown(part)
-            if code:
-                self._shade(start, cursor.position())
-            else:
-                self._space(start, cursor.position())
-            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # out of any list or fence
-
-    def _space(self, start: int, end: int) -> None:
-        """Prose lines a little apart, paragraphs further (easier to read than Qt's default)."""
-        block = self.document().findBlock(start)
-        while block.isValid() and block.position() <= end:
-            fmt = block.blockFormat()
-            if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
-                fmt.setLineHeight(LINE_HEIGHT, PROPORTIONAL)
-                fmt.setBottomMargin(max(fmt.bottomMargin(), 4.0))
-                QTextCursor(block).setBlockFormat(fmt)
-            block = block.next()
-
-    def _shade(self, start: int, end: int) -> None:
-        """A code block's lines (its label line too) on the theme's code background."""
-        block = self.document().findBlock(start)
-        while block.isValid() and block.position() <= end:
-            fmt = block.blockFormat()
-            fmt.setBackground(QColor(current().code))
-            QTextCursor(block).setBlockFormat(fmt)
-            block = block.next()
-
-    def _anchor(self, url: QUrl) -> None:
-        if url.scheme() == "copy":
-            index = int(url.path() or url.toString().split(":", 1)[1])
-            QGuiApplication.clipboard().setText(self._code_blocks[index])
+    def _render_tail(self, colouring: Colouring) -> None:
+        tail = self._source[self._committed :]
+        if tail.strip():
+            rendered = self._render(tail, colouring)
+            self._tail_code, self._tail_tables = rendered.code_blocks, rendered.tables
 
     def code_blocks(self) -> list[str]:
-        return list(self._code_blocks)
+        return self._code + self._tail_code
+
+    def tables(self) -> list[str]:
+        """Each table's text as tab-separated values (what its Copy link copies)."""
+        return self._tables + self._tail_tables
+
+    # --- rendering ---------------------------------------------------------------------------
+
+    def _render(self, markdown: str, colouring: Colouring) -> Dressed:
+        """Append `markdown` rendered. Qt places new tables only when an edit ends, so the
+        insertion is one edit and the dressing, which needs them placed, another."""
+        protected = replace_spans(markdown, find_math(markdown), self._placeholder)
+        start = insert_markdown(self.document(), mark_lines(protected))
+        look = Look(current(), self.document().defaultFont(), self._formulas, colouring)
+        cursor = QTextCursor(self.document())
+        cursor.beginEditBlock()  # one layout pass for the whole dressing
+        dressed = dress(self.document(), start, look, len(self._code), len(self._tables))
+        cursor.endEditBlock()
+        return dressed
+
+    def _math_key(self, span: MathSpan) -> tuple[str, bool, str, float, float, float]:
+        font = self.document().defaultFont()
+        x_height = float(QFontMetrics(font).xHeight())  # as Qt centres a middle-aligned image
+        descent = QFontMetricsF(font).descent()  # as Qt sets a baseline-aligned one
+        return span.latex, span.display, current().text, x_height, descent, self.devicePixelRatioF()
+
+    def _placeholder(self, span: MathSpan) -> str:
+        """The Markdown that stands for a formula: its image, or its source as code."""
+        key = self._math_key(span)
+        formula = math_render.render(*key)
+        if formula is None:
+            return code_span(span.source)
+        name = math_render.resource_name(*key)
+        if name not in self._images:
+            self._images[name] = formula.image
+            self.document().addResource(
+                QTextDocument.ResourceType.ImageResource, QUrl(name), formula.image
+            )
+        self._formulas[name] = Placed(
+            span.source, span.display, formula.width, formula.height, formula.middle
+        )
+        return placeholder(name)
+
+    def loadResource(self, kind: int, name: QUrl | str) -> Any:
+        """Formulas' images (kept here too: clearing the document drops its resources)."""
+        image = self._images.get(name.toString() if isinstance(name, QUrl) else name)
+        return image if image is not None else super().loadResource(kind, name)
+
+    def clear(self) -> None:
+        super().clear()
+        self._images.clear()
+
+    # --- the look ----------------------------------------------------------------------------
+
+    def theme_changed(self) -> None:
+        """Render everything again in the theme now in force (code, formulas, tables)."""
+        self._render_again()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self._source:
+            self._render_again()
+
+    def _render_again(self) -> None:
+        finished = self._finished
+        self.set_text(self._source)
+        if finished:
+            self.finish()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        painter = QPainter(self.viewport())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(current().muted))
+        painter.setOpacity(QUOTE_BAR_OPACITY)
+        offset = QPointF(-self.horizontalScrollBar().value(), -self.verticalScrollBar().value())
+        for rect in self._quote_bars(QRectF(event.rect()).translated(-offset)):
+            painter.drawRect(rect.translated(offset))
+        painter.end()
+
+    def _quote_bars(self, area: QRectF) -> list[QRectF]:
+        """The quote bars (document coordinates) of the blocks that cross `area`."""
+        layout = self.document().documentLayout()
+        position = layout.hitTest(area.topLeft(), Qt.HitTestAccuracy.FuzzyHit)
+        block = self.document().findBlock(max(position, 0))
+        bars: list[QRectF] = []
+        while block.isValid():
+            box = layout.blockBoundingRect(block)
+            if box.top() > area.bottom():
+                break
+            fmt = block.blockFormat()
+            level = fmt.intProperty(QTextFormat.Property.BlockQuoteLevel)
+            left = box.left() + fmt.leftMargin() - QUOTE_INDENT * level
+            for i in range(level):
+                x = left + QUOTE_INDENT * i + 2
+                bars.append(QRectF(x, box.top(), QUOTE_BAR, box.height()))
+            block = block.next()
+        return bars
+
+    # --- copying -----------------------------------------------------------------------------
+
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """Plain text, formulas as their LaTeX source (see `markdown_copy`)."""
+        cursor = self.textCursor()
+        data = QMimeData()
+        data.setText(plain_text(self.document(), cursor.selectionStart(), cursor.selectionEnd()))
+        return data
+
+    def _anchor(self, url: QUrl) -> None:
+        kind, _, index = url.toString().partition(":")
+        copies = {"copy": self.code_blocks(), "table": self.tables()}.get(kind)
+        if copies is not None and index.isdigit() and int(index) < len(copies):
+            QGuiApplication.clipboard().setText(copies[int(index)])
 
     def _fit(self) -> None:
         height = int(self.document().size().height()) + 6
@@ -228,4 +277,4 @@ def monospace() -> QFont:
     return font
 
 
-__all__ = ["CodeHighlighter", "MarkdownView", "monospace"]
+__all__ = ["MEASURE", "MarkdownView", "monospace"]

@@ -1,8 +1,9 @@
 """Light and dark themes: the app's only colours, by role, and the one stylesheet built from them.
 
 Guarantees: every colour a widget shows comes from the current `Theme` (no colour literal
-elsewhere in `app/ui`); `palette` and `stylesheet` are built from a theme alone, so the same
-theme always gives the same look; `current` is the theme last put in force (by
+elsewhere in `app/ui`; code's token colours come from the Pygments style the theme names);
+`palette` and `stylesheet` are built from a theme alone, so the same theme always gives the
+same look; `current` is the theme last put in force (by
 `appearance.apply`, which owns the switch: palette, stylesheet and icons together); widgets
 mark what they are with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`,
 `preamble`, `notice`, `code`) rather than colouring themselves. This module imports nothing of
@@ -37,7 +38,7 @@ class Theme:
     notice: str
     special: str  # Harmony special tokens in the debug pane
     special_text: str
-    syntax: tuple[str, str, str, str]  # keywords, numbers, strings, comments
+    code_style: str  # the Pygments style code blocks are coloured with (its token colours)
 
     def colour(self, role: str) -> QColor:
         return QColor(getattr(self, role))
@@ -48,14 +49,14 @@ LIGHT = Theme(
     accent="#2f6feb", accent_text="#ffffff", border="#d1d9e0", error="#b3261e", ok="#1a7f37",
     bubble="#e8effd", code="#f0f2f5", preamble="#f3eefc", notice="#fff5d6",
     special="#fff3b0", special_text="#7a4b00",
-    syntax=("#8250df", "#0a7f6f", "#b35900", "#6e7781"),
+    code_style="default",
 )  # fmt: skip
 DARK = Theme(
     "dark", window="#16181d", surface="#1f2228", text="#e6e8eb", muted="#9aa3ad",
     accent="#4c8dff", accent_text="#0b0d10", border="#333842", error="#ff8a80", ok="#56d364",
     bubble="#25324a", code="#262a31", preamble="#2b2540", notice="#3a3220",
     special="#5a4a00", special_text="#ffe08a",
-    syntax=("#c297ff", "#4fd1c5", "#f2a65a", "#8b949e"),
+    code_style="github-dark",
 )  # fmt: skip
 _current = LIGHT
 
@@ -90,6 +91,8 @@ QPushButton {{ background: {t.surface}; border: 1px solid {t.border}; border-rad
               padding: 4px 10px; }}
 QPushButton:hover {{ border-color: {t.accent}; }}
 QPushButton[role="primary"] {{ background: {t.accent}; color: {t.accent_text}; border: none; }}
+QPushButton[role="stop"] {{ background: {t.error}; color: {t.window}; border: none;
+                           font-weight: bold; }}
 QPlainTextEdit, QTextEdit, QLineEdit, QListWidget, QComboBox, QSpinBox, QDoubleSpinBox {{
     background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; }}
 QListWidget::item:selected {{ background: {t.bubble}; color: {t.text}; }}
