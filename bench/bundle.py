@@ -10,6 +10,8 @@ Printed side by side, with ratios:
 - cold start: from spawning the process to the window shown (offscreen; the app prints "window
   shown after" before the model loads), best of `--runs` fresh processes, on empty user folders:
   the bundle's executable against `.venv/bin/harmony-desk`.
+Checked before printing (no figures otherwise, exit status 1): the bundle's executable is there
+and at least one run of each showed its window.
 """
 
 from __future__ import annotations
@@ -123,6 +125,9 @@ def main() -> int:
     venv_exe = Path(sys.executable).parent / "harmony-desk"
     ours = cold_start([str(args.bundle / "harmony-desk")], args.runs)
     ref = cold_start([str(venv_exe)], args.runs)
+    for name, took in (("the bundle", ours), ("the virtual environment", ref)):
+        if took == float("inf"):
+            raise SystemExit(f"no figures: {name} never showed its window in {args.runs} runs")
     mib = 2**20
     print(f"bundle bench ({os.cpu_count()} cores; best of {args.runs} cold starts, offscreen)")
     print("                                 bundle        virtual environment    ratio")

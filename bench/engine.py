@@ -15,7 +15,9 @@ Prints, per model (the bundled Gemma 3 270M Q4_K_M and the tiny test gpt-oss):
 - cancel latency (goal ≤ 100 ms), model load time, the worker's peak memory, and the app
   side's idle memory without a model.
 Runs one thing at a time (never two models computing at once): on 2 cores, parallel load
-makes llama.cpp's spin-waiting threads collapse.
+makes llama.cpp's spin-waiting threads collapse. Checked before printing (no figures otherwise,
+exit status 1): every decode run, ours and raw, generated `--tokens` tokens; every turn of the
+TTFT series generated its 32 tokens and reported a first token; each cancel was asked for.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -43,6 +46,10 @@ from app.templates.registry import get_template
 
 GREEDY = Sampling(temperature=0.0)
 WORDS = "the quick brown fox jumps over the lazy dog while the model keeps answering".split()  # noqa: SIM905
+
+
+def fail(why: str) -> NoReturn:
+    raise SystemExit(f"no figures: {why}")
 
 
 def _spin(stop: Connection) -> None:
@@ -97,6 +104,9 @@ def _raw_child(
             stamps.append(time.perf_counter())
             if len(stamps) >= n:
                 break
+        if len(stamps) != n:
+            out.send(f"raw Llama.generate made {len(stamps)} of {n} tokens")
+            return
         rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
     out.send(statistics.median(rates))
 
@@ -110,12 +120,14 @@ def raw_decode_rate(path: Path, prompt: list[int], n: int, threads: int, gpu_lay
     proc.start()
     child.close()  # a child that dies then reads as EOF here, not as a wait for ever
     try:
-        rate = float(parent.recv())
+        said = parent.recv()
     except EOFError:
         proc.join()
         raise SystemExit(f"the raw llama-cpp-python run died (exit code {proc.exitcode})") from None
     proc.join()
-    return rate
+    if isinstance(said, str):
+        fail(said)
+    return float(said)
 
 
 def our_decode_rate(client: WorkerClient, template_name: str, prompt: list[int], n: int) -> float:
@@ -128,6 +140,8 @@ def our_decode_rate(client: WorkerClient, template_name: str, prompt: list[int],
             parser.feed(event.token)
             stamps.append(time.perf_counter())
     parser.finish()
+    if len(stamps) != n:
+        fail(f"our worker generated {len(stamps)} of {n} tokens")
     return (len(stamps) - 1) / (stamps[-1] - stamps[0])
 
 
@@ -160,6 +174,8 @@ def ttft_series(client: WorkerClient, template_name: str, turns: int, reuse: boo
                 reply.append(event.token)
             elif isinstance(event, GenerationDone):
                 out.append(event.timings.first_token_ms)
+        if len(reply) != 32 or len(out) != i + 1:
+            fail(f"turn {i + 1} generated {len(reply)} of 32 tokens")
         prompt = prompt + reply + close + _user_turn(template_name, tok, _turn_text(i + 1, 25))
     return out
 
@@ -174,8 +190,10 @@ def cancel_latency(client: WorkerClient, prompt: list[int]) -> float:
             set_at = time.perf_counter()
             cancel.set()
         if isinstance(event, GenerationDone):
+            if not set_at:
+                fail("the generation ended before the cancel was asked for")
             return (time.perf_counter() - set_at) * 1000
-    return float("nan")
+    fail("the generation never ended")
 
 
 def prompt_cancel_latency(client: WorkerClient, n: int = 3000) -> tuple[float, int]:
@@ -197,6 +215,8 @@ def prompt_cancel_latency(client: WorkerClient, n: int = 3000) -> tuple[float, i
     for event in client.generate(prompt, stop_ids=[], sampling=GREEDY, max_tokens=4, cancel=cancel):
         if isinstance(event, GenerationDone):
             ended = time.perf_counter()
+    if ended != ended:  # NaN: the worker never said it ended
+        fail("the stopped prompt evaluation never ended")
     again = client.generate([*prompt[:-1], 5], stop_ids=[], max_tokens=1)
     done = [e for e in again if isinstance(e, GenerationDone)]
     return (ended - set_at[0]) * 1000, done[0].timings.prompt_reused

@@ -8,7 +8,8 @@ layers, 1,024 wide, 16 experts of which 2 are used, the full o200k vocabulary; a
 parameters in F32/F16) with the test builder: random weights decode at the speed real ones do.
 On a CPU-only build of llama-cpp-python it says so and measures the CPU only. Rows: decode
 tok/s, ours vs raw `Llama.generate` (same prompt, greedy, same threads), for `--gpu-layers 0`
-and all layers; then GPU / CPU.
+and all layers; then GPU / CPU. Checked before printing (no figures otherwise, exit status
+1): every run, ours and raw, generated `--tokens` tokens.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def _raw_child(path: str, layers: int, threads: int, n: int, out: Connection) ->
             stamps.append(time.perf_counter())
             if len(stamps) >= n:
                 break
+        if len(stamps) != n:
+            out.send(f"raw Llama.generate made {len(stamps)} of {n} tokens")
+            return
         rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
     out.send((statistics.median(rates), bool(llama_cpp.llama_supports_gpu_offload())))
 
@@ -68,8 +72,15 @@ def raw(path: Path, layers: int, threads: int, n: int) -> tuple[float, bool]:
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_raw_child, args=(str(path), layers, threads, n, child))
     proc.start()
-    result: tuple[float, bool] = parent.recv()
+    child.close()  # a child that dies then reads as EOF here, not as a wait for ever
+    try:
+        result: tuple[float, bool] | str = parent.recv()
+    except EOFError:
+        proc.join()
+        raise SystemExit(f"the raw llama-cpp-python run died (exit code {proc.exitcode})") from None
     proc.join()
+    if isinstance(result, str):
+        raise SystemExit(f"no figures: {result}")
     return result
 
 
@@ -83,6 +94,8 @@ def ours(path: Path, layers: int, threads: int, n: int) -> tuple[float, str]:
             stamps = [time.perf_counter() for e in client.generate(
                 PROMPT, stop_ids=[], sampling=Sampling(temperature=0.0), max_tokens=n)
                 if isinstance(e, TokenStep)]  # fmt: skip
+            if len(stamps) != n:
+                raise SystemExit(f"no figures: our worker generated {len(stamps)} of {n} tokens")
             rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
     return statistics.median(rates), info.placement.words() if info.placement else "CPU"
 

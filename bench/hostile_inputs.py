@@ -11,6 +11,8 @@ run (quadratic: about 4 for twice the size; its 10x would take a hundred times l
   each step: 100,000 took 90 s).
 Then the refusals of the second review (`bench/hostile_refusals.py`): for each class of
 hostile input, the time to its clear refusal and the peak memory over the idle process.
+Checked before printing (no figures otherwise, exit status 1): each of our timed imports read
+the one conversation it was given, from the right source, with its one turn.
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ def _lm_studio(steps: int) -> str:
     return json.dumps(data)
 
 
+def _imported(text: str, source: str) -> None:
+    """Import `text`; no figures unless it read one conversation of one turn from `source`."""
+    found = import_any(text)
+    if found.source != source or len(found.docs) != 1 or len(found.docs[0].turns) != 1:
+        turns = [len(d.turns) for d in found.docs]
+        raise SystemExit(f"no figures: the {source} import read {found.source}, turns {turns}")
+
+
 def _old_steps(steps: int) -> None:
     messages: tuple[int, ...] = ()
     for i in range(steps):
@@ -86,13 +96,17 @@ def _case(
 def main() -> None:
     _case(
         "Open WebUI unclosed <details>",
-        lambda n: import_any(_webui(n)),
+        lambda n: _imported(_webui(n), "open-webui"),
         lambda n: OLD_DETAILS.sub("", "Answer. " + OPENER * (n // len(OPENER))),
         1_100_000,
         40_000,
     )
     _case(
-        "one reply, many messages", lambda n: import_any(_lm_studio(n)), _old_steps, 100_000, 20_000
+        "one reply, many messages",
+        lambda n: _imported(_lm_studio(n), "lm-studio"),
+        _old_steps,
+        100_000,
+        20_000,
     )
     print()
     refusals()

@@ -9,6 +9,8 @@ llguidance alone takes, measured in the same run; then, for a sample of the sche
 what a model writes under the constraint: valid at once, retried then valid, reported invalid
 (never printed as valid), truncated (goal: 0). The default model is SmolLM2, the one the app
 ships; `--model tiny` is the random-weight gpt-oss (its Harmony frame), `gemma` Gemma 3 270M.
+Checked before printing the sample's figures (none otherwise, exit status 1): every schema of
+the sample was sent and came to exactly one outcome.
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ def main() -> None:
                 outcome["reported invalid"] += 1
                 print(f"  reported invalid: {name}: {result.keyword} at {result.path or '/'}")
     sample = min(args.sample, len(taken))
+    if sum(outcome.values()) != sample:
+        raise SystemExit(f"no figures: {sum(outcome.values())} of {sample} schemas came to an end")
     print(
         f"sample of {sample} schemas taken ({args.model}, {args.max_tokens} tokens max, 1 thread):"
     )

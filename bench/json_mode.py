@@ -13,7 +13,9 @@ again) and the reference it replaced (every bit unpacked, then a boolean index),
 then all the sampler does per token, mask computation included, as the worker runs it with a
 spare core (the next mask worked out while the model decodes: the sampler waits for it and
 applies it) against the reference's mask computation and application. llama.cpp on one thread,
-one thing at a time.
+one thing at a time. Checked before printing (no figures otherwise, exit status 1): the three
+ways of applying the mask made the same tokens, at least one; end to end, the constrained and
+the unconstrained runs each generated `--tokens` tokens.
 """
 
 from __future__ import annotations
@@ -194,7 +196,8 @@ def vocab_report(label: str, path: Path, n: int) -> None:
         tokens, t = ours(llm, prompt, schema, n)
         same, r = ours(llm, prompt, schema, n, apply_way="reference")
         also, a = ours(llm, prompt, schema, n, apply_way="ahead")
-        assert same == tokens == also, "the ways of applying the mask made other tokens"
+        if not tokens or not same == tokens == also:
+            raise SystemExit("no figures: the ways of applying the mask made other tokens")
         med, p99 = ms(t["fill"])
         print(
             f"{name:22}{'llguidance (ours)':24}{t['compile'] * 1000:>11.2f}{med:>12.3f}{p99:>12.3f}"
@@ -251,6 +254,8 @@ def end_to_end(n: int) -> None:
                 )
                 if isinstance(e, TokenStep)
             ]
+            if len(stamps) != n:
+                raise SystemExit(f"no figures: a run generated {len(stamps)} of {n} tokens")
             return (len(stamps) - 1) / (stamps[-1] - stamps[0])
 
         free = statistics.median(rate() for _ in range(3))

@@ -12,7 +12,9 @@ the next token's logits with a fresh evaluation of the same tokens. Rows:
   is evaluated again (reused 0);
 - reference: raw `Llama` with the same cache choices and llama-cpp-python's own rollback
   (`kv_cache_seq_rm`, which says yes either way).
-Prints `exact: yes|no` with max |Δlogit| and how many tokens were reused.
+Prints `exact: yes|no` with max |Δlogit| and how many tokens were reused. Checked before
+printing a row (no figures otherwise, exit status 1): both evaluations gave a whole row of
+logits, and no more than `--keep` tokens were reused.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ def ours(
         reused, after = client.logits(short)
         client.logits([short[0] + 1])
         _, fresh = client.logits(short)
+    if not len(after) or len(after) != len(fresh) or reused > keep:
+        raise SystemExit(
+            f"no figures: logits of {len(after)} and {len(fresh)} bytes, {reused} reused"
+        )
     delta = np.abs(np.frombuffer(after, np.float32) - np.frombuffer(fresh, np.float32))
     return float(delta.max()), int(reused)
 

@@ -10,6 +10,8 @@ Printed, ours next to the reference, with ratios (best of `--repeat` runs each):
 - a download over loopback of a generated file from a local HTTP server: ours (streamed to a
   partial file, sha256 checked while writing, fsynced, renamed into place) vs `curl -o` followed
   by `sha256sum` (the same work done by the usual tools).
+Checked before printing (no figures otherwise, exit status 1): ours read as many tensors as the
+reference; each scan found both models; each download left the whole file, with its sha256.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault(
@@ -38,13 +42,18 @@ from tests.file_server import FileServer, payload
 from tests.tiny_gpt_oss import build
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
+def fail(why: str) -> NoReturn:
+    raise SystemExit(f"no figures: {why}")
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The best time (s) of `repeat` calls of `fn`, and what its last call returned."""
+    times, result = [], None
     for _ in range(repeat):
         start = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return min(times), result
 
 
 def headers(repeat: int) -> None:
@@ -56,18 +65,25 @@ def headers(repeat: int) -> None:
         ("Gemma 3 270M (bundled)", gemma_model_path()),
         ("tiny gpt-oss (tests)", build()),
     ):
-        ours = best(lambda p=path: read_model(p), repeat)
-        ref = best(lambda p=path: gguf.GGUFReader(p), 1)  # ~15 s a file: once is enough
+        ours, info = best(partial(read_model, path), repeat)
+        ref, reader = best(partial(gguf.GGUFReader, path), 1)  # ~15 s a file: once is enough
+        if len(info.tensors) != len(reader.tensors):
+            fail(f"{label}: ours read {len(info.tensors)} tensors, gguf-py {len(reader.tensors)}")
         print(f"{label:<28}{ours * 1000:>10.1f}{ref * 1000:>12.1f}{ours / ref:>11.4f}×")
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
         (folder / "gemma.gguf").symlink_to(gemma_model_path())
         (folder / "tiny.gguf").symlink_to(build())
         cache = folder / "scan.json"
-        cold = best(
-            lambda: (cache.unlink(missing_ok=True), scan([folder], cache=ScanCache(cache))), repeat
-        )
-        warm = best(lambda: scan([folder], cache=ScanCache(cache)), repeat)
+
+        def cold_scan() -> list[Any]:
+            cache.unlink(missing_ok=True)
+            return scan([folder], cache=ScanCache(cache))
+
+        cold, found = best(cold_scan, repeat)
+        warm, again = best(lambda: scan([folder], cache=ScanCache(cache)), repeat)
+        if len(found) != 2 or len(again) != 2:
+            fail(f"the scans found {len(found)} and {len(again)} of the 2 models")
         print(
             f"scan of both models: cold {cold * 1000:.1f} ms, unchanged folder {warm * 1000:.2f} ms"
             f" ({cold / warm:.0f}× faster from the cache)"
@@ -88,18 +104,30 @@ def downloads(size_mib: int, repeat: int) -> None:
             shutil.rmtree(out, ignore_errors=True)
             Download(DownloadRequest(url, out, sha256=digest)).run()
 
-        def reference() -> None:
+        def reference() -> str:
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
-            subprocess.run([curl or "curl", "-s", "-o", str(out / "bench.gguf"), url], check=True)
-            subprocess.run(["sha256sum", str(out / "bench.gguf")], check=True, capture_output=True)
+            subprocess.run([curl or "curl", "-sf", "-o", str(out / "bench.gguf"), url], check=True)
+            return subprocess.run(
+                ["sha256sum", str(out / "bench.gguf")], check=True, capture_output=True, text=True
+            ).stdout.split()[0]
 
-        a = best(ours, repeat)
+        def whole(who: str) -> None:
+            got = out / "bench.gguf"
+            size = got.stat().st_size if got.is_file() else 0
+            if size != len(body) or hashlib.sha256(got.read_bytes()).hexdigest() != digest:
+                fail(f"{who} left {size:,} of {len(body):,} bytes, or other bytes")
+
+        a, _ = best(ours, repeat)
+        whole("our download")
         print(f"\nDownloading {size_mib} MiB over loopback, sha256 checked")
         if curl is None:
             print(f"ours {size_mib / a:.0f} MiB/s (no curl here for the reference)")
         else:
-            b = best(reference, repeat)
+            b, said = best(reference, repeat)
+            whole("curl")
+            if said != digest:
+                fail("sha256sum said another digest")
             print(
                 f"ours {a:.2f} s ({size_mib / a:.0f} MiB/s) vs curl + sha256sum {b:.2f} s"
                 f" ({size_mib / b:.0f} MiB/s): {a / b:.2f}× the time"

@@ -10,6 +10,9 @@ atomically; search reads every file), with ratios:
   the real window (offscreen) from the click to its transcript shown, with the longest stall of
   the GUI thread meanwhile (a 5 ms heartbeat);
 - search latency over 100,000 messages (goal < 100 ms).
+Checked before printing (no figures otherwise, exit status 1): the store gives back the whole
+conversation with the last checkpoint's answer, the window opened the whole conversation each
+time, and both searches found the needle.
 """
 
 from __future__ import annotations
@@ -109,7 +112,9 @@ def timed(fn, repeat: int = 5) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
-def window_open(path: Path, doc_id: str, small_id: str, repeat: int = 5) -> tuple[float, float]:
+def window_open(
+    path: Path, doc_id: str, small_id: str, turns: int, repeat: int = 5
+) -> tuple[float, float]:
     """Median seconds from selecting `doc_id` in the window to its transcript shown (switching
     from a small conversation each time), and the longest GUI-thread stall (s) meanwhile."""
     from PySide6.QtCore import QEventLoop, QTimer
@@ -148,6 +153,8 @@ def window_open(path: Path, doc_id: str, small_id: str, repeat: int = 5) -> tupl
         waiting.exec()
         controller.docChanged.disconnect(waiting.quit)
         opened.append(time.perf_counter() - start)
+        if controller.doc.id != doc_id or len(controller.doc.turns) != turns:
+            raise SystemExit(f"no figures: the window opened {len(controller.doc.turns)} turns")
         heart.stop()
     window.close()
     controller.close()
@@ -180,12 +187,22 @@ def main() -> int:
         return args.checkpoints / (time.perf_counter() - start)
 
     ours_cp = checkpoints(lambda: store.checkpoint(big, version, streaming))
+    saved = streaming.segments[0].text  # what the store's last checkpoint holds
     ref_cp = checkpoints(lambda: files.save(big))
     ours_open = timed(lambda: store.load(big.id))
+    loaded = store.load(big.id)
+    answer = loaded.turns[-1].version.reply if loaded and loaded.turns else None
+    if (
+        loaded is None
+        or len(loaded.turns) != len(big.turns)
+        or answer is None
+        or answer.segments[0].text != saved
+    ):
+        raise SystemExit("no figures: the store gave back another conversation than it was given")
     ref_open = timed(lambda: files.load(big.id))
     small = conversation(2, 99)
     store.save(small)
-    shown, stall = window_open(root / "history.db", big.id, small.id)
+    shown, stall = window_open(root / "history.db", big.id, small.id, len(big.turns))
     per = max(1, args.messages // 2)
     made = args.messages
     seed = 1
@@ -198,7 +215,8 @@ def main() -> int:
     needle = f"marker{seed - 1}x3"
     ours_search = timed(lambda: store.search(needle))
     ref_search = timed(lambda: files.search(needle), repeat=3)
-    assert store.search(needle) and files.search(needle)
+    if not (store.search(needle) and files.search(needle)):
+        raise SystemExit(f"no figures: a search did not find {needle}")
     size = os.path.getsize(root / "history.db") / 2**20
     print(
         f"store bench ({made} messages in {seed} conversations; SQLite {size:.0f} MiB;"

@@ -148,9 +148,10 @@ def test_damaged_gguf_headers_are_one_bad_entry_each(tmp_path: Path, tiny_model:
     (folder / "nested.gguf").write_bytes(_gguf_header(nested, 1) + b"\0" * 64)
     os.mkfifo(folder / "fifo.gguf")
     (folder / "tiny.gguf").symlink_to(tiny_model)
-    with pytest.raises(HarmonyDeskError, match="deeper than 8"):
+    with pytest.raises(HarmonyDeskError, match="its header is damaged") as nested_error:
         read_gguf(folder / "nested.gguf")
-    with pytest.raises(HarmonyDeskError, match="not a regular file"):
+    assert "deeper than 8" in nested_error.value.details  # the technical fact: the details
+    with pytest.raises(HarmonyDeskError, match="it is a device, pipe or socket, not a file"):
         read_gguf(folder / "fifo.gguf")
     env = {**os.environ, "HARMONY_DESK_DATA": str(tmp_path / "data"),
            "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_CACHE": str(tmp_path / "cache")}
@@ -160,9 +161,9 @@ def test_damaged_gguf_headers_are_one_bad_entry_each(tmp_path: Path, tiny_model:
                             capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in map(json.loads, listed.stdout.splitlines())}
-    assert "whole number" in rows["wrong-type"]["problem"]
-    assert "deeper than 8" in rows["nested"]["problem"]
-    assert "not a regular file" in rows["fifo"]["problem"]
+    assert "its header is damaged" in rows["wrong-type"]["problem"]
+    assert "its header is damaged" in rows["nested"]["problem"]
+    assert "not a file" in rows["fifo"]["problem"]
     assert rows["tiny"]["problem"] == "" and rows["tiny"]["architecture"] == "gpt-oss"
 
 

@@ -248,7 +248,7 @@ def test_a_dying_server_s_secrets_reach_no_file_no_output_and_no_model(
         assert [str(p) for p in wrote if canary.encode() in p.read_bytes()] == [], canary
         assert not any(canary in text for text in outputs), canary
         assert not any(canary.encode() in body for body in remote.bodies), canary
-    assert "hostile failed" in called.stderr and len(called.stderr) < 1500, called.stderr
+    assert "“hostile” failed: it exited with code 1." in called.stderr and len(called.stderr) < 1500, called.stderr
     audit = [p for p in wrote if p.name == "tool-audit.jsonl"]
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in audit)
 

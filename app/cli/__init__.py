@@ -4,6 +4,11 @@ One module per command group in this package (`GROUPS`), each with `add_argument
 the terminal chat's view of a reply (`terminal_reply`) and its history checkpoints
 (`checkpoints`) live here too. Subcommands never need a display; `harmony render|parse` read
 JSON Lines on stdin and write one JSON line per input line (README, "Command-line contract").
+
+Guarantees: the parser imports only the chosen subcommand's module — the top level is parsed
+first (`_command`), then that one command's arguments are added — so starting the window (no
+subcommand) imports none of them, and `harmony-desk --help` lists every command from `GROUPS`
+alone; `harmony-desk COMMAND --help` shows that command's full help.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import argparse
 import importlib
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from app import __version__
@@ -37,7 +43,9 @@ GROUPS = {
 }
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with every command listed and only `command`'s arguments (its module
+    imported); the others are bare, without `--help`, so a first pass can find the command."""
     parser = argparse.ArgumentParser(prog="harmony-desk", description="Harmony Desk")
     parser.add_argument("--version", action="version", version=f"harmony-desk {__version__}")
     parser.add_argument("--model", help="the window: a GGUF file to load instead of the default")
@@ -52,10 +60,17 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command")
     for name, (module, help_text) in GROUPS.items():
-        importlib.import_module(f"app.cli.{module}").add_arguments(
-            commands.add_parser(name, help=help_text)
-        )
+        sub = commands.add_parser(name, help=help_text, add_help=name == command)
+        if name == command:
+            importlib.import_module(f"app.cli.{module}").add_arguments(sub)
     return parser
+
+
+def _command(words: Sequence[str]) -> str | None:
+    """The subcommand `words` name, None for the window; the top level's own `--help`,
+    `--version` and errors end the process here, as they always did."""
+    found: str | None = _build_parser().parse_known_args(words)[0].command
+    return found
 
 
 def _has_display() -> bool:
@@ -66,7 +81,7 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _app(args: argparse.Namespace) -> int:
     """The app without a subcommand: the window (the terminal chat where there is no display)."""
     if args.self_test:
         from app import self_test
@@ -89,7 +104,7 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         "Type a message and press Enter; Ctrl+D quits. `harmony-desk --help` lists the commands.",
         file=sys.stderr,
     )
-    return run_chat(parser.parse_args(["chat"]))
+    return run_chat(_build_parser("chat").parse_args(["chat"]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.umask(0o077)  # whatever the app creates is the user's alone: files 0600, folders 0700
     protect_terminal()  # model, server and imported text never drive the terminal
     install_crash_handler(lambda text: print(f"harmony-desk: {text}", file=sys.stderr))
-    parser = _build_parser()
-    args, extra = parser.parse_known_args(argv)
+    parser = _build_parser(_command(words))
+    args, extra = parser.parse_known_args(words)
     if not args.self_test:  # the self-test leaves the user's folders as it found them
         configure_logging()
     if extra and args.command == "history" and args.verb == "export":
@@ -117,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             module = importlib.import_module(f"app.cli.{GROUPS[args.command][0]}")
             status: int = module.run(args)
             return status
-        return _app(parser, args)
+        return _app(args)
     except HarmonyDeskError as exc:
         print(f"harmony-desk: {exc.code.value} {exc.message}", file=sys.stderr)
+        if exc.details:  # the technical facts behind the sentence, indented under it
+            print(textwrap.indent(exc.details, "  "), file=sys.stderr)
         return 2

@@ -40,8 +40,8 @@ from app.settings import load_settings
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.tools.calls import allow_all
-from app.tools.mcp_tools import McpPool
-from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions, UnknownToolError
+from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,9 @@ Guarantees:
 - With a token budget (`max_tokens`), a schema whose smallest answer cannot fit in it is a
   `SchemaError` at request time (`size.refuse_over_budget`), before the worker sees it.
 - A `Constraint` is a plain value (a grammar string): it crosses the worker pipe unchanged.
+- Importing this module loads only the types: the planner, the grammar compiler (llguidance)
+  and the validator (jsonschema) load at the first schema, so a window that never uses JSON
+  mode never loads them.
 """
 
 from __future__ import annotations
@@ -21,19 +24,17 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.constrain.closing import plan_text
-from app.constrain.formats import format_checker
-from app.constrain.guidance import compiled, with_options
-from app.constrain.plan import Plan, budgeted, plan
-from app.constrain.size import refuse_over_budget
 from app.domain.events import (
     JsonResult,
 )
 from app.errors import ErrorCode, SchemaError
+
+if TYPE_CHECKING:  # the planner loads at the first schema, not with the types
+    from app.constrain.plan import Plan
 
 
 class JsonSchemaFormat(BaseModel):
@@ -93,12 +94,16 @@ class CallSpec:
 def check_schema(schema: Mapping[str, Any]) -> Plan:
     """The plan for `schema`: what is enforced and what checked after; `SchemaError` when JSON
     mode cannot take it (see `app/constrain/plan.py`)."""
+    from app.constrain.plan import plan
+
     return plan(schema)
 
 
 def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """`schema` when JSON mode can take it, else None: any JSON object, which the tool then
     checks itself (a tool whose schema JSON mode refuses still gets called)."""
+    from app.constrain.plan import plan
+
     if schema is None:
         return None
     try:
@@ -112,6 +117,10 @@ def json_body(schema: Mapping[str, Any], max_tokens: int | None = None) -> str:
     """The grammar's JSON body for `schema`: what its plan enforces while generating (free
     strings budgeted from `max_tokens` when given; `SchemaError` when its smallest answer
     cannot fit in them)."""
+    from app.constrain.guidance import with_options
+    from app.constrain.plan import budgeted, plan
+    from app.constrain.size import refuse_over_budget
+
     found = plan(schema)
     if max_tokens:
         refuse_over_budget(schema, max_tokens)
@@ -120,6 +129,8 @@ def json_body(schema: Mapping[str, Any], max_tokens: int | None = None) -> str:
 
 
 def compile_grammar(lark: str) -> str:
+    from app.constrain.guidance import compiled
+
     grammar, problems = compiled(lark)
     if problems:
         raise SchemaError(f"the schema cannot be enforced: {'; '.join(problems)}")
@@ -128,6 +139,8 @@ def compile_grammar(lark: str) -> str:
 
 def generation_schema(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The schema the grammar enforces while generating (the plan's), None for none."""
+    from app.constrain.plan import plan
+
     return None if schema is None else plan(schema).generation
 
 
@@ -139,6 +152,8 @@ def json_constraint(
 ) -> Constraint:
     """The grammar for a whole answer in JSON (non-Harmony models); `max_tokens` budgets its
     free strings."""
+    from app.constrain.closing import plan_text
+
     body = json_body(schema or {"type": "object"}, max_tokens)
     rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
     if prefix_free_text:
@@ -157,6 +172,8 @@ def validate_json(
     answer is E-STREAM-TRUNCATED, not valid; a violation names its path and keyword. With
     `planned` (the answer was generated here) the result says which keywords the grammar
     enforced and which only this check verified."""
+    from app.constrain.plan import plan
+
     result = _validated(text, schema, complete)
     if not planned:
         return result
@@ -174,6 +191,8 @@ def _validated(text: str, schema: Mapping[str, Any] | None, complete: bool) -> J
     from jsonschema import ValidationError
     from jsonschema.validators import validator_for
     from referencing.exceptions import Unresolvable
+
+    from app.constrain.formats import format_checker
 
     if not complete:
         return JsonResult(

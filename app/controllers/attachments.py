@@ -10,7 +10,9 @@ tokens are estimated at four characters each. A conversation that uses the docum
 sends every message this way: it carries the library's passages. The files are kept with the
 conversation (one copy per content, `app/documents/kept.py`) once the message is in the
 history; `kept_of` and `viewable` let the user open them again from the message. `library`
-lists the indexed documents the composer's `@` offers (the library refreshed first).
+lists the indexed documents the composer's `@` offers (the library refreshed first). Importing
+this module loads nothing of `app.documents` (numpy, the extractors): each function loads what
+it uses.
 """
 
 from __future__ import annotations
@@ -20,19 +22,22 @@ import shutil
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.controllers.chat import ChatController
 from app.controllers.turn_inputs import header
-from app.documents.attach import Attached, attach, with_attachments
-from app.documents.extract import SUFFIXES
-from app.documents.index import DocumentIndex
-from app.documents.kept import KeptFiles, keep_files
 from app.domain.attachments import estimate, estimated_room
 from app.paths import cache_dir
+
+if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the first attachment
+    from app.controllers.chat import ChatController
+    from app.documents.attach import Attached
 
 
 def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
     """On the engine thread: the message's attachments within the context left."""
+    from app.documents.attach import attach
+    from app.documents.index import DocumentIndex
+
     doc = controller.doc
     index = DocumentIndex() if doc.library else None
     try:
@@ -51,6 +56,9 @@ def _attached(controller: ChatController, files: Sequence[Path], text: str) -> A
 
 async def send_with(controller: ChatController, text: str, files: Sequence[Path]) -> Attached:
     """Send `text` carrying `files` (see the module guarantees)."""
+    from app.documents.attach import with_attachments
+    from app.documents.kept import keep_files
+
     attached = await controller.host.bridge.call(lambda: _attached(controller, files, text))
     controller.notice.emit("Attached: " + "; ".join(f.note() for f in attached.files))
     if controller.send(with_attachments(text, attached)):
@@ -63,6 +71,8 @@ async def send_with(controller: ChatController, text: str, files: Sequence[Path]
 def pasted_files(urls: Sequence[str], text: str) -> list[Path]:
     """The files a paste stands for: local files copied in a file manager, or text that is
     only the path of an existing document (absolute, or `file://`); [] for anything else."""
+    from app.documents.extract import SUFFIXES
+
     if urls:
         return [Path(u) for u in urls]
     line = text.strip()
@@ -75,6 +85,8 @@ def pasted_files(urls: Sequence[str], text: str) -> list[Path]:
 
 def kept_of(version: str) -> list[tuple[str, Path]]:
     """(name, stored copy) of each file the message version carried that is kept here."""
+    from app.documents.kept import KeptFiles
+
     kept = KeptFiles()
     try:
         return [(name, path) for name, path in kept.files_of(version) if path.is_file()]
@@ -96,6 +108,8 @@ def viewable(name: str, stored: Path) -> Path:
 def library() -> list[Path]:
     """The documents in the library (`harmony-desk documents add`), for the composer's `@`;
     call off the GUI thread (it reads the index)."""
+    from app.documents.index import DocumentIndex
+
     index = DocumentIndex()
     try:
         index.refresh()  # files added to a library folder, changed or removed since

@@ -27,7 +27,6 @@ from app.library.bundled import assembled_default_model
 from app.library.catalog import Catalog, CatalogModel, load_catalog
 from app.library.download import DownloadRequest, check_space
 from app.library.queue import DownloadQueue, paused_downloads
-from app.library.scan import scan
 from app.settings import Settings, load_settings, save_settings
 from app.templates.choices import ChoiceStore
 
@@ -77,6 +76,8 @@ class LibraryHost(QObject):
         """Scan the models folders again (and read the catalogue the first time)."""
 
         def work() -> _Scanned:
+            from app.library.scan import scan  # it reads the models' templates: off the start path
+
             settings = load_settings()
             where = folders.library_folders(settings)
             entries = scan(where, bundled=assembled_default_model())

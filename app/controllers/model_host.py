@@ -5,6 +5,8 @@ ends it with a clear message; a load error (corrupt file, not enough memory, uns
 architecture) arrives as `loadFailed` with the app's sentence and leaves the previous state
 usable; template and sampling come from the template registry, with the user's remembered
 choices for that model applied; recent models are remembered (most recent first, at most 10).
+Importing this module loads neither the template registry nor the engine's session: they load
+with the first model (or scripted source) the host uses.
 """
 
 from __future__ import annotations
@@ -12,22 +14,23 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.local.session import ChatSession
-from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.protocol import ModelBackend, WorkerState
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.settings import load_settings
-from app.templates.base import Template, TemplateDefaults
 from app.templates.choices import ChoiceStore, ModelChoice
-from app.templates.registry import default_template_name, get_template
+
+if TYPE_CHECKING:  # the templates and the session load with the first model, not the window
+    from app.engine.local.session import ChatSession
+    from app.engine.local.tokenizer import ModelTokenizer
+    from app.templates.base import Template, TemplateDefaults
 
 
 class RecentModels:
@@ -79,6 +82,8 @@ class ModelHost(QObject):
 
     def use(self, backend: ModelBackend, template: str, name: str = "scripted") -> None:
         """Use an already loaded backend (the scripted source in tests and benches)."""
+        from app.templates.registry import get_template
+
         self.backend = backend
         self.template = get_template(template)
         self.sampling = self.template.defaults.sampling()
@@ -100,6 +105,7 @@ class ModelHost(QObject):
     ) -> bool:
         """Load `path` (None: the bundled default model); True when it loaded."""
         from app.engine.local.client import WorkerClient
+        from app.templates.registry import default_template_name, get_template
 
         self._cancel.clear()
         self.stateChanged.emit(WorkerState.LOADING.value)
@@ -145,12 +151,18 @@ class ModelHost(QObject):
 
     def template_problems(self) -> list[str]:
         """What was wrong with the template files in the config folder (each file said)."""
+        from app.templates.files import folder_files
+
+        if not folder_files():  # none there, none wrong: the registry loads with the first model
+            return []
         from app.templates.registry import folder_problems
 
         return folder_problems()
 
     def template_defaults(self, name: str) -> TemplateDefaults:
         """The generation settings that travel with the template called `name`."""
+        from app.templates.registry import get_template
+
         return get_template(name).defaults
 
     @property
@@ -178,6 +190,8 @@ class ModelHost(QObject):
     def apply_settings(self, choice: ModelChoice) -> None:
         """Use (and remember for this model) a template and sampling values: `choice` is the
         whole of it (a value left None is the template's from now on)."""
+        from app.templates.registry import get_template
+
         if choice.template and self.template is not None and choice.template != self.template.name:
             info = getattr(self.backend, "info", None)
             metadata = info.metadata if info is not None else {}
@@ -200,6 +214,9 @@ class ModelHost(QObject):
     def session(self, **options: Any) -> ChatSession:
         """A chat session on the loaded model (call on the engine thread: it asks the worker).
         Sessions share one tokenizer per model, so the vocabulary crosses the pipe once."""
+        from app.engine.local.session import ChatSession
+        from app.engine.local.tokenizer import ModelTokenizer
+
         assert self.backend is not None and self.template is not None
         if self._tokenizer is None or self._tokenizer_of is not self.backend:
             self._tokenizer, self._tokenizer_of = ModelTokenizer(self.backend), self.backend

@@ -5,7 +5,8 @@ is queued on the window's one engine thread, so the window's turns and the clien
 are served one at a time, in the order they came; it binds to 127.0.0.1 only, with the same
 deadlines and connection limit as `serve` (`app.server.listen`); `start` says why
 it could not (the port taken, no model loaded) and leaves nothing running; `stop` ends it and
-its thread; the request count is what the server counted.
+its thread; the request count is what the server counted. Importing this module loads nothing
+of the server (`app.server`, starlette, uvicorn): `start` does.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.controllers.bridge import EngineBridge
-from app.controllers.model_host import ModelHost
-from app.domain.sampling import Sampling
-from app.engine.local.session import ChatSession
 from app.errors import HarmonyDeskError
-from app.server.app import ServeOptions
-from app.server.served import ServedModel
+
+if TYPE_CHECKING:  # the server package (starlette, uvicorn) loads when a server starts
+    from app.controllers.bridge import EngineBridge
+    from app.controllers.model_host import ModelHost
+    from app.domain.sampling import Sampling
+    from app.engine.local.session import ChatSession
+    from app.server.served import ServedModel
 
 START_S = 10.0
 
@@ -54,7 +56,9 @@ class ServeHost:
         """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""
         import uvicorn
 
+        from app.server.app import ServeOptions
         from app.server.listen import server_config  # uvicorn loads when a server starts
+        from app.server.served import ServedModel
 
         template = self.host.template
         if not self.host.ready or template is None:

@@ -11,12 +11,15 @@ pool for the whole window (started on first use, stopped when the window closes)
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from app.domain.history import ChatDoc
 from app.tools.discovery import Discovered, discover
-from app.tools.mcp_tools import McpPool
-from app.tools.session import MCP_PREFIX, ConversationTools, ToolOptions
+from app.tools.mcp_tools import MCP_PREFIX, McpPool
 from app.tools.trust import PluginIdentity, TrustStore
+
+if TYPE_CHECKING:  # a conversation's tools (python sandbox, browser) load at its first turn
+    from app.domain.history import ChatDoc
+    from app.tools.session import ConversationTools
 
 
 class WindowTools:
@@ -64,6 +67,8 @@ class WindowTools:
 
     def of(self, doc: ChatDoc) -> ConversationTools:
         """The conversation's tools (call on the engine thread: discovery reads the disk)."""
+        from app.tools.session import ConversationTools, ToolOptions
+
         tools = self._tools.get(doc.id)
         if tools is None:
             options = ToolOptions(enabled=doc.tools, offline=doc.offline)

@@ -3,7 +3,8 @@
 Guarantees: the vocabulary file's sha256 is checked before use (a missing or altered file
 is a `VocabularyError` naming the file and the expected hash); the special-token ids are
 those of the Harmony guide; ordinary text is always encoded without special-token parsing,
-so text that spells `<|start|>` stays text. Loaded once per process.
+so text that spells `<|start|>` stays text. Loaded once per process, at first use: importing
+this module loads neither tiktoken nor the vocabulary.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
-
-import tiktoken
 
 from app.errors import ResourceError, VocabularyError
 from app.resources import resource_path
@@ -97,6 +96,8 @@ class HarmonyEncoding:
     """o200k_harmony: ordinary-text encoding plus the Harmony special tokens by id."""
 
     def __init__(self, ranks: dict[bytes, int]) -> None:
+        import tiktoken  # loads with the vocabulary, not with the window
+
         self.specials = special_tokens()
         self.special_text = {rank: text for text, rank in self.specials.items()}
         self._tik = tiktoken.Encoding(

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.constrain.closing import plan_text
 from app.constrain.constraint import (
     CallSpec,
     Constraint,
@@ -117,6 +116,8 @@ def harmony_constraint(
     # The schemas were checked above; the frame around them names tokens by id, which only the
     # worker's tokenizer can check (a bad frame is a bug, reported when the worker builds it).
     import llguidance
+
+    from app.constrain.closing import plan_text  # JSON mode's planner loads with its first turn
 
     grammar = llguidance.LLMatcher.grammar_from_lark("\n".join(rules))
     closing = plan_text(

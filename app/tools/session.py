@@ -23,12 +23,11 @@ from app.tools.browser.tool import Browser, browser_tools
 from app.tools.builtin.python import python_tool
 from app.tools.discovery import Discovered, discover
 from app.tools.mcp_client import McpError
-from app.tools.mcp_tools import McpPool
+from app.tools.mcp_tools import MCP_PREFIX, McpPool
 from app.tools.registry import ToolRegistry
 from app.tools.sandbox import PythonSandbox, SandboxLimits, unavailable_reason
 
 BUILT_IN_NAMESPACES = ("python", "browser")
-MCP_PREFIX = "mcp:"
 
 
 class UnknownToolError(HarmonyDeskError):
@@ -143,4 +142,4 @@ class ConversationTools:
         self.close()
 
 
-__all__ = ["MCP_PREFIX", "ConversationTools", "ToolOptions", "UnknownToolError"]
+__all__ = ["ConversationTools", "ToolOptions", "UnknownToolError"]

@@ -1,7 +1,11 @@
 """Starting the window: the Qt application on a qasync event loop, and the screenshot command.
 
 Guarantees: the window appears before any model loads (the default model loads in the
-background with a progress bar); `screenshot` renders a sample conversation — a preamble,
+background with a progress bar, started after the window is shown); building and showing the
+window loads nothing of JSON mode, MCP servers, the server, documents, numpy or llama.cpp
+(`tests/test_start_imports.py` lists what it does load); with `HARMONY_DESK_QUIT_AFTER_SHOWN`
+set, `run_window` returns once the window is shown and painted, before any model loads (the
+cold-start bench, `bench/ui_stream.py`); `screenshot` renders a sample conversation — a preamble,
 a tool card, a JSON result and the debug pane open — from the scripted source, with no model
 and no network, and writes a PNG.
 """
@@ -9,6 +13,7 @@ and no network, and writes a PNG.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +31,7 @@ from app.ui import appearance
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import apply_look
 
+QUIT_AFTER_SHOWN = "HARMONY_DESK_QUIT_AFTER_SHOWN"  # for the cold-start bench only
 _CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
 SAMPLE_TURNS = [
     (
@@ -107,7 +113,14 @@ def run_window(model: str | None = None) -> int:
         return 1
     window = build_window(history=history)
     window.show()
+    quit_after_shown = bool(os.environ.get(QUIT_AFTER_SHOWN))
+    if quit_after_shown:
+        app.processEvents()  # laid out and painted, as the bench's bare window is
     print(f"window shown after {(time.perf_counter() - started) * 1000:.0f} ms", file=sys.stderr)
+    if quit_after_shown:
+        window.close()
+        window.host.close()
+        return 0
     chosen, n_ctx = startup_choice()
     window.load_model(model or chosen, n_ctx=n_ctx)
     closed = asyncio.Event()
