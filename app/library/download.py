@@ -296,7 +296,7 @@ class Download:
             if not block:
                 return
             if self.done == 0 and not block.startswith(b"GGUF"[: len(block)]):
-                self._not_gguf(block[:4])
+                self._not_gguf(block[:64])
             write(block)
             if digest is not None:
                 digest.update(block)
@@ -319,18 +319,24 @@ class Download:
         return self.target
 
     def _not_gguf(self, head: bytes) -> None:
+        from app.gguf.magic import looks_like
+
+        size = self.partial.stat().st_size if self.partial.exists() else len(head)
+        kind = looks_like(head, size).split(";")[0] or "something else"
         self.discard()
-        raise DownloadError(
+        error = DownloadError(
             DownloadProblem.NOT_GGUF,
             self.request.url,
-            f"what the server sent is not a GGUF model (it starts with {head!r});"
-            " check that the address is a direct link to a .gguf file",
+            f"what the server sent is not a GGUF model (it looks like {kind}); check that the"
+            " address is a direct link to a .gguf file",
         )
+        error.details = f"the first bytes: {head[:16].hex(' ')}"
+        raise error
 
     def _check_content(self) -> None:
         with self.partial.open("rb") as f:
-            head = f.read(4)
-        if head != b"GGUF":
+            head = f.read(64)
+        if head[:4] != b"GGUF":
             self._not_gguf(head)
         if self.request.sha256:
             if self._digest is None:  # already whole before this run (a 416 on resume)
