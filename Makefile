@@ -43,8 +43,12 @@ keyring-daemon:
 	    { $(APT) || { apt-get update -qq && $(APT); }; }; } || \
 	  echo "gnome-keyring and dbus are needed by the keyring tests: install them (Debian: apt-get install gnome-keyring dbus)"
 
+# Two worker processes, one per core of the machine the README measures (pytest-xdist; each test
+# file runs whole on one of them: see pyproject.toml). `make test WORKERS=0`: all in one process.
+WORKERS ?= 2
+
 test: lint keyring-daemon
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS)
 
 # The README's pictures of the sample conversation, in both themes (offscreen: no display needed).
 screenshots: $(VENV)/.app

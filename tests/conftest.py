@@ -7,7 +7,6 @@ TIKTOKEN_ENCODINGS_BASE; we point it at the bundled `resources/` so nothing is d
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,44 @@ from app.harmony.encoding import HarmonyEncoding, load_encoding
 from app.harmony.renderer import Renderer
 from app.resources import resources_dir
 from tests.gui_helpers import qloop  # noqa: F401 (the window tests' asyncio loop)
+from tests.session_dirs import APP_CACHE, GEMMA_LOCK, MODELS, ROOT, RUN_ENV, Session, locked
 
 os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(resources_dir())
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt tests need no display
-# The app's cache (the assembled default model) goes to a test folder, never the user's own.
-os.environ["HARMONY_DESK_CONFIG"] = str(Path.home() / ".cache" / "harmony-desk-tests" / "config")
-os.environ["HARMONY_DESK_DATA"] = tempfile.mkdtemp(prefix="harmony-desk-test-data-")
-os.environ.setdefault(
-    "HARMONY_DESK_CACHE", str(Path.home() / ".cache" / "harmony-desk-tests" / "app-cache")
-)
+
+# The app's folders go to the tests' own, never the user's (see tests/session_dirs.py). The main
+# pytest process starts the session; its xdist workers ("gw0", "gw1", ...), started after this ran,
+# inherit RUN_ENV. The built models and the app's cache are shared; config and data (settings,
+# history) are each process's own.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+SESSION = Session() if WORKER is None or not os.environ.get(RUN_ENV) else None
+if SESSION is not None:
+    os.environ[RUN_ENV] = str(SESSION.run)
+RUN = Path(os.environ[RUN_ENV])
+os.environ["HARMONY_DESK_CONFIG"] = str(RUN / (WORKER or "main") / "config")
+os.environ["HARMONY_DESK_DATA"] = str(RUN / (WORKER or "main") / "data")
+os.environ.setdefault("HARMONY_DESK_CACHE", str(ROOT / APP_CACHE))
+os.environ.setdefault("HARMONY_DESK_TEST_CACHE", str(ROOT / MODELS))  # tests/tiny_*.py
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The main process, once its workers ended: the session's folder goes, and if no other
+    session is running, the shared ones too, all but the compiled python runtime."""
+    if SESSION is not None and not hasattr(config, "workerinput"):
+        SESSION.finish()
+
+
+# With xdist the longest files go first, so that the two workers end together; xdist's own order
+# (the files with the most tests first, `--no-loadscope-reorder` in pyproject.toml turns it off)
+# sent the bundle's build, one test of about 2 minutes, last. Each file's tests keep their order.
+LONGEST_FIRST = ("test_bundle.py", "test_json_mode.py", "test_sandbox.py", "test_kv_reuse.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if WORKER is not None:
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as found
+
 
 # CI replays the same examples every run; a developer's run explores new ones each time.
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -75,7 +103,8 @@ def gemma_model() -> Any:
     """Gemma 3 270M base (Q4_K_M), assembled from its packages."""
     from app.library.bundled import gemma_model_path
 
-    return gemma_model_path()
+    with locked(ROOT / GEMMA_LOCK):  # two processes assembling it at once share one .partial
+        return gemma_model_path()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """A private Secret Service for the tests: a D-Bus session bus of its own and gnome-keyring in it.
 
 `start()` returns the environment variables that point keyring (and child processes) at it;
-`stop()` ends both daemons. Nothing touches the user's own keyring.
+`stop()` ends both daemons and removes their folder. Nothing touches the user's own keyring; each
+instance (one per test module that asks, in any xdist worker) has its own bus and folder.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class PrivateSecretService:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.env: dict[str, str] = {}
+        self.runtime: str | None = None
 
     def start(self) -> dict[str, str]:
         missing = [t for t in ("dbus-daemon", "gnome-keyring-daemon") if shutil.which(t) is None]
@@ -25,7 +27,7 @@ class PrivateSecretService:
                 f"{', '.join(missing)} not installed (Debian: apt-get install gnome-keyring dbus);"
                 " `make test` installs them where it can"
             )
-        runtime = tempfile.mkdtemp(prefix="harmony-desk-keyring-")
+        runtime = self.runtime = tempfile.mkdtemp(prefix="harmony-desk-keyring-")
         os.chmod(runtime, 0o700)
         bus = subprocess.Popen(
             ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
@@ -65,3 +67,6 @@ class PrivateSecretService:
             if proc.stdout is not None:
                 proc.stdout.close()
         self.procs.clear()
+        if self.runtime is not None:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+            self.runtime = None

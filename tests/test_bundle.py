@@ -12,20 +12,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.session_dirs import locked
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
 def test_the_linux_bundle_builds_and_passes_its_self_test(tmp_path: Path) -> None:
     out = tmp_path / "dist"
-    done = subprocess.run(
-        ["bash", str(ROOT / "packaging" / "build_linux.sh")],
-        env={**os.environ, "OUT": str(out), "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
+    # PyInstaller's work folder is this checkout's build/pyinstaller: two test sessions building
+    # at once (two people, or two runs) wait for each other instead of sharing it.
+    with locked(ROOT / "build" / "pyinstaller.lock"):
+        done = subprocess.run(
+            ["bash", str(ROOT / "packaging" / "build_linux.sh")],
+            env={**os.environ, "OUT": str(out), "PYTHON": sys.executable},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+        )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "all checks passed" in done.stdout
     for check in ("vocabulary", "harmony format", "default model", "window", "model library", "folders"):

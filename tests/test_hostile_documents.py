@@ -247,6 +247,7 @@ def test_f3_every_file_the_app_makes_is_0600_in_a_0700_folder(tmp_path: Path, ti
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HARMONY_DESK_", "XDG_"))}
     env["HOME"] = str(home)
+    env["HARMONY_DESK_LOG_LEVEL"] = "DEBUG"  # a normal run logs nothing: make the log file be written
     shelf = tmp_path / "shelf"
     shelf.mkdir()
     make_pdf(shelf / "manual.pdf", [["Drain the tank before the first frost."]])

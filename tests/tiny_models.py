@@ -25,13 +25,13 @@ import base64
 import functools
 import hashlib
 import lzma
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tests.session_dirs import build_once
 from tests.tiny_gpt_oss import _byte_encoder, cache_dir
 
 BUILDER_VERSION = 1
@@ -158,10 +158,7 @@ def _llama_cpp_vocab(family: str) -> Vocab:
     packed = FIXTURES / spec(family).vocab_file
     digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
     path = cache_dir() / f"{packed.name.removesuffix('.gguf.xz')}-{digest}.gguf"
-    if not path.exists():
-        partial = path.with_suffix(f".partial-{os.getpid()}")
-        partial.write_bytes(lzma.decompress(packed.read_bytes()))
-        partial.replace(path)
+    build_once(path, lambda partial: partial.write_bytes(lzma.decompress(packed.read_bytes())))
     fields = gguf.GGUFReader(path).fields
     return Vocab(
         str(fields["tokenizer.ggml.model"].contents()),
@@ -308,11 +305,7 @@ def build(family: str, seed: int = 1234, chat_template: str | None = None) -> Pa
     key_text = f"{BUILDER_VERSION}:{family}:{seed}:{f}:{vocab}:{text}"
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     path = cache_dir() / f"tiny-{family}-{key}.gguf"
-    if not path.exists():
-        partial = path.with_suffix(f".partial-{os.getpid()}")
-        _write(partial, family, seed, text)
-        partial.replace(path)
-    return path
+    return build_once(path, lambda partial: _write(partial, family, seed, text))
 
 
 def load(path: Path, n_ctx: int = 512, **kwargs: Any) -> Any:
