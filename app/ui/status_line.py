@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QLabel, QStatusBar
 
+from app.domain.figures import Figures
 from app.ui.endpoints import where
 
 
@@ -39,10 +40,7 @@ class StatusLine:
         self.model.setText(f"{name} · on {runs_on}")
 
     def timings(self, s: dict[str, Any]) -> None:
-        self.speed.setText(
-            f"{s.get('tokens_per_s', 0):.1f} tok/s"
-            f" · first token {s.get('first_token_ms', 0):.0f} ms"
-        )
+        self.speed.setText(Figures.of(s).speed())  # as the answer's footer says them
         prompt, generated = int(s.get("prompt_tokens", 0)), int(s.get("generated", 0))
         if s.get("endpoint"):  # a remote answer: the usage the endpoint reported
             usage = (
