@@ -50,7 +50,7 @@ ALLOWED = (
     "app.controllers.turn_inputs", "app.controllers.turn_source", "app.controllers.ui_state",
     "app.documents", "app.documents.kept",
     "app.domain", "app.domain.attachments", "app.domain.builtin_tools", "app.domain.citations",
-    "app.domain.endpoint", "app.domain.events", "app.domain.history", "app.domain.library",
+    "app.domain.endpoint", "app.domain.events", "app.domain.figures", "app.domain.history", "app.domain.library",
     "app.domain.messages", "app.domain.placement", "app.domain.redact", "app.domain.reply",
     "app.domain.reply.builder", "app.domain.reply.cards", "app.domain.reply.changes",
     "app.domain.reply.debug", "app.domain.sampling", "app.domain.textual_call",

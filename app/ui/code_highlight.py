@@ -81,6 +81,14 @@ def spans(code: str, language: str, style_name: str) -> tuple[Span, ...]:
     return tuple(out)
 
 
+def warm_up() -> None:
+    """Load Pygments (its lexer table and the theme styles) ahead of the first code block, so
+    the first answer with code does not pay for it while it streams; called once the window is
+    idle after it starts."""
+    for style in ("default", "github-dark"):
+        spans("def f(x):\n    return 'x'  # warm\n", "python", style)
+
+
 def streaming_spans(code: str, language: str, style_name: str) -> tuple[Span, ...]:
     """Cheap colours for code still streaming in: its finished lines (not the last one), lexed
     `PIECE_LINES` at a time, each piece cached, so an append lexes at most one new piece. A

@@ -17,7 +17,7 @@ import asyncio
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -41,7 +41,7 @@ from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
-from app.ui import menus, window_dialogs
+from app.ui import code_highlight, menus, window_dialogs
 from app.ui.about import Welcome
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
@@ -57,6 +57,8 @@ from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.transcript import TranscriptView
+
+WARM_UP_MS = 1500  # after the window shows: what the first answer would otherwise load
 
 
 class MainWindow(QMainWindow):
@@ -173,6 +175,7 @@ class MainWindow(QMainWindow):
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
             self._loaded(self.host.name)
+        QTimer.singleShot(WARM_UP_MS, code_highlight.warm_up)  # idle by then: Pygments loaded
         problems = self.host.template_problems()
         if problems:  # the window starts all the same; the user learns which file and why
             self.show_problem("A template file was not used: " + "; ".join(problems))
