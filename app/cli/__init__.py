@@ -3,7 +3,7 @@
 One module per command group in this package (`GROUPS`), each with `add_arguments` and `run`;
 the terminal chat's view of a reply (`terminal_reply`) and its history checkpoints
 (`checkpoints`) live here too. Subcommands never need a display; `harmony render|parse` read
-JSON Lines on stdin and write one JSON line per input line (README, "Command-line contract").
+JSON Lines on stdin and write one JSON line per input line (docs/cli.md).
 
 Guarantees: the parser imports only the chosen subcommand's module — the top level is parsed
 first (`_command`), then that one command's arguments are added — so starting the window (no

@@ -1,5 +1,5 @@
 """`harmony-desk harmony render|parse`: the Harmony format on JSON Lines (one line out per line
-in; a bad line is an error line and the run goes on; see README, "Command-line contract")."""
+in; a bad line is an error line and the run goes on; see docs/cli.md)."""
 
 from __future__ import annotations
 
