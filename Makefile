@@ -50,10 +50,13 @@ WORKERS ?= 2
 test: lint keyring-daemon
 	$(BIN)/pytest -n $(WORKERS)
 
-# The README's pictures of the sample conversation, in both themes (offscreen: no display needed).
+# The README's pictures: the sample conversation in both themes, an empty chat and a 640x480
+# window (offscreen: no display needed).
 screenshots: $(VENV)/.app
 	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-light.png --theme light
 	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-dark.png --theme dark
+	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-empty.png --theme light --view empty
+	QT_QPA_PLATFORM=offscreen $(BIN)/harmony-desk --screenshot docs/screenshot-narrow.png --theme dark --view narrow
 
 bench: $(VENV)/.test
 	$(BIN)/pip install --quiet -e '.[test,bench]'

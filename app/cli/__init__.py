@@ -56,6 +56,12 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--theme", choices=["light", "dark"], help="with --screenshot: the theme to render in"
     )
     parser.add_argument(
+        "--view",
+        choices=["sample", "empty", "narrow"],
+        default="sample",
+        help="with --screenshot: the sample conversation, an empty chat, or a 640x480 window",
+    )
+    parser.add_argument(
         "--self-test", action="store_true", help="check this installation (offline) and exit"
     )
     commands = parser.add_subparsers(dest="command")
@@ -90,7 +96,7 @@ def _app(args: argparse.Namespace) -> int:
     if args.screenshot:
         from app.ui.app import screenshot
 
-        return screenshot(args.screenshot, args.theme)
+        return screenshot(args.screenshot, args.theme, args.view)
     if _has_display():
         from app.ui.app import crash_dialog, run_window
 

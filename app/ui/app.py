@@ -146,11 +146,21 @@ async def _sample(window: MainWindow) -> None:
     await c.wait()
 
 
-def screenshot(path: str, theme_choice: str | None = None) -> int:
-    """Render the sample conversation with the debug pane open and save it as a PNG, in the
-    theme `theme_choice` ("light" or "dark"; the settings' when None)."""
+VIEWS = {  # what `--screenshot` renders: (window size, the sample conversation, debug pane)
+    "sample": ((1280, 1300), True, True),
+    "empty": ((1100, 760), False, False),
+    "narrow": ((640, 480), True, False),
+}
+
+
+def screenshot(path: str, theme_choice: str | None = None, view: str = "sample") -> int:
+    """Render a view of the window from the scripted source and save it as a PNG, in the theme
+    `theme_choice` ("light" or "dark"; the settings' when None): "sample", the sample
+    conversation with the debug pane open; "empty", a new chat at the default size; "narrow",
+    the sample conversation at 640×480."""
     import qasync
 
+    (width, height), sample, debug = VIEWS[view]
     app = application(theme_choice)
     loop = qasync.QEventLoop(app, already_running=True)
     asyncio.set_event_loop(loop)
@@ -158,16 +168,18 @@ def screenshot(path: str, theme_choice: str | None = None) -> int:
     host = ModelHost(EngineBridge())
     host.use_scripted(scripts)
     window = build_window(host)
-    window.set_debug(True, remember=False)
-    window.resize(1280, 1300)
+    window.set_debug(debug, remember=False)
+    window.resize(width, height)
     window.show()
-    future = asyncio.ensure_future(_sample(window))
-    while not future.done():
-        app.processEvents()
-        time.sleep(0.005)
-    future.result()
+    if sample:
+        future = asyncio.ensure_future(_sample(window))
+        while not future.done():
+            app.processEvents()
+            time.sleep(0.005)
+        future.result()
     for _ in range(20):
         app.processEvents()
+        time.sleep(0.005)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     ok = window.grab().save(path)
     window.close()
@@ -175,4 +187,4 @@ def screenshot(path: str, theme_choice: str | None = None) -> int:
     return 0 if ok else 1
 
 
-__all__ = ["application", "build_window", "run_window", "screenshot"]
+__all__ = ["VIEWS", "application", "build_window", "run_window", "screenshot"]
