@@ -12,6 +12,7 @@ lines, not the whole block). Lexers and formats are cached; Pygments is imported
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -82,11 +83,22 @@ def spans(code: str, language: str, style_name: str) -> tuple[Span, ...]:
 
 
 def warm_up() -> None:
-    """Load Pygments (its lexer table and the theme styles) ahead of the first code block, so
-    the first answer with code does not pay for it while it streams; called once the window is
-    idle after it starts."""
+    """Load Pygments (its lexer table, a lexer, the theme styles) and the math renderer ahead
+    of the first code block and formula, so the first answer with them does not pay for it
+    while it streams; on a background thread (pure Python imports and parsing, no Qt object is
+    made there), started once the window is idle after it starts."""
+    threading.Thread(target=_load, name="warm-up", daemon=True).start()
+
+
+def _load() -> None:
+    from pygments.styles import get_style_by_name
+
+    from app.ui.math_render import warm_up as warm_math
+
+    lexer_for("python")
     for style in ("default", "github-dark"):
-        spans("def f(x):\n    return 'x'  # warm\n", "python", style)
+        get_style_by_name(style)
+    warm_math()
 
 
 def streaming_spans(code: str, language: str, style_name: str) -> tuple[Span, ...]:
