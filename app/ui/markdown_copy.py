@@ -10,6 +10,10 @@ as tab-separated values, one row per line (a cell's own line breaks and tabs bec
 
 from __future__ import annotations
 
+import atexit
+
+import shiboken6
+from PySide6.QtCore import QMimeData
 from PySide6.QtGui import QTextBlock, QTextCursor, QTextDocument, QTextFormat, QTextTable
 
 MATH_SOURCE = QTextFormat.Property.UserProperty.value + 1  # char: a formula's source
@@ -81,3 +85,34 @@ def table_tsv(doc: QTextDocument, table: QTextTable) -> str:
 
 
 __all__ = ["HEADER", "MATH_SOURCE", "plain_text", "table_tsv"]
+
+
+_made: list[QMimeData] = []  # the copies made here that the clipboard may still hold
+
+
+def made(data: QMimeData) -> QMimeData:
+    """`data`, a copy made in Python for the clipboard, remembered for `hand_over_clipboard`."""
+    _made[:] = [*[d for d in _made if shiboken6.isValid(d)][-3:], data]
+    return data
+
+
+def hand_over_clipboard() -> None:
+    """At exit, while Python still runs: a copy made here that the clipboard holds is put there
+    again as plain text made by Qt itself. Qt destroys the clipboard after Python has finished,
+    and destroying a `QMimeData` made in Python then crashes the process; the user's copied
+    text stays on the clipboard for the desktop to keep."""
+    from PySide6.QtGui import QClipboard, QGuiApplication
+
+    app = QGuiApplication.instance()
+    if not isinstance(app, QGuiApplication):
+        return
+    clipboard = app.clipboard()
+    ours = [d for d in _made if shiboken6.isValid(d)]
+    for mode in (QClipboard.Mode.Clipboard, QClipboard.Mode.Selection):
+        held = clipboard.mimeData(mode)
+        if held is not None and any(held is d for d in ours):
+            clipboard.setText(held.text(), mode)
+    _made.clear()
+
+
+atexit.register(hand_over_clipboard)

@@ -49,7 +49,7 @@ from app.ui.markdown_blocks import (
     insert_markdown,
     placeholder,
 )
-from app.ui.markdown_copy import plain_text
+from app.ui.markdown_copy import made, plain_text
 from app.ui.markdown_source import code_span, finished_end, mark_lines
 from app.ui.math_spans import MathSpan, find_math, replace_spans
 from app.ui.theme import current
@@ -254,7 +254,7 @@ class MarkdownView(QTextBrowser):
         cursor = self.textCursor()
         data = QMimeData()
         data.setText(plain_text(self.document(), cursor.selectionStart(), cursor.selectionEnd()))
-        return data
+        return made(data)  # handed back to Qt's own at exit (`markdown_copy`)
 
     def _anchor(self, url: QUrl) -> None:
         kind, _, index = url.toString().partition(":")

@@ -14,6 +14,7 @@ on first use only (and told to write SVG 1.1, which QtSvg draws: its SVG 2 symbo
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import math
 import re
@@ -114,6 +115,9 @@ def render(
     renderer.render(painter, QRectF(0, top, width, height))
     painter.end()
     return Formula(image, image.width() / dpr, total, middle)
+
+
+atexit.register(render.cache_clear)  # its images go before Qt does, not after (a crash)
 
 
 def resource_name(
