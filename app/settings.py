@@ -39,7 +39,11 @@ class Settings(BaseModel):
         None, description="The model loaded at start (None: the bundled default model)."
     )
     context_length: int = Field(
-        4096, ge=256, le=1_048_576, description="Context (tokens) models are loaded with."
+        4096,
+        ge=256,
+        le=1_048_576,
+        description="Context (tokens) models are loaded with, unless a model has its own"
+        " (File ▸ Model settings…).",
     )
     max_downloads: int = Field(
         2, ge=1, le=8, description="Model downloads running at once; the others wait."
@@ -47,7 +51,9 @@ class Settings(BaseModel):
     theme: Literal["system", "light", "dark"] = Field(
         "system", description="Light or dark, or as the system is set (it follows changes)."
     )
-    font_size: int = Field(0, ge=0, le=32, description="Text size in points (0: the system's).")
+    font_size: int = Field(
+        0, ge=0, le=32, description="Text size in points (0: as the system sets it)."
+    )
     reasoning_effort: Literal["default", "low", "medium", "high"] = Field(
         "default", description="Reasoning effort new messages start with (gpt-oss models)."
     )

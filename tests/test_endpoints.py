@@ -194,7 +194,7 @@ def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with
         reply = window.controller.doc.turns[-1].version.reply
         assert reply is not None and reply.state in ("done", "incomplete") and reply.segments[0].text
         window.controller.settle()
-        assert window.sidebar.list.item(0).text().startswith("☁ ")  # this chat sends data out
+        assert window.sidebar.list.item(1).text().startswith("☁ ")  # this chat sends data out (0: "Today")
         assert window.status_context.text().startswith("☁ lab: ")  # what the endpoint reported
         sent = next(e for e in reply.debug.events if e.startswith("request to lab: "))
         assert '"model": "gemma"' in sent and "The capital of France is" in sent and KEY not in sent

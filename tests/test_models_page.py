@@ -73,9 +73,15 @@ def open_page(qtbot: Any, host: LibraryHost) -> ModelsPage:
 
 
 def row_of(page: ModelsPage, name: str) -> int:
-    return next(
-        i for i in range(page.table.rowCount()) if page.table.item(i, 0).text().startswith(name)
-    )
+    """The table row of the model whose file is called `name` (the stem; a prefix for the
+    bundled one) — the Name column shows the model's friendly name."""
+    names = [r.entry.name for r in page.rows]
+    return names.index(name) if name in names else next(i for i, n in enumerate(names) if n.startswith(name))
+
+
+def listed(page: ModelsPage) -> list[str]:
+    """The file stems of the models listed."""
+    return [r.entry.name for r in page.rows]
 
 
 def cells(page: ModelsPage, row: int) -> dict[str, str]:
@@ -92,15 +98,20 @@ def test_the_list_shows_header_facts_and_says_when_a_model_will_not_fit(
     settings(home, model_folders=[str(folder)], context_length=8192)
     page = open_page(qtbot, LibraryHost())
     names = [page.table.item(i, 0).text() for i in range(page.table.rowCount())]
-    assert names[0].startswith("SmolLM2-135M-Instruct") and "(bundled)" in names[0] and "★" in names[0]
-    assert sorted(names[1:]) == ["broken", "huge", "tiny", "tiny-split"]
+    assert names[:2] == ["SmolLM2 135M Instruct (bundled) ★", "Gemma 3 270M (bundled)"]  # every model the app can use
+    assert sorted(names[2:]) == ["broken", "huge", "tiny-gpt-oss-test (tiny-split-00001-of-00004.gguf)",
+                                 "tiny-gpt-oss-test (tiny.gguf)"]  # the header's name; the file's where two share it
+    assert sorted(listed(page)[2:]) == ["broken", "huge", "tiny", "tiny-split"]
     tiny = cells(page, row_of(page, "tiny-split"))
     assert tiny["Architecture"] == "gpt-oss" and tiny["Quantisation"] == "F16"
     assert (
         tiny["Parameters"] == "25.9M"
         and tiny["Context"] == "131,072"
         and tiny["Template"] == "harmony"
+        and tiny["Abilities"] == "tools, reasoning"
     )
+    assert cells(page, row_of(page, "huge"))["Abilities"] == ""  # no chat template: no tools
+    assert cells(page, row_of(page, "SmolLM2-135M-Instruct"))["Abilities"] == "tools"
     assert "in 4 parts" in tiny["Size"] and "will not fit" not in tiny["Memory"]
     huge = row_of(page, "huge")
     assert cells(page, huge)["Memory"].endswith("will not fit")
@@ -149,9 +160,7 @@ def test_load_set_default_open_folder_and_delete(
     with qtbot.waitSignal(host.listed, timeout=10_000):
         page._remove_folder(str(folder))  # stop listing it: the files stay
     assert str(folder) not in page.folders.text() and model.exists()
-    assert all(
-        not page.table.item(i, 0).text().startswith("mine") for i in range(page.table.rowCount())
-    )
+    assert "mine" not in listed(page)
     with qtbot.waitSignal(host.listed, timeout=10_000):
         host.add_folder(str(folder))
     page.table.selectRow(row_of(page, "mine"))
@@ -166,9 +175,7 @@ def test_load_set_default_open_folder_and_delete(
     with qtbot.waitSignal(host.listed, timeout=10_000):
         page.delete_button.click()
     assert not model.exists() and (home / "xdg" / "Trash" / "files" / "mine.gguf").exists()
-    assert all(
-        not page.table.item(i, 0).text().startswith("mine") for i in range(page.table.rowCount())
-    )
+    assert "mine" not in listed(page)
     assert "trash" in page.message.text()
     assert json.loads((home / "config" / "settings.json").read_text())["default_model"] is None
 
@@ -217,13 +224,7 @@ def test_a_catalogue_download_with_pause_and_resume(
         row.toggle.click()
     assert Path(done.args[0]).read_bytes() == body
     assert any(r[1] is not None for r in https.requests)  # the resume asked for a byte range
-    qtbot.waitUntil(
-        lambda: any(
-            page.table.item(i, 0).text() == "tiny-from-catalogue"
-            for i in range(page.table.rowCount())
-        ),
-        timeout=20_000,
-    )
+    qtbot.waitUntil(lambda: "tiny-from-catalogue" in listed(page), timeout=20_000)
     assert row.status.text() == "done" and not row.cancel.isVisible()
     qtbot.waitUntil(lambda: "[in your library]" in page.catalog_list.item(0).text(), timeout=10_000)
     assert any("/s" in p.line() and "left" in p.line() for p in seen if p.state == "running")

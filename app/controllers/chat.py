@@ -56,6 +56,7 @@ from app.domain.events import (
     VocabularyRead,
 )
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
+from app.domain.listing import title_of
 from app.domain.messages import ReasoningEffort
 from app.domain.reply import Added, ReplyBuilder
 from app.engine.turn.run import TurnRequest
@@ -101,11 +102,12 @@ class ChatController(ConversationsController):
         self._builder: ReplyBuilder | None = None  # the streaming reply's, while it streams
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
+        self.special_tokens: dict[int, bytes] = {}  # its special tokens, spelled out (the same)
+        self._vocab_of: object = None  # the model `token_table` is of (another: read again)
         self.score_tokens = False  # the debug pane is open: tokens come with probabilities
         self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
         self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
-        placeholder = self.doc
-        self._io(self._latest_or_new, lambda doc: self._show(doc, instead_of=placeholder))
+        self._io(self._latest_or_new, partial(self._show, instead_of=self.doc))
 
     # --- conversations ---------------------------------------------------------------
 
@@ -154,7 +156,7 @@ class ChatController(ConversationsController):
         if self.busy or not text.strip() or not self.can_answer:
             return False
         if not self.doc.turns and self.doc.title == "New chat":
-            self.doc.title = text.strip().splitlines()[0][:60]
+            self.doc.title = title_of(text)  # the user's words, not the attached documents
         from app.domain.history import Turn
 
         self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
@@ -274,7 +276,7 @@ class ChatController(ConversationsController):
             kept=kept,
             prefix=prefix if resume is not None else None,
             tools=partial(lambda d: self.tools.of(d).registry, doc) if policy is not None else None,
-            need_vocab=not self.token_table,
+            need_vocab=self._vocab_of is not self.host.backend,
             cancel=cancel,
             top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
         )
@@ -336,7 +338,8 @@ class ChatController(ConversationsController):
         here; a crash of the engine thread is the turn's failure; the rest is the reply's."""
         match event:
             case VocabularyRead():
-                self.token_table = event.table
+                self.token_table, self.special_tokens = event.table, dict(event.special)
+                self._vocab_of = self.host.backend
             case TurnCommitted():
                 reply.messages = tuple(event.conversation.messages[event.start :])
             case StreamCrashed():

@@ -1,6 +1,12 @@
 """The model library as the window sees it: the scanned list with memory estimates, the
 catalogue, the models folders, the default model, deleting, and the download queue.
 
+The list is every model the app can load: the bundled ones (SmolLM2, Gemma 3 270M, whether or
+not Gemma is assembled yet), the models folders' GGUFs and the recent files still there, each
+with its card (friendly name, tools / reasoning / vision, from its header, cached per file
+version); `prepare` readies a model to load off the GUI thread (a bundled one checked, Gemma
+assembled on first use).
+
 Guarantees: scanning, the settings file, the trash and the catalogue are touched off the GUI
 thread (results come back as signals); downloads run on their own threads, at most
 `max_downloads` at once (settings), and their progress reaches the GUI thread as
@@ -12,9 +18,10 @@ running downloads (their partial files stay).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -23,24 +30,38 @@ from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, hum
 from app.engine.local.memory import available_memory, estimate_memory, gpu_share_of
 from app.errors import HarmonyDeskError
 from app.library import folders
-from app.library.bundled import assembled_default_model
+from app.library.bundled import assembled_default_model, bundled_models
 from app.library.catalog import Catalog, CatalogModel, load_catalog
 from app.library.download import DownloadRequest, check_space
 from app.library.queue import DownloadQueue, paused_downloads
 from app.settings import Settings, load_settings, save_settings
 from app.templates.choices import ChoiceStore
 
+if TYPE_CHECKING:  # the scan makes them, off the start path
+    from app.library.cards import ModelCard
+    from app.library.hub import HubFile
+
 
 @dataclass(frozen=True)
 class Listed:
-    """One row of the models page: the model and its estimate at the configured context."""
+    """One row of the models page and the picker: the model, its estimate at the configured
+    context, its card, and where it was found (`bundled`, `folder` or `recent`)."""
 
     entry: ModelEntry
     memory: MemoryEstimate
     is_default: bool
+    card: ModelCard | None = None
+    source: str = "folder"
+    loadable_now: bool = True  # False: a bundled model still to be assembled (`prepare` does it)
+
+    @property
+    def title(self) -> str:
+        return self.card.title if self.card is not None else self.entry.name
 
 
-_Scanned = tuple[Settings, list["Listed"], Catalog | None, list[DownloadRequest], int | None]
+_Scanned = tuple[
+    Settings, list["Listed"], Catalog | None, list[DownloadRequest], int | None, list[str]
+]
 
 
 def startup_choice() -> tuple[str | None, int]:
@@ -66,6 +87,7 @@ class LibraryHost(QObject):
         self.rows: list[Listed] = []
         self.settings = Settings()
         self.available: int | None = None  # bytes of memory free at the last scan
+        self.recent: list[str] = []  # the recent model files at the last scan, newest first
         self.gpu_offload = False  # llama.cpp reported GPU offload when a model last loaded
         self.queue = DownloadQueue(2, on_update=self._update, **download_options)
         self._resumable_found = False
@@ -76,11 +98,13 @@ class LibraryHost(QObject):
         """Scan the models folders again (and read the catalogue the first time)."""
 
         def work() -> _Scanned:
-            from app.library.scan import scan  # it reads the models' templates: off the start path
+            from app.controllers.model_host import RecentModels
+            from app.library.scan import listing  # it reads the models' templates: off the start
 
             settings = load_settings()
             where = folders.library_folders(settings)
-            entries = scan(where, bundled=assembled_default_model())
+            recent = RecentModels().load()
+            found = listing(where, bundled=bundled_models(), recent=recent)
             have = available_memory()
             n_ctx = settings.context_length
             choices, offload = ChoiceStore(), self.gpu_offload
@@ -89,18 +113,58 @@ class LibraryHost(QObject):
                 share = gpu_share_of(choices.get(e.path).load_settings(), e.layers, offload)
                 return estimate_memory(e, n_ctx, available=have, gpu_share=share)
 
-            rows = [Listed(e, estimate(e), self._is_default(e, settings)) for e in entries]
+            rows = [
+                Listed(
+                    e,
+                    estimate(e),
+                    self._is_default(e, settings),
+                    card,
+                    source,
+                    source != "bundled" or Path(e.path).is_file(),
+                )
+                for e, card, source in found
+            ]
             catalog = self.catalog or self._read_catalog()
             partials = [] if self._resumable_found else paused_downloads(where)
-            return settings, rows, catalog, partials, have
+            return settings, rows, catalog, partials, have, recent
 
         self._worker.run(work, self._show)
 
     @staticmethod
     def _is_default(e: ModelEntry, settings: Settings) -> bool:
         if settings.default_model is None:
-            return e.bundled
+            return e.bundled and Path(e.path) == assembled_default_model()
         return e.path == settings.default_model
+
+    def title_of(self, path: str) -> str:
+        """The name a person knows the model at `path` by, with its quantisation
+        (`SmolLM2 135M Instruct · Q4_1`): its card's, else its file name's."""
+        row = next((r for r in self.rows if r.entry.path == path), None)
+        if row is not None:
+            quant = row.entry.quantization
+            return f"{row.title} · {quant}" if quant else row.title
+        from app.library.cards import quant_of_name, strip_quant
+
+        name = Path(path).name
+        quant = quant_of_name(name)
+        return f"{strip_quant(name)} · {quant}" if quant else strip_quant(name)
+
+    def prepare(self, path: str, then: Callable[[str], object]) -> None:
+        """Call `then(file)` with the file to load for `path` once it is ready: a bundled model
+        is checked first (Gemma assembled on first use, a few seconds), off the GUI thread."""
+        from app.library.bundled import prepare
+
+        row = next((r for r in self.rows if r.entry.path == path), None)
+        if row is None or not row.entry.bundled:
+            then(path)
+            return
+        if not row.loadable_now:
+            self.notice.emit(f"Preparing {row.title} for its first use…")
+
+        def ready(file: str) -> None:
+            then(file)
+
+        self._worker.run(lambda: str(prepare(path)), ready)
 
     def catalog_note(self, model: CatalogModel) -> str:
         """What the page says beside a catalogue entry: already here, or too big to run here."""
@@ -120,7 +184,7 @@ class LibraryHost(QObject):
             return None
 
     def _show(self, result: _Scanned) -> None:
-        settings, rows, catalog, partials, self.available = result
+        settings, rows, catalog, partials, self.available, self.recent = result
         self.settings, self.rows = settings, rows
         self.queue.set_limit(settings.max_downloads)
         if catalog is not None:
@@ -157,9 +221,16 @@ class LibraryHost(QObject):
 
     def set_default(self, entry: ModelEntry | None) -> None:
         """Make `entry` the model loaded at start (None: the bundled model)."""
-        path = None if entry is None or entry.bundled else entry.path
+        from app.library.bundled import prepare
+
+        chat = assembled_default_model()
+        path = None if entry is None or Path(entry.path) == chat else entry.path
         name = entry.name if entry is not None else "the bundled model"
-        self._change_settings(lambda s: folders.set_default(s, path), f"{name} now loads at start.")
+
+        def change(s: Settings) -> Settings:
+            return folders.set_default(s, path if path is None else prepare(path))
+
+        self._change_settings(change, f"{name} now loads at start.")
 
     def delete(self, entry: ModelEntry) -> None:
         """Move the model's files to the trash."""
@@ -196,6 +267,16 @@ class LibraryHost(QObject):
             )
             return
         self._add([DownloadRequest(url, folders.models_dir(), sha256=sha256 or None)])
+
+    def download_hub(self, model: HubFile, hub: str | None = None) -> list[str]:
+        """Queue a model found on the hub (every part, checked against the hub's sha256) into
+        the models folder, under its repository's name; the files it will become."""
+        if model.problem:
+            self.failed.emit(f"{model.name} cannot be downloaded: {model.problem}.")
+            return []
+        requests = model.requests(folders.models_dir().joinpath(*model.repo.split("/")), hub)
+        self._worker.run(lambda: check_space(requests, model.name), lambda _: self._add(requests))
+        return [str(r.target) for r in requests]
 
     def _add(self, requests: list[DownloadRequest]) -> None:
         for request in requests:

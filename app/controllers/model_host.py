@@ -4,9 +4,10 @@ Guarantees: loading runs on the engine thread and reports progress as a fraction
 ends it with a clear message; a load error (corrupt file, not enough memory, unsupported
 architecture) arrives as `loadFailed` with the app's sentence and leaves the previous state
 usable; template and sampling come from the template registry, with the user's remembered
-choices for that model applied; recent models are remembered (most recent first, at most 10).
-Importing this module loads neither the template registry nor the engine's session: they load
-with the first model (or scripted source) the host uses.
+choices for that model applied (its own context length too, `context_for`); recent models
+are remembered (most recent first, at most 10). Importing this module loads neither the
+template registry nor the engine's session: they load with the first model (or scripted
+source) the host uses.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class ModelHost(QObject):
             choice = ChoiceStore().get(file)
             info = client.load(  # type: ignore[union-attr]
                 file,
-                n_ctx=n_ctx,
+                n_ctx=self.context_for(file, n_ctx, choice.context_length),
                 n_threads=threads,
                 on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
                 cancel=self._cancel,
@@ -143,6 +144,12 @@ class ModelHost(QObject):
         self.stateChanged.emit(WorkerState.READY.value)
         self.loaded.emit(self.name)
         return True
+
+    def context_for(self, file: str, asked: int, own: int | None) -> int:
+        """The context `file` loads with: its own (Model settings) when it has one, unless
+        this load asks more of the model loaded now (a message that did not fit)."""
+        again = bool(self.path) and Path(file).resolve() == Path(self.path).resolve()
+        return asked if own is None or (again and asked > self.n_ctx) else own
 
     def template_names(self) -> list[str]:
         from app.templates.registry import template_names
@@ -228,10 +235,29 @@ class ModelHost(QObject):
             **options,
         )
 
+    def special_tokens(self) -> tuple[tuple[int, bytes], ...]:
+        """The model's special tokens by id, spelled out, for the debug pane (on the engine
+        thread, after `session`): its control tokens (b"" in the token table), the template's
+        control markers, and tokens of their own spelled `<|…|>` (gpt-oss's Harmony markers,
+        which llama.cpp spells in the table)."""
+        tokenizer, template = self._tokenizer, self.template
+        if tokenizer is None or template is None:
+            return ()
+        table = tokenizer.token_table()
+        ids = {i for i, p in enumerate(table) if not p or _marker_shaped(p)}
+        ids |= set(template.control_markers(tokenizer).values())
+        found = sorted(ids)
+        spelled = zip(found, tokenizer.special_bytes(found), strict=True)
+        return tuple((i, p) for i, p in spelled if p)
+
     def close(self) -> None:
         close = getattr(self.backend, "close", None)
         if callable(close):
             close()
+
+
+def _marker_shaped(piece: bytes) -> bool:
+    return len(piece) > 4 and piece.startswith(b"<|") and piece.endswith(b"|>")
 
 
 __all__ = ["ModelChoice", "ModelHost", "RecentModels"]

@@ -71,7 +71,7 @@ def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
     if session.capabilities.vocabulary:
         session.top_logprobs = spec.top_logprobs
         if spec.need_vocab:
-            yield VocabularyRead(tuple(session.token_table()))
+            yield VocabularyRead(tuple(session.token_table()), spec.host.special_tokens())
     session.conversation = session.conversation.with_messages(spec.history)
     start = len(session.conversation.messages) + 1
     if spec.prefix is not None:

@@ -279,9 +279,11 @@ class ResponseReceived:
 
 @dataclass(frozen=True)
 class VocabularyRead:
-    """The model's token table (each token's bytes), for the debug pane; read once per model."""
+    """The model's token table (each token's bytes), for the debug pane; read once per model.
+    `special`: its special tokens by id, spelled out (a control token is b"" in `table`)."""
 
     table: tuple[bytes, ...]
+    special: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass(frozen=True)

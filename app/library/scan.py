@@ -6,6 +6,9 @@ listed with a sentence saying why, never dropped silently; partial downloads are
 a header is read once per file version (a cache keyed by path, size and modification time,
 in the cache folder), so rescanning an unchanged folder reads no header; folders are walked
 four levels deep (publisher/model/file layouts), without following links or hidden folders.
+`listing` adds what the picker shows: each model's card (friendly name, capabilities, read
+from the same header and cached with it), where it was found (bundled, a models folder, the
+recent files), the bundled models whether assembled or not; image projectors are not models.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +25,15 @@ from app.domain.library import ModelEntry
 from app.errors import HarmonyDeskError
 from app.fileio import OutputError, write_atomic
 from app.gguf.info import SPLIT_NAME, GgufInfo, model_parts, read_model
+from app.library.bundled import Bundled, bundled_header
+from app.library.cards import ModelCard, card_of, has_projector, strip_quant
 from app.paths import cache_dir
 from app.templates.registry import default_template_name
 
 log = logging.getLogger("library")
 MAX_DEPTH = 4
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
+Found = tuple[ModelEntry, ModelCard, str]  # the entry, its card, where: bundled, folder, recent
 
 
 def describe(
@@ -35,22 +41,33 @@ def describe(
 ) -> ModelEntry:
     """The library entry of the model whose first (or only) file is `path` (`sig`: its parts'
     `signature`, when the caller has it already)."""
-    parts = model_parts(path)
+    return _read(path, bundled, sig)[0]
+
+
+def _read(
+    path: str | Path, bundled: bool, sig: list[list[int]] | None, model: Bundled | None = None
+) -> tuple[ModelEntry, ModelCard]:
+    parts = model_parts(path) if model is None else (model.path,)
     name = _display_name(Path(path))
     sig = sig if sig is not None else signature(parts)
     size = sum(s for s, _ in sig if s > 0)
     modified = max((m for _, m in sig), default=0) / 1e9
     try:
-        return _entry(read_model(path), name, parts, size, modified, bundled)
+        info = read_model(path) if model is None else bundled_header(model)
+        entry = _entry(info, name, parts, size, modified, bundled)
     except HarmonyDeskError as exc:
         reason = getattr(exc, "reason", exc.message)
-        return ModelEntry(name, str(path), _names(parts), size, modified, problem=reason)
+        entry = ModelEntry(name, str(path), _names(parts), size, modified, problem=reason)
+        return entry, ModelCard(strip_quant(Path(path).name))
+    return entry, card_of(info.metadata, path, model.title if model is not None else "")
 
 
 def _entry(
     info: GgufInfo, name: str, parts: tuple[Path, ...], size: int, modified: float, bundled: bool
 ) -> ModelEntry:
     problem = "" if info.architecture else "its header names no architecture"
+    if info.architecture == "clip":
+        problem = "it is an image projector (mmproj) for another model, not a model itself"
     return ModelEntry(
         name=name,
         path=str(parts[0]),
@@ -133,20 +150,33 @@ class ScanCache:
         return data.get("entries", {}) if ok else {}
 
     def get(self, first: Path, bundled: bool = False) -> ModelEntry:
-        parts = model_parts(first)
-        sig = signature(parts)
-        known = self._data.get(str(first))
+        return self.read(first, bundled)[0]
+
+    def read(self, first: Path, bundled: bool = False) -> tuple[ModelEntry, ModelCard]:
+        """The entry and card of the model whose first file is `first` (cached)."""
+        return self._cached(str(first), signature(model_parts(first)), bundled, first, None)
+
+    def read_bundled(self, model: Bundled) -> tuple[ModelEntry, ModelCard]:
+        """A bundled model's entry and card (Gemma read from its chunks until assembled)."""
+        key = f"bundled:{model.path}"  # its card carries the bundled name
+        return self._cached(key, signature(model.sources), True, model.path, model)
+
+    def _cached(
+        self, key: str, sig: list[list[int]], bundled: bool, first: Path, model: Bundled | None
+    ) -> tuple[ModelEntry, ModelCard]:
+        known = self._data.get(key)
         if isinstance(known, dict) and known.get("sig") == sig:
             try:
                 entry = ModelEntry(**{**known["entry"], "files": tuple(known["entry"]["files"])})
+                card = ModelCard(**known["card"])
             except (TypeError, KeyError):
                 entry = None
             if entry is not None and entry.bundled == bundled:
-                return entry
-        entry = describe(first, bundled=bundled, sig=sig)
-        self._data[str(first)] = {"sig": sig, "entry": asdict(entry)}
+                return entry, card
+        entry, card = _read(first, bundled, sig, model)
+        self._data[key] = {"sig": sig, "entry": asdict(entry), "card": asdict(card)}
         self._dirty = True
-        return entry
+        return entry, card
 
     def save(self) -> None:
         if not self._dirty:
@@ -175,3 +205,43 @@ def scan(
                 entries[str(first)] = cache.get(first)
     cache.save()
     return sorted(entries.values(), key=lambda e: (not e.bundled, e.name.lower(), e.path))
+
+
+def listing(
+    folders: Iterable[Path],
+    *,
+    bundled: Iterable[Bundled] = (),
+    recent: Iterable[str | Path] = (),
+    cache: ScanCache | None = None,
+) -> list[Found]:
+    """Every model the app can be asked to load: the bundled ones, those in `folders`, and the
+    `recent` files that are still there; the bundled first (the default model first), then
+    by name."""
+    cache = cache or ScanCache()
+    found: dict[str, Found] = {}
+    for model in bundled:
+        entry, card = cache.read_bundled(model)
+        found[str(model.path)] = (entry, card, "bundled")
+    for folder in folders:
+        if folder.is_dir():
+            for first in model_files(folder):
+                if str(first) not in found:
+                    found[str(first)] = (*cache.read(first), "folder")
+    for path in recent:
+        first = model_parts(path)[0]
+        if str(first) not in found and first.is_file():
+            found[str(first)] = (*cache.read(first), "recent")
+    cache.save()
+    projectors: dict[Path, bool] = {}
+    out = []
+    for entry, card, where in found.values():
+        folder = Path(entry.path).parent
+        if folder not in projectors:
+            projectors[folder] = where != "bundled" and has_projector(folder)
+        if projectors[folder] and not card.vision and entry.architecture != "clip":
+            card = replace(card, vision=True)
+        out.append((entry, card, where))
+    rest = sorted(
+        (f for f in out if f[2] != "bundled"), key=lambda f: (f[1].title.lower(), f[0].path)
+    )
+    return [f for f in out if f[2] == "bundled"] + rest  # the bundled ones in their own order

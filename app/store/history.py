@@ -14,7 +14,8 @@ Guarantees:
 - delete moves a conversation to the trash (`deleted_at`); undo and restore bring it back;
   only `purge` (the user, or the retention period) removes rows;
 - search (FTS5) covers titles, user messages and the visible text of replies; analysis is not in
-  the index (the debug pane searches it separately with `search_analysis`);
+  the index (the debug pane searches it separately with `search_analysis`); the sidebar's
+  search lists each match with the excerpt around it (`listed`);
 - a failed write (a full disk) raises `StoreError` and rolls back: nothing committed earlier is
   touched.
 """
@@ -42,6 +43,7 @@ from app.store.rows import (
     reply_rows,
     structure_rows,
 )
+from app.store.search import found, fts_query
 
 
 class HistoryStore:
@@ -250,35 +252,32 @@ class HistoryStore:
         return debug_record(*row) if row is not None else DebugRecord()
 
     def listed(self, search: str = "") -> list[ChatDoc]:
-        """Conversations not in the trash, pinned first then newest; with `search`, only those
-        whose title, messages or visible answers match (full-text)."""
+        """Conversations not in the trash, pinned first then newest (by last activity:
+        `updated`); with `search`, only those whose title, messages or visible answers match
+        (full-text), each with `found`, the excerpt around the match (`app.store.search`)."""
         with self._lock:
-            ids = self._search_ids(search) if search.strip() else None
+            hits = found(self.db, search) if search.strip() else None
             rows = self.db.execute(
                 "SELECT id, title, pinned, created, updated, json_extract(options, '$.endpoint')"
                 " FROM conversations WHERE deleted_at IS NULL ORDER BY pinned DESC, updated DESC"
             ).fetchall()
         return [
             ChatDoc(
-                title=r[1], id=r[0], pinned=bool(r[2]), created=r[3], updated=r[4], endpoint=r[5]
+                title=r[1],
+                id=r[0],
+                pinned=bool(r[2]),
+                created=r[3],
+                updated=r[4],
+                endpoint=r[5],
+                found=hits.get(r[0], ()) if hits is not None else (),
             )
             for r in rows
-            if ids is None or r[0] in ids
+            if hits is None or r[0] in hits
         ]
-
-    def _search_ids(self, text: str) -> set[str]:
-        query = _fts_query(text)
-        try:
-            rows = self.db.execute(
-                "SELECT DISTINCT conversation_id FROM search WHERE search MATCH ?", (query,)
-            ).fetchall()
-        except sqlite3.OperationalError:
-            return set()
-        return {r[0] for r in rows}
 
     def search(self, text: str, limit: int = 50) -> list[tuple[str, str, str]]:
         """(conversation id, kind, snippet) of the best matches of `text` in visible text."""
-        query = _fts_query(text)
+        query = fts_query(text)
         if not query:
             return []
         with self._lock:
@@ -381,11 +380,6 @@ class HistoryStore:
                 db.execute("DELETE FROM search_keys WHERE conversation_id = ?", (i,))
                 db.execute("DELETE FROM conversations WHERE id = ?", (i,))
             return len(ids)
-
-
-def _fts_query(text: str) -> str:
-    """User text as an FTS5 query: every word quoted (never FTS syntax), prefix-matched."""
-    return " ".join(f'"{w.replace(chr(34), "")}"*' for w in text.split())
 
 
 __all__ = ["HistoryStore"]

@@ -1,5 +1,5 @@
 """Per-model choices the user made (template, sampling values, how the model is loaded: GPU
-layers, flash attention, cache type), remembered across runs.
+layers, flash attention, cache type, context length), remembered across runs.
 
 Guarantees: stored as JSON in the per-user config folder (`HARMONY_DESK_CONFIG` overrides it),
 written atomically; a missing or damaged file reads as "no choices" and is never fatal; values
@@ -33,6 +33,7 @@ class ModelChoice(BaseModel):
     gpu_layers: Literal["auto", "all"] | Annotated[int, Field(ge=0)] | None = None  # None: auto
     flash_attn: bool | None = None
     kv_type: Literal["f16", "q8_0"] | None = None
+    context_length: int | None = Field(None, ge=256, le=1_048_576)  # None: the settings'
 
     def merged(self, newer: ModelChoice) -> ModelChoice:
         """These choices with every value `newer` sets replacing ours."""
@@ -54,7 +55,7 @@ class ModelChoice(BaseModel):
         )
 
 
-_LOAD = {"gpu_layers", "flash_attn", "kv_type"}
+_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length"}
 
 
 class ChoiceStore:

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.controllers import preferences
@@ -27,7 +28,7 @@ from app.controllers.history_host import Choice, HistoryStore, StoreError, open_
 from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
-from app.ui import appearance
+from app.ui import appearance, code_highlight
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import apply_look
 
@@ -46,6 +47,9 @@ SAMPLE_TURNS = [
         '<|channel|>final<|message|>{"answer":"42"}<|return|>',
     ),
 ]
+
+
+WARM_UP_MS = 1500  # after the window shows: what the first answer would otherwise load
 
 
 def application(theme_choice: str | None = None) -> QApplication:
@@ -121,6 +125,7 @@ def run_window(model: str | None = None) -> int:
         window.close()
         window.host.close()
         return 0
+    QTimer.singleShot(WARM_UP_MS, code_highlight.warm_up)  # the window is idle by then
     chosen, n_ctx = startup_choice()
     window.load_model(model or chosen, n_ctx=n_ctx)
     closed = asyncio.Event()

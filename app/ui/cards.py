@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -32,6 +32,8 @@ from app.controllers.chat import Mode
 from app.ui.markdown_view import monospace
 from app.ui.theme import mark
 
+ARGS_MAX_PX = 110  # a tool call's arguments, at their tallest
+WRAP_CHARS = 80  # about where a line of arguments wraps in the column (their box's height)
 Decide = Callable[[str, bool, "dict[str, Any] | None", "Mode | None"], None]
 
 
@@ -58,9 +60,10 @@ class ToolCard(QFrame):
         self.args = QPlainTextEdit(self)
         self.args.setFont(monospace())
         self.args.setAccessibleName("Tool arguments")
-        self.args.setMaximumHeight(110)
+        self.args.setFixedHeight(ARGS_MAX_PX)
         self.problem = QLabel(self)
         mark(self.problem, "error")
+        self.problem.hide()  # shown while it says something
         buttons = self._build_decisions()
         result_row = self._build_result()
         for w in (self.title, self.args, self.problem):
@@ -119,13 +122,13 @@ class ToolCard(QFrame):
             try:
                 value = json.loads(self.args.toPlainText())
             except ValueError as exc:
-                self.problem.setText(f"The arguments are not JSON: {exc}")
+                self._say_problem(f"The arguments are not JSON: {exc}")
                 return
             if not isinstance(value, dict):
-                self.problem.setText("The arguments must be a JSON object.")
+                self._say_problem("The arguments must be a JSON object.")
                 return
             arguments = value
-        self.problem.setText("")
+        self._say_problem("")
         self._decide(str(self.data.get("call_id", "")), allow, arguments, remember)
 
     def refresh(self) -> None:
@@ -137,6 +140,7 @@ class ToolCard(QFrame):
             d.get("state") == "pending" and not self.args.toPlainText()
         ):
             self.args.setPlainText(str(d.get("arguments", "")))
+            self._fit_args()
         pending = d.get("state") == "pending"
         self.args.setReadOnly(not pending)
         for b in (self.run, self.allow_chat, self.always, self.deny, self.never):
@@ -169,6 +173,16 @@ class ToolCard(QFrame):
         else:
             self.toggle.setVisible(False)
 
+    def _say_problem(self, text: str) -> None:
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
+
+    def _fit_args(self) -> None:
+        """The arguments' box as tall as their lines, up to `ARGS_MAX_PX` (then it scrolls)."""
+        lines = sum(1 + len(line) // WRAP_CHARS for line in self.args.toPlainText().split("\n"))
+        height = self.args.fontMetrics().lineSpacing() * lines + 14
+        self.args.setFixedHeight(min(height, ARGS_MAX_PX))
+
     def _show_elapsed(self) -> None:
         if self._started is not None:
             self.state.setText(f"Running… {time.monotonic() - self._started:.1f} s")
@@ -188,7 +202,7 @@ class JsonCard(QFrame):
         self.badge = QLabel("✓ valid JSON" if valid else "✗ invalid JSON", self)
         self.badge.setAccessibleName("JSON verdict")
         mark(self.badge, "badge-ok" if valid else "badge-error")
-        layout.addWidget(self.badge)
+        layout.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignLeft)  # as wide as its words
         if not valid:
             where = data.get("path") or "/"
             self.reason = QLabel(

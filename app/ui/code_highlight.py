@@ -12,6 +12,7 @@ lines, not the whole block). Lexers and formats are cached; Pygments is imported
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import lru_cache
 from typing import Any
@@ -91,14 +92,17 @@ def warm_up() -> None:
 
 
 def _load() -> None:
-    from pygments.styles import get_style_by_name
+    try:
+        from pygments.styles import get_style_by_name
 
-    from app.ui.math_render import warm_up as warm_math
+        from app.ui.math_render import warm_up as warm_math
 
-    lexer_for("python")
-    for style in ("default", "github-dark"):
-        get_style_by_name(style)
-    warm_math()
+        lexer_for("python")
+        for style in ("default", "github-dark"):
+            get_style_by_name(style)
+        warm_math()
+    except Exception:  # only a warm-up: what failed here is loaded again at its first use
+        logging.getLogger("ui").debug("warm-up did not finish", exc_info=True)
 
 
 def streaming_spans(code: str, language: str, style_name: str) -> tuple[Span, ...]:

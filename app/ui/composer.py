@@ -1,12 +1,17 @@
-"""The composer: the message box and the options that apply to the next message.
+"""The composer: the message box and the options that apply to the next message, inside one
+rounded field (`composer_field.py`).
 
 Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (`message_box.py`); one button
 in one place sends, and while an answer streams it is a Stop button drawn differently (its own
-colour, icon and text); the reasoning effort chosen here is recorded on the message it is sent
-with; JSON mode sends only with a schema that is valid and enforceable, the schema editor says
-what is wrong as you type, and nothing of JSON mode is loaded until it is turned on; "@" offers
-the library's documents that match what follows it (`mention_picker.py`); the message's size is
-shown against the room left, and a message that cannot fit offers its three ways on
+colour, icon and text); the box grows with its text (2 to 8 lines, then scrolls); only what
+applies to the loaded model is offered (the reasoning effort for a model that takes one; Tools
+disabled, saying why, for a model that cannot call tools) and Tools says how many tools are
+on; the reasoning effort chosen here is recorded on the message it is sent with; JSON mode
+sends only with a schema that is valid and enforceable, the schema editor (above the field)
+says what is wrong as you type, and nothing of JSON mode is loaded until it is turned on; "@"
+offers the library's documents that match what follows it (`mention_picker.py`, right above
+the field); the attached files show as chips, each removable (`file_chips.py`); the message's
+size is shown against the room left, and a message that cannot fit offers its three ways on
 (`fit_bar.py`); every control has an accessible name.
 """
 
@@ -18,20 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from app.controllers.fit import Fit
-from app.ui.fit_bar import FitCount, FitOffer
+from app.ui.composer_field import ComposerField
+from app.ui.fit_bar import FitOffer
 from app.ui.icons import give
 from app.ui.markdown_view import monospace
 from app.ui.mention_picker import MentionPicker
@@ -51,7 +47,7 @@ async def _no_count(text: str) -> Fit:
 
 class Composer(QWidget):
     """Message box, send/stop, reasoning effort, JSON mode with its schema editor, the files
-    the next message carries (Attach…, dropped on the box, or picked from the library after
+    the next message carries (Attach, dropped on the box, or picked from the library after
     typing "@"), and the message's size."""
 
     submitted = Signal()  # Send (or Enter) while no answer streams
@@ -68,24 +64,35 @@ class Composer(QWidget):
         self.busy = False
         self.documents: list[Path] | None = None  # the library's, once read (None: not yet)
         self._pasted = ""  # a large paste that did not fit, while its offer shows
+        self.files: list[Path] = []  # what the next message carries
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        # built in this order: the widgets' creation order is the keyboard's tab order
-        layout.addLayout(self._build_options())
+        layout.setSpacing(4)
         self._build_schema(layout)
-        self.picker = MentionPicker(self)
-        layout.addWidget(self.picker)
-        layout.addLayout(self._build_message_row())
         self.offer = FitOffer(self)
         layout.addWidget(self.offer)
-        self.files: list[Path] = []  # what the next message carries
-        layout.addLayout(self._build_attachments(measure))
+        self.picker = MentionPicker(self)
+        layout.addWidget(self.picker)
+        self.field = field = ComposerField(measure, self)
+        layout.addWidget(field)
+        self.box: MessageBox = field.box
+        self.box.picker = self.picker
+        self.box.setPlaceholderText(PLACEHOLDER)
+        self.send, self.count, self.attach = field.send, field.count, field.attach
+        self.tools_button, self.json_mode = field.tools_button, field.json_mode
+        self.effort, self.effort_label = field.effort, field.effort_label
+        self.offline, self.library = field.offline, field.library
+        self.attachments, self.detach = field.chips, field.chips.detach
+        field.order_tabs()
+        self.set_busy(False)
+        self.set_features(tools=True, effort=False)
         self._connect()
 
     def _connect(self) -> None:
         box = self.box
         self.attach.clicked.connect(self._choose_files)
         self.detach.clicked.connect(lambda: self.take_files())
+        self.attachments.removed.connect(self._remove_file)
         box.filesDropped.connect(self.add_files)
         box.submitted.connect(self._send_or_stop)
         box.stopRequested.connect(self.stopRequested)
@@ -100,30 +107,8 @@ class Composer(QWidget):
         self.json_mode.toggled.connect(self._json_toggled)
         self.schema.textChanged.connect(self._schema_edited)
 
-    def _build_options(self) -> QHBoxLayout:
-        """Reasoning effort, JSON mode, Tools… and Offline."""
-        options = QHBoxLayout()
-        self.effort = QComboBox(self)
-        self.effort.addItems(["default effort", "low", "medium", "high"])
-        self.effort.setAccessibleName("Reasoning effort for the next message")
-        self.json_mode = QCheckBox("JSON mode", self)
-        self.json_mode.setAccessibleName("Answer in JSON matching the schema")
-        self.offline = QCheckBox("Offline", self)
-        self.offline.setAccessibleName("Keep this conversation off the network")
-        self.tools_button = QPushButton("Tools…", self)
-        give(self.tools_button, "tools")
-        self.tools_button.setAccessibleName("Choose the tools of this conversation")
-        self.effort_label = QLabel("Reasoning:", self)
-        options.addWidget(self.effort_label)
-        options.addWidget(self.effort)
-        options.addWidget(self.json_mode)
-        options.addWidget(self.tools_button)
-        options.addWidget(self.offline)
-        options.addStretch(1)
-        return options
-
     def _build_schema(self, layout: QVBoxLayout) -> None:
-        """The JSON schema editor and its check (shown in JSON mode only)."""
+        """The JSON schema editor and its check (shown above the field in JSON mode only)."""
         self.schema = QPlainTextEdit(self)
         self.schema.setFont(monospace())
         self.schema.setPlainText(DEFAULT_SCHEMA)
@@ -135,47 +120,6 @@ class Composer(QWidget):
         self.schema_state.hide()
         layout.addWidget(self.schema)
         layout.addWidget(self.schema_state)
-
-    def _build_message_row(self) -> QHBoxLayout:
-        """The message box and the Send button (Stop while an answer streams)."""
-        row = QHBoxLayout()
-        self.box = MessageBox(self)
-        self.box.picker = self.picker
-        self.box.setPlaceholderText(PLACEHOLDER)
-        self.box.setAccessibleName("Message")
-        self.box.setMaximumHeight(110)
-        self.send = QPushButton(self)
-        self.send.setMinimumWidth(self.send.fontMetrics().horizontalAdvance("Stop ") * 3)
-        row.addWidget(self.box, 1)
-        row.addWidget(self.send)
-        self.set_busy(False)
-        return row
-
-    def _build_attachments(self, measure: Callable[[str], Awaitable[Fit]]) -> QHBoxLayout:
-        """Attach…, the Library switch, the attached files, Remove files and the size."""
-        attached = QHBoxLayout()
-        self.attach = QPushButton("Attach…", self)
-        self.attach.setAccessibleName("Attach files to the message")
-        self.attach.setToolTip("Text, Markdown, code, HTML, PDF or Word files (or drop them here)")
-        self.attachments = QLabel("", self)
-        self.attachments.setAccessibleName("Attached files")
-        self.attachments.setWordWrap(True)
-        self.library = QCheckBox("Library", self)
-        self.library.setAccessibleName("Use the documents library in this conversation")
-        self.library.setToolTip(
-            "Each message also carries the most relevant passages of your documents library"
-            " (harmony-desk documents add FOLDER); the answer cites them as [n]"
-        )
-        self.detach = QPushButton("Remove files", self)
-        self.detach.setAccessibleName("Remove the attached files")
-        self.detach.hide()
-        attached.addWidget(self.attach)
-        attached.addWidget(self.library)
-        attached.addWidget(self.attachments, 1)
-        attached.addWidget(self.detach)
-        self.count = FitCount(measure, self)
-        attached.addWidget(self.count)
-        return attached
 
     def _json_toggled(self, on: bool) -> None:
         self.schema.setVisible(on)
@@ -198,12 +142,15 @@ class Composer(QWidget):
             found = check_schema(schema)
         except ValueError as exc:
             self.schema_state.setText(f"✗ not JSON: {exc}")
+            mark(self.schema_state, "error")
             return None
         except SchemaError as exc:
             self.schema_state.setText(f"✗ {exc.message}")
+            mark(self.schema_state, "error")
             return None
         after = "" if found.full else f"; {found.summary()}"
         self.schema_state.setText(f"✓ schema is valid{after}")
+        mark(self.schema_state, "ok")
         return schema
 
     def effort_value(self) -> str | None:
@@ -215,16 +162,26 @@ class Composer(QWidget):
         self.add_files([Path(n) for n in names])
 
     def add_files(self, files: list[Path]) -> None:
-        """Files the next message carries (each once)."""
+        """Files the next message carries (each once), shown as chips."""
         self.files += [f for f in files if f not in self.files]
-        self.attachments.setText("  ".join(f"📎 {f.name}" for f in self.files))
-        self.detach.setVisible(bool(self.files))
+        self.attachments.show_files(self.files)
+        after: QWidget = self.field.more  # Tab reaches the chips after the small controls
+        for chip in self.attachments.chips:
+            QWidget.setTabOrder(after, chip.remove)
+            after = chip.remove
+        QWidget.setTabOrder(after, self.detach)
 
     def take_files(self) -> list[Path]:
         """The attached files, which the composer then forgets."""
         files, self.files = self.files, []
         self.add_files([])
         return files
+
+    def _remove_file(self, path: Path) -> None:
+        """A chip's ×: the message no longer carries that file."""
+        self.files = [f for f in self.files if f != path]
+        self.add_files([])
+        self.box.setFocus()
 
     # --- "@": the library's documents --------------------------------------------------
 
@@ -305,15 +262,23 @@ class Composer(QWidget):
         self.box.setFocus()
 
     def set_features(self, tools: bool, effort: bool) -> None:
-        """Offer tools and a reasoning effort only for a model that has them."""
+        """Offer tools and a reasoning effort only for a model that has them (and say what is
+        on in the more menu: a conversation switched sets it without signals)."""
         self.effort_label.setVisible(effort)
         self.effort.setVisible(effort)
         if not effort:
             self.effort.setCurrentIndex(0)
         self.tools_button.setEnabled(tools)
         self.tools_button.setToolTip(
-            "" if tools else "This model's chat template has no tool-call format"
+            "The tools this conversation may call"
+            if tools
+            else "This model's chat template has no tool-call format"
         )
+        self.field.say_more()
+
+    def set_tools_on(self, count: int) -> None:
+        """How many tools the conversation has on, said on the Tools button ("Tools · 2")."""
+        self.field.say_tools(count)
 
     def set_busy(self, busy: bool, where: str = "") -> None:
         """Send, or (an answer streams; `where`: its chat, when another is shown) Stop."""

@@ -1,18 +1,23 @@
-"""The debug pane: analysis, the exact prompt, raw tokens, the token strip (tokens coloured by
-probability, alternatives on hover), the turn's timeline, parser events, sampling and timings.
+"""The debug pane: analysis, the exact prompt, the generated tokens (the token strip — tokens
+coloured by probability, alternatives on hover — and their raw ids), and how the turn ran
+(its figures, its timeline, sampling and parser events).
 
-Guarantees: it holds text only while it is on; turning it off empties every tab, so no
+Guarantees: it holds text only while it is on; turning it off empties every page, so no
 analysis stays anywhere in the widget tree; it shows the selected reply (the newest by
-default) and follows it while it streams; special tokens in the prompt are highlighted and
-the prompt's token count is shown; secrets are redacted from everything it shows; nothing
-here is ever put on the clipboard by the transcript's Copy actions. Its search box is the only
-place analysis can be searched (the sidebar's search never sees it); a result shows its turn.
+default) and follows it while it streams; its four pages' names fit its width at its default
+size (no scroll arrows; a narrower pane elides them), each page has an accessible name and is
+reached by keyboard (the tab row takes focus, arrows or Ctrl+Tab move); every special token of
+the prompt is shown as its text, highlighted, decided by id from the model's own special tokens
+(`special_tokens`, see `debug_prompt`), and the prompt's token count is shown; its figures are
+`Figures` of the reply's record, the status bar's and the footer's numbers (`debug_run`);
+secrets are redacted from everything it shows; nothing here is ever put on the clipboard by
+the transcript's Copy actions. Its search box is the only place analysis can be searched (the
+sidebar's search never sees it); a result shows its turn.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
@@ -24,38 +29,47 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPlainTextEdit,
     QScrollArea,
+    QSplitter,
     QTabWidget,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from app.domain.history import Reply
 from app.domain.redact import redact
-from app.ui.markdown_view import monospace
-from app.ui.theme import current
-from app.ui.timeline import TurnTimeline
+from app.ui.debug_prompt import Run, prompt_runs, show_prompt
+from app.ui.debug_run import RunPage, text_box
 from app.ui.token_strip import TokenStrip
 
-
-def _text_box(name: str, parent: QWidget) -> QPlainTextEdit:
-    box = QPlainTextEdit(parent)
-    box.setReadOnly(True)
-    box.setFont(monospace())
-    box.setAccessibleName(name)
-    return box
-
-
 TOKENS_PER_SLICE = 500
+PAGES = (  # (tab name, what the page holds: its tooltip)
+    ("Analysis", "The model's reasoning (the analysis channel)"),
+    ("Prompt", "The exact prompt the model read, special tokens highlighted"),
+    ("Tokens", "The generated tokens, coloured by probability, and their raw ids"),
+    ("Run", "How the turn ran: speed, timeline, sampling and parser events"),
+)
 
 
-def _special() -> str:
-    t = current()
-    return f"background:{t.special};color:{t.special_text}"
+class DebugTabs(QTabWidget):
+    """The pane's pages; a widget on a page can be asked for (the page holding it shows)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        bar = self.tabBar()
+        bar.setUsesScrollButtons(False)  # every name in view; a narrow pane elides them
+        bar.setElideMode(Qt.TextElideMode.ElideRight)
+        bar.setExpanding(False)
+
+    def setCurrentWidget(self, widget: QWidget) -> None:
+        for i in range(self.count()):
+            page = self.widget(i)
+            if page is not None and (page is widget or page.isAncestorOf(widget)):
+                self.setCurrentIndex(i)
+                return
 
 
 class DebugPane(QDockWidget):
-    """A dock with one tab per kind of detail."""
+    """A dock with one page per kind of detail."""
 
     searched = Signal(str)  # the user searches the conversation's analysis
     turnChosen = Signal(int)  # a search result was clicked
@@ -64,14 +78,16 @@ class DebugPane(QDockWidget):
         super().__init__("Debug", parent)
         self.setObjectName("debugPane")
         self.setAccessibleName("Debug pane")
+        self.token_table: Sequence[bytes] = ()
+        self.special_tokens: Mapping[int, bytes] = {}  # the model's, by id, spelled out
         body = QWidget(self)
         column = QVBoxLayout(body)
         self._build_search(body, column)
         self._build_tabs(body)
         column.addWidget(self.tabs)
         self.setWidget(body)
-        self.token_table: Sequence[bytes] = ()
-        self._shown_prompt: tuple[int, ...] = ()
+        self._prompt_runs: list[Run] = []
+        self._shown_prompt: tuple[object, ...] = ()
         self._shown = (-1, 0, 0, 0)  # the reply shown, and how much of it
         self._backlog: list[int] = []
         self._drain = QTimer(self)
@@ -94,42 +110,57 @@ class DebugPane(QDockWidget):
         column.addWidget(self.found)
 
     def _build_tabs(self, body: QWidget) -> None:
-        """One tab per kind of detail."""
-        self.tabs = QTabWidget(body)
+        """One page per kind of detail, each named for screen readers and its tab explained."""
+        self.tabs = DebugTabs(body)
         self.tabs.setAccessibleName("Debug details")
-        self.analysis = _text_box("Analysis", self.tabs)
-        prompt_page = self._build_prompt_page()
-        self.tokens = _text_box("Generated tokens", self.tabs)
-        strip_page = QScrollArea(self.tabs)
-        strip_page.setWidgetResizable(True)
-        strip_page.setAccessibleName("Token strip")
-        self.strip = TokenStrip(self._piece, strip_page)
-        strip_page.setWidget(self.strip)
-        self.timeline = TurnTimeline(self.tabs)
-        self.events = _text_box("Parser events", self.tabs)
-        self.details = _text_box("Sampling and timings", self.tabs)
-        self.tabs.addTab(self.analysis, "Analysis")
-        self.tabs.addTab(prompt_page, "Prompt")
-        self.tabs.addTab(self.tokens, "Tokens")
-        self.tabs.addTab(strip_page, "Strip")
-        self.tabs.addTab(self.timeline, "Timeline")
-        self.tabs.addTab(self.events, "Events")
-        self.tabs.addTab(self.details, "Details")
+        self.analysis = text_box("Analysis", self.tabs)
+        self.run = RunPage(self.tabs)
+        self.timeline, self.details, self.events = (
+            self.run.timeline,
+            self.run.details,
+            self.run.events,
+        )
+        pages = (self.analysis, self._build_prompt_page(), self._build_tokens_page(), self.run)
+        bar = self.tabs.tabBar()
+        for i, (page, (name, said)) in enumerate(zip(pages, PAGES, strict=True)):
+            page.setAccessibleName(name)
+            self.tabs.addTab(page, name)
+            self.tabs.setTabToolTip(i, said)
+            bar.setAccessibleTabName(i, name)
 
     def _build_prompt_page(self) -> QWidget:
-        """The rendered prompt, with its token count above it."""
-        prompt_page = QWidget(self.tabs)
-        layout = QVBoxLayout(prompt_page)
-        self.prompt_count = QLabel(prompt_page)
-        self.prompt = QTextEdit(prompt_page)
-        self.prompt.setReadOnly(True)
-        self.prompt.setFont(monospace())
-        self.prompt.setAccessibleName("Rendered prompt")
+        """The prompt, with its token count above it."""
+        page = QWidget(self.tabs)
+        layout = QVBoxLayout(page)
+        self.prompt_count = QLabel(page)
+        self.prompt_count.setAccessibleName("Prompt tokens")
+        self.prompt = text_box("Rendered prompt", page)
         layout.addWidget(self.prompt_count)
         layout.addWidget(self.prompt)
-        return prompt_page
+        return page
+
+    def _build_tokens_page(self) -> QWidget:
+        """The token strip above the raw ids, the border between them movable."""
+        page = QSplitter(Qt.Orientation.Vertical, self.tabs)
+        strip_page = QScrollArea(page)
+        strip_page.setWidgetResizable(True)
+        strip_page.setAccessibleName("Token strip")
+        self.strip = TokenStrip(self._piece, strip_page, special=self._is_special)
+        strip_page.setWidget(self.strip)
+        self.tokens = text_box("Generated tokens", page)
+        page.addWidget(strip_page)
+        page.addWidget(self.tokens)
+        page.setStretchFactor(0, 3)
+        page.setStretchFactor(1, 2)
+        return page
+
+    def _is_special(self, token: int) -> bool:
+        return token in self.special_tokens
 
     def _piece(self, token: int) -> str:
+        spelled = self.special_tokens.get(token)
+        if spelled is not None:
+            return spelled.decode("utf-8", errors="replace")
         if 0 <= token < len(self.token_table):
             return self.token_table[token].decode("utf-8", errors="replace")
         return f"<{token}>"
@@ -168,12 +199,12 @@ class DebugPane(QDockWidget):
         self.found.hide()
 
     def clear_all(self) -> None:
-        for box in (self.analysis, self.tokens, self.events, self.details):
+        for box in (self.analysis, self.tokens, self.prompt):
             box.clear()
-        self.prompt.clear()
         self.prompt_count.clear()
         self.strip.show_scores([])
-        self.timeline.show_turn([], [])
+        self.run.clear()
+        self._prompt_runs = []
         self._shown_prompt = ()
         self._shown = (-1, 0, 0, 0)
         self._backlog = []
@@ -199,27 +230,27 @@ class DebugPane(QDockWidget):
             self.strip.show_text_scores(d.text_scores)
         elif len(d.token_scores) > drawn:  # the new tokens only
             self.strip.add_scores(d.token_scores[drawn:])
-        if d.spans != self.timeline.spans or len(d.token_times) != len(self.timeline.times):
-            self.timeline.show_turn(d.spans, d.token_times)
         if len(d.events) > n_events:
             _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
-        if d.prompt_ids != self._shown_prompt:
-            self._shown_prompt = d.prompt_ids
-            parts = []
-            for t in d.prompt_ids:
-                piece = html.escape(redact(self._piece(t)))
-                special = piece.startswith("&lt;|") and piece.endswith("|&gt;")
-                parts.append(f"<span style='{_special()}'>{piece}</span>" if special else piece)
-            self.prompt.setHtml("<pre>" + "".join(parts) + "</pre>")
-            self.prompt_count.setText(f"{len(d.prompt_ids)} prompt tokens")
-        timings = "\n".join(f"{k}: {v}" for k, v in d.timings.items())
-        self.details.setPlainText(
-            redact(
-                f"model: {reply.model}\nsampling: {d.sampling}\n"
-                f"stop reason: {d.stop_reason}\n{timings}"
-            )
-        )
+        self._show_prompt(d.prompt_ids)
+        self.run.show_reply(reply)
+
+    def _show_prompt(self, ids: tuple[int, ...]) -> None:
+        """The prompt, drawn again only when it (or the vocabulary it is read with) changed."""
+        key = (ids, id(self.token_table), id(self.special_tokens))
+        if key == self._shown_prompt:
+            return
+        self._shown_prompt = key
+        self._prompt_runs = prompt_runs(ids, self.token_table, self.special_tokens)
+        show_prompt(self.prompt, self._prompt_runs)
+        marked = sum(1 for _, special in self._prompt_runs if special)
+        self.prompt_count.setText(f"{len(ids)} prompt tokens · {marked} special" if ids else "")
+
+    def theme_changed(self) -> None:
+        """The special tokens' highlight in the new theme's colours."""
+        if self._prompt_runs:
+            show_prompt(self.prompt, self._prompt_runs)
 
 
 def _append(box: QPlainTextEdit, text: str) -> None:
@@ -228,4 +259,4 @@ def _append(box: QPlainTextEdit, text: str) -> None:
     cursor.insertText(text)
 
 
-__all__ = ["DebugPane"]
+__all__ = ["DebugPane", "DebugTabs"]

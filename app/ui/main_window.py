@@ -1,5 +1,5 @@
-"""The main window: sidebar, instructions, transcript, composer, model bar, status bar, debug
-pane.
+"""The main window: a folding conversation list, one header row, the transcript and the composer
+in a centred reading column, the status bar and the debug pane.
 
 Guarantees: every slow action (loading a model, generating, running tools) is started here and
 awaited elsewhere, so the window stays responsive; load errors and failed replies are shown in
@@ -8,7 +8,10 @@ README says (Esc stops a streaming answer from anywhere in the window); switchin
 starting a new one while an answer streams works, the answer going on in its own chat; the
 debug pane is off by default and its last state is remembered. The menus are built by
 `menus.py` and the dialogs the window opens live in `window_dialogs.py`; both take the window,
-and every action and page stays reachable as an attribute or method of it.
+and every action and page stays reachable as an attribute or method of it. The conversation
+has the window's height but for one header row and the composer (the instructions fold into a
+button, the first run's welcome is part of the empty conversation); the window works down to
+`MINIMUM`, and the list folds away in a narrow one (`sidebar_fold.py`, `toggle_sidebar`).
 """
 
 from __future__ import annotations
@@ -17,19 +20,9 @@ import asyncio
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QMainWindow,
-    QPlainTextEdit,
-    QProgressBar,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShortcut, QTextCursor
+from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from app.controllers import preferences
 from app.controllers.attachments import library, send_with
@@ -41,24 +34,26 @@ from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.domain.messages import ReasoningEffort
-from app.ui import code_highlight, menus, window_dialogs
+from app.ui import menus, window_dialogs
 from app.ui.about import Welcome
+from app.ui.column import centred
 from app.ui.composer import Composer
 from app.ui.debug_pane import DebugPane
-from app.ui.endpoints import EndpointPicker
 from app.ui.file_menus import RecentMenu, TrashMenu
-from app.ui.icons import give
+from app.ui.header import Header
+from app.ui.instructions_fold import InstructionsFold
 from app.ui.mcp_page import McpPage
-from app.ui.model_picker import ModelPicker
 from app.ui.models_page import ModelsPage
 from app.ui.problem_banner import ProblemBanner
 from app.ui.serve_switch import ServeSwitch
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.sidebar import Sidebar
+from app.ui.sidebar_fold import SidebarFold
 from app.ui.status_line import StatusLine
 from app.ui.transcript import TranscriptView
 
-WARM_UP_MS = 1500  # after the window shows: what the first answer would otherwise load
+MINIMUM = (640, 480)  # the smallest window: the conversation stays usable down to it
+SIDEBAR_PX = 240
 
 
 class MainWindow(QMainWindow):
@@ -95,79 +90,78 @@ class MainWindow(QMainWindow):
         self.state = state or UiState()
         self._debug_turn = -1  # the turn the debug pane shows; -1: the newest
         self.setWindowTitle("Harmony Desk")
+        self.setMinimumSize(*MINIMUM)
         self.resize(1100, 760)
         # built in this order: the widgets' creation order is the keyboard's tab order
         self.sidebar = Sidebar(controller, self)
         self._arrange(self._build_center())
+        self.sidebar_fold.fit(self.width())
         menus.build(self)
         self._wire()
+        self.choose_model = self.model_label.install(self)  # Ctrl+L: the searchable chooser
         self._start()
 
     # --- set-up --------------------------------------------------------------------------
 
     def _build_center(self) -> QWidget:
-        """The middle column: the model row, the welcome (a first run), the problem banner,
-        the instructions, the transcript and the composer."""
+        """The middle column: the header row, the problem banner, the instructions (folded),
+        the transcript and the composer; the last three in the centred reading column."""
         center = QWidget(self)
         column = QVBoxLayout(center)
-        column.addLayout(self._build_model_row(center))
-        self.welcome: Welcome | None = None
-        if not self.state.get("welcomed", False):  # a first run: say where answers come from
-            self.welcome = Welcome(center)
-            self.welcome.close_button.clicked.connect(self._welcomed)
-            column.addWidget(self.welcome)
+        column.setContentsMargins(0, 0, 0, 6)
+        column.setSpacing(0)
+        self.header = Header(
+            self.controller,
+            self.host,
+            self.load_model,
+            lambda: window_dialogs.open_model_file(self),
+            center,
+        )
+        h = self.header
+        self.model_label, self.progress, self.cancel_load = h.picker, h.progress, h.cancel_load
+        self.open_model, self.picker = h.open_model, h.endpoint
+        column.addWidget(h)
         self.banner = ProblemBanner(center)  # one sentence, the details behind a disclosure
         column.addWidget(self.banner)
-        self.instructions = QPlainTextEdit(center)
-        self.instructions.setPlaceholderText("Instructions for this conversation (optional)")
-        self.instructions.setAccessibleName("Conversation instructions")
-        self.instructions.setMaximumHeight(60)
-        column.addWidget(self.instructions)
+        self.instructions_fold = InstructionsFold(center, h.instructions_button)
+        self.instructions = self.instructions_fold.editor
+        column.addWidget(centred(self.instructions_fold, center))
         self.transcript = TranscriptView(self.controller, center)
         column.addWidget(self.transcript, 1)
+        self.welcome: Welcome | None = None  # a first run: where answers come from, at length
+        if not self.state.get("welcomed", False):
+            self.welcome = self.transcript.empty_state.add_welcome()
+            self.welcome.close_button.clicked.connect(self._welcomed)
         self.composer = Composer(center, partial(fit_of, self.controller))
-        column.addWidget(self.composer)
+        column.addWidget(centred(self.composer, center))
         return center
 
-    def _build_model_row(self, center: QWidget) -> QHBoxLayout:
-        """The model that answers, Open model…, the load's progress and Cancel, and (with
-        remote endpoints) which endpoint answers."""
-        model_row = QHBoxLayout()
-        self.model_label = ModelPicker(
-            self.host, self.load_model, lambda: window_dialogs.open_model_file(self), center
-        )
-        self.open_model = QPushButton("Open model…", center)
-        give(self.open_model, "folder-open")
-        self.open_model.setAccessibleName("Open a GGUF model file")
-        self.progress = QProgressBar(center)
-        self.progress.setAccessibleName("Model load progress")
-        self.progress.setRange(0, 100)
-        self.progress.hide()
-        self.cancel_load = QPushButton("Cancel", center)
-        self.cancel_load.setAccessibleName("Cancel loading the model")
-        self.cancel_load.hide()
-        for w in (self.model_label, self.progress, self.cancel_load, self.open_model):
-            model_row.addWidget(w)
-        self.picker: EndpointPicker | None = None
-        if self.controller.remote is not None:
-            self.picker = EndpointPicker(self.controller, self.controller.remote, center)
-            model_row.addWidget(QLabel("Answered by:", center))
-            model_row.addWidget(self.picker)
-        return model_row
-
     def _arrange(self, center: QWidget) -> None:
-        """The sidebar beside the middle column, the debug pane docked on the right, and the
-        status bar."""
+        """The sidebar beside the middle column (it folds: `sidebar_fold.py`), the debug pane
+        docked on the right, and the status bar."""
         split = QSplitter(self)
+        split.setChildrenCollapsible(False)
         split.addWidget(self.sidebar)
         split.addWidget(center)
         split.setStretchFactor(1, 1)
-        split.setSizes([240, 860])
+        split.setSizes([SIDEBAR_PX, 1100 - SIDEBAR_PX])
         self.setCentralWidget(split)
+        self.sidebar_fold = SidebarFold(self.sidebar, self.header.sidebar_button, self.state)
         self.debug = DebugPane(self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.debug)
         self.status = StatusLine(self.statusBar())
         self.status_speed, self.status_context = self.status.speed, self.status.context
+
+    def toggle_sidebar(self) -> None:
+        """Show the conversation list if hidden, hide it if shown (View ▸ Sidebar, Ctrl+B)."""
+        self.sidebar_fold.toggle()
+
+    def sidebar_shown(self) -> bool:
+        return self.sidebar_fold.shown()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        self.sidebar_fold.fit(event.size().width())  # a narrow window folds the list away
+        super().resizeEvent(event)
 
     def _start(self) -> None:
         """The saved settings and debug pane state; the model, if one is loaded already."""
@@ -175,7 +169,6 @@ class MainWindow(QMainWindow):
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
             self._loaded(self.host.name)
-        QTimer.singleShot(WARM_UP_MS, code_highlight.warm_up)  # idle by then: Pygments loaded
         problems = self.host.template_problems()
         if problems:  # the window starts all the same; the user learns which file and why
             self.show_problem("A template file was not used: " + "; ".join(problems))
@@ -194,9 +187,8 @@ class MainWindow(QMainWindow):
         comp.library.toggled.connect(c.set_library)
         self.open_model.clicked.connect(lambda: window_dialogs.open_model_file(self))
         self.cancel_load.clicked.connect(host.cancel_load)
-        self.instructions.textChanged.connect(
-            lambda: setattr(c.doc, "instructions", self.instructions.toPlainText())
-        )
+        self.instructions_fold.edited.connect(lambda text: setattr(c.doc, "instructions", text))
+        self.transcript.promptChosen.connect(self._use_prompt)
         c.docChanged.connect(self._doc_changed)
         self.transcript.turnSelected.connect(self._select_turn)
         self.debug.searched.connect(self.controller.search_analysis)
@@ -329,6 +321,7 @@ class MainWindow(QMainWindow):
         shown = self._debug_turn if 0 <= self._debug_turn < len(turns) else len(turns) - 1
         if 0 <= turn < len(turns) and turn == shown and self.controller.debug_ready(turn):
             self.debug.token_table = self.controller.token_table
+            self.debug.special_tokens = self.controller.special_tokens
             self.debug.show_reply(turns[turn].version.reply)
 
     def _doc_changed(self) -> None:
@@ -341,9 +334,7 @@ class MainWindow(QMainWindow):
             box.blockSignals(True)
             box.setChecked(on)
             box.blockSignals(False)
-        self.instructions.blockSignals(True)
-        self.instructions.setPlainText(self.controller.doc.instructions)
-        self.instructions.blockSignals(False)
+        self.instructions_fold.set_text(self.controller.doc.instructions)
         self._debug_changed(len(self.controller.doc.turns) - 1)
         self.show_features()
         self._busy(self.controller.busy)
@@ -365,6 +356,7 @@ class MainWindow(QMainWindow):
         on, for a model that cannot call them, are said in the banner."""
         tools, effort = self.controller.model_features()
         self.composer.set_features(tools, effort)
+        self.composer.set_tools_on(len(self.controller.doc.tools))  # "Tools · 2"
         if not tools and self.controller.doc.tools:
             self.show_problem(
                 "This model's chat template has no tool-call format: this conversation's tools"
@@ -380,9 +372,14 @@ class MainWindow(QMainWindow):
         self.cancel_load.hide()
 
     def _welcomed(self) -> None:
-        if self.welcome is not None:
-            self.welcome.hide()
-        self.state.set_later("welcomed", True)
+        self.state.set_later("welcomed", True)  # the empty state hid it
+
+    def _use_prompt(self, text: str) -> None:
+        """A starter prompt goes into the message box, ready to edit or send."""
+        box = self.composer.box
+        box.setPlainText(text)
+        box.moveCursor(QTextCursor.MoveOperation.End)
+        box.setFocus()
 
     def show_models(self) -> ModelsPage:
         """File ▸ Models… (`window_dialogs.show_models`): one page, kept while the window lives."""

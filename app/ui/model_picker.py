@@ -1,23 +1,44 @@
-"""The model picker in the window's header: the loaded model, the recent ones, and Open.
+"""The model picker in the window's header: the model that answers, by its friendly name, and
+the searchable chooser of every model the app can load (clicking it, or Ctrl+L anywhere).
 
-Guarantees: it always shows the model that answers (or that none is loaded yet); opening it
-lists the recent models (read when it opens, never stale) and "Open a model file…"; choosing a
-recent model loads it, choosing Open asks for a file; after a choice it shows the loaded model
-again (a model that fails to load leaves the old one shown, as it stays loaded).
+Guarantees: it always shows the model that answers (or that none is loaded yet) by the name a
+person knows it by (the library's card, else the file name without its quantisation; the
+technical description — file, architecture, template — in its tooltip); opening it (a click,
+the keyboard, Ctrl+L once `install_picker` ran) shows `ModelChooser`, never a bare list, and
+the mouse wheel never switches models; choosing loads through `load` (a bundled model readied
+first, off the GUI thread, by the library), "Open a file…" asks for a file, "Find models
+online…" opens Discover, "Manage models…" the Models window. Its item list (the loaded model,
+the recent ones, Open) stays for keyboard and assistive use: `activated` on an item loads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QWheelEvent
 from PySide6.QtWidgets import QComboBox, QWidget
 
+from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
+
+if TYPE_CHECKING:  # for the annotations only: the window imports this module
+    from app.ui.main_window import MainWindow
+    from app.ui.model_chooser import ModelChooser
 
 OPEN = "open"
 NONE = "No model loaded yet"
+SHORTCUT = "Ctrl+L"
+_OPENING_KEYS = (
+    Qt.Key.Key_Up,
+    Qt.Key.Key_Down,
+    Qt.Key.Key_Space,
+    Qt.Key.Key_Return,
+    Qt.Key.Key_Enter,
+    Qt.Key.Key_F4,
+)
 
 
 class ModelPicker(QComboBox):
@@ -32,15 +53,39 @@ class ModelPicker(QComboBox):
     ) -> None:
         super().__init__(parent)
         self.host, self.load, self.open_file = host, load, open_file
+        self.library: LibraryHost | None = None  # `attach` gives it the window's
+        self.discover: Callable[[], object] | None = None
+        self.manage: Callable[[], object] | None = None
+        self.chooser: ModelChooser | None = None
         self.setAccessibleName("Model")
-        self.setToolTip("The model that answers; open the list for recent models")
-        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(26)
         self.loaded_name = NONE
         self.refresh()
         self.activated.connect(self._chosen)
 
+    def attach(
+        self,
+        library: LibraryHost,
+        discover: Callable[[], object] | None = None,
+        manage: Callable[[], object] | None = None,
+    ) -> None:
+        """Use `library` for the chooser and the names; the chooser's Discover and Manage."""
+        self.library, self.discover, self.manage = library, discover, manage
+        library.listed.connect(lambda _rows: self.refresh())
+
+    def install(self, window: MainWindow) -> QShortcut:
+        """`install_picker(window)`: the window's library, Discover, Manage, and Ctrl+L."""
+        return install_picker(window)
+
     def text(self) -> str:
-        return self.loaded_name
+        """The name shown for the model that answers."""
+        path = self.host.path
+        if not path or self.loaded_name == NONE:
+            return self.loaded_name
+        if self.library is not None:
+            return self.library.title_of(path)
+        return Path(path).stem
 
     def set_loaded(self, name: str) -> None:
         self.loaded_name = name
@@ -50,7 +95,7 @@ class ModelPicker(QComboBox):
         """The list as it is now: the loaded model, the recent ones, Open."""
         self.blockSignals(True)
         self.clear()
-        self.addItem(self.loaded_name, None)
+        self.addItem(self.text(), None)
         current = self.host.path
         for path in self.host.recent.load():
             if path != current:
@@ -58,10 +103,48 @@ class ModelPicker(QComboBox):
         self.addItem("Open a model file…", OPEN)
         self.setCurrentIndex(0)
         self.blockSignals(False)
+        said = self.loaded_name if self.loaded_name != NONE else "No model is loaded yet"
+        self.setToolTip(f"{said}\nClick or press {SHORTCUT} to choose another model")
+
+    # --- the chooser ---------------------------------------------------------------------
 
     def showPopup(self) -> None:
-        self.refresh()  # the recent list as it is now
-        super().showPopup()
+        self.choose()
+
+    def choose(self) -> ModelChooser:
+        """Open the chooser below the picker (made the first time)."""
+        if self.chooser is None:
+            from app.ui.model_chooser import ModelChooser
+
+            library = self.library or LibraryHost()
+            if self.library is None:
+                self.library = library
+            chooser = ModelChooser(library, lambda: self.host.path, self.window())
+            chooser.chosen.connect(self.load_path)
+            chooser.openFile.connect(self.open_file)
+            chooser.discover.connect(lambda: self.discover and self.discover())
+            chooser.manage.connect(lambda: self.manage and self.manage())
+            chooser.discover_button.setVisible(self.discover is not None)
+            chooser.manage_button.setVisible(self.manage is not None)
+            self.chooser = chooser
+        self.chooser.popup(self)
+        return self.chooser
+
+    def load_path(self, path: str) -> None:
+        """Load `path` (a bundled model readied first by the library)."""
+        if self.library is not None:
+            self.library.prepare(path, self.load)
+        else:
+            self.load(path)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in _OPENING_KEYS:
+            self.choose()
+            return
+        super().keyPressEvent(event)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        event.ignore()  # scrolling past the header never switches the model
 
     def _chosen(self, index: int) -> None:
         data = self.itemData(index, Qt.ItemDataRole.UserRole)
@@ -69,7 +152,23 @@ class ModelPicker(QComboBox):
         if data == OPEN:
             self.open_file()
         elif isinstance(data, str):
-            self.load(data)
+            self.load_path(data)
 
 
-__all__ = ["ModelPicker"]
+def install_picker(window: MainWindow) -> QShortcut:
+    """Give the window's picker its library, Discover and the Models window, and Ctrl+L."""
+    picker = window.model_label
+
+    def discover() -> object:
+        from app.ui.discover_page import show_discover
+
+        return show_discover(window.library, window)
+
+    picker.attach(window.library, discover, window.show_models)
+    shortcut = QShortcut(QKeySequence(SHORTCUT), window)
+    shortcut.setObjectName("choose-model")
+    shortcut.activated.connect(picker.choose)
+    return shortcut
+
+
+__all__ = ["ModelPicker", "install_picker"]

@@ -1,5 +1,7 @@
-"""The models page: the library's models with their header facts and memory estimate, the
-catalogue and a URL box to download from, the download queue, and the actions on a model.
+"""The models page: every model the app can load (the bundled ones, the models folders', the
+recent files) with its friendly name, header facts, capabilities and memory estimate, the
+catalogue, Find models online… (Discover) and a URL box to download from, the download queue,
+and the actions on a model.
 
 Guarantees: widgets only — every read and write goes through `LibraryHost`; a model that will
 not fit in memory says so in words (the row is marked and the sentence shown under the
@@ -9,8 +11,6 @@ cancel.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -38,6 +37,9 @@ from PySide6.QtWidgets import (
 from app.controllers.library_host import CatalogModel, LibraryHost, Listed
 from app.domain.library import DownloadProgress, Fit, human_count, human_size
 from app.ui import theme
+from app.ui.icons import give
+from app.ui.model_downloads import DownloadRow
+from app.ui.model_rows import FACTS, TITLE, WARN, ModelRowDelegate, titles
 from app.ui.theme import mark
 
 COLUMNS = [
@@ -48,52 +50,10 @@ COLUMNS = [
     "Context",
     "Size",
     "Memory",
+    "Abilities",
     "Template",
 ]
-
-
-class DownloadRow(QWidget):
-    """One download in the queue."""
-
-    def __init__(
-        self, host: LibraryHost, progress: DownloadProgress, parent: QWidget | None = None
-    ) -> None:
-        super().__init__(parent)
-        self.host, self.job_id = host, progress.job_id
-        row = QHBoxLayout(self)
-        row.setContentsMargins(2, 2, 2, 2)
-        self.name = QLabel(Path(progress.target).name, self)
-        self.bar = QProgressBar(self)
-        self.bar.setRange(0, 1000)
-        self.bar.setAccessibleName("Download progress")
-        self.status = QLabel(self)
-        self.toggle = QPushButton(self)
-        self.cancel = QPushButton("Cancel", self)
-        self.toggle.clicked.connect(self._toggle)
-        self.cancel.clicked.connect(lambda: host.cancel(self.job_id))
-        for w in (self.name, self.bar, self.status, self.toggle, self.cancel):
-            row.addWidget(w)
-        row.setStretch(1, 1)
-        self.state = ""
-        self.show_progress(progress)
-
-    def _toggle(self) -> None:
-        (self.host.pause if self.state in ("running", "queued") else self.host.resume)(self.job_id)
-
-    def show_progress(self, p: DownloadProgress) -> None:
-        self.state = p.state
-        fraction = p.fraction
-        self.bar.setRange(0, 1000 if fraction is not None or p.state != "running" else 0)
-        self.bar.setValue(int(1000 * (fraction or (1.0 if p.state == "done" else 0.0))))
-        words = {"queued": "waiting", "paused": "paused", "cancelled": "cancelled", "done": "done"}
-        text = p.line() if p.state == "running" else words.get(p.state, p.state)
-        if p.state == "failed":
-            text = p.message
-        self.status.setText(text)
-        self.status.setToolTip(p.message)
-        self.toggle.setText("Pause" if p.state in ("running", "queued") else "Resume")
-        self.toggle.setVisible(p.state != "done")
-        self.cancel.setVisible(p.state not in ("done", "cancelled"))
+MEMORY = COLUMNS.index("Memory")
 
 
 class ModelsPage(QDialog):
@@ -116,7 +76,14 @@ class ModelsPage(QDialog):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(MEMORY, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(MEMORY, 180)  # a long reason is elided: the line below says it all
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
+        self.table.setShowGrid(False)
         self.table.setAccessibleName("Models")
         self.table.itemSelectionChanged.connect(self._selected)
         self.table.itemDoubleClicked.connect(lambda _i: self._load())
@@ -186,12 +153,17 @@ class ModelsPage(QDialog):
         column = QVBoxLayout(box)
         self.catalog_list = QListWidget(box)
         self.catalog_list.setAccessibleName("Catalogue")
-        self.catalog_list.setMaximumHeight(110)
+        self.catalog_list.setItemDelegate(ModelRowDelegate(self.catalog_list))
+        self.catalog_list.setMaximumHeight(170)
         column.addWidget(self.catalog_list)
         row = QHBoxLayout()
         self.get_button = QPushButton("Download selected", box)
         self.get_button.clicked.connect(self._download_catalog)
         row.addWidget(self.get_button)
+        self.discover_button = give(QPushButton("Find models online…", box), "cloud-search")
+        self.discover_button.setToolTip("Search Hugging Face for GGUF models and download one")
+        self.discover_button.clicked.connect(self.discover)
+        row.addWidget(self.discover_button)
         self.url = QLineEdit(box)
         self.url.setPlaceholderText("or paste a direct link to a .gguf file")
         self.url.setAccessibleName("Model URL")
@@ -219,11 +191,12 @@ class ModelsPage(QDialog):
         selected = self.current()
         self.rows = rows
         self.table.setRowCount(len(rows))
+        names = titles(rows)
         for i, row in enumerate(rows):
-            for j, text in enumerate(self._cells(row)):
+            for j, text in enumerate(self._cells(row, names[row.entry.path])):
                 item = QTableWidgetItem(text)
                 item.setToolTip(row.entry.problem or row.memory.words())
-                if row.entry.problem or (j == 6 and row.memory.verdict is Fit.TOO_BIG):
+                if row.entry.problem or (j == MEMORY and row.memory.verdict is Fit.TOO_BIG):
                     item.setForeground(theme.current().colour("error"))
                 self.table.setItem(i, j, item)
             if selected is not None and row.entry.path == selected.entry.path:
@@ -231,11 +204,11 @@ class ModelsPage(QDialog):
         self._selected()
 
     @staticmethod
-    def _cells(row: Listed) -> list[str]:
+    def _cells(row: Listed, title: str) -> list[str]:
         e, m = row.entry, row.memory
-        name = e.name + (" (bundled)" if e.bundled else "") + (" ★" if row.is_default else "")
+        name = title + (" (bundled)" if e.bundled else "") + (" ★" if row.is_default else "")
         if e.problem:
-            return [name, "cannot be used", "", "", "", human_size(e.file_size), e.problem, ""]
+            return [name, "cannot be used", "", "", "", human_size(e.file_size), e.problem, "", ""]
         parts = f" in {len(e.files)} parts" if len(e.files) > 1 else ""
         memory = m.short() + {Fit.TOO_BIG: " — will not fit", Fit.TIGHT: " — tight"}.get(
             m.verdict, ""
@@ -248,6 +221,7 @@ class ModelsPage(QDialog):
             f"{e.context_length:,}",
             human_size(e.file_size) + parts,
             memory,
+            ", ".join(row.card.badges()) if row.card is not None else "",
             e.template,
         ]
 
@@ -263,9 +237,12 @@ class ModelsPage(QDialog):
             note = self.host.catalog_note(m)
             text = f"{m.name} — {human_size(m.size)}{files} — {m.description}"
             item = QListWidgetItem(text + (f" [{note}]" if note else ""))
-            item.setToolTip(f"{m.publisher}; licence: {m.licence}")
-            if note.startswith("larger"):
-                item.setForeground(theme.current().colour("error"))
+            item.setToolTip(f"{m.description}\n{m.publisher}; licence: {m.licence}")
+            item.setData(TITLE, m.name)
+            warn = note if note.startswith("larger") else ""
+            here = "In your library · " if note and not warn else ""
+            item.setData(FACTS, f"{here}{human_size(m.size)}{files} · {m.description}")
+            item.setData(WARN, warn)
             self.catalog_list.addItem(item)
         self.catalog_list.setCurrentRow(current)
 
@@ -295,20 +272,25 @@ class ModelsPage(QDialog):
         usable = row is not None and row.entry.usable
         self.load_button.setEnabled(usable)
         self.default_button.setEnabled(usable)
-        self.open_button.setEnabled(row is not None)
         self.delete_button.setEnabled(row is not None and not row.entry.bundled)
+        self.open_button.setEnabled(row is not None and row.loadable_now)
         if row is None:
             self.detail.clear()
             return
         text = f"Cannot be used: {row.entry.problem}." if row.entry.problem else row.memory.words()
-        self.detail.setText(f"{row.entry.path}\n{text}")
+        where = {
+            "bundled": "Comes with the app"
+            + ("" if row.loadable_now else ", prepared on first use"),
+            "recent": "Opened before, outside the models folders",
+        }.get(row.source, "")
+        self.detail.setText(f"{row.entry.path}{f' — {where}' if where else ''}\n{text}")
         warn = bool(row.entry.problem) or row.memory.verdict is Fit.TOO_BIG
         mark(self.detail, "error" if warn else "")
 
     def _load(self) -> None:
         row = self.current()
         if row is not None and row.entry.usable:
-            self.loadRequested.emit(row.entry.path)
+            self.host.prepare(row.entry.path, self.loadRequested.emit)
 
     def _set_default(self) -> None:
         row = self.current()
@@ -353,6 +335,12 @@ class ModelsPage(QDialog):
             if not ok:
                 return
         self.host.remove_folder(folder)
+
+    def discover(self) -> QWidget:
+        """Find models online… (Discover), over the window that owns this page."""
+        from app.ui.discover_page import show_discover
+
+        return show_discover(self.host, self.parentWidget() or self)
 
     def _download_catalog(self) -> None:
         i = self.catalog_list.currentRow()

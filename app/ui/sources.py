@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWi
 from app.domain import attachments
 from app.domain.citations import cited
 from app.domain.history import Version
+from app.ui.theme import mark
 
 
 class SourcesRow(QWidget):
@@ -44,12 +45,13 @@ class SourcesRow(QWidget):
         if not numbers:
             self.hide()
             return
-        self.row.addWidget(QLabel("Sources:", self))
+        self.row.addWidget(mark(QLabel("Sources:", self), "muted"))
         for n in numbers:
             file, where, text = found[n]
             chip = QPushButton(f"[{n}] {file}, {where}", self)
             chip.setAccessibleName(f"Source {n}: {file}, {where}")
             chip.setToolTip(text[:400])
+            mark(chip, "chip")
             heading = f"[{n}] {file}, {where}"
             chip.clicked.connect(lambda _=False, h=heading, t=text: self._open(h, t))
             self.row.addWidget(chip)

@@ -6,8 +6,8 @@ elsewhere in `app/ui`; code's token colours come from the Pygments style the the
 same look; `current` is the theme last put in force (by
 `appearance.apply`, which owns the switch: palette, stylesheet and icons together); widgets
 mark what they are with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`,
-`preamble`, `notice`, `code`) rather than colouring themselves. This module imports nothing of
-the app, so every view may import it.
+`preamble`, `notice`, `code`, `action`, `starter`, ...) rather than colouring themselves. This
+module imports nothing of the app, so every view may import it.
 """
 
 from __future__ import annotations
@@ -96,6 +96,36 @@ QPushButton[role="stop"] {{ background: {t.error}; color: {t.window}; border: no
 QPlainTextEdit, QTextEdit, QLineEdit, QListWidget, QComboBox, QSpinBox, QDoubleSpinBox {{
     background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; }}
 QListWidget::item:selected {{ background: {t.bubble}; color: {t.text}; }}
+QScrollArea#transcript {{ background: {t.window}; border: none; }}
+QTextBrowser#answer {{ background: transparent; border: none; }}
+QTextBrowser#preamble {{ border: none; }}
+QToolButton[role="action"] {{ background: transparent; border: 1px solid transparent;
+                             border-radius: 6px; padding: 1px; }}
+QToolButton[role="action"]:hover {{ background: {t.code}; }}
+QToolButton[role="action"]:focus {{ border-color: {t.accent}; }}
+QPushButton[role="starter"] {{ text-align: left; padding: 9px 12px; border-radius: 10px; }}
+QPushButton[role="starter"]:hover {{ background: {t.code}; }}
+QWidget#header QToolButton {{ border: none; border-radius: 6px; padding: 4px 6px; }}
+QWidget#header QToolButton:hover, QWidget#header QToolButton:checked {{
+    background: {t.code}; }}
+QFrame[role="composer"] {{ background: {t.surface}; border: 1px solid {t.border};
+                          border-radius: 14px; }}
+QFrame[role="composer"][focused="true"] {{ border-color: {t.accent}; }}
+QFrame[role="composer"] QPlainTextEdit {{ background: transparent; border: none; }}
+QFrame[role="composer"] QToolButton, QFrame[role="composer"] QComboBox {{
+    background: transparent; border: none; border-radius: 6px; padding: 3px 5px; }}
+QFrame[role="composer"] QToolButton:hover, QFrame[role="composer"] QComboBox:hover {{
+    background: {t.code}; }}
+QFrame[role="composer"] QToolButton:checked {{ background: {t.bubble}; color: {t.accent}; }}
+QFrame[role="composer"] QToolButton:disabled {{ color: {t.muted}; }}
+QFrame[role="composer"] QPushButton {{ border-radius: 8px; padding: 4px 12px; }}
+QFrame[role="composer"] QScrollBar:vertical {{ background: transparent; width: 8px; }}
+QFrame[role="composer"] QScrollBar::handle:vertical {{ background: {t.border}; min-height: 20px;
+                                                     border-radius: 4px; }}
+QFrame[role="composer"] QScrollBar::add-line:vertical, QFrame[role="composer"]
+    QScrollBar::sub-line:vertical {{ height: 0; }}
+*[role="chip"] {{ background: {t.code}; border: 1px solid {t.border}; border-radius: 8px; }}
+*[role="chip"] QToolButton {{ padding: 1px; }}
 """
 
 

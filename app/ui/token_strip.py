@@ -1,11 +1,13 @@
 """The token strip: a reply's generated tokens as boxes coloured by how likely each was, the
-likeliest alternatives on hover, Harmony special tokens marked.
+likeliest alternatives on hover, the model's special tokens marked.
 
 Guarantees: drawn with QPainter (no browser); a token's colour goes from the theme's error
 colour (unlikely) to its ok colour (certain), by probability; the tooltip of a box gives the
 token's probability and the alternatives the model had, as llama.cpp computed them; special
-tokens are outlined; the strip wraps to its width and sizes itself to its content; it shows
-nothing but the debug record it is given (tokens without scores are drawn neutral).
+tokens are outlined — a local model's by id (`special`, the model's own list), a remote
+answer's, which come as text only, by their `<|…|>` spelling; the strip wraps to its width and
+sizes itself to its content; it shows nothing but the debug record it is given (and, when
+that has no scored tokens, a sentence saying when tokens are scored).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from app.ui.theme import current
 Score = tuple[int, float, tuple[tuple[int, float], ...]]
 TextScore = tuple[str, float, tuple[tuple[str, float], ...]]  # a remote endpoint's tokens
 PAD, GAP = 3, 2
+EMPTY = "No token probabilities for this answer: they are recorded while the debug pane is open."
 
 
 def mix(low: QColor, high: QColor, p: float) -> QColor:
@@ -37,12 +40,20 @@ def mix(low: QColor, high: QColor, p: float) -> QColor:
 
 
 class TokenStrip(PointTips):
-    """See the module guarantees; `piece` turns a token id into its text."""
+    """See the module guarantees; `piece` turns a token id into its text, `special` says
+    whether an id is one of the model's special tokens."""
 
-    def __init__(self, piece: Callable[[int], str], parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        piece: Callable[[int], str],
+        parent: QWidget | None = None,
+        special: Callable[[int], bool] = lambda _token: False,
+    ) -> None:
         super().__init__(parent)
         self.piece = piece
+        self.special = special
         self.scores: list[TextScore] = []  # every token as text: (piece, logprob, alternatives)
+        self.marked: list[bool] = []  # whether each token is a special one
         self.boxes: list[QRect] = []
         self.setFont(monospace())
         self.setAccessibleName("Token strip: generated tokens coloured by probability")
@@ -51,12 +62,13 @@ class TokenStrip(PointTips):
 
     def show_scores(self, scores: Sequence[Score]) -> None:
         """Tokens of a local model, by id (in place of what was shown)."""
-        self.scores, self.boxes = [], []
+        self.scores, self.boxes, self.marked = [], [], []
         self.add_scores(scores)
 
     def show_text_scores(self, scores: Sequence[TextScore]) -> None:
         """Tokens as text (a remote endpoint's `logprobs`)."""
         self.scores, self.boxes = list(scores), []
+        self.marked = [p.startswith("<|") and p.endswith("|>") and len(p) > 4 for p, _, _ in scores]
         self._place()
         self.update()
 
@@ -67,6 +79,7 @@ class TokenStrip(PointTips):
         self.scores += [
             (piece(t), lp, tuple((piece(a), b) for a, b in top)) for t, lp, top in scores
         ]
+        self.marked += [self.special(t) for t, _, _ in scores]
         self._place()
         self.update()
 
@@ -95,7 +108,10 @@ class TokenStrip(PointTips):
                 x, y = GAP, y + height + GAP
             self.boxes.append(QRect(x, y, w, height))
             x += w + GAP
-        self.setFixedHeight((self.boxes[-1].bottom() if self.boxes else 0) + GAP + 1)
+        if not self.boxes:  # room for the sentence that says why there is nothing
+            self.setFixedHeight(3 * metrics.height() + 2 * GAP)
+            return
+        self.setFixedHeight(self.boxes[-1].bottom() + GAP + 1)
 
     def resizeEvent(self, event: object) -> None:
         self._layout()
@@ -106,9 +122,14 @@ class TokenStrip(PointTips):
     def paintEvent(self, _event: QPaintEvent) -> None:
         painter = QPainter(self)
         t = current()
-        for (token, logprob, _top), box in zip(self.scores, self.boxes, strict=True):
+        if not self.scores:
+            painter.setPen(t.colour("muted"))
+            flags = Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap
+            painter.drawText(self.rect().adjusted(GAP, GAP, -GAP, -GAP), flags, EMPTY)
+        for (token, logprob, _top), box, special in zip(
+            self.scores, self.boxes, self.marked, strict=True
+        ):
             painter.fillRect(box, self.colour(logprob))
-            special = token.startswith("<|") and token.endswith("|>")
             painter.setPen(QPen(QColor(t.special_text if special else t.window), 1))
             if special:
                 painter.drawRect(box.adjusted(0, 0, -1, -1))

@@ -5,50 +5,61 @@ reads nothing else); streamed text goes to the growing segment only; the view fo
 bottom while the user is at the bottom and stays put when they scrolled up; each turn is a
 `TurnWidget` (`turn_widget.py`: its Copy, Regenerate, Edit, Continue and alternatives). A long
 conversation opens on its last `PAGE` turns; earlier ones are shown a page at a time when the
-user scrolls to the top or asks ("Show earlier messages"), keeping the view where it was.
+user scrolls to the top or asks ("Show earlier messages"), keeping the view where it was. The
+turns stand in one column centred in the view, no wider than a readable measure (`column.py`),
+`TURN_GAP` pixels apart; an empty conversation shows the empty state (`empty_state.py`: what
+to do, starter prompts, where answers come from) in their place, and `promptChosen` passes on
+a starter's prompt. Each finished answer's figures fill in under it, read off the GUI thread
+when its debug record is not in memory (`debugChanged` says when it is).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from app.controllers.chat import ChatController
 from app.ui.about import EMPTY_NO_MODEL, EMPTY_READY
 from app.ui.cards import ToolCard
+from app.ui.column import Centred
+from app.ui.empty_state import EmptyState
 from app.ui.markdown_view import MarkdownView
-from app.ui.theme import mark
 from app.ui.turn_widget import TurnWidget
 
 PAGE = 12  # turns shown when a conversation opens, and added per step back
-_USER_STYLE = "background: palette(alternate-base); padding: 6px; border-radius: 6px"
-_PREAMBLE_STYLE = "font-style: italic; color: palette(mid); border-left: 3px solid palette(mid);"
+TURN_GAP = 14  # pixels between one turn and the next
 
 
 class TranscriptView(QScrollArea):
     """All turns of the selected conversation."""
 
     turnSelected = Signal(int)  # the turn whose answer the debug pane should show
+    promptChosen = Signal(str)  # a starter prompt, for the message box
 
     def __init__(self, controller: ChatController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        self.setObjectName("transcript")
+        self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidgetResizable(True)
         self.setAccessibleName("Transcript")
         self.inner = QWidget(self)
-        self.column = QVBoxLayout(self.inner)
+        self.inner.setObjectName("transcriptInner")
+        self.page = QWidget(self.inner)  # the centred column the turns stand in
+        Centred(self.inner, self.page)
+        self.column = QVBoxLayout(self.page)
+        self.column.setContentsMargins(0, 12, 0, 12)
+        self.column.setSpacing(TURN_GAP)
         self.column.addStretch(1)
         self.setWidget(self.inner)
-        self.earlier = QPushButton("Show earlier messages", self.inner)
+        self.earlier = QPushButton("Show earlier messages", self.page)
         self.earlier.setAccessibleName("Show earlier messages")
         self.earlier.clicked.connect(self.show_earlier)
         self.column.insertWidget(0, self.earlier)
-        self.empty = QLabel(self.inner)  # what to do when there is nothing to show yet
-        self.empty.setWordWrap(True)
-        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setAccessibleName("What to do next")
-        mark(self.empty, "muted")
-        self.column.insertWidget(1, self.empty)
+        self.empty_state = EmptyState(self.page)  # what to do when there is nothing yet
+        self.empty_state.promptChosen.connect(self.promptChosen)
+        self.empty = self.empty_state.message
+        self.column.insertWidget(1, self.empty_state, 100)  # it takes the spare height
         controller.host.stateChanged.connect(lambda _state: self.update_empty())
         self.turns: list[TurnWidget] = []  # the turns shown, from turn `first` on
         self.first = 0
@@ -65,6 +76,7 @@ class TranscriptView(QScrollArea):
         c.segmentText.connect(self._segment_text)
         c.segmentUpdated.connect(self._segment_updated)
         c.replyFinished.connect(self._reply_finished)
+        c.debugChanged.connect(self._debug_changed)
         c.busyChanged.connect(self._busy)
         self.show_all()
 
@@ -77,7 +89,7 @@ class TranscriptView(QScrollArea):
         """An empty conversation says what to do: type (a model is ready), or wait for the
         default model / open one (none is)."""
         empty = not self.controller.doc.turns
-        self.empty.setVisible(empty)
+        self.empty_state.setVisible(empty)
         if empty:
             self.empty.setText(EMPTY_READY if self.controller.can_answer else EMPTY_NO_MODEL)
 
@@ -127,7 +139,7 @@ class TranscriptView(QScrollArea):
         self.earlier.setText(f"Show earlier messages ({self.first} turns)")
 
     def _make_turn(self, index: int) -> TurnWidget:
-        widget = TurnWidget(self.controller, index, self.inner)
+        widget = TurnWidget(self.controller, index, self.page)
         widget.selected.connect(self.turnSelected)
         widget.show_all()
         return widget
@@ -172,6 +184,11 @@ class TranscriptView(QScrollArea):
             text = reply.segments[index].text if reply is not None else shown.source_text
             if text != shown.source_text:
                 shown.set_text(text)
+
+    def _debug_changed(self, turn: int) -> None:
+        """A turn's debug record grew or was read: its footer, if the turn is shown."""
+        if self.first <= turn < self.first + len(self.turns):
+            self.turns[turn - self.first].update_footer()
 
     def _reply_finished(self, turn: int) -> None:
         widget = self._turn(turn)

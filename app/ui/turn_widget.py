@@ -1,18 +1,29 @@
 """One turn of the transcript: the user's message (with its versions) and the chosen reply.
 
 Guarantees: only segments are shown (the controller never puts analysis in one, and this
-widget reads nothing else); each turn has Copy (visible text only), Regenerate, alternatives
-(‹ n/m ›), Edit for the user message, Continue for a reply that stopped, failed or was cut
-(never for one that failed because the conversation outgrew the context: it would fail again);
-Copy, Regenerate and Edit show while the pointer is over the turn or one of them has the
-keyboard focus, and stay in the tab order while hidden; the files a message carried open from
-its Files button.
+widget reads nothing else); the user's message is a bubble on the right that fits its text (at
+most `BUBBLE_SHARE` of the column) and the answer flows as text on the window's background;
+each turn has Copy (visible text only), Regenerate, alternatives (‹ n/m ›), Edit for the user
+message (its editor sends the edited message, or Cancel / Esc closes it with nothing changed),
+Continue for a reply that stopped, failed or was cut (never for one that failed because the
+conversation outgrew the context: it would fail again); the actions are small icon buttons
+that keep their text as their name and tooltip; Copy, Regenerate and Edit show while the
+pointer is over the turn or one of them has the keyboard focus, and stay in the tab order
+while hidden (Enter or Space presses a focused one); under a finished answer, its figures
+(`answer_footer.py`); the files a message carried open from its Files button.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QEnterEvent, QGuiApplication, QMouseEvent
+from PySide6.QtGui import (
+    QDesktopServices,
+    QEnterEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QMouseEvent,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsOpacityEffect,
@@ -29,24 +40,28 @@ from app.controllers.attachments import kept_of, viewable
 from app.controllers.chat import ChatController
 from app.domain import attachments
 from app.domain.history import Segment, Turn
+from app.ui.answer_footer import AnswerFooter
 from app.ui.cards import JsonCard, ToolCard
-from app.ui.icons import give
 from app.ui.markdown_view import MarkdownView
 from app.ui.sources import SourcesRow
 from app.ui.theme import mark
+from app.ui.turn_parts import ActionButton, Bubble
+
+BUBBLE_SHARE = 0.75  # of the column, at most, for the user's message
+EDITOR_LINES = 6  # the edit box's height, in lines, before it scrolls
 
 
 def _button(text: str, name: str, parent: QWidget) -> QPushButton:
     b = QPushButton(text, parent)
     b.setAccessibleName(name)
-    b.setFlat(True)
     return b
 
 
 class TurnWidget(QFrame):
     """One turn: the user message (with its versions) and the chosen reply. Copy, Regenerate
     and Edit appear while the pointer is over the turn or one of them has the keyboard focus;
-    Continue and the version arrows, which say something about the turn, always show."""
+    Continue, the version arrows and the answer's figures, which say something about the
+    turn, always show."""
 
     selected = Signal(int)
 
@@ -66,6 +81,12 @@ class TurnWidget(QFrame):
         super().leaveEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.editor:  # Esc in the editor closes it, changing nothing
+            escape = isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Escape
+            if escape and event.type() == QEvent.Type.KeyPress:
+                self.cancel_edit()
+                return True
+            return False
         if event.type() == QEvent.Type.FocusIn:
             self.reveal(True)
         elif event.type() == QEvent.Type.FocusOut and not self.underMouse():
@@ -77,7 +98,8 @@ class TurnWidget(QFrame):
         self.controller, self.index = controller, index
         self.segments: list[QWidget] = []
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
         # built in this order: the widgets' creation order is the keyboard's tab order
         self._build_message(layout)
         self._build_editor(layout)
@@ -87,63 +109,87 @@ class TurnWidget(QFrame):
         for button in self._hover_only:  # shown on hover or focus; kept in the tab order
             button.setGraphicsEffect(QGraphicsOpacityEffect(button))
             button.installEventFilter(self)
+        self.editor.installEventFilter(self)
         self.reveal(False)
         self._connect()
 
     # --- set-up --------------------------------------------------------------------------
 
     def _build_message(self, layout: QVBoxLayout) -> None:
-        """The user's message as a bubble on the right, and the row of its buttons below."""
-        self.user = QLabel(self)
+        """The user's message as a bubble on the right, its buttons to its left."""
+        self.user = Bubble(self)
         self.user.setObjectName("userMessage")
-        self.user.setWordWrap(True)
-        self.user.setTextFormat(Qt.TextFormat.PlainText)
-        self.user.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.user.setAccessibleName("Your message")
-        mark(self.user, "bubble")
-        bubble_row = QHBoxLayout()  # the user's messages sit on the right, at most 4/5 wide
-        bubble_row.addStretch(1)
-        bubble_row.addWidget(self.user, 4)
-        layout.addLayout(bubble_row)
-        user_row = QHBoxLayout()
-        user_row.addStretch(1)
-        self.edit_button = give(_button("Edit", "Edit this message and resend", self), "pencil")
+        self.edit_button = ActionButton("Edit", "Edit this message and resend", "pencil", self)
         self.versions = QLabel(self)
-        self.prev_version = _button("‹", "Previous version of this message", self)
-        self.next_version = _button("›", "Next version of this message", self)
-        self.files_button = _button("📎 Files", "Open a file this message carried", self)
+        mark(self.versions, "muted")
+        self.prev_version = ActionButton(
+            "‹", "Previous version of this message", "chevron-left", self
+        )
+        self.next_version = ActionButton("›", "Next version of this message", "chevron-right", self)
+        self.files_button = ActionButton(
+            "📎 Files", "Open a file this message carried", "paperclip", self
+        )
         self.files_button.clicked.connect(self._offer_files)
-        widgets = (self.files_button, self.edit_button, self.prev_version, self.versions)
-        for w in (*widgets, self.next_version):
-            user_row.addWidget(w)
-        layout.addLayout(user_row)
+        row = QHBoxLayout()
+        row.setSpacing(2)
+        row.addStretch(1)
+        for w in (
+            self.files_button,
+            self.edit_button,
+            self.prev_version,
+            self.versions,
+            self.next_version,
+        ):
+            row.addWidget(w, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addSpacing(4)
+        row.addWidget(self.user)
+        layout.addLayout(row)
 
     def _build_editor(self, layout: QVBoxLayout) -> None:
-        """The editor Edit opens, and its Send button (both hidden until then)."""
+        """The editor Edit opens, with Cancel and Send (all hidden until then)."""
         self.editor = QPlainTextEdit(self)
         self.editor.setAccessibleName("Edited message")
-        self.editor.hide()
+        self.editor.setTabChangesFocus(True)
+        lines = self.editor.fontMetrics().lineSpacing() * EDITOR_LINES
+        self.editor.setMaximumHeight(lines + 16)
+        self.cancel = _button("Cancel", "Cancel editing the message", self)
+        self.cancel.setToolTip("Close the editor, changing nothing (Esc)")
         self.resend = _button("Send edited message", "Send the edited message", self)
-        self.resend.hide()
+        mark(self.resend, "primary")
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.cancel)
+        row.addWidget(self.resend)
         layout.addWidget(self.editor)
-        layout.addWidget(self.resend)
+        layout.addLayout(row)
+        for w in (self.editor, self.cancel, self.resend):
+            w.hide()
 
     def _build_answer(self, layout: QVBoxLayout) -> None:
         """The reply's segments, one widget each, and the passages it cited."""
         self.body = QVBoxLayout()
+        self.body.setSpacing(6)
         layout.addLayout(self.body)
         self.sources = SourcesRow(self)  # the passages the answer cited
         layout.addWidget(self.sources)
 
     def _build_actions(self, layout: QVBoxLayout) -> None:
-        """Copy, Regenerate, Continue and the answers' arrows."""
+        """Copy, Regenerate, Continue and the answers' arrows; the answer's figures."""
         actions = QHBoxLayout()
-        self.copy = give(_button("Copy", "Copy the answer", self), "content-copy")
-        self.regenerate = give(_button("Regenerate", "Regenerate the answer", self), "refresh")
-        self.continue_ = give(_button("Continue", "Continue the answer", self), "play")
-        self.prev_reply = _button("‹", "Previous answer", self)
+        actions.setSpacing(2)
+        self.copy = ActionButton("Copy", "Copy the answer", "content-copy", self)
+        self.regenerate = ActionButton("Regenerate", "Regenerate the answer", "refresh", self)
+        self.continue_ = ActionButton(
+            "Continue", "Continue the answer", "play", self, show_text=True
+        )
+        self.prev_reply = ActionButton("‹", "Previous answer", "chevron-left", self)
         self.replies = QLabel(self)
-        self.next_reply = _button("›", "Next answer", self)
+        mark(self.replies, "muted")
+        self.next_reply = ActionButton("›", "Next answer", "chevron-right", self)
+        self.footer = AnswerFooter(self)  # first: the buttons appear after it on hover
+        actions.addWidget(self.footer)
+        actions.addSpacing(6)
         for w in (
             self.copy,
             self.regenerate,
@@ -159,7 +205,8 @@ class TurnWidget(QFrame):
     def _connect(self) -> None:
         controller = self.controller
         self.edit_button.clicked.connect(self._start_edit)
-        self.resend.clicked.connect(lambda: controller.edit(self.index, self.editor.toPlainText()))
+        self.cancel.clicked.connect(self.cancel_edit)
+        self.resend.clicked.connect(self._resend)
         self.copy.clicked.connect(self._copy)
         self.regenerate.clicked.connect(lambda: controller.regenerate(self.index))
         self.continue_.clicked.connect(controller.continue_reply)
@@ -175,6 +222,11 @@ class TurnWidget(QFrame):
         self.selected.emit(self.index)
         super().mousePressEvent(event)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """The bubble may take its share of the column, no more."""
+        self.user.setMaximumWidth(max(1, int(event.size().width() * BUBBLE_SHARE)))
+        super().resizeEvent(event)
+
     @property
     def turn(self) -> Turn:
         return self.controller.doc.turns[self.index]
@@ -184,6 +236,7 @@ class TurnWidget(QFrame):
         context, text = attachments.split(version.user_text)
         names = attachments.files(context)
         self.user.setText(text + (f"\n📎 {', '.join(names)}" if names else ""))
+        self.user.updateGeometry()
         self.files_button.setVisible(bool(names))
         for w in self.segments:
             w.deleteLater()
@@ -262,6 +315,12 @@ class TurnWidget(QFrame):
             b.setEnabled(not busy)
         self.continue_.setVisible(reply is not None and reply.continuable)
         self.continue_.setEnabled(not busy)
+        self.update_footer()
+
+    def update_footer(self) -> None:
+        """The chosen answer's figures (its debug record read off the GUI thread if need be:
+        the transcript calls this again on `debugChanged`)."""
+        self.footer.update_for(self.controller, self.index, self.turn.version.reply)
 
     def _copy(self) -> None:
         reply = self.turn.version.reply
@@ -270,9 +329,22 @@ class TurnWidget(QFrame):
 
     def _start_edit(self) -> None:
         self.editor.setPlainText(self.turn.version.user_text)
-        self.editor.show()
-        self.resend.show()
+        for w in (self.editor, self.cancel, self.resend):
+            w.show()
+        self.user.hide()
         self.editor.setFocus()
+
+    def cancel_edit(self) -> None:
+        """Close the editor; the message stays as it was."""
+        for w in (self.editor, self.cancel, self.resend):
+            w.hide()
+        self.user.show()
+        self.edit_button.setFocus()
+
+    def _resend(self) -> None:
+        """Send the edited text (the transcript then shows the new version, editor closed);
+        refused (an answer streams, no model, nothing written), the editor stays open."""
+        self.controller.edit(self.index, self.editor.toPlainText())
 
     def _flip_reply(self, step: int) -> None:
         self.controller.choose_reply(self.index, self.turn.version.chosen + step)

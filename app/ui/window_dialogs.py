@@ -4,15 +4,17 @@ the Tools… menu, MCP servers…, Endpoints… and the models page.
 Guarantees: each launcher takes the window and returns at once where the dialog is modeless
 (settings, MCP servers, the models page), so the window stays responsive; the model settings
 are refused, with a sentence in the window, until a model is loaded, and a change that only
-applies at load reloads the model; saved settings apply to the window at once; there is one
-models page per window, kept while it lives and rescanned each time it is shown again.
+applies at load (the context length too) reloads the model when the user keeps "Reload now"
+on, with the model's own context length and without changing the one other models load with;
+saved settings apply to the window at once; there is one models page per window, kept while it
+lives and rescanned each time it is shown again.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMenu
 
 from app.ui import tools_menu
 from app.ui.endpoints import EndpointDialog
@@ -40,23 +42,33 @@ def edit_model_settings(window: MainWindow) -> None:
         return
     dialog = ModelSettings(host, window)
     if dialog.exec() and dialog.load_changed and host.path:
-        window.load_model(host.path)  # GPU layers and the cache apply at load
+        shared = window.context_length  # what other models load with stays as it was
+        window.load_model(host.path, n_ctx=dialog.choice().context_length or shared)
+        window.context_length = shared
 
 
 def show_settings(window: MainWindow) -> SettingsDialog:
     """File ▸ Settings…: saved settings apply at once (the theme, the text size, the answer
     length, the reasoning effort new messages start with)."""
-    dialog = SettingsDialog(window)
+    host = window.host
+    dialog = SettingsDialog(window, gpu=host.gpu_offload if host.ready and host.path else None)
     dialog.accepted.connect(lambda: window.use_settings(dialog.saved))
     dialog.open()
     return dialog
 
 
-def choose_tools(window: MainWindow) -> None:
-    """The composer's Tools… button: its menu, under the button."""
-    button = window.composer.tools_button
-    at = button.mapToGlobal(button.rect().bottomLeft())
-    tools_menu.choose_tools(window, window.controller, at, window.mcp, window.insert_offer)
+def choose_tools(window: MainWindow) -> QMenu:
+    """The composer's Tools button: its menu, above the button; it stays open while tools are
+    ticked, and the button says how many are on."""
+    composer, controller = window.composer, window.controller
+    return tools_menu.choose_tools(
+        window,
+        controller,
+        composer.tools_button,
+        window.mcp,
+        window.insert_offer,
+        changed=lambda: composer.set_tools_on(len(controller.doc.tools)),
+    )
 
 
 def show_mcp(window: MainWindow) -> McpPage:
