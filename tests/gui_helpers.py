@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -37,3 +38,31 @@ def all_text(root: QWidget) -> str:
         elif isinstance(w, QLineEdit):
             parts.append(w.text())
     return "\n".join(parts)
+
+
+@contextmanager
+def real_model_window(
+    qtbot: Any, tmp_path: Any, model: Any, max_tokens: int, prompt: str = "Hi"
+) -> Iterator[Any]:
+    """A window on a real GGUF (one thread, 512 tokens of context), the debug pane open, one
+    message answered; the window and its worker are closed afterwards."""
+    from app.controllers.bridge import EngineBridge
+    from app.controllers.chat import ChatController
+    from app.controllers.model_host import ModelHost
+    from app.ui.main_window import MainWindow, UiState
+    from tests.test_window import send
+
+    host = ModelHost(EngineBridge())
+    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(host.loaded, timeout=120_000):
+            window.load_model(str(model), n_ctx=512, threads=1)
+        window.set_debug(True, remember=False)
+        window.controller.max_tokens = max_tokens
+        send(qtbot, window, prompt, timeout=60_000)
+        yield window
+    finally:
+        window.close()
+        host.close()

@@ -17,6 +17,7 @@ from app.ui import appearance, theme
 from app.ui.debug_pane import DebugPane
 from app.ui.debug_prompt import highlighted, prompt_runs, show_prompt
 from app.ui.timeline import TurnTimeline
+from tests.gui_helpers import real_model_window
 from tests.test_window import TURN, make_window, send
 
 
@@ -91,21 +92,7 @@ def test_a_chatml_models_markers_show_highlighted_and_its_speed_is_the_status_ba
 ) -> None:
     """SmolLM2 (ChatML): its markers are control tokens, b"" in the token table — the Prompt
     page spells and highlights them; the pane's tok/s is the status bar's and the footer's."""
-    from app.controllers.bridge import EngineBridge
-    from app.controllers.chat import ChatController
-    from app.controllers.model_host import ModelHost
-    from app.ui.main_window import MainWindow, UiState
-
-    host = ModelHost(EngineBridge())
-    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
-    qtbot.addWidget(window)
-    window.show()
-    try:
-        with qtbot.waitSignal(host.loaded, timeout=120_000):
-            window.load_model(str(smollm_model), n_ctx=512, threads=1)
-        window.set_debug(True, remember=False)
-        window.controller.max_tokens = 16
-        send(qtbot, window, "Hi", timeout=60_000)
+    with real_model_window(qtbot, tmp_path, smollm_model, max_tokens=16) as window:
         reply = reply_shown(window)
         table, special = window.controller.token_table, window.controller.special_tokens
         assert table[1] == table[2] == b"" and special[1] == b"<|im_start|>" and special[2] == b"<|im_end|>"
@@ -125,9 +112,6 @@ def test_a_chatml_models_markers_show_highlighted_and_its_speed_is_the_status_ba
         assert rate in pane.timeline.accessibleDescription()
         said = pane.timeline.tooltip_at(QPoint(pane.timeline.width() // 2, 20))
         assert "peak" in said and f"average {rate}" in said
-    finally:
-        window.close()
-        host.close()
 
 
 def test_the_timeline_says_the_answers_average_apart_from_the_peak(qtbot: Any) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui import appearance, theme
+from tests.gui_helpers import real_model_window
 from tests.test_window import TURN, make_window, send
 
 CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QPlainTextEdit, QTextEdit)
@@ -187,22 +188,9 @@ def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hove
 ) -> None:
     """A real model in the window, the debug pane open: its tokens arrive scored, the strip
     draws one box per token coloured by probability, and hovering says the alternatives."""
-    from app.controllers.bridge import EngineBridge
-    from app.controllers.chat import ChatController
-    from app.controllers.model_host import ModelHost
-    from app.ui.main_window import MainWindow, UiState
     from app.ui.token_strip import mix
 
-    host = ModelHost(EngineBridge())
-    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
-    qtbot.addWidget(window)
-    window.show()
-    try:
-        with qtbot.waitSignal(host.loaded, timeout=120_000):
-            window.load_model(str(tiny_model), n_ctx=512, threads=1)
-        window.set_debug(True, remember=False)
-        window.controller.max_tokens = 12
-        send(qtbot, window, "Hi", timeout=60_000)
+    with real_model_window(qtbot, tmp_path, tiny_model, max_tokens=12) as window:
         reply = window.controller.doc.turns[-1].version.reply
         assert reply is not None and len(reply.debug.token_scores) == reply.debug.timings["generated"]
         strip = window.debug.strip
@@ -219,9 +207,6 @@ def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hove
         assert f"{math.exp(logprob):.1%}" in said and "alternatives:" in said and len(top) == 5
         window.set_debug(False, remember=False)
         assert strip.scores == [] and window.controller.score_tokens is False
-    finally:
-        window.close()
-        host.close()
 
 
 def test_the_header_picks_the_model_from_the_recent_ones_or_a_file(qtbot: Any, qloop: Any, tmp_path: Path,
@@ -270,22 +255,9 @@ def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop
 
 
 def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path: Path, tiny_model: Any) -> None:
-    from app.controllers.bridge import EngineBridge
-    from app.controllers.chat import ChatController
-    from app.controllers.model_host import ModelHost
-    from app.ui.main_window import MainWindow, UiState
     from app.ui.timeline import speeds
 
-    host = ModelHost(EngineBridge())
-    window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
-    qtbot.addWidget(window)
-    window.show()
-    try:
-        with qtbot.waitSignal(host.loaded, timeout=120_000):
-            window.load_model(str(tiny_model), n_ctx=512, threads=1)
-        window.set_debug(True, remember=False)
-        window.controller.max_tokens = 24
-        send(qtbot, window, "Hi", timeout=60_000)
+    with real_model_window(qtbot, tmp_path, tiny_model, max_tokens=24) as window:
         reply = window.controller.doc.turns[-1].version.reply
         assert reply is not None
         debug = reply.debug
@@ -300,9 +272,6 @@ def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path:
         image = timeline.grab().toImage()
         assert image.pixelColor(int(box.center().x()), int(box.center().y())) == theme.current().colour("accent")
         assert timeline.tooltip_at(box.center().toPoint()).startswith("decoding: ")
-    finally:
-        window.close()
-        host.close()
 
 
 def test_the_strip_shows_a_remote_answers_tokens_as_text(qtbot: Any) -> None:

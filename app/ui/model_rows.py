@@ -17,7 +17,6 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (
     QLineEdit,
-    QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QToolButton,
@@ -127,14 +126,7 @@ class ModelRowDelegate(QStyledItemDelegate):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         rect = option.rect.adjusted(2, 1, -2, -1)
         state = option.state
-        if state & QStyle.StateFlag.State_Selected:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(t.colour("bubble"))
-            painter.drawRoundedRect(rect, 8, 8)
-        elif state & QStyle.StateFlag.State_MouseOver:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(t.colour("code"))
-            painter.drawRoundedRect(rect, 8, 8)
+        theme.paint_row(painter, rect, state, 8)
         font = QFont(option.font)
         bold = QFont(font)
         bold.setBold(True)

@@ -91,14 +91,7 @@ class RowDelegate(QStyledItemDelegate):
             painter.restore()
             return
         box = rect.adjusted(3, 1, -3, -1)
-        if state & QStyle.StateFlag.State_Selected:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(t.colour("bubble"))
-            painter.drawRoundedRect(box, 6, 6)
-        elif state & QStyle.StateFlag.State_MouseOver:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(t.colour("code"))
-            painter.drawRoundedRect(box, 6, 6)
+        theme.paint_row(painter, box, state, 6)
         if state & QStyle.StateFlag.State_HasFocus and state & QStyle.StateFlag.State_Selected:
             painter.setPen(t.colour("accent"))
             painter.setBrush(Qt.BrushStyle.NoBrush)

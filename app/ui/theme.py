@@ -13,8 +13,10 @@ module imports nothing of the app, so every view may import it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import QRect, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QWidget
 
 CHOICES = ("system", "light", "dark")
@@ -152,6 +154,22 @@ def mark(widget: QWidget, role: str) -> QWidget:
     return widget
 
 
+def paint_row(painter: QPainter, box: QRect | QRectF, state: Any, radius: float) -> None:
+    """A list row's background as the delegates draw it: the bubble colour when selected, the
+    code colour under the pointer, nothing otherwise."""
+    from PySide6.QtWidgets import QStyle
+
+    if state & QStyle.StateFlag.State_Selected:
+        fill = current().colour("bubble")
+    elif state & QStyle.StateFlag.State_MouseOver:
+        fill = current().colour("code")
+    else:
+        return
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(fill)
+    painter.drawRoundedRect(box, radius, radius)
+
+
 __all__ = [
     "CHOICES",
     "DARK",
@@ -159,6 +177,7 @@ __all__ = [
     "Theme",
     "current",
     "mark",
+    "paint_row",
     "palette",
     "set_current",
     "stylesheet",
