@@ -92,6 +92,25 @@ def harmony_constraint(
             check_schema(spec.schema)
     if schema is not None:
         check_schema(schema)
+    rules = _rules(schema, specs, tool_choice, thinking_budget, max_tokens)
+    # The schemas were checked above; the frame around them names tokens by id, which only the
+    # worker's tokenizer can check (a bad frame is a bug, reported when the worker builds it).
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_lark("\n".join(rules))
+    closing = _closing(schema, specs, answer_allowed=tool_choice != "required")
+    return Constraint(grammar, description=f"harmony, tool_choice={tool_choice}", closing=closing)
+
+
+def _rules(
+    schema: Mapping[str, Any] | None,
+    specs: Sequence[CallSpec],
+    tool_choice: ToolChoice,
+    thinking_budget: int | None,
+    max_tokens: int | None,
+) -> list[str]:
+    """The turn's Lark rules: reasoning messages (at most four, each capped, with a budget),
+    then the answer or one of the calls `tool_choice` allows."""
     analysis, preamble = _reasoning_frame("analysis"), _reasoning_frame("commentary")
     budget = f"[max_tokens={thinking_budget}]" if thinking_budget else ""
     repeat = "{0,4}" if thinking_budget else "*"  # with a budget, at most four reasoning messages
@@ -104,7 +123,7 @@ def harmony_constraint(
         choices += [f"call_{i}" for i in range(len(specs))]
     if not choices:
         raise SchemaError("tool_choice 'required' needs at least one tool")
-    rules = [
+    return [
         f"start: (analysis | preamble){repeat} ({' | '.join(choices)})",
         f"analysis: {analysis}",
         f"preamble: {preamble}",
@@ -113,14 +132,15 @@ def harmony_constraint(
         "TEXT: /(.|\\n)*/",
         f"thought{budget}: /(.|\\n)*/",
     ]
-    # The schemas were checked above; the frame around them names tokens by id, which only the
-    # worker's tokenizer can check (a bad frame is a bug, reported when the worker builds it).
-    import llguidance
 
+
+def _closing(
+    schema: Mapping[str, Any] | None, specs: Sequence[CallSpec], *, answer_allowed: bool
+) -> str:
+    """The closer's plan: how to leave reasoning and end the answer or a call in budget."""
     from app.constrain.closing import plan_text  # JSON mode's planner loads with its first turn
 
-    grammar = llguidance.LLMatcher.grammar_from_lark("\n".join(rules))
-    closing = plan_text(
+    return plan_text(
         generation_schema(schema),
         harmony=True,
         tools={
@@ -128,10 +148,9 @@ def harmony_constraint(
             for s in specs
             if not s.code
         },
-        answer_allowed=tool_choice != "required",
+        answer_allowed=answer_allowed,
         frame=_frame(),
     )
-    return Constraint(grammar, description=f"harmony, tool_choice={tool_choice}", closing=closing)
 
 
 def _frame() -> dict[str, Any]:
