@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.controllers.turn_inputs import header
+from app.controllers.fit import conversation_session
 from app.domain.attachments import estimate, estimated_room
 from app.paths import cache_dir
 
@@ -42,10 +42,7 @@ def _attached(controller: ChatController, files: Sequence[Path], text: str) -> A
     index = DocumentIndex() if doc.library else None
     try:
         if doc.endpoint is None and controller.host.ready:
-            session = controller.host.session(max_tokens=controller.max_tokens)
-            session.conversation = session.conversation.with_messages(
-                header(doc.instructions) + doc.messages()
-            )
+            session = conversation_session(controller, controller.max_tokens)
             return attach(files, text, session.room(text), session.count, index)
         room = estimated_room(text, controller.max_tokens)
         return attach(files, text, room, estimate, index)

@@ -97,7 +97,8 @@ class Composer(QWidget):
         box.submitted.connect(self._send_or_stop)
         box.stopRequested.connect(self.stopRequested)
         box.mentionChanged.connect(self._mention)
-        box.textChanged.connect(lambda: self.count.follow(box.toPlainText()))
+        self.count.source = box.toPlainText
+        box.textChanged.connect(lambda: self.count.follow(box.document().isEmpty()))
         box.pasted.connect(self._check_paste)
         self.send.clicked.connect(self._send_or_stop)
         self.picker.picked.connect(self._mentioned)
@@ -192,6 +193,8 @@ class Composer(QWidget):
         self._mention(self.box.mention())
 
     def _mention(self, typed: str | None) -> None:
+        if typed is None and not self.picker.isVisible():
+            return  # not in a mention (most keystrokes): nothing to do
         if typed == "" or (typed is not None and self.documents is None):
             self.mentionRequested.emit()  # a mention starts: the library read afresh
         self.picker.show_for(self.documents or [], typed)

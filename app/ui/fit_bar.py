@@ -32,6 +32,7 @@ class FitCount(QLabel):
         self.setAccessibleName("Message size")
         mark(self, "muted")
         self.measure = measure
+        self.source: Callable[[], str] = lambda: ""  # the text to count (the message box's)
         self.fit: Fit | None = None
         self._text = ""
         self._asked = 0
@@ -40,10 +41,11 @@ class FitCount(QLabel):
         self._timer.setInterval(PAUSE_MS)
         self._timer.timeout.connect(self.count_now)
 
-    def follow(self, text: str) -> None:
-        """The box changed: count it once the typing pauses."""
-        self._text = text
-        if not text.strip():
+    def follow(self, empty: bool) -> None:
+        """The box changed: count it once the typing pauses (its text is read then, not on
+        every keystroke)."""
+        if empty:
+            self._text = ""
             self._timer.stop()
             self._asked += 1
             self.fit = None
@@ -56,11 +58,10 @@ class FitCount(QLabel):
         return self.fit is not None and self._text == text and not self._timer.isActive()
 
     def count_now(self, text: str | None = None) -> asyncio.Future[Fit | None]:
-        """Count `text` (default: the last followed) now; the result lands in `fit` (and
+        """Count `text` (default: the source's text) now; the result lands in `fit` (and
         `counted`)."""
         self._timer.stop()
-        if text is not None:
-            self._text = text
+        self._text = text if text is not None else self.source()
         self._asked += 1
         asked, text = self._asked, self._text
 

@@ -18,13 +18,17 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QWidget
 
 SHOWN = 8  # documents listed at most
+LONGEST = 256  # characters a mention may have
 _MENTION = re.compile(r"(?:^|\s)@([^\s@]*)$")
 
 
 def mention_at(before_cursor: str) -> str | None:
     """What is typed after a word-starting "@" right before the cursor ("" just after the
     "@"); None when the cursor is not in a mention."""
-    found = _MENTION.search(before_cursor)
+    tail = before_cursor[-LONGEST:]  # per keystroke: never a scan of a long paste
+    if len(tail) < len(before_cursor):
+        tail = "x" + tail  # not the start of a line
+    found = _MENTION.search(tail)
     return found.group(1) if found else None
 
 
