@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.domain.budget import OverflowName
 from app.domain.endpoint import Endpoint
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -58,6 +59,12 @@ class Settings(BaseModel):
         "default", description="Reasoning effort new messages start with (gpt-oss models)."
     )
     max_tokens: int = Field(1024, ge=16, le=131_072, description="Longest answer, in tokens.")
+    overflow: OverflowName = Field(
+        "stop",
+        description="When a conversation outgrows the context (stop: say so; drop-middle: leave"
+        " out the oldest exchanges after the first; rolling: leave out the oldest exchanges);"
+        " each conversation can choose its own.",
+    )
     threads: int = Field(
         0, ge=0, le=256, description="Generation threads (0: the physical cores less one)."
     )

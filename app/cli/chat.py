@@ -26,6 +26,7 @@ from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.documents.kept import keep_files
+from app.domain.budget import Overflow
 from app.domain.endpoint import Endpoint
 from app.domain.events import TurnEvent, TurnFailed
 from app.domain.history import Reply
@@ -60,6 +61,12 @@ def _turn_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", help="one message; without it, an interactive loop")
     parser.add_argument(
         "--save", action="store_true", help="keep the conversation in the history the window shows"
+    )
+    parser.add_argument(
+        "--overflow",
+        choices=[o.value for o in Overflow],
+        help="once the conversation outgrows the context: stop and say so, drop the middle (keep"
+        " the instructions and the first exchange) or a rolling window (default: the settings')",
     )
 
 
@@ -268,6 +275,7 @@ def _converse(
     context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
     effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
     json_mode = response_format is not None and response_format.type != "text"
+    session.overflow = Overflow(args.overflow or load_settings().overflow)
     printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
     prompts = [args.prompt] if args.prompt is not None else _interactive()
     status = 0

@@ -1,12 +1,14 @@
 """The terminal chat's view of a reply: what the one reply builder shows, printed.
 
-Guarantees: stdout receives exactly the text of the reply's answer and preamble segments as
-the `ReplyBuilder` builds them — streamed as it grows, a message decided only when it closes
-printed then, whole — so the terminal shows what the window shows; analysis goes to stderr
-only with `--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems,
-timings and failures are lines on stderr. In JSON mode (`json_mode`) the answer is held back
-and printed only once its verdict says it is valid — stdout never holds a cut, broken or
-retried-over answer — and `json_failed` tells the caller it was not.
+Guarantees: stdout receives exactly the text of the reply's answer and preamble segments as the
+`ReplyBuilder` builds them — streamed as it grows, a message decided only when it closes printed
+then, whole — so the terminal shows what the window shows; analysis goes to stderr only with
+`--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems, timings and
+failures are lines on stderr, and after each generation's timings, the context budget on a line
+of its own (the prompt's parts, the answer's reserve, the room left), with what the overflow
+policy left out of the prompt or cut said as it happens. In JSON mode (`json_mode`) the answer
+is held back and printed only once its verdict says it is valid — stdout never holds a cut,
+broken or retried-over answer — and `json_failed` tells the caller it was not.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import json
 from typing import TextIO, assert_never
 
+from app.domain.budget import notice
 from app.domain.events import (
     CallOutcome,
     ContentDelta,
+    ContextFit,
     GenerationDone,
     JsonChecked,
     JsonRetried,
@@ -38,6 +42,12 @@ from app.domain.events import (
 from app.domain.history import Reply
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
+from app.errors import ErrorCode
+
+OUTGREW = (
+    "the conversation no longer fits the model's context: start a new chat, load the model with"
+    " a larger --ctx, or leave older messages out with --overflow drop-middle or rolling"
+)
 
 
 class TerminalReply:
@@ -51,6 +61,7 @@ class TerminalReply:
         self.json_failed = False  # JSON mode: the last answer was not valid (or never came)
         self.builder = ReplyBuilder(Reply())
         self._printed: dict[int, int] = {}  # segment index → characters printed
+        self.budget: ContextFit | None = None  # the last prompt's context budget
 
     def begin(self, reply: Reply) -> ReplyBuilder:
         """A new reply (a user turn): its builder, which the history may save as it grows."""
@@ -101,6 +112,8 @@ class TerminalReply:
                 self._said_of_tools(event)
             case JsonChecked() | JsonRetried():
                 self._said_of_json(event)
+            case ContextFit():
+                self._said_of_context(event)
             case (
                 MessageStarted()
                 | ContentDelta()
@@ -122,8 +135,12 @@ class TerminalReply:
                     self.err.write(f"[{event.code.value}] {event.message}\n")
             case GenerationDone():
                 self.err.write(_timings(event))
+                if self.budget is not None:  # where the next turn stands, on its own line
+                    self.err.write(_budget(self.budget, event.timings.generated))
             case TurnFailed():
                 self.err.write(f"[turn failed] {event.reason}\n")
+                if event.code is ErrorCode.CONTEXT:  # overflow: stop
+                    self.err.write(f"[{OUTGREW}]\n")
             case _:
                 assert_never(event)
 
@@ -165,6 +182,14 @@ class TerminalReply:
             case _:
                 assert_never(event)
 
+    def _said_of_context(self, event: ContextFit) -> None:
+        """The budget is kept for the line after the summary; what the overflow policy left
+        out or cut is said at once."""
+        self.budget = event
+        said = notice(event.policy, event.exchanges, event.dropped, event.cuts)
+        if said:
+            self.err.write(f"[{said.removesuffix('.')}]\n")
+
     def _release(self, valid: bool) -> None:
         """JSON mode's answer: printed once, whole, when it is valid."""
         self.json_failed = not valid
@@ -181,6 +206,11 @@ def _timings(event: GenerationDone) -> str:
         f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
         f" {t.prompt_reused} reused]\n"
     )
+
+
+def _budget(fit: ContextFit, generated: int) -> str:
+    """The context budget once the answer joined the history, as a line of its own."""
+    return f"[{fit.budget.grown(generated).sentence(fit.policy)}]\n"
 
 
 def _outcome(o: CallOutcome) -> str:

@@ -39,8 +39,9 @@ from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.tool_host import WindowTools
-from app.controllers.turn_inputs import header, json_mode, read_stored, reply_for
+from app.controllers.turn_inputs import TurnState, header, json_mode, read_stored, reply_for
 from app.controllers.turn_source import TurnSpec, turn_events
+from app.domain.budget import Overflow
 from app.domain.events import (
     GenerationDone,
     JsonRetried,
@@ -142,6 +143,11 @@ class ChatController(ConversationsController):
     def set_library(self, on: bool) -> None:
         """Whether the selected conversation's messages carry the documents library's passages."""
         self.doc.library = on
+        self.persist()
+
+    def set_overflow(self, policy: Overflow) -> None:
+        """What the selected conversation does once it outgrows the context."""
+        self.doc.overflow = policy
         self.persist()
 
     def set_tools(self, names: tuple[str, ...]) -> None:
@@ -279,13 +285,14 @@ class ChatController(ConversationsController):
             need_vocab=self._vocab_of is not self.host.backend,
             cancel=cancel,
             top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
+            overflow=doc.overflow,
         )
 
         self.painter.streaming = (version, reply)
         self.persist(version, reply, doc=doc)
         if self.shows_answer:
             self.replyStarted.emit(turn_index)
-        state = _TurnState(doc, reply)
+        state = TurnState(doc, reply)
         state.resume = dict(reply.open_segments) if resume is not None else None
         self._builder = state.builder
         try:
@@ -295,7 +302,7 @@ class ChatController(ConversationsController):
             self._finish(turn_index, version, reply, state, cancel)
 
     def _finish(
-        self, turn: int, version: Version, reply: Reply, state: _TurnState, cancel: threading.Event
+        self, turn: int, version: Version, reply: Reply, state: TurnState, cancel: threading.Event
     ) -> None:
         """The turn ended (answered, stopped, failed): the reply's state said and saved."""
         self.painter.flush()
@@ -332,7 +339,7 @@ class ChatController(ConversationsController):
         return index
 
     def _on_event(
-        self, turn: int, reply: Reply, state: _TurnState, event: SessionEvent | StreamCrashed
+        self, turn: int, reply: Reply, state: TurnState, event: SessionEvent | StreamCrashed
     ) -> None:
         """What the window keeps of the session (the vocabulary, the turn's messages) is kept
         here; a crash of the engine thread is the turn's failure; the rest is the reply's."""
@@ -347,7 +354,7 @@ class ChatController(ConversationsController):
             case _:
                 self._fold(turn, reply, state, event)
 
-    def _fold(self, turn: int, reply: Reply, state: _TurnState, event: TurnEvent) -> None:
+    def _fold(self, turn: int, reply: Reply, state: TurnState, event: TurnEvent) -> None:
         """Fold the event into the reply with the one reply builder, then paint its changes;
         what is the window's own (status, notices, where a continued reply goes on) is done
         here."""
@@ -370,7 +377,7 @@ class ChatController(ConversationsController):
                 self.painter.debug_grew(turn)
             case GenerationDone():
                 endpoint = state.doc.endpoint
-                where = {"endpoint": endpoint} if endpoint else {}
+                where = {"endpoint": endpoint} if endpoint else {"budget": reply.debug.budget}
                 timings = {**reply.debug.timings, "n_ctx": self.host.n_ctx, **where}
                 self.statusChanged.emit(timings)
                 if self.shows_answer:
@@ -388,13 +395,6 @@ class ChatController(ConversationsController):
         self._closed = True
         self._writer.shutdown(wait=True)
         self.tools.close()
-
-
-class _TurnState:
-    def __init__(self, doc: ChatDoc, reply: Reply) -> None:
-        self.doc = doc  # the conversation the reply is written to (shown or not)
-        self.builder = ReplyBuilder(reply)  # what the reply shows, from the turn's events
-        self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 
 __all__ = ["FLUSH_MS", "ChatController", "Mode", "PluginIdentity", "SchemaError", "check_schema"]

@@ -3,7 +3,8 @@
 Guarantees: with the model on this computer the message is counted by the model's own
 tokenizer, on the engine thread (`measure` must run there), and the room is what the context
 holds after the conversation so far (instructions included), the message's own wrapping and
-the answer's reserve (`max_tokens`), as the turn will render it; with a remote endpoint both
+the answer's reserve (`max_tokens`), as the turn will render it (under a policy that leaves
+older exchanges out, beside what it always keeps); with a remote endpoint both
 are estimated at four characters a token and said to be estimates. `larger_context` is the
 smallest context (a multiple of 4,096 tokens) that holds the conversation, the message and the
 reserve, or None when the model was not trained for that many tokens. `paste_file` keeps an
@@ -20,8 +21,11 @@ from typing import TYPE_CHECKING
 
 from app.controllers.turn_inputs import header
 from app.domain.attachments import ESTIMATED_CONTEXT, estimate
+from app.domain.budget import Overflow
+from app.engine.overflow import kept_always
 from app.fileio import private_folder, write_atomic
 from app.paths import cache_dir
+from app.settings import load_settings
 
 if TYPE_CHECKING:
     from app.controllers.chat import ChatController
@@ -68,10 +72,13 @@ def conversation_session(controller: ChatController, max_tokens: int) -> ChatSes
 
 
 def measure(controller: ChatController, text: str) -> Fit:
-    """How `text` fits the selected conversation (on the engine thread)."""
+    """How `text` fits the selected conversation (on the engine thread): under a policy that
+    leaves older exchanges out, what it always keeps is what the message must fit beside."""
     host = controller.host
     if controller.doc.endpoint is None and host.ready:
         session = conversation_session(controller, controller.max_tokens)
+        policy = controller.doc.overflow or Overflow(load_settings().overflow)
+        session.conversation = kept_always(session.conversation, policy)
         info = getattr(host.backend, "info", None)
         trained = int(getattr(info, "n_ctx_train", 0) or 0)
         return Fit(session.count(text), session.room(""), host.n_ctx, trained, estimated=False)

@@ -1,5 +1,5 @@
 """What a window turn is made from: the conversation's header, the JSON mode its message was
-sent with, and the reply it writes into.
+sent with, and the reply it writes into (with its builder, while it runs: `TurnState`).
 
 Guarantees: a message keeps the JSON mode it was sent with (Continue and Regenerate use the
 version's schema, not what the composer holds now); a new reply becomes the version's chosen
@@ -13,6 +13,16 @@ from __future__ import annotations
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
 from app.domain.history import ChatDoc, Reply, Version
 from app.domain.messages import DeveloperContent, Message, Role
+from app.domain.reply import ReplyBuilder
+
+
+class TurnState:
+    """One running turn: the conversation its reply is written to, and its reply builder."""
+
+    def __init__(self, doc: ChatDoc, reply: Reply) -> None:
+        self.doc = doc  # the conversation the reply is written to (shown or not)
+        self.builder = ReplyBuilder(reply)  # what the reply shows, from the turn's events
+        self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
 
 
 def header(instructions: str) -> list[Message]:
@@ -57,4 +67,4 @@ def read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
         _ = resume.debug, resume.messages
 
 
-__all__ = ["header", "json_mode", "read_stored", "reply_for"]
+__all__ = ["TurnState", "header", "json_mode", "read_stored", "reply_for"]

@@ -3,8 +3,9 @@ on this computer or its remote endpoint), then `run_turn` with the turn's reques
 
 Guarantees: an offline conversation never opens a remote session (the turn fails with why);
 a missing endpoint or key is the turn's failure, said; the vocabulary crosses to the GUI thread
-once (`VocabularyRead`, for the debug pane); the last event is `TurnCommitted` with the
-conversation the turn left.
+once (`VocabularyRead`, for the debug pane); the session keeps the conversation's overflow
+policy (else the settings' default); the last event is `TurnCommitted` with the conversation the
+turn left.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from dataclasses import dataclass
 from app.constrain.constraint import ResponseFormat
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import EndpointError, RemoteHost
+from app.domain.budget import Overflow
 from app.domain.events import SessionEvent, TurnCommitted, TurnFailed, VocabularyRead
 from app.domain.messages import Message, Role
 from app.engine.session import Session
 from app.engine.turn.run import Resume, TurnRequest, run_turn
 from app.errors import ErrorCode, HarmonyDeskError
+from app.settings import load_settings
 from app.tools.registry import ToolRegistry
 
 
@@ -41,6 +44,7 @@ class TurnSpec:
     need_vocab: bool
     cancel: threading.Event
     top_logprobs: int = 0  # > 0: tokens come scored, with this many alternatives (debug pane)
+    overflow: Overflow | None = None  # the conversation's policy (None: the settings' default)
 
 
 def _session(spec: TurnSpec, response_format: ResponseFormat | None) -> Session | TurnFailed:
@@ -68,6 +72,7 @@ def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
     if isinstance(session, TurnFailed):
         yield session
         return
+    session.overflow = spec.overflow or Overflow(load_settings().overflow)
     if session.capabilities.vocabulary:
         session.top_logprobs = spec.top_logprobs
         if spec.need_vocab:

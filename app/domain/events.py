@@ -3,8 +3,9 @@ value.
 
 The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; the parser emits
 message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
-`TurnDone` with its stop reason); a session says what it rendered (`PromptRendered`), what a
-remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
+`TurnDone` with its stop reason); a session says how the prompt fits the context (`ContextFit`:
+its budget, and what the overflow policy left out or cut), what it rendered (`PromptRendered`),
+what a remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
 (`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
 approval for each call (`ToolCallRequested`, `ToolCallDecided`) and reports their results
 (`ToolsRan`) and the turn loop its result (`TurnResult`). `TurnEvent` is the union every
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.domain.budget import Budget, Cut, Overflow
 from app.domain.messages import Conversation, Message, Role
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
@@ -294,6 +296,25 @@ class TurnCommitted:
     start: int
 
 
+@dataclass(frozen=True)
+class ContextFit:
+    """How the prompt of the generation about to start fits the context (`budget`), and what
+    the conversation's overflow `policy` changed to make it fit: whole exchanges left out of the
+    prompt (`exchanges`, `dropped` messages; the transcript keeps them) and tool results or
+    documents cut to their share with a visible marker (`cuts`). Sent before every generation;
+    `changed` says whether the reply must say something."""
+
+    budget: Budget
+    policy: Overflow = Overflow.STOP
+    exchanges: int = 0
+    dropped: int = 0
+    cuts: tuple[Cut, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.dropped or self.cuts)
+
+
 GenerationEvent = TokenStep | GenerationDone | TurnFailed
 TurnEvent = (
     MessageStarted
@@ -313,6 +334,7 @@ TurnEvent = (
     | ToolCallDecided
     | ToolsRan
     | TurnResult
+    | ContextFit
 )
 # what the window's turn source yields: the turn's events, then what its session says about
 # itself (the reply builder folds only `TurnEvent`: these carry nothing of the reply)

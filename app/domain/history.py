@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from app.domain import attachments
+from app.domain.budget import Overflow
 from app.domain.listing import Excerpt, attached_excerpt, excerpt
 from app.domain.messages import Message, ReasoningEffort
 from app.errors import ErrorCode
@@ -65,6 +66,7 @@ class DebugRecord:
         default_factory=list
     )
     token_times: list[float] = field(default_factory=list)
+    budget: dict[str, int] = field(default_factory=dict)  # the last prompt's (`Budget.to_dict`)
 
 
 class StoredParts(Protocol):
@@ -192,6 +194,7 @@ class ChatDoc:
     offline: bool = False
     library: bool = False  # each message also carries the documents library's best passages
     endpoint: str | None = None  # a remote endpoint's name; None: the model on this computer
+    overflow: Overflow | None = None  # once it outgrows the context; None: as the settings say
     turns: list[Turn] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)

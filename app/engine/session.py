@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.constrain.constraint import CallSpec, Constraint, ResponseFormat, ToolChoice
+from app.domain.budget import Overflow
 from app.domain.events import (
+    ContextFit,
     GenerationDone,
     JsonChecked,
     JsonRetried,
@@ -39,6 +41,7 @@ ChatEvent = (
     | TokenScored
     | RequestSent
     | ResponseReceived
+    | ContextFit
 )
 
 
@@ -88,6 +91,7 @@ class Session(Protocol):
     max_tokens: int
     thinking_budget: int | None
     top_logprobs: int
+    overflow: Overflow  # what a prompt that outgrows the context does (`app/engine/overflow.py`)
 
     @property
     def capabilities(self) -> Capabilities: ...

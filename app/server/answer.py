@@ -1,16 +1,16 @@
-"""One answer to one request: the generation run as a job on the engine thread, and what the
-one reply builder made of it, as the pieces an OpenAI response is built from.
+"""One answer to one request: the generation run as a job on the engine thread, and what the one
+reply builder made of it, as the pieces an OpenAI response is built from.
 
-Guarantees: what the client gets is what the window shows for the same tokens — the answer
-(and preambles) from the reply builder's answer and preamble segments, the model's calls from
-its tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a
-call the tolerant parser recovered is a tool call, and output it could not read is what the
-builder kept of it — never an HTTP 500; a stop sequence ends the content before it (and the
-generation); log-probabilities are those of the tokens that wrote the answer's text; the
-prompt is checked against the context before anything is generated (400
-`context_length_exceeded`). A JSON-mode answer (`hold_json`) is given out whole once its verdict
-came — JSON mode may back up and retry a value, so nothing is streamed that could be taken
-back.
+Guarantees: what the client gets is what the window shows for the same tokens — the answer (and
+preambles) from the reply builder's answer and preamble segments, the model's calls from its
+tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a call the
+tolerant parser recovered is a tool call, and output it could not read is what the builder kept
+of it — never an HTTP 500; a stop sequence ends the content before it (and the generation);
+log-probabilities are those of the tokens that wrote the answer's text; the prompt is fitted to the
+context under the request's overflow policy, then checked against it before anything is
+generated (400 `context_length_exceeded`, saying what would make it fit). A JSON-mode answer
+(`hold_json`) is given out whole once its verdict came — JSON mode may back up and retry a
+value, so nothing is streamed that could be taken back.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.budget import Overflow
 from app.domain.events import (
     ContentDelta,
+    ContextFit,
     GenerationDone,
     JsonChecked,
     MessageStarted,
@@ -68,6 +70,19 @@ def max_tokens_of(request: Sampled, limit: int) -> int:
     return asked or limit
 
 
+def too_long(fit: ContextFit) -> ApiError:
+    """The 400 for a prompt the context cannot hold, saying what would make it fit."""
+    said = f"the prompt is {fit.budget.used} tokens; the context holds {fit.budget.n_ctx}"
+    if fit.policy is Overflow.STOP:
+        said += (
+            ': shorten the conversation, or ask for "overflow": "drop-middle" or "rolling"'
+            ' (or "error_behavior": "truncate") to leave older messages out'
+        )
+    else:
+        said += f" even with the older exchanges left out (overflow: {fit.policy.value})"
+    return ApiError(400, said, param="messages", code="context_length_exceeded")
+
+
 def job(
     served: ServedModel,
     asked: Asked,
@@ -75,24 +90,21 @@ def job(
     limit: int,
     top_logprobs: int,
     cancel: threading.Event,
+    policy: Overflow = Overflow.STOP,
 ) -> Callable[[], Iterator[Any]]:
     """The generation, to run on the engine thread: its events, `Scored` answer tokens, and
-    the JSON verdicts after."""
+    the JSON verdicts after; the conversation fitted to the context under `policy` first."""
 
     def make() -> Iterator[Any]:
         session = served.session(None, limit)
         session.sampling = sampling_of(request, session.sampling)
         session.top_logprobs = top_logprobs
-        prompt = session.template.prompt_ids(asked.conversation, session.tokenizer)
-        room = served.n_ctx - len(prompt)
+        session.overflow = policy
         wanted = max_tokens_of(request, limit)
+        fitted = session.fit(asked.conversation, wanted)
+        room = served.n_ctx - fitted.event.budget.used
         if room < 1:
-            raise ApiError(
-                400,
-                f"the prompt is {len(prompt)} tokens; the context holds {served.n_ctx}",
-                param="messages",
-                code="context_length_exceeded",
-            )
+            raise too_long(fitted.event)
         constraint = constraint_of(session.template, session.tokenizer, asked.grammar)
         table = session.tokenizer.token_table() if top_logprobs else ()
         ends = set(session.template.stop_ids(session.tokenizer))
@@ -101,7 +113,7 @@ def job(
             return table[token].decode("utf-8", errors="replace") if token < len(table) else ""
 
         events = session.generate(
-            asked.conversation,
+            fitted.conversation,
             constraint=constraint,
             max_tokens=min(wanted, room),
             cancel=cancel,

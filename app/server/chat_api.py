@@ -9,7 +9,8 @@ would, with usage last when `stream_options.include_usage` asks; a request whose
 disconnects stops its generation (or never starts it, if it was still waiting); every problem
 found before the first byte is an error in OpenAI's shape with its status; a whole answer whose
 JSON (or a call's arguments) failed the app's check after generation — cut off by `max_tokens`,
-say — says why in an `X-Harmony-Desk-Warning` header. `Running` is the answer being made, which
+say — says why in an `X-Harmony-Desk-Warning` header, as does a prompt the request's overflow
+policy fitted to the context (what was left out or cut). `Running` is the answer being made, which
 the Responses API streams in its own events.
 """
 
@@ -25,6 +26,8 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app.domain.budget import notice
+from app.domain.events import ContextFit
 from app.server.answer import Answer, Piece, dumps, job
 from app.server.convert import asked
 from app.server.served import ServedModel, on_engine
@@ -62,10 +65,11 @@ async def first_of(
         raise
 
 
-def warnings(ignored: list[str], problem: str | None = None) -> dict[str, str]:
-    """The `X-Harmony-Desk-Warning` header: fields not applied, and a failed JSON check."""
+def warnings(ignored: list[str], *problems: str | None) -> dict[str, str]:
+    """The `X-Harmony-Desk-Warning` header: fields not applied, what fitting the context left
+    out or cut, and a failed JSON check."""
     said = [f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} not supported: ignored"]
-    said = (said if ignored else []) + ([problem] if problem else [])
+    said = (said if ignored else []) + [p for p in problems if p]
     if not said:
         return {}
     return {"X-Harmony-Desk-Warning": "; ".join(said).encode("ascii", "replace").decode()[:400]}
@@ -113,6 +117,14 @@ class Running:
                 entry["top_logprobs"] = []
         return said
 
+    def fitted(self) -> str:
+        """What the overflow policy left out of the prompt or cut ("" when nothing)."""
+        for batch in self.first:
+            for item in batch:
+                if isinstance(item, ContextFit):
+                    return notice(item.policy, item.exchanges, item.dropped, item.cuts)
+        return ""
+
     def failure(self) -> ApiError | None:
         a = self.answer
         if a.failed is not None and not (a.content or a.calls):
@@ -143,7 +155,7 @@ class ChatApi:
         cancel = threading.Event()
         top = (request.top_logprobs or 0) if request.logprobs else 0
         scoring = max(top, 1) if request.logprobs else 0
-        make = job(self.served, what, request, self.limit, scoring, cancel)
+        make = job(self.served, what, request, self.limit, scoring, cancel, request.policy)
         events = on_engine(self.served.engine, make, cancel, self.served.stats)
         head = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -158,7 +170,7 @@ class ChatApi:
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         run = await self.start(body, disconnected)
-        warned = warnings(run.ignored())
+        warned = warnings(run.ignored(), run.fitted())
         if run.request.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             stream = self._chunks(run)
@@ -167,7 +179,7 @@ class ChatApi:
             pass
         whole = self.whole(run)
         problem = run.answer.problem()  # a JSON answer or call that failed its check
-        return JSONResponse(whole, headers=warnings(run.ignored(), problem))
+        return JSONResponse(whole, headers=warnings(run.ignored(), run.fitted(), problem))
 
     def whole(self, run: Running) -> dict[str, Any]:
         """The whole answer as a `chat.completion`."""

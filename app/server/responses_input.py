@@ -2,9 +2,10 @@
 
 Guarantees: instructions, messages, `function_call` and `function_call_output` items (paired by
 `call_id`), reasoning items kept before calls, tools, `tool_choice`, `reasoning.effort`,
-`text.format` and `max_output_tokens` become their chat fields; a field this server does not
-take, an item type it does not know, or content of a wrong type (a number, a boolean) is a 400
-naming it; a schema nested too deep is a 400 naming it (`intake.check_schema`).
+`text.format`, `max_output_tokens` and `truncation: "auto"` (drop-middle: `overflow`) become
+their chat fields; a field this server does not take, an item type it does not know, or content
+of a wrong type (a number, a boolean) is a 400 naming it; a schema nested too deep is a 400
+naming it (`intake.check_schema`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class ResponsesRequest(BaseModel):
     store: bool | None = None
     metadata: dict[str, Any] | None = None
     user: str | None = None
-    truncation: Literal["disabled"] | None = None
+    truncation: Literal["auto", "disabled"] | None = None  # auto: drop from the middle
 
 
 def _text(content: Any, param: str) -> str:
@@ -151,6 +152,8 @@ def chat_body(request: ResponsesRequest) -> dict[str, Any]:
         }
     elif request.tool_choice is not None:
         body["tool_choice"] = request.tool_choice
+    if request.truncation == "auto":
+        body["overflow"] = "drop-middle"
     if request.reasoning and request.reasoning.get("effort"):
         body["reasoning_effort"] = request.reasoning["effort"]
     form = (request.text or {}).get("format")

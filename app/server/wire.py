@@ -4,7 +4,10 @@ Guarantees: a request body is validated before anything runs — a field the API
 is a 400 naming it (`code: "unknown_field"`), a value out of range is a 400 naming the field;
 messages are read leniently (clients send back what they received, with fields of their own);
 every error the server returns is `{"error": {"message", "type", "param", "code"}}` with the
-status that says whose fault it is.
+status that says whose fault it is. A chat request's overflow policy is its `overflow` field
+(stop, drop-middle, rolling), else Databricks' `error_behavior` ("truncate" is drop-middle:
+the instructions, the tools and the first exchange stay, as OpenAI's `truncation: "auto"` drops
+from the middle), else stop.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.domain.budget import Overflow, OverflowName
 from app.errors import HarmonyDeskError
 
 
@@ -153,6 +157,16 @@ class ChatRequest(Sampled):
     thinking_budget: int | None = Field(None, ge=1)  # ours: tokens per reasoning message (gpt-oss)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
+    overflow: OverflowName | None = None  # ours: what a prompt that outgrows the context does
+    error_behavior: Literal["error", "truncate"] | None = None  # Databricks' word for it
+
+    @property
+    def policy(self) -> Overflow:
+        """The overflow policy asked for: `overflow` when given, else Databricks'
+        `error_behavior` ("truncate": drop the middle, "error": stop), else stop."""
+        if self.overflow is not None:
+            return Overflow(self.overflow)
+        return Overflow.DROP_MIDDLE if self.error_behavior == "truncate" else Overflow.STOP
 
 
 class CompletionRequest(Sampled):

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from app.domain.budget import Overflow
 from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
 from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent
 
@@ -50,6 +51,7 @@ def conversation_row(doc: ChatDoc) -> tuple[Any, ...]:
             "offline": doc.offline,
             "library": doc.library,
             "endpoint": doc.endpoint,
+            "overflow": doc.overflow,
         }
     )
     return (doc.id, doc.title, int(doc.pinned), options, doc.created, time.time())
@@ -287,6 +289,7 @@ def debug_blob(d: DebugRecord) -> bytes | None:
         "spans": d.spans,
         "token_times": d.token_times,
         "text_scores": d.text_scores,
+        "budget": d.budget,
     }
     if all(not v for v in values.values()):
         return None
@@ -311,6 +314,7 @@ def debug_record(
         generation_messages=d.get("generation_messages", 0),
         spans=[(str(k), float(a), float(b)) for k, a, b in d.get("spans", ())],
         token_times=[float(t) for t in d.get("token_times", ())],
+        budget={str(k): int(v) for k, v in d.get("budget", {}).items()},
         text_scores=[
             (str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
             for t, lp, top in d.get("text_scores", ())
@@ -341,6 +345,7 @@ def build_doc(
         offline=bool(o.get("offline", False)),
         library=bool(o.get("library", False)),
         endpoint=o.get("endpoint") if isinstance(o.get("endpoint"), str) else None,
+        overflow=Overflow(o["overflow"]) if o.get("overflow") in set(Overflow) else None,
         created=created,
         updated=updated,
     )

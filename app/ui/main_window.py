@@ -33,6 +33,7 @@ from app.controllers.library_host import LibraryHost
 from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
+from app.domain.budget import Overflow
 from app.domain.messages import ReasoningEffort
 from app.ui import menus, window_dialogs
 from app.ui.about import Welcome
@@ -44,6 +45,7 @@ from app.ui.header import Header
 from app.ui.instructions_fold import InstructionsFold
 from app.ui.mcp_page import McpPage
 from app.ui.models_page import ModelsPage
+from app.ui.overflow_menu import OverflowMenu
 from app.ui.problem_banner import ProblemBanner
 from app.ui.serve_switch import ServeSwitch
 from app.ui.settings_dialog import SettingsDialog
@@ -185,6 +187,7 @@ class MainWindow(QMainWindow):
         comp.tools_button.clicked.connect(lambda: window_dialogs.choose_tools(self))
         comp.offline.toggled.connect(c.set_offline)
         comp.library.toggled.connect(c.set_library)
+        self.overflow_menu = OverflowMenu(comp.field.more_menu, c)  # saved with the chat
         self.open_model.clicked.connect(lambda: window_dialogs.open_model_file(self))
         self.cancel_load.clicked.connect(host.cancel_load)
         self.instructions_fold.edited.connect(lambda text: setattr(c.doc, "instructions", text))
@@ -271,6 +274,7 @@ class MainWindow(QMainWindow):
         self.composer.effort.setCurrentText("default effort" if effort == "default" else effort)
         self.context_length = settings.context_length
         self.threads = settings.threads or None
+        self.overflow_menu.set_default(Overflow(settings.overflow))
 
     def _raise_context(self, size: int) -> None:
         """The user chose a larger context for a message that did not fit: reload with it."""

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
+from app.domain.budget import Overflow
 from app.ui.theme import mark
 
 LABELS = {
@@ -44,6 +45,7 @@ LABELS = {
     "gpu_layers": "GPU layers",
     "trash_retention_days": "Keep deleted chats",
     "max_downloads": "Downloads at once",
+    "overflow": "When the context is full",
 }
 UNITS = {
     "font_size": " pt",
@@ -53,7 +55,10 @@ UNITS = {
 }
 ZERO = {"threads": "Automatic", "font_size": "System default"}  # 0 means "decide for me"
 STEPS = {"context_length": 1024, "max_tokens": 256}
-WORDS = {"gpu_layers": {"auto": "automatic", "all": "all layers", "none": "none (CPU only)"}}
+WORDS = {
+    "gpu_layers": {"auto": "automatic", "all": "all layers", "none": "none (CPU only)"},
+    "overflow": {p.value: p.said for p in Overflow},
+}
 ACRONYMS = {"gpu": "GPU", "kv": "KV", "cpu": "CPU", "mcp": "MCP", "url": "URL", "ui": "UI"}
 FIELD_WIDTH = 220  # the controls' width: every page lines up
 GAP = 6  # pixels between one setting's last line and the next setting
@@ -77,7 +82,7 @@ PAGES = (
     Page(
         "Chat",
         "chat-outline",
-        (Section("New messages", ("reasoning_effort", "max_tokens")),),
+        (Section("New messages", ("reasoning_effort", "max_tokens", "overflow")),),
     ),
     Page(
         "Model & performance",

@@ -2,8 +2,11 @@
 speed, and how full the context is (or, for a remote answer, the usage its endpoint reported).
 
 Guarantees: figures are shown as the engine measured them (tokens/s of decoding, the first
-token's latency, prompt plus generated against the context); a remote answer says its
-endpoint (☁) and never claims a context figure it was not told.
+token's latency, prompt plus generated against the context); the context is split by part on a
+small bar (`budget_bar.py`: instructions, tools, documents, history, the answer's reserve, room
+left), its tooltip the budget's sentence, its figure in the error colour and saying so from
+nearly full; a remote answer says its endpoint (☁) and never claims a context figure it was
+not told.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from typing import Any
 
 from PySide6.QtWidgets import QLabel, QStatusBar
 
+from app.domain.budget import Budget
 from app.domain.figures import Figures
+from app.ui.budget_bar import BudgetBar, figure
 from app.ui.endpoints import where
+from app.ui.theme import mark
 
 
 class StatusLine:
@@ -23,7 +29,9 @@ class StatusLine:
         self.model = QLabel(bar)
         self.worker = QLabel("worker: idle", bar)
         self.speed = QLabel(bar)
+        self.budget = BudgetBar(bar)  # the context's parts, drawn (`budget_bar.py`)
         self.context = QLabel(bar)
+        bar.addPermanentWidget(self.budget)
         for label, name in (
             (self.model, "Loaded model"),
             (self.worker, "Worker state"),
@@ -49,8 +57,23 @@ class StatusLine:
                 else f"usage not reported ({generated} chunks streamed)"
             )
             self.context.setText(f"{where(s['endpoint'])}: {usage}")
+            self.show_budget(None)
             return
-        self.context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
+        budget = Budget.from_dict(s.get("budget") or {})
+        if budget is None:  # no budget measured: the figures the engine gave
+            self.context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
+        self.show_budget(budget.grown(generated) if budget is not None else None)
+
+    def show_budget(self, budget: Budget | None) -> None:
+        """The context's parts on the bar, its figure (warned when nearly full) beside it."""
+        self.budget.show_budget(budget)
+        if budget is not None:
+            self.context.setText(figure(budget))
+            self.context.setToolTip(budget.sentence())
+            mark(self.context, "error" if budget.nearly_full else "")
+        else:
+            self.context.setToolTip("")
+            mark(self.context, "")
 
 
 __all__ = ["StatusLine"]

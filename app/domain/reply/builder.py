@@ -16,6 +16,8 @@ Guarantees:
   it may begin until the message decides; a spelt-out call is never shown as the answer but
   said in a notice, whether the message ended or was cut;
 - a JSON verdict, a failure and a cut message are said on the reply (`state`, `error`);
+- what the overflow policy left out of the prompt or cut to fit the context is said in a
+  notice, once per reply (`ContextFit`); the prompt's budget goes to the debug record;
 - `apply` returns the changes it made, in order, for a frontend to paint or print.
 """
 
@@ -24,8 +26,10 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
+from app.domain.budget import notice
 from app.domain.events import (
     ContentDelta,
+    ContextFit,
     GenerationDone,
     JsonChecked,
     JsonRetried,
@@ -82,6 +86,7 @@ class ReplyBuilder:
         self._held: dict[int, str] = {}  # segment index → answer text held back (W34)
         self._analysis: list[str] | None = [] if stored else None
         self._retries: list[str] = []  # what JSON mode backed up over, in order
+        self._fit_said: set[str] = set()  # what fitting the context changed, said once each
 
     def close(self) -> None:
         """Write what a `stored` fold gathered."""
@@ -112,6 +117,8 @@ class ReplyBuilder:
                 return self._json(event)
             case TurnFailed():
                 return self.fail(event.reason, event.code)
+            case ContextFit():
+                return self._fitted(event)
             case _:
                 assert_never(event)
 
@@ -305,6 +312,18 @@ class ReplyBuilder:
         data = {**verdict, "target": target}
         return add(self.reply, Segment("json", pretty, data=data, complete=True))
 
+    def _fitted(self, event: ContextFit) -> list[Change]:
+        """The prompt's budget to the debug record; what the overflow policy left out or cut
+        said on the reply, once (each step of a tool turn fits the same conversation again)."""
+        self.reply.debug.budget = event.budget.to_dict()
+        self.debug.line(event.budget.sentence(event.policy))
+        said = notice(event.policy, event.exchanges, event.dropped, event.cuts)
+        if not said or said in self._fit_said:
+            return []
+        self._fit_said.add(said)
+        self.debug.line(said)
+        return self.notice(said)
+
     def notice(self, text: str) -> list[Change]:
         """Something the user should read on the reply (not model text)."""
         return add(self.reply, Segment("notice", text, complete=True))
@@ -317,7 +336,8 @@ class ReplyBuilder:
             self.reply.state, self.reply.error = "failed", f"{code.value}: {reason}"
             text = (
                 f"This conversation no longer fits the model's context ({reason}). Start a new"
-                " chat, or load the model with a larger context (Model settings)."
+                " chat, load the model with a larger context (Model settings), or let older"
+                " messages be left out of the prompt (overflow: drop-middle or rolling)."
             )
         else:
             self.reply.state, self.reply.error = "failed", reason

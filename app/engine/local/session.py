@@ -11,7 +11,9 @@ an answer that breaks a keyword the grammar could not enforce is generated again
 the offending value, that value's earlier choices excluded — and the last retry for a
 violation from before the offending member itself, so that the answer may leave it out
 (`JsonRetried`, at most `MAX_RETRIES` times for one violation and `MAX_RETRIES_IN_ALL` for
-the answer, within the same `max_tokens`); the last attempt's verdict is reported.
+the answer, within the same `max_tokens`); the last attempt's verdict is reported. Each
+generation's conversation is first fitted to the context under the session's `overflow` policy
+(`app/engine/overflow.py`): its `ContextFit` says the budget and what was left out or cut.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from app.constrain.constraint import (
     validate_json,
 )
 from app.constrain.retry import MAX_RETRIES, MAX_RETRIES_IN_ALL, backup, retriable
+from app.domain.budget import Overflow
 from app.domain.events import (
     FinishReason,
     GenerationDone,
@@ -52,6 +55,7 @@ from app.domain.messages import (
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
 from app.engine.local.tokenizer import ModelTokenizer
+from app.engine.overflow import Fitted, PromptIds, fit, model_measure
 from app.engine.protocol import ModelBackend
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
 from app.templates.base import GrammarRequest, Template
@@ -90,7 +94,10 @@ class ChatSession:
         self.thinking_budget = thinking_budget  # tokens per analysis message under a constraint
         self.top_logprobs = 0  # > 0: each token comes scored (`TokenScored`, the debug pane)
         self.response_format = response_format  # JSON mode for the whole conversation
+        self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
         self.turns: list[TurnRecord] = []
+        self._ids = PromptIds(template, self.tokenizer)
+        self._fitted: tuple[Conversation, Overflow, int, Fitted] | None = None
         self.conversation = Conversation(messages=template.first_messages(today or dt.date.today()))
 
     @property
@@ -166,7 +173,9 @@ class ChatSession:
         `prefix` continues a cut-off generation: its token ids (what the model had produced)
         follow the prompt, the parser reads them silently, and the new tokens carry on from
         there; the returned messages include the continued ones whole."""
-        prompt = [*self.template.prompt_ids(conversation, self.tokenizer), *prefix]
+        fitted = self.fit(conversation, max_tokens)
+        yield fitted.event
+        prompt = [*self._ids(fitted.conversation), *prefix]
         yield PromptRendered(tuple(prompt))
         parser = self.template.output_parser(self.tokenizer)
         for token in prefix:
@@ -231,6 +240,27 @@ class ChatSession:
             out = yield from self._checked(conversation, constraint, out, schema, budget, cancel)
         return out
 
+    def fit(self, conversation: Conversation, max_tokens: int | None = None) -> Fitted:
+        """`conversation` fitted to the context under `overflow` (`app/engine/overflow.py`),
+        with the answer's reserve from `max_tokens`; a generation of the conversation the last
+        fit returned (whatever its `max_tokens`) sends it as it was measured, with the same
+        event."""
+        budget = max_tokens or self.max_tokens
+        last = self._fitted
+        if last is not None and last[1] is self.overflow:
+            source, _, reserve, done = last
+            if conversation is done.conversation or (conversation is source and budget == reserve):
+                return done
+        fitted = fit(conversation, model_measure(self._ids, self.n_ctx, budget), self.overflow)
+        self._fitted = (conversation, self.overflow, budget, fitted)
+        return fitted
+
+    @property
+    def n_ctx(self) -> int:
+        """The context the model was loaded with (4,096 when the backend does not say)."""
+        info = self.client.info
+        return (info.n_ctx if info is not None else 0) or 4096
+
     def count(self, text: str) -> int:
         """How many tokens `text` is for this model (as text: control tokens it spells too)."""
         return len(self._words(text))
@@ -244,9 +274,7 @@ class ChatSession:
         conversation so far, the message itself and the answer's reserve (`max_tokens`)."""
         asked = self.conversation.with_message(Message.of(Role.USER, text))
         used = len(self.template.prompt_ids(asked, self.tokenizer))
-        info = self.client.info
-        n_ctx = (info.n_ctx if info is not None else 0) or 4096
-        return max(0, n_ctx - used - self.max_tokens)
+        return max(0, self.n_ctx - used - self.max_tokens)
 
     def _constraint(
         self, schema: dict[str, Any] | None, tool_choice: ToolChoice, budget: int | None = None

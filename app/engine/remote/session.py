@@ -7,7 +7,9 @@ Guarantees:
   `Generation`: answers on `final`, reasoning the server returns on `analysis`, tool calls as
   `functions.NAME` messages on `commentary` with their JSON arguments, so approval, deadlines
   and the turn loop are shared with local models (`remote_reply` reads the stream);
-- what is sent is the conversation the user sees (`remote_wire`);
+- what is sent is the conversation the user sees (`remote_wire`), fitted first to the context
+  under the session's `overflow` policy, estimated at four characters a token in `n_ctx`
+  (8,192 unless told): the `ContextFit` before the request says what was left out or cut;
 - failures are plain and keep the conversation (`remote_retry` says what to do); a stream cut in
   the middle is E-STREAM-TRUNCATED with the partial text kept;
 - the API key goes to the SDK only: it is never in an event, an error, a repr or a log line.
@@ -21,7 +23,8 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 from app.constrain.constraint import CallSpec, Constraint, ResponseFormat, ToolChoice, validate_json
-from app.domain.attachments import estimate, estimated_room
+from app.domain.attachments import ESTIMATED_CONTEXT, estimate, estimated_room
+from app.domain.budget import Overflow
 from app.domain.endpoint import Endpoint
 from app.domain.events import (
     FinishReason,
@@ -34,6 +37,7 @@ from app.domain.events import (
 )
 from app.domain.messages import Conversation, Message, ReasoningEffort, Role
 from app.domain.sampling import Sampling
+from app.engine.overflow import estimated_measure, fit
 from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
 from app.engine.remote.wire import openai_client, request_body
@@ -71,6 +75,8 @@ class RemoteSession:
         self._open = Opener(endpoint, self.client, key, sleep)
         self.thinking_budget: int | None = None  # the server's own reasoning, not capped here
         self.top_logprobs = 0  # the endpoint's settings ask for scores (`Endpoint.top_logprobs`)
+        self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
+        self.n_ctx = ESTIMATED_CONTEXT  # the endpoint's context, as the app assumes it
 
     @property
     def capabilities(self) -> Capabilities:
@@ -176,8 +182,11 @@ class RemoteSession:
             )
             yield TurnFailed(reason, ErrorCode.INPUT_INVALID)
             return Generation([], None, reason, False, None)
+        measured = estimated_measure(self.n_ctx, max_tokens or self.max_tokens)
+        fitted = fit(conversation, measured, self.overflow)
+        yield fitted.event
         body = self.request(
-            conversation,
+            fitted.conversation,
             max_tokens=max_tokens,
             response_format=response_format,
             tool_choice=tool_choice,
