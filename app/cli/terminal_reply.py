@@ -204,7 +204,8 @@ def _timings(event: GenerationDone) -> str:
         f"[{event.reason.value}: {t.generated} tokens,"
         f" first after {t.first_token_ms:.0f} ms,"
         f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-        f" {t.prompt_reused} reused]\n"
+        f" {t.prompt_reused} reused, {t.prompt_restored} restored"
+        f"{f' from {t.restored_from}' if t.prompt_restored else ''}]\n"
     )
 
 

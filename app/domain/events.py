@@ -122,6 +122,8 @@ class Timings:
     first_token_ms: float = 0.0
     total_ms: float = 0.0
     generated: int = 0
+    prompt_restored: int = 0  # tokens of the prompt restored from a KV snapshot
+    restored_from: str = ""  # "memory" or "disk" (a snapshot), "" when none was
 
     @property
     def decode_tokens_per_s(self) -> float:

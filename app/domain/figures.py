@@ -36,6 +36,8 @@ class Figures:
     prompt_evaluated: int | None = None  # prompt tokens computed (the rest came from the cache)
     prompt_reused: int | None = None
     total_ms: float | None = None  # the last generation, prompt evaluation included
+    restored_disk: int | None = None  # prompt tokens restored from a KV snapshot on disk
+    restored_memory: int | None = None  # … from one the worker held in memory
 
     @classmethod
     def of(cls, timings: dict[str, Any], stop_reason: str = "", model: str = "") -> Figures:
@@ -59,6 +61,8 @@ class Figures:
             prompt_evaluated=count("prompt_evaluated"),
             prompt_reused=count("prompt_reused"),
             total_ms=number("total_ms"),
+            restored_disk=count("restored_disk"),
+            restored_memory=count("restored_memory"),
         )
 
     def rate(self) -> str:
@@ -85,6 +89,13 @@ class Figures:
         parts = (self.model, self.rate(), self._generated(), self._first(), stop)
         return " · ".join(p for p in parts if p)
 
+    def restored(self) -> str:
+        """ ", restored from disk: 3,012 tokens" when a snapshot was restored; "" otherwise."""
+        for source, count in (("disk", self.restored_disk), ("memory", self.restored_memory)):
+            if count:
+                return f", restored from {source}: {count:,} tokens"
+        return ""
+
     def rows(self) -> list[tuple[str, str]]:
         """Every measured figure as (name, value), in the footer's words and order."""
         prompt = ""
@@ -92,8 +103,9 @@ class Figures:
             prompt = f"{self.prompt_tokens:,} tokens"
             if self.prompt_evaluated is not None and self.prompt_reused is not None:
                 prompt += (
-                    f" ({self.prompt_evaluated:,} evaluated, {self.prompt_reused:,} from the cache)"
+                    f" ({self.prompt_evaluated:,} evaluated, {self.prompt_reused:,} from the cache"
                 )
+                prompt += f"{self.restored()})"
         rows = [
             ("Model", self.model),
             ("Speed", self.rate()),

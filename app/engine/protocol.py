@@ -137,6 +137,23 @@ class Specials:
 N_BATCH = 256  # prompt tokens llama.cpp evaluates in one batch
 
 
+@dataclass(frozen=True)
+class SnapshotSettings:
+    """Where the worker keeps KV snapshots on disk ("": RAM only) and how large they may grow."""
+
+    folder: str = ""
+    cap_bytes: int = 2 << 30
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Whose KV state a generation leaves: it is kept after the reply (RAM; on disk for a
+    conversation of the history) and looked for before the prompt is evaluated."""
+
+    conversation: str  # the conversation's id ("": not on disk)
+    template: str = ""  # the chat template that rendered the prompt
+
+
 # --- to the worker --------------------------------------------------------------------------
 
 
@@ -149,6 +166,7 @@ class LoadRequest:
     n_batch: int = N_BATCH
     extra_buffers: bool = False  # llama.cpp's repack/AMX buffers: faster on some CPUs, crashed here
     settings: LoadSettings = field(default_factory=LoadSettings)
+    snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
 
 
 @dataclass(frozen=True)
@@ -163,6 +181,7 @@ class GenerateRequest:
     banned: tuple[int, ...] = ()  # not allowed as the first new token (JSON mode's retry)
     closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/constrain/closing`)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
+    keep: Keep | None = None  # None: no snapshot looked for or kept
 
 
 @dataclass(frozen=True)
@@ -203,6 +222,18 @@ class Logits:
 
     request: int
     prompt: tuple[int, ...]
+    keep: Keep | None = None  # snapshots as a generation uses them (answered as `Evaluated`)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """How a prompt was evaluated for `Logits`: reused from the live cache, restored from a
+    snapshot ("memory" or "disk"), and the next token's logits (float32 bytes)."""
+
+    reused: int
+    restored: int
+    source: str
+    logits: bytes
 
 
 Query = Tokenize | TokenTable | SpecialBytes | SpecialIds | Logits

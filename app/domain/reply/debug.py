@@ -66,6 +66,8 @@ class DebugLog:
             "prompt_tokens": t.prompt_tokens,
             "prompt_evaluated": t.prompt_evaluated,
             "prompt_reused": t.prompt_reused,
+            "restored_disk": t.prompt_restored if t.restored_from == "disk" else 0,
+            "restored_memory": t.prompt_restored if t.restored_from == "memory" else 0,
             "first_token_ms": round(t.first_token_ms, 1),
             "total_ms": round(t.total_ms, 1),
             "generated": t.generated,

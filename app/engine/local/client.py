@@ -56,8 +56,10 @@ from app.engine.local.router import Router
 from app.engine.protocol import (
     Answer,
     Cancel,
+    Evaluated,
     Finished,
     GenerateRequest,
+    Keep,
     Loaded,
     LoadProgress,
     LoadRequest,
@@ -67,6 +69,7 @@ from app.engine.protocol import (
     Query,
     Refused,
     RequestState,
+    SnapshotSettings,
     SpecialBytes,
     SpecialIds,
     Specials,
@@ -76,6 +79,7 @@ from app.engine.protocol import (
     WorkerState,
     check_transition,
 )
+from app.engine.snapshots import kv_root
 from app.errors import ErrorCode, LoadProblem, ModelLoadError, WorkerError
 from app.gguf.info import read_model
 
@@ -159,9 +163,11 @@ class WorkerClient:
         on_progress: Callable[[float], None] | None = None,
         cancel: threading.Event | None = None,
         settings: LoadSettings | None = None,
+        snapshots: SnapshotSettings | None = None,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
-        flash attention, cache type; the defaults when None)."""
+        flash attention, cache type; the defaults when None) and where its KV snapshots go
+        (`snapshots`: the cache folder's `kv/` with a 2 GiB cap when None)."""
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
@@ -182,8 +188,9 @@ class WorkerClient:
         self._warned.clear()
         try:
             request = LoadRequest(
-                router.new_id(), str(path), n_ctx, threads, settings=settings or LoadSettings()
-            )
+                router.new_id(), str(path), n_ctx, threads, settings=settings or LoadSettings(),
+                snapshots=snapshots or SnapshotSettings(str(kv_root())),
+            )  # fmt: skip
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
@@ -240,7 +247,10 @@ class WorkerClient:
     def _ensure_ready(self) -> Router:
         if self.state is WorkerState.FAILED and self._last_load is not None:
             last = self._last_load
-            self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, settings=last.settings)
+            self.load(
+                last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, settings=last.settings,
+                snapshots=last.snapshots,
+            )  # fmt: skip
         if self.state is not WorkerState.READY or self._router is None:
             raise WorkerError(f"the model worker is {self.state}, not ready")
         return self._router
@@ -265,10 +275,12 @@ class WorkerClient:
         cancel: threading.Event | None = None,
         top_logprobs: int = 0,
         deadline_s: float | None = None,
+        keep: Keep | None = None,
     ) -> Iterator[GenerationEvent]:
         """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
         makes every token follow its grammar (JSON mode); `deadline_s` overrides the default
-        time budget (`deadline_for`)."""
+        time budget (`deadline_for`); `keep` names the conversation whose KV snapshots are
+        looked for first and kept after (`app/engine/worker/kv_snapshots.py`)."""
         router = self._ensure_ready()
         limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
         ends = time.monotonic() + limit
@@ -284,6 +296,7 @@ class WorkerClient:
             constraint.banned if constraint is not None else (),
             constraint.closing if constraint is not None else "",
             top_logprobs,
+            keep,
         )
         partial: list[int] = []
         try:
@@ -384,5 +397,11 @@ class WorkerClient:
 
     def logits(self, prompt: Sequence[int]) -> tuple[int, bytes]:
         """How much of `prompt` the KV cache kept, and the next token's logits (float32)."""
-        answer: tuple[int, bytes] = self._ask(lambda r: Logits(r, tuple(prompt)))
+        done = self.evaluate(prompt)
+        return done.reused + done.restored, done.logits
+
+    def evaluate(self, prompt: Sequence[int], keep: Keep | None = None) -> Evaluated:
+        """Evaluate `prompt` as a generation for `keep` would (snapshots restored and kept);
+        how (reused, restored and from where) and the next token's logits."""
+        answer: Evaluated = self._ask(lambda r: Logits(r, tuple(prompt), keep))
         return answer

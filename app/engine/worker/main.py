@@ -29,8 +29,10 @@ from app.domain.events import FinishReason, GenerationDone, Timings, TokenStep
 from app.engine.cores import spare_core
 from app.engine.protocol import (
     Answer,
+    Evaluated,
     Finished,
     GenerateRequest,
+    Keep,
     Loaded,
     LoadFailed,
     LoadProgress,
@@ -47,7 +49,9 @@ from app.engine.protocol import (
     Tokenize,
     TokenTable,
 )
+from app.engine.snapshots import Stamp
 from app.engine.worker.inbox import Inbox
+from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix, snapshots_for
 from app.engine.worker.load_guard import neutralise_chat_templates
 from app.engine.worker.masking import MaskFactory, masked_sampler
 from app.engine.worker.native_log import Gathered, log, native_log
@@ -75,6 +79,7 @@ class _Worker:
         self._mask_factory_llm: Any = None
         self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
         self.window = 0  # the loaded model's sliding window (0: none)
+        self.snapshots: Snapshots | None = None
         self._no_abort = low_level.ggml_abort_callback()  # NULL: no check between nodes
         self._log_callback = low_level.llama_log_callback(native_log)
         low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
@@ -105,6 +110,7 @@ class _Worker:
     def load(self, req: LoadRequest) -> None:
         start = time.perf_counter()
         self.llm = None
+        self._drop_snapshots()
         neutralise_chat_templates(self.lc)  # a stored chat template never runs here
         try:
             vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
@@ -138,6 +144,10 @@ class _Worker:
         llm = self.llm
         placement = as_loaded(placement, llm.model_params, llm.context_params)
         self.window = placement.sliding_window
+        self.snapshots = snapshots_for(
+            llm, self.low, req.snapshots, partial(self._stamp, placement, llm.n_ctx()),
+            self.window, self._holds,
+        )  # fmt: skip
         info = ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),
@@ -151,7 +161,31 @@ class _Worker:
         )
         self._send(Loaded(req.request, info))
 
+    def _stamp(self, placement: Any, n_ctx: int, model_sha256: str, template: str) -> Stamp:
+        """What a KV snapshot of this load must match (`app/engine/snapshots.py`)."""
+        build = f"llama-cpp-python {self.lc.__version__}, state v{self.low.LLAMA_STATE_SEQ_VERSION}"
+        return Stamp(
+            model_sha256, n_ctx, placement.kv_type, placement.flash_attn, placement.swa_full,
+            template, build,
+        )  # fmt: skip
+
+    def _drop_snapshots(self) -> None:
+        if self.snapshots is not None:
+            self.snapshots.flush(timeout=4.0)  # what the last answer left reaches the disk
+            self.snapshots = None
+
     # --- generation -----------------------------------------------------------------
+
+    def _prepare(self, prompt: list[int], keep: Keep | None) -> tuple[int, Restored]:
+        """Make the cache hold the longest prefix of `prompt` it can without evaluating:
+        the live cache's (`_rollback`), or a snapshot's when it holds more; (reused, restored)."""
+        reused = self._rollback(prompt)
+        if keep is None or self.snapshots is None:
+            return reused, Restored(0, "")
+        restored = self.snapshots.restore(prompt, reused, keep)
+        if restored is None:
+            return reused, Restored(0, "")
+        return 0, restored
 
     def _rollback(self, prompt: list[int]) -> int:
         """Keep the longest cached prefix of `prompt` (all but its last token) that llama.cpp's
@@ -159,12 +193,7 @@ class _Worker:
         cache that no longer holds what the kept prefix attends to is cleared: the prompt is
         evaluated again rather than continued from a state the model never had."""
         llm = self.llm
-        cached = llm._input_ids[: llm.n_tokens].tolist()
-        n = 0
-        for a, b in zip(cached, prompt[:-1], strict=False):
-            if a != b:
-                break
-            n += 1
+        n = common_prefix(llm._input_ids[: llm.n_tokens].tolist(), prompt[:-1])
         if n and llm._ctx.kv_cache_seq_rm(-1, n, -1) and self._holds(n):
             llm.n_tokens = n
             return n
@@ -210,11 +239,11 @@ class _Worker:
         if refused:
             self._send(Refused(req.request, ErrorCode.GRAMMAR, refused))
             return
-        reused = self._rollback(prompt)
+        reused, restored = self._prepare(prompt, req.keep)
         if s.seed is not None:
             llm.set_seed(s.seed)
         reason, stop_id, generated, first_ms = FinishReason.CANCELLED, None, 0, 0.0
-        if self._evaluate(prompt[reused:], req.request):
+        if self._evaluate(prompt[reused + restored.count :], req.request):
             if mask is not None:  # the mask heads the sampler chain, on the candidates themselves
                 llm._init_sampler = partial(masked_sampler, llm, mask)
             try:
@@ -235,21 +264,31 @@ class _Worker:
         timings = Timings(
             prompt_tokens=len(prompt),
             prompt_reused=reused,
-            prompt_evaluated=len(prompt) - reused,
+            prompt_evaluated=len(prompt) - reused - restored.count,
             first_token_ms=first_ms,
             total_ms=(time.perf_counter() - start) * 1000,
             generated=generated,
+            prompt_restored=restored.count,
+            restored_from=restored.source,
         )
         self._send(Finished(req.request, GenerationDone(reason, stop_id, timings)))
+        self._keep(req.keep)
 
-    def logits(self, prompt: list[int]) -> tuple[int, bytes]:
-        """Evaluate `prompt` as a generation would (the same rollback) and give the kept
-        prefix's length and the next token's logits (float32 bytes): the exactness check."""
-        reused = self._rollback(prompt)
-        self.llm.eval(prompt[reused:])
+    def _keep(self, keep: Keep | None) -> None:
+        """After the reply went out: keep the cache's state for `keep`'s conversation."""
+        if keep is not None and self.snapshots is not None:
+            self.snapshots.keep(keep)
+
+    def logits(self, prompt: list[int], keep: Keep | None) -> Evaluated:
+        """Evaluate `prompt` as a generation would (the same rollback and snapshots) and give
+        how, with the next token's logits (float32 bytes): the exactness check."""
+        reused, restored = self._prepare(prompt, keep)
+        self.llm.eval(prompt[reused + restored.count :])
         n_vocab = self.llm.n_vocab()
         row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
-        return reused, ctypes.string_at(row, n_vocab * 4)
+        return Evaluated(
+            reused, restored.count, restored.source, ctypes.string_at(row, n_vocab * 4)
+        )
 
     def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
         """The JSON mode's token mask for `req`, or why not (`MaskFactory.for_request`)."""
@@ -339,18 +378,21 @@ class _Worker:
                 value = llm.tokenize(raw, add_bos=False, special=special)
             case TokenTable():
                 value = [self.piece(t, False) for t in range(llm.n_vocab())]
-            case Logits(prompt=prompt):
-                value = self.logits(list(prompt))
+            case Logits(prompt=prompt, keep=keep):
+                value = self.logits(list(prompt), keep)
             case SpecialBytes(ids=ids):
                 value = [self.piece(t, True) for t in ids]
             case SpecialIds():
                 value = Specials(llm.token_bos(), llm.token_eos(), bool(llm._model.add_bos_token()))
         self._send(Answer(query.request, value))
+        if isinstance(query, Logits):
+            self._keep(query.keep)
 
     def serve(self) -> None:
         while True:
             req = self.inbox.next()
             if isinstance(req, ShutdownRequest):
+                self._drop_snapshots()
                 return
             if isinstance(req, LoadRequest):
                 self.load(req)

@@ -1,0 +1,283 @@
+"""The worker's KV snapshots: a conversation's cache kept in RAM and on disk, restored exactly.
+
+Guarantees:
+- `keep(keep)` runs after a generation's reply was sent: it copies the sequence's state
+  (llama.cpp's per-sequence state API) into RAM at once (the last `RAM_ENTRIES`, at most
+  `RAM_BYTES` together) and, for a conversation, writes it to disk on a background thread once
+  the model file's content hash is known (computed once on a thread, remembered in
+  `models.json` by path, size and modification time), then holds the folder to its cap. A
+  conversation keeps its `PER_TAG` newest files. A write that fails (a full disk) is logged and
+  nothing else changes.
+- `restore(prompt, live, keep)` looks for the snapshot (RAM first, then the conversation's
+  files) that holds the longest prefix of the prompt, all but its last token, and more of it
+  than the live cache does, cut back to that prefix. After setting the state, llama.cpp's own
+  positions are checked as a rollback checks them; a state llama.cpp refuses or that fails the
+  check leaves the cache cleared. It answers None when it did not touch the cache, else
+  `Restored` (count 0: the cache was cleared).
+- Only models that attend to their whole context on every layer have snapshots
+  (`snapshots_for`): llama.cpp's state API (llama-cpp-python 0.3.36) does not give a
+  sliding-window model (Gemma 3, gpt-oss) back the state it saved once a conversation passes
+  the window — measured on Gemma 3 270M, the next logits were off by up to 2.3, whichever API
+  (per sequence or whole context) and wherever the restore was cut (llama.cpp issue 25295) —
+  so such a model is evaluated again, never continued from a wrong state;
+  `tests/test_kv_snapshots.py` fails once llama.cpp restores them exactly.
+- Every file is checked before its state reaches llama.cpp (`app/engine/snapshots.py`): a
+  damaged, cut-short, foreign or mismatched one is logged, removed and never used.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine import snapshots as files
+from app.engine.protocol import Keep, SnapshotSettings
+from app.engine.snapshots import Stamp
+from app.errors import HarmonyDeskError
+from app.fileio import write_atomic_bytes
+
+log = logging.getLogger("engine")
+
+RAM_ENTRIES = 4
+RAM_BYTES = 1 << 30
+PER_TAG = 2
+MIN_TOKENS = 16  # a shorter state is evaluated again in less time than it takes to keep
+
+
+@dataclass(frozen=True)
+class Restored:
+    count: int
+    source: str  # "memory" or "disk"; "" when nothing was restored
+
+
+@dataclass(frozen=True)
+class _Held:
+    tag: str
+    template: str  # (the model is the loaded one: a held state dies with its load)
+    tokens: tuple[int, ...]
+    state: bytes
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading ids `a` and `b` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def model_digest(path: str, memo: Path | None) -> str:
+    """The sha256 of the model file, remembered in `memo` by path, size and modification time."""
+    st = os.stat(path)
+    key = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}"
+    known: dict[str, str] = {}
+    if memo is not None:
+        with contextlib.suppress(OSError, ValueError):
+            known = dict(json.loads(memo.read_text()))
+        if key in known:
+            return known[key]
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 23):
+            digest.update(block)
+    known[key] = digest.hexdigest()
+    if memo is not None:
+        with contextlib.suppress(HarmonyDeskError, OSError):
+            write_atomic_bytes(memo, json.dumps(known, indent=1).encode())
+    return known[key]
+
+
+def snapshots_for(
+    llm: Any,
+    low: Any,
+    settings: SnapshotSettings,
+    stamp: Callable[[str, str], Stamp],
+    window: int,
+    holds: Callable[[int], bool],
+) -> Snapshots | None:
+    """The snapshots of a loaded model, or None for a model with a sliding window (above)."""
+    if window:
+        log.info(
+            "KV snapshots are off for this model: llama.cpp cannot restore the state of a"
+            " model with a %d-token sliding window exactly",
+            window,
+        )
+        return None
+    return Snapshots(llm, low, settings, stamp, holds)
+
+
+class Snapshots:
+    """The snapshots of the model loaded in `llm` (one per worker load)."""
+
+    def __init__(
+        self,
+        llm: Any,
+        low: Any,
+        settings: SnapshotSettings,
+        stamp: Callable[[str, str], Stamp],
+        holds: Callable[[int], bool],
+    ) -> None:
+        self.llm, self.low, self.settings = llm, low, settings
+        self.root = Path(settings.folder) if settings.folder else None
+        self._stamp = stamp  # (model sha256, template) → the stamp
+        self._holds = holds
+        self._ram: collections.OrderedDict[tuple[str, str], _Held] = collections.OrderedDict()
+        self._digest = ""
+        self._digest_ready = threading.Event()
+        self._writes: list[threading.Thread] = []
+        threading.Thread(target=self._hash, daemon=True, name="model-digest").start()
+
+    def _hash(self) -> None:
+        try:
+            memo = self.root / "models.json" if self.root is not None else None
+            self._digest = model_digest(self.llm.model_path, memo)
+        except OSError as exc:
+            log.warning("the model file cannot be hashed (%s): no KV snapshots on disk", exc)
+        finally:
+            self._digest_ready.set()
+
+    def stamp(self, template: str) -> Stamp:
+        """The stamp for `template` (the model hash is "" until known: RAM only until then)."""
+        return self._stamp(self._digest, template)
+
+    # --- keeping --------------------------------------------------------------------
+
+    def keep(self, keep: Keep) -> None:
+        """Keep the current state of the cache for `keep.conversation` (see the guarantees)."""
+        llm = self.llm
+        n = int(llm.n_tokens)
+        if n < MIN_TOKENS or not self._holds(n):
+            return
+        tokens = tuple(int(t) for t in llm.input_ids[:n])
+        key = (keep.conversation, files.token_digest(tokens))
+        if key in self._ram:
+            self._ram.move_to_end(key)
+            return
+        state = self._copy_state()
+        if state is None:
+            return
+        self._ram[key] = _Held(keep.conversation, keep.template, tokens, state)
+        while (
+            len(self._ram) > RAM_ENTRIES
+            or sum(len(h.state) for h in self._ram.values()) > RAM_BYTES
+        ):
+            self._ram.popitem(last=False)
+        if self.root is not None and files.valid_tag(keep.conversation):
+            writer = threading.Thread(
+                target=self._write, args=(keep, tokens, state), name="kv-snapshot-write"
+            )
+            self._writes = [t for t in self._writes if t.is_alive()] + [writer]
+            writer.start()
+
+    def _copy_state(self) -> bytes | None:
+        ctx = self.llm._ctx.ctx
+        size = int(self.low.llama_state_seq_get_size(ctx, 0))
+        if size <= 0:
+            return None
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(self.low.llama_state_seq_get_data(ctx, buffer, size, 0))
+        return ctypes.string_at(buffer, written) if written > 0 else None
+
+    def _write(self, keep: Keep, tokens: tuple[int, ...], state: bytes) -> None:
+        self._digest_ready.wait()
+        if not self._digest or self.root is None:
+            return
+        stamp = self.stamp(keep.template)
+        try:
+            path = files.write(self.root, keep.conversation, stamp, tokens, state)
+        except HarmonyDeskError as exc:
+            log.warning("a KV snapshot could not be saved: %s", exc.message)
+            return
+        older = sorted(
+            (p for p in files.files(self.root, keep.conversation) if p != path),
+            key=lambda p: p.stat().st_mtime if p.exists() else 0.0,
+        )
+        for stale in older[: max(0, len(older) - (PER_TAG - 1))]:
+            stale.unlink(missing_ok=True)
+        files.enforce_cap(self.root, self.settings.cap_bytes)
+
+    def flush(self, timeout: float) -> None:
+        """Wait (at most `timeout` seconds in all) for the snapshots being written."""
+        for writer in self._writes:
+            writer.join(timeout)
+
+    # --- restoring ------------------------------------------------------------------
+
+    def restore(self, prompt: Sequence[int], live: int, keep: Keep) -> Restored | None:
+        """Restore the best snapshot for `prompt` (see the guarantees)."""
+        wanted = prompt[:-1]
+        best: tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None = None
+        for held in reversed(self._ram.values()):
+            if held.tag == keep.conversation and held.template == keep.template:
+                best = self._better(best, wanted, live, held.tokens, "memory", _const(held.state))
+        if (
+            best is None
+            and self._digest
+            and self.root is not None
+            and files.valid_tag(keep.conversation)
+        ):
+            stamp = self.stamp(keep.template)
+            for path in files.files(self.root, keep.conversation):
+                head = files.read_head(path, stamp)
+                if head is not None:
+                    best = self._better(best, wanted, live, head.tokens, "disk", _reader(head))
+        if best is None:
+            return None
+        count, source, tokens, read = best
+        state = read()
+        if state is None:
+            return None
+        return Restored(self._set(state, tokens, count), source)
+
+    def _better(
+        self,
+        best: tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None,
+        wanted: Sequence[int],
+        live: int,
+        tokens: tuple[int, ...],
+        source: str,
+        read: Callable[[], bytes | None],
+    ) -> tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None:
+        shared = common_prefix(tokens, wanted)  # a snapshot is cut back to what is shared
+        if shared <= max(live, MIN_TOKENS - 1) or (best is not None and shared <= best[0]):
+            return best
+        return shared, source, tokens, read
+
+    def _set(self, state: bytes, tokens: tuple[int, ...], count: int) -> int:
+        """Put `state` into the cache and keep its first `count` tokens; the count kept (0:
+        llama.cpp refused it or its positions are not what they should be: cleared)."""
+        llm = self.llm
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if int(self.low.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(state), 0)) > 0:
+            llm.input_ids[: len(tokens)] = tokens
+            llm.n_tokens = len(tokens)
+            cut = bool(llm._ctx.kv_cache_seq_rm(-1, count, -1))
+            if cut and self._holds(count):
+                llm.n_tokens = count
+                return count
+        log.info("a KV snapshot was refused by llama.cpp or held other positions; evaluated again")
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        return 0
+
+
+def _const(state: bytes) -> Callable[[], bytes | None]:
+    return lambda: state
+
+
+def _reader(head: files.Head) -> Callable[[], bytes | None]:
+    return lambda: files.read_state(head)
