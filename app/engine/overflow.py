@@ -77,6 +77,7 @@ class PromptIds:
     def __init__(self, template: Template, tokenizer: Tokenizer) -> None:
         self.template, self.tokenizer = template, tokenizer
         self._last: tuple[Conversation, list[int]] | None = None
+        self.headers: dict[str, int] = {}  # header renders, kept across a session's fits
 
     def __call__(self, conversation: Conversation) -> list[int]:
         if self._last is None or self._last[0] is not conversation:
@@ -92,6 +93,7 @@ def model_measure(ids: PromptIds, n_ctx: int, max_tokens: int) -> Measure:
         text=lambda t: len(tokenizer.tokenize(t, special=False)),
         n_ctx=n_ctx,
         reserve=reserve_for(max_tokens, n_ctx),
+        _headers=ids.headers,
     )
 
 
