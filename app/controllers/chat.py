@@ -41,7 +41,6 @@ from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_inputs import TurnState, header, json_mode, read_stored, reply_for
 from app.controllers.turn_source import TurnSpec, turn_events
-from app.domain.budget import Overflow
 from app.domain.events import (
     GenerationDone,
     JsonRetried,
@@ -143,11 +142,6 @@ class ChatController(ConversationsController):
     def set_library(self, on: bool) -> None:
         """Whether the selected conversation's messages carry the documents library's passages."""
         self.doc.library = on
-        self.persist()
-
-    def set_overflow(self, policy: Overflow) -> None:
-        """What the selected conversation does once it outgrows the context."""
-        self.doc.overflow = policy
         self.persist()
 
     def set_tools(self, names: tuple[str, ...]) -> None:

@@ -21,6 +21,7 @@ from typing import TypeVar
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
 
 from app.documents.kept import collect_kept
+from app.domain.budget import Overflow
 from app.domain.history import ChatDoc, ConversationList, Reply, Version, snippet
 from app.store.database import StoreError
 from app.store.history import HistoryStore
@@ -130,6 +131,11 @@ class ConversationsController(QObject):
     def shows_answer(self) -> bool:
         """Whether the selected conversation is the one whose reply streams."""
         return self.answering is not None and self.doc is self.answering
+
+    def set_overflow(self, policy: Overflow) -> None:
+        """What the selected conversation does once it outgrows the context (saved with it)."""
+        self.doc.overflow = policy
+        self.persist()
 
     def new_chat(self) -> None:
         """A new, empty conversation (a streaming reply goes on in its own)."""
