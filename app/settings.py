@@ -65,6 +65,14 @@ class Settings(BaseModel):
         " out the oldest exchanges after the first; rolling: leave out the oldest exchanges);"
         " each conversation can choose its own.",
     )
+    kv_cache_gib: int = Field(
+        2,
+        ge=0,
+        le=1024,
+        description="Disk space for what models read of your conversations, so that reopening"
+        " one after a restart does not read it again; the least recently used goes first"
+        " (0: keep none on disk).",
+    )
     threads: int = Field(
         0, ge=0, le=256, description="Generation threads (0: the physical cores less one)."
     )

@@ -77,15 +77,16 @@ def test_the_qt_binding_keeps_reference_counts(qapp: object) -> None:
 
 
 def test_the_store_depends_on_domain_and_harmony_only() -> None:
-    allowed = {"store", "domain", "harmony", "errors", "paths", "fileio", "inputs"}
+    allowed = {"store", "domain", "harmony", "errors", "paths", "fileio", "inputs", "kvcache"}
     for path in (APP / "store").rglob("*.py"):
         bad = {n for n in imports(path) if n.startswith("app.") and n.split(".")[1] not in allowed}
         assert not bad, f"{path} imports {bad}"
 
 
 # The map in ARCHITECTURE.md: which package may import which. The small shared modules (errors,
-# paths, atomic files, bounded input readers, bundled resources, settings, the keyring) serve all.
-SHARED = {"errors", "paths", "fileio", "inputs", "resources", "settings", "secrets"}
+# paths, atomic files, bounded input readers, bundled resources, settings, the keyring, the folder
+# of KV snapshots) serve all.
+SHARED = {"errors", "paths", "fileio", "inputs", "resources", "settings", "secrets", "kvcache"}
 MAP = {
     "harmony": {"domain"},
     "constrain": {"domain"},  # JSON mode and grammars: pure, no engine, no template, no model
@@ -118,9 +119,10 @@ def test_each_package_imports_only_what_the_map_allows(package: str) -> None:
 # --- the engine's sides of the process line ---------------------------------------------------
 
 ENGINE = APP / "engine"
-# What the worker process may import of the app: the pipe's values, the core count, JSON mode.
+# What the worker process may import of the app: the pipe's values, the core count, JSON mode,
+# and the files its KV snapshots are kept in.
 WORKER_MAY = ("app.engine.protocol", "app.engine.cores", "app.engine.worker", "app.constrain",
-              "app.domain", "app.errors")  # fmt: skip
+              "app.domain", "app.errors", "app.fileio", "app.kvcache")  # fmt: skip
 # Which engine side may import which (a side never reaches into another's modules).
 SIDES = {
     "local": {"local", "worker"},  # the worker only from local/process.py, deferred (below)

@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app import kvcache
 from app.domain.events import GenerationDone
 from app.domain.placement import LoadSettings
 from app.domain.sampling import Sampling
-from app.engine import snapshots as files
 from app.engine.local.client import WorkerClient
 from app.engine.protocol import Keep, SnapshotSettings
+from app.engine.worker import snapshot_file as files
 
 TOLERANCE = 1e-3  # as tests/test_kv_reuse.py: a wrong state is off by 0.08 to 5.7
 RESTORED = ["smollm2", "tiny llama 3.1"]
@@ -46,7 +47,7 @@ def _model(request: pytest.FixtureRequest) -> tuple[Any, LoadSettings]:
     if name == "tiny gpt-oss":
         return request.getfixturevalue("tiny_model"), LoadSettings()
     full = "full-size" in name
-    return request.getfixturevalue("gemma_model"), LoadSettings(swa_full=True if full else False)
+    return request.getfixturevalue("gemma_model"), LoadSettings(swa_full=full)
 
 
 @pytest.fixture(params=RESTORED)
@@ -92,7 +93,7 @@ OLD, NEW = _words(1, 700), _words(2, 30)  # longer than Gemma's 512-token window
 def test_a_restart_restores_the_conversation_from_disk_exactly(model: Any, tmp_path: Path) -> None:
     with Worker(model, tmp_path) as first:
         first.evaluate(OLD, KEEP)
-    [kept] = files.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(tmp_path, KEEP.conversation)
     assert kept.stat().st_mode & 0o777 == 0o600 and kept.parent.stat().st_mode & 0o777 == 0o700
     with Worker(model, tmp_path) as second:
         done = second.evaluate(OLD + NEW, KEEP)
@@ -104,7 +105,7 @@ def test_a_generation_says_restored_from_disk(smollm_model: Any, tmp_path: Path)
     model = (smollm_model, LoadSettings())
     with Worker(model, tmp_path) as first:
         list(first.generate(OLD, stop_ids=[], max_tokens=4, sampling=Sampling(temperature=0.0), keep=KEEP))
-    [kept] = files.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(tmp_path, KEEP.conversation)
     held = int(kept.name.split("-")[1])
     assert held >= len(OLD) + 3  # the prompt and the answer's tokens the cache holds
     with Worker(model, tmp_path) as second:
@@ -156,7 +157,7 @@ def test_an_unusable_snapshot_is_removed_and_the_prompt_evaluated(
     model = (smollm_model, LoadSettings())
     with Worker(model, tmp_path) as first:
         first.evaluate(OLD, KEEP)
-    [kept] = files.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(tmp_path, KEEP.conversation)
     _damage(kept, how)
     with Worker(model, tmp_path) as second:
         done = second.evaluate(OLD + NEW, KEEP)
@@ -194,7 +195,7 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
     with Worker(model, tmp_path) as client:
         for i in range(3):
             client.evaluate(_words(10 + i, 200), Keep(f"chat-{i}", KEEP.template))
-    sizes = {p.parent.name: p.stat().st_size for p in files.files(tmp_path)}
+    sizes = {p.parent.name: p.stat().st_size for p in kvcache.files(tmp_path)}
     assert set(sizes) == {"chat-0", "chat-1", "chat-2"}
     cap = sizes["chat-1"] + sizes["chat-2"]
     client = WorkerClient()
@@ -204,8 +205,8 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
         client.evaluate(_words(13, 200), Keep("chat-3", KEEP.template))
     finally:
         client.close()
-    left = {p.parent.name for p in files.files(tmp_path)}
-    assert sum(p.stat().st_size for p in files.files(tmp_path)) <= cap
+    left = {p.parent.name for p in kvcache.files(tmp_path)}
+    assert sum(p.stat().st_size for p in kvcache.files(tmp_path)) <= cap
     assert "chat-3" in left and "chat-1" not in left  # the oldest unused went first
 
 
@@ -216,7 +217,7 @@ def test_a_sliding_window_model_keeps_no_snapshot_and_evaluates_exactly(windowed
         back = first.evaluate(OLD + NEW, KEEP)
         assert (back.restored, back.reused) == (0, 0)
         assert gap(back.logits, fresh(first, OLD + NEW)) < TOLERANCE
-    assert files.files(tmp_path) == []
+    assert kvcache.files(tmp_path) == []
 
 
 def test_llama_cpp_still_restores_a_sliding_window_state_inexactly(gemma_model: Any) -> None:

@@ -40,6 +40,7 @@ GROUPS = {
     "serve": ("serve", "an OpenAI-compatible server for the loaded model"),
     "documents": ("documents", "the documents library: index and search your files"),
     "templates": ("templates", "chat templates: the registry and template files"),
+    "cache": ("cache", "KV snapshots of conversations, kept on disk"),
 }
 
 

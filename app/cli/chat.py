@@ -21,10 +21,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.cli.attachments import prepare, sources
-from app.cli.checkpoints import ChatCheckpoints
+from app.cli.checkpoints import ChatCheckpoints, resumed
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
+from app.controllers.turn_inputs import header
 from app.documents.kept import keep_files
 from app.domain.budget import Overflow
 from app.domain.endpoint import Endpoint
@@ -38,6 +39,7 @@ from app.engine.remote.session import RemoteSession
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
+from app.store.history import HistoryStore
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.tools.calls import allow_all
@@ -139,6 +141,12 @@ def _answer_arguments(parser: argparse.ArgumentParser) -> None:
 def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint", help="chat with a remote endpoint: a configured name or a base URL"
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="ID|last",
+        help="go on with a saved conversation (its id from `history list`, or the last one);"
+        " what is said is saved to it",
     )
     parser.add_argument("--remote-model", help="the served model (with --endpoint URL)")
     parser.add_argument("--key-name", help="the keyring entry of the endpoint's API key")
@@ -279,7 +287,9 @@ def _converse(
     printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
     prompts = [args.prompt] if args.prompt is not None else _interactive()
     status = 0
-    saved = ChatCheckpoints() if args.save else None
+    saved = _saved(session, args)
+    if saved is not None:
+        session.conversation_id = saved.doc.id  # its KV state is kept for it (local models)
     try:
         attached = None
         for number, text in enumerate(prompts):
@@ -312,6 +322,25 @@ def _converse(
             saved.close()
             sys.stderr.write(f"[saved as {saved.doc.id}: {saved.doc.title}]\n")
     return status if args.prompt is not None else 0
+
+
+def _saved(
+    session: ChatSession | RemoteSession, args: argparse.Namespace
+) -> ChatCheckpoints | None:
+    """Where the conversation is saved: a new one with --save, the resumed one with --resume
+    (its messages first put in the session)."""
+    if not args.resume:
+        return ChatCheckpoints() if args.save else None
+    store = HistoryStore()
+    try:
+        doc = resumed(args.resume, store)
+    except InvalidInputError:
+        store.close()
+        raise
+    history = header(doc.instructions) + doc.messages()
+    session.conversation = session.conversation.with_messages(history)
+    sys.stderr.write(f"[resumed {doc.id}: {doc.title}, {len(doc.turns)} turns]\n")
+    return ChatCheckpoints(store, doc)
 
 
 def _follow(

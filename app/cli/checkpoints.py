@@ -15,7 +15,7 @@ import time
 from app.domain.events import ContentDelta, MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
 from app.domain.messages import Message
-from app.errors import ErrorCode
+from app.errors import ErrorCode, InvalidInputError
 from app.store.history import HistoryStore
 
 CHECKPOINT_S = 0.5
@@ -24,9 +24,9 @@ CHECKPOINT_S = 0.5
 class ChatCheckpoints:
     """One terminal conversation kept in the history as it goes."""
 
-    def __init__(self, store: HistoryStore | None = None) -> None:
+    def __init__(self, store: HistoryStore | None = None, doc: ChatDoc | None = None) -> None:
         self.store = store or HistoryStore()
-        self.doc = ChatDoc()
+        self.doc = doc or ChatDoc()  # a saved conversation goes on (`chat --resume`)
         self._reply: Reply | None = None
         self._done: list[Message] = []
         self._saved = 0.0
@@ -70,6 +70,22 @@ class ChatCheckpoints:
         self.store.close()
 
 
+def resumed(which: str, store: HistoryStore) -> ChatDoc:
+    """The saved conversation `which` names (an id, or "last": the most recently active one),
+    read whole; `InvalidInputError` when there is none."""
+    listed = store.listed()
+    if which == "last":
+        if not listed:
+            raise InvalidInputError("there is no saved conversation to resume")
+        which = max(listed, key=lambda d: d.updated).id
+    doc = store.load(which)
+    if doc is None or doc.id not in {d.id for d in listed}:
+        raise InvalidInputError(
+            f"there is no saved conversation {which!r} (`harmony-desk history list` shows them)"
+        )
+    return doc
+
+
 _CUT = f"{ErrorCode.STREAM_TRUNCATED.value}: the chat stopped before the answer was complete"
 
-__all__ = ["CHECKPOINT_S", "ChatCheckpoints"]
+__all__ = ["CHECKPOINT_S", "ChatCheckpoints", "resumed"]

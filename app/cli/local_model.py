@@ -25,6 +25,7 @@ from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
 from app.engine.cores import default_threads
 from app.engine.local.client import WorkerClient
+from app.engine.protocol import SnapshotSettings
 from app.errors import InvalidInputError, validation_problems
 from app.settings import load_settings
 from app.templates.base import Template
@@ -146,6 +147,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             n_threads=args.threads,
             on_progress=progress,
             settings=choice.load_settings(load_settings().gpu_layers),
+            snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
         )
     except BaseException:
         progress.abandon()

@@ -280,6 +280,7 @@ class ChatController(ConversationsController):
             cancel=cancel,
             top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
             overflow=doc.overflow,
+            conversation_id=doc.id,
         )
 
         self.painter.streaming = (version, reply)

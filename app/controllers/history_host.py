@@ -18,6 +18,7 @@ from typing import Literal
 
 from app.controllers.ui_state import UiState
 from app.documents.kept import collect_kept
+from app.kvcache import sweep
 from app.settings import load_settings
 from app.store.database import StoreError, default_path
 from app.store.history import HistoryStore
@@ -37,6 +38,7 @@ def open_history(
         store = HistoryStore(path)
         store.purge(older_than_days=retention)  # the retention period the user set
         collect_kept(store.all_ids())  # and the attached files no conversation uses now
+        sweep(store.snapshots, store.all_ids())  # and KV snapshots of conversations gone
         return store
     except StoreError as exc:
         choice = choose(exc)

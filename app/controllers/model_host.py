@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.protocol import ModelBackend, WorkerState
+from app.engine.protocol import ModelBackend, SnapshotSettings, WorkerState
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -124,6 +124,7 @@ class ModelHost(QObject):
                 on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
                 cancel=self._cancel,
                 settings=choice.load_settings(load_settings().gpu_layers),
+                snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
             )
             name = choice.template or default_template_name(info.metadata)
             return client, file, name

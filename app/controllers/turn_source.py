@@ -45,6 +45,7 @@ class TurnSpec:
     cancel: threading.Event
     top_logprobs: int = 0  # > 0: tokens come scored, with this many alternatives (debug pane)
     overflow: Overflow | None = None  # the conversation's policy (None: the settings' default)
+    conversation_id: str = ""  # the history's id: the model's KV state is kept for it
 
 
 def _session(spec: TurnSpec, response_format: ResponseFormat | None) -> Session | TurnFailed:
@@ -73,6 +74,7 @@ def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
         yield session
         return
     session.overflow = spec.overflow or Overflow(load_settings().overflow)
+    session.conversation_id = spec.conversation_id
     if session.capabilities.vocabulary:
         session.top_logprobs = spec.top_logprobs
         if spec.need_vocab:

@@ -27,6 +27,7 @@ from app.domain.events import GenerationDone, GenerationEvent, TokenStep
 from app.domain.placement import LoadSettings, Placement
 from app.domain.sampling import Sampling
 from app.errors import ErrorCode, HarmonyDeskError
+from app.kvcache import kv_root
 
 
 class IllegalTransition(HarmonyDeskError, RuntimeError):
@@ -143,6 +144,11 @@ class SnapshotSettings:
 
     folder: str = ""
     cap_bytes: int = 2 << 30
+
+    @classmethod
+    def of(cls, cap_gib: int) -> SnapshotSettings:
+        """In the cache folder's `kv/`, at most `cap_gib` (the user's setting; 0: RAM only)."""
+        return cls(str(kv_root()) if cap_gib > 0 else "", cap_gib << 30)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ class Session(Protocol):
     thinking_budget: int | None
     top_logprobs: int
     overflow: Overflow  # what a prompt that outgrows the context does (`app/engine/overflow.py`)
+    conversation_id: str  # the history's id of the conversation: whose KV snapshots ("": none)
 
     @property
     def capabilities(self) -> Capabilities: ...

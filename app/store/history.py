@@ -12,7 +12,8 @@ Guarantees:
   streaming comes back marked incomplete (E-STREAM-TRUNCATED) so it can be continued or
   regenerated;
 - delete moves a conversation to the trash (`deleted_at`); undo and restore bring it back;
-  only `purge` (the user, or the retention period) removes rows;
+  only `purge` (the user, or the retention period) removes rows; its KV snapshots
+  (`app/kvcache.py`: a cache of what the model read of it) go at once when it is deleted;
 - search (FTS5) covers titles, user messages and the visible text of replies; analysis is not in
   the index (the debug pane searches it separately with `search_analysis`); the sidebar's
   search lists each match with the excerpt around it (`listed`);
@@ -31,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from app.domain.history import ChatDoc, DebugRecord, Reply, Version, snippet
+from app.kvcache import forget, kv_root
 from app.store.database import StoreError, StoreProblem, open_database
 from app.store.rows import (
     REPLY_COLUMNS,
@@ -49,13 +51,14 @@ from app.store.search import found, fts_query
 class HistoryStore:
     """The conversations of one database file (thread-safe: one writer at a time)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, snapshots: Path | None = None) -> None:
         opened = open_database(path)
         self.db = opened.connection
         self.migrated = opened.migrated
         self.backup = opened.backup
         self.path = Path(self.db.execute("PRAGMA database_list").fetchone()[2])
         self._lock = threading.RLock()
+        self.snapshots = snapshots or kv_root()  # the KV snapshots of these conversations
 
     def close(self) -> None:
         with self._lock:
@@ -320,11 +323,12 @@ class HistoryStore:
             db.execute("UPDATE conversations SET pinned = ? WHERE id = ?", (int(pinned), doc_id))
 
     def delete(self, doc_id: str) -> None:
-        """To the trash (nothing is removed)."""
+        """To the trash (nothing is removed but its KV snapshots, a cache)."""
         with self._write() as db:
             db.execute(
                 "UPDATE conversations SET deleted_at = ? WHERE id = ?", (time.time(), doc_id)
             )
+        forget(self.snapshots, doc_id)
 
     def undo_delete(self) -> str | None:
         """Bring back the conversation deleted last; its id."""
@@ -379,6 +383,7 @@ class HistoryStore:
                 )
                 db.execute("DELETE FROM search_keys WHERE conversation_id = ?", (i,))
                 db.execute("DELETE FROM conversations WHERE id = ?", (i,))
+                forget(self.snapshots, i)
             return len(ids)
 
 

@@ -46,14 +46,20 @@ LABELS = {
     "trash_retention_days": "Keep deleted chats",
     "max_downloads": "Downloads at once",
     "overflow": "When the context is full",
+    "kv_cache_gib": "Conversation cache",
 }
 UNITS = {
     "font_size": " pt",
     "context_length": " tokens",
     "max_tokens": " tokens",
     "trash_retention_days": " days",
+    "kv_cache_gib": " GiB",
 }
-ZERO = {"threads": "Automatic", "font_size": "System default"}  # 0 means "decide for me"
+ZERO = {  # 0 means "decide for me" (or "none")
+    "threads": "Automatic",
+    "font_size": "System default",
+    "kv_cache_gib": "None",
+}
 STEPS = {"context_length": 1024, "max_tokens": 256}
 WORDS = {
     "gpu_layers": {"auto": "automatic", "all": "all layers", "none": "none (CPU only)"},
@@ -96,7 +102,10 @@ PAGES = (
     Page(
         "Privacy & data",
         "shield-lock-outline",
-        (Section("Deleted chats", ("trash_retention_days",)),),
+        (
+            Section("Deleted chats", ("trash_retention_days",)),
+            Section("Conversation cache", ("kv_cache_gib",)),
+        ),
     ),
 )
 DATA_PAGE = "Privacy & data"  # the page the data folder is shown on

@@ -8,8 +8,7 @@ Guarantees:
   before loading where the header allows it; they never take the app down. A load cannot hang:
   a worker silent for `LOAD_STALL_S` (no progress, no answer) while loading, or for 5 s after
   a cancel, is killed and the error says at which stage it stalled. Each error's sentence is
-  for the user; llama.cpp's own words and the warnings it logged during the load are its
-  `details`.
+  for the user; llama.cpp's words and the warnings it logged while loading are its `details`.
 - llama.cpp's log lines reach the debug pane (`take_log`) and the `llama` logger: its warnings
   and errors at their level, its info chatter at DEBUG (a normal load logs nothing above).
 - `generate` yields `TokenStep`s and ends with one `GenerationDone` or one `TurnFailed` (with
@@ -28,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -79,7 +79,6 @@ from app.engine.protocol import (
     WorkerState,
     check_transition,
 )
-from app.engine.snapshots import kv_root
 from app.errors import ErrorCode, LoadProblem, ModelLoadError, WorkerError
 from app.gguf.info import read_model
 
@@ -166,8 +165,7 @@ class WorkerClient:
         snapshots: SnapshotSettings | None = None,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
-        flash attention, cache type; the defaults when None) and where its KV snapshots go
-        (`snapshots`: the cache folder's `kv/` with a 2 GiB cap when None)."""
+        flash attention, cache type) and where its KV snapshots go (None: the defaults)."""
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
@@ -187,10 +185,9 @@ class WorkerClient:
         self.info = None
         self._warned.clear()
         try:
-            request = LoadRequest(
-                router.new_id(), str(path), n_ctx, threads, settings=settings or LoadSettings(),
-                snapshots=snapshots or SnapshotSettings(str(kv_root())),
-            )  # fmt: skip
+            settings, snapshots = settings or LoadSettings(), snapshots or SnapshotSettings.of(2)
+            request = LoadRequest(router.new_id(), str(path), n_ctx, threads)
+            request = dataclasses.replace(request, settings=settings, snapshots=snapshots)
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
@@ -247,10 +244,8 @@ class WorkerClient:
     def _ensure_ready(self) -> Router:
         if self.state is WorkerState.FAILED and self._last_load is not None:
             last = self._last_load
-            self.load(
-                last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, settings=last.settings,
-                snapshots=last.snapshots,
-            )  # fmt: skip
+            kept: dict[str, Any] = {"settings": last.settings, "snapshots": last.snapshots}
+            self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, **kept)
         if self.state is not WorkerState.READY or self._router is None:
             raise WorkerError(f"the model worker is {self.state}, not ready")
         return self._router
@@ -397,11 +392,9 @@ class WorkerClient:
 
     def logits(self, prompt: Sequence[int]) -> tuple[int, bytes]:
         """How much of `prompt` the KV cache kept, and the next token's logits (float32)."""
-        done = self.evaluate(prompt)
-        return done.reused + done.restored, done.logits
+        return (done := self.evaluate(prompt)).reused + done.restored, done.logits
 
     def evaluate(self, prompt: Sequence[int], keep: Keep | None = None) -> Evaluated:
-        """Evaluate `prompt` as a generation for `keep` would (snapshots restored and kept);
-        how (reused, restored and from where) and the next token's logits."""
+        """`prompt` evaluated as a generation for `keep` is (snapshots looked for, kept)."""
         answer: Evaluated = self._ask(lambda r: Logits(r, tuple(prompt), keep))
         return answer

@@ -44,6 +44,7 @@ class ScriptedClient:
         constraint: object = None,
         cancel: threading.Event | None = None,
         top_logprobs: int = 0,  # a script has no logits: its tokens come unscored
+        keep: object = None,  # nor a KV cache to keep
     ) -> Iterator[GenerationEvent]:
         self.prompts.append(list(prompt_ids))
         self.constraints.append(constraint)

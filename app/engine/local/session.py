@@ -56,7 +56,7 @@ from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
-from app.engine.protocol import ModelBackend
+from app.engine.protocol import Keep, ModelBackend
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
 from app.templates.base import GrammarRequest, Template
 
@@ -95,6 +95,7 @@ class ChatSession:
         self.top_logprobs = 0  # > 0: each token comes scored (`TokenScored`, the debug pane)
         self.response_format = response_format  # JSON mode for the whole conversation
         self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
+        self.conversation_id = ""  # set: its KV state is kept as a snapshot and looked for first
         self.turns: list[TurnRecord] = []
         self._ids = PromptIds(template, self.tokenizer)
         self._fitted: tuple[Conversation, Overflow, int, Fitted] | None = None
@@ -102,8 +103,12 @@ class ChatSession:
 
     @property
     def capabilities(self) -> Capabilities:
+        placement = self.client.info.placement if self.client.info is not None else None
         return dataclasses.replace(
-            _LOCAL, tools=self.template.tool_calls is not None, effort=self.template.takes_effort
+            _LOCAL,
+            tools=self.template.tool_calls is not None,
+            effort=self.template.takes_effort,
+            snapshots=placement is not None and not placement.sliding_window,  # (kv_snapshots.py)
         )
 
     def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
@@ -190,6 +195,7 @@ class ChatSession:
             cancel=cancel,
             constraint=constraint,
             **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
+            **({"keep": self._keep()} if self.conversation_id else {}),
         ):
             if isinstance(event, TokenStep):
                 out.tokens.append(event.token)
@@ -212,6 +218,11 @@ class ChatSession:
             yield event
         out.messages = parser.messages
         return out
+
+    def _keep(self) -> Keep:
+        """Whose KV snapshots a generation keeps and looks for: this conversation's, under
+        its template."""
+        return Keep(self.conversation_id, self.template.name)
 
     def resume(
         self,

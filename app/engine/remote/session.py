@@ -76,6 +76,7 @@ class RemoteSession:
         self.thinking_budget: int | None = None  # the server's own reasoning, not capped here
         self.top_logprobs = 0  # the endpoint's settings ask for scores (`Endpoint.top_logprobs`)
         self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
+        self.conversation_id = ""  # (a remote server keeps its own cache)
         self.n_ctx = ESTIMATED_CONTEXT  # the endpoint's context, as the app assumes it
 
     @property

@@ -21,7 +21,7 @@ Guarantees:
   (per sequence or whole context) and wherever the restore was cut (llama.cpp issue 25295) —
   so such a model is evaluated again, never continued from a wrong state;
   `tests/test_kv_snapshots.py` fails once llama.cpp restores them exactly.
-- Every file is checked before its state reaches llama.cpp (`app/engine/snapshots.py`): a
+- Every file is checked before its state reaches llama.cpp (`snapshot_file.py`): a
   damaged, cut-short, foreign or mismatched one is logged, removed and never used.
 """
 
@@ -40,9 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.engine import snapshots as files
+import app.kvcache as kvcache
+from app.domain.placement import Placement
 from app.engine.protocol import Keep, SnapshotSettings
-from app.engine.snapshots import Stamp
+from app.engine.worker import snapshot_file as files
+from app.engine.worker.snapshot_file import Stamp
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic_bytes
 
@@ -103,11 +105,11 @@ def snapshots_for(
     llm: Any,
     low: Any,
     settings: SnapshotSettings,
-    stamp: Callable[[str, str], Stamp],
-    window: int,
+    placement: Placement,
     holds: Callable[[int], bool],
 ) -> Snapshots | None:
     """The snapshots of a loaded model, or None for a model with a sliding window (above)."""
+    window = placement.sliding_window
     if window:
         log.info(
             "KV snapshots are off for this model: llama.cpp cannot restore the state of a"
@@ -115,7 +117,22 @@ def snapshots_for(
             window,
         )
         return None
+    build = f"llama-cpp-python {llm_build(low)}, state v{low.LLAMA_STATE_SEQ_VERSION}"
+
+    def stamp(model_sha256: str, template: str) -> Stamp:
+        p = placement
+        return Stamp(
+            model_sha256, llm.n_ctx(), p.kv_type, p.flash_attn, p.swa_full, template, build
+        )
+
     return Snapshots(llm, low, settings, stamp, holds)
+
+
+def llm_build(low: Any) -> str:
+    """llama-cpp-python's version (the build of llama.cpp it carries)."""
+    import llama_cpp
+
+    return str(llama_cpp.__version__)
 
 
 class Snapshots:
@@ -174,7 +191,7 @@ class Snapshots:
             or sum(len(h.state) for h in self._ram.values()) > RAM_BYTES
         ):
             self._ram.popitem(last=False)
-        if self.root is not None and files.valid_tag(keep.conversation):
+        if self.root is not None and kvcache.valid_tag(keep.conversation):
             writer = threading.Thread(
                 target=self._write, args=(keep, tokens, state), name="kv-snapshot-write"
             )
@@ -201,12 +218,12 @@ class Snapshots:
             log.warning("a KV snapshot could not be saved: %s", exc.message)
             return
         older = sorted(
-            (p for p in files.files(self.root, keep.conversation) if p != path),
+            (p for p in kvcache.files(self.root, keep.conversation) if p != path),
             key=lambda p: p.stat().st_mtime if p.exists() else 0.0,
         )
         for stale in older[: max(0, len(older) - (PER_TAG - 1))]:
             stale.unlink(missing_ok=True)
-        files.enforce_cap(self.root, self.settings.cap_bytes)
+        kvcache.enforce_cap(self.root, self.settings.cap_bytes)
 
     def flush(self, timeout: float) -> None:
         """Wait (at most `timeout` seconds in all) for the snapshots being written."""
@@ -217,43 +234,31 @@ class Snapshots:
 
     def restore(self, prompt: Sequence[int], live: int, keep: Keep) -> Restored | None:
         """Restore the best snapshot for `prompt` (see the guarantees)."""
-        wanted = prompt[:-1]
-        best: tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None = None
+        wanted, best = prompt[:-1], _Candidate(max(live, MIN_TOKENS - 1), "", (), _none)
         for held in reversed(self._ram.values()):
             if held.tag == keep.conversation and held.template == keep.template:
-                best = self._better(best, wanted, live, held.tokens, "memory", _const(held.state))
-        if (
-            best is None
-            and self._digest
-            and self.root is not None
-            and files.valid_tag(keep.conversation)
-        ):
-            stamp = self.stamp(keep.template)
-            for path in files.files(self.root, keep.conversation):
-                head = files.read_head(path, stamp)
-                if head is not None:
-                    best = self._better(best, wanted, live, head.tokens, "disk", _reader(head))
-        if best is None:
-            return None
-        count, source, tokens, read = best
-        state = read()
+                best = best.or_better(wanted, held.tokens, "memory", _const(held.state))
+        if best.source != "memory":
+            for head in self._heads(keep):
+                best = best.or_better(wanted, head.tokens, "disk", _reader(head))
+        state = best.read()
         if state is None:
             return None
-        return Restored(self._set(state, tokens, count), source)
+        return Restored(self._set(state, best.tokens, best.shared), best.source)
 
-    def _better(
-        self,
-        best: tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None,
-        wanted: Sequence[int],
-        live: int,
-        tokens: tuple[int, ...],
-        source: str,
-        read: Callable[[], bytes | None],
-    ) -> tuple[int, str, tuple[int, ...], Callable[[], bytes | None]] | None:
-        shared = common_prefix(tokens, wanted)  # a snapshot is cut back to what is shared
-        if shared <= max(live, MIN_TOKENS - 1) or (best is not None and shared <= best[0]):
-            return best
-        return shared, source, tokens, read
+    def _heads(self, keep: Keep) -> list[files.Head]:
+        """The usable snapshot files of `keep`'s conversation (the model's hash awaited when
+        there are any: it is remembered, so only a model hashed for the first time waits)."""
+        if self.root is None or not kvcache.valid_tag(keep.conversation):
+            return []
+        found = kvcache.files(self.root, keep.conversation)
+        if not found:
+            return []
+        self._digest_ready.wait()
+        if not self._digest:
+            return []
+        stamp = self.stamp(keep.template)
+        return [h for h in (files.read_head(p, stamp) for p in found) if h is not None]
 
     def _set(self, state: bytes, tokens: tuple[int, ...], count: int) -> int:
         """Put `state` into the cache and keep its first `count` tokens; the count kept (0:
@@ -273,6 +278,31 @@ class Snapshots:
         llm.reset()
         llm._ctx.kv_cache_clear()
         return 0
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A snapshot that holds the first `shared` tokens of the prompt (`read` gives its state)."""
+
+    shared: int
+    source: str
+    tokens: tuple[int, ...]
+    read: Callable[[], bytes | None]
+
+    def or_better(
+        self,
+        wanted: Sequence[int],
+        tokens: tuple[int, ...],
+        source: str,
+        read: Callable[[], bytes | None],
+    ) -> _Candidate:
+        """This one, or the snapshot of `tokens` when it holds more of `wanted`."""
+        shared = common_prefix(tokens, wanted)  # a snapshot is cut back to what is shared
+        return _Candidate(shared, source, tokens, read) if shared > self.shared else self
+
+
+def _none() -> bytes | None:
+    return None
 
 
 def _const(state: bytes) -> Callable[[], bytes | None]:

@@ -49,7 +49,6 @@ from app.engine.protocol import (
     Tokenize,
     TokenTable,
 )
-from app.engine.snapshots import Stamp
 from app.engine.worker.inbox import Inbox
 from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix, snapshots_for
 from app.engine.worker.load_guard import neutralise_chat_templates
@@ -144,10 +143,7 @@ class _Worker:
         llm = self.llm
         placement = as_loaded(placement, llm.model_params, llm.context_params)
         self.window = placement.sliding_window
-        self.snapshots = snapshots_for(
-            llm, self.low, req.snapshots, partial(self._stamp, placement, llm.n_ctx()),
-            self.window, self._holds,
-        )  # fmt: skip
+        self.snapshots = snapshots_for(llm, self.low, req.snapshots, placement, self._holds)
         info = ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),
@@ -160,14 +156,6 @@ class _Worker:
             placement=placement,
         )
         self._send(Loaded(req.request, info))
-
-    def _stamp(self, placement: Any, n_ctx: int, model_sha256: str, template: str) -> Stamp:
-        """What a KV snapshot of this load must match (`app/engine/snapshots.py`)."""
-        build = f"llama-cpp-python {self.lc.__version__}, state v{self.low.LLAMA_STATE_SEQ_VERSION}"
-        return Stamp(
-            model_sha256, n_ctx, placement.kv_type, placement.flash_attn, placement.swa_full,
-            template, build,
-        )  # fmt: skip
 
     def _drop_snapshots(self) -> None:
         if self.snapshots is not None:

@@ -1,4 +1,4 @@
-"""KV snapshots on disk: the file format and the folder they live in (pure: no llama.cpp).
+"""KV snapshots on disk: the file format (pure: no llama.cpp).
 
 A snapshot is one conversation's KV state as llama.cpp's per-sequence state API wrote it, with
 the token ids it holds, so that reopening the conversation restores it instead of evaluating
@@ -12,11 +12,9 @@ Guarantees:
   ids, `read_state` the state; each is None, with the reason logged, unless every part checks:
   a damaged, cut-short or foreign file (another build, another fingerprint) is never handed on,
   and it is deleted.
-- The folder is `<root>/<tag>/<name>.kv`, one tag per conversation (a tag holds only letters,
-  digits, `-` and `_`); files are written atomically, 0600 in 0700 folders, and a snapshot is
-  used again only by its own tag. `forget(root, tag)` removes a conversation's snapshots,
-  `enforce_cap` removes the least recently used (by modification time: a restore touches the
-  file) until the folder holds at most its cap, `listing` says what is there.
+- A file is written atomically, 0600 in 0700 folders, in its conversation's folder
+  (`app/kvcache.py`: the folder, its cap and what deletes a conversation's snapshots), and used
+  again only by its own conversation.
 """
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import re
-import shutil
 import struct
 import time
 from collections.abc import Sequence
@@ -36,21 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.fileio import OutputError, private_folder, write_atomic_bytes
-from app.paths import cache_dir
+from app.kvcache import SUFFIX
 
 log = logging.getLogger("engine")
 
 MAGIC = b"HDKVSNAP"
 VERSION = 1
-SUFFIX = ".kv"
 _HEAD = struct.Struct("<4sII")  # b"head", format version, header length
-_TAG = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MAX_HEADER = 1 << 16
-
-
-def kv_root() -> Path:
-    """The folder of KV snapshots: `kv/` in the cache folder."""
-    return cache_dir() / "kv"
 
 
 @dataclass(frozen=True)
@@ -86,10 +75,6 @@ class Head:
 
 def token_digest(tokens: Sequence[int]) -> str:
     return hashlib.sha256(struct.pack(f"<{len(tokens)}i", *tokens)).hexdigest()
-
-
-def valid_tag(tag: str) -> bool:
-    return bool(_TAG.fullmatch(tag))
 
 
 def snapshot_path(root: Path, tag: str, stamp: Stamp, tokens: Sequence[int]) -> Path:
@@ -193,81 +178,3 @@ def read_state(head: Head) -> bytes | None:
     with contextlib.suppress(OSError):
         os.utime(head.path)  # used now: the last to go under the cap
     return state
-
-
-def files(root: Path, tag: str | None = None) -> list[Path]:
-    """Every snapshot file under `root` (of one tag when given)."""
-    folders = [root / tag] if tag is not None else [p for p in _listdir(root) if p.is_dir()]
-    return [p for folder in folders for p in _listdir(folder) if p.suffix == SUFFIX]
-
-
-def _listdir(folder: Path) -> list[Path]:
-    try:
-        return list(folder.iterdir())
-    except OSError:
-        return []
-
-
-def forget(root: Path, tag: str) -> None:
-    """Remove the snapshots of conversation `tag`."""
-    if valid_tag(tag):
-        shutil.rmtree(root / tag, ignore_errors=True)
-
-
-def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
-    """Remove the least recently used snapshots until the folder holds at most `cap_bytes`;
-    the files removed."""
-    found = []
-    for p in files(root):
-        with contextlib.suppress(OSError):
-            st = p.stat()
-            found.append((st.st_mtime, st.st_size, p))
-    total = sum(size for _, size, _ in found)
-    removed = []
-    for _, size, path in sorted(found):
-        if total <= cap_bytes:
-            break
-        with contextlib.suppress(OSError):
-            path.unlink()
-            removed.append(path)
-            total -= size
-    for folder in {p.parent for p in removed}:
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # only when empty
-    return removed
-
-
-@dataclass(frozen=True)
-class Listed:
-    tag: str
-    name: str
-    n_tokens: int
-    size: int
-    used: float
-
-
-def listing(root: Path) -> list[Listed]:
-    """What the folder holds, the most recently used first."""
-    out = []
-    for p in files(root):
-        with contextlib.suppress(OSError, ValueError):
-            st = p.stat()
-            out.append(
-                Listed(p.parent.name, p.name, int(p.name.split("-")[1]), st.st_size, st.st_mtime)
-            )
-    return sorted(out, key=lambda s: -s.used)
-
-
-def clear(root: Path) -> int:
-    """Remove every snapshot; how many bytes were freed."""
-    freed = sum(s.size for s in listing(root))
-    for folder in {p.parent for p in files(root)}:
-        shutil.rmtree(folder, ignore_errors=True)
-    return freed
-
-
-def sweep(root: Path, keep: set[str]) -> None:
-    """Remove the snapshots of conversations not in `keep` (deleted while the app was away)."""
-    for folder in _listdir(root):
-        if folder.is_dir() and folder.name not in keep:
-            forget(root, folder.name)

@@ -1,0 +1,61 @@
+"""`harmony-desk cache list|clear`: the KV snapshots of conversations (`app/kvcache.py`).
+
+Guarantees: `list` shows each snapshot's conversation (its title when the history holds it),
+the tokens it holds, its size and when it was last used, most recent first, then the total
+against the cap in Settings; `clear` removes every snapshot (or one conversation's with
+`--conversation ID`) and says how much it freed. Neither touches the history: a snapshot is a
+cache of what the model read, and a conversation without one is read again when it is reopened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from app.kvcache import clear, forget, kv_root, listing
+from app.settings import load_settings
+from app.store.history import HistoryStore
+
+
+def add_arguments(cache: argparse.ArgumentParser) -> None:
+    verbs = cache.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("list", help="the snapshots kept, most recently used first")
+    drop = verbs.add_parser("clear", help="remove the snapshots (the conversations stay)")
+    drop.add_argument("--conversation", metavar="ID", help="only this conversation's")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n < 1 << 30 else f"{n / (1 << 30):,.2f} GiB"
+
+
+def _list() -> int:
+    found = listing(kv_root())
+    store = HistoryStore()
+    try:
+        titles = {d.id: d.title for d in store.listed("")}
+    finally:
+        store.close()
+    for s in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.used))
+        title = titles.get(s.tag, "(not in the history)")
+        print(f"{s.tag}  {when}  {s.n_tokens:7,d} tokens  {_size(s.size):>10}  {title}")
+    cap = load_settings().kv_cache_gib
+    total = sum(s.size for s in found)
+    print(f"{len(found)} snapshots, {_size(total)} of {cap} GiB in {kv_root()}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.verb == "list":
+        return _list()
+    root = kv_root()
+    if args.conversation:
+        freed = sum(s.size for s in listing(root) if s.tag == args.conversation)
+        forget(root, args.conversation)
+    else:
+        freed = clear(root)
+    print(f"Freed {_size(freed)}.")
+    return 0
+
+
+__all__ = ["add_arguments", "run"]

@@ -1,0 +1,111 @@
+"""The folder of KV snapshots (`kv/` in the cache folder) and what owns its files.
+
+One folder per conversation, named by its id (letters, digits, `-` and `_` only), holding that
+conversation's snapshot files (`*.kv`; the format: `app/engine/worker/snapshot_file.py`).
+Guarantees:
+`forget(root, tag)` removes a conversation's snapshots (the history calls it when the
+conversation is deleted or purged), `sweep` removes those of conversations the history no
+longer holds, `enforce_cap` removes the least recently used files (by modification time: a
+restore touches its file) until the folder holds at most its cap, `listing` says what is
+there, `clear` removes everything. Nothing here reads a snapshot's contents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.paths import cache_dir
+
+SUFFIX = ".kv"
+_TAG = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def kv_root() -> Path:
+    """The folder of KV snapshots: `kv/` in the cache folder."""
+    return cache_dir() / "kv"
+
+
+def valid_tag(tag: str) -> bool:
+    return bool(_TAG.fullmatch(tag))
+
+
+def files(root: Path, tag: str | None = None) -> list[Path]:
+    """Every snapshot file under `root` (of one tag when given)."""
+    folders = [root / tag] if tag is not None else [p for p in _listdir(root) if p.is_dir()]
+    return [p for folder in folders for p in _listdir(folder) if p.suffix == SUFFIX]
+
+
+def _listdir(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
+def forget(root: Path, tag: str) -> None:
+    """Remove the snapshots of conversation `tag`."""
+    if valid_tag(tag):
+        shutil.rmtree(root / tag, ignore_errors=True)
+
+
+def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
+    """Remove the least recently used snapshots until the folder holds at most `cap_bytes`;
+    the files removed."""
+    found = []
+    for p in files(root):
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            found.append((st.st_mtime, st.st_size, p))
+    total = sum(size for _, size, _ in found)
+    removed = []
+    for _, size, path in sorted(found):
+        if total <= cap_bytes:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+            total -= size
+    for folder in {p.parent for p in removed}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty
+    return removed
+
+
+@dataclass(frozen=True)
+class Listed:
+    tag: str
+    name: str
+    n_tokens: int
+    size: int
+    used: float
+
+
+def listing(root: Path) -> list[Listed]:
+    """What the folder holds, the most recently used first."""
+    out = []
+    for p in files(root):
+        with contextlib.suppress(OSError, ValueError):
+            st = p.stat()
+            out.append(
+                Listed(p.parent.name, p.name, int(p.name.split("-")[1]), st.st_size, st.st_mtime)
+            )
+    return sorted(out, key=lambda s: -s.used)
+
+
+def clear(root: Path) -> int:
+    """Remove every snapshot; how many bytes were freed."""
+    freed = sum(s.size for s in listing(root))
+    for folder in {p.parent for p in files(root)}:
+        shutil.rmtree(folder, ignore_errors=True)
+    return freed
+
+
+def sweep(root: Path, keep: set[str]) -> None:
+    """Remove the snapshots of conversations not in `keep` (deleted while the app was away)."""
+    for folder in _listdir(root):
+        if folder.is_dir() and folder.name not in keep:
+            forget(root, folder.name)
