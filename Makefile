@@ -63,6 +63,7 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/harmony_codec.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/kv_reuse.py
+	$(BIN)/python bench/kv_persist.py
 	$(BIN)/python bench/json_mode.py
 	$(BIN)/python bench/json_coverage.py
 	$(BIN)/python bench/ui_stream.py
