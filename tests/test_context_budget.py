@@ -5,6 +5,7 @@ cuts, that a tool call never leaves without its result, and that every change is
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -28,6 +29,7 @@ from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import (
+    DROP_STEP,
     PromptIds,
     estimated_measure,
     fit,
@@ -146,7 +148,7 @@ def test_a_conversation_that_fits_is_never_touched_whatever_the_policy() -> None
 
 
 @pytest.mark.parametrize("policy", [Overflow.ROLLING, Overflow.DROP_MIDDLE])
-def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_fewest_oldest_exchanges(policy: Overflow) -> None:
+def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_oldest_exchanges_in_steps(policy: Overflow) -> None:
     conversation, m = _long(), model_measure(_ids(), 600, 64)
     fitted = fit(conversation, m, policy)
     kept, event = fitted.conversation.messages, fitted.event
@@ -158,11 +160,24 @@ def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_fewest_oldes
     first = ["Question 0"] if policy is Overflow.DROP_MIDDLE else []
     gone = event.exchanges + len(first)
     assert users == [*first, *[f"Question {n}" for n in range(gone, 12)], "The last question"]
-    # the fewest: keeping one more exchange would not fit
-    one_more = Conversation(messages=(*kept[:2 + 2 * len(first)],
-                                      *conversation.messages[2 + 2 * gone - 2: 2 + 2 * gone],
-                                      *kept[2 + 2 * len(first):]))
-    assert not m.fits(one_more)
+    # whole steps, the fewest: keeping one step more would not fit
+    assert event.exchanges % DROP_STEP == 0
+    back = DROP_STEP
+    one_step_more = Conversation(messages=(*kept[:2 + 2 * len(first)],
+                                           *conversation.messages[2 + 2 * (gone - back): 2 + 2 * gone],
+                                           *kept[2 + 2 * len(first):]))
+    assert not m.fits(one_step_more)
+
+
+@pytest.mark.parametrize("policy", [Overflow.ROLLING, Overflow.DROP_MIDDLE])
+def test_a_growing_conversation_keeps_the_start_of_its_prompt_for_turns_at_a_time(policy: Overflow) -> None:
+    """What is left out moves a step at a time, so the kept prompt's start (and the model's
+    cache of it) stays the same for several turns, not a new cut on every turn."""
+    m = model_measure(_ids(), 600, 64)
+    gone = [fit(_long(n), m, policy).event.exchanges for n in range(12, 24)]
+    assert gone == sorted(gone) and gone[0] > 0
+    moves = sum(1 for a, b in itertools.pairwise(gone) if a != b)
+    assert moves <= len(gone) // 3, gone  # at most one move in three turns
 
 
 def test_a_tool_call_never_leaves_without_its_result() -> None:

@@ -9,10 +9,14 @@ the parts add up to the prompt exactly. `fit` returns the conversation unchanged
 prompt and the answer's reserve fit, and always under `Overflow.STOP` (the backend then refuses
 a prompt the context cannot hold, with E-CONTEXT); under drop-middle or rolling it first cuts
 each tool result or attached document larger than its share to that share, with a visible
-marker, then leaves whole exchanges out of the prompt, the fewest that make it fit — an exchange
-is a user message and everything up to the next one, so a tool call is never parted from its
-result — the oldest first (after the first exchange, under drop-middle), never the last one (the
-turn being answered), never the instructions or the tools. What it changed is said in the
+marker, then leaves whole exchanges out of the prompt — an exchange is a user message and
+everything up to the next one, so a tool call is never parted from its result — the oldest
+first (after the first exchange, under drop-middle), never the last one (the turn being
+answered), never the instructions or the tools. It leaves them out in steps of `DROP_STEP`
+exchanges: the fewest that make it fit, rounded up to a whole step (or all it may drop), so the
+kept prompt starts the same way turn after turn until the next step, and the model's KV cache of
+it is reused instead of the whole prompt being read again on every turn (as llama.cpp's context
+shift drops half the context at once for the same reason). What it changed is said in the
 returned `ContextFit`; when even that does not fit, the rest is sent as it is and refused.
 """
 
@@ -39,6 +43,8 @@ from app.templates.base import Template, Tokenizer
 
 _HEADER = (Role.SYSTEM, Role.DEVELOPER)
 _MEMO = 8  # header renders remembered (the header rarely changes from one turn to the next)
+
+DROP_STEP = 4  # exchanges left out at a time (see the module guarantees)
 
 
 @dataclass
@@ -157,9 +163,10 @@ def fit(conversation: Conversation, m: Measure, policy: Overflow) -> Fitted:
     while low < high:
         mid = (low + high) // 2
         low, high = (low, mid) if m.fits(kept(mid)) else (mid + 1, high)
-    fitted = kept(low)
-    dropped = sum(len(e) for e in exchanges[first : first + low])
-    return Fitted(fitted, ContextFit(measure(fitted, m), policy, low, dropped, cuts))
+    gone = min(droppable, -(-low // DROP_STEP) * DROP_STEP)  # whole steps: see the guarantees
+    fitted = kept(gone)
+    dropped = sum(len(e) for e in exchanges[first : first + gone])
+    return Fitted(fitted, ContextFit(measure(fitted, m), policy, gone, dropped, cuts))
 
 
 def kept_always(conversation: Conversation, policy: Overflow) -> Conversation:
