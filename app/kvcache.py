@@ -6,7 +6,8 @@ Guarantees:
 `forget(root, tag)` removes a conversation's snapshots (the history calls it when the
 conversation is deleted or purged), `sweep` removes those of conversations the history no
 longer holds, `enforce_cap` removes the least recently used files (by modification time: a
-restore touches its file) until the folder holds at most its cap, `listing` says what is
+restore touches its file) until the folder holds at most its cap, and what a write cut short
+left behind, `listing` says what is
 there, `clear` removes everything. Nothing here reads a snapshot's contents.
 """
 
@@ -15,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.paths import cache_dir
 
 SUFFIX = ".kv"
+STALE_S = 600.0  # a temporary file this old was left by a write that never ended
 _TAG = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
@@ -54,7 +57,9 @@ def forget(root: Path, tag: str) -> None:
 
 def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
     """Remove the least recently used snapshots until the folder holds at most `cap_bytes`;
-    the files removed."""
+    the files removed. A write cut short (a worker killed while writing leaves its temporary
+    `.NAME.kv.*` file) goes once it is `STALE_S` old."""
+    _drop_stale(root)
     found = []
     for p in files(root):
         with contextlib.suppress(OSError):
@@ -73,6 +78,16 @@ def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty
     return removed
+
+
+def _drop_stale(root: Path) -> None:
+    now = time.time()
+    for folder in (p for p in _listdir(root) if p.is_dir()):
+        for p in _listdir(folder):
+            if p.name.startswith(".") and SUFFIX in p.name:
+                with contextlib.suppress(OSError):
+                    if now - p.stat().st_mtime > STALE_S:
+                        p.unlink()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,8 +121,14 @@ def test_the_cap_removes_the_least_recently_used_first(tmp_path: Path) -> None:
     old, mid, new = (_snapshot(tmp_path, f"chat-{i}") for i in range(3))
     for age, path in ((300, old), (200, mid), (100, new)):
         os.utime(path, (path.stat().st_atime - age, path.stat().st_mtime - age))
+    cut_short = old.parent / f".{old.name}.x1y2"  # a write a killed worker left
+    cut_short.write_bytes(b"half")
+    fresh = mid.parent / f".{mid.name}.z3w4"  # a write going on now
+    fresh.write_bytes(b"half")
+    os.utime(cut_short, (0, time.time() - kvcache.STALE_S - 60))
     removed = kvcache.enforce_cap(tmp_path, new.stat().st_size + mid.stat().st_size)
     assert removed == [old] and new.exists() and mid.exists()
+    assert not cut_short.exists() and fresh.exists()
 
 
 @pytest.mark.parametrize("tag", ["../escape", "a/b", "", "x" * 200])

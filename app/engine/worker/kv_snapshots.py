@@ -218,8 +218,7 @@ class Snapshots:
             log.warning("a KV snapshot could not be saved: %s", exc.message)
             return
         older = sorted(
-            (p for p in kvcache.files(self.root, keep.conversation) if p != path),
-            key=lambda p: p.stat().st_mtime if p.exists() else 0.0,
+            (p for p in kvcache.files(self.root, keep.conversation) if p != path), key=_used
         )
         for stale in older[: max(0, len(older) - (PER_TAG - 1))]:
             stale.unlink(missing_ok=True)
@@ -299,6 +298,14 @@ class _Candidate:
         """This one, or the snapshot of `tokens` when it holds more of `wanted`."""
         shared = common_prefix(tokens, wanted)  # a snapshot is cut back to what is shared
         return _Candidate(shared, source, tokens, read) if shared > self.shared else self
+
+
+def _used(path: Path) -> float:
+    """When a snapshot file was last used (0: removed meanwhile, by a cap or a forget)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _none() -> bytes | None:
