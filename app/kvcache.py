@@ -99,15 +99,20 @@ class Listed:
     used: float
 
 
+def held(path: Path) -> int | None:
+    """How many tokens a snapshot file holds, from its name (`FINGERPRINT-COUNT-DIGEST.kv`);
+    None for a name that is not a snapshot's."""
+    parts = path.name.split("-")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
 def listing(root: Path) -> list[Listed]:
     """What the folder holds, the most recently used first."""
     out = []
     for p in files(root):
         with contextlib.suppress(OSError, ValueError):
             st = p.stat()
-            out.append(
-                Listed(p.parent.name, p.name, int(p.name.split("-")[1]), st.st_size, st.st_mtime)
-            )
+            out.append(Listed(p.parent.name, p.name, held(p) or 0, st.st_size, st.st_mtime))
     return sorted(out, key=lambda s: -s.used)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -188,6 +188,15 @@ class GenerateRequest:
     closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/constrain/closing`)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
     keep: Keep | None = None  # None: no snapshot looked for or kept
+
+    def constrained(self, constraint: Constraint | None) -> GenerateRequest:
+        """This request under JSON mode's `constraint` (its grammar and where it stands)."""
+        if constraint is None:
+            return self
+        return replace(
+            self, grammar=constraint.grammar, consumed=constraint.consumed,
+            banned=constraint.banned, closing=constraint.closing,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

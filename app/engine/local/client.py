@@ -281,18 +281,9 @@ class WorkerClient:
         ends = time.monotonic() + limit
         request = router.new_id()
         message = GenerateRequest(
-            request,
-            tuple(prompt_ids),
-            tuple(stop_ids),
-            sampling or Sampling(),
-            max_tokens,
-            constraint.grammar if constraint is not None else None,
-            constraint.consumed if constraint is not None else (),
-            constraint.banned if constraint is not None else (),
-            constraint.closing if constraint is not None else "",
-            top_logprobs,
-            keep,
-        )
+            request, tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens,
+            top_logprobs=top_logprobs, keep=keep,
+        ).constrained(constraint)  # fmt: skip
         partial: list[int] = []
         try:
             router.send(message)

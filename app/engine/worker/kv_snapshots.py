@@ -154,7 +154,10 @@ class Snapshots:
         self._digest = ""
         self._digest_ready = threading.Event()
         self._writes: list[threading.Thread] = []
-        threading.Thread(target=self._hash, daemon=True, name="model-digest").start()
+        if self.root is None:  # RAM only: the model's hash is never needed
+            self._digest_ready.set()
+        else:
+            threading.Thread(target=self._hash, daemon=True, name="model-digest").start()
 
     def _hash(self) -> None:
         try:
@@ -238,19 +241,26 @@ class Snapshots:
             if held.tag == keep.conversation and held.template == keep.template:
                 best = best.or_better(wanted, held.tokens, "memory", _const(held.state))
         if best.source != "memory":
-            for head in self._heads(keep):
+            for head in self._heads(keep, best.shared):
                 best = best.or_better(wanted, head.tokens, "disk", _reader(head))
         state = best.read()
         if state is None:
             return None
-        return Restored(self._set(state, best.tokens, best.shared), best.source)
+        count = self._set(state, best.tokens, best.shared)
+        return Restored(count, best.source if count else "")
 
-    def _heads(self, keep: Keep) -> list[files.Head]:
-        """The usable snapshot files of `keep`'s conversation (the model's hash awaited when
-        there are any: it is remembered, so only a model hashed for the first time waits)."""
+    def _heads(self, keep: Keep, beaten: int) -> list[files.Head]:
+        """The usable snapshot files of `keep`'s conversation that hold more than `beaten`
+        tokens (a file's name says how many: a follow-up turn, whose live cache holds more
+        than any file, reads none and waits for nothing); the model's hash is awaited when
+        there are any (it is remembered: only a model hashed for the first time waits)."""
         if self.root is None or not kvcache.valid_tag(keep.conversation):
             return []
-        found = kvcache.files(self.root, keep.conversation)
+        found = [
+            p
+            for p in kvcache.files(self.root, keep.conversation)
+            if (kvcache.held(p) or beaten + 1) > beaten
+        ]  # (a name not ours: read, refused, removed)
         if not found:
             return []
         self._digest_ready.wait()
