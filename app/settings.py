@@ -73,6 +73,14 @@ class Settings(BaseModel):
         " one after a restart does not read it again; the least recently used goes first"
         " (0: keep none on disk).",
     )
+    parallel: int = Field(
+        4,
+        ge=1,
+        le=16,
+        description="Answers the model works on at once: one is kept for this window, the rest"
+        " serve the local server's clients side by side; each holds its own context, so the"
+        " conversation cache in memory grows with it (1: one answer at a time).",
+    )
     threads: int = Field(
         0, ge=0, le=256, description="Generation threads (0: the physical cores less one)."
     )

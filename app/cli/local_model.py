@@ -65,6 +65,15 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="flash attention (remembered for the model)",
     )  # fmt: skip
     parser.add_argument("--kv-type", choices=["f16", "q8_0"], help="the KV cache's type")
+    parser.add_argument(
+        "--speculative",
+        choices=["off", "lookup", "draft"],
+        help="speculative decoding: lookup (drafts from the conversation, the default), draft"
+        " (a draft model, --draft-model) or off; remembered for the model",
+    )
+    parser.add_argument(
+        "--draft-model", metavar="GGUF", help="a smaller model with the same vocabulary"
+    )
     parser.add_argument("--temperature", type=float, help="remembered for this model")
     parser.add_argument("--top-p", type=float, help="remembered for this model")
     parser.add_argument("--top-k", type=int, help="remembered for this model")
@@ -117,6 +126,9 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
             gpu_layers=int(layers) if layers and layers.isdigit() else layers,
             flash_attn=args.flash_attn,
             kv_type=args.kv_type,
+            speculative=getattr(args, "speculative", None)
+            or ("draft" if getattr(args, "draft_model", None) else None),
+            draft_model=str(Path(args.draft_model).resolve()) if args.draft_model else None,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"invalid model setting ({validation_problems(exc)})") from exc
@@ -148,6 +160,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             on_progress=progress,
             settings=choice.load_settings(load_settings().gpu_layers),
             snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
+            sequences=getattr(args, "parallel", None) or 1,
         )
     except BaseException:
         progress.abandon()

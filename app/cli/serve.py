@@ -29,12 +29,20 @@ from app.server.app import LOOPBACK, ServeOptions
 from app.server.served import ServedModel
 
 TOKEN_KEY = "server.token"
+QUEUED_AT_MOST = 64  # clients' turns the worker holds at once (running or queued); more wait here
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answers decoded at once, each with the whole context (default: the settings', 4)",
+    )
     parser.add_argument(
         "--max-tokens", type=int, default=4096, help="the most a request may ask to generate"
     )
@@ -104,7 +112,12 @@ def run(args: argparse.Namespace) -> int:
         thinking_budget=args.thinking_budget,
     )
     logging.getLogger("server").setLevel(logging.INFO)
-    engine = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+    from app.settings import load_settings
+
+    args.parallel = max(1, args.parallel or load_settings().parallel)
+    # every client's turn goes to the worker at once: it decodes `parallel` of them together
+    # and queues the rest in the order they came (`app/engine/worker/scheduler.py`)
+    engine = cf.ThreadPoolExecutor(max_workers=QUEUED_AT_MOST, thread_name_prefix="engine")
     with WorkerClient() as client:
         loaded = load_model(client, args)
 

@@ -124,6 +124,8 @@ class Timings:
     generated: int = 0
     prompt_restored: int = 0  # tokens of the prompt restored from a KV snapshot
     restored_from: str = ""  # "memory" or "disk" (a snapshot), "" when none was
+    drafted: int = 0  # tokens speculative decoding proposed (checked by the model in batches)
+    accepted: int = 0  # of those, the tokens the model kept (each one decode step saved)
 
     @property
     def decode_tokens_per_s(self) -> float:

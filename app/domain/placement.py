@@ -18,6 +18,8 @@ class LoadSettings:
     flash_attn: bool = False
     kv_type: str = "f16"  # or "q8_0": half the cache memory
     swa_full: bool | None = None  # None: a full-size window cache where prompts roll back (gpt-oss)
+    speculative: str = "lookup"  # "off", "lookup" (n-gram drafts from the context) or "draft"
+    draft_model: str = ""  # the draft model's GGUF (same vocabulary) for "draft"
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,8 @@ class LoadRequest:
     extra_buffers: bool = False  # llama.cpp's repack/AMX buffers: faster on some CPUs, crashed here
     settings: LoadSettings = field(default_factory=LoadSettings)
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
+    sequences: int = 1  # answers decoded at once, each with a context of `n_ctx` tokens
+    reserved: int = 0  # of those, kept for `reserved` requests (the window's own turn)
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ class GenerateRequest:
     closing: str = ""  # how JSON mode ends the answer within `max_tokens` (`app/constrain/closing`)
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
     keep: Keep | None = None  # None: no snapshot looked for or kept
+    reserved: bool = False  # the window's own turn: on its reserved sequence, never queued
 
     def constrained(self, constraint: Constraint | None) -> GenerateRequest:
         """This request under JSON mode's `constraint` (its grammar and where it stands)."""

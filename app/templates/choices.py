@@ -34,6 +34,8 @@ class ModelChoice(BaseModel):
     flash_attn: bool | None = None
     kv_type: Literal["f16", "q8_0"] | None = None
     context_length: int | None = Field(None, ge=256, le=1_048_576)  # None: the settings'
+    speculative: Literal["off", "lookup", "draft"] | None = None  # None: prompt lookup
+    draft_model: str | None = None  # a GGUF with the model's vocabulary (for "draft")
 
     def merged(self, newer: ModelChoice) -> ModelChoice:
         """These choices with every value `newer` sets replacing ours."""
@@ -51,11 +53,15 @@ class ModelChoice(BaseModel):
         layers = 0 if layers == "none" else layers
         gpu_layers = None if layers in (None, "auto") else -1 if layers == "all" else int(layers)
         return LoadSettings(
-            gpu_layers=gpu_layers, flash_attn=bool(self.flash_attn), kv_type=self.kv_type or "f16"
+            gpu_layers=gpu_layers,
+            flash_attn=bool(self.flash_attn),
+            kv_type=self.kv_type or "f16",
+            speculative=self.speculative or "lookup",
+            draft_model=self.draft_model or "",
         )
 
 
-_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length"}
+_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length", "speculative", "draft_model"}
 
 
 class ChoiceStore:

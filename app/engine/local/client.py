@@ -163,9 +163,13 @@ class WorkerClient:
         cancel: threading.Event | None = None,
         settings: LoadSettings | None = None,
         snapshots: SnapshotSettings | None = None,
+        sequences: int = 1,
+        reserved: int = 0,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
-        flash attention, cache type) and where its KV snapshots go (None: the defaults)."""
+        flash attention, cache type, speculative decoding), where its KV snapshots go (None:
+        the defaults), and `sequences` answers decoded at once, each with `n_ctx` tokens of
+        context, `reserved` of them for the window's own turns."""
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
@@ -174,7 +178,7 @@ class WorkerClient:
                 "its header names no model architecture",
                 "The metadata key general.architecture is missing or empty.",
             )
-        memory = estimate_memory(header, n_ctx)
+        memory = estimate_memory(header, n_ctx, sequences=sequences)
         if memory.verdict is Fit.TOO_BIG:
             raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
         threads = n_threads or default_threads()
@@ -187,7 +191,10 @@ class WorkerClient:
         try:
             settings, snapshots = settings or LoadSettings(), snapshots or SnapshotSettings.of(2)
             request = LoadRequest(router.new_id(), str(path), n_ctx, threads)
-            request = dataclasses.replace(request, settings=settings, snapshots=snapshots)
+            request = dataclasses.replace(
+                request, settings=settings, snapshots=snapshots,
+                sequences=max(1, sequences), reserved=min(reserved, sequences - 1),
+            )  # fmt: skip
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
@@ -244,7 +251,10 @@ class WorkerClient:
     def _ensure_ready(self) -> Router:
         if self.state is WorkerState.FAILED and self._last_load is not None:
             last = self._last_load
-            kept: dict[str, Any] = {"settings": last.settings, "snapshots": last.snapshots}
+            kept: dict[str, Any] = {
+                "settings": last.settings, "snapshots": last.snapshots,
+                "sequences": last.sequences, "reserved": last.reserved,
+            }  # fmt: skip
             self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, **kept)
         if self.state is not WorkerState.READY or self._router is None:
             raise WorkerError(f"the model worker is {self.state}, not ready")

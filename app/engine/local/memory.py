@@ -56,14 +56,16 @@ def estimate_memory(
     n_batch: int = N_BATCH,
     available: int | None = -1,
     gpu_share: float = 0.0,
+    sequences: int = 1,
 ) -> MemoryEstimate:
-    """The estimate for `model` at `n_ctx` tokens; `available` -1 reads the free memory;
-    `gpu_share` of the layers go to the GPU (`gpu_share_of`)."""
+    """The estimate for `model` at `n_ctx` tokens for each of `sequences` answers decoded at
+    once (each holds its own cache); `available` -1 reads the free memory; `gpu_share` of the
+    layers go to the GPU (`gpu_share_of`)."""
     buffers = n_batch * model.vocab_size * 4 + FIXED
     return MemoryEstimate(
         n_ctx=n_ctx,
         weights=model.weights_bytes,
-        kv_cache=model.kv_bytes_per_token * n_ctx,
+        kv_cache=model.kv_bytes_per_token * n_ctx * max(1, sequences),
         buffers=buffers,
         available=available_memory() if available == -1 else available,
         gpu_share=gpu_share,
