@@ -3,11 +3,12 @@ debug pane read them from here, so no two places disagree about the same turn.
 
 Guarantees: every figure comes from the reply's debug record as the engine measured it (the
 last generation's timings: decoding speed in tokens per second after the first token, the
-first token's latency, prompt and generated tokens, why it stopped) and the model the reply
-names; a figure the record does not hold is None, never a made-up zero; `footer` and `speed`
-are the sentences shown, `rate` the speed alone (the debug pane's timeline), `rows` every
-figure with its name (the debug pane's list) — each written by the same few lines, so a
-number reads the same wherever it appears.
+first token's latency, prompt and generated tokens, why it stopped, the tokens speculative
+decoding drafted and those kept) and the model the reply names; a figure the record does not
+hold is None, never a made-up zero; `footer` and `speed` are the sentences shown, `rate` the
+speed alone (the debug pane's timeline), `rows` every figure with its name (the debug pane's
+list), `drafts` speculative decoding's tokens (the debug pane and the terminal's timing line)
+— each written by the same few lines, so a number reads the same wherever it appears.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class Figures:
     total_ms: float | None = None  # the last generation, prompt evaluation included
     restored_disk: int | None = None  # prompt tokens restored from a KV snapshot on disk
     restored_memory: int | None = None  # … from one the worker held in memory
+    drafted: int | None = None  # tokens speculative decoding proposed (None: it drafted none)
+    accepted: int | None = None  # of those, the tokens the model kept
 
     @classmethod
     def of(cls, timings: dict[str, Any], stop_reason: str = "", model: str = "") -> Figures:
@@ -63,6 +66,8 @@ class Figures:
             total_ms=number("total_ms"),
             restored_disk=count("restored_disk"),
             restored_memory=count("restored_memory"),
+            drafted=count("drafted"),
+            accepted=count("accepted"),
         )
 
     def rate(self) -> str:
@@ -96,6 +101,10 @@ class Figures:
                 return f", restored from {source}: {count:,} tokens"
         return ""
 
+    def drafts(self) -> str:
+        """ "12 drafted, 9 accepted" where speculative decoding drafted; "" otherwise."""
+        return drafts(self.drafted or 0, self.accepted or 0)
+
     def rows(self) -> list[tuple[str, str]]:
         """Every measured figure as (name, value), in the footer's words and order."""
         prompt = ""
@@ -113,9 +122,15 @@ class Figures:
             ("First token", self._first().removeprefix("first token ")),
             ("Prompt", prompt),
             ("Took", f"{self.total_ms:,.0f} ms" if self.total_ms is not None else ""),
+            ("Speculative", self.drafts()),
             ("Stopped", STOPS.get(self.stop, self.stop)),
         ]
         return [(name, value) for name, value in rows if value]
 
 
-__all__ = ["STOPS", "Figures"]
+def drafts(drafted: int, accepted: int) -> str:
+    """Speculative decoding's tokens, "12 drafted, 9 accepted"; "" when none was drafted."""
+    return f"{drafted:,} drafted, {accepted:,} accepted" if drafted > 0 else ""
+
+
+__all__ = ["STOPS", "Figures", "drafts"]

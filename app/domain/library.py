@@ -2,7 +2,8 @@
 
 Guarantees: plain frozen values (they cross from the scanning and download threads to the
 window); whether a model fits in memory is decided in one place (`MemoryEstimate.verdict`),
-with the sentence the window and the command line show.
+with the sentence the window and the command line show, which says when the KV cache is
+counted for several answers at once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class MemoryEstimate:
     buffers: int  # compute buffer and logits: grow with the batch size and the vocabulary
     available: int | None
     gpu_share: float = 0.0  # the share of the layers (weights and cache) given to the GPU
+    sequences: int = 1  # answers decoded at once, each with its own cache of `n_ctx` tokens
 
     @property
     def total(self) -> int:
@@ -77,12 +79,16 @@ class MemoryEstimate:
         have = f" of {human_size(self.available)}" if self.available else ""
         return f"{human_size(self.total)}{have}"
 
+    def at_once(self) -> str:
+        """ " for 4 answers at once" where the cache is counted for several; "" for one."""
+        return f" for {self.sequences} answers at once" if self.sequences > 1 else ""
+
     def words(self) -> str:
         """The estimate as a sentence, with what to do when the model will not fit."""
         need = (
             f"needs about {human_size(self.total)} at {self.n_ctx:,} tokens of context"
-            f" (weights {human_size(self.weights)}, KV cache {human_size(self.kv_cache)},"
-            f" buffers {human_size(self.buffers)})"
+            f" (weights {human_size(self.weights)}, KV cache {human_size(self.kv_cache)}"
+            f"{self.at_once()}, buffers {human_size(self.buffers)})"
         )
         if self.vram:
             need += (

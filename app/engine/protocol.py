@@ -4,8 +4,8 @@ Guarantees:
 - Everything here is a plain, picklable value; nothing imports llama.cpp.
 - Every message to the worker and every reply from it carries the `request` id it belongs to
   (llama.cpp's own log lines, `NativeLog`, belong to none), so replies are routed to their
-  caller and a `Cancel` names the one request it stops. The worker runs one request at a time
-  today; the protocol says more.
+  caller and a `Cancel` names the one request it stops. The worker decodes several
+  generations at once (`LoadRequest.sequences`), each on its own KV sequence.
 - Quick questions to the model are typed requests (`Tokenize`, `TokenTable`, `SpecialBytes`,
   `Specials`, `Logits`), each answered by one `Answer` or one `Refused`.
 - A request the worker cannot serve is `Refused` with a code from the one error tree
@@ -124,6 +124,8 @@ class ModelInfo:
     load_ms: float
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     placement: Placement | None = None  # where llama.cpp put the model, as it reports it
+    sequences: int = 1  # answers decoded at once, each with `n_ctx` tokens of context
+    speculative: str = "off"  # speculative decoding: "off", "lookup" or "draft"
 
 
 @dataclass(frozen=True)

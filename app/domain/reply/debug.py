@@ -1,7 +1,8 @@
 """A reply's debug record as the turn runs: what only the debug pane reads.
 
 Guarantees: nothing here touches `reply.segments`; the prompt, the generated ids, the token
-scores, the timings, the parser's issues and the remote endpoint's request and response land in
+scores, the timings (speculative decoding's drafted and accepted tokens only where it drafted),
+the parser's issues and the remote endpoint's request and response land in
 `reply.debug`; the timeline (`spans`, `token_times`) is in ms from the turn's start, and a
 continued reply's timeline goes on where its last one ended.
 """
@@ -73,6 +74,8 @@ class DebugLog:
             "generated": t.generated,
             "tokens_per_s": round(t.decode_tokens_per_s, 1),
         }
+        if t.drafted:  # speculative decoding drafted: what it proposed and what was kept
+            debug.timings |= {"drafted": t.drafted, "accepted": t.accepted}
 
     def tools_ran(self, durations: list[tuple[str, float]]) -> None:
         """The calls (tool name, ms) ran side by side from now; the turn goes on when the last

@@ -27,8 +27,17 @@ class Inbox:
 
     def next(self) -> Request:
         """The next request (blocks); `EOFError` when the app went away."""
-        while not self._waiting:
+        self.head(block=True)
+        return self._waiting.popleft()
+
+    def head(self, block: bool) -> Request | None:
+        """The first request not yet taken, left in place (None: none, without `block`)."""
+        while self.conn.poll() if not block else not self._waiting:
             self._file(self.conn.recv())
+        return self._waiting[0] if self._waiting else None
+
+    def pop(self) -> Request:
+        """Take the first request (`head` said it is there)."""
         return self._waiting.popleft()
 
     def cancelled(self, request: int) -> bool:

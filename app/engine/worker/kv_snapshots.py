@@ -106,7 +106,7 @@ def snapshots_for(
     low: Any,
     settings: SnapshotSettings,
     placement: Placement,
-    holds: Callable[[int], bool],
+    holds: Callable[[int, int], bool],
 ) -> Snapshots | None:
     """The snapshots of a loaded model, or None for a model with a sliding window (above)."""
     window = placement.sliding_window
@@ -120,10 +120,8 @@ def snapshots_for(
     build = f"llama-cpp-python {llm_build(low)}, state v{low.LLAMA_STATE_SEQ_VERSION}"
 
     def stamp(model_sha256: str, template: str) -> Stamp:
-        p = placement
-        return Stamp(
-            model_sha256, llm.n_ctx(), p.kv_type, p.flash_attn, p.swa_full, template, build
-        )
+        p, n_ctx = placement, int(low.llama_n_ctx_seq(llm._ctx.ctx))  # one sequence's
+        return Stamp(model_sha256, n_ctx, p.kv_type, p.flash_attn, p.swa_full, template, build)
 
     return Snapshots(llm, low, settings, stamp, holds)
 
@@ -144,7 +142,7 @@ class Snapshots:
         low: Any,
         settings: SnapshotSettings,
         stamp: Callable[[str, str], Stamp],
-        holds: Callable[[int], bool],
+        holds: Callable[[int, int], bool],
     ) -> None:
         self.llm, self.low, self.settings = llm, low, settings
         self.root = Path(settings.folder) if settings.folder else None
@@ -174,18 +172,18 @@ class Snapshots:
 
     # --- keeping --------------------------------------------------------------------
 
-    def keep(self, keep: Keep) -> None:
-        """Keep the current state of the cache for `keep.conversation` (see the guarantees)."""
-        llm = self.llm
-        n = int(llm.n_tokens)
-        if n < MIN_TOKENS or not self._holds(n):
+    def keep(self, keep: Keep, seq: Any) -> None:
+        """Keep the current state of sequence `seq`'s cache for `keep.conversation` (see the
+        guarantees)."""
+        n = len(seq.tokens)
+        if n < MIN_TOKENS or not self._holds(seq.id, n):
             return
-        tokens = tuple(int(t) for t in llm.input_ids[:n])
+        tokens = tuple(seq.tokens)
         key = (keep.conversation, files.token_digest(tokens))
         if key in self._ram:
             self._ram.move_to_end(key)
             return
-        state = self._copy_state()
+        state = self._copy_state(seq.id)
         if state is None:
             return
         self._ram[key] = _Held(keep.conversation, keep.template, tokens, state)
@@ -201,13 +199,13 @@ class Snapshots:
             self._writes = [t for t in self._writes if t.is_alive()] + [writer]
             writer.start()
 
-    def _copy_state(self) -> bytes | None:
+    def _copy_state(self, seq: int) -> bytes | None:
         ctx = self.llm._ctx.ctx
-        size = int(self.low.llama_state_seq_get_size(ctx, 0))
+        size = int(self.low.llama_state_seq_get_size(ctx, seq))
         if size <= 0:
             return None
         buffer = (ctypes.c_uint8 * size)()
-        written = int(self.low.llama_state_seq_get_data(ctx, buffer, size, 0))
+        written = int(self.low.llama_state_seq_get_data(ctx, buffer, size, seq))
         return ctypes.string_at(buffer, written) if written > 0 else None
 
     def _write(self, keep: Keep, tokens: tuple[int, ...], state: bytes) -> None:
@@ -234,8 +232,8 @@ class Snapshots:
 
     # --- restoring ------------------------------------------------------------------
 
-    def restore(self, prompt: Sequence[int], live: int, keep: Keep) -> Restored | None:
-        """Restore the best snapshot for `prompt` (see the guarantees)."""
+    def restore(self, prompt: Sequence[int], live: int, keep: Keep, seq: Any) -> Restored | None:
+        """Restore the best snapshot for `prompt` into sequence `seq` (see the guarantees)."""
         wanted, best = prompt[:-1], _Candidate(max(live, MIN_TOKENS - 1), "", (), _none)
         for held in reversed(self._ram.values()):
             if held.tag == keep.conversation and held.template == keep.template:
@@ -246,7 +244,7 @@ class Snapshots:
         state = best.read()
         if state is None:
             return None
-        count = self._set(state, best.tokens, best.shared)
+        count = self._set(state, best.tokens, best.shared, seq)
         return Restored(count, best.source if count else "")
 
     def _heads(self, keep: Keep, beaten: int) -> list[files.Head]:
@@ -269,23 +267,21 @@ class Snapshots:
         stamp = self.stamp(keep.template)
         return [h for h in (files.read_head(p, stamp) for p in found) if h is not None]
 
-    def _set(self, state: bytes, tokens: tuple[int, ...], count: int) -> int:
-        """Put `state` into the cache and keep its first `count` tokens; the count kept (0:
-        llama.cpp refused it or its positions are not what they should be: cleared)."""
-        llm = self.llm
-        llm.reset()
-        llm._ctx.kv_cache_clear()
+    def _set(self, state: bytes, tokens: tuple[int, ...], count: int, seq: Any) -> int:
+        """Put `state` into sequence `seq`'s cache and keep its first `count` tokens; the count
+        kept (0: llama.cpp refused it or its positions are not what they should be: cleared)."""
+        ctx, low = self.llm._ctx.ctx, self.low
+        memory = low.llama_get_memory(ctx)
+        low.llama_memory_seq_rm(memory, seq.id, -1, -1)
+        seq.tokens = []
         buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if int(self.low.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(state), 0)) > 0:
-            llm.input_ids[: len(tokens)] = tokens
-            llm.n_tokens = len(tokens)
-            cut = bool(llm._ctx.kv_cache_seq_rm(-1, count, -1))
-            if cut and self._holds(count):
-                llm.n_tokens = count
+        if int(low.llama_state_seq_set_data(ctx, buffer, len(state), seq.id)) > 0:
+            cut = bool(low.llama_memory_seq_rm(memory, seq.id, count, -1))
+            if cut and self._holds(seq.id, count):
+                seq.tokens = list(tokens[:count])
                 return count
         log.info("a KV snapshot was refused by llama.cpp or held other positions; evaluated again")
-        llm.reset()
-        llm._ctx.kv_cache_clear()
+        low.llama_memory_seq_rm(memory, seq.id, -1, -1)
         return 0
 
 

@@ -1,18 +1,23 @@
 """The model worker: the only process that imports llama.cpp.
 
-Runs `serve(conn)` in its own OS process: loads one GGUF model, generates from prompt ids, and
-answers quick questions (tokenize, token bytes, logits), one request at a time, each reply
-tagged with its request's id. Guarantees: every request gets an answer on the pipe; a
-generation checks for a `Cancel` of its request between tokens (and between graph nodes while
-the prompt is evaluated, and within JSON mode's closer while it works out an ending) and ends
-with `GenerationDone(CANCELLED)` when one came — the client cancels a generation past its
+Runs `serve(conn)` in its own OS process: loads one GGUF model (with `sequences` KV sequences,
+each holding a whole context, and optionally a draft model), generates from prompt ids —
+several generations decoded together (`scheduler.py`) — and answers quick questions
+(tokenize, token bytes, logits) between two steps, each reply tagged with its request's id.
+Guarantees: every request gets an answer on the pipe; requests are taken in the order they
+came, a load, a shutdown or a logits question only once no generation is under way or queued
+(those sent after it wait behind it); a generation checks for a `Cancel` of its request
+between steps (and between graph nodes while a prompt chunk is evaluated, and within JSON
+mode's closer while it works out an ending) and ends with `GenerationDone(CANCELLED)` when
+one came — the client cancels a generation past its
 deadline this way (`app/engine/local/client.py`), so none holds the worker; a prompt that
 does not fit, or a grammar the vocabulary cannot follow, is `Refused` with its code and the
 worker stays ready; a load failure says at which stage it failed (vocabulary: architecture,
 hyper-parameters, tokenizer; weights: tensors) so the client can type the error without
-reading llama.cpp's text. If llama.cpp aborts the process, the client sees the pipe close and
-reports it. A model's stored chat templates are never compiled (`load_guard.py`). Imports
-only the protocol, the core count and JSON mode (`app.constrain`).
+reading llama.cpp's text, and a draft model that cannot draft for the model is refused at
+the "draft" stage with the reason. If llama.cpp aborts the process, the client sees the pipe
+close and reports it. A model's stored chat templates are never compiled (`load_guard.py`).
+Imports only the protocol, the core count and JSON mode (`app.constrain`).
 """
 
 from __future__ import annotations
@@ -25,12 +30,10 @@ from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
 
-from app.domain.events import FinishReason, GenerationDone, Timings, TokenStep
 from app.engine.cores import spare_core
 from app.engine.protocol import (
     Answer,
     Evaluated,
-    Finished,
     GenerateRequest,
     Keep,
     Loaded,
@@ -41,23 +44,25 @@ from app.engine.protocol import (
     ModelInfo,
     Query,
     Refused,
+    Request,
     ShutdownRequest,
     SpecialBytes,
     SpecialIds,
     Specials,
-    TokenBatch,
     Tokenize,
     TokenTable,
 )
+from app.engine.worker.draft_model import DraftModel, same_vocabulary
 from app.engine.worker.inbox import Inbox
-from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix, snapshots_for
+from app.engine.worker.kv_snapshots import snapshots_for
 from app.engine.worker.load_guard import neutralise_chat_templates
-from app.engine.worker.masking import MaskFactory, masked_sampler
+from app.engine.worker.masking import MaskFactory
 from app.engine.worker.native_log import Gathered, log, native_log
 from app.engine.worker.placement import as_loaded, llama_arguments, placement_for
+from app.engine.worker.scheduler import Scheduler
+from app.engine.worker.sequences import Pool
 from app.errors import ErrorCode
 
-BATCH_MS = 40.0  # tokens wait at most this long to share a pipe write (the window paints at 40)
 _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
 
 
@@ -67,27 +72,32 @@ class _Worker:
         import llama_cpp.llama_cpp as low_level
 
         self.lc = llama_cpp
-        self.low = low_level  # the module `Llama` reads its default model params from
+        self.low = low_level  # the module `Llama` reads its default params from
         self.gathered = Gathered()
         log.addHandler(self.gathered)
         log.setLevel(logging.INFO)
         self.inbox = Inbox(conn, self.gathered.take)
         self._send = self.inbox.send
         self.llm: Any = None
+        self.draft_llm: Any = None
+        self.scheduler: Scheduler | None = None
+        self.pool: Pool = None  # type: ignore[assignment]  # set by every load
         self._mask_factory: Any = None
         self._mask_factory_llm: Any = None
         self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
-        self.window = 0  # the loaded model's sliding window (0: none)
-        self.snapshots: Snapshots | None = None
-        self._no_abort = low_level.ggml_abort_callback()  # NULL: no check between nodes
+        self.n_batch = 0
+        self._eval_batch: Any = None
+        self._evaluated: Any = None  # the sequence the last logits question evaluated
         self._log_callback = low_level.llama_log_callback(native_log)
         low_level.llama_log_set(self._log_callback, ctypes.c_void_p(0))
 
     # --- loading --------------------------------------------------------------------
 
-    def _progress_params(self, req: LoadRequest) -> Any:
-        """Default model params that report load progress and stop on cancel."""
-        original = self.low.llama_model_default_params
+    def _default_params(self, req: LoadRequest) -> tuple[Any, Any, Any]:
+        """Default model params that report load progress and stop on cancel, and context
+        params with the request's sequences (each its own cache stream when more than one)."""
+        model_defaults = self.low.llama_model_default_params
+        context_defaults = self.low.llama_context_default_params
         extra_buffers = req.extra_buffers
 
         def report(fraction: float, _data: Any) -> bool:
@@ -96,20 +106,45 @@ class _Worker:
 
         callback = self.low.llama_progress_callback(report)
 
-        def params() -> Any:
-            p = original()
+        def model_params() -> Any:
+            p = model_defaults()
             p.progress_callback = callback
             # llama.cpp's CPU "extra buffer" (weight repacking, AMX) path crashed with SIGSEGV on
             # Q4_K weights on these machines (AVX-512/AMX CPUs); plain buffers are safe everywhere.
             p.use_extra_bufts = extra_buffers
             return p
 
-        return params, callback
+        def context_params() -> Any:
+            p = context_defaults()
+            p.n_seq_max = max(1, req.sequences)
+            p.kv_unified = req.sequences <= 1  # one stream per sequence: exact side by side
+            return p
+
+        return model_params, context_params, callback
+
+    def _llama(self, req: LoadRequest, path: str, placement: Any) -> Any:
+        """A `Llama` for `path` with the request's context, threads and sequences."""
+        model_params, context_params, keep_alive = self._default_params(req)
+        defaults = self.low.llama_model_default_params, self.low.llama_context_default_params
+        self.low.llama_model_default_params = model_params
+        self.low.llama_context_default_params = context_params
+        try:
+            return self.lc.Llama(
+                model_path=path,
+                n_ctx=req.n_ctx * max(1, req.sequences),
+                n_batch=req.n_batch,
+                n_threads=req.n_threads,
+                n_threads_batch=req.n_threads,
+                verbose=False,
+                **llama_arguments(placement),
+            )
+        finally:
+            self.low.llama_model_default_params, self.low.llama_context_default_params = defaults
+            del keep_alive
 
     def load(self, req: LoadRequest) -> None:
         start = time.perf_counter()
-        self.llm = None
-        self._drop_snapshots()
+        self._unload()
         neutralise_chat_templates(self.lc)  # a stored chat template never runs here
         try:
             vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
@@ -120,163 +155,104 @@ class _Worker:
             req.settings, vocab.metadata, self.low.llama_supports_gpu_offload()
         )
         del vocab
-        params, keep_alive = self._progress_params(req)
-        original = self.low.llama_model_default_params
-        self.low.llama_model_default_params = params
         try:
-            self.llm = self.lc.Llama(
-                model_path=req.path,
-                n_ctx=req.n_ctx,
-                n_batch=req.n_batch,
-                n_threads=req.n_threads,
-                n_threads_batch=req.n_threads,
-                verbose=False,
-                **llama_arguments(placement),
-            )
+            self.llm = self._llama(req, req.path, placement)
         except (ValueError, RuntimeError, OSError) as exc:
             cancelled = self.inbox.cancelled(req.request)
             self._send(LoadFailed(req.request, "weights", str(exc), cancelled=cancelled))
             return
-        finally:
-            self.low.llama_model_default_params = original
-            del keep_alive
         llm = self.llm
         placement = as_loaded(placement, llm.model_params, llm.context_params)
-        self.window = placement.sliding_window
-        self.snapshots = snapshots_for(llm, self.low, req.snapshots, placement, self._holds)
+        draft, why = self._draft(req, placement)
+        if why:
+            self._unload()
+            self._send(LoadFailed(req.request, "draft", why))
+            return
+        self.n_batch = req.n_batch
+        self._eval_batch = self.low.llama_batch_init(req.n_batch, 0, 1)
+        reserved = req.reserved if req.sequences > 1 else 0
+        self.pool = Pool(llm, self.low, max(1, req.sequences), reserved, placement.sliding_window)
+        self.pool.snapshots = snapshots_for(
+            llm, self.low, req.snapshots, placement, self.pool.holds
+        )
+        self.scheduler = Scheduler(
+            llm, self.low, self.pool, self._send, self.inbox.cancelled, self._mask_for,
+            req.n_batch, req.settings.speculative, draft,
+        )  # fmt: skip
+        self.scheduler.calibrate()
         info = ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),
-            n_ctx=llm.n_ctx(),
+            n_ctx=int(self.low.llama_n_ctx_seq(llm._ctx.ctx)),
             n_ctx_train=llm._model.n_ctx_train(),
             architecture=str(llm.metadata.get("general.architecture", "")),
             n_threads=req.n_threads,
             load_ms=(time.perf_counter() - start) * 1000,
             metadata={k: v for k, v in llm.metadata.items() if len(v) < 65536},
             placement=placement,
+            sequences=len(self.pool.all),
+            speculative=self.scheduler.speculative,
         )
         self._send(Loaded(req.request, info))
 
-    def _drop_snapshots(self) -> None:
-        if self.snapshots is not None:
-            self.snapshots.flush(timeout=4.0)  # what the last answer left reaches the disk
-            self.snapshots = None
+    def _draft(self, req: LoadRequest, placement: Any) -> tuple[DraftModel | None, str]:
+        """The draft model the load settings ask for, or why it cannot draft for the model."""
+        path = req.settings.draft_model
+        if req.settings.speculative != "draft":
+            return None, ""
+        name = path.rsplit("/", 1)[-1] or "(none chosen)"
+        if not path:
+            return None, "speculative decoding with a draft model needs one: choose its GGUF"
+        try:
+            self.draft_llm = self._llama(req, path, placement)
+        except (ValueError, RuntimeError, OSError) as exc:
+            return None, f"the draft model {name} could not be loaded: {exc}"
+        why = same_vocabulary(self.llm, self.draft_llm, lambda m, t: self.piece(t, True, m))
+        if why:
+            return None, f"the draft model {name} cannot draft for this model: {why}"
+        return DraftModel(self.draft_llm, self.low, req.n_batch), ""
+
+    def _unload(self) -> None:
+        if self.pool is not None and self.pool.snapshots is not None:
+            self.pool.snapshots.flush(timeout=4.0)  # what the last answer left reaches the disk
+        if self.scheduler is not None:
+            self.scheduler.close()
+        if self._eval_batch is not None:
+            self.low.llama_batch_free(self._eval_batch)
+        self.scheduler, self._eval_batch, self.llm, self.draft_llm = None, None, None, None
+        self.pool = None  # type: ignore[assignment]
 
     # --- generation -----------------------------------------------------------------
 
-    def _prepare(self, prompt: list[int], keep: Keep | None) -> tuple[int, Restored]:
-        """Make the cache hold the longest prefix of `prompt` it can without evaluating:
-        the live cache's (`_rollback`), or a snapshot's when it holds more; (reused, restored)."""
-        reused = self._rollback(prompt)
-        if keep is None or self.snapshots is None:
-            return reused, Restored(0, "")
-        restored = self.snapshots.restore(prompt, reused, keep)
-        if restored is None:
-            return reused, Restored(0, "")
-        return 0, restored
-
-    def _rollback(self, prompt: list[int]) -> int:
-        """Keep the longest cached prefix of `prompt` (all but its last token) that llama.cpp's
-        memory really holds, and drop the rest; how many tokens were kept. A sliding-window
-        cache that no longer holds what the kept prefix attends to is cleared: the prompt is
-        evaluated again rather than continued from a state the model never had."""
-        llm = self.llm
-        n = common_prefix(llm._input_ids[: llm.n_tokens].tolist(), prompt[:-1])
-        if n and llm._ctx.kv_cache_seq_rm(-1, n, -1) and self._holds(n):
-            llm.n_tokens = n
-            return n
-        llm.reset()
-        llm._ctx.kv_cache_clear()
-        return 0
-
-    def _holds(self, n: int) -> bool:
-        """Whether the memory holds positions 0..n-1 as far as the model attends to them (a
-        sliding-window layer needs only the last `window`): llama.cpp's own positions."""
-        memory = self.llm._ctx.memory
-        low = self.low.llama_memory_seq_pos_min(memory, 0)
-        high = self.low.llama_memory_seq_pos_max(memory, 0)
-        needed_from = max(0, n - self.window) if self.window else 0
-        return bool(high == n - 1 and 0 <= low <= needed_from)
-
-    def _evaluate(self, tokens: list[int], request: int) -> bool:
-        """Evaluate the prompt's new tokens, stoppable between llama.cpp's graph nodes by a
-        cancel of `request` (its abort callback, set only here: decoding one token pays
-        nothing); False when cancelled, with the memory cut back to what was fully evaluated."""
-        llm, cancelled = self.llm, self.inbox.cancelled
-        callback = self.low.ggml_abort_callback(lambda _data: cancelled(request))
-        self.low.llama_set_abort_callback(llm._ctx.ctx, callback, None)
-        try:
-            llm.eval(tokens)
-        except RuntimeError:
-            if not cancelled(request):
-                raise
-            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
-            return False
-        finally:
-            self.low.llama_set_abort_callback(llm._ctx.ctx, self._no_abort, None)
-        return True
-
-    def generate(self, req: GenerateRequest) -> None:
-        llm, prompt, s = self.llm, list(req.prompt_ids), req.sampling
-        start = time.perf_counter()
-        if len(prompt) >= llm.n_ctx():
-            refused = f"the prompt has {len(prompt)} tokens; the context holds {llm.n_ctx()}"
-            self._send(Refused(req.request, ErrorCode.CONTEXT, refused))
-            return
-        mask, refused = self._mask_for(req)
-        if refused:
-            self._send(Refused(req.request, ErrorCode.GRAMMAR, refused))
-            return
-        reused, restored = self._prepare(prompt, req.keep)
-        if s.seed is not None:
-            llm.set_seed(s.seed)
-        reason, stop_id, generated, first_ms = FinishReason.CANCELLED, None, 0, 0.0
-        if self._evaluate(prompt[reused + restored.count :], req.request):
-            if mask is not None:  # the mask heads the sampler chain, on the candidates themselves
-                llm._init_sampler = partial(masked_sampler, llm, mask)
-            try:
-                tokens = llm.generate(
-                    prompt,
-                    top_k=s.top_k,
-                    top_p=s.top_p,
-                    min_p=s.min_p,
-                    temp=s.temperature,
-                    repeat_penalty=s.repeat_penalty,
-                    reset=True,
-                )
-                reason, stop_id, generated, first_ms = self._stream(tokens, req, mask, start)
-            finally:
-                llm.__dict__.pop("_init_sampler", None)  # the class's own, for the next one
-                if mask is not None:
-                    mask.discard()  # a next mask worked out ahead, now unused
-        timings = Timings(
-            prompt_tokens=len(prompt),
-            prompt_reused=reused,
-            prompt_evaluated=len(prompt) - reused - restored.count,
-            first_token_ms=first_ms,
-            total_ms=(time.perf_counter() - start) * 1000,
-            generated=generated,
-            prompt_restored=restored.count,
-            restored_from=restored.source,
-        )
-        self._send(Finished(req.request, GenerationDone(reason, stop_id, timings)))
-        self._keep(req.keep)
-
-    def _keep(self, keep: Keep | None) -> None:
-        """After the reply went out: keep the cache's state for `keep`'s conversation."""
-        if keep is not None and self.snapshots is not None:
-            self.snapshots.keep(keep)
-
     def logits(self, prompt: list[int], keep: Keep | None) -> Evaluated:
-        """Evaluate `prompt` as a generation would (the same rollback and snapshots) and give
-        how, with the next token's logits (float32 bytes): the exactness check."""
-        reused, restored = self._prepare(prompt, keep)
-        self.llm.eval(prompt[reused + restored.count :])
+        """Evaluate `prompt` as a generation would (the same sequence choice, reuse and
+        snapshots) and give how, with the next token's logits (float32 bytes): the exactness
+        check. Asked only when no generation is under way."""
+        pool = self.pool
+        seq = pool.choose(prompt, reserved=True) or pool.all[0]
+        reused, restored = pool.prepare(seq, prompt, keep)
+        tail = prompt[len(seq.tokens) :]
+        for start in range(0, len(tail), self.n_batch):
+            chunk = tail[start : start + self.n_batch]
+            batch = self._spelled(chunk, seq.id, len(seq.tokens))
+            if self.low.llama_decode(self.llm._ctx.ctx, batch) != 0:
+                raise RuntimeError("llama.cpp could not evaluate the prompt")
+            seq.tokens.extend(chunk)
         n_vocab = self.llm.n_vocab()
         row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        self._evaluated = seq  # its state is kept once the answer went out (`_keep`)
         return Evaluated(
             reused, restored.count, restored.source, ctypes.string_at(row, n_vocab * 4)
         )
+
+    def _spelled(self, chunk: list[int], seq: int, pos: int) -> Any:
+        batch = self._eval_batch
+        for i, token in enumerate(chunk):
+            batch.token[i], batch.pos[i] = token, pos + i
+            batch.n_seq_id[i], batch.seq_id[i][0] = 1, seq
+            batch.logits[i] = i == len(chunk) - 1
+        batch.n_tokens = len(chunk)
+        return batch
 
     def _mask_for(self, req: GenerateRequest) -> tuple[Any, str]:
         """The JSON mode's token mask for `req`, or why not (`MaskFactory.for_request`)."""
@@ -286,63 +262,6 @@ class _Worker:
         mask, why = self._masks().for_request(req, lambda t: self.piece(t, True), cancelled)
         return mask, str(why)
 
-    def _stream(
-        self, tokens: Any, req: GenerateRequest, mask: Any, start: float
-    ) -> tuple[FinishReason, int | None, int, float]:
-        """Send the tokens as they come — the first at once, then in batches at most
-        `BATCH_MS` apart (one pipe write and one wake-up of the app per batch, not per token),
-        the last batch when the generation ends; (why it stopped, the stop id, how many, first
-        ms)."""
-        llm, stops = self.llm, frozenset(req.stop_ids)
-        reason, stop_id, generated, first_ms = FinishReason.LENGTH, None, 0, 0.0
-        batch: list[TokenStep] = []
-        sent = 0.0
-        try:
-            for token in tokens:
-                now = (time.perf_counter() - start) * 1000
-                if generated == 0:
-                    first_ms = now
-                generated += 1
-                batch.append(self._scored(int(token), now, req.top_logprobs))
-                if generated == 1 or now - sent >= BATCH_MS:
-                    self._send(TokenBatch(req.request, tuple(batch)))
-                    batch, sent = [], now
-                if mask is not None and (not mask.consume(int(token)) or mask.finished):
-                    reason, stop_id = FinishReason.STOP, int(token) if token in stops else None
-                    break
-                if token in stops:
-                    reason, stop_id = FinishReason.STOP, int(token)
-                    break
-                if self.inbox.cancelled(req.request):
-                    reason = FinishReason.CANCELLED
-                    break
-                if generated >= req.max_tokens:
-                    break
-                if llm.n_tokens >= llm.n_ctx() - 1:
-                    reason = FinishReason.CONTEXT
-                    break
-        finally:
-            if batch:
-                self._send(TokenBatch(req.request, tuple(batch)))
-        return reason, stop_id, generated, first_ms
-
-    def _scored(self, token: int, now: float, top: int) -> TokenStep:
-        """The token, with its log-probability and the `top` likeliest in its place when asked
-        (from the logits it was sampled from: llama.cpp's last row at this point)."""
-        if top <= 0:
-            return TokenStep(token, now)
-        import numpy as np
-
-        n_vocab = self.llm.n_vocab()
-        row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
-        logits = np.ctypeslib.as_array(row, shape=(n_vocab,)).astype(np.float64)
-        peak = float(logits.max())
-        logprobs = logits - (peak + float(np.log(np.exp(logits - peak).sum())))
-        best = np.argpartition(-logprobs, top)[:top]
-        best = best[np.argsort(-logprobs[best])]
-        alternatives = tuple((int(i), float(logprobs[i])) for i in best)
-        return TokenStep(token, now, float(logprobs[token]), alternatives)
-
     def _masks(self) -> Any:
         if self._mask_factory is None or self._mask_factory_llm is not self.llm:
             spare = spare_core(int(self.llm.n_threads))  # the next mask beside the decode
@@ -351,8 +270,8 @@ class _Worker:
 
     # --- quick calls ----------------------------------------------------------------
 
-    def piece(self, token: int, special: bool) -> bytes:
-        vocab = self.llm._model.vocab
+    def piece(self, token: int, special: bool, llm: Any = None) -> bytes:
+        vocab = (llm or self.llm)._model.vocab
         n = self.low.llama_token_to_piece(vocab, token, self._buf, _PIECE_BUFFER, 0, special)
         return self._buf.raw[: max(n, 0)]
 
@@ -376,21 +295,53 @@ class _Worker:
         if isinstance(query, Logits):
             self._keep(query.keep)
 
+    def _keep(self, keep: Keep | None) -> None:
+        """After the answer went out: keep the evaluated cache's state for `keep`."""
+        if keep is not None and self.pool.snapshots is not None and self._evaluated is not None:
+            self.pool.snapshots.keep(keep, self._evaluated)
+
+    def _takes(self, req: Request) -> bool:
+        """Whether `req` can be taken now: a load, a shutdown or a logits question waits for
+        the generations under way and queued (and so does everything sent after it)."""
+        if self.scheduler is None or not self.scheduler.busy:
+            return True
+        return isinstance(req, (GenerateRequest, Tokenize, TokenTable, SpecialBytes, SpecialIds))
+
+    def _take(self, req: Request) -> bool:
+        """Serve `req` (a generation is handed to the scheduler); False on shutdown."""
+        if isinstance(req, ShutdownRequest):
+            self._unload()
+            return False
+        if isinstance(req, LoadRequest):
+            self.load(req)
+        elif self.llm is None or self.scheduler is None:
+            self._send(Refused(req.request, ErrorCode.NO_MODEL, "no model is loaded"))
+        elif isinstance(req, GenerateRequest):
+            self.scheduler.submit(req)
+            return True  # its request is over when it finishes, not now
+        else:
+            self.answer(req)
+        self.inbox.done(req.request)
+        return True
+
     def serve(self) -> None:
         while True:
-            req = self.inbox.next()
-            if isinstance(req, ShutdownRequest):
-                self._drop_snapshots()
-                return
-            if isinstance(req, LoadRequest):
-                self.load(req)
-            elif self.llm is None:
-                self._send(Refused(req.request, ErrorCode.NO_MODEL, "no model is loaded"))
-            elif isinstance(req, GenerateRequest):
-                self.generate(req)
-            else:
-                self.answer(req)
-            self.inbox.done(req.request)
+            busy = self.scheduler is not None and self.scheduler.busy
+            req = self.inbox.head(block=not busy)
+            while req is not None and self._takes(req):
+                self.inbox.pop()
+                if not self._take(req):
+                    return
+                req = self.inbox.head(block=False)
+            if self.scheduler is not None and self.scheduler.busy:
+                self.scheduler.step()
+                self._forget_ended()
+
+    def _forget_ended(self) -> None:
+        """Late cancels of generations that ended mean nothing."""
+        assert self.scheduler is not None
+        for request in self.scheduler.ended():
+            self.inbox.done(request)
 
 
 def serve(conn: Connection) -> None:

@@ -1,7 +1,7 @@
 """Token masks in the worker: an llguidance matcher as the first sampler of llama.cpp's chain.
 
 Guarantees: the mask works on llama.cpp's candidate array itself, at the head of the sampler
-chain (`masked_sampler`), as `mask_plans` applies it (the array cut to the few allowed, or
+chain (`running.sampler_chain`), as `mask_plans` applies it (the array cut to the few allowed, or
 the few disallowed set to -inf); with a spare core the next mask is worked out while the model
 decodes (the matcher is touched by one thread at a time: each use waits for that work), so the
 sampler only applies it; the tokenizer the matcher needs is built once per model and set of
@@ -155,37 +155,6 @@ class TokenMask:
     @property
     def finished(self) -> bool:
         return self._stopped
-
-
-def masked_sampler(llm: Any, mask: TokenMask, **options: Any) -> Any:
-    """llama-cpp-python's sampler chain for `options` (as `Llama._init_sampler` builds it
-    without mirostat or a GBNF grammar), with `mask` at its head working on the candidate array
-    itself — instead of a logits processor, which sees a strided copy of every logit."""
-    import importlib
-
-    internals: Any = importlib.import_module("llama_cpp._internals")
-    sampler = internals.LlamaSampler()
-    sampler.add_custom(mask.on_candidates)
-    sampler.add_penalties(
-        n_vocab=llm._n_vocab,
-        penalty_last_n=llm.last_n_tokens_size,
-        penalty_repeat=options.get("repeat_penalty", 1.0),
-        penalty_freq=options.get("frequency_penalty", 0.0),
-        penalty_present=options.get("presence_penalty", 0.0),
-    )
-    temp = options.get("temp", 0.8)
-    if temp < 0.0:
-        sampler.add_dist(llm._seed)
-    elif temp == 0.0:
-        sampler.add_greedy()
-    else:
-        sampler.add_top_k(options.get("top_k", 40))
-        sampler.add_typical(options.get("typical_p", 1.0), 1)
-        sampler.add_top_p(options.get("top_p", 0.95), 1)
-        sampler.add_min_p(options.get("min_p", 0.05), 1)
-        sampler.add_temp(temp)
-        sampler.add_dist(llm._seed)
-    return sampler
 
 
 class MaskFactory:

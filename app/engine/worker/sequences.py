@@ -1,0 +1,122 @@
+"""The worker's KV sequences: one llama.cpp context holds `count` of them, each its own cache.
+
+Guarantees:
+- Each `Sequence` knows the tokens its cache holds (positions 0..n-1), and only those.
+- `Pool.choose` gives a request an idle sequence it may use — the reserved ones (the
+  window's own turn) or the shared ones (the server's clients); with none reserved, any — the
+  one whose cache already holds the longest prefix of the prompt, the least recently used
+  among equals; None when all are busy (the request waits its turn).
+- `Pool.prepare` makes the chosen sequence hold the longest prefix of the prompt it can
+  without evaluating: its own cache cut back (`rollback`), another sequence's cache copied
+  when that one holds at least `SHARE_MIN` more of the prompt (the choices of one request,
+  clients with the same instructions), or a snapshot (`kv_snapshots.py`) when it holds more.
+  A cache that no longer holds what the kept prefix attends to (a sliding window) is cleared:
+  the prompt is evaluated again rather than continued from a state the model never had.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence as Tokens
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.protocol import Keep
+from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix
+
+SHARE_MIN = 64  # tokens another sequence must hold beyond ours for its cache to be copied
+
+
+@dataclass
+class Sequence:
+    """One KV sequence of the context."""
+
+    id: int
+    reserved: bool
+    tokens: list[int] = field(default_factory=list)
+    busy: bool = False
+    used: float = 0.0
+
+
+class Pool:
+    """The context's sequences and their caches."""
+
+    def __init__(self, llm: Any, low: Any, count: int, reserved: int, window: int) -> None:
+        self.llm, self.low = llm, low
+        self.memory = low.llama_get_memory(llm._ctx.ctx)
+        self.window = window  # the model's sliding window (0: none)
+        self.all = [Sequence(i, i < reserved) for i in range(count)]
+        self.reserved = reserved
+        self.snapshots: Snapshots | None = None
+
+    def choose(self, prompt: Tokens[int], reserved: bool) -> Sequence | None:
+        """The idle sequence for a request (see the guarantees), or None."""
+        mine = [s for s in self.all if not s.busy and (not self.reserved or s.reserved == reserved)]
+        if not mine:
+            return None
+        return max(mine, key=lambda s: (common_prefix(s.tokens, prompt[:-1]), -s.used))
+
+    def busy(self) -> int:
+        return sum(s.busy for s in self.all)
+
+    def prepare(self, seq: Sequence, prompt: list[int], keep: Keep | None) -> tuple[int, Restored]:
+        """Make `seq` hold the longest prefix of `prompt` it can (see the guarantees);
+        (reused, restored): copied from another sequence counts as reused."""
+        reused = self.rollback(seq, prompt)
+        reused = max(reused, self._share(seq, prompt, reused))
+        if keep is None or self.snapshots is None:
+            return reused, Restored(0, "")
+        restored = self.snapshots.restore(prompt, reused, keep, seq)
+        if restored is None:
+            return reused, Restored(0, "")
+        return 0, restored
+
+    def rollback(self, seq: Sequence, prompt: Tokens[int]) -> int:
+        """Keep the longest cached prefix of `prompt` (all but its last token) that the memory
+        really holds; how many tokens were kept."""
+        n = common_prefix(seq.tokens, prompt[:-1])
+        if n and self.cut(seq, n):
+            return n
+        self.clear(seq)
+        return 0
+
+    def cut(self, seq: Sequence, n: int) -> bool:
+        """Drop what `seq` holds past its first `n` tokens; whether it holds those still."""
+        if self.low.llama_memory_seq_rm(self.memory, seq.id, n, -1) and self.holds(seq.id, n):
+            del seq.tokens[n:]
+            return True
+        return False
+
+    def clear(self, seq: Sequence) -> None:
+        self.low.llama_memory_seq_rm(self.memory, seq.id, -1, -1)
+        seq.tokens = []
+
+    def _share(self, seq: Sequence, prompt: Tokens[int], reused: int) -> int:
+        """Copy the cache of the sequence that holds the most of `prompt` when it beats ours by
+        `SHARE_MIN`; how much `seq` holds now."""
+        best, shared = None, reused + SHARE_MIN - 1
+        for other in self.all:
+            if other is not seq and len(other.tokens) > shared:
+                n = common_prefix(other.tokens, prompt[:-1])
+                if n > shared:
+                    best, shared = other, n
+        if best is None:
+            return reused
+        self.clear(seq)
+        self.low.llama_memory_seq_cp(self.memory, best.id, seq.id, -1, -1)
+        seq.tokens = list(best.tokens)
+        if self.cut(seq, shared):
+            return shared
+        self.clear(seq)
+        return 0
+
+    def holds(self, seq: int, n: int) -> bool:
+        """Whether sequence `seq` holds positions 0..n-1 as far as the model attends to them (a
+        sliding-window layer needs only the last `window`): llama.cpp's own positions."""
+        low = self.low.llama_memory_seq_pos_min(self.memory, seq)
+        high = self.low.llama_memory_seq_pos_max(self.memory, seq)
+        needed_from = max(0, n - self.window) if self.window else 0
+        return bool(high == n - 1 and 0 <= low <= needed_from)
+
+    def release(self, seq: Sequence) -> None:
+        seq.busy, seq.used = False, time.monotonic()
