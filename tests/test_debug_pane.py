@@ -3,6 +3,7 @@ Prompt page shows every special token of the prompt, highlighted, whatever the t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,23 @@ def test_a_prompt_box_highlights_nothing_but_its_special_runs(qtbot: Any) -> Non
     qtbot.addWidget(pane)
     show_prompt(pane.prompt, [("<|im_start|>", True), ("user\n<|x|>", False), ("<|im_end|>", True)])
     assert highlighted(pane.prompt) == ["<|im_start|>", "<|im_end|>"]
+
+
+def test_the_run_page_says_what_speculative_decoding_drafted_only_when_it_drafted(qtbot: Any) -> None:
+    from app.domain.events import FinishReason, GenerationDone, Timings
+    from app.domain.reply.debug import DebugLog
+    from app.ui.debug_run import RunPage
+
+    page = RunPage()
+    qtbot.addWidget(page)
+    reply = Reply()
+    timings = Timings(prompt_tokens=40, prompt_evaluated=40, first_token_ms=50.0, total_ms=550.0, generated=60)
+    DebugLog(reply).generated(GenerationDone(FinishReason.STOP, None, timings))
+    page.show_reply(reply)
+    assert "Speculative" not in page.details.text() and "drafted" not in page.details.text()
+    assert "drafted" not in reply.debug.timings  # nothing drafted: nothing recorded, no made-up zero
+    drafting = Reply()
+    DebugLog(drafting).generated(GenerationDone(FinishReason.STOP, None, dataclasses.replace(timings, drafted=12, accepted=9)))
+    page.show_reply(drafting)
+    assert ">Speculative</td><td>12 drafted, 9 accepted</td>" in page.details.text()
+    assert ("Speculative", "12 drafted, 9 accepted") in Figures.of(drafting.debug.timings).rows()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import app.library.scan as scan_module
-from app.domain.library import Fit, MemoryEstimate
+from app.domain.library import Fit, MemoryEstimate, human_size
 from app.engine.local.client import WorkerClient
 from app.engine.local.memory import estimate_memory
 from app.errors import LoadProblem, ModelLoadError, ResourceError
@@ -163,6 +163,18 @@ def test_the_verdict_in_words() -> None:
     assert too_big.verdict is Fit.TOO_BIG
     assert too_big.words().startswith("Will not fit") and "8.0 GiB is available" in too_big.words()
     assert "smaller quantisation" in too_big.words() and est(None).verdict is Fit.UNKNOWN
+    assert "answers at once" not in est(64 << 30).words()  # one answer: nothing to say
+
+
+def test_the_verdict_says_the_cache_is_counted_for_each_answer_at_once(tiny_model: Path) -> None:
+    from app.controllers.model_context import estimate
+
+    info = read_model(tiny_model)
+    one = estimate(info, 4096, sequences=1, available=64 << 30)
+    four = estimate(info, 4096, sequences=4, available=64 << 30)
+    assert four.kv_cache == 4 * one.kv_cache > 0 and four.weights == one.weights
+    assert f"KV cache {human_size(four.kv_cache)} for 4 answers at once," in four.words()
+    assert "answers at once" not in one.words() and four.at_once() == " for 4 answers at once"
 
 
 def test_the_catalogue_lists_gpt_oss_with_checked_files(tmp_path: Path) -> None:
@@ -252,12 +264,16 @@ def test_the_command_line(tmp_path: Path, tiny_model: Path, split_parts: list[Pa
         and "template harmony" in listed.stdout
     )
     assert "gpt-oss · 25.9M parameters · F16 · context 131,072" in listed.stdout
+    assert "tokens for 4 answers at once — " in listed.stdout  # the settings' parallel, as loads count it
     rows = [
         json.loads(line)
         for line in cli("list", "--json", "--ctx", "8192", env=env).stdout.splitlines()
     ]
     tiny = next(r for r in rows if r["name"] == "tiny")
     assert tiny["memory"]["n_ctx"] == 8192 and tiny["memory"]["fit"] in ("fits", "tight")
+    assert tiny["memory"]["sequences"] == 4
+    alone = [json.loads(line) for line in cli("list", "--json", "--ctx", "8192", "--parallel", "1", env=env).stdout.splitlines()]
+    assert next(r for r in alone if r["name"] == "tiny")["memory"]["kv_cache"] * 4 == tiny["memory"]["kv_cache"]
     info = json.loads(cli("info", str(tiny_model)).stdout)
     assert info["metadata"]["general.architecture"] == "gpt-oss"
     assert info["metadata"]["tokenizer.ggml.tokens"] == {

@@ -247,6 +247,22 @@ def test_a_pasted_link_that_fails_says_why(qtbot: Any, home: Path, tmp_path: Pat
         server.close()
 
 
+def test_the_verdict_counts_and_says_a_cache_for_each_answer_at_once(qtbot: Any, home: Path, tiny_model: Path) -> None:
+    folder = tiny_folder(home, tiny_model)
+    settings(home, model_folders=[str(folder)], context_length=8192, parallel=3)
+    page = open_page(qtbot, LibraryHost())
+    tiny = row_of(page, "tiny")
+    page.table.selectRow(tiny)
+    said = page.detail.text()
+    assert "8,192 tokens of context" in said and "for 3 answers at once" in said
+    assert "for 3 answers at once" in page.table.item(tiny, COLUMNS.index("Memory")).toolTip()
+    settings(home, model_folders=[str(folder)], context_length=8192, parallel=1)
+    with qtbot.waitSignal(page.host.listed, timeout=30_000):
+        page.host.refresh()
+    page.table.selectRow(row_of(page, "tiny"))
+    assert "answers at once" not in page.detail.text() and "8,192 tokens of context" in page.detail.text()
+
+
 def test_file_models_opens_the_page_and_load_loads_into_the_window(
     qtbot: Any, qloop: Any, home: Path, tiny_model: Path
 ) -> None:

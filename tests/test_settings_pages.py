@@ -1,7 +1,9 @@
 """Settings that explain themselves: the Settings dialog's pages (inline help under every
 setting, "Automatic" for 0, readable labels, a refused value named and nothing written), and
 Model settings (context length bounded by the trained context and remembered per model, GPU
-rows only where llama.cpp can offload, the memory a context takes) — real widgets offscreen."""
+rows only where llama.cpp can offload, the memory a context takes for each answer at once,
+speculative decoding and its draft model's file), Answers at once and the window's load with
+it — real widgets offscreen."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from app.controllers.bridge import EngineBridge
 from app.controllers.model_host import ModelHost
 from app.domain.placement import Placement
 from app.engine.local.scripted import ScriptedClient
+from app.settings import Settings
 from app.templates.choices import ChoiceStore
 from app.ui import settings_pages
 from app.ui.model_settings import ModelSettings
@@ -207,3 +210,110 @@ def test_reload_now_loads_the_model_with_its_own_context_and_others_keep_theirs(
     before = window.context_length
     window_dialogs.edit_model_settings(window)
     assert loads == [(window.host.path, 2048)] and window.context_length == before
+
+
+# --- Answers at once and speculative decoding -----------------------------------------------
+
+
+def test_answers_at_once_sits_with_the_context_length_and_says_what_it_costs(qtbot: Any, own_config: Path) -> None:
+    dialog = SettingsDialog()
+    qtbot.addWidget(dialog)
+    row = dialog.rows["parallel"]
+    assert row.label.text() == "Answers at once" and row.control.accessibleName() == "Answers at once"
+    assert isinstance(row.control, QSpinBox) and row.control.value() == 4
+    assert (row.control.minimum(), row.control.maximum()) == (1, 16)
+    assert row.control.toolTip() == Settings.model_fields["parallel"].description
+    said = row.help.text()
+    assert "one is kept for this window" in said and "local server's clients" in said and "grows with it" in said
+    page = dialog.stack.widget(dialog.page_of["parallel"])
+    assert page is dialog.stack.widget(dialog.page_of["context_length"])  # Model & performance
+    loading = settings_pages.PAGES[2].sections[0]
+    assert loading.heading == "Loading a model" and "parallel" in loading.names
+    row.control.setValue(2)
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        dialog.accept()
+    assert json.loads((own_config / "settings.json").read_text())["parallel"] == 2
+
+
+def test_speculative_decoding_is_chosen_per_model_with_a_draft_models_file(
+    qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    model, draft = tmp_path / "model.gguf", tmp_path / "draft.gguf"
+    draft.write_bytes(b"GGUF")
+    host = host_on(path=str(model))
+    dialog = ModelSettings(host)
+    qtbot.addWidget(dialog)
+    spec = dialog.speculative
+    assert spec.mode.currentText() == "Prompt lookup" and [spec.mode.itemText(i) for i in range(3)] == [
+        "Off", "Prompt lookup", "Draft model"]
+    assert "already in the conversation" in spec.said.text() and "not slowed down" in spec.said.text()
+    assert not spec.path.isVisibleTo(dialog) and not spec.browse.isVisibleTo(dialog)  # no draft model: no file row
+    assert not dialog.reload.isEnabled() and dialog.ok.isEnabled()
+    spec.mode.setCurrentText("Off")
+    assert spec.said.text() == "Every token is worked out one at a time." and dialog.reload.isEnabled()
+    spec.mode.setCurrentText("Draft model")
+    assert "smaller model with this model's vocabulary" in spec.said.text()
+    assert spec.path.isVisibleTo(dialog) and spec.browse.isVisibleTo(dialog)
+    assert not dialog.ok.isEnabled() and "Choose the draft model" in spec.file_note.text()  # no file yet
+    spec.path.setText(str(tmp_path / "gone.gguf"))
+    assert not dialog.ok.isEnabled() and spec.file_note.text() == "There is no file at that path."
+    asked: list[str] = []
+
+    def chosen(_parent: Any, _title: str, start: str, _filter: str) -> tuple[str, str]:
+        asked.append(start)
+        return str(draft), ""
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", chosen)
+    spec.path.clear()
+    spec.browse.click()
+    assert asked == [str(tmp_path)] and spec.path.text() == str(draft)  # it opened in the model's folder
+    assert dialog.ok.isEnabled() and "share this model's vocabulary" in spec.file_note.text()
+    assert "loads again" in dialog.reload_note.text()
+    dialog.accept()
+    remembered = ChoiceStore().get(model)
+    assert (remembered.speculative, remembered.draft_model) == ("draft", str(draft))
+    assert remembered.load_settings().speculative == "draft" and dialog.load_changed
+    again = ModelSettings(host)
+    qtbot.addWidget(again)
+    assert again.speculative.mode.currentText() == "Draft model" and again.speculative.path.text() == str(draft)
+    again.speculative.mode.setCurrentText("Prompt lookup")  # the default: nothing of its own remembered
+    again.accept()
+    remembered = ChoiceStore().get(model)
+    assert (remembered.speculative, remembered.draft_model) == (None, None)
+    assert remembered.load_settings().speculative == "lookup"
+
+
+def test_the_window_loads_with_the_settings_answers_at_once_one_kept_for_itself(
+    qtbot: Any, qloop: Any, own_config: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    loads: list[dict[str, Any]] = []
+
+    class Loading(ScriptedClient):
+        def load(self, path: str, **options: Any) -> Any:
+            loads.append(options)
+            return self.info
+
+    for parallel, reserved in ((4, 1), (1, 0)):
+        own_config.mkdir(exist_ok=True)
+        (own_config / "settings.json").write_text(json.dumps({"parallel": parallel}))
+        host = ModelHost(EngineBridge())
+        host.use(Loading([]), "harmony")
+        task = asyncio.ensure_future(host.load(str(tmp_path / "model.gguf"), n_ctx=2048))
+        qtbot.waitUntil(task.done, timeout=10_000)
+        assert task.result()
+        assert (loads[-1]["sequences"], loads[-1]["reserved"]) == (parallel, reserved)
+
+
+def test_the_memory_line_counts_a_cache_for_each_answer_at_once(
+    qtbot: Any, tiny_model: Any, own_config: Path
+) -> None:
+    own_config.mkdir(exist_ok=True)
+    (own_config / "settings.json").write_text(json.dumps({"parallel": 3}))
+    dialog = ModelSettings(host_on(path=str(tiny_model)))
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: "needs about" in dialog.memory.text(), timeout=10_000)
+    assert "for 3 answers at once" in dialog.memory.text()

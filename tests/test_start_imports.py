@@ -97,7 +97,7 @@ ALLOWED = (
     "app.ui.markdown_tables", "app.ui.markdown_view", "app.ui.math_render", "app.ui.math_spans",
     "app.ui.mcp_page", "app.ui.mention_picker", "app.ui.menus", "app.ui.message_box",
     "app.ui.model_picker", "app.ui.model_settings", "app.ui.models_page", "app.ui.point_tips",
-    "app.ui.model_downloads", "app.ui.model_rows",
+    "app.ui.model_downloads", "app.ui.model_rows", "app.ui.speculative_rows",
     "app.ui.problem_banner", "app.ui.serve_switch", "app.ui.settings_dialog", "app.ui.sidebar",
     "app.ui.sidebar_delegate", "app.ui.sidebar_groups",
     "app.ui.sources", "app.ui.status_line", "app.ui.theme", "app.ui.timeline",

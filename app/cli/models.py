@@ -27,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing = verbs.add_parser("list", help="the models in the models folders")
     listing.add_argument("--json", action="store_true", help="one JSON object per model")
     listing.add_argument("--ctx", type=int, help="context length for the memory estimate")
+    listing.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="answers at once for the memory estimate, each with its own cache (default: the"
+        " settings', as the window and serve load)",
+    )
     info = verbs.add_parser("info", help="all header metadata of a GGUF file, as JSON")
     info.add_argument("path")
     info.add_argument("--tensors", action="store_true", help="the tensor table too")
@@ -67,14 +74,16 @@ def _entries() -> list[ModelEntry]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from app.engine.local.memory import available_memory, estimate_memory
+    from app.controllers.model_context import estimate
+    from app.engine.local.memory import available_memory
     from app.settings import load_settings
 
-    n_ctx = args.ctx or load_settings().context_length
+    settings = load_settings()
+    n_ctx, answers = args.ctx or settings.context_length, args.parallel or settings.parallel
     have = available_memory()
     entries = _entries()
     for e in entries:
-        memory = estimate_memory(e, n_ctx, available=have)
+        memory = estimate(e, n_ctx, sequences=answers, available=have)
         if args.json:
             row: dict[str, Any] = asdict(e)
             row["memory"] = {**asdict(memory), "total": memory.total, "fit": memory.verdict.value}
@@ -88,8 +97,8 @@ def _list(args: argparse.Namespace) -> int:
             f"{e.name}{' (bundled default)' if e.bundled else ''}\n  {e.path}\n"
             f"  {e.architecture} · {human_count(e.parameters)} parameters · {e.quantization} ·"
             f" context {e.context_length:,} · {human_size(e.file_size)}{parts} ·"
-            f" template {e.template}\n  memory: {memory.short()} at {n_ctx:,} tokens —"
-            f" {memory.verdict.value}"
+            f" template {e.template}\n  memory: {memory.short()} at {n_ctx:,} tokens"
+            f"{memory.at_once()} — {memory.verdict.value}"
         )
     if not entries and not args.json:
         from app.library.folders import models_dir

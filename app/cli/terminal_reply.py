@@ -39,6 +39,7 @@ from app.domain.events import (
     TurnFailed,
     TurnResult,
 )
+from app.domain.figures import drafts
 from app.domain.history import Reply
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
@@ -200,12 +201,14 @@ class TerminalReply:
 
 def _timings(event: GenerationDone) -> str:
     t = event.timings
+    restored = f" from {t.restored_from}" if t.prompt_restored else ""
+    drafted = drafts(t.drafted, t.accepted)  # only where speculative decoding drafted
     return (
         f"[{event.reason.value}: {t.generated} tokens,"
         f" first after {t.first_token_ms:.0f} ms,"
         f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-        f" {t.prompt_reused} reused, {t.prompt_restored} restored"
-        f"{f' from {t.restored_from}' if t.prompt_restored else ''}]\n"
+        f" {t.prompt_reused} reused, {t.prompt_restored} restored{restored}"
+        f"{f'; {drafted}' if drafted else ''}]\n"
     )
 
 

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.controllers.background import Background
+from app.controllers.model_context import estimate
 from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, human_size
-from app.engine.local.memory import available_memory, estimate_memory, gpu_share_of
+from app.engine.local.memory import available_memory, gpu_share_of
 from app.errors import HarmonyDeskError
 from app.library import folders
 from app.library.bundled import assembled_default_model, bundled_models
@@ -45,7 +46,8 @@ if TYPE_CHECKING:  # the scan makes them, off the start path
 @dataclass(frozen=True)
 class Listed:
     """One row of the models page and the picker: the model, its estimate at the configured
-    context, its card, and where it was found (`bundled`, `folder` or `recent`)."""
+    context and answers at once, its card, and where it was found (`bundled`, `folder` or
+    `recent`)."""
 
     entry: ModelEntry
     memory: MemoryEstimate
@@ -106,17 +108,17 @@ class LibraryHost(QObject):
             recent = RecentModels().load()
             found = listing(where, bundled=bundled_models(), recent=recent)
             have = available_memory()
-            n_ctx = settings.context_length
+            n_ctx, n = settings.context_length, settings.parallel
             choices, offload = ChoiceStore(), self.gpu_offload
 
-            def estimate(e: ModelEntry) -> MemoryEstimate:
+            def memory_of(e: ModelEntry) -> MemoryEstimate:
                 share = gpu_share_of(choices.get(e.path).load_settings(), e.layers, offload)
-                return estimate_memory(e, n_ctx, available=have, gpu_share=share)
+                return estimate(e, n_ctx, sequences=n, available=have, gpu_share=share)
 
             rows = [
                 Listed(
                     e,
-                    estimate(e),
+                    memory_of(e),
                     self._is_default(e, settings),
                     card,
                     source,

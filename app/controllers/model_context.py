@@ -7,14 +7,18 @@ none); a model's own context length is remembered with its other choices
 (`ModelHost.load`); `sizing` reads the model's GGUF header once, off the GUI thread, and then
 `Sizing.words` is plain arithmetic per value: the same estimate, in the same words, as the
 models page and the check before a load, with the share of the layers llama.cpp put on the
-GPU counted there.
+GPU counted there. Every verdict the window and `models list` show (`estimate`) counts the
+KV cache once per answer decoded at once (the settings' `parallel`, as the window loads the
+model) and says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.domain.library import MemoryEstimate
 from app.engine.local.memory import Sized, available_memory, estimate_memory
 from app.errors import HarmonyDeskError
 from app.settings import Settings, load_settings
@@ -70,20 +74,37 @@ def facts(host: ModelHost, settings: Settings | None = None) -> ContextFacts:
     return ContextFacts(host.n_ctx, trained, host.choice().context_length, settings.context_length)
 
 
+def estimate(
+    model: Sized, n_ctx: int, *, sequences: int, available: int | None, gpu_share: float = 0.0
+) -> MemoryEstimate:
+    """The estimate at `n_ctx` tokens with a cache for each of `sequences` answers at once
+    (the settings' `parallel`, as the window loads the model); its words say so."""
+    sequences = max(1, sequences)
+    found = estimate_memory(
+        model, n_ctx, available=available, gpu_share=gpu_share, sequences=sequences
+    )
+    return dataclasses.replace(found, sequences=sequences)  # counted there; said from here
+
+
 @dataclass(frozen=True)
 class Sizing:
-    """A model's size facts, read once, and the memory free then."""
+    """A model's size facts and the answers decoded at once, read once, and the memory free
+    then."""
 
     model: Sized
     available: int | None
     gpu_share: float
+    sequences: int
 
     def words(self, n_ctx: int) -> str:
         """The estimate at `n_ctx` tokens, in the models page's words."""
-        estimate = estimate_memory(
-            self.model, n_ctx, available=self.available, gpu_share=self.gpu_share
-        )
-        return estimate.words()
+        return estimate(
+            self.model,
+            n_ctx,
+            sequences=self.sequences,
+            available=self.available,
+            gpu_share=self.gpu_share,
+        ).words()
 
 
 def sizing(host: ModelHost) -> Sizing | None:
@@ -101,7 +122,7 @@ def sizing(host: ModelHost) -> Sizing | None:
     share = 0.0
     if placement is not None and placement.gpu_offload and placement.n_layers > 0:
         share = min(1.0, max(0, placement.gpu_layers) / placement.n_layers)
-    return Sizing(model, available_memory(), share)
+    return Sizing(model, available_memory(), share, load_settings().parallel)
 
 
-__all__ = ["HIGHEST", "LOWEST", "ContextFacts", "Sizing", "facts", "sizing"]
+__all__ = ["HIGHEST", "LOWEST", "ContextFacts", "Sizing", "estimate", "facts", "sizing"]

@@ -4,7 +4,8 @@ Guarantees: loading runs on the engine thread and reports progress as a fraction
 ends it with a clear message; a load error (corrupt file, not enough memory, unsupported
 architecture) arrives as `loadFailed` with the app's sentence and leaves the previous state
 usable; template and sampling come from the template registry, with the user's remembered
-choices for that model applied (its own context length too, `context_for`); recent models
+choices for that model applied (its own context length too, `context_for`); it loads with
+the settings' `parallel` answers at once, one kept for the window's own turns; recent models
 are remembered (most recent first, at most 10). Importing this module loads neither the
 template registry nor the engine's session: they load with the first model (or scripted
 source) the host uses.
@@ -116,15 +117,17 @@ class ModelHost(QObject):
 
             file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
             client = self.backend if hasattr(self.backend, "load") else WorkerClient()
-            choice = ChoiceStore().get(file)
+            choice, settings = ChoiceStore().get(file), load_settings()
             info = client.load(  # type: ignore[union-attr]
                 file,
                 n_ctx=self.context_for(file, n_ctx, choice.context_length),
                 n_threads=threads,
                 on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
                 cancel=self._cancel,
-                settings=choice.load_settings(load_settings().gpu_layers),
-                snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
+                settings=choice.load_settings(settings.gpu_layers),
+                snapshots=SnapshotSettings.of(settings.kv_cache_gib),
+                sequences=settings.parallel,
+                reserved=1 if settings.parallel > 1 else 0,  # the window's turns never queue
             )
             name = choice.template or default_template_name(info.metadata)
             return client, file, name

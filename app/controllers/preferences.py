@@ -21,7 +21,7 @@ from app.settings import Settings, load_settings, save_settings
 
 SHOWN = (
     "theme", "font_size", "reasoning_effort", "context_length", "max_tokens", "threads",
-    "gpu_layers", "trash_retention_days", "max_downloads", "overflow",
+    "gpu_layers", "parallel", "trash_retention_days", "max_downloads", "overflow", "kv_cache_gib",
 )  # fmt: skip
 
 

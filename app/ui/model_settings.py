@@ -1,5 +1,5 @@
 """The model settings dialog: chat template, sampling values, context length and how the model
-is loaded (GPU layers, flash attention, cache type), remembered per model.
+is loaded (GPU layers, flash attention, cache type, speculative decoding), remembered per model.
 
 Guarantees: it opens with the values in use (the template registry's defaults with the user's
 remembered choices on top), in sections under headings, each with its help written under it;
@@ -9,12 +9,13 @@ another template moves every value the user had not changed to that template's; 
 length goes from 256 to what the model was trained for, says whether it is the settings' or
 this model's own, and says the memory it would take (read off the GUI thread, the models
 page's estimate); the GPU rows are there only where the loaded model's llama.cpp can offload
-to a GPU; OK applies the template and sampling to the next message and remembers, for this
-model file, only the values that differ from the template's and the settings' (the rest travel
-with them); a changed load setting (context length included) is said in the dialog: with
-"Reload now" (on by default) the model is loaded again (`load_changed`), without it the change
-applies at the next load; the bounds are those the engine accepts, so an out-of-range value
-cannot be typed.
+to a GPU; speculative decoding is chosen with what each way does said under it, and OK waits
+for a draft model's file when a draft model is chosen (`speculative_rows`); OK applies the
+template and sampling to the next message and remembers, for this model file, only the values
+that differ from the template's and the settings' (the rest travel with them); a changed load
+setting (context length included) is said in the dialog: with "Reload now" (on by default) the
+model is loaded again (`load_changed`), without it the change applies at the next load; the
+bounds are those the engine accepts, so an out-of-range value cannot be typed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from app.controllers.background import Background
 from app.controllers.model_context import ContextFacts, Sizing, facts, sizing
 from app.controllers.model_host import ModelChoice, ModelHost
 from app.ui.settings_pages import SectionRows, beside, help_line, line_up
+from app.ui.speculative_rows import SpeculativeRows
 from app.ui.theme import mark
 
 GPU_CHOICES = ("automatic", "all layers", "none (CPU only)", "some layers")
@@ -76,6 +78,10 @@ class ModelSettings(QDialog):
         self.setAccessibleName("Model settings")
         current = host.settings()
         column = self._column = QVBoxLayout(self)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
+        )
+        self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.template = QComboBox(self)
         self.template.addItems(host.template_names())
         self.template.setCurrentText(str(current["template"]))
@@ -99,9 +105,6 @@ class ModelSettings(QDialog):
             + self.load_rows.labels
         )
         column.addStretch(1)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
-        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         column.addWidget(buttons)
@@ -284,6 +287,7 @@ class ModelSettings(QDialog):
         )
         if not self.gpu_offload:
             rows.grid.addWidget(help_line(NO_GPU, self), rows.grid.rowCount(), 1)
+        self.speculative = SpeculativeRows(rows, chosen, self.host.path, self)
         self.reload = QCheckBox("Reload now", self)
         self.reload.setChecked(True)
         self.reload.setAccessibleName("Load the model again now with the changed settings")
@@ -297,6 +301,8 @@ class ModelSettings(QDialog):
             self.gpu_layers.valueChanged,
             self.kv.currentIndexChanged,
             self.flash.toggled,
+            self.speculative.mode.currentIndexChanged,
+            self.speculative.path.textChanged,
             self.reload.toggled,
             self.context.valueChanged,
         ):
@@ -319,6 +325,7 @@ class ModelSettings(QDialog):
         else:
             said = "Changed: they apply the next time the model loads."
         self.reload_note.setText(said)
+        self.ok.setEnabled(not self.speculative.missing)
         self._fit()
 
     def choice(self) -> ModelChoice:
@@ -327,6 +334,7 @@ class ModelSettings(QDialog):
         kv = "q8_0" if self.kv.currentText() == "q8_0" else "f16"
         defaults = self._defaults()
         own = {f: b.value() if self._yours(f, defaults) else None for f, b in self.boxes.items()}
+        speculative, draft_model = self.speculative.value()
         top_k = own["top_k"]
         return ModelChoice(
             template=self.template.currentText(),
@@ -338,9 +346,13 @@ class ModelSettings(QDialog):
             flash_attn=self.flash.isChecked(),
             kv_type=kv,
             context_length=self.facts.chosen(self.context.value()),
+            speculative=speculative,
+            draft_model=draft_model,
         )
 
     def accept(self) -> None:
+        if self.speculative.missing:  # OK is off then; Enter must not get past it either
+            return
         choice = self.choice()
         self.load_changed = self._load_differs() and self.reload.isChecked()
         self.host.apply_settings(choice)

@@ -47,6 +47,7 @@ LABELS = {
     "max_downloads": "Downloads at once",
     "overflow": "When the context is full",
     "kv_cache_gib": "Conversation cache",
+    "parallel": "Answers at once",
 }
 UNITS = {
     "font_size": " pt",
@@ -94,7 +95,7 @@ PAGES = (
         "Model & performance",
         "chip",
         (
-            Section("Loading a model", ("context_length", "gpu_layers")),
+            Section("Loading a model", ("context_length", "parallel", "gpu_layers")),
             Section("Generation", ("threads",)),
             Section("Downloads", ("max_downloads",)),
         ),
