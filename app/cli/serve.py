@@ -3,9 +3,11 @@
 Guarantees: it binds to 127.0.0.1 unless told otherwise; bound to any other address it
 requires a bearer token — kept in the keyring (`server.token`), made and shown once on first
 use, never written to a file or a log — and refuses to start when the keyring cannot keep it;
-the model loads before the server listens, and every request runs on one engine thread, in
-the order they came; slow or idle connections are closed and web pages of other origins
-refused (`app.server.listen`, `app.server.app`); Ctrl+C stops it and the model worker with it.
+the model loads before the server listens with `--parallel` sequences (the settings' by
+default), and every request goes to the worker at once, which decodes that many side by side
+and queues the rest in the order they came; slow or idle connections are closed and web pages
+of other origins refused (`app.server.listen`, `app.server.app`); Ctrl+C stops it and the model
+worker with it.
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             template=loaded.template,
             n_ctx=loaded.info.n_ctx,
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
+            use=client.sequence_use,
         )
         server = uvicorn.Server(server_config(served, options))
         where = f"http://{args.host}:{args.port}/v1"

@@ -1,8 +1,10 @@
 """The window's "Serve this model": the local OpenAI-compatible server on the window's model.
 
-Guarantees: the server runs uvicorn on a thread of its own, but every generation it asks for
-is queued on the window's one engine thread, so the window's turns and the clients' requests
-are served one at a time, in the order they came; it binds to 127.0.0.1 only, with the same
+Guarantees: the server runs uvicorn on a thread of its own and its clients' generations on a
+pool of threads of their own, all sent to the model worker at once: it decodes as many as it
+has sequences side by side and queues the rest in the order they came, while the window's own
+turns run on the window's engine thread and the worker's reserved sequence, never queued
+behind a client; it binds to 127.0.0.1 only, with the same
 deadlines and connection limit as `serve` (`app.server.listen`); `start` says why
 it could not (the port taken, no model loaded) and leaves nothing running; `stop` ends it and
 its thread; the request count is what the server counted. Importing this module loads nothing
@@ -11,6 +13,7 @@ of the server (`app.server`, starlette, uvicorn): `start` does.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 import time
 from pathlib import Path
@@ -26,6 +29,7 @@ if TYPE_CHECKING:  # the server package (starlette, uvicorn) loads when a server
     from app.server.served import ServedModel
 
 START_S = 10.0
+CLIENTS_AT_ONCE = 64  # clients' generations sent to the worker at once (it queues beyond its own)
 
 
 class ServeError(HarmonyDeskError):
@@ -68,11 +72,12 @@ class ServeHost:
         name = Path(self.host.path).stem or self.host.name
         served = ServedModel(
             name=name,
-            engine=self.bridge.executor,
+            engine=cf.ThreadPoolExecutor(max_workers=CLIENTS_AT_ONCE, thread_name_prefix="client"),
             session=self._session,
             template=template,
             n_ctx=self.host.n_ctx or 4096,
             created=int(time.time()),
+            use=getattr(self.host.backend, "sequence_use", None),
         )
         options = ServeOptions(port=port)
         server = uvicorn.Server(server_config(served, options))
@@ -101,6 +106,8 @@ class ServeHost:
             server.should_exit = True
         if thread is not None:
             thread.join(5)
+        if self.served is not None:
+            self.served.engine.shutdown(wait=False, cancel_futures=True)
 
 
 __all__ = ["ServeError", "ServeHost"]

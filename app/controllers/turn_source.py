@@ -51,9 +51,11 @@ class TurnSpec:
 def _session(spec: TurnSpec, response_format: ResponseFormat | None) -> Session | TurnFailed:
     """The turn's session, or why there is none."""
     if spec.endpoint is None:
-        return spec.host.session(
+        local = spec.host.session(
             max_tokens=spec.request.max_tokens, response_format=response_format
         )
+        local.reserved = True  # the window's turn: never queued behind the server's clients
+        return local
     if spec.offline or spec.remote is None:
         return TurnFailed(
             "this conversation is marked offline: it never sends anything to a remote"

@@ -177,6 +177,7 @@ class LoadRequest:
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
     sequences: int = 1  # answers decoded at once, each with a context of `n_ctx` tokens
     reserved: int = 0  # of those, kept for `reserved` requests (the window's own turn)
+    always_draft: bool = False  # draft all a drafter proposes, whatever it costs (exactness tests)
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,13 @@ class LoadFailed:
 
 
 @dataclass(frozen=True)
+class Started:
+    """A generation left the queue: it has a sequence and its prompt is being evaluated."""
+
+    request: int
+
+
+@dataclass(frozen=True)
 class TokenBatch:
     """Tokens sent together over the pipe (the worker batches them; the client yields each)."""
 
@@ -338,7 +346,7 @@ class NativeLog:
     lines: tuple[tuple[int, str], ...]
 
 
-FromWorker = LoadProgress | Loaded | LoadFailed | TokenBatch | Finished | Answer | Refused
+FromWorker = LoadProgress | Loaded | LoadFailed | Started | TokenBatch | Finished | Answer | Refused
 ENDS_REQUEST = (Loaded, LoadFailed, Finished, Answer, Refused)  # the last reply to a request
 
 

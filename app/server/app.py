@@ -262,7 +262,9 @@ class _Handlers:
         )
 
     async def status(self, _request: Request) -> Response:
-        return JSONResponse({"model": self.served.name, **self.served.stats})
+        use = self.served.use() if self.served.use is not None else None
+        said = {"model": self.served.name, **self.served.stats}
+        return JSONResponse({**said, "sequences": use} if use is not None else said)
 
     def posts(self) -> dict[str, Callable[[Request], Awaitable[Response]]]:
         """The POST routes, by path."""

@@ -169,6 +169,11 @@ class ChatApi:
         return Running(request, answer, first, events, watcher, head, field, top, what.ignored)
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
+        wanted = parse(ChatRequest, body).n
+        if wanted > 1:
+            from app.server.choices import choices  # several answers to one request
+
+            return await choices(self, body, wanted, disconnected)
         run = await self.start(body, disconnected)
         warned = warnings(run.ignored(), run.fitted())
         if run.request.stream:
@@ -206,8 +211,18 @@ class ChatApi:
         }
 
     async def _chunks(self, run: Running) -> AsyncIterator[bytes]:
+        async for chunk in self.choice_chunks(run, 0):
+            yield chunk
+        options = run.request.stream_options
+        if options is not None and options.include_usage:
+            yield usage_chunk(run.head, run.answer.usage())
+        yield b"data: [DONE]\n\n"
+
+    async def choice_chunks(self, run: Running, index: int) -> AsyncIterator[bytes]:
+        """One choice's streamed chunks, from its role to its finish reason."""
+
         def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
+            choice = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
             return event({**run.head, "object": "chat.completion.chunk", "choices": [choice]})
 
         yield chunk({"role": "assistant", "content": ""})
@@ -233,17 +248,20 @@ class ChatApi:
                 ).body()
             )
         yield chunk({}, finish=run.answer.finish_reason)
-        options = run.request.stream_options
-        if options is not None and options.include_usage:
-            yield event(
-                {
-                    **run.head,
-                    "object": "chat.completion.chunk",
-                    "choices": [],
-                    "usage": run.answer.usage(),
-                }
-            )
-        yield b"data: [DONE]\n\n"
 
 
-__all__ = ["ChatApi", "Disconnected", "Running", "event", "first_of", "warnings", "watch"]
+def usage_chunk(head: dict[str, Any], usage: dict[str, int]) -> bytes:
+    """The last chunk of a stream whose request asked for its usage."""
+    return event({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+
+
+__all__ = [
+    "ChatApi",
+    "Disconnected",
+    "Running",
+    "event",
+    "first_of",
+    "usage_chunk",
+    "warnings",
+    "watch",
+]

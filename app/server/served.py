@@ -1,9 +1,9 @@
 """The model the server serves, and the way from its engine thread to the server's loop.
 
-Guarantees: every generation runs as one job on the one engine thread it is given (the
-window's, or `serve`'s own), so clients and the window's own turns are served in the order
-they asked, never two at once; a job whose client has gone before its turn comes is skipped
-without touching the model; a job's items reach the server's asyncio loop in order; an
+Guarantees: every generation runs as one job on the engine threads it is given (a pool:
+the model worker decodes as many at once as it has sequences and queues the rest in the order
+they came); a job whose client has gone before its turn comes is skipped without touching the
+model; a job's items reach the server's asyncio loop in order; an
 exception in the engine thread reaches the request as itself (an `ApiError` keeps its status).
 """
 
@@ -42,6 +42,7 @@ class ServedModel:
     template: Template
     n_ctx: int
     created: int = 0
+    use: Callable[[], dict[str, int]] | None = None  # the worker's sequences, busy and queued
     stats: collections.Counter[str] = field(
         default_factory=lambda: collections.Counter(
             dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)

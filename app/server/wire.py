@@ -109,6 +109,9 @@ Effort = Literal["low", "medium", "high"]
 ReasoningField = Literal["reasoning_content", "reasoning"]
 
 
+MAX_CHOICES = 8  # a chat request's `n` at most
+
+
 class Sampled(BaseModel):
     """The sampling and length fields chat completions and completions share."""
 
@@ -148,6 +151,7 @@ class Sampled(BaseModel):
 
 class ChatRequest(Sampled):
     messages: list[ChatMessage] = Field(min_length=1)
+    n: int = Field(1, ge=1, le=MAX_CHOICES, description="choices, decoded side by side")
     tools: list[ToolSpec] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None

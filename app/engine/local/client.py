@@ -52,30 +52,23 @@ from app.engine.local.limits import (
 )
 from app.engine.local.memory import estimate_memory
 from app.engine.local.process import WorkerProcess
+from app.engine.local.questions import QuickQuestions
 from app.engine.local.router import Router
 from app.engine.protocol import (
-    Answer,
     Cancel,
-    Evaluated,
     Finished,
     GenerateRequest,
     Keep,
     Loaded,
     LoadProgress,
     LoadRequest,
-    Logits,
     ModelInfo,
     NativeLog,
-    Query,
     Refused,
     RequestState,
     SnapshotSettings,
-    SpecialBytes,
-    SpecialIds,
-    Specials,
+    Started,
     TokenBatch,
-    Tokenize,
-    TokenTable,
     WorkerState,
     check_transition,
 )
@@ -83,10 +76,9 @@ from app.errors import ErrorCode, LoadProblem, ModelLoadError, WorkerError
 from app.gguf.info import read_model
 
 _native = logging.getLogger("llama")  # the worker's llama.cpp lines, for the app's log file
-QUERY_TIMEOUT_S = 120.0
 
 
-class WorkerClient:
+class WorkerClient(QuickQuestions):
     """Owns one worker process and the model loaded in it."""
 
     load_stall_s = LOAD_STALL_S
@@ -98,6 +90,7 @@ class WorkerClient:
         self.native_log: collections.deque[str] = collections.deque(maxlen=500)
         self._warned: collections.deque[str] = collections.deque(maxlen=20)  # for load errors
         self._last_load: LoadRequest | None = None
+        self._use: collections.Counter[str] = collections.Counter()  # generations under way
 
     # --- process --------------------------------------------------------------------
 
@@ -165,6 +158,7 @@ class WorkerClient:
         snapshots: SnapshotSettings | None = None,
         sequences: int = 1,
         reserved: int = 0,
+        always_draft: bool = False,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
         flash attention, cache type, speculative decoding), where its KV snapshots go (None:
@@ -194,6 +188,7 @@ class WorkerClient:
             request = dataclasses.replace(
                 request, settings=settings, snapshots=snapshots,
                 sequences=max(1, sequences), reserved=min(reserved, sequences - 1),
+                always_draft=always_draft,
             )  # fmt: skip
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
@@ -281,26 +276,34 @@ class WorkerClient:
         top_logprobs: int = 0,
         deadline_s: float | None = None,
         keep: Keep | None = None,
+        reserved: bool = False,
     ) -> Iterator[GenerationEvent]:
         """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
         makes every token follow its grammar (JSON mode); `deadline_s` overrides the default
-        time budget (`deadline_for`); `keep` names the conversation whose KV snapshots are
-        looked for first and kept after (`app/engine/worker/kv_snapshots.py`)."""
+        time budget (`deadline_for`, counted from when the worker starts it: a generation
+        queued behind others waits without its clock running); `keep` names the conversation
+        whose KV snapshots are looked for first and kept after
+        (`app/engine/worker/kv_snapshots.py`); `reserved` runs it on the window's own
+        sequence, never queued behind the server's clients."""
         router = self._ensure_ready()
         limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
         ends = time.monotonic() + limit
         request = router.new_id()
         message = GenerateRequest(
             request, tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens,
-            top_logprobs=top_logprobs, keep=keep,
+            top_logprobs=top_logprobs, keep=keep, reserved=reserved,
         ).constrained(constraint)  # fmt: skip
         partial: list[int] = []
+        self._use["window" if reserved else "clients"] += 1
         try:
             router.send(message)
             while True:
                 msg = router.next(request, timeout=0.02)
                 if cancel is not None and cancel.is_set():
                     self._cancel(router, request)
+                if isinstance(msg, Started):
+                    ends = time.monotonic() + limit
+                    continue
                 if isinstance(msg, TokenBatch):
                     for step in msg.steps:
                         partial.append(step.token)
@@ -322,6 +325,23 @@ class WorkerClient:
         except GeneratorExit:
             self._abandon(router, request)
             raise
+        finally:
+            self._use["window" if reserved else "clients"] -= 1
+
+    def sequence_use(self) -> dict[str, int]:
+        """The worker's sequences: how many, how many kept for the window, and the server's
+        clients' generations decoding and queued (as this client counts them)."""
+        info = self.info
+        total = info.sequences if info is not None else 1
+        reserved = self._last_load.reserved if self._last_load is not None and total > 1 else 0
+        shared = max(1, total - reserved)
+        clients = self._use["clients"] + (self._use["window"] if not reserved else 0)
+        return {
+            "total": total,
+            "reserved": reserved,
+            "busy": min(clients, shared) + (min(self._use["window"], reserved)),
+            "queued": max(0, clients - shared),
+        }
 
     def _abandon(self, router: Router, request: int) -> bool:
         """The caller stopped reading mid-generation: cancel it and drain its replies; whether
@@ -350,52 +370,3 @@ class WorkerClient:
             self._stop_stalled(router)
             reason += "; the model worker did not stop in time and was restarted"
         return TurnFailed(reason, ErrorCode.WORKER, tuple(partial))
-
-    # --- quick questions ------------------------------------------------------------
-
-    def _ask(self, make: Callable[[int], Query]) -> Any:
-        """The answer to one quick question; `WorkerError` when the worker cannot give it."""
-        router = self._ensure_ready()
-        query = make(router.new_id())
-        deadline = time.monotonic() + QUERY_TIMEOUT_S
-        try:
-            router.send(query)
-            while (msg := router.next(query.request, timeout=0.1)) is None:
-                if time.monotonic() > deadline:
-                    router.finish(query.request, RequestState.FAILED)
-                    raise WorkerError(
-                        f"the model worker did not answer within {QUERY_TIMEOUT_S:g} s",
-                        f"The unanswered question: {type(query).__name__}.",
-                    )
-        except WorkerError:
-            self._died()
-            raise
-        if isinstance(msg, Refused):
-            raise WorkerError(msg.message)
-        assert isinstance(msg, Answer)
-        return msg.value
-
-    def tokenize(self, text: str, special: bool) -> list[int]:
-        ids: list[int] = self._ask(lambda r: Tokenize(r, text, special))
-        return ids
-
-    def token_table(self) -> list[bytes]:
-        table: list[bytes] = self._ask(TokenTable)
-        return table
-
-    def special_bytes(self, ids: Sequence[int]) -> list[bytes]:
-        pieces: list[bytes] = self._ask(lambda r: SpecialBytes(r, tuple(ids)))
-        return pieces
-
-    def specials(self) -> Specials:
-        found: Specials = self._ask(SpecialIds)
-        return found
-
-    def logits(self, prompt: Sequence[int]) -> tuple[int, bytes]:
-        """How much of `prompt` the KV cache kept, and the next token's logits (float32)."""
-        return (done := self.evaluate(prompt)).reused + done.restored, done.logits
-
-    def evaluate(self, prompt: Sequence[int], keep: Keep | None = None) -> Evaluated:
-        """`prompt` evaluated as a generation for `keep` is (snapshots looked for, kept)."""
-        answer: Evaluated = self._ask(lambda r: Logits(r, tuple(prompt), keep))
-        return answer

@@ -69,6 +69,7 @@ def estimate_memory(
         buffers=buffers,
         available=available_memory() if available == -1 else available,
         gpu_share=gpu_share,
+        sequences=max(1, sequences),
     )
 
 

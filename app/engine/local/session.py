@@ -96,6 +96,7 @@ class ChatSession:
         self.response_format = response_format  # JSON mode for the whole conversation
         self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
         self.conversation_id = ""  # set: its KV state is kept as a snapshot and looked for first
+        self.reserved = False  # the window's own turn: on the worker's reserved sequence
         self.turns: list[TurnRecord] = []
         self._ids = PromptIds(template, self.tokenizer)
         self._fitted: tuple[Conversation, Overflow, int, Fitted] | None = None
@@ -196,6 +197,7 @@ class ChatSession:
             constraint=constraint,
             **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
             **({"keep": self._keep()} if self.conversation_id else {}),
+            **({"reserved": True} if self.reserved else {}),
         ):
             if isinstance(event, TokenStep):
                 out.tokens.append(event.token)

@@ -151,9 +151,9 @@ class _Worker:
         except (ValueError, RuntimeError, OSError) as exc:
             self._send(LoadFailed(req.request, "vocabulary", str(exc)))
             return
-        placement = placement_for(
-            req.settings, vocab.metadata, self.low.llama_supports_gpu_offload()
-        )
+        batched = req.sequences > 1 or req.settings.speculative != "off"
+        offload = self.low.llama_supports_gpu_offload()
+        placement = placement_for(req.settings, vocab.metadata, offload, batched)
         del vocab
         try:
             self.llm = self._llama(req, req.path, placement)
@@ -179,6 +179,7 @@ class _Worker:
             llm, self.low, self.pool, self._send, self.inbox.cancelled, self._mask_for,
             req.n_batch, req.settings.speculative, draft,
         )  # fmt: skip
+        self.scheduler.always_draft = req.always_draft
         self.scheduler.calibrate()
         info = ModelInfo(
             path=req.path,

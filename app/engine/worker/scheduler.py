@@ -28,10 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from app.domain.events import FinishReason, GenerationDone, Timings
-from app.engine.protocol import Finished, FromWorker, GenerateRequest, Refused
+from app.engine.protocol import Finished, FromWorker, GenerateRequest, Refused, Started
 from app.engine.worker.draft_model import DraftModel
+from app.engine.worker.kv_snapshots import common_prefix
 from app.engine.worker.running import Running, sampler_chain, scored
-from app.engine.worker.sequences import Pool
+from app.engine.worker.sequences import SHARE_MIN, Pool, Sequence
 from app.engine.worker.speculate import (
     DRAFT_MAX,
     Lookup,
@@ -71,6 +72,7 @@ class Scheduler:
         self.speculative = speculative if speculative in ("lookup", "draft") else "off"
         self.draft = draft
         self.costs = StepCosts()
+        self.always_draft = False  # every proposal drafted, whatever it costs (exactness tests)
         self._batch = low.llama_batch_init(n_batch, 0, 1)
         self._abort = low.ggml_abort_callback(lambda _data: self._abort_now())
         self._no_abort = low.ggml_abort_callback()
@@ -133,7 +135,7 @@ class Scheduler:
                 self._reply(Finished(req.request, done))
                 continue
             seq = self.pool.choose(req.prompt_ids, req.reserved)
-            if seq is None:
+            if seq is None or self._follows(req, seq):
                 continue
             self.queue.remove(req)
             mask, refused = self._masks(req)
@@ -141,6 +143,7 @@ class Scheduler:
                 self._reply(Refused(req.request, ErrorCode.GRAMMAR, refused))
                 continue
             seq.busy = True
+            self._send(Started(req.request))
             prompt = list(req.prompt_ids)
             start = time.perf_counter()
             reused, restored = self.pool.prepare(seq, prompt, req.keep)
@@ -152,6 +155,15 @@ class Scheduler:
             if self.speculative == "lookup":
                 run.lookup = Lookup(prompt)
             self.active.append(run)
+
+    def _follows(self, req: GenerateRequest, seq: Sequence) -> bool:
+        """Whether `req` should wait for a generation still evaluating the same prompt (the
+        choices of one request): its cache is then copied, not evaluated twice."""
+        own = common_prefix(seq.tokens, req.prompt_ids)
+        return any(
+            run.todo and common_prefix(run.prompt, req.prompt_ids) >= own + SHARE_MIN
+            for run in self.active
+        )
 
     # --- one step -------------------------------------------------------------------
 
@@ -217,6 +229,7 @@ class Scheduler:
             if not proposal:
                 return 0, []
             length = draft_length(run.acceptance.rate(kind), batch, self.costs, len(proposal))
+            length = len(proposal) if self.always_draft else length
             if length == 0:
                 run.acceptance.shadow(kind, len(run.lookup.tokens), proposal)
                 return 0, []
@@ -227,6 +240,7 @@ class Scheduler:
             length = draft_length(run.acceptance.rate(0), batch, self.costs, limit, cost)
             if length == 0 and run.steps % PROBE_EVERY == 0:
                 length = min(2, limit)
+            length = min(DRAFT_MAX, limit) if self.always_draft else length
             history = [*run.seq.tokens, run.next if run.next is not None else 0]
             return 0, self.draft.propose(run.seq.id, history, length)
         return 0, []

@@ -1,0 +1,236 @@
+"""Parallel sequences and speculative decoding in the real worker (llama.cpp on real GGUFs).
+
+- N generations decoded together give each the greedy tokens it gives alone (SmolLM2 and the
+  tiny gpt-oss), and they really ran side by side (their spans overlap);
+- a client that leaves mid-stream frees its sequence at once: a queued one starts while the
+  others go on, and theirs are still the tokens they give alone;
+- the window's turn (reserved) starts and ends while eight clients hold or wait for the rest;
+- speculative decoding gives the tokens plain decoding gives, with prompt lookup and with a
+  draft model (SmolLM2 drafting for itself), drafting on every step it can (`always_draft`),
+  and the adaptive policy drafts on a copying answer and keeps them;
+- a draft model with another vocabulary is refused at load with a sentence that says so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.domain.events import GenerationDone, TokenStep
+from app.domain.placement import LoadSettings
+from app.domain.sampling import Sampling
+from app.engine.local.client import WorkerClient
+from app.engine.protocol import SnapshotSettings
+from app.errors import ModelLoadError
+
+GREEDY = Sampling(temperature=0.0)
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n",
+    "Once upon a time, in a land far away,",
+    "List three colours:\n1.",
+]
+CODE = """def total(items):
+    result = 0
+    for item in items:
+        if item.price > 0:
+            result += item.price * item.count
+    return result
+
+
+def cheapest(items):
+    best = None
+    for item in items:
+        if best is None or item.price < best.price:
+            best = item
+    return best
+"""
+COPY = (
+    f"<|im_start|>user\nRename `best` to `found` in this code:\n```python\n{CODE}```<|im_end|>\n"
+    f"<|im_start|>assistant\nHere is the code with `best` renamed to `found`:\n```python\n"
+)
+
+COPY_ON = f"{CODE}\n\n# The same two functions again, unchanged:\n\n{CODE[:40]}"  # it copies
+
+
+def _client(model: Any, sequences: int = 1, reserved: int = 0, **settings: Any) -> WorkerClient:
+    client = WorkerClient()
+    client.load(
+        model, n_ctx=1024, n_threads=1, sequences=sequences, reserved=reserved,
+        settings=LoadSettings(speculative=settings.pop("speculative", "off"), **settings),
+        snapshots=SnapshotSettings(), always_draft=True,
+    )  # fmt: skip
+    return client
+
+
+def _ids(client: WorkerClient, text: str) -> list[int]:
+    return client.tokenize(text, special=True)
+
+
+def _run(
+    client: WorkerClient, prompt: list[int], tokens: int, out: dict[str, Any], **kw: Any
+) -> None:
+    """Generate greedily; the tokens, the end and the span (start, end) into `out`."""
+    out["start"] = time.monotonic()
+    out["tokens"] = []
+    eos = client.specials().eos
+    for event in client.generate(prompt, stop_ids=[eos], sampling=GREEDY, max_tokens=tokens, **kw):
+        if isinstance(event, TokenStep):
+            out["tokens"].append(event.token)
+            out.setdefault("first", time.monotonic())
+        else:
+            out["done"] = event
+    out["end"] = time.monotonic()
+
+
+def _together(client: WorkerClient, prompts: list[list[int]], tokens: int) -> list[dict[str, Any]]:
+    outs: list[dict[str, Any]] = [{} for _ in prompts]
+    pairs = zip(prompts, outs, strict=True)
+    threads = [threading.Thread(target=_run, args=(client, p, tokens, o)) for p, o in pairs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    return outs
+
+
+@pytest.fixture(scope="module")
+def smol4(smollm_model: Any) -> Iterator[WorkerClient]:
+    client = _client(smollm_model, sequences=4)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("which", ["smollm2", "gpt-oss"])
+def test_sequences_decoded_together_give_the_tokens_they_give_alone(
+    which: str, smollm_model: Any, tiny_model: Any
+) -> None:
+    model = smollm_model if which == "smollm2" else tiny_model
+    client = _client(model, sequences=4)
+    try:
+        prompts = [_ids(client, p) for p in PROMPTS]
+        alone = []
+        for p in prompts:
+            out: dict[str, Any] = {}
+            _run(client, p, 24, out)
+            alone.append(out["tokens"])
+        for seq_prompt in prompts:  # every sequence's cache other than the prompts' own
+            _run(client, seq_prompt[:2], 2, {})
+        outs = _together(client, prompts, 24)
+        info = client.info
+    finally:
+        client.close()
+    assert [o["tokens"] for o in outs] == alone
+    assert all(len(t) > 0 for t in alone)
+    latest_start = max(o["start"] for o in outs)
+    assert all(o["end"] > latest_start for o in outs)  # they overlapped in time
+    assert info is not None and info.sequences == 4 and info.placement is not None
+    assert info.placement.flash_attn  # (see `app/engine/worker/placement.py`)
+
+
+def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_model: Any) -> None:
+    client = _client(smollm_model, sequences=2)
+    try:
+        prompts = [_ids(client, p) for p in PROMPTS[:3]]
+        alone: dict[str, Any] = {}
+        _run(client, prompts[1], 48, alone)
+        leaving = client.generate(prompts[0], stop_ids=[], sampling=GREEDY, max_tokens=400)
+        staying: dict[str, Any] = {}
+        queued: dict[str, Any] = {}
+        first = next(leaving)  # the first token: it holds a sequence
+        assert isinstance(first, TokenStep)
+        stay = threading.Thread(target=_run, args=(client, prompts[1], 48, staying))
+        stay.start()
+        time.sleep(0.3)
+        wait = threading.Thread(target=_run, args=(client, prompts[2], 8, queued))
+        wait.start()
+        time.sleep(0.5)
+        assert "first" not in queued  # both sequences are taken: it waits
+        leaving.close()  # the client leaves mid-stream
+        left = time.monotonic()
+        wait.join(120)
+        stay.join(120)
+    finally:
+        client.close()
+    assert queued["first"] - left < 5.0 and queued["tokens"]
+    assert isinstance(staying["done"], GenerationDone) and staying["tokens"] == alone["tokens"]
+    assert queued["first"] < staying["end"]  # it started while the other still decoded
+
+
+def test_the_windows_turn_starts_while_eight_clients_are_busy(smollm_model: Any) -> None:
+    client = _client(smollm_model, sequences=3, reserved=1)
+    try:
+        prompt = _ids(client, PROMPTS[2])
+        outs = [{} for _ in range(8)]  # type: ignore[var-annotated]
+        threads = [
+            threading.Thread(target=_run, args=(client, prompt, 160, o)) for o in outs
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        use = client.sequence_use()
+        window: dict[str, Any] = {}
+        _run(client, _ids(client, PROMPTS[0]), 8, window, reserved=True)
+        for t in threads:
+            t.join(600)
+    finally:
+        client.close()
+    assert use == {"total": 3, "reserved": 1, "busy": 2, "queued": 6}
+    assert window["tokens"] and isinstance(window["done"], GenerationDone)
+    still = [o for o in outs if o["end"] > window["end"]]
+    assert len(still) >= 6  # the window did not wait for the clients' queue
+    assert all(o["tokens"] == outs[0]["tokens"] for o in outs)
+
+
+@pytest.mark.parametrize("kind", ["lookup", "draft"])
+def test_speculative_decoding_gives_the_tokens_plain_decoding_gives(
+    kind: str, smollm_model: Any
+) -> None:
+    plain = _client(smollm_model, flash_attn=True)  # as speculative decoding loads it
+    extra = {"draft_model": str(smollm_model)} if kind == "draft" else {}
+    fast = _client(smollm_model, speculative=kind, **extra)
+    try:
+        prompt = _ids(plain, COPY)
+        expected: dict[str, Any] = {}
+        got: dict[str, Any] = {}
+        _run(plain, prompt, 120, expected)
+        _run(fast, prompt, 120, got)
+    finally:
+        plain.close()
+        fast.close()
+    assert got["tokens"] == expected["tokens"] and len(expected["tokens"]) >= 60
+    timings = got["done"].timings
+    assert timings.drafted > 0 and 0 < timings.accepted <= timings.drafted
+    assert expected["done"].timings.drafted == 0
+
+
+def test_the_adaptive_policy_drafts_where_the_answer_copies(smollm_model: Any) -> None:
+    client = WorkerClient()
+    client.load(smollm_model, n_ctx=1024, n_threads=1, settings=LoadSettings(speculative="lookup"))
+    try:
+        out: dict[str, Any] = {}
+        _run(client, _ids(client, COPY_ON), 120, out)
+    finally:
+        client.close()
+    timings = out["done"].timings
+    assert timings.drafted > 0 and timings.accepted >= timings.drafted // 2, timings
+
+
+def test_a_draft_model_with_another_vocabulary_is_refused(
+    smollm_model: Any, gemma_model: Any
+) -> None:
+    client = WorkerClient()
+    settings = LoadSettings(speculative="draft", draft_model=str(gemma_model))
+    try:
+        with pytest.raises(ModelLoadError) as caught:
+            client.load(smollm_model, n_ctx=512, n_threads=1, settings=settings)
+    finally:
+        client.close()
+    said = caught.value.message
+    assert f"the draft model {Path(gemma_model).name} cannot draft for this model" in said
+    assert "vocabulary has 262144 tokens; the model's has 49152" in said
