@@ -166,7 +166,7 @@ def test_raw_completions_echo_and_the_suffix_warning(smol: str) -> None:
 @pytest.mark.parametrize(("body", "status", "code", "param"), [
     ("{not json", 400, "invalid_json", None),
     ({"messages": [{"role": "user", "content": "hi"}], "temprature": 1}, 400, "unknown_field", "temprature"),
-    ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, 400, "invalid_value", "n"),
+    ({"messages": [{"role": "user", "content": "hi"}], "n": 9}, 400, "invalid_value", "n"),
     ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100000}, 400, "max_tokens_too_large", "max_tokens"),
     ({"messages": []}, 400, "invalid_value", "messages"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, 400,
@@ -184,7 +184,30 @@ def test_bad_requests_are_errors_in_openais_shape(smol: str, body: Any, status: 
     assert answer.status_code == status and error["code"] == code and error["param"] == param, error
     assert set(error) == {"message", "type", "param", "code"} and error["message"]
     with pytest.raises(openai.BadRequestError):  # the SDK reads it as the error it is
-        _client(smol).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], n=2)
+        _client(smol).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], n=9)
+
+
+def test_n_three_gives_three_choices_decoded_side_by_side(smol: str) -> None:
+    asked = [{"role": "user", "content": "Write one sentence about the sea."}]
+    whole = _client(smol).chat.completions.create(model="m", messages=asked, n=3, max_tokens=12,  # type: ignore[arg-type]
+                                                  temperature=1.0, seed=7)
+    assert [c.index for c in whole.choices] == [0, 1, 2]
+    texts = [c.message.content for c in whole.choices]
+    assert all(texts) and len(set(texts)) > 1, texts  # seeds 7, 8, 9: not one answer thrice
+    assert whole.usage is not None and whole.usage.completion_tokens >= 3
+    again = _client(smol).chat.completions.create(model="m", messages=asked, n=3, max_tokens=12,  # type: ignore[arg-type]
+                                                  temperature=1.0, seed=7)
+    assert [c.message.content for c in again.choices] == texts  # the same seeds, the same choices
+    streamed: dict[int, str] = {}
+    ids = set()
+    for chunk in _client(smol).chat.completions.create(model="m", messages=asked, n=3, max_tokens=12,  # type: ignore[arg-type,call-overload]
+                                                       temperature=1.0, seed=7, stream=True):
+        ids.add(chunk.id)
+        for choice in chunk.choices:
+            streamed[choice.index] = streamed.get(choice.index, "") + (choice.delta.content or "")
+    assert [streamed[i] for i in range(3)] == texts and len(ids) == 1
+    status = httpx.get(f"{smol}/harmony-desk/status", timeout=10).json()
+    assert status["sequences"]["total"] == 4 and status["sequences"]["queued"] == 0
 
 
 def test_the_guard_host_size_and_embeddings(smol: str) -> None:
