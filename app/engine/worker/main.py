@@ -180,7 +180,6 @@ class _Worker:
             req.n_batch, req.settings.speculative, draft,
         )  # fmt: skip
         self.scheduler.always_draft = req.always_draft
-        self.scheduler.calibrate()
         info = ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),

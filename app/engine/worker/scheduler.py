@@ -89,25 +89,6 @@ class Scheduler:
         ended, self._ended = self._ended, []
         return ended
 
-    def calibrate(self, sizes: tuple[int, ...] = (1, 2, 4, 8, 16)) -> None:
-        """Time decode steps of `sizes` tokens on an idle sequence (then cleared), so that
-        speculative decoding weighs its first drafts by this machine's costs."""
-        seq = next((s for s in reversed(self.pool.all) if not s.busy), None)
-        if seq is None or self.speculative == "off":
-            return
-        token = int(self.llm.token_bos()) if self.llm.token_bos() >= 0 else 0
-        for size in sizes:
-            entries: list[_Entry] = [(None, token, seq.id, i, True) for i in range(size)]
-            best = float("inf")
-            for _ in range(3):  # the best of three: the first may pay for cold caches
-                started = time.perf_counter()
-                status = self._decode(entries, prompting=False)
-                self.pool.clear(seq)
-                if status != 0:
-                    return
-                best = min(best, (time.perf_counter() - started) * 1000)
-            self.costs.record(size, best)
-
     def close(self) -> None:
         self.low.llama_batch_free(self._batch)
         if self.draft is not None:

@@ -7,9 +7,10 @@ Guarantees:
 - `Acceptance` estimates the chance that a drafted token is kept (one estimate per n-gram
   length for lookup), from every draft the model checked and — at no cost — from every
   proposal that was not drafted, scored against the tokens the model then produced.
-- `StepCosts` learns what one decode step costs by the number of tokens in its batch (timed
-  at load, then from every step), so that the policy weighs a verification batch by its
-  measured price on this machine, not by a rule of thumb.
+- `StepCosts` learns what one decode step costs by the number of tokens in its batch (from
+  every step), so that the policy weighs a verification batch by its measured price on this
+  machine, not by a rule of thumb; until two sizes are known, the first proposal is drafted
+  whole (one step that teaches it the price of a wider batch), and nothing is timed at load.
 - `draft_length` drafts only where the expected tokens per second of the whole batch beat
   plain decoding by `MARGIN`: a model that does not copy, or a machine where a wider batch
   costs as much as the tokens it may save, decodes plainly; the draft model's own cost per
@@ -143,8 +144,10 @@ def draft_length(
 ) -> int:
     """How many tokens to draft for one sequence in a step of `batch` tokens without it (its
     own next token counted): 0 unless drafting beats plain decoding by `MARGIN`."""
-    if not costs.known() or limit <= 0:
+    if limit <= 0:
         return 0
+    if not costs.known():
+        return min(limit, DRAFT_MAX)  # learn what a wider step costs (once)
     plain = batch / costs.of(batch)
     best, best_rate = 0, plain * MARGIN
     for length in range(1, min(limit, DRAFT_MAX) + 1):
