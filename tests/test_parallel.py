@@ -6,7 +6,10 @@
   others go on, and theirs are still the tokens they give alone;
 - the window's turn (reserved) starts and ends while eight clients hold or wait for the rest;
 - speculative decoding gives the tokens plain decoding gives, with prompt lookup and with a
-  draft model (SmolLM2 drafting for itself), drafting on every step it can (`always_draft`),
+  draft model (SmolLM2 drafting for itself), drafting on every step it can (`always_draft`) —
+  or differs first where plain decoding's top two are a near-tie (`NEAR_TIE`), because
+  llama.cpp rounds a batch of one sequence's tokens otherwise than one token (see
+  `app/engine/worker/placement.py`),
   and the adaptive policy drafts on a copying answer and keeps them;
 - a draft model with another vocabulary is refused at load with a sentence that says so.
 """
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from app.domain.events import GenerationDone, TokenStep
@@ -56,6 +60,24 @@ COPY = (
 )
 
 COPY_ON = f"{CODE}\n\n# The same two functions again, unchanged:\n\n{CODE[:40]}"  # it copies
+
+
+NEAR_TIE = 0.5  # logits: where the top two are closer, llama.cpp's batched rounding may swap them
+
+
+def same_or_near_tie(client: WorkerClient, prompt: list[int], plain: list[int], other: list[int]) -> str:
+    """"identical"; "near-tie" when the first token that differs is one of plain decoding's top
+    two there and they are within `NEAR_TIE` of each other; else what differs, in words."""
+    at = next((i for i, (a, b) in enumerate(zip(plain, other, strict=False)) if a != b), None)
+    if at is None:
+        return "identical" if len(plain) == len(other) else f"lengths {len(plain)}, {len(other)}"
+    _, raw = client.logits(prompt + plain[:at])
+    logits = np.frombuffer(raw, dtype=np.float32)
+    first, second = (int(t) for t in np.argsort(-logits)[:2])
+    margin = float(logits[first] - logits[second])
+    if {plain[at], other[at]} <= {first, second} and margin < NEAR_TIE:
+        return "near-tie"
+    return f"token {at}: {plain[at]} against {other[at]}, margin {margin:.3f}"
 
 
 def _client(model: Any, sequences: int = 1, reserved: int = 0, **settings: Any) -> WorkerClient:
@@ -129,8 +151,7 @@ def test_sequences_decoded_together_give_the_tokens_they_give_alone(
     assert all(len(t) > 0 for t in alone)
     latest_start = max(o["start"] for o in outs)
     assert all(o["end"] > latest_start for o in outs)  # they overlapped in time
-    assert info is not None and info.sequences == 4 and info.placement is not None
-    assert info.placement.flash_attn  # (see `app/engine/worker/placement.py`)
+    assert info is not None and info.sequences == 4
 
 
 def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_model: Any) -> None:
@@ -172,7 +193,9 @@ def test_the_windows_turn_starts_while_eight_clients_are_busy(smollm_model: Any)
         ]
         for t in threads:
             t.start()
-        time.sleep(1.0)
+        deadline = time.monotonic() + 60
+        while client.sequence_use()["queued"] < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
         use = client.sequence_use()
         window: dict[str, Any] = {}
         _run(client, _ids(client, PROMPTS[0]), 8, window, reserved=True)
@@ -191,7 +214,7 @@ def test_the_windows_turn_starts_while_eight_clients_are_busy(smollm_model: Any)
 def test_speculative_decoding_gives_the_tokens_plain_decoding_gives(
     kind: str, smollm_model: Any
 ) -> None:
-    plain = _client(smollm_model, flash_attn=True)  # as speculative decoding loads it
+    plain = _client(smollm_model)
     extra = {"draft_model": str(smollm_model)} if kind == "draft" else {}
     fast = _client(smollm_model, speculative=kind, **extra)
     try:
@@ -200,10 +223,11 @@ def test_speculative_decoding_gives_the_tokens_plain_decoding_gives(
         got: dict[str, Any] = {}
         _run(plain, prompt, 120, expected)
         _run(fast, prompt, 120, got)
+        verdict = same_or_near_tie(plain, prompt, expected["tokens"], got["tokens"])
     finally:
         plain.close()
         fast.close()
-    assert got["tokens"] == expected["tokens"] and len(expected["tokens"]) >= 60
+    assert verdict in ("identical", "near-tie") and len(expected["tokens"]) >= 60, verdict
     timings = got["done"].timings
     assert timings.drafted > 0 and 0 < timings.accepted <= timings.drafted
     assert expected["done"].timings.drafted == 0

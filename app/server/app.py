@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.server.chat_api import ChatApi
+from app.server.choices import answer as answer_chat
 from app.server.completions_api import CompletionsApi
 from app.server.intake import parsed, printable, read_within
 from app.server.responses_api import ResponsesApi
@@ -230,7 +231,7 @@ class _Handlers:
         return JSONResponse({"object": "list", "data": [model]})
 
     async def chat_route(self, request: Request) -> Response:
-        return await self.chat(_json(request), request.is_disconnected)
+        return await answer_chat(self.chat, _json(request), request.is_disconnected)
 
     async def completions_route(self, request: Request) -> Response:
         return await self.completions(_json(request), request.is_disconnected)
@@ -251,7 +252,7 @@ class _Handlers:
         """Databricks' serving-endpoint form: the body says which API it is."""
         body = _json(request)
         if isinstance(body, dict) and "messages" in body:
-            return await self.chat(body, request.is_disconnected)
+            return await answer_chat(self.chat, body, request.is_disconnected)
         if isinstance(body, dict) and "prompt" in body:
             return await self.completions(body, request.is_disconnected)
         if isinstance(body, dict) and "input" in body:

@@ -169,11 +169,7 @@ class ChatApi:
         return Running(request, answer, first, events, watcher, head, field, top, what.ignored)
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
-        wanted = parse(ChatRequest, body).n
-        if wanted > 1:
-            from app.server.choices import choices  # several answers to one request
-
-            return await choices(self, body, wanted, disconnected)
+        """One choice (`app/server/choices.py` answers a request for several)."""
         run = await self.start(body, disconnected)
         warned = warnings(run.ignored(), run.fitted())
         if run.request.stream:

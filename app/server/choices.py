@@ -17,6 +17,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.server.chat_api import ChatApi, Disconnected, Running, usage_chunk, warnings
+from app.server.wire import ChatRequest, parse
 
 _DONE = object()
 
@@ -26,6 +27,14 @@ def _usage(runs: list[Running]) -> dict[str, int]:
     generated = sum(run.answer.usage()["completion_tokens"] for run in runs)
     total = prompt + generated
     return {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": total}
+
+
+async def answer(api: ChatApi, body: Any, disconnected: Disconnected) -> Response:
+    """A chat request's answer: one choice, or `n` of them side by side."""
+    wanted = parse(ChatRequest, body).n
+    if wanted > 1:
+        return await choices(api, body, wanted, disconnected)
+    return await api(body, disconnected)
 
 
 async def choices(

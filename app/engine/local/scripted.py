@@ -45,6 +45,7 @@ class ScriptedClient:
         cancel: threading.Event | None = None,
         top_logprobs: int = 0,  # a script has no logits: its tokens come unscored
         keep: object = None,  # nor a KV cache to keep
+        reserved: bool = False,  # nor sequences: one script at a time
     ) -> Iterator[GenerationEvent]:
         self.prompts.append(list(prompt_ids))
         self.constraints.append(constraint)

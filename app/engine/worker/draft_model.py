@@ -1,11 +1,11 @@
 """A draft model for speculative decoding: a smaller GGUF with the main model's vocabulary.
 
 Guarantees: a draft model whose vocabulary is not the main model's (another size, or any id
-spelled differently, or other control tokens) is refused with a `DraftRefused` that says
-which; it holds one KV sequence per main sequence, kept in step lazily (only what differs
-from what it last read is evaluated); its drafts are its greedy choices, and it measures what
-a drafted token costs it (`ms_per_token`), which the policy weighs (`speculate.py`). It never
-decides a token: the main model's sampler does.
+spelled differently, or other control tokens) is refused with a sentence that says which
+(the load fails at its "draft" stage); it holds one KV sequence per main sequence, kept in
+step lazily (only what differs from what it last read is evaluated); its drafts are its
+greedy choices, and it measures what a drafted token costs it (`ms_per_token`), which the
+policy weighs (`speculate.py`). It never decides a token: the main model's sampler does.
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ import numpy as np
 from app.engine.worker.kv_snapshots import common_prefix
 
 CHUNK = 256
-
-
-class DraftRefused(ValueError):
-    """The draft model cannot draft for this model (its words say why)."""
 
 
 def same_vocabulary(main: Any, draft: Any, piece: Any) -> str:
@@ -56,7 +52,10 @@ class DraftModel:
             return []
         start = time.perf_counter()
         held = self._held.get(seq, [])
-        n = min(common_prefix(held, tokens), len(tokens) - 1)
+        if len(held) < len(tokens) and held == tokens[: len(held)]:
+            n = len(held)  # (the usual step: what it read is still the start; no walk)
+        else:
+            n = min(common_prefix(held, tokens), len(tokens) - 1)
         memory = self.low.llama_get_memory(self.llm._ctx.ctx)
         if not self.low.llama_memory_seq_rm(memory, seq, n, -1):
             self.low.llama_memory_seq_rm(memory, seq, -1, -1)

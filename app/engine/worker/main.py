@@ -64,6 +64,7 @@ from app.engine.worker.sequences import Pool
 from app.errors import ErrorCode
 
 _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
+FA_ROWS = 63  # llama.cpp's CPU flash attention takes another kernel from 64 rows of a sequence
 
 
 class _Worker:
@@ -151,9 +152,8 @@ class _Worker:
         except (ValueError, RuntimeError, OSError) as exc:
             self._send(LoadFailed(req.request, "vocabulary", str(exc)))
             return
-        batched = req.sequences > 1 or req.settings.speculative != "off"
         offload = self.low.llama_supports_gpu_offload()
-        placement = placement_for(req.settings, vocab.metadata, offload, batched)
+        placement = placement_for(req.settings, vocab.metadata, offload)
         del vocab
         try:
             self.llm = self._llama(req, req.path, placement)
@@ -168,7 +168,10 @@ class _Worker:
             self._unload()
             self._send(LoadFailed(req.request, "draft", why))
             return
-        self.n_batch = req.n_batch
+        # on the CPU with flash attention, prompts go in chunks below its 64-row tile, so that
+        # chunks of every size take one kernel and reuse stays exact (`placement.py`)
+        cpu_fa = placement.flash_attn and placement.gpu_layers == 0
+        self.n_batch = min(req.n_batch, FA_ROWS) if cpu_fa else req.n_batch
         self._eval_batch = self.low.llama_batch_init(req.n_batch, 0, 1)
         reserved = req.reserved if req.sequences > 1 else 0
         self.pool = Pool(llm, self.low, max(1, req.sequences), reserved, placement.sliding_window)
@@ -179,6 +182,7 @@ class _Worker:
             llm, self.low, self.pool, self._send, self.inbox.cancelled, self._mask_for,
             req.n_batch, req.settings.speculative, draft,
         )  # fmt: skip
+        self.scheduler.chunk = self.n_batch
         self.scheduler.always_draft = req.always_draft
         info = ModelInfo(
             path=req.path,

@@ -9,12 +9,13 @@ window, so the cache must be able to roll back exactly; other sliding-window mod
 window 512) keep llama.cpp's small window cache, whose attention stays cheap as the
 conversation grows, and the worker evaluates the prompt again when a rollback (a regenerated
 or edited answer) crosses the window. Either way reuse is exact. A q8_0 cache turns flash
-attention on (llama.cpp quantizes the V cache only with it), and so do several sequences and
-speculative decoding (`batched`): without it llama.cpp's attention rounds a batch of one
-sequence's tokens differently from one token at a time (by 0.3 of a logit, measured on
-SmolLM2), so a prompt evaluated in other chunks, or drafts checked together, could change a
-greedy answer at a near-tie; with it, each token's attention is worked out alone and the
-answers are the tokens decoding one at a time gives (`tests/test_parallel.py`). The result
+attention on (llama.cpp quantizes the V cache only with it). Several sequences and speculative
+decoding leave it as chosen: llama.cpp's CPU attention takes other kernels by the rows of one
+sequence in a step with it on (a tile from 64 rows; a split of the cache for one row from 512
+cached tokens, 1.08 logits away on Gemma 3) and without it (one row against several: 0.3 of
+a logit on SmolLM2), so no choice makes a batch of one sequence's tokens round as one token at
+a time does; off, the default, keeps prompts, reuse and snapshots exact, and a checked draft
+can change a greedy answer only at a near-tie (`tests/test_parallel.py`). The result
 says what was chosen, for the status bar and the debug pane.
 """
 
@@ -35,11 +36,8 @@ def _int(metadata: dict[str, Any], key: str) -> int:
         return 0
 
 
-def placement_for(
-    settings: LoadSettings, metadata: dict[str, Any], offload: bool, batched: bool = False
-) -> Placement:
-    """The placement `settings` give for a model with this GGUF `metadata` (`batched`: with
-    several sequences or speculative decoding)."""
+def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: bool) -> Placement:
+    """The placement `settings` give for a model with this GGUF `metadata`."""
     arch = str(metadata.get("general.architecture", ""))
     layers = _int(metadata, f"{arch}.block_count")
     window = _int(metadata, f"{arch}.attention.sliding_window")
@@ -48,7 +46,7 @@ def placement_for(
         wanted = -1 if offload else 0
     gpu_layers = 0 if not offload else layers if wanted < 0 else min(wanted, layers)
     kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
-    flash_attn = settings.flash_attn or kv_type != "f16" or batched
+    flash_attn = settings.flash_attn or kv_type != "f16"
     rolls_back = arch == "gpt-oss"  # Harmony drops each finished turn's analysis
     swa_full = settings.swa_full if settings.swa_full is not None else window > 0 and rolls_back
     return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)

@@ -65,6 +65,7 @@ class Scheduler:
         self.ctx = llm._ctx.ctx
         self._send, self._cancelled, self._masks = send, cancelled, masks
         self.n_batch = n_batch
+        self.chunk = n_batch  # one sequence's prompt tokens in one step at most
         self.n_ctx = int(low.llama_n_ctx_seq(self.ctx))
         self.n_vocab = int(llm.n_vocab())
         self.queue: collections.deque[GenerateRequest] = collections.deque()
@@ -191,7 +192,7 @@ class Scheduler:
                     entries.append((run, token, run.seq.id, base + i, True))
         room = self.n_batch - len(entries)
         for run in [r for r in self.active if r.todo]:
-            take = min(room, SHARED_CHUNK if decoding else room, len(run.todo))
+            take = min(room, SHARED_CHUNK if decoding else room, len(run.todo), self.chunk)
             if take <= 0:
                 break
             base = len(run.seq.tokens)
