@@ -15,8 +15,9 @@ questions of the kind SmolLM2 was tuned on. Each: one client, greedy, `max_token
 `--tokens`, decode tok/s as the client sees the tokens come after the first (the usage's token
 count), the best of `--repeat`. Drafted / accepted tokens are printed where a response carries
 them (llama-server's `timings`; ours when its server adds them). Ours' answers with and
-without lookup are compared: the same text → identical "yes"; otherwise "no" (`near_tie` is the
-hook for a finer verdict). `--quick` checks the plumbing: 16 tokens, SmolLM2, once.
+without lookup are compared: the same text → identical "yes"; answers that part where plain
+decoding's two likeliest tokens were within 0.5 of a logit (asked again with logprobs, `judge_tie`)
+→ "near-tie"; otherwise "no". `--quick` checks the plumbing: 16 tokens, SmolLM2, once.
 Checked before printing (no figures otherwise, exit status 1): every stream ended with its
 finish reason, its usage and [DONE], and its tokens, counted, fit its budget and its chunks.
 On stderr: what else was running (the load average) before the first server started.
@@ -33,6 +34,7 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -134,10 +136,41 @@ def one_token(got: Streamed) -> str | None:
     return "is one token: no decode rate" if got.tokens < 2 else None
 
 
+NEAR_TIE = 0.5  # logits (as tests/test_parallel.py): closer top two may swap in a batch
+_TIES: dict[tuple[str, str], bool] = {}  # (off, lookup) answers → parted at a near-tie
+
+
 def near_tie(off: str, lookup: str) -> bool:
-    """The hook for a finer verdict: whether two different greedy answers part only where the
-    model's two likeliest tokens were (nearly) tied, which checking drafts in a batch may flip.
-    Not judged yet: every difference counts as "no"."""
+    """Whether two different greedy answers part only where the model's two likeliest tokens
+    were within `NEAR_TIE` of each other (judged by `judge_tie` while the servers ran)."""
+    return _TIES.get((off, lookup), False)
+
+
+def scored(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+    """One whole greedy answer with each token's two likeliest (the logprobs)."""
+    body = {
+        "model": "m", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+        "temperature": 0, "seed": 1, "logprobs": True, "top_logprobs": 2,
+    }  # fmt: skip
+    answer = client.post(f"{base}/v1/chat/completions", json=body, headers={"Connection": "close"})
+    answer.raise_for_status()
+    choice: dict[str, Any] = answer.json()["choices"][0]
+    return choice
+
+
+def judge_tie(client: httpx.Client, off: str, lookup: str, prompt: str, tokens: int) -> bool:
+    """Ask both servers again with log-probabilities: the first token where the answers part
+    must be the off answer's second likeliest in the lookup answer, within `NEAR_TIE`."""
+    a, b = scored(client, off, prompt, tokens), scored(client, lookup, prompt, tokens)
+    steps_a, steps_b = a["logprobs"]["content"], b["logprobs"]["content"]
+    for mine, theirs in zip(steps_a, steps_b, strict=False):
+        if mine["token"] == theirs["token"]:
+            continue
+        top = mine["top_logprobs"]
+        margin = top[0]["logprob"] - top[1]["logprob"] if len(top) > 1 else float("inf")
+        said = f"parts at {mine['token']!r} / {theirs['token']!r}, margin {margin:.3f}"
+        say(f"  off and lookup {said}")
+        return theirs["token"] == top[1]["token"] and margin < NEAR_TIE
     return False
 
 
@@ -199,6 +232,12 @@ def measure(model: str, args: argparse.Namespace) -> dict[tuple[str, str], Best]
                         raise Failed(f"{model}, {name}, {prompt}: the answer {said}")
                     best[name, prompt].take(got)
                     say(f"  {model} {name} {prompt}, {t} thread(s): {got.decode_rate:.1f} tok/s")
+        for prompt, text in PROMPTS.items():
+            offs, ons = best["ours-off", prompt].texts, best["ours-lookup", prompt].texts
+            pairs = zip(offs, ons, strict=True)
+            for pair in {(a, b) for a, b in pairs if a != b}:
+                off, on = servers["ours-off"].base, servers["ours-lookup"].base
+                _TIES[pair] = judge_tie(client, off, on, text, args.tokens)
     return best
 
 
