@@ -186,6 +186,7 @@ def llama_server(
     ctx: int,
     spec: Sequence[str] = (),
     template: str | None = None,
+    flash_attn: bool = False,
 ) -> Server:
     """llama-server on `model`: `ctx` tokens per slot (it divides `-c` among its slots), weight
     repacking off (it crashes on these CPUs, as the app's worker knows), no web UI; `spec` is
@@ -197,20 +198,27 @@ def llama_server(
     argv = [
         str(binary()), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
         "-t", str(threads), "-tb", str(threads), "-np", str(slots), "-c", str(ctx * slots),
-        "--no-repack", "--no-webui", *named, *spec,
+        "--no-repack", "--no-webui", "-fa", "on" if flash_attn else "off", *named, *spec,
     ]  # fmt: skip
     return Server("llama-server", argv, port, "/health")
 
 
 def ours(
-    model: str | Path, *, threads: int, parallel: int, ctx: int, speculative: str = "off"
+    model: str | Path,
+    *,
+    threads: int,
+    parallel: int,
+    ctx: int,
+    speculative: str = "off",
+    flash_attn: bool = False,
 ) -> Server:
-    """The app's `serve` on `model`: every one of `parallel` answers with `ctx` tokens."""
+    """The app's `serve` on `model`: every one of `parallel` answers with `ctx` tokens; flash
+    attention as `flash_attn` (llama-server is given the same: its own default is auto)."""
     port = free_port()
     argv = [
         sys.executable, "-m", "app", "serve", "--model", str(model), "--port", str(port),
         "--threads", str(threads), "--parallel", str(parallel), "--ctx", str(ctx),
-        "--speculative", speculative,
+        "--speculative", speculative, "--flash-attn" if flash_attn else "--no-flash-attn",
     ]  # fmt: skip
     return Server("ours", argv, port, "/v1/models", signal.SIGINT)  # Ctrl+C stops its worker
 

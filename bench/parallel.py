@@ -208,10 +208,15 @@ def row_of(model: str, threads: int, name: str, got: list[Streamed]) -> Row:
 def measure(model: str, threads: int, args: argparse.Namespace) -> list[Row]:
     path, slots, ctx = model_path(model), max(args.clients), args.tokens + PROMPT_ROOM
     servers = {
-        "ours": ours(path, threads=threads, parallel=slots, ctx=ctx),
-        "ours-serial": ours(path, threads=threads, parallel=1, ctx=ctx),
+        "ours": ours(path, threads=threads, parallel=slots, ctx=ctx, flash_attn=args.flash_attn),
+        "ours-serial": ours(path, threads=threads, parallel=1, ctx=ctx, flash_attn=args.flash_attn),
         "llama-server": llama_server(
-            path, threads=threads, slots=slots, ctx=ctx, template=TEMPLATES.get(model)
+            path,
+            threads=threads,
+            slots=slots,
+            ctx=ctx,
+            template=TEMPLATES.get(model),
+            flash_attn=args.flash_attn,
         ),
     }
     rows = []
@@ -235,7 +240,8 @@ def ratio(rows: list[Row], of: Row, server: str) -> float:
 def table(rows: list[Row], args: argparse.Namespace) -> None:
     print(
         f"at most {args.tokens} tokens per client, greedy; aggregate tok/s = all clients' tokens"
-        " / wall time from the first request sent to the last stream ended"
+        " / wall time from the first request sent to the last stream ended; flash attention"
+        f" {'on' if args.flash_attn else 'off'} in every server"
     )
     print("| model | threads | clients | server | tokens | wall s | tok/s | × ours-serial"
           " | × llama-server | first token p50 / p95 ms |")  # fmt: skip
@@ -268,6 +274,12 @@ def options() -> argparse.Namespace:
     parser.add_argument("--clients", default="1,4,8")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--models", help="default smollm2,gemma,wide (--quick: smollm2)")
+    parser.add_argument(
+        "--flash-attn",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="flash attention in both servers (default off, as the app loads a model)",
+    )
     parser.add_argument("--quick", action="store_true", help="16 tokens, all cores, 1, 8 clients")
     args = parser.parse_args()
     if args.quick:

@@ -207,14 +207,28 @@ def model_path(name: str) -> Path:
 def measure(model: str, args: argparse.Namespace) -> dict[tuple[str, str], Best]:
     """(server, prompt) -> its best answer, for `model`."""
     path, ctx, t = model_path(model), args.tokens + PROMPT_ROOM, args.threads
+    fa = args.flash_attn
     servers = {
-        "ours-off": ours(path, threads=t, parallel=1, ctx=ctx, speculative="off"),
-        "ours-lookup": ours(path, threads=t, parallel=1, ctx=ctx, speculative="lookup"),
+        "ours-off": ours(path, threads=t, parallel=1, ctx=ctx, speculative="off", flash_attn=fa),
+        "ours-lookup": ours(
+            path, threads=t, parallel=1, ctx=ctx, speculative="lookup", flash_attn=fa
+        ),
         "llama-server": llama_server(
-            path, threads=t, slots=1, ctx=ctx, template=TEMPLATES.get(model)
+            path,
+            threads=t,
+            slots=1,
+            ctx=ctx,
+            template=TEMPLATES.get(model),
+            flash_attn=args.flash_attn,
         ),
         "llama-ngram": llama_server(
-            path, threads=t, slots=1, ctx=ctx, spec=NGRAM, template=TEMPLATES.get(model)
+            path,
+            threads=t,
+            slots=1,
+            ctx=ctx,
+            spec=NGRAM,
+            template=TEMPLATES.get(model),
+            flash_attn=args.flash_attn,
         ),
     }
     best = {(s, p): Best() for s in servers for p in PROMPTS}
@@ -247,7 +261,8 @@ def ratio(best: dict[tuple[str, str], Best], prompt: str, on: str, off: str) -> 
 
 def table(results: dict[str, dict[tuple[str, str], Best]], args: argparse.Namespace) -> None:
     print(
-        f"{args.threads} thread(s), one client, greedy, at most {args.tokens} tokens; decode"
+        f"{args.threads} thread(s), flash attention {'on' if args.flash_attn else 'off'}, one"
+        f" client, greedy, at most {args.tokens} tokens; decode"
         f" tok/s after the first token, best of {args.repeat}; drafted/accepted where reported"
     )
     print(
@@ -292,6 +307,12 @@ def options() -> argparse.Namespace:
     parser.add_argument("--models", help="default smollm2,gemma (--quick: smollm2)")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=2, help="measurements of each; the best")
+    parser.add_argument(
+        "--flash-attn",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="flash attention in both servers (default off, as the app loads a model)",
+    )
     parser.add_argument("--quick", action="store_true", help="16 tokens, measured once")
     args = parser.parse_args()
     if args.quick:
