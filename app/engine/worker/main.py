@@ -2,8 +2,9 @@
 
 Runs `serve(conn)` in its own OS process: loads one GGUF model (with `sequences` KV sequences,
 each holding a whole context, and optionally a draft model), generates from prompt ids —
-several generations decoded together (`scheduler.py`) — and answers quick questions
-(tokenize, token bytes, logits) between two steps, each reply tagged with its request's id.
+several generations decoded together (`scheduler.py`) — and answers quick questions: those
+that only read the vocabulary (tokenize, token bytes) at once on the inbox's thread, beside a
+decode step (`inbox.py`), logits between two steps; each reply tagged with its request's id.
 Guarantees: every request gets an answer on the pipe; requests are taken in the order they
 came, a load, a shutdown or a logits question only once no generation is under way or queued
 (those sent after it wait behind it); a generation checks for a `Cancel` of its request
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import threading
 import time
 from functools import partial
 from multiprocessing.connection import Connection
@@ -77,15 +79,15 @@ class _Worker:
         self.gathered = Gathered()
         log.addHandler(self.gathered)
         log.setLevel(logging.INFO)
-        self.inbox = Inbox(conn, self.gathered.take)
-        self._send = self.inbox.send
         self.llm: Any = None
+        self._local = threading.local()  # a piece buffer per thread (the inbox answers too)
+        self.inbox = Inbox(conn, self.gathered.take, self._answers_now, self._answer_now)
+        self._send = self.inbox.send
         self.draft_llm: Any = None
         self.scheduler: Scheduler | None = None
         self.pool: Pool = None  # type: ignore[assignment]  # set by every load
         self._mask_factory: Any = None
         self._mask_factory_llm: Any = None
-        self._buf = ctypes.create_string_buffer(_PIECE_BUFFER)
         self.n_batch = 0
         self._eval_batch: Any = None
         self._evaluated: Any = None  # the sequence the last logits question evaluated
@@ -276,8 +278,22 @@ class _Worker:
 
     def piece(self, token: int, special: bool, llm: Any = None) -> bytes:
         vocab = (llm or self.llm)._model.vocab
-        n = self.low.llama_token_to_piece(vocab, token, self._buf, _PIECE_BUFFER, 0, special)
-        return self._buf.raw[: max(n, 0)]
+        buf = getattr(self._local, "buf", None)
+        if buf is None:
+            buf = self._local.buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        n = self.low.llama_token_to_piece(vocab, token, buf, _PIECE_BUFFER, 0, special)
+        return buf.raw[: max(n, 0)]
+
+    def _answers_now(self, req: Request) -> bool:
+        """A question that only reads the vocabulary: the inbox's thread answers it at once."""
+        return self.llm is not None and isinstance(
+            req, (Tokenize, TokenTable, SpecialBytes, SpecialIds)
+        )
+
+    def _answer_now(self, req: Request) -> None:
+        if isinstance(req, (Tokenize, TokenTable, SpecialBytes, SpecialIds)):
+            self.answer(req)
+            self.inbox.done(req.request)
 
     def answer(self, query: Query) -> None:
         """Answer one quick question about the loaded model."""
@@ -314,10 +330,15 @@ class _Worker:
     def _take(self, req: Request) -> bool:
         """Serve `req` (a generation is handed to the scheduler); False on shutdown."""
         if isinstance(req, ShutdownRequest):
-            self._unload()
+            with self.inbox.answering:
+                self._unload()
             return False
         if isinstance(req, LoadRequest):
-            self.load(req)
+            with self.inbox.answering:  # no quick answer reads the model being replaced
+                try:
+                    self.load(req)
+                finally:
+                    self.inbox.hold = False
         elif self.llm is None or self.scheduler is None:
             self._send(Refused(req.request, ErrorCode.NO_MODEL, "no model is loaded"))
         elif isinstance(req, GenerateRequest):
