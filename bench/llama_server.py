@@ -16,6 +16,7 @@ completion and keeps what it saw; `problem` says why a stream does not count (or
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import math
@@ -176,6 +177,16 @@ def _await(server: Server, proc: subprocess.Popen[bytes], log: Path) -> None:
             pass
         time.sleep(0.3)
     raise Unavailable(f"{server.name} did not answer {server.ready} in {STARTING_S} s")
+
+
+def add_flash_attn(parser: argparse.ArgumentParser) -> None:
+    """The benches' `--flash-attn`: the same in the app's server and llama-server."""
+    parser.add_argument(
+        "--flash-attn",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="flash attention in both servers (default off, as the app loads a model)",
+    )
 
 
 def llama_server(

@@ -50,6 +50,7 @@ from bench.llama_server import (
     Server,
     Streamed,
     Unavailable,
+    add_flash_attn,
     llama_server,
     machine_note,
     ours,
@@ -274,12 +275,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--clients", default="1,4,8")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--models", help="default smollm2,gemma,wide (--quick: smollm2)")
-    parser.add_argument(
-        "--flash-attn",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="flash attention in both servers (default off, as the app loads a model)",
-    )
+    add_flash_attn(parser)
     parser.add_argument("--quick", action="store_true", help="16 tokens, all cores, 1, 8 clients")
     args = parser.parse_args()
     if args.quick:

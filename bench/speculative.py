@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx2 as httpx
 
+import bench.llama_server as serving
 from app.library.bundled import default_model_path, gemma_model_path
 from bench.llama_server import (
     Streamed,
@@ -307,12 +308,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--models", help="default smollm2,gemma (--quick: smollm2)")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=2, help="measurements of each; the best")
-    parser.add_argument(
-        "--flash-attn",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="flash attention in both servers (default off, as the app loads a model)",
-    )
+    serving.add_flash_attn(parser)
     parser.add_argument("--quick", action="store_true", help="16 tokens, measured once")
     args = parser.parse_args()
     if args.quick:
