@@ -36,7 +36,7 @@ def test_the_terminal_chat_calls_an_mcp_tool_on_the_bundled_model(secret_service
     env = _env(tmp_path, secret_service)
     assert cli(["mcp", "add", "time", "--", TIME, "--local-timezone", "UTC"], env).returncode == 0
     done = cli(["chat", "--model", "default", "--mcp", "time", "--tool-choice", "required", "--yes",
-                "--max-tokens", "120", "--prompt", OSLO], env)
+                "--max-tokens", "120", "--temperature", "0", "--prompt", OSLO], env)
     assert done.returncode == 0, done.stderr[-2000:]
     asked = [line for line in done.stderr.splitlines() if line.startswith("[tool call_1]")]
     assert asked and "functions.time__get_current_time from MCP time" in asked[0], done.stderr[-2000:]
