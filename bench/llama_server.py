@@ -317,7 +317,7 @@ def problem(got: Streamed, max_tokens: int) -> str | None:
         return f"no tokens counted (usage {got.tokens}, {got.chunks} text chunks)"
     if got.tokens > max_tokens or (got.finish == "length" and got.tokens != max_tokens):
         return f"{got.tokens} tokens counted for a budget of {max_tokens} ({got.finish})"
-    if got.chunks > got.tokens:
+    if got.chunks > got.tokens + 1:  # + 1: text held back (a stop's prefix) goes out at the end
         return f"{got.chunks} text chunks for {got.tokens} tokens counted"
     predicted = got.timings.get("predicted_n", got.tokens)
     if predicted != got.tokens:

@@ -3,7 +3,7 @@ server decoding several answers at once, beside the same server one answer at a 
 llama.cpp's own llama-server, all in one run.
 
 Usage: python bench/parallel.py [--threads 1,2] [--clients 1,4,8] [--tokens 128]
-                                [--models smollm2,gemma,wide] [--quick]
+                                [--models smollm2,gemma,wide] [--rounds 3] [--quick]
 
 For each model and thread count, three servers side by side (started together, one computing
 at a time), each given N = the most `--clients` slots:
@@ -15,7 +15,9 @@ For each count of clients, every client streams a different chat prompt that ask
 answer (greedy, `max_tokens` = `--tokens`; nothing forces the answer past its end, so the tokens
 each generated are counted from the usage its stream ended with). Aggregate tok/s = all clients'
 tokens / the wall time from the first request sent to the last stream ended; beside it the
-clients' time to first token (p50, p95). Models: `smollm2` (the bundled SmolLM2-135M-Instruct),
+clients' time to first token (p50, p95). Each count of clients is run `--rounds` times, the
+three servers taking turns, and the round of median tok/s is reported (one round varies by
+up to 20 % on these machines). Models: `smollm2` (the bundled SmolLM2-135M-Instruct),
 `gemma` (Gemma 3 270M) and `wide` (4 layers of hidden size 2,048, random Q8_0 weights,
 SmolLM2's tokenizer: decoding bound by reading weights, where batching answers helps most; built
 here once into the temporary folder). `--quick` checks the plumbing: 16 tokens, SmolLM2, all
@@ -227,11 +229,19 @@ def measure(model: str, threads: int, args: argparse.Namespace) -> list[Row]:
             one_round(server, 1, 4)  # warm: the first answer pays for what is loaded lazily
             say(f"{model}, {threads} thread(s): {name} ready")
         for clients in args.clients:
-            for name, server in servers.items():
-                got = one_round(server, clients, args.tokens)
-                rows.append(row_of(model, threads, name, got))
-                say(f"  {name}, {clients} clients, {threads} thread(s): {rows[-1].rate:.1f} tok/s")
+            rounds: dict[str, list[Row]] = {name: [] for name in servers}
+            for _ in range(args.rounds):  # the servers in turn, so a slow spell hits them all
+                for name, server in servers.items():
+                    row = row_of(model, threads, name, one_round(server, clients, args.tokens))
+                    rounds[name].append(row)
+                    say(f"  {name}, {clients} clients, {threads} thread(s): {row.rate:.1f} tok/s")
+            rows += [median(taken) for taken in rounds.values()]
     return rows
+
+
+def median(rounds: list[Row]) -> Row:
+    """The round of median tok/s (the lower middle one of an even count)."""
+    return sorted(rounds, key=lambda r: r.rate)[(len(rounds) - 1) // 2]
 
 
 def ratio(rows: list[Row], of: Row, server: str) -> float:
@@ -241,7 +251,8 @@ def ratio(rows: list[Row], of: Row, server: str) -> float:
 def table(rows: list[Row], args: argparse.Namespace) -> None:
     print(
         f"at most {args.tokens} tokens per client, greedy; aggregate tok/s = all clients' tokens"
-        " / wall time from the first request sent to the last stream ended; flash attention"
+        " / wall time from the first request sent to the last stream ended; each row the round"
+        f" of median tok/s of {args.rounds}, the servers taking turns; flash attention"
         f" {'on' if args.flash_attn else 'off'} in every server"
     )
     print("| model | threads | clients | server | tokens | wall s | tok/s | × ours-serial"
@@ -274,12 +285,13 @@ def options() -> argparse.Namespace:
     parser.add_argument("--threads", default=",".join(str(t) for t in sorted({1, cores})))
     parser.add_argument("--clients", default="1,4,8")
     parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per count (the median)")
     parser.add_argument("--models", help="default smollm2,gemma,wide (--quick: smollm2)")
     add_flash_attn(parser)
     parser.add_argument("--quick", action="store_true", help="16 tokens, all cores, 1, 8 clients")
     args = parser.parse_args()
     if args.quick:
-        args.threads, args.clients, args.tokens = str(cores), "1,8", 16
+        args.threads, args.clients, args.tokens, args.rounds = str(cores), "1,8", 16, 1
     args.models = args.models or ("smollm2" if args.quick else "smollm2,gemma,wide")
     args.threads = [int(t) for t in args.threads.split(",")]
     args.clients = sorted({int(c) for c in args.clients.split(",")})

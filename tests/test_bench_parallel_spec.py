@@ -32,8 +32,9 @@ def test_a_stream_cut_short_or_miscounted_does_not() -> None:
     assert "no tokens counted" in str(problem(whole(tokens=-1), 16))
     assert "budget of 16" in str(problem(whole(tokens=12, finish="length"), 16))
     assert "budget of 16" in str(problem(whole(tokens=17, finish="stop"), 16))
-    assert "11 text chunks for 10 tokens" in str(
-        problem(whole(tokens=10, chunks=11, finish="stop"), 16)
+    assert problem(whole(tokens=10, chunks=11, finish="stop"), 16) is None  # + the held-back text
+    assert "12 text chunks for 10 tokens" in str(
+        problem(whole(tokens=10, chunks=12, finish="stop"), 16)
     )
     told = whole()
     told.timings = {"predicted_n": 15}

@@ -2,8 +2,9 @@
 
 Guarantees: every request gets a new id; `next(request)` returns only that request's replies,
 in order, and files any other request's replies in that request's mailbox (the caller that
-reads the pipe routes for everyone, one reader at a time); a send never waits for a reader's
-poll (its own lock), so a `Cancel` goes out at once whoever is waiting;
+reads the pipe routes for everyone, one reader at a time, and a caller whose reply another
+caller filed is woken at once, not after that reader's poll); a send never waits for a
+reader's poll (its own lock), so a `Cancel` goes out at once whoever is waiting;
 llama.cpp's log lines go to `on_log` and never reach a caller; a reply for a request nobody
 waits on any more is dropped once the request is over; a dead worker is a `WorkerError` with
 the death in words.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
+import time
 from collections.abc import Callable
 
 from app.engine.local.process import WorkerProcess
@@ -37,8 +39,8 @@ class Router:
         self.process = process
         self._on_log = on_log
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()  # the tables: ids, mailboxes, states
-        self._reading = threading.Lock()  # one reader of the pipe at a time
+        self._lock = threading.Condition()  # the tables: ids, mailboxes, states; mail filed
+        self._reader = False  # whether a caller is reading the pipe (under `_lock`)
         self._sending = threading.Lock()  # one writer at a time, never behind a reader
         self._mail: dict[int, collections.deque[FromWorker]] = {}
         self.states: dict[int, RequestState] = {}  # the requests under way, each with its state
@@ -67,10 +69,13 @@ class Router:
     def next(self, request: int, timeout: float) -> FromWorker | None:
         """`request`'s next reply, None after `timeout` seconds without one."""
         mailbox = self._mail[request]
-        if not mailbox:
-            with self._reading:
-                if not mailbox:  # another reader may have filed it meanwhile
-                    self._read(timeout)
+        if not mailbox and self._take_turn(mailbox, time.monotonic() + timeout):
+            try:
+                self._read(timeout)
+            finally:
+                with self._lock:
+                    self._reader = False
+                    self._lock.notify_all()  # another caller may read now
         if not mailbox:
             return None
         reply = mailbox.popleft()
@@ -89,8 +94,23 @@ class Router:
                 del self.states[request]
             self._mail.pop(request, None)
 
+    def _take_turn(self, mailbox: collections.deque[FromWorker], deadline: float) -> bool:
+        """Wait until `mailbox` has mail (False) or no one reads the pipe, and become its reader
+        (True); False at `deadline`."""
+        with self._lock:
+            while not mailbox and self._reader:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            if mailbox:
+                return False
+            self._reader = True
+            return True
+
     def _read(self, timeout: float) -> None:
-        """Read what the pipe holds within `timeout` into the mailboxes (`_reading` is held)."""
+        """Read what the pipe holds within `timeout` into the mailboxes (this caller is the
+        reader)."""
         conn = self.process.conn
         try:
             if not conn.poll(timeout):
@@ -111,5 +131,6 @@ class Router:
             return
         with self._lock:
             mailbox = self._mail.get(message.request)
-        if mailbox is not None:  # else a reply to a request that is over: nobody waits for it
-            mailbox.append(message)
+            if mailbox is not None:  # else a reply to a request that is over: nobody waits
+                mailbox.append(message)
+                self._lock.notify_all()

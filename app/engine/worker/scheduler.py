@@ -174,33 +174,38 @@ class Scheduler:
 
     def _fill(self) -> tuple[list[_Entry], dict[int, tuple[int, list[int]]], dict[int, int]]:
         """The batch: each decoding generation's next token and drafts, then prompt chunks
-        (how many tokens of each prompt: taken from its `todo` once the step succeeded)."""
-        entries: list[_Entry] = []
+        where room is left (how many tokens of each prompt: taken from its `todo` once the step
+        succeeded); the entries in the order of their sequences, as llama.cpp splits a batch
+        whose sequences come out of order into more pieces, each a pass over the weights."""
         drafts: dict[int, tuple[int, list[int]]] = {}
         chunks: dict[int, int] = {}
-        decoding = [r for r in self.active if r.next is not None]
-        self._stepping = [r for r in self.active if r.next is not None or r.todo]
+        by_seq = sorted(self.active, key=lambda r: r.seq.id)
+        decoding = [r for r in by_seq if r.next is not None]
+        self._stepping = [r for r in by_seq if r.next is not None or r.todo]
+        width = len(decoding)
         for run in decoding:
-            assert run.next is not None
-            entries.append((run, run.next, run.seq.id, len(run.seq.tokens), True))
-        for run in decoding:
-            kind, tokens = self._draft(run, len(entries), self.n_batch - len(entries) - 1)
+            kind, tokens = self._draft(run, width, self.n_batch - width - 1)
             if tokens:
                 drafts[id(run)] = (kind, tokens)
-                base = len(run.seq.tokens) + 1
-                for i, token in enumerate(tokens):
-                    entries.append((run, token, run.seq.id, base + i, True))
-        room = self.n_batch - len(entries)
-        for run in [r for r in self.active if r.todo]:
+                width += len(tokens)
+        room = self.n_batch - width
+        for run in [r for r in by_seq if r.todo]:
             take = min(room, SHARED_CHUNK if decoding else room, len(run.todo), self.chunk)
             if take <= 0:
                 break
-            base = len(run.seq.tokens)
-            for i, token in enumerate(run.todo[:take]):
-                last = i == take - 1 and take == len(run.todo)
-                entries.append((run if last else None, token, run.seq.id, base + i, last))
             chunks[id(run)] = take
             room -= take
+        entries: list[_Entry] = []
+        for run in self._stepping:
+            base = len(run.seq.tokens)
+            if run.next is not None:
+                tokens = [run.next, *drafts.get(id(run), (0, []))[1]]
+                entries += [(run, t, run.seq.id, base + i, True) for i, t in enumerate(tokens)]
+            elif id(run) in chunks:
+                take = chunks[id(run)]
+                for i, token in enumerate(run.todo[:take]):
+                    last = i == take - 1 and take == len(run.todo)
+                    entries.append((run if last else None, token, run.seq.id, base + i, last))
         return entries, drafts, chunks
 
     def _draft(self, run: Running, batch: int, room: int) -> tuple[int, list[int]]:
