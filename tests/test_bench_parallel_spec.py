@@ -4,7 +4,9 @@ tokens counted, percentiles are nearest-rank, and the last lines say what their 
 
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any
 
 from bench import llama_server, parallel, speculative
 from bench.llama_server import Streamed, percentile, problem
@@ -124,3 +126,20 @@ def test_the_speculative_verdict_and_last_line() -> None:
     results["smollm2"]["ours-lookup", "chat-2"].texts = ["other"]
     assert speculative.last_line(results).endswith("identical no")
     assert "from character 2: off 'me'" in speculative.parted("same", "sand")
+
+
+def test_the_tie_is_judged_on_the_timed_answers_with_the_plain_servers_scores(monkeypatch: Any) -> None:
+    def asked(*steps: tuple[str, float, str, float]) -> None:
+        content = [{"token": t, "top_logprobs": [{"token": t, "logprob": a}, {"token": u, "logprob": b}]}
+                   for t, a, u, b in steps]  # fmt: skip
+        monkeypatch.setattr(speculative, "scored", lambda *_: {"logprobs": {"content": content}})
+
+    judge = functools.partial(speculative.judge_tie, None, "http://x", "ab cX d", "ab cY d", "q", 8)
+    asked(("ab", -0.1, "a", -5.0), (" c", -0.1, " d", -4.0), ("X", -0.2, "Y", -0.4), (" d", 0, "e", -9))
+    assert judge()  # parted where the plain answer's second likeliest was 0.2 behind
+    asked(("ab", -0.1, "a", -5.0), (" c", -0.1, " d", -4.0), ("X", -0.2, "Y", -1.2))
+    assert not judge()  # a whole logit behind: not a near-tie
+    asked(("ab", -0.1, "a", -5.0), (" c", -0.1, " d", -4.0), ("X", -0.2, "Z", -0.3))
+    assert not judge()  # the lookup answer went on with a token the plain one did not rank second
+    asked(("ab", -0.1, "a", -5.0), (" e", -0.1, " c", -0.2), ("X", -0.2, "Y", -0.3))
+    assert not judge()  # asked again, the plain answer is not the timed one: no verdict from it
