@@ -246,20 +246,7 @@ class ModelSettings(QDialog):
     # --- loading -------------------------------------------------------------------------
 
     def _loading(self, column: QVBoxLayout, chosen: ModelChoice) -> None:
-        self.gpu = QComboBox(self)
-        self.gpu.addItems(list(GPU_CHOICES))
-        self.gpu.setAccessibleName("GPU layers")
-        self.gpu_layers = QSpinBox(self)
-        self.gpu_layers.setRange(1, 999)
-        self.gpu_layers.setAccessibleName("How many layers on the GPU")
-        layers = chosen.gpu_layers
-        if isinstance(layers, int):
-            self.gpu.setCurrentIndex(2 if layers == 0 else 3)
-            self.gpu_layers.setValue(max(1, layers))
-        else:
-            self.gpu.setCurrentIndex(1 if layers == "all" else 0)
-        self.gpu_layers.setEnabled(self.gpu.currentIndex() == 3)
-        self.gpu.currentIndexChanged.connect(lambda i: self.gpu_layers.setEnabled(i == 3))
+        self._gpu_choice(chosen)
         self.flash = QCheckBox("Flash attention", self)
         self.flash.setChecked(bool(chosen.flash_attn))
         self.kv = QComboBox(self)
@@ -288,6 +275,28 @@ class ModelSettings(QDialog):
         if not self.gpu_offload:
             rows.grid.addWidget(help_line(NO_GPU, self), rows.grid.rowCount(), 1)
         self.speculative = SpeculativeRows(rows, chosen, self.host.path, self)
+        self._reload_row(rows, chosen)
+
+    def _gpu_choice(self, chosen: ModelChoice) -> None:
+        """The GPU layers choice (automatic, all, none, a count) and its count, as remembered."""
+        self.gpu = QComboBox(self)
+        self.gpu.addItems(list(GPU_CHOICES))
+        self.gpu.setAccessibleName("GPU layers")
+        self.gpu_layers = QSpinBox(self)
+        self.gpu_layers.setRange(1, 999)
+        self.gpu_layers.setAccessibleName("How many layers on the GPU")
+        layers = chosen.gpu_layers
+        if isinstance(layers, int):
+            self.gpu.setCurrentIndex(2 if layers == 0 else 3)
+            self.gpu_layers.setValue(max(1, layers))
+        else:
+            self.gpu.setCurrentIndex(1 if layers == "all" else 0)
+        self.gpu_layers.setEnabled(self.gpu.currentIndex() == 3)
+        self.gpu.currentIndexChanged.connect(lambda i: self.gpu_layers.setEnabled(i == 3))
+
+    def _reload_row(self, rows: SectionRows, chosen: ModelChoice) -> None:
+        """ "Reload now", and the line that says when the loading settings apply, kept up to date
+        as any of them changes."""
         self.reload = QCheckBox("Reload now", self)
         self.reload.setChecked(True)
         self.reload.setAccessibleName("Load the model again now with the changed settings")
