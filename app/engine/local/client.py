@@ -287,7 +287,6 @@ class WorkerClient(QuickQuestions):
         sequence, never queued behind the server's clients."""
         router = self._ensure_ready()
         limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
-        ends = time.monotonic() + limit
         request = router.new_id()
         message = GenerateRequest(
             request, tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens,
@@ -297,28 +296,7 @@ class WorkerClient(QuickQuestions):
         self._use["window" if reserved else "clients"] += 1
         try:
             router.send(message)
-            while True:
-                msg = router.next(request, timeout=0.02)
-                if cancel is not None and cancel.is_set():
-                    self._cancel(router, request)
-                if isinstance(msg, Started):
-                    ends = time.monotonic() + limit
-                    continue
-                if isinstance(msg, TokenBatch):
-                    for step in msg.steps:
-                        partial.append(step.token)
-                        yield step
-                if msg is None or isinstance(msg, TokenBatch):
-                    if time.monotonic() > ends:
-                        yield self._overran(router, request, limit, partial)
-                        return
-                    continue
-                if isinstance(msg, Refused):
-                    yield TurnFailed(msg.message, msg.code, tuple(partial))
-                    return
-                assert isinstance(msg, Finished)
-                yield msg.done
-                return
+            yield from self._replies(router, request, limit, cancel, partial)
         except WorkerError as exc:
             self._died()
             yield TurnFailed(exc.message, ErrorCode.WORKER, tuple(partial))
@@ -327,6 +305,41 @@ class WorkerClient(QuickQuestions):
             raise
         finally:
             self._use["window" if reserved else "clients"] -= 1
+
+    def _replies(
+        self,
+        router: Router,
+        request: int,
+        limit: float,
+        cancel: threading.Event | None,
+        partial: list[int],
+    ) -> Iterator[GenerationEvent]:
+        """The generation's tokens as they come (each also kept in `partial`), then how it
+        ended; overrun when `limit` seconds pass from its start (from `Started`, when it
+        waited its turn) without its end."""
+        ends = time.monotonic() + limit
+        while True:
+            msg = router.next(request, timeout=0.02)
+            if cancel is not None and cancel.is_set():
+                self._cancel(router, request)
+            if isinstance(msg, Started):
+                ends = time.monotonic() + limit
+                continue
+            if isinstance(msg, TokenBatch):
+                for step in msg.steps:
+                    partial.append(step.token)
+                    yield step
+            if msg is None or isinstance(msg, TokenBatch):
+                if time.monotonic() > ends:
+                    yield self._overran(router, request, limit, partial)
+                    return
+                continue
+            if isinstance(msg, Refused):
+                yield TurnFailed(msg.message, msg.code, tuple(partial))
+                return
+            assert isinstance(msg, Finished)
+            yield msg.done
+            return
 
     def sequence_use(self) -> dict[str, int]:
         """The worker's sequences: how many, how many kept for the window, and the server's
