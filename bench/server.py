@@ -11,9 +11,13 @@ Prints, for the model:
   by their consumer, from the first token of the answer or its reasoning to the end;
 - time to first byte of the streamed response and to its first content token, vs the
   in-process time to the first token;
+- decode tokens/s of the same answer streamed through /v1/messages (the `anthropic` SDK) vs
+  /v1/chat/completions, interleaved in the same run (goal ≥ 0.97): bench/messages.py;
 - `--clients` clients at once, each streaming an answer: all served, none failed, the order
   they were served in vs the order they asked (fair: first come, first served), and the wall
-  time against serving them one after another.
+  time against serving them one after another;
+- embeddings inputs/s through /v1/embeddings vs llama-cpp-python's `create_embedding` in-process
+  on the same GGUF and inputs (goal ≥ 0.9; `--embedding-inputs 0` skips it): bench/embeddings.py.
 The bundled default model is the subject: the tiny test gpt-oss writes random tokens, which the
 parser can place only when a message ends, so nothing of it streams. One thing computes at a
 time (never the in-process model and the server together): on 2 cores parallel load makes
@@ -47,6 +51,8 @@ from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
 from app.templates.registry import default_template_name, get_template
+from bench import embeddings
+from bench import messages as anthropic_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "Write a long story about a lighthouse keeper and a storm."
@@ -174,6 +180,9 @@ def through_server(
         _streamed(api, 8)  # warm: the vocabulary crosses the pipe once
         measured = [_streamed(api, tokens) for _ in range(runs)]
         one = statistics.median(m[3] for m in measured)
+        versus = anthropic_messages.compare(  # /v1/messages vs chat (bench/messages.py)
+            base, QUESTION, tokens, runs, lambda: _streamed(api, tokens)
+        )
         order: list[int] = []
         failures: list[str] = []
         began = time.perf_counter()
@@ -203,6 +212,7 @@ def through_server(
             "wall": wall,
             "one": one,
             "counts": [m[4] for m in measured],
+            "messages": versus,
         }
     finally:
         proc.terminate()
@@ -218,6 +228,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--clients", type=int, default=8)
+    embeddings.add_arguments(parser)
     args = parser.parse_args()
     path = _model(args.model)
     print(
@@ -256,6 +267,18 @@ def main() -> int:
         f" {wall:.1f} s vs {args.clients} × {one:.1f} s one after another |"
         f" {wall / (args.clients * one):.2f} |"
     )
+    if not anthropic_messages.report(
+        cast(anthropic_messages.Compared, served["messages"]), args.tokens
+    ):
+        return 1
+    if args.embedding_inputs:  # /v1/embeddings vs create_embedding (bench/embeddings.py)
+        return embeddings.report(
+            args.embedding_model,
+            args.embedding_inputs,
+            args.embedding_batch,
+            args.threads,
+            args.runs,
+        )
     return 0
 
 

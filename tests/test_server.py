@@ -101,7 +101,8 @@ def _closing() -> Iterator[None]:
 def test_chat_whole_and_streamed_on_the_default_model(smol: str) -> None:
     client = _client(smol)
     models = client.models.list().data
-    assert len(models) == 1 and "SmolLM2" in models[0].id
+    assert [m.id for m in models][1:] == ["wordllama-l2-supercat-256"]  # the chat model, then the embedding one
+    assert "SmolLM2" in models[0].id
     ask = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Say hello."}]
     whole = client.chat.completions.create(model=models[0].id, messages=ask, max_tokens=24, seed=7, temperature=0)
     text = whole.choices[0].message.content
@@ -216,8 +217,9 @@ def test_the_guard_host_size_and_embeddings(smol: str) -> None:
     huge = httpx.post(f"{smol}/v1/chat/completions", content=b"x" * (9 * 1024 * 1024), timeout=60)
     assert huge.status_code == 413 and huge.json()["error"]["code"] == "request_too_large"
     assert "access-control-allow-origin" not in httpx.get(f"{smol}/v1/models", headers={"origin": "http://evil"}).headers
+    chat_model = _client(smol).models.list().data[0].id  # embeddings: tests/test_server_embeddings.py
     with pytest.raises(openai.BadRequestError) as refused:
-        _client(smol).embeddings.create(model="m", input="hello")
+        _client(smol).embeddings.create(model=chat_model, input="hello")
     assert refused.value.code == "model_cannot_embed"
     databricks = httpx.post(f"{smol}/serving-endpoints/chat/invocations", timeout=60,
                             json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5})

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from app.cli.local_model import add_model_arguments, load_model
+from app.cli.serve_embeddings import open_embedder
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
@@ -79,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--require-token", action="store_true", help="ask for the token on loopback too"
     )
     parser.add_argument(
+        "--embedding-model",
+        default=None,
+        metavar="PATH",
+        help="an embedding GGUF for /v1/embeddings (default: the app's document embedding"
+        " model, WordLlama)",
+    )
+    parser.add_argument(
         "--new-token", action="store_true", help="make a new token (the old one stops working)"
     )
 
@@ -120,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     # every client's turn goes to the worker at once: it decodes `parallel` of them together
     # and queues the rest in the order they came (`app/engine/worker/scheduler.py`)
     engine = cf.ThreadPoolExecutor(max_workers=QUEUED_AT_MOST, thread_name_prefix="engine")
-    with WorkerClient() as client:
+    with WorkerClient() as client, open_embedder(args.embedding_model, args.threads) as embedder:
         loaded = load_model(client, args)
 
         tokenizer = ModelTokenizer(client)  # one per model: the vocabulary crosses the pipe once
@@ -143,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             n_ctx=loaded.info.n_ctx,
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
             use=client.sequence_use,
+            embedder=embedder,
         )
         server = uvicorn.Server(server_config(served, options))
         where = f"http://{args.host}:{args.port}/v1"

@@ -60,6 +60,7 @@ class ServeHost:
         """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""
         import uvicorn
 
+        from app.documents.embedder import WordLlamaEmbedder
         from app.server.app import ServeOptions
         from app.server.listen import server_config  # uvicorn loads when a server starts
         from app.server.served import ServedModel
@@ -78,6 +79,7 @@ class ServeHost:
             n_ctx=self.host.n_ctx or 4096,
             created=int(time.time()),
             use=getattr(self.host.backend, "sequence_use", None),
+            embedder=WordLlamaEmbedder(),  # /v1/embeddings: the app's document embedding model
         )
         options = ServeOptions(port=port)
         server = uvicorn.Server(server_config(served, options))

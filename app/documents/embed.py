@@ -44,4 +44,9 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     return unit
 
 
-__all__ = ["DIM", "NAME", "embed"]
+def token_counts(texts: Sequence[str]) -> list[int]:
+    """How many of WordLlama's tokens each text has (padding not counted)."""
+    return [sum(e.attention_mask) for e in _model().tokenize(list(texts))] if texts else []
+
+
+__all__ = ["DIM", "NAME", "embed", "token_counts"]

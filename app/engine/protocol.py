@@ -7,7 +7,8 @@ Guarantees:
   caller and a `Cancel` names the one request it stops. The worker decodes several
   generations at once (`LoadRequest.sequences`), each on its own KV sequence.
 - Quick questions to the model are typed requests (`Tokenize`, `TokenTable`, `SpecialBytes`,
-  `Specials`, `Logits`), each answered by one `Answer` or one `Refused`.
+  `Specials`, `Logits`; `Embed` to an embedding worker), each answered by one `Answer` or one
+  `Refused`.
 - A request the worker cannot serve is `Refused` with a code from the one error tree
   (`E-CONTEXT`, `E-GRAMMAR`, `E-NO-MODEL`), never a bare string; the worker stays ready.
 - Two state machines, enums with a sentence for each illegal move: `WorkerState` for the
@@ -257,6 +258,17 @@ class Evaluated:
     logits: bytes
 
 
+@dataclass(frozen=True)
+class Embed:
+    """Pooled, unit-length vectors of `inputs` from an embedding model (its own worker,
+    `app/engine/worker/embedding.py`): a text is tokenized with the model's special tokens, a
+    token array is taken as it is. Answered by an `Embedded` or a `NotEmbedded`
+    (`app/domain/embedding.py`)."""
+
+    request: int
+    inputs: tuple[str | tuple[int, ...], ...]
+
+
 Query = Tokenize | TokenTable | SpecialBytes | SpecialIds | Logits
 
 
@@ -272,7 +284,7 @@ class ShutdownRequest:
     pass
 
 
-Request = LoadRequest | GenerateRequest | Query | ShutdownRequest  # what the worker runs
+Request = LoadRequest | GenerateRequest | Query | Embed | ShutdownRequest  # what a worker runs
 ToWorker = Request | Cancel
 
 

@@ -144,6 +144,7 @@ class StopCut:
     def __init__(self, stops: list[str], cancel: threading.Event) -> None:
         self.stops, self.cancel = stops, cancel
         self.held, self.stopped = "", False
+        self.matched: str | None = None  # the stop sequence that ended it
 
     def take(self, text: str) -> str:
         if self.stopped:
@@ -152,7 +153,7 @@ class StopCut:
         for stop in self.stops:
             at = pending.find(stop)
             if at >= 0:
-                self.stopped, self.held = True, ""
+                self.stopped, self.held, self.matched = True, "", stop
                 self.cancel.set()
                 return pending[:at]
         keep = max((len(s) for s in self.stops), default=1) - 1
@@ -171,13 +172,18 @@ def finish_of(done: GenerationDone | None, stopped: bool) -> str:
     return "length" if cut and not stopped else "stop"
 
 
-def usage_of(done: GenerationDone | None) -> dict[str, int]:
+def usage_of(done: GenerationDone | None, reasoning_tokens: int = 0) -> dict[str, Any]:
+    """OpenAI's `usage`: the prompt's tokens (those the KV cache already held as
+    `cached_tokens`), the generated ones (`reasoning_tokens` of them the reasoning's)."""
     t = done.timings if done is not None else None
     prompt, generated = (t.prompt_tokens, t.generated) if t is not None else (0, 0)
+    cached = t.prompt_reused + t.prompt_restored if t is not None else 0
     return {
         "prompt_tokens": prompt,
         "completion_tokens": generated,
         "total_tokens": prompt + generated,
+        "prompt_tokens_details": {"cached_tokens": min(cached, prompt)},
+        "completion_tokens_details": {"reasoning_tokens": min(reasoning_tokens, generated)},
     }
 
 
@@ -204,6 +210,7 @@ class Answer:
         self.verdicts: list[JsonChecked] = []
         self.done: GenerationDone | None = None
         self.failed: str | None = None
+        self.reasoning_tokens = 0
         self._sent: dict[int, int] = {}  # segment → characters given out
         self._pending: list[Scored] = []  # scored tokens not yet placed in a message
         self._said = ""  # the raw text of the message being written
@@ -244,6 +251,8 @@ class Answer:
         tokens that wrote it (into `piece` too), the generation's end, a failure, a verdict."""
         if isinstance(event, MessageStarted):
             self._said = ""
+        elif isinstance(event, ContentDelta) and event.lane is Lane.ANALYSIS:
+            self.reasoning_tokens += 1  # one delta per token that wrote reasoning text
         elif isinstance(event, ContentDelta) and event.lane is Lane.ANSWER:
             self._said += event.text
             if not self.stopped:
@@ -308,14 +317,8 @@ class Answer:
     def finish_reason(self) -> str:
         return "tool_calls" if self.calls else finish_of(self.done, self.stopped)
 
-    def usage(self) -> dict[str, int]:
-        t = self.done.timings if self.done is not None else None
-        prompt, generated = (t.prompt_tokens, t.generated) if t is not None else (0, 0)
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": generated,
-            "total_tokens": prompt + generated,
-        }
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self.done, self.reasoning_tokens)
 
     def logprobs(self, scored: list[Scored]) -> dict[str, Any]:
         return {
@@ -329,7 +332,8 @@ class Answer:
                     ],
                 }
                 for s in scored
-            ]
+            ],
+            "refusal": None,
         }
 
     def problem(self) -> str | None:
@@ -343,8 +347,13 @@ class Answer:
         return None
 
 
+_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """`value` as compact JSON on one line, even for a client that splits lines as
+    `str.splitlines` does (the SDKs' event readers): U+0085, U+2028 and U+2029 escaped."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_BREAKS)
 
 
 __all__ = [

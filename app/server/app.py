@@ -6,19 +6,23 @@ post to it blind; a request without `Origin` (a non-browser client) is not refus
 POST body must say `Content-Type: application/json` (415 otherwise, so no "simple" cross-site
 form or `text/plain` post is read); without a token (loopback) the `Host` header must name
 this machine or a host the user allowed — a DNS-rebinding page gets 403; when a token is set
-(always, off loopback) every request must carry it as a bearer token (401 otherwise; it is
-never logged), which a rebinding page cannot, so the LAN names clients use are not refused;
+(always, off loopback) every request must carry it as a bearer token or Anthropic's
+`x-api-key` (401 otherwise; it is never logged), which a rebinding page cannot, so the LAN
+names clients use are not refused;
 a body over the size limit is 413 and not read past it; bad JSON is 400 `invalid_json`; CORS
 headers are sent only to origins the user listed; a body must come within `body_timeout_s`
 (408) and pass the boundary checks of `intake` (depth, strict JSON, no lone surrogates);
 every request is logged (method, path, status, tokens, duration; control characters escaped)
 and counted; nothing a client sends
 reaches the window as an exception — an unexpected failure is a 500 in OpenAI's shape, logged
-with its traceback.
+with its traceback; a path no route has is a 404 and a method its route does not take a 405,
+both error objects too (`fallback`). `GET /health` is `{"status": "ok"}` — the server listens
+only once its model is loaded — and the OpenAI paths answer without `/v1` as well.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections import Counter
@@ -37,7 +41,10 @@ from starlette.routing import Route
 from app.server.chat_api import ChatApi
 from app.server.choices import answer as answer_chat
 from app.server.completions_api import CompletionsApi
+from app.server.embeddings_api import EmbeddingsApi, model_entry
+from app.server.fallback import exception_handlers
 from app.server.intake import parsed, printable, read_within
+from app.server.messages_api import MessagesApi, anthropic_shaped, guard_body
 from app.server.responses_api import ResponsesApi
 from app.server.served import ServedModel
 from app.server.wire import ApiError, ReasoningField
@@ -81,6 +88,12 @@ def _place(url: str, scheme: str) -> tuple[str, str, int] | None:
     return parts.scheme, parts.hostname, port
 
 
+def _carries(headers: dict[str, str], token: str) -> bool:
+    """Whether a request carries `token`: as a bearer token, or as Anthropic's `x-api-key`."""
+    bearer = hmac.compare_digest(headers.get("authorization", ""), f"Bearer {token}")
+    return bearer or hmac.compare_digest(headers.get("x-api-key", ""), token)
+
+
 def origin_allowed(origin: str, host: str, scheme: str, listed: tuple[str, ...]) -> bool:
     """Whether a page at `origin` may call the server at `host`: its own origin or a listed one."""
     if origin in listed or "*" in listed:
@@ -98,7 +111,7 @@ class Guard:
 
     @staticmethod
     async def _refuse(scope: Any, send: Any, status: int, message: str, code: str) -> None:
-        body = ApiError(status, message, code=code).body()
+        body = guard_body(scope["path"], ApiError(status, message, code=code))
         await JSONResponse(body, status_code=status)(scope, None, send)  # type: ignore[arg-type]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -137,8 +150,14 @@ class Guard:
                 "host_not_allowed",
             )
             return
-        if token is not None and headers.get("authorization", "") != f"Bearer {token}":
-            await self._refuse(scope, send, 401, "a bearer token is required", "invalid_api_key")
+        if token is not None and not _carries(headers, token):  # Bearer, or Anthropic's header
+            await self._refuse(
+                scope,
+                send,
+                401,
+                "a token is required (Authorization: Bearer TOKEN, or x-api-key: TOKEN)",
+                "invalid_api_key",
+            )
             return
         origin, host = headers.get("origin"), headers.get("host", "")
         scheme, listed = scope.get("scheme", "http"), self.options.cors_origins
@@ -228,7 +247,8 @@ class _Handlers:
     async def models(self, _request: Request) -> Response:
         s = self.served
         model = {"id": s.name, "object": "model", "created": s.created, "owned_by": "harmony-desk"}
-        return JSONResponse({"object": "list", "data": [model]})
+        embedding = [model_entry(s.embedder.facts)] if s.embedder is not None else []
+        return JSONResponse({"object": "list", "data": [model, *embedding]})
 
     async def chat_route(self, request: Request) -> Response:
         return await answer_chat(self.chat, _json(request), request.is_disconnected)
@@ -239,7 +259,10 @@ class _Handlers:
     async def responses_route(self, request: Request) -> Response:
         return await self.responses(_json(request), request.is_disconnected)
 
-    async def embeddings(self, _request: Request) -> Response:
+    async def embeddings(self, request: Request) -> Response:
+        if self.served.embedder is not None:
+            api = EmbeddingsApi(self.served.embedder, self.served.name)
+            return await api(_json(request))
         raise ApiError(
             400,
             f"{self.served.name} is a chat model: it has no embeddings here; load an"
@@ -262,6 +285,10 @@ class _Handlers:
             "an invocation has `messages` (chat), `prompt` (completions) or `input` (embeddings)",
         )
 
+    async def health(self, _request: Request) -> Response:
+        """llama-server's health check: the server answers once its model is loaded."""
+        return JSONResponse({"status": "ok"})
+
     async def status(self, _request: Request) -> Response:
         use = self.served.use() if self.served.use is not None else None
         said = {"model": self.served.name, **self.served.stats}
@@ -273,7 +300,12 @@ class _Handlers:
             "/v1/chat/completions": self.chat_route,
             "/v1/completions": self.completions_route,
             "/v1/responses": self.responses_route,
+            # llama-server's unprefixed paths (clients configured without `/v1`)
+            "/chat/completions": self.chat_route,
+            "/completions": self.completions_route,
+            "/responses": self.responses_route,
             "/v1/embeddings": self.embeddings,
+            "/embeddings": self.embeddings,  # llama-server's unprefixed path
             "/serving-endpoints/{name}/invocations": self.invocations,
             # Databricks through the openai SDK (base URL `.../serving-endpoints`)
             "/serving-endpoints/chat/completions": self.chat_route,
@@ -288,10 +320,16 @@ def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
     wait = options.body_timeout_s
     routes = [
         Route("/v1/models", _answering(handlers.models, wait), methods=["GET"]),
+        Route("/models", _answering(handlers.models, wait), methods=["GET"]),  # llama-server's
+        Route("/health", _answering(handlers.health, wait), methods=["GET"]),
         Route("/harmony-desk/status", _answering(handlers.status, wait), methods=["GET"]),
         *(
             Route(path, _answering(post, wait), methods=["POST"])
             for path, post in handlers.posts().items()
+        ),
+        *(  # Anthropic's Messages API: /v1/messages, /v1/messages/count_tokens, unprefixed too
+            Route(path, anthropic_shaped(_answering(post, wait)), methods=["POST"])
+            for path, post in MessagesApi(handlers.chat).posts().items()
         ),
     ]
     middleware = [Middleware(Guard, options=options, stats=served.stats)]
@@ -301,10 +339,10 @@ def make_app(served: ServedModel, options: ServeOptions) -> Starlette:
                 CORSMiddleware,
                 allow_origins=list(options.cors_origins),
                 allow_methods=["GET", "POST"],
-                allow_headers=["authorization", "content-type"],
+                allow_headers=["authorization", "content-type", "x-api-key", "anthropic-version"],
             )
         )
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=middleware, exception_handlers=exception_handlers())
 
 
 __all__ = ["ServeOptions", "make_app"]

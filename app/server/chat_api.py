@@ -10,13 +10,17 @@ disconnects stops its generation (or never starts it, if it was still waiting); 
 found before the first byte is an error in OpenAI's shape with its status; a whole answer whose
 JSON (or a call's arguments) failed the app's check after generation — cut off by `max_tokens`,
 say — says why in an `X-Harmony-Desk-Warning` header, as does a prompt the request's overflow
-policy fitted to the context (what was left out or cut). `Running` is the answer being made, which
-the Responses API streams in its own events.
+policy fitted to the context (what was left out or cut). Whole answers and chunks have the
+fields OpenAI's published schema requires (`message.refusal` null, `logprobs.refusal`, a
+`system_fingerprint` that is the same for one model on one app version; checked against the
+schema in `tests/test_server_schema.py`). `Running` is the answer being made, which the
+Responses API streams in its own events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 import uuid
@@ -26,6 +30,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app import __version__
 from app.domain.budget import notice
 from app.domain.events import ContextFit
 from app.server.answer import Answer, Piece, dumps, job
@@ -34,6 +39,12 @@ from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, ChatRequest, ReasoningField, parse
 
 Disconnected = Callable[[], Awaitable[bool]]
+
+
+def fingerprint(model: str) -> str:
+    """`system_fingerprint`: the same for every answer of one model on one app version."""
+    said = hashlib.sha256(f"{model}\0{__version__}".encode()).hexdigest()
+    return f"fp_{said[:10]}"
 
 
 def event(data: Any) -> bytes:
@@ -161,6 +172,7 @@ class ChatApi:
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "created": int(time.time()),
             "model": self.served.name,
+            "system_fingerprint": fingerprint(self.served.name),
         }
         first, watcher = await first_of(events, disconnected, cancel)
         field = request.reasoning_format or self.reasoning_field
@@ -188,7 +200,11 @@ class ChatApi:
         if failure is not None:
             raise failure
         answer = run.answer
-        message: dict[str, Any] = {"role": "assistant", "content": answer.content or None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": answer.content or None,
+            "refusal": None,  # a local model's refusal is its answer
+        }
         if answer.reasoning:
             message[run.field] = answer.reasoning
         if answer.calls:
@@ -221,7 +237,7 @@ class ChatApi:
             choice = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
             return event({**run.head, "object": "chat.completion.chunk", "choices": [choice]})
 
-        yield chunk({"role": "assistant", "content": ""})
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
         calls = 0
         try:
             async for piece in run.pieces():
@@ -246,7 +262,7 @@ class ChatApi:
         yield chunk({}, finish=run.answer.finish_reason)
 
 
-def usage_chunk(head: dict[str, Any], usage: dict[str, int]) -> bytes:
+def usage_chunk(head: dict[str, Any], usage: dict[str, Any]) -> bytes:
     """The last chunk of a stream whose request asked for its usage."""
     return event({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
 
@@ -256,6 +272,7 @@ __all__ = [
     "Disconnected",
     "Running",
     "event",
+    "fingerprint",
     "first_of",
     "usage_chunk",
     "warnings",

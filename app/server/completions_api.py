@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.domain.events import GenerationDone, TokenStep
 from app.server.answer import StopCut, dumps, finish_of, max_tokens_of, sampling_of, usage_of
-from app.server.chat_api import Disconnected, first_of, warnings
+from app.server.chat_api import Disconnected, fingerprint, first_of, warnings
 from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, CompletionRequest, parse
 
@@ -74,6 +74,7 @@ class CompletionsApi:
             "object": "text_completion",
             "created": int(time.time()),
             "model": self.served.name,
+            "system_fingerprint": fingerprint(self.served.name),
         }
         text = Text(request.stops, cancel)
         first, watcher = await first_of(events, disconnected, cancel)
@@ -153,7 +154,7 @@ class Text:
     def finish_reason(self) -> str:
         return finish_of(self.done, self.cut.stopped)
 
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> dict[str, Any]:
         return usage_of(self.done)
 
 

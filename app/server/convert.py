@@ -7,10 +7,11 @@ only before tool calls, so analysis after a final answer is never rendered (a te
 shows no reasoning leaves it out); tools become the developer message's `functions`, and the
 template makes the grammar that holds the model to them (`constraint_of`, on the engine
 thread, which has the tokenizer). A model whose template has no tool-call format refuses
-`tools` with a 400 that names it; `reasoning_effort` is applied where the template takes one
-and reported as ignored otherwise; `tool_choice`, `response_format` and an unsupported schema
-keyword are honoured or refused with a 400 that names the field; non-text content parts are
-refused, never dropped silently.
+`tools` with a 400 that names it, unless `tool_choice` is `none` (then the tools are left out,
+said in the warning header, and the answer is plain text); `reasoning_effort` is applied
+where the template takes one and reported as ignored otherwise; `tool_choice`,
+`response_format` and an unsupported schema keyword are honoured or refused with a 400 that
+names the field; non-text content parts are refused, never dropped silently.
 """
 
 from __future__ import annotations
@@ -177,30 +178,33 @@ def asked(
     """The conversation for `template`, what its grammar must allow and what is checked after
     (see the guarantees); `model` is the served model's name, for errors."""
     _check_schemas(request)
+    choice = _choice(request)
+    ignored: tuple[str, ...] = ()
+    if request.tools and template.tool_calls is None:
+        if choice != "none":
+            raise ApiError(
+                400,
+                f"{model} cannot call tools: its chat template ({template.name}) has no tool-call"
+                ' format (with "tool_choice": "none" the tools are ignored)',
+                param="tools",
+                code="unsupported_parameter",
+            )
+        request = request.model_copy(update={"tools": None})  # none may be called: a plain answer
+        ignored = ("tools",)
     conversation = conversation_of(request)
     response_format = response_format_of(request.response_format)
     schema = response_format.json_schema_dict if response_format else None
     tools = {t.function.name: t.function.parameters for t in request.tools or ()}
-    if tools and template.tool_calls is None:
-        raise ApiError(
-            400,
-            f"{model} cannot call tools: its chat template ({template.name}) has no tool-call"
-            " format",
-            param="tools",
-            code="unsupported_parameter",
-        )
-    choice = _choice(request)
     if choice not in ("auto", "none", "required") and choice not in tools:
         raise ApiError(
             400, f"tool_choice names {choice!r}, which is not among the tools", param="tool_choice"
         )
-    ignored: tuple[str, ...] = ()
     if request.reasoning_effort is not None:
         if template.takes_effort:
             effort = ReasoningEffort(request.reasoning_effort)
             conversation = template.with_effort(conversation, effort)
         else:
-            ignored = ("reasoning_effort",)
+            ignored = (*ignored, "reasoning_effort")
     if response_format is not None:
         conversation = template.announce_format(conversation, response_format)
     grammar = None

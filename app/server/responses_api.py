@@ -4,8 +4,10 @@ Guarantees: a Responses request is read into the same chat request (`responses_i
 it is answered by the same turn, parser and reply builder; the answer is a `reasoning` item,
 `function_call` items and a `message` item with `output_text`; streamed, it is the Responses
 event sequence (`response.created`, output items added, text and reasoning deltas as the
-tokens come, items done, `response.completed`); a field this server does not take, or one of
-a wrong type, is a 400 naming it.
+tokens come, items done, then `response.completed` — or `response.incomplete`, status
+`incomplete`, when `max_output_tokens` cut it); every object and event has the fields OpenAI's
+published schema requires (`tests/test_server_schema.py`); a field this server does not take,
+or one of a wrong type, is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -65,12 +67,32 @@ def shell(model: str, request: ResponsesRequest) -> dict[str, Any]:
         "created_at": int(time.time()),
         "model": model,
         "status": "in_progress",
+        "error": None,
         "incomplete_details": None,
+        "instructions": request.instructions,
+        "max_output_tokens": request.max_output_tokens,
+        "metadata": request.metadata or {},
         "output": [],
         "parallel_tool_calls": request.parallel_tool_calls is not False,
+        "temperature": request.temperature,  # null: the model's own
+        "top_p": request.top_p,
         "tool_choice": request.tool_choice or "auto",
-        "tools": request.tools or [],
+        "tools": [_tool(tool) for tool in request.tools or ()],
     }
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A request's function tool as a response names it (the fields the schema requires)."""
+    if tool.get("type") != "function":
+        return tool
+    named = ("name", "description", "parameters", "strict")
+    return {"type": "function", **{key: tool.get(key) for key in named}}
+
+
+def _text_part(text: str = "") -> dict[str, Any]:
+    """An `output_text` content part (no log-probabilities: the Responses API here takes no
+    `include`)."""
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
 class Output:
@@ -107,7 +129,7 @@ class Output:
             text,
             role="assistant",
             status="completed",
-            content=[{"type": "output_text", "text": "", "annotations": []}],
+            content=[_text_part()],
         )
 
     def call(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -122,17 +144,22 @@ class Output:
 
 
 def finished(
-    started: dict[str, Any], out: Output, finish: str, usage: dict[str, int]
+    started: dict[str, Any], out: Output, finish: str, usage: dict[str, Any]
 ) -> dict[str, Any]:
+    """The response once its answer ended: `incomplete` when a token limit cut it."""
     cut = finish == "length"
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
     return {
         **started,
         "status": "incomplete" if cut else "completed",
+        "completed_at": None if cut else int(time.time()),
         "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
         "output": out.items,
         "usage": {
             "input_tokens": usage["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
             "output_tokens": usage["completion_tokens"],
+            "output_tokens_details": usage["completion_tokens_details"],
             "total_tokens": usage["total_tokens"],
         },
     }
@@ -164,7 +191,8 @@ class Stream:
                     yield data
         answer = self.run.answer
         done = finished(self.started, self.out, answer.finish_reason, answer.usage())
-        yield self._event("response.completed", response=done)
+        ended = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+        yield self._event(ended, response=done)
 
     def _piece(self, piece: Piece) -> list[bytes]:
         said = []
@@ -184,10 +212,12 @@ class Stream:
             item, new = self.out.message(piece.content)
             if new:
                 said.append(self._added(item))
-                part = {"type": "output_text", "text": "", "annotations": []}
                 said.append(
                     self._event(
-                        "response.content_part.added", **self._at(item), content_index=0, part=part
+                        "response.content_part.added",
+                        **self._at(item),
+                        content_index=0,
+                        part=_text_part(),
                     )
                 )
             said.append(
@@ -213,6 +243,7 @@ class Stream:
                 self._event(
                     "response.function_call_arguments.done",
                     **self._at(item),
+                    name=item["name"],
                     arguments=item["arguments"],
                 )
             )

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.embedding import Embedder
 from app.domain.events import FinishReason, GenerationDone
 from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
@@ -43,6 +44,7 @@ class ServedModel:
     n_ctx: int
     created: int = 0
     use: Callable[[], dict[str, int]] | None = None  # the worker's sequences, busy and queued
+    embedder: Embedder | None = None  # what answers /v1/embeddings (None: it is refused)
     stats: collections.Counter[str] = field(
         default_factory=lambda: collections.Counter(
             dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)

@@ -117,7 +117,7 @@ class Sampled(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = ""
+    model: str | None = None  # any name (one model is served); null as llama-server's clients send
     stream: bool = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(None, ge=1)

@@ -38,15 +38,18 @@ def death_reason(exitcode: int | None) -> str:
 class WorkerProcess:
     """One running worker process and the app's end of its pipe."""
 
-    def __init__(self) -> None:
+    def __init__(self, embedding: bool = False) -> None:
         # The one edge across the process line, deferred: only the spawned process runs it.
-        from app.engine.worker.main import serve
+        # `embedding`: the embedding worker (`app/engine/worker/embedding.py`), else the chat one.
+        if embedding:
+            from app.engine.worker.embedding import serve
+        else:
+            from app.engine.worker.main import serve
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._process: Any = ctx.Process(
-            target=serve, args=(child,), daemon=True, name="harmony-desk-worker"
-        )
+        name = "harmony-desk-embedding-worker" if embedding else "harmony-desk-worker"
+        self._process: Any = ctx.Process(target=serve, args=(child,), daemon=True, name=name)
         self._process.start()
         child.close()
         self.conn: Connection = parent

@@ -17,6 +17,7 @@ from typing import Any
 from app.engine.local.router import Router
 from app.engine.protocol import (
     Answer,
+    Embed,
     Evaluated,
     Keep,
     Logits,
@@ -43,7 +44,7 @@ class QuickQuestions:
     def _died(self) -> None:
         raise NotImplementedError
 
-    def _ask(self, make: Callable[[int], Query]) -> Any:
+    def _ask(self, make: Callable[[int], Query | Embed]) -> Any:
         """The answer to one quick question; `WorkerError` when the worker cannot give it."""
         router = self._ensure_ready()
         query = make(router.new_id())

@@ -35,6 +35,7 @@ from typing import Any
 from app.engine.cores import spare_core
 from app.engine.protocol import (
     Answer,
+    Embed,
     Evaluated,
     GenerateRequest,
     Keep,
@@ -344,6 +345,9 @@ class _Worker:
         elif isinstance(req, GenerateRequest):
             self.scheduler.submit(req)
             return True  # its request is over when it finishes, not now
+        elif isinstance(req, Embed):  # the embedding worker's question (`embedding.py`)
+            said = "the chat model's worker has no embeddings: the embedding worker answers them"
+            self._send(Refused(req.request, ErrorCode.INPUT_INVALID, said))
         else:
             self.answer(req)
         self.inbox.done(req.request)
