@@ -82,8 +82,6 @@ def anthropic_shaped(
     return shaped
 
 
-
-
 def sse(kind: str, **fields: Any) -> bytes:
     """One server-sent event, named as its `type` (its data on one line: `dumps`)."""
     data = dumps({"type": kind, **fields})
