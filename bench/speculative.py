@@ -163,11 +163,12 @@ def scored(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> dic
 def judge_tie(
     client: httpx.Client, base: str, off: str, lookup: str, prompt: str, tokens: int
 ) -> bool:
-    """Ask the server without lookup again, with log-probabilities: where the two answers part,
-    the lookup answer must go on with that token's second likeliest, within `NEAR_TIE` of the
-    likeliest. The answers judged are the ones the bench timed (a re-asked answer may part
-    elsewhere: the cache a question meets changes the rounding); the scores are trusted only
-    where the re-asked answer is the timed one up to that token."""
+    """Ask the server without lookup again, with log-probabilities: where the two timed answers
+    part, one must go on with the likeliest token and the other with the second likeliest,
+    within `NEAR_TIE` of each other. The answers judged are the ones the bench timed (a
+    re-asked pair may part elsewhere: the cache a question meets changes the rounding); the
+    scores are trusted only where the re-asked answer is the timed one up to that token (it
+    may itself take the other token there: the same near-tie)."""
     at = next((i for i, (a, b) in enumerate(zip(off, lookup, strict=False)) if a != b), None)
     if at is None:
         return False  # one is the other's beginning: parted at an end, not at a token
@@ -177,14 +178,20 @@ def judge_tie(
         if len(said) + len(piece) <= at:
             said += piece
             continue
-        if not off.startswith(said + piece):
-            say(f"  asked again without lookup, the answer parts from the timed one by {at}")
+        if not off.startswith(said):
+            say(f"  asked again without lookup, the answer parts from the timed one before {at}")
             return False
         top, n = step["top_logprobs"], len(said)
-        margin = top[0]["logprob"] - top[1]["logprob"] if len(top) > 1 else float("inf")
-        second = top[1]["token"] if len(top) > 1 else ""
-        say(f"  off and lookup part at {piece!r} / {lookup[n : n + 12]!r}, margin {margin:.3f}")
-        return bool(second) and lookup.startswith(second, n) and margin < NEAR_TIE
+        if len(top) < 2:
+            return False
+        (first, best), (second, next_best) = ((t["token"], t["logprob"]) for t in top[:2])
+        margin = best - next_best
+        say(f"  off and lookup part at {off[n : n + 12]!r} / {lookup[n : n + 12]!r}, the plain"
+            f" scores' two likeliest {first!r} and {second!r}, margin {margin:.3f}")  # fmt: skip
+        swapped = (off.startswith(first, n) and lookup.startswith(second, n)) or (
+            off.startswith(second, n) and lookup.startswith(first, n)
+        )
+        return swapped and margin < NEAR_TIE
     return False
 
 

@@ -143,3 +143,5 @@ def test_the_tie_is_judged_on_the_timed_answers_with_the_plain_servers_scores(mo
     assert not judge()  # the lookup answer went on with a token the plain one did not rank second
     asked(("ab", -0.1, "a", -5.0), (" e", -0.1, " c", -0.2), ("X", -0.2, "Y", -0.3))
     assert not judge()  # asked again, the plain answer is not the timed one: no verdict from it
+    asked(("ab", -0.1, "a", -5.0), (" c", -0.1, " d", -4.0), ("Y", -0.2, "X", -0.3))
+    assert judge()  # asked again, the plain answer itself took the other of the two there
