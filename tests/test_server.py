@@ -98,6 +98,22 @@ def _closing() -> Iterator[None]:
     _CLIENTS.clear()
 
 
+def left_midway(base: str, path: str, body: dict[str, Any], lines: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The server's status before a client streams `body` and goes away after `lines` lines,
+    and once it has counted a generation stopped (or 60 s later)."""
+    before = httpx.get(f"{base}/harmony-desk/status").json()
+    with httpx.stream("POST", f"{base}{path}", timeout=60, json=body) as leaving:
+        for n, _line in enumerate(leaving.iter_lines()):
+            if n > lines:
+                break  # the client goes away mid-answer
+    deadline = time.monotonic() + 60
+    after = before
+    while time.monotonic() < deadline and after["stopped"] == before["stopped"]:
+        time.sleep(0.2)
+        after = httpx.get(f"{base}/harmony-desk/status").json()
+    return before, after
+
+
 def test_chat_whole_and_streamed_on_the_default_model(smol: str) -> None:
     client = _client(smol)
     models = client.models.list().data
@@ -250,18 +266,9 @@ def test_two_clients_are_served_side_by_side_and_a_disconnect_stops_the_generati
     second.join(120)
     assert times["a"] and times["b"] and times["b"][0] < times["a"][-1]  # b did not wait for a
     assert texts["a"] == texts["b"]  # decoded beside each other, the same greedy answer
-    before = httpx.get(f"{smol}/harmony-desk/status").json()
-    with httpx.stream("POST", f"{smol}/v1/chat/completions", timeout=60, json={
-            "messages": [{"role": "user", "content": "Write a very long essay about rivers."}],
-            "max_tokens": 256, "temperature": 0, "stream": True}) as leaving:
-        for n, _line in enumerate(leaving.iter_lines()):
-            if n > 6:
-                break  # the client goes away mid-answer
-    deadline = time.monotonic() + 60
-    after = before
-    while time.monotonic() < deadline and after["stopped"] == before["stopped"]:
-        time.sleep(0.2)
-        after = httpx.get(f"{smol}/harmony-desk/status").json()
+    before, after = left_midway(smol, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "Write a very long essay about rivers."}],
+        "max_tokens": 256, "temperature": 0, "stream": True}, lines=6)
     assert after["stopped"] == before["stopped"] + 1  # the generation was cancelled, not finished
     assert after["generated"] - before["generated"] < 256
 

@@ -19,7 +19,6 @@ answers 400, as we do: `test_malformed_requests_are_400_in_anthropics_shape`).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ import jsonschema
 import pytest
 
 from tests.test_endpoints import secret_service
-from tests.test_server import _CLIENTS, _closing, _serve, oss, smol
+from tests.test_server import _CLIENTS, _closing, _serve, left_midway, oss, smol
 
 __all__ = ["_closing", "oss", "secret_service", "smol"]
 
@@ -474,18 +473,9 @@ def test_blocks_fold_pieces_into_indexed_blocks_and_events() -> None:
 
 
 def test_a_client_that_leaves_a_stream_stops_its_generation(smol: str) -> None:
-    before = httpx.get(f"{smol}/harmony-desk/status").json()
     body = {"max_tokens": 256, "stream": True, **GREEDY,
             "messages": [{"role": "user", "content": "Write a very long essay about rivers."}]}
-    with httpx.stream("POST", f"{smol}/v1/messages", json=body, timeout=60) as leaving:
-        for n, _line in enumerate(leaving.iter_lines()):
-            if n > 12:
-                break  # the client goes away mid-answer
-    deadline = time.monotonic() + 60
-    after = before
-    while time.monotonic() < deadline and after["stopped"] == before["stopped"]:
-        time.sleep(0.2)
-        after = httpx.get(f"{smol}/harmony-desk/status").json()
+    before, after = left_midway(smol, "/v1/messages", body, lines=12)
     assert after["stopped"] == before["stopped"] + 1 and after["generated"] - before["generated"] < 256
 
 
