@@ -77,3 +77,12 @@ def test_a_projector_for_another_model_width_is_refused() -> None:
     assert rc == 0, err  # refused, not aborted: mtmd_init_from_file returns NULL
     assert result == {"loaded": False}
     assert "mismatch between text model" in err
+
+
+def test_a_projector_missing_a_tensor_kills_only_the_child() -> None:
+    """Pins llama.cpp 0.3.36's behaviour: a projector without `mm.0.weight` passes
+    mtmd_init_from_file (warmup off) and segfaults at the first encode, so the app must load and
+    use projectors only in its worker process. If llama.cpp learns to refuse it, this still holds."""
+    damaged = tiny_vision.build_projector(drop=("mm.0.weight",))
+    rc, result, _ = _probe(tiny_vision.build_text(), damaged)
+    assert rc != 0 or result == {"loaded": False}

@@ -10,6 +10,7 @@ same bytes; files are cached by a key of their arguments like tests/tiny_gpt_oss
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,10 @@ def _write_text(path: Path, seed: int) -> None:
     w.close()
 
 
-def _write_projector(path: Path, seed: int, n_embd_text: int) -> None:
+def _write_projector(path: Path, seed: int, n_embd_text: int, drop: Collection[str] = ()) -> None:
     """`n_embd_text` is mm.2's output width: a value other than the text model's N_EMBD makes a
-    projector that does not match its model (llama.cpp refuses it at mtmd_init_from_file)."""
+    projector that does not match its model (llama.cpp refuses it at mtmd_init_from_file);
+    `drop` names tensors to leave out (a damaged projector: llama.cpp segfaults on it)."""
     import gguf
 
     w = gguf.GGUFWriter(str(path), arch="clip")
@@ -130,7 +132,8 @@ def _write_projector(path: Path, seed: int, n_embd_text: int) -> None:
             p + "ffn_down.bias": _normal(rng, (V_EMBD,)),
         }
     for name, array in tensors.items():
-        w.add_tensor(name, array)
+        if name not in drop:
+            w.add_tensor(name, array)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -144,11 +147,15 @@ def build_text(seed: int = 4321) -> Path:
     return build_once(path, lambda partial: _write_text(partial, seed))
 
 
-def build_projector(seed: int = 4322, n_embd_text: int = N_EMBD) -> Path:
+def build_projector(
+    seed: int = 4322, n_embd_text: int = N_EMBD, drop: Collection[str] = ()
+) -> Path:
     """The path of the tiny LLaVA-style `mmproj` matching `build_text()` (built once, then cached)."""
-    key = hashlib.sha256(f"{BUILDER_VERSION}:mmproj:{seed}:{n_embd_text}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        f"{BUILDER_VERSION}:mmproj:{seed}:{n_embd_text}:{sorted(drop)}".encode()
+    ).hexdigest()[:16]
     path = cache_dir() / f"mmproj-tiny-vision-{key}.gguf"
-    return build_once(path, lambda partial: _write_projector(partial, seed, n_embd_text))
+    return build_once(path, lambda partial: _write_projector(partial, seed, n_embd_text, drop))
 
 
 def probe(
