@@ -20,7 +20,7 @@ from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import EndpointError, RemoteHost
 from app.domain.budget import Overflow
 from app.domain.events import SessionEvent, TurnCommitted, TurnFailed, VocabularyRead
-from app.domain.messages import Message, Role
+from app.domain.messages import Message
 from app.engine.session import Session
 from app.engine.turn.run import Resume, TurnRequest, run_turn
 from app.errors import ErrorCode, HarmonyDeskError
@@ -84,7 +84,7 @@ def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
     session.conversation = session.conversation.with_messages(spec.history)
     start = len(session.conversation.messages) + 1
     if spec.prefix is not None:
-        asked = [Message.of(Role.USER, request.text), *spec.kept]
+        asked = [request.message, *spec.kept]
         resume = Resume(session.conversation.with_messages(asked), spec.prefix)
         request = dataclasses.replace(request, resume=resume)
     elif spec.tools is not None:

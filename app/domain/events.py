@@ -126,6 +126,7 @@ class Timings:
     restored_from: str = ""  # "memory" or "disk" (a snapshot), "" when none was
     drafted: int = 0  # tokens speculative decoding proposed (checked by the model in batches)
     accepted: int = 0  # of those, the tokens the model kept (each one decode step saved)
+    image_tokens: tuple[int, ...] = ()  # the prompt's images, each as the tokens it became
 
     @property
     def decode_tokens_per_s(self) -> float:

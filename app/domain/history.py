@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 from app.domain import attachments
 from app.domain.budget import Overflow
 from app.domain.listing import Excerpt, attached_excerpt, excerpt
-from app.domain.messages import Message, ReasoningEffort
+from app.domain.messages import ImageContent, Message, ReasoningEffort, user_message
 from app.errors import ErrorCode
 
 SegmentKind = Literal["answer", "preamble", "tool", "json", "error", "notice"]
@@ -147,6 +147,7 @@ class Version:
     chosen: int = 0
     following: list[Turn] = field(default_factory=list)  # later turns, while not on this branch
     id: str = field(default_factory=lambda: _new_id("version"))
+    images: tuple[ImageContent, ...] = ()  # shown to the model before `user_text`
 
     @property
     def reply(self) -> Reply | None:
@@ -204,12 +205,11 @@ class ChatDoc:
     def messages(self, upto: int | None = None) -> list[Message]:
         """The model conversation after the system/developer header, from the chosen versions
         (of the turns before `upto` when given)."""
-        from app.domain.messages import Role
 
         out: list[Message] = []
         for turn in self.turns[:upto]:
             version = turn.version
-            out.append(Message.of(Role.USER, version.user_text))
+            out.append(user_message(version.user_text, version.images))
             if version.reply is not None:
                 out.extend(version.reply.messages)
         return out

@@ -59,6 +59,23 @@ class TextContent(_Frozen):
     text: str
 
 
+IMAGE_MARKER = "\ue0f0"
+"""Where an image stands in a message's `text`: templates write it like any text, and the
+tokenizer of a model that sees images turns each into the image's place in the prompt."""
+
+
+class ImageContent(_Frozen):
+    """An image in a message: its bytes are kept apart under `sha256` (`app/images/kept.py`),
+    the message holds what identifies and describes them."""
+
+    type: Literal["image"] = "image"
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    mime: str = "image/png"
+    width: int = Field(ge=1)
+    height: int = Field(ge=1)
+    name: str = ""
+
+
 class ToolDescription(_Frozen):
     """One tool: a name, a description and a JSON Schema for its parameters."""
 
@@ -123,7 +140,7 @@ class DeveloperContent(_Frozen):
         return self.with_tools(ToolNamespaceConfig(name="functions", tools=tuple(tools)))
 
 
-Content = TextContent | SystemContent | DeveloperContent
+Content = TextContent | ImageContent | SystemContent | DeveloperContent
 
 
 class Message(_Frozen):
@@ -143,8 +160,17 @@ class Message(_Frozen):
 
     @property
     def text(self) -> str:
-        """The concatenated text contents."""
-        return "".join(c.text for c in self.content if isinstance(c, TextContent))
+        """The concatenated text contents, each image as `IMAGE_MARKER` in its place."""
+        return "".join(
+            c.text if isinstance(c, TextContent) else IMAGE_MARKER
+            for c in self.content
+            if isinstance(c, TextContent | ImageContent)
+        )
+
+    @property
+    def images(self) -> tuple[ImageContent, ...]:
+        """The images the message carries, in order."""
+        return tuple(c for c in self.content if isinstance(c, ImageContent))
 
     def with_channel(self, channel: str | None) -> Message:
         return self.model_copy(update={"channel": channel})
@@ -157,6 +183,13 @@ class Message(_Frozen):
 
     def to_dict(self) -> dict[str, Any]:
         return message_to_dict(self)
+
+
+def user_message(text: str | Message, images: Sequence[ImageContent] = ()) -> Message:
+    """The user's message: `text` after its `images` (a message is taken as it is)."""
+    if isinstance(text, Message):
+        return text
+    return Message(author=Author(role=Role.USER), content=(*images, TextContent(text=text)))
 
 
 class Conversation(_Frozen):
@@ -229,6 +262,8 @@ def content_to_dict(content: Content) -> dict[str, Any]:
     """One content item in openai-harmony's JSON form."""
     if isinstance(content, TextContent):
         return {"type": "text", "text": content.text}
+    if isinstance(content, ImageContent):
+        return content.model_dump(mode="json")
     out: dict[str, Any] = {}
     if isinstance(content, SystemContent):
         out["model_identity"] = content.model_identity
@@ -268,6 +303,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 
 _CONTENT_TYPES: dict[str, type[Content]] = {
     "text": TextContent,
+    "image": ImageContent,
     "system_content": SystemContent,
     "developer_content": DeveloperContent,
 }

@@ -127,6 +127,7 @@ class ModelInfo:
     placement: Placement | None = None  # where llama.cpp put the model, as it reports it
     sequences: int = 1  # answers decoded at once, each with `n_ctx` tokens of context
     speculative: str = "off"  # speculative decoding: "off", "lookup" or "draft"
+    projector: str = ""  # the multimodal projector loaded with the model ("": it sees no images)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,20 @@ class Specials:
 
 
 N_BATCH = 256  # prompt tokens llama.cpp evaluates in one batch
+
+IMAGE_ID = -1
+"""An image's place in a request's prompt ids: the n-th is the request's n-th image."""
+
+
+@dataclass(frozen=True)
+class ImagePixels:
+    """One image for the projector: RGB bytes, row after row (`width * height * 3` of them),
+    named by the sha256 of the file it was decoded from (the same image, the same KV cache)."""
+
+    sha256: str
+    width: int
+    height: int
+    rgb: bytes = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,7 @@ class LoadRequest:
     sequences: int = 1  # answers decoded at once, each with a context of `n_ctx` tokens
     reserved: int = 0  # of those, kept for `reserved` requests (the window's own turn)
     always_draft: bool = False  # draft all a drafter proposes, whatever it costs (exactness tests)
+    projector: str = ""  # the model's multimodal projector (an mmproj GGUF); "": text only
 
 
 @dataclass(frozen=True)
@@ -195,6 +211,7 @@ class GenerateRequest:
     top_logprobs: int = 0  # > 0: each token with its log-probability and this many others
     keep: Keep | None = None  # None: no snapshot looked for or kept
     reserved: bool = False  # the window's own turn: on its reserved sequence, never queued
+    images: tuple[ImagePixels, ...] = ()  # one for each `IMAGE_ID` in `prompt_ids`, in order
 
     def constrained(self, constraint: Constraint | None) -> GenerateRequest:
         """This request under JSON mode's `constraint` (its grammar and where it stands)."""
@@ -295,6 +312,7 @@ ToWorker = Request | Cancel
 class LoadProgress:
     request: int
     fraction: float
+    stage: str = "weights"  # "projector": the weights are in, the projector is being loaded
 
 
 @dataclass(frozen=True)

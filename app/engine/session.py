@@ -99,7 +99,7 @@ class Session(Protocol):
 
     def send(
         self,
-        text: str,
+        text: str | Message,
         *,
         reasoning_effort: ReasoningEffort | None = None,
         max_tokens: int | None = None,

@@ -21,6 +21,7 @@ from app.domain.messages import (
     Content,
     Conversation,
     DeveloperContent,
+    ImageContent,
     Message,
     ResponseFormatSpec,
     Role,
@@ -144,6 +145,8 @@ class Renderer:
         role = message.author.role
         if isinstance(content, TextContent):
             return content.text
+        if isinstance(content, ImageContent):
+            raise RenderError("gpt-oss reads text only: a message with an image cannot go to it")
         if isinstance(content, SystemContent):
             if role is not Role.SYSTEM:
                 raise RenderError(f"system content may only appear in a system message, not {role}")

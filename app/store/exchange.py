@@ -26,7 +26,7 @@ from typing import Any
 
 from app.domain.events import MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
-from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.domain.messages import Conversation, DeveloperContent, Message, Role, user_message
 from app.domain.reply import ReplyBuilder
 from app.domain.visibility import Lane, route
 from app.errors import ErrorCode, TranscriptError
@@ -58,7 +58,7 @@ def doc_messages(doc: ChatDoc) -> list[Message]:
     out: list[Message] = []
     for turn in doc.turns:
         version = turn.version
-        out.append(Message.of(Role.USER, version.user_text))
+        out.append(user_message(version.user_text, version.images))
         if version.reply is not None:
             out.extend(reply_messages(version.reply))
     return out

@@ -58,6 +58,7 @@ from app.engine.protocol import (
     Cancel,
     Finished,
     GenerateRequest,
+    ImagePixels,
     Keep,
     Loaded,
     LoadProgress,
@@ -90,6 +91,7 @@ class WorkerClient(QuickQuestions):
         self.native_log: collections.deque[str] = collections.deque(maxlen=500)
         self._warned: collections.deque[str] = collections.deque(maxlen=20)  # for load errors
         self._last_load: LoadRequest | None = None
+        self._stage = "weights"  # the load's stage the worker last said (see `load`)
         self._use: collections.Counter[str] = collections.Counter()  # generations under way
 
     # --- process --------------------------------------------------------------------
@@ -159,11 +161,13 @@ class WorkerClient(QuickQuestions):
         sequences: int = 1,
         reserved: int = 0,
         always_draft: bool = False,
+        projector: str | Path | None = None,
     ) -> ModelInfo:
         """Load a GGUF model (replacing any loaded one) with its load `settings` (GPU layers,
         flash attention, cache type, speculative decoding), where its KV snapshots go (None:
         the defaults), and `sequences` answers decoded at once, each with `n_ctx` tokens of
-        context, `reserved` of them for the window's own turns."""
+        context, `reserved` of them for the window's own turns; with a `projector` (an
+        mmproj GGUF) the model sees images."""
         header = read_model(path)
         if not header.architecture:
             raise ModelLoadError(
@@ -188,13 +192,21 @@ class WorkerClient(QuickQuestions):
             request = dataclasses.replace(
                 request, settings=settings, snapshots=snapshots,
                 sequences=max(1, sequences), reserved=min(reserved, sequences - 1),
-                always_draft=always_draft,
+                always_draft=always_draft, projector=str(projector or ""),
             )  # fmt: skip
+            self._stage = "weights"
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
             self._died()
             said = "\n".join(["llama.cpp said:", *self._warned] if self._warned else [])
+            if self._stage == "projector":
+                name = Path(str(projector)).name
+                raise ModelLoadError(
+                    LoadProblem.LOAD_FAILED, path,
+                    f"llama.cpp stopped while loading its projector {name}: the projector is"
+                    " damaged or not one this version of llama.cpp can read", said,
+                ) from exc  # fmt: skip
             raise ModelLoadError(
                 LoadProblem.LOAD_FAILED, path, f"while loading it, {exc.message}", said
             ) from exc
@@ -224,7 +236,7 @@ class WorkerClient(QuickQuestions):
                 continue
             heard = time.monotonic()
             if isinstance(msg, LoadProgress):
-                fraction = msg.fraction
+                fraction, self._stage = msg.fraction, msg.stage
                 if on_progress is not None:
                     on_progress(msg.fraction)
                 continue
@@ -249,6 +261,7 @@ class WorkerClient(QuickQuestions):
             kept: dict[str, Any] = {
                 "settings": last.settings, "snapshots": last.snapshots,
                 "sequences": last.sequences, "reserved": last.reserved,
+                "projector": last.projector,
             }  # fmt: skip
             self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, **kept)
         if self.state is not WorkerState.READY or self._router is None:
@@ -277,6 +290,7 @@ class WorkerClient(QuickQuestions):
         deadline_s: float | None = None,
         keep: Keep | None = None,
         reserved: bool = False,
+        images: Sequence[ImagePixels] = (),
     ) -> Iterator[GenerationEvent]:
         """Stream the generation for `prompt_ids`; see the module guarantees. A `Constraint`
         makes every token follow its grammar (JSON mode); `deadline_s` overrides the default
@@ -284,13 +298,14 @@ class WorkerClient(QuickQuestions):
         queued behind others waits without its clock running); `keep` names the conversation
         whose KV snapshots are looked for first and kept after
         (`app/engine/worker/kv_snapshots.py`); `reserved` runs it on the window's own
-        sequence, never queued behind the server's clients."""
+        sequence, never queued behind the server's clients; `images` are the prompt's, one for
+        each `IMAGE_ID` in it."""
         router = self._ensure_ready()
         limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
         request = router.new_id()
         message = GenerateRequest(
             request, tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens,
-            top_logprobs=top_logprobs, keep=keep, reserved=reserved,
+            top_logprobs=top_logprobs, keep=keep, reserved=reserved, images=tuple(images),
         ).constrained(constraint)  # fmt: skip
         partial: list[int] = []
         self._use["window" if reserved else "clients"] += 1

@@ -61,7 +61,7 @@ def load_error(msg: Any, path: str | Path, arch: str, said: Sequence[str] = ()) 
     facts = "\n".join(x for x in (f"The model worker: {msg.message}", facts) if x)
     if msg.cancelled:
         return ModelLoadError(LoadProblem.CANCELLED, path, "loading was cancelled", facts)
-    if msg.stage == "draft":  # the draft model for speculative decoding: its own sentence
+    if msg.stage in ("draft", "projector"):  # the draft model, the projector: their own words
         return ModelLoadError(LoadProblem.LOAD_FAILED, path, msg.message, facts)
     if msg.stage == "vocabulary":
         return ModelLoadError(

@@ -44,6 +44,7 @@ from app.domain.events import (
     PromptRendered,
     TokenScored,
     TokenStep,
+    TurnFailed,
 )
 from app.domain.messages import (
     Conversation,
@@ -51,6 +52,7 @@ from app.domain.messages import (
     Message,
     ReasoningEffort,
     Role,
+    user_message,
 )
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
@@ -58,6 +60,8 @@ from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
 from app.engine.protocol import Keep, ModelBackend
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
+from app.errors import ErrorCode, InvalidInputError
+from app.images.prompt import pictures_of
 from app.templates.base import GrammarRequest, Template
 
 _LOCAL = Capabilities(
@@ -135,7 +139,7 @@ class ChatSession:
 
     def send(
         self,
-        text: str,
+        text: str | Message,
         *,
         reasoning_effort: ReasoningEffort | None = None,
         max_tokens: int | None = None,
@@ -144,7 +148,7 @@ class ChatSession:
         tool_choice: ToolChoice = "auto",
     ) -> Iterator[ChatEvent]:
         """Send a user message and stream the reply's events (JSON mode with `response_format`)."""
-        conversation = self.conversation.with_message(Message.of(Role.USER, text))
+        conversation = self.conversation.with_message(user_message(text))
         if reasoning_effort is not None:
             conversation = self.template.with_effort(conversation, reasoning_effort)
         response_format = response_format or self.response_format  # per message wins
@@ -179,9 +183,18 @@ class ChatSession:
         `prefix` continues a cut-off generation: its token ids (what the model had produced)
         follow the prompt, the parser reads them silently, and the new tokens carry on from
         there; the returned messages include the continued ones whole."""
+        refused = self._sees(conversation)
+        if refused:
+            yield TurnFailed(refused, ErrorCode.INPUT_INVALID)
+            return Generation([], None, refused, False, None)
         fitted = self.fit(conversation, max_tokens)
         yield fitted.event
         prompt = [*self._ids(fitted.conversation), *prefix]
+        try:
+            images = pictures_of(fitted.conversation, prompt)
+        except InvalidInputError as exc:
+            yield TurnFailed(exc.message, exc.code)
+            return Generation([], None, exc.message, False, None)
         yield PromptRendered(tuple(prompt))
         parser = self.template.output_parser(self.tokenizer)
         for token in prefix:
@@ -198,6 +211,7 @@ class ChatSession:
             **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
             **({"keep": self._keep()} if self.conversation_id else {}),
             **({"reserved": True} if self.reserved else {}),
+            **({"images": images} if images else {}),
         ):
             if isinstance(event, TokenStep):
                 out.tokens.append(event.token)
@@ -220,6 +234,19 @@ class ChatSession:
             yield event
         out.messages = parser.messages
         return out
+
+    def _sees(self, conversation: Conversation) -> str:
+        """Why the model cannot take `conversation`'s images ("" when it can, or has none)."""
+        if not any(m.images for m in conversation.messages):
+            return ""
+        info = self.client.info
+        if info is not None and info.projector:
+            return ""
+        name = info.path.rsplit("/", 1)[-1] if info is not None else "this model"
+        return (
+            f"{name} reads text only, and the conversation has images: choose a model that"
+            " sees images (one with its projector, an mmproj file), or start a new chat"
+        )
 
     def _keep(self) -> Keep:
         """Whose KV snapshots a generation keeps and looks for: this conversation's, under

@@ -1,11 +1,17 @@
-"""The loaded model's tokenizer, seen from the app side (answers cached per model)."""
+"""The loaded model's tokenizer, seen from the app side (answers cached per model).
+
+Guarantees: text is tokenized by the model itself; each `IMAGE_MARKER` in it becomes one
+`IMAGE_ID` in its place (the text on either side tokenized apart, as llama.cpp's own
+multimodal tokenizer splits a prompt at its images), so every template writes images where
+they stand without knowing of them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
 
-from app.engine.protocol import ModelBackend, Specials
+from app.domain.messages import IMAGE_MARKER
+from app.engine.protocol import IMAGE_ID, ModelBackend, Specials
 
 
 class ModelTokenizer:
@@ -32,7 +38,15 @@ class ModelTokenizer:
     def tokenize(self, text: str, *, special: bool) -> list[int]:
         if not text:
             return []
-        return self._client.tokenize(text, special)
+        if IMAGE_MARKER not in text:
+            return self._client.tokenize(text, special)
+        out: list[int] = []
+        for i, part in enumerate(text.split(IMAGE_MARKER)):
+            if i:
+                out.append(IMAGE_ID)
+            if part:
+                out += self._client.tokenize(part, special)
+        return out
 
     @cached_property
     def _table(self) -> list[bytes]:

@@ -35,7 +35,7 @@ from app.domain.events import (
     Timings,
     TurnFailed,
 )
-from app.domain.messages import Conversation, Message, ReasoningEffort, Role
+from app.domain.messages import Conversation, Message, ReasoningEffort, Role, user_message
 from app.domain.sampling import Sampling
 from app.engine.overflow import estimated_measure, fit
 from app.engine.remote.reply import ReplyStream
@@ -110,7 +110,7 @@ class RemoteSession:
 
     def send(
         self,
-        text: str,
+        text: str | Message,
         *,
         reasoning_effort: ReasoningEffort | None = None,
         max_tokens: int | None = None,
@@ -120,7 +120,7 @@ class RemoteSession:
         stop: Sequence[str] = (),
     ) -> Iterator[ChatEvent]:
         """Send a user message and stream the reply's events (`stop`: words that end it)."""
-        conversation = self.conversation.with_message(Message.of(Role.USER, text))
+        conversation = self.conversation.with_message(user_message(text))
         self.conversation = conversation
         out = yield from self.generate(
             conversation,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.events import ParseIssue, TurnEvent, TurnFailed
-from app.domain.messages import Conversation, ReasoningEffort
+from app.domain.messages import Conversation, ImageContent, Message, ReasoningEffort, user_message
 from app.engine.session import Session
 from app.engine.turn.tools import run_tool_turn
 from app.errors import ErrorCode
@@ -50,6 +50,12 @@ class TurnRequest:
     context: ToolContext | None = None
     resume: Resume | None = None
     max_tokens: int | None = None
+    images: tuple[ImageContent, ...] = ()  # shown to the model before `text`
+
+    @property
+    def message(self) -> Message:
+        """The user's message this turn sends."""
+        return user_message(self.text, self.images)
 
 
 def run_turn(
@@ -72,7 +78,7 @@ def run_turn(
             session.conversation = session.with_effort(session.conversation, request.effort)
         yield from run_tool_turn(
             session,
-            request.text,
+            request.message,
             request.tools,
             approve=request.approve,
             tool_choice=request.tool_choice,
@@ -82,7 +88,7 @@ def run_turn(
         )
     else:
         yield from session.send(
-            request.text,
+            request.message,
             reasoning_effort=request.effort,
             cancel=cancel,
             response_format=request.response_format,

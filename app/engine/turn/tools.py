@@ -21,7 +21,7 @@ from app.domain.events import (
     TurnEvent,
     TurnResult,
 )
-from app.domain.messages import Conversation, Message, Role, SystemContent
+from app.domain.messages import Conversation, Message, Role, SystemContent, user_message
 from app.engine.session import Session
 from app.engine.turn.loop import Generate, Generated, turn_loop
 from app.tools.api import Tool, ToolContext
@@ -66,7 +66,7 @@ def _approved(
 
 def run_tool_turn(
     session: Session,
-    text: str,
+    text: str | Message,
     registry: ToolRegistry,
     *,
     approve: Approve = allow_all,
@@ -78,9 +78,7 @@ def run_tool_turn(
 ) -> Iterator[TurnEvent]:
     """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`.
     Every call is written to the audit log (`audit`, else the user's), whoever drives the turn."""
-    conversation = with_tools(
-        session.conversation.with_message(Message.of(Role.USER, text)), registry
-    )
+    conversation = with_tools(session.conversation.with_message(user_message(text)), registry)
     loop = turn_loop(conversation, registry, max_calls=max_calls)
     schemas = {t.name: enforceable(t.parameters) for t in registry if t.namespace == "functions"}
     calls = [_call_spec(t) for t in registry if t.namespace != "functions"]

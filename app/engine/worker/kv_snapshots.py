@@ -107,6 +107,7 @@ def snapshots_for(
     settings: SnapshotSettings,
     placement: Placement,
     holds: Callable[[int, int], bool],
+    projector: str = "",
 ) -> Snapshots | None:
     """The snapshots of a loaded model, or None for a model with a sliding window (above)."""
     window = placement.sliding_window
@@ -121,7 +122,9 @@ def snapshots_for(
 
     def stamp(model_sha256: str, template: str) -> Stamp:
         p, n_ctx = placement, int(low.llama_n_ctx_seq(llm._ctx.ctx))  # one sequence's
-        return Stamp(model_sha256, n_ctx, p.kv_type, p.flash_attn, p.swa_full, template, build)
+        return Stamp(
+            model_sha256, n_ctx, p.kv_type, p.flash_attn, p.swa_full, template, build, projector
+        )
 
     return Snapshots(llm, low, settings, stamp, holds)
 

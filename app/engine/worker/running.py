@@ -83,6 +83,8 @@ class Running:
     drafted: int = 0
     accepted: int = 0
     steps: int = 0
+    images: dict[int, Any] = field(default_factory=dict)  # prompt position → image chunk
+    image_tokens: tuple[int, ...] = ()  # what each image of the prompt became
 
     def emit(self, token: int, top: Any, full: bool, cancelled: bool) -> bool:
         """Take the sampled `token` (`top`: its log-probabilities, or None; `full`: the
@@ -136,6 +138,7 @@ class Running:
             restored_from=self.restored_from,
             drafted=self.drafted,
             accepted=self.accepted,
+            image_tokens=self.image_tokens,
         )
         reason = self.reason or FinishReason.CANCELLED
         return Finished(self.req.request, GenerationDone(reason, self.stop_id, timings))

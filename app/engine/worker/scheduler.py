@@ -18,6 +18,10 @@ Guarantees:
   llama.cpp's graph nodes (the step is then undone and the others go on at the next one).
 - At its end a generation's last tokens and its `Finished` go out, its cache's state is kept
   for its conversation (snapshots), and its sequence is free for the next in the queue.
+- A prompt with images (`vision.py`) is expanded when it comes, so its length is the one the
+  context holds; each image is evaluated on its own when its place in the prompt is reached
+  (a prompt chunk stops before it), between two steps; a model without a projector refuses
+  images, and an image the projector cannot take ends only its own generation, with why.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from app.domain.events import FinishReason, GenerationDone, Timings
@@ -39,6 +44,7 @@ from app.engine.worker.speculate import (
     StepCosts,
     draft_length,
 )
+from app.engine.worker.vision import Expanded, Vision, VisionError, is_image
 from app.errors import ErrorCode
 
 SHARED_CHUNK = 64  # prompt tokens per step while other generations decode
@@ -79,6 +85,8 @@ class Scheduler:
         self._no_abort = low.ggml_abort_callback()
         self._stepping: list[Running] = []
         self._ended: list[int] = []
+        self.vision: Vision | None = None  # the model's projector, when it has one
+        self._expanded: dict[int, Expanded] = {}  # request → its images, until it ends
 
     def _reply(self, message: FromWorker) -> None:
         """Send a generation's last reply (its request is over)."""
@@ -91,6 +99,11 @@ class Scheduler:
         return ended
 
     def close(self) -> None:
+        for expanded in self._expanded.values():
+            expanded.close()
+        self._expanded.clear()
+        if self.vision is not None:
+            self.vision.close()
         self.low.llama_batch_free(self._batch)
         if self.draft is not None:
             self.draft.close()
@@ -102,16 +115,48 @@ class Scheduler:
     # --- admission ------------------------------------------------------------------
 
     def submit(self, req: GenerateRequest) -> None:
+        if req.images:
+            expanded = self._expand(req)
+            if expanded is None:
+                return
+            req = replace(req, prompt_ids=tuple(expanded.tokens), images=())
         if len(req.prompt_ids) >= self.n_ctx:
+            self._forget(req.request)
             refused = f"the prompt has {len(req.prompt_ids)} tokens; the context holds {self.n_ctx}"
             self._reply(Refused(req.request, ErrorCode.CONTEXT, refused))
             return
         self.queue.append(req)
 
+    def _expand(self, req: GenerateRequest) -> Expanded | None:
+        """The request's images in its prompt (`vision.py`), or None once refused."""
+        if self.vision is None:
+            said = "this model sees no images: load it with its projector (an mmproj GGUF)"
+            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, said))
+            return None
+        try:
+            expanded = self.vision.expand(list(req.prompt_ids), req.images)
+        except VisionError as exc:
+            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, str(exc)))
+            return None
+        if not expanded.tokens or is_image(expanded.tokens[-1]):
+            expanded.close()
+            said = "the prompt ends with an image; the model needs text after it to answer"
+            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, said))
+            return None
+        self._expanded[req.request] = expanded
+        return expanded
+
+    def _forget(self, request: int) -> None:
+        """Free the images of a request that ended."""
+        expanded = self._expanded.pop(request, None)
+        if expanded is not None:
+            expanded.close()
+
     def _admit(self) -> None:
         for req in list(self.queue):
             if self._cancelled(req.request):
                 self.queue.remove(req)
+                self._forget(req.request)
                 timings = Timings(prompt_tokens=len(req.prompt_ids))
                 done = GenerationDone(FinishReason.CANCELLED, None, timings)
                 self._reply(Finished(req.request, done))
@@ -122,6 +167,7 @@ class Scheduler:
             self.queue.remove(req)
             mask, refused = self._masks(req)
             if refused:
+                self._forget(req.request)
                 self._reply(Refused(req.request, ErrorCode.GRAMMAR, refused))
                 continue
             seq.busy = True
@@ -134,8 +180,11 @@ class Scheduler:
             )
             run = Running(req, seq, prompt, prompt[len(seq.tokens) :], sampler, mask, start)
             run.reused, run.restored, run.restored_from = reused, restored.count, restored.source
+            expanded = self._expanded.get(req.request)
+            if expanded is not None:
+                run.images, run.image_tokens = expanded.images, tuple(expanded.counts)
             if self.speculative == "lookup":
-                run.lookup = Lookup(prompt)
+                run.lookup = Lookup([t for t in prompt if not is_image(t)])
             self.active.append(run)
 
     def _follows(self, req: GenerateRequest, seq: Sequence) -> bool:
@@ -155,6 +204,10 @@ class Scheduler:
         for run in [r for r in self.active if self._cancelled(r.req.request)]:
             run.reason = FinishReason.CANCELLED
             self._end(run)
+        if not self.active:
+            return
+        for run in [r for r in self.active if r.todo and is_image(r.todo[0])]:
+            self._image(run)
         if not self.active:
             return
         entries, drafts, chunks = self._fill()
@@ -190,7 +243,8 @@ class Scheduler:
                 width += len(tokens)
         room = self.n_batch - width
         for run in [r for r in by_seq if r.todo]:
-            take = min(room, SHARED_CHUNK if decoding else room, len(run.todo), self.chunk)
+            text = next((i for i, t in enumerate(run.todo) if is_image(t)), len(run.todo))
+            take = min(room, SHARED_CHUNK if decoding else room, text, self.chunk)
             if take <= 0:
                 break
             chunks[id(run)] = take
@@ -208,9 +262,37 @@ class Scheduler:
                     entries.append((run if last else None, token, run.seq.id, base + i, last))
         return entries, drafts, chunks
 
+    def _image(self, run: Running) -> None:
+        """Evaluate the image `run`'s prompt has reached; its generation ends on a failure.
+        A cache that stopped inside an image (never kept so) is cleared and read again."""
+        assert self.vision is not None
+        at = len(run.seq.tokens)
+        chunk = run.images.get(at)
+        if chunk is None:
+            self.pool.clear(run.seq)
+            run.todo = list(run.prompt)
+            run.reused = run.restored = 0
+            return
+        n = self.vision.positions(chunk)
+        try:
+            after = self.vision.evaluate(self.ctx, chunk, at, run.seq.id, self.n_batch)
+            if after != at + n:
+                raise VisionError(f"the image took {after - at} positions, not {n}")
+        except VisionError as exc:
+            self.pool.clear(run.seq)
+            self.active.remove(run)
+            self.pool.release(run.seq)
+            self._forget(run.req.request)
+            self._reply(Refused(run.req.request, ErrorCode.INPUT_INVALID, str(exc)))
+            return
+        run.seq.tokens.extend(run.todo[:n])
+        del run.todo[:n]
+
     def _draft(self, run: Running, batch: int, room: int) -> tuple[int, list[int]]:
         """The drafts to check for `run` this step (kind, tokens); none when not worth it."""
         limit = min(DRAFT_MAX, room, self.n_ctx - len(run.seq.tokens) - 2)
+        if run.images and self.speculative == "draft":
+            return 0, []  # the draft model reads the tokens; an image is none
         if self.speculative == "lookup" and run.lookup is not None and limit > 0:
             kind, proposal = run.lookup.propose(limit)
             if not proposal:
@@ -299,6 +381,7 @@ class Scheduler:
         run.flush(self._send, force=True)
         self._reply(run.finished())
         self.active.remove(run)
+        self._forget(run.req.request)
         if run.mask is not None:
             run.mask.discard()
         if run.req.keep is not None and self.pool.snapshots is not None:
@@ -314,6 +397,7 @@ class Scheduler:
                 self._reply(Refused(run.req.request, ErrorCode.CONTEXT, said))
                 self.active.remove(run)
                 self.pool.release(run.seq)
+                self._forget(run.req.request)
             else:
                 run.reason = FinishReason.CONTEXT
                 self._end(run)

@@ -53,10 +53,13 @@ class Stamp:
     swa_full: bool
     template: str
     build: str  # llama.cpp's build and its state format
+    projector: str = ""  # the multimodal projector images went through (name and size)
 
     def fingerprint(self) -> str:
         fields = dataclasses.asdict(self)
         fields.pop("build")  # said apart, so a foreign build is named as such
+        if not fields["projector"]:
+            fields.pop("projector")  # a text-only model's snapshots keep their fingerprint
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 

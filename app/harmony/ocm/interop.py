@@ -17,10 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.domain.messages import (
+    IMAGE_MARKER,
     Author,
     Content,
     Conversation,
     DeveloperContent,
+    ImageContent,
     Message,
     Role,
     SystemContent,
@@ -106,6 +108,8 @@ def _rendered(content: Content, function_tools: bool) -> str:
         return system_text(content, function_tools=function_tools)
     if isinstance(content, DeveloperContent):
         return developer_text(content)
+    if isinstance(content, ImageContent):
+        return IMAGE_MARKER
     return content.text
 
 

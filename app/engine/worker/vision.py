@@ -1,0 +1,179 @@
+"""A model's multimodal projector in the worker: images into the prompt and into the KV cache.
+
+Guarantees:
+- `Vision.load` opens an mmproj GGUF for the loaded model with llama.cpp's multimodal library
+  (`llama_cpp.mtmd_cpp`), its lines routed to the worker's log; a projector llama.cpp refuses
+  (another model's width, a missing key, not a projector at all) gives the reason it logged.
+- `expand` turns a request's prompt, where each `IMAGE_ID` stands for one of its images, into
+  the prompt as the cache will hold it: around each image the text tokens the projector's
+  family writes there (Gemma 3's `<start_of_image>`, …), and for the image itself `n_pos`
+  copies of a negative id drawn from the image's sha256 — the same image gives the same ids,
+  so prefix reuse and KV snapshots treat it as the tokens it became, and never match another.
+- `evaluate` encodes one image with the projector and decodes its embeddings into a sequence's
+  cache at its place (llama.cpp's helper: non-causal attention where the family needs it).
+- Every chunk list `expand` made is freed by `Expanded.close`; the context by `close`.
+Only the worker imports this module (llama.cpp may abort the process on a damaged projector).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.protocol import IMAGE_ID, ImagePixels
+from app.engine.worker.native_log import native_log
+
+_SPAN = 1 << 28  # image ids are -2 - (a 28-bit slice of the sha256): clear of IMAGE_ID
+
+
+def image_token(sha256: str) -> int:
+    """The negative id every position of an image holds in a sequence's token list."""
+    return -2 - int(sha256[:7], 16) % _SPAN
+
+
+def is_image(token: int) -> bool:
+    return token < IMAGE_ID
+
+
+class VisionError(Exception):
+    """An image the projector could not take, and why (one sentence)."""
+
+
+@dataclass
+class Expanded:
+    """A prompt with its images in place: `tokens` (image positions as `image_token`s),
+    `images` (position of an image's first token → its mtmd chunk), and per image how many
+    tokens it became."""
+
+    tokens: list[int]
+    images: dict[int, Any] = field(default_factory=dict)
+    counts: list[int] = field(default_factory=list)
+    _lists: list[Any] = field(default_factory=list, repr=False)
+    _mtmd: Any = field(default=None, repr=False)
+
+    def close(self) -> None:
+        for chunks in self._lists:
+            self._mtmd.mtmd_input_chunks_free(chunks)
+        self._lists.clear()
+        self.images.clear()
+
+
+class Vision:
+    """One loaded projector."""
+
+    def __init__(self, mtmd: Any, ctx: Any, path: str) -> None:
+        self.mtmd, self.ctx, self.path = mtmd, ctx, path
+        self.marker = mtmd.mtmd_default_marker()
+
+    @classmethod
+    def load(cls, path: str, model: Any, n_threads: int, gpu: bool) -> Vision | str:
+        """The projector at `path` for `model` (a `llama_model` pointer), or why not."""
+        import llama_cpp.llama_cpp as low
+        import llama_cpp.mtmd_cpp as mtmd
+
+        _route_log(mtmd, low)
+        params = mtmd.mtmd_context_params_default()
+        params.use_gpu = gpu
+        params.print_timings = False
+        params.n_threads = n_threads
+        ctx = mtmd.mtmd_init_from_file(path.encode(), model, params)
+        if not ctx:
+            return "llama.cpp's multimodal library refused it"
+        if not mtmd.mtmd_support_vision(ctx):
+            mtmd.mtmd_free(ctx)
+            return "it is a projector for sound, not images"
+        return cls(mtmd, ctx, path)
+
+    def close(self) -> None:
+        if self.ctx:
+            self.mtmd.mtmd_free(self.ctx)
+            self.ctx = None
+
+    def expand(self, prompt: list[int], images: tuple[ImagePixels, ...]) -> Expanded:
+        """The prompt with its images in place (see the module guarantees)."""
+        mtmd = self.mtmd
+        marks = sum(1 for t in prompt if t == IMAGE_ID)
+        if marks != len(images):
+            raise VisionError(f"the prompt has {marks} image places for {len(images)} images")
+        out = Expanded([], _mtmd=mtmd)
+        index = 0
+        for token in prompt:
+            if token != IMAGE_ID:
+                out.tokens.append(token)
+                continue
+            try:
+                self._one(images[index], out)
+            except VisionError:
+                out.close()
+                raise
+            index += 1
+        return out
+
+    def _one(self, image: ImagePixels, out: Expanded) -> None:
+        mtmd = self.mtmd
+        if len(image.rgb) != image.width * image.height * 3:
+            raise VisionError(f"image {len(out.counts) + 1} does not hold the pixels it says")
+        buf = (ctypes.c_uint8 * len(image.rgb)).from_buffer_copy(image.rgb)
+        bitmap = mtmd.mtmd_bitmap_init(image.width, image.height, buf)
+        if not bitmap:
+            raise VisionError(f"image {len(out.counts) + 1} could not be prepared")
+        mtmd.mtmd_bitmap_set_id(bitmap, image.sha256.encode())
+        chunks = mtmd.mtmd_input_chunks_init()
+        text = mtmd.mtmd_input_text(self.marker, len(self.marker), False, True)
+        bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
+        try:
+            rc = mtmd.mtmd_tokenize(self.ctx, chunks, ctypes.byref(text), bitmaps, 1)
+        finally:
+            mtmd.mtmd_bitmap_free(bitmap)
+        if rc != 0:
+            mtmd.mtmd_input_chunks_free(chunks)
+            raise VisionError(f"the projector could not prepare image {len(out.counts) + 1}")
+        out._lists.append(chunks)
+        mark = image_token(image.sha256)
+        count = 0
+        for i in range(mtmd.mtmd_input_chunks_size(chunks)):
+            chunk = mtmd.mtmd_input_chunks_get(chunks, i)
+            if mtmd.mtmd_input_chunk_get_type(chunk) == 0:  # MTMD_INPUT_CHUNK_TYPE_TEXT
+                n = ctypes.c_size_t(0)
+                ids = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
+                out.tokens += [int(ids[j]) for j in range(n.value)]
+                continue
+            n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
+            out.images[len(out.tokens)] = chunk
+            out.tokens += [mark] * n_pos
+            count += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
+        out.counts.append(count)
+
+    def positions(self, chunk: Any) -> int:
+        """The cache positions an image chunk takes."""
+        return int(self.mtmd.mtmd_input_chunk_get_n_pos(chunk))
+
+    def evaluate(self, lctx: Any, chunk: Any, n_past: int, seq: int, n_batch: int) -> int:
+        """Encode the image `chunk` and decode it into sequence `seq` from `n_past`; the
+        position after it."""
+        import llama_cpp.llama_cpp as low
+
+        after = low.llama_pos(0)
+        rc = self.mtmd.mtmd_helper_eval_chunk_single(
+            self.ctx, lctx, chunk, n_past, seq, n_batch, False, ctypes.byref(after)
+        )
+        if rc != 0:
+            raise VisionError(f"llama.cpp could not evaluate the image (status {rc})")
+        return int(after.value)
+
+
+_callbacks: list[Any] = []  # the log callbacks handed to llama.cpp live as long as the process
+
+
+def _route_log(mtmd: Any, low: Any) -> None:
+    """mtmd's lines go to the worker's log like llama.cpp's own (`native_log.py`)."""
+    if _callbacks:
+        return
+    callback = low.llama_log_callback(native_log)
+    _callbacks.append(callback)
+    mtmd.mtmd_log_set(callback, ctypes.c_void_p(0))
+    mtmd.mtmd_helper_log_set(callback, ctypes.c_void_p(0))
+
+
+__all__ = ["Expanded", "Vision", "VisionError", "image_token", "is_image"]

@@ -1,0 +1,1 @@
+"""Images in the conversation: decoded with limits, kept by content, turned into pixels."""
