@@ -27,6 +27,7 @@ from app.engine.cores import default_threads
 from app.engine.local.client import WorkerClient
 from app.engine.protocol import SnapshotSettings
 from app.errors import InvalidInputError, validation_problems
+from app.library.projectors import projector_for
 from app.settings import load_settings
 from app.templates.base import Template
 from app.templates.choices import ChoiceStore, ModelChoice
@@ -73,6 +74,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--draft-model", metavar="GGUF", help="a smaller model with the same vocabulary"
+    )
+    parser.add_argument(
+        "--projector",
+        metavar="GGUF",
+        help="the model's multimodal projector (an mmproj file), so that it sees images; 'none'"
+        " for text only; default: the one in the model's folder; remembered for the model",
     )
     parser.add_argument("--temperature", type=float, help="remembered for this model")
     parser.add_argument("--top-p", type=float, help="remembered for this model")
@@ -129,9 +136,22 @@ def _choice(args: argparse.Namespace) -> ModelChoice:
             speculative=getattr(args, "speculative", None)
             or ("draft" if getattr(args, "draft_model", None) else None),
             draft_model=str(Path(args.draft_model).resolve()) if args.draft_model else None,
+            projector=_projector_arg(getattr(args, "projector", None)),
         )
     except ValidationError as exc:
         raise InvalidInputError(f"invalid model setting ({validation_problems(exc)})") from exc
+
+
+def _projector_arg(given: str | None) -> str | None:
+    """`--projector`: None (not given), "" (none) or the file's absolute path (checked)."""
+    if given is None:
+        return None
+    if given.lower() == "none":
+        return ""
+    path = Path(given).expanduser()
+    if not path.is_file():
+        raise InvalidInputError(f"the projector {given} is not a file")
+    return str(path.resolve())
 
 
 @dataclass(frozen=True)
@@ -161,14 +181,16 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             settings=choice.load_settings(load_settings().gpu_layers),
             snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
             sequences=getattr(args, "parallel", None) or 1,
+            projector=projector_for(path, choice.projector),
         )
     except BaseException:
         progress.abandon()
         raise
     name = choice.template or default_template_name(info.metadata)
     where = info.placement.words() if info.placement else "CPU"
+    sees = f", with its projector {Path(info.projector).name}" if info.projector else ""
     progress.end(
-        f"Loaded {info.architecture} model {Path(path).name} in {progress.elapsed:.1f} s"
+        f"Loaded {info.architecture} model {Path(path).name}{sees} in {progress.elapsed:.1f} s"
         f" ({info.n_ctx} context, template {name}, on {where}, {info.n_threads} threads)."
     )
     template = get_template(name).for_model(info.metadata)

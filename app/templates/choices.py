@@ -36,6 +36,7 @@ class ModelChoice(BaseModel):
     context_length: int | None = Field(None, ge=256, le=1_048_576)  # None: the settings'
     speculative: Literal["off", "lookup", "draft"] | None = None  # None: prompt lookup
     draft_model: str | None = None  # a GGUF with the model's vocabulary (for "draft")
+    projector: str | None = None  # its mmproj GGUF ("": none; None: the one in its folder)
 
     def merged(self, newer: ModelChoice) -> ModelChoice:
         """These choices with every value `newer` sets replacing ours."""
@@ -61,7 +62,8 @@ class ModelChoice(BaseModel):
         )
 
 
-_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length", "speculative", "draft_model"}
+_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length", "speculative", "draft_model",
+         "projector"}  # fmt: skip
 
 
 class ChoiceStore:
