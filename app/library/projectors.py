@@ -33,7 +33,7 @@ def is_projector(path: Path) -> bool:
 
 def _shared(a: str, b: str) -> int:
     """How many characters two names share from their start (case aside)."""
-    return next((i for i, (x, y) in enumerate(zip(a.lower(), b.lower())) if x != y),
+    return next((i for i, (x, y) in enumerate(zip(a.lower(), b.lower(), strict=False)) if x != y),
                 min(len(a), len(b)))  # fmt: skip
 
 
