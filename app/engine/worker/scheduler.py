@@ -207,10 +207,13 @@ class Scheduler:
         if not self.active:
             return
         for run in [r for r in self.active if r.todo and is_image(r.todo[0])]:
-            self._image(run)
+            while run in self.active and run.todo and is_image(run.todo[0]):
+                self._image(run)
         if not self.active:
             return
         entries, drafts, chunks = self._fill()
+        if not entries:
+            return
         prompting = bool(chunks)
         started = time.perf_counter()
         status = self._decode(entries, prompting)
