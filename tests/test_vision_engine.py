@@ -107,7 +107,7 @@ def test_two_images_even_the_same_one_twice_each_take_their_place(vision: Any) -
 
 
 def test_a_follow_up_turn_reads_only_what_is_new(vision: Any) -> None:
-    events, session = ask(
+    events, _ = ask(
         vision, user_message("Look.", [picture(3).content()]), "And now?", conversation="chat-v"
     )
     first, second = [e.timings for e in events if isinstance(e, GenerationDone)]
