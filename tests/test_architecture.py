@@ -12,7 +12,7 @@ import pytest
 APP = Path(__file__).resolve().parent.parent / "app"
 NO_QT = [
     "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store", "library",
-    "server", "documents",
+    "server", "documents", "images",
 ]
 
 
@@ -93,15 +93,16 @@ MAP = {
     "gguf": set(),  # the GGUF header reader
     "templates": {"domain", "harmony", "constrain"},  # a template builds its turn's grammar
     "tools": {"domain"},
-    "engine": {"domain", "harmony", "templates", "tools", "constrain", "gguf"},
+    "engine": {"domain", "harmony", "templates", "tools", "constrain", "gguf", "images"},
     "store": {"domain", "harmony"},
     "library": {"domain", "gguf", "templates"},
-    "server": {"domain", "engine", "constrain", "templates"},  # HTTP in, the engine's turn out
+    "server": {"domain", "engine", "constrain", "templates", "images"},  # HTTP in, a turn out
     "documents": {"domain"},  # files to text, chunks, the index: no model, no window
+    "images": {"domain", "documents"},  # image files checked and decoded, kept by content
     # the window serves its own model: the server is one more thing the controllers drive
     "controllers": {
         "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store",
-        "library", "server", "documents",
+        "library", "server", "documents", "images",
     },
     "ui": {"controllers", "domain"},
 }

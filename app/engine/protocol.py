@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from app.constrain.constraint import Constraint
 from app.domain.events import GenerationDone, GenerationEvent, TokenStep
+from app.domain.images import ImagePixels
 from app.domain.placement import LoadSettings, Placement
 from app.domain.sampling import Sampling
 from app.errors import ErrorCode, HarmonyDeskError
@@ -143,17 +144,6 @@ N_BATCH = 256  # prompt tokens llama.cpp evaluates in one batch
 
 IMAGE_ID = -1
 """An image's place in a request's prompt ids: the n-th is the request's n-th image."""
-
-
-@dataclass(frozen=True)
-class ImagePixels:
-    """One image for the projector: RGB bytes, row after row (`width * height * 3` of them),
-    named by the sha256 of the file it was decoded from (the same image, the same KV cache)."""
-
-    sha256: str
-    width: int
-    height: int
-    rgb: bytes = field(repr=False)
 
 
 @dataclass(frozen=True)

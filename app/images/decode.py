@@ -19,8 +19,8 @@ import io
 import warnings
 from dataclasses import dataclass, field
 
+from app.domain.images import ImagePixels
 from app.domain.messages import ImageContent
-from app.engine.protocol import ImagePixels
 from app.errors import InvalidInputError
 
 MAX_BYTES = 50 << 20  # a file larger than this is refused unread

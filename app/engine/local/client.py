@@ -39,6 +39,7 @@ from typing import Any
 
 from app.constrain.constraint import Constraint
 from app.domain.events import GenerationEvent, TurnFailed
+from app.domain.images import ImagePixels
 from app.domain.library import Fit
 from app.domain.placement import LoadSettings
 from app.domain.sampling import Sampling
@@ -58,7 +59,6 @@ from app.engine.protocol import (
     Cancel,
     Finished,
     GenerateRequest,
-    ImagePixels,
     Keep,
     Loaded,
     LoadProgress,

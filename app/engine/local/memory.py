@@ -1,19 +1,22 @@
 """How much memory a model needs at a context length, and how much the computer has free.
 
-Guarantees: one estimate for the whole app (the library's table, the command line and the
-check before a load): weights (the tensor data of every part) + an f16 KV cache of the
-context's length (llama.cpp's full-size cache, as it allocates by default) + llama.cpp's
-compute buffer, which grows with the batch and the vocabulary (one batch of logits), plus a
-fixed margin; the share of the layers given to the GPU is counted in its memory, not the
-computer's (a sliding-window model's full-size cache, kept for exact reuse, is what is counted).
-Meant as an upper bound: a test checks the KV figure against what llama.cpp
-reports, and that the worker's peak resident memory stays under the total (measured here:
-0.65-0.75 of it for the bundled model).
+Guarantees: one estimate for the whole app (the library's table, the command line and the check
+before a load): weights (the tensor data of every part) + an f16 KV cache of the context's
+length (llama.cpp's full-size cache, as it allocates by default) + llama.cpp's compute buffer,
+which grows with the batch and the vocabulary (one batch of logits), plus a fixed margin; the
+share of the layers given to the GPU is counted in its memory, not the computer's (a sliding-
+window model's full-size cache, kept for exact reuse, is what is counted); a model loaded with
+an image projector (`with_projector`) counts the projector's file with its weights (llama.cpp
+loads all of it, on the GPU with the layers when they go there). Meant as an upper bound: a test
+checks the KV figure against what llama.cpp reports, and that the worker's peak resident memory
+stays under the total (measured here: 0.65-0.75 of it for the bundled model).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from app.domain.library import MemoryEstimate
@@ -47,6 +50,43 @@ class Sized(Protocol):
     def kv_bytes_per_token(self) -> int: ...
     @property
     def vocab_size(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class WithProjector:
+    """A model and its image projector, sized together: the projector's bytes join the
+    weights; the cache and the buffers are the model's."""
+
+    model: Sized
+    projector_bytes: int
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.model.weights_bytes + self.projector_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.model.kv_bytes_per_token
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.vocab_size
+
+
+def projector_bytes(projector: str | Path | None) -> int:
+    """The size of the projector's file (0 for none, or one that is not there)."""
+    if not projector:
+        return 0
+    try:
+        return Path(projector).stat().st_size
+    except OSError:
+        return 0
+
+
+def with_projector(model: Sized, projector: str | Path | None) -> Sized:
+    """`model` as loaded with `projector` (None or "": the model alone)."""
+    size = projector_bytes(projector)
+    return WithProjector(model, size) if size else model
 
 
 def estimate_memory(

@@ -56,12 +56,12 @@ from app.domain.messages import (
 )
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
+from app.engine.local.pictures import pictures_of
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
 from app.engine.protocol import Keep, ModelBackend
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
 from app.errors import ErrorCode, InvalidInputError
-from app.images.prompt import pictures_of
 from app.templates.base import GrammarRequest, Template
 
 _LOCAL = Capabilities(
@@ -114,6 +114,7 @@ class ChatSession:
             tools=self.template.tool_calls is not None,
             effort=self.template.takes_effort,
             snapshots=placement is not None and not placement.sliding_window,  # (kv_snapshots.py)
+            images=self.client.info is not None and bool(self.client.info.projector),
         )
 
     def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import os
 import threading
 import time
 from functools import partial
@@ -65,7 +64,7 @@ from app.engine.worker.native_log import Gathered, log, native_log
 from app.engine.worker.placement import as_loaded, llama_arguments, placement_for
 from app.engine.worker.scheduler import Scheduler
 from app.engine.worker.sequences import Pool
-from app.engine.worker.vision import Vision
+from app.engine.worker.vision import Vision, projector_stamp
 from app.errors import ErrorCode
 
 _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates long tokens
@@ -187,7 +186,7 @@ class _Worker:
         self._eval_batch = self.low.llama_batch_init(req.n_batch, 0, 1)
         reserved = req.reserved if req.sequences > 1 else 0
         self.pool = Pool(llm, self.low, max(1, req.sequences), reserved, placement.sliding_window)
-        stamp = _projector_stamp(req.projector)
+        stamp = projector_stamp(req.projector)
         self.pool.snapshots = snapshots_for(
             llm, self.low, req.snapshots, placement, self.pool.holds, stamp
         )
@@ -197,7 +196,7 @@ class _Worker:
         )  # fmt: skip
         self.scheduler.chunk = self.n_batch
         self.scheduler.always_draft = req.always_draft
-        self.scheduler.vision = vision
+        self.scheduler.images.vision = vision
         info = ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),
@@ -220,13 +219,8 @@ class _Worker:
         if not req.projector:
             return None
         self._send(LoadProgress(req.request, 1.0, "projector"))
-        name = req.projector.rsplit("/", 1)[-1]
-        loaded = Vision.load(req.projector, self.llm._model.model, req.n_threads, gpu)
-        if isinstance(loaded, str):
-            said = [text for level, text in self.gathered.lines if level >= logging.ERROR]
-            why = f": {said[-1]}" if said else ""
-            return f"the projector {name} cannot be used with this model ({loaded}{why})"
-        return loaded
+        errors = self.gathered.errors  # what llama.cpp logs while it loads, read after
+        return Vision.load(req.projector, self.llm._model.model, req.n_threads, gpu, errors)
 
     def _draft(self, req: LoadRequest, placement: Any) -> tuple[DraftModel | None, str]:
         """The draft model the load settings ask for, or why it cannot draft for the model."""
@@ -397,16 +391,6 @@ class _Worker:
         assert self.scheduler is not None
         for request in self.scheduler.ended():
             self.inbox.done(request)
-
-
-def _projector_stamp(path: str) -> str:
-    """What KV snapshots record of the projector images went through: its name and size."""
-    if not path:
-        return ""
-    try:
-        return f"{path.rsplit('/', 1)[-1]}:{os.path.getsize(path)}"
-    except OSError:
-        return path
 
 
 def serve(conn: Connection) -> None:

@@ -56,6 +56,10 @@ class Gathered(logging.Handler):
         if text:
             self.lines.append((record.levelno, text))
 
+    def errors(self) -> list[str]:
+        """The error lines gathered and not yet taken."""
+        return [text for level, text in self.lines if level >= logging.ERROR]
+
     def take(self) -> list[tuple[int, str]]:
         lines, self.lines = self.lines, []
         return lines

@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from app.domain.events import FinishReason, GenerationDone, Timings
@@ -44,7 +43,7 @@ from app.engine.worker.speculate import (
     StepCosts,
     draft_length,
 )
-from app.engine.worker.vision import Expanded, Vision, VisionError, is_image
+from app.engine.worker.vision import Images, VisionError, is_image
 from app.errors import ErrorCode
 
 SHARED_CHUNK = 64  # prompt tokens per step while other generations decode
@@ -85,8 +84,7 @@ class Scheduler:
         self._no_abort = low.ggml_abort_callback()
         self._stepping: list[Running] = []
         self._ended: list[int] = []
-        self.vision: Vision | None = None  # the model's projector, when it has one
-        self._expanded: dict[int, Expanded] = {}  # request → its images, until it ends
+        self.images = Images()  # the projector's (`vision.py`), and each request's images
 
     def _reply(self, message: FromWorker) -> None:
         """Send a generation's last reply (its request is over)."""
@@ -99,11 +97,7 @@ class Scheduler:
         return ended
 
     def close(self) -> None:
-        for expanded in self._expanded.values():
-            expanded.close()
-        self._expanded.clear()
-        if self.vision is not None:
-            self.vision.close()
+        self.images.close()
         self.low.llama_batch_free(self._batch)
         if self.draft is not None:
             self.draft.close()
@@ -116,47 +110,23 @@ class Scheduler:
 
     def submit(self, req: GenerateRequest) -> None:
         if req.images:
-            expanded = self._expand(req)
-            if expanded is None:
+            expanded = self.images.expand(req)
+            if isinstance(expanded, str):
+                self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, expanded))
                 return
-            req = replace(req, prompt_ids=tuple(expanded.tokens), images=())
+            req = expanded
         if len(req.prompt_ids) >= self.n_ctx:
-            self._forget(req.request)
+            self.images.forget(req.request)
             refused = f"the prompt has {len(req.prompt_ids)} tokens; the context holds {self.n_ctx}"
             self._reply(Refused(req.request, ErrorCode.CONTEXT, refused))
             return
         self.queue.append(req)
 
-    def _expand(self, req: GenerateRequest) -> Expanded | None:
-        """The request's images in its prompt (`vision.py`), or None once refused."""
-        if self.vision is None:
-            said = "this model sees no images: load it with its projector (an mmproj GGUF)"
-            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, said))
-            return None
-        try:
-            expanded = self.vision.expand(list(req.prompt_ids), req.images)
-        except VisionError as exc:
-            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, str(exc)))
-            return None
-        if not expanded.tokens or is_image(expanded.tokens[-1]):
-            expanded.close()
-            said = "the prompt ends with an image; the model needs text after it to answer"
-            self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, said))
-            return None
-        self._expanded[req.request] = expanded
-        return expanded
-
-    def _forget(self, request: int) -> None:
-        """Free the images of a request that ended."""
-        expanded = self._expanded.pop(request, None)
-        if expanded is not None:
-            expanded.close()
-
     def _admit(self) -> None:
         for req in list(self.queue):
             if self._cancelled(req.request):
                 self.queue.remove(req)
-                self._forget(req.request)
+                self.images.forget(req.request)
                 timings = Timings(prompt_tokens=len(req.prompt_ids))
                 done = GenerationDone(FinishReason.CANCELLED, None, timings)
                 self._reply(Finished(req.request, done))
@@ -167,7 +137,7 @@ class Scheduler:
             self.queue.remove(req)
             mask, refused = self._masks(req)
             if refused:
-                self._forget(req.request)
+                self.images.forget(req.request)
                 self._reply(Refused(req.request, ErrorCode.GRAMMAR, refused))
                 continue
             seq.busy = True
@@ -180,7 +150,7 @@ class Scheduler:
             )
             run = Running(req, seq, prompt, prompt[len(seq.tokens) :], sampler, mask, start)
             run.reused, run.restored, run.restored_from = reused, restored.count, restored.source
-            expanded = self._expanded.get(req.request)
+            expanded = self.images.of(req.request)
             if expanded is not None:
                 run.images, run.image_tokens = expanded.images, tuple(expanded.counts)
             if self.speculative == "lookup":
@@ -268,7 +238,8 @@ class Scheduler:
     def _image(self, run: Running) -> None:
         """Evaluate the image `run`'s prompt has reached; its generation ends on a failure.
         A cache that stopped inside an image (never kept so) is cleared and read again."""
-        assert self.vision is not None
+        vision = self.images.vision
+        assert vision is not None
         at = len(run.seq.tokens)
         chunk = run.images.get(at)
         if chunk is None:
@@ -276,16 +247,16 @@ class Scheduler:
             run.todo = list(run.prompt)
             run.reused = run.restored = 0
             return
-        n = self.vision.positions(chunk)
+        n = vision.positions(chunk)
         try:
-            after = self.vision.evaluate(self.ctx, chunk, at, run.seq.id, self.n_batch)
+            after = vision.evaluate(self.ctx, chunk, at, run.seq.id, self.n_batch)
             if after != at + n:
                 raise VisionError(f"the image took {after - at} positions, not {n}")
         except VisionError as exc:
             self.pool.clear(run.seq)
             self.active.remove(run)
             self.pool.release(run.seq)
-            self._forget(run.req.request)
+            self.images.forget(run.req.request)
             self._reply(Refused(run.req.request, ErrorCode.INPUT_INVALID, str(exc)))
             return
         run.seq.tokens.extend(run.todo[:n])
@@ -384,7 +355,7 @@ class Scheduler:
         run.flush(self._send, force=True)
         self._reply(run.finished())
         self.active.remove(run)
-        self._forget(run.req.request)
+        self.images.forget(run.req.request)
         if run.mask is not None:
             run.mask.discard()
         if run.req.keep is not None and self.pool.snapshots is not None:
@@ -400,7 +371,7 @@ class Scheduler:
                 self._reply(Refused(run.req.request, ErrorCode.CONTEXT, said))
                 self.active.remove(run)
                 self.pool.release(run.seq)
-                self._forget(run.req.request)
+                self.images.forget(run.req.request)
             else:
                 run.reason = FinishReason.CONTEXT
                 self._end(run)

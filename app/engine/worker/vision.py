@@ -18,10 +18,13 @@ Only the worker imports this module (llama.cpp may abort the process on a damage
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.engine.protocol import IMAGE_ID, ImagePixels
+from app.domain.images import ImagePixels
+from app.engine.protocol import IMAGE_ID, GenerateRequest
 from app.engine.worker.native_log import native_log
 
 _SPAN = 1 << 28  # image ids are -2 - (a 28-bit slice of the sha256): clear of IMAGE_ID
@@ -67,8 +70,11 @@ class Vision:
         self.marker = mtmd.mtmd_default_marker()
 
     @classmethod
-    def load(cls, path: str, model: Any, n_threads: int, gpu: bool) -> Vision | str:
-        """The projector at `path` for `model` (a `llama_model` pointer), or why not."""
+    def load(
+        cls, path: str, model: Any, n_threads: int, gpu: bool, errors: Callable[[], list[str]]
+    ) -> Vision | str:
+        """The projector at `path` for `model` (a `llama_model` pointer), or why not, with
+        the last error line llama.cpp logged (`errors`: the worker's, read after the load)."""
         import llama_cpp.llama_cpp as low
         import llama_cpp.mtmd_cpp as mtmd
 
@@ -78,11 +84,15 @@ class Vision:
         params.print_timings = False
         params.n_threads = n_threads
         ctx = mtmd.mtmd_init_from_file(path.encode(), model, params)
+        why = f"the projector {os.path.basename(path)} cannot be used with this model"
+        said = errors()
         if not ctx:
-            return "llama.cpp's multimodal library refused it"
+            return f"{why} (llama.cpp's multimodal library refused it{': ' if said else ''}" + (
+                f"{said[-1]})" if said else ")"
+            )
         if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
-            return "it is a projector for sound, not images"
+            return f"{why}: it is a projector for sound, not images"
         return cls(mtmd, ctx, path)
 
     def close(self) -> None:
@@ -163,6 +173,55 @@ class Vision:
         return int(after.value)
 
 
+class Images:
+    """The loaded projector (None: the model sees no images) and the images of the requests
+    under way: expanded when a request comes, freed when it ends."""
+
+    def __init__(self) -> None:
+        self.vision: Vision | None = None
+        self._held: dict[int, Expanded] = {}
+
+    def expand(self, req: GenerateRequest) -> GenerateRequest | str:
+        """`req` with its images in its prompt (`Vision.expand`), or why it is refused."""
+        if self.vision is None:
+            return "this model sees no images: load it with its projector (an mmproj GGUF)"
+        try:
+            expanded = self.vision.expand(list(req.prompt_ids), req.images)
+        except VisionError as exc:
+            return str(exc)
+        if not expanded.tokens or is_image(expanded.tokens[-1]):
+            expanded.close()
+            return "the prompt ends with an image; the model needs text after it to answer"
+        self._held[req.request] = expanded
+        return replace(req, prompt_ids=tuple(expanded.tokens), images=())
+
+    def of(self, request: int) -> Expanded | None:
+        return self._held.get(request)
+
+    def forget(self, request: int) -> None:
+        """Free the images of a request that ended."""
+        expanded = self._held.pop(request, None)
+        if expanded is not None:
+            expanded.close()
+
+    def close(self) -> None:
+        for request in list(self._held):
+            self.forget(request)
+        if self.vision is not None:
+            self.vision.close()
+            self.vision = None
+
+
+def projector_stamp(path: str) -> str:
+    """What KV snapshots record of the projector images went through: its name and size."""
+    if not path:
+        return ""
+    try:
+        return f"{os.path.basename(path)}:{os.path.getsize(path)}"
+    except OSError:
+        return path
+
+
 _callbacks: list[Any] = []  # the log callbacks handed to llama.cpp live as long as the process
 
 
@@ -176,4 +235,5 @@ def _route_log(mtmd: Any, low: Any) -> None:
     mtmd.mtmd_helper_log_set(callback, ctypes.c_void_p(0))
 
 
-__all__ = ["Expanded", "Vision", "VisionError", "image_token", "is_image"]
+__all__ = ["Expanded", "Images", "Vision", "VisionError", "image_token", "is_image",
+           "projector_stamp"]  # fmt: skip

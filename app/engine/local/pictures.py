@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.domain.images import ImagePixels
 from app.domain.messages import Conversation
-from app.engine.protocol import IMAGE_ID, ImagePixels
+from app.engine.protocol import IMAGE_ID
 from app.errors import InvalidInputError
 from app.images.decode import pixels
 from app.images.kept import find
