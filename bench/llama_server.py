@@ -222,17 +222,19 @@ def ours(
     ctx: int,
     speculative: str = "off",
     flash_attn: bool = False,
+    extra: Sequence[str] = (),
 ) -> Server:
     """The app's `serve` on `model`: every one of `parallel` answers with `ctx` tokens; flash
     attention as `flash_attn` (llama-server is given the same: its own default is auto); no
     repetition penalty, as llama-server samples by default (SmolLM2's template has 1.1, which
-    also moves the scores a greedy choice is made on away from the log-probabilities sent)."""
+    also moves the scores a greedy choice is made on away from the log-probabilities sent);
+    `extra` is more arguments (`--projector FILE`)."""
     port = free_port()
     argv = [
         sys.executable, "-m", "app", "serve", "--model", str(model), "--port", str(port),
         "--threads", str(threads), "--parallel", str(parallel), "--ctx", str(ctx),
         "--speculative", speculative, "--flash-attn" if flash_attn else "--no-flash-attn",
-        "--repeat-penalty", "1.0",
+        "--repeat-penalty", "1.0", *extra,
     ]  # fmt: skip
     return Server("ours", argv, port, "/v1/models", signal.SIGINT)  # Ctrl+C stops its worker
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,26 @@ N_EMBD, N_HEAD, N_HEAD_KV, N_FF, N_LAYER = 64, 4, 2, 128, 2
 # vision encoder + projector
 V_EMBD, V_HEAD, V_FF, V_LAYER, IMAGE_SIZE, PATCH_SIZE = 32, 2, 64, 2, 32, 8
 N_IMAGE_TOKENS = (IMAGE_SIZE // PATCH_SIZE) ** 2
+
+
+@dataclass(frozen=True)
+class ViT:
+    """The vision encoder's shape: the tests' tiny one by default; the bench's is ViT-S-like."""
+
+    image_size: int = IMAGE_SIZE
+    patch_size: int = PATCH_SIZE
+    width: int = V_EMBD
+    ff: int = V_FF
+    blocks: int = V_LAYER
+    heads: int = V_HEAD
+
+    @property
+    def tokens(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+
+TINY = ViT()
+SMALL = ViT(image_size=224, patch_size=14, width=384, ff=1536, blocks=6, heads=6)  # 256 tokens
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], sigma: float = 0.02) -> np.ndarray:
@@ -73,7 +94,9 @@ def _write_text(path: Path, seed: int) -> None:
     w.close()
 
 
-def _write_projector(path: Path, seed: int, n_embd_text: int, drop: Collection[str] = ()) -> None:
+def _write_projector(
+    path: Path, seed: int, n_embd_text: int, drop: Collection[str] = (), vit: ViT = TINY
+) -> None:
     """`n_embd_text` is mm.2's output width: a value other than the text model's N_EMBD makes a
     projector that does not match its model (llama.cpp refuses it at mtmd_init_from_file);
     `drop` names tensors to leave out (a damaged projector: llama.cpp segfaults on it)."""
@@ -86,50 +109,50 @@ def _write_projector(path: Path, seed: int, n_embd_text: int, drop: Collection[s
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.has_text_encoder", False)
     w.add_bool("clip.use_gelu", True)
-    w.add_uint32("clip.vision.image_size", IMAGE_SIZE)
-    w.add_uint32("clip.vision.patch_size", PATCH_SIZE)
-    w.add_uint32("clip.vision.embedding_length", V_EMBD)
-    w.add_uint32("clip.vision.feed_forward_length", V_FF)
-    w.add_uint32("clip.vision.block_count", V_LAYER)
+    w.add_uint32("clip.vision.image_size", vit.image_size)
+    w.add_uint32("clip.vision.patch_size", vit.patch_size)
+    w.add_uint32("clip.vision.embedding_length", vit.width)
+    w.add_uint32("clip.vision.feed_forward_length", vit.ff)
+    w.add_uint32("clip.vision.block_count", vit.blocks)
     w.add_uint32("clip.vision.projection_dim", n_embd_text)
-    w.add_uint32("clip.vision.attention.head_count", V_HEAD)
+    w.add_uint32("clip.vision.attention.head_count", vit.heads)
     w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
     rng = np.random.default_rng(seed)
-    n_pos = N_IMAGE_TOKENS + 1  # with the class embedding
+    n_pos = vit.tokens + 1  # with the class embedding
     tensors = {
         # ggml's conv2d kernel [KW, KH, IC, OC] is numpy (OC, IC, KH, KW)
-        "v.patch_embd.weight": _normal(rng, (V_EMBD, 3, PATCH_SIZE, PATCH_SIZE), 0.2),
-        "v.patch_embd.bias": _normal(rng, (V_EMBD,)),
-        "v.class_embd": _normal(rng, (V_EMBD,), 0.2),
-        "v.position_embd.weight": _normal(rng, (n_pos, V_EMBD), 0.2),
-        "v.pre_ln.weight": np.ones(V_EMBD, np.float32),
-        "v.pre_ln.bias": np.zeros(V_EMBD, np.float32),
-        "mm.0.weight": _normal(rng, (n_embd_text, V_EMBD), 0.3),
+        "v.patch_embd.weight": _normal(rng, (vit.width, 3, vit.patch_size, vit.patch_size), 0.2),
+        "v.patch_embd.bias": _normal(rng, (vit.width,)),
+        "v.class_embd": _normal(rng, (vit.width,), 0.2),
+        "v.position_embd.weight": _normal(rng, (n_pos, vit.width), 0.2),
+        "v.pre_ln.weight": np.ones(vit.width, np.float32),
+        "v.pre_ln.bias": np.zeros(vit.width, np.float32),
+        "mm.0.weight": _normal(rng, (n_embd_text, vit.width), 0.3),
         "mm.0.bias": _normal(rng, (n_embd_text,)),
         "mm.2.weight": _normal(rng, (n_embd_text, n_embd_text), 0.3),
         "mm.2.bias": _normal(rng, (n_embd_text,)),
     }
-    for layer in range(V_LAYER):
+    for layer in range(vit.blocks):
         p = f"v.blk.{layer}."
         tensors |= {
-            p + "ln1.weight": np.ones(V_EMBD, np.float32),
-            p + "ln1.bias": np.zeros(V_EMBD, np.float32),
-            p + "ln2.weight": np.ones(V_EMBD, np.float32),
-            p + "ln2.bias": np.zeros(V_EMBD, np.float32),
-            p + "attn_q.weight": _normal(rng, (V_EMBD, V_EMBD), 0.2),
-            p + "attn_q.bias": _normal(rng, (V_EMBD,)),
-            p + "attn_k.weight": _normal(rng, (V_EMBD, V_EMBD), 0.2),
-            p + "attn_k.bias": _normal(rng, (V_EMBD,)),
-            p + "attn_v.weight": _normal(rng, (V_EMBD, V_EMBD), 0.2),
-            p + "attn_v.bias": _normal(rng, (V_EMBD,)),
-            p + "attn_out.weight": _normal(rng, (V_EMBD, V_EMBD), 0.2),
-            p + "attn_out.bias": _normal(rng, (V_EMBD,)),
-            p + "ffn_up.weight": _normal(rng, (V_FF, V_EMBD), 0.2),
-            p + "ffn_up.bias": _normal(rng, (V_FF,)),
-            p + "ffn_down.weight": _normal(rng, (V_EMBD, V_FF), 0.2),
-            p + "ffn_down.bias": _normal(rng, (V_EMBD,)),
+            p + "ln1.weight": np.ones(vit.width, np.float32),
+            p + "ln1.bias": np.zeros(vit.width, np.float32),
+            p + "ln2.weight": np.ones(vit.width, np.float32),
+            p + "ln2.bias": np.zeros(vit.width, np.float32),
+            p + "attn_q.weight": _normal(rng, (vit.width, vit.width), 0.2),
+            p + "attn_q.bias": _normal(rng, (vit.width,)),
+            p + "attn_k.weight": _normal(rng, (vit.width, vit.width), 0.2),
+            p + "attn_k.bias": _normal(rng, (vit.width,)),
+            p + "attn_v.weight": _normal(rng, (vit.width, vit.width), 0.2),
+            p + "attn_v.bias": _normal(rng, (vit.width,)),
+            p + "attn_out.weight": _normal(rng, (vit.width, vit.width), 0.2),
+            p + "attn_out.bias": _normal(rng, (vit.width,)),
+            p + "ffn_up.weight": _normal(rng, (vit.ff, vit.width), 0.2),
+            p + "ffn_up.bias": _normal(rng, (vit.ff,)),
+            p + "ffn_down.weight": _normal(rng, (vit.width, vit.ff), 0.2),
+            p + "ffn_down.bias": _normal(rng, (vit.width,)),
         }
     for name, array in tensors.items():
         if name not in drop:
@@ -148,14 +171,17 @@ def build_text(seed: int = 4321) -> Path:
 
 
 def build_projector(
-    seed: int = 4322, n_embd_text: int = N_EMBD, drop: Collection[str] = ()
+    seed: int = 4322, n_embd_text: int = N_EMBD, drop: Collection[str] = (), vit: ViT = TINY
 ) -> Path:
     """The path of the tiny LLaVA-style `mmproj` matching `build_text()` (built once, then cached)."""
+    shape = "" if vit == TINY else f":{vit}"
     key = hashlib.sha256(
-        f"{BUILDER_VERSION}:mmproj:{seed}:{n_embd_text}:{sorted(drop)}".encode()
+        f"{BUILDER_VERSION}:mmproj:{seed}:{n_embd_text}:{sorted(drop)}{shape}".encode()
     ).hexdigest()[:16]
     path = cache_dir() / f"mmproj-tiny-vision-{key}.gguf"
-    return build_once(path, lambda partial: _write_projector(partial, seed, n_embd_text, drop))
+    return build_once(
+        path, lambda partial: _write_projector(partial, seed, n_embd_text, drop, vit)
+    )
 
 
 def probe(
