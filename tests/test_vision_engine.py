@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from app.domain.events import GenerationDone, PromptRendered, TurnFailed
-from app.domain.messages import IMAGE_MARKER, user_message
+from app.domain.messages import IMAGE_MARKER, Conversation, user_message
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
@@ -232,3 +232,12 @@ def test_the_models_own_jinja_template_writes_the_image_where_the_message_has_it
     at = rendered.ids.index(IMAGE_ID)
     assert list(rendered.ids[at + 1 : at + 1 + len(text_after)]) == text_after
     assert done_of(events).image_tokens == (16,)
+
+
+def test_the_context_budget_counts_an_image_as_the_tokens_it_becomes(vision: Any) -> None:
+    assert vision.info.image_tokens == tiny_vision.N_IMAGE_TOKENS  # the projector's own figure
+    events, session = ask(vision, user_message("What is this?", [picture(8).content()]))
+    [rendered] = [e for e in events if isinstance(e, PromptRendered)]
+    asked = Conversation(messages=session.conversation.messages[:-1])  # as it was sent
+    budget = session.fit(asked).event.budget
+    assert budget.history + budget.instructions == len(rendered.ids) - 1 + 16

@@ -84,6 +84,17 @@ class PromptIds:
         self.template, self.tokenizer = template, tokenizer
         self._last: tuple[Conversation, list[int]] | None = None
         self.headers: dict[str, int] = {}  # header renders, kept across a session's fits
+        self.image_tokens: dict[str, int] = {}  # sha256 → the tokens an image became, learned
+        self.image_guess = 256  # for an image not read yet: the model's own figure once loaded
+
+    def images(self, conversation: Conversation) -> int:
+        """The tokens the conversation's images take beyond the one place each holds in the
+        prompt ids (learned from the generations that read them, else `image_guess`)."""
+        return sum(
+            self.image_tokens.get(image.sha256, self.image_guess) - 1
+            for m in conversation.messages
+            for image in m.images
+        )
 
     def __call__(self, conversation: Conversation) -> list[int]:
         if self._last is None or self._last[0] is not conversation:
@@ -95,7 +106,7 @@ def model_measure(ids: PromptIds, n_ctx: int, max_tokens: int) -> Measure:
     """Counted by the model's own tokenizer, through its template."""
     tokenizer = ids.tokenizer
     return Measure(
-        prompt=lambda c: len(ids(c)),
+        prompt=lambda c: len(ids(c)) + ids.images(c),
         text=lambda t: len(tokenizer.tokenize(t, special=False)),
         n_ctx=n_ctx,
         reserve=reserve_for(max_tokens, n_ctx),

@@ -129,6 +129,7 @@ class ModelInfo:
     sequences: int = 1  # answers decoded at once, each with `n_ctx` tokens of context
     speculative: str = "off"  # speculative decoding: "off", "lookup" or "draft"
     projector: str = ""  # the multimodal projector loaded with the model ("": it sees no images)
+    image_tokens: int = 0  # what a 512×512 image becomes through that projector
 
 
 @dataclass(frozen=True)

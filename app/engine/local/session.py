@@ -103,6 +103,8 @@ class ChatSession:
         self.reserved = False  # the window's own turn: on the worker's reserved sequence
         self.turns: list[TurnRecord] = []
         self._ids = PromptIds(template, self.tokenizer)
+        if client.info is not None and client.info.image_tokens:
+            self._ids.image_guess = client.info.image_tokens
         self._fitted: tuple[Conversation, Overflow, int, Fitted] | None = None
         self.conversation = Conversation(messages=template.first_messages(today or dt.date.today()))
 
@@ -224,6 +226,8 @@ class ChatSession:
                 continue
             if isinstance(event, GenerationDone):
                 out.timings, out.stop_id = event.timings, event.stop_id
+                counts = zip(images, event.timings.image_tokens, strict=False)
+                self._ids.image_tokens.update((i.sha256, n) for i, n in counts)
                 out.finished = event.reason is FinishReason.STOP
                 reason = "" if event.reason.value == "stop" else event.reason.value
                 for parsed in parser.finish(reason):

@@ -210,6 +210,7 @@ class _Worker:
             sequences=len(self.pool.all),
             speculative=self.scheduler.speculative,
             projector=req.projector if vision is not None else "",
+            image_tokens=vision.probe() if vision is not None else 0,
         )
         self._send(Loaded(req.request, info))
 

@@ -155,6 +155,17 @@ class Vision:
             count += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
         out.counts.append(count)
 
+    def probe(self, side: int = 512) -> int:
+        """The tokens a `side`×`side` image becomes (what the app guesses for one it has not
+        sent yet); 0 when the projector cannot prepare it."""
+        grey = ImagePixels("0" * 64, side, side, bytes([128]) * (side * side * 3))
+        try:
+            expanded = self.expand([IMAGE_ID], (grey,))
+        except VisionError:
+            return 0
+        expanded.close()
+        return expanded.counts[0]
+
     def positions(self, chunk: Any) -> int:
         """The cache positions an image chunk takes."""
         return int(self.mtmd.mtmd_input_chunk_get_n_pos(chunk))
