@@ -115,9 +115,11 @@ def test_search_covers_visible_text_and_titles_but_not_analysis(tmp_path: Path) 
 def test_a_new_file_is_migrated_and_an_old_one_backed_up_first(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     opened = open_database(path)
-    assert opened.migrated == ("initial", "replies-by-conversation", "debug-records-apart")
+    assert opened.migrated == (
+        "initial", "replies-by-conversation", "debug-records-apart", "version-images"
+    )
     assert opened.backup is None
-    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert opened.connection.execute("PRAGMA user_version").fetchone()[0] == 4
     assert opened.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert opened.connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     opened.connection.close()
@@ -300,7 +302,7 @@ def test_an_older_history_is_upgraded_after_a_backup_and_keeps_its_conversations
     raw.commit()
     raw.close()
     upgraded = HistoryStore(path)
-    assert upgraded.migrated == ("replies-by-conversation", "debug-records-apart")
+    assert upgraded.migrated == ("replies-by-conversation", "debug-records-apart", "version-images")
     assert upgraded.backup == tmp_path / "history.db.before-replies-by-conversation"
     loaded = upgraded.load("c1")
     assert loaded is not None and loaded.title == "Tea" and loaded.instructions == "Be brief."

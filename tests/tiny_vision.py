@@ -163,10 +163,18 @@ def _write_projector(
     w.close()
 
 
+def _folder(name: str) -> Path:
+    """Each file in a folder of its own: the app pairs a model with a projector in its folder,
+    so no other test model (nor another projector) may find one there by chance."""
+    path = cache_dir() / "vision" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def build_text(seed: int = 4321) -> Path:
     """The path of the tiny llama-architecture text model (built once, then cached)."""
     key = hashlib.sha256(f"{BUILDER_VERSION}:text:{seed}".encode()).hexdigest()[:16]
-    path = cache_dir() / f"tiny-vision-text-{key}.gguf"
+    path = _folder("text") / f"tiny-vision-text-{key}.gguf"
     return build_once(path, lambda partial: _write_text(partial, seed))
 
 
@@ -178,7 +186,7 @@ def build_projector(
     key = hashlib.sha256(
         f"{BUILDER_VERSION}:mmproj:{seed}:{n_embd_text}:{sorted(drop)}{shape}".encode()
     ).hexdigest()[:16]
-    path = cache_dir() / f"mmproj-tiny-vision-{key}.gguf"
+    path = _folder(f"mmproj-{key}") / f"mmproj-tiny-vision-{key}.gguf"
     return build_once(
         path, lambda partial: _write_projector(partial, seed, n_embd_text, drop, vit)
     )

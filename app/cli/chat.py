@@ -6,6 +6,10 @@ status 2 and says what is wrong; a failed turn exits 1 with `--prompt`, and the 
 loop goes on after it. With `--json-schema` or `--json-object`, stdout holds only a valid JSON
 answer, printed once checked: a cut or invalid one prints nothing there and exits 1 (the
 verdict is on stderr).
+
+Images: `--image FILE` (repeatable) goes with the first message, `/image FILE` in the loop with
+the next; each is checked first (`app/cli/attachments.py`), and a saved conversation keeps
+them (`Version.images`) and their bytes with the message, as the window does.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from app.cli.attachments import prepare, sources
+from app.cli.attachments import add_image, checked, prepare, save_images, sources
 from app.cli.checkpoints import ChatCheckpoints, resumed
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.terminal_reply import TerminalReply
@@ -38,6 +42,7 @@ from app.engine.local.session import ChatSession
 from app.engine.remote.session import RemoteSession
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
+from app.images.decode import Picture
 from app.settings import load_settings
 from app.store.history import HistoryStore
 from app.tools.api import ToolContext
@@ -118,6 +123,15 @@ def _document_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="a file the (first) message carries: text, Markdown, code, HTML, PDF, DOCX",
+    )
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an image the (first) message carries: PNG, JPEG, WebP, GIF or BMP, for a model"
+        " that sees images (loaded with its projector, or a remote endpoint's); in the"
+        " conversation, `/image FILE` adds one to the next message",
     )
     parser.add_argument(
         "--library",
@@ -246,14 +260,15 @@ def _remote(args: argparse.Namespace) -> RemoteSession:
 
 def run_chat(args: argparse.Namespace) -> int:
     """Run the chat command; returns the exit status."""
-    response_format = _response_format(args)  # a bad schema fails before the model loads
+    pictures = checked(args.image, sys.stderr)  # a bad image fails before the model loads
+    response_format = _response_format(args)  # a bad schema too
     remote = _remote(args) if args.endpoint else None
     tools = _tools(args)
     if remote is not None:
         with contextlib.ExitStack() as stack:
             if tools is not None:
                 stack.callback(_close, tools)
-            return _converse(remote, args, tools, response_format)
+            return _converse(remote, args, tools, response_format, pictures)
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
             stack.callback(_close, tools)
@@ -265,7 +280,7 @@ def run_chat(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             thinking_budget=args.thinking_budget,
         )
-        return _converse(session, args, tools, response_format)
+        return _converse(session, args, tools, response_format, pictures)
 
 
 def _converse(
@@ -273,6 +288,7 @@ def _converse(
     args: argparse.Namespace,
     tools: ConversationTools | None,
     response_format: ResponseFormat | None,
+    pictures: Sequence[Picture] = (),
 ) -> int:
     """The prompt (or the interactive loop) through `session`, with the tool loop when tools
     are enabled; the exit status."""
@@ -285,7 +301,8 @@ def _converse(
     json_mode = response_format is not None and response_format.type != "text"
     session.overflow = Overflow(args.overflow or load_settings().overflow)
     printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
-    prompts = [args.prompt] if args.prompt is not None else _interactive()
+    pending = list(pictures)  # the images the next message carries
+    prompts = [args.prompt] if args.prompt is not None else _interactive(session, pending)
     status = 0
     saved = _saved(session, args)
     if saved is not None:
@@ -294,11 +311,14 @@ def _converse(
         attached = None
         for number, text in enumerate(prompts):
             files = [Path(a) for a in args.attach] if number == 0 else []  # the first message's
+            images, pending[:] = tuple(pending), []  # this message's; the next starts bare
             if files or args.library:
                 text, attached = prepare(session, files, text, sys.stderr, args.library)
             printer.begin(saved.begin(text) if saved is not None else Reply())
             if saved is not None and files:
                 keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
+            if saved is not None and images:
+                save_images(saved, images)
             request = TurnRequest(
                 text,
                 effort=effort,
@@ -308,6 +328,7 @@ def _converse(
                 tool_choice=args.tool_choice if tools is not None else "auto",
                 max_calls=args.max_tool_calls,
                 context=context,
+                images=tuple(p.content() for p in images),
             )
             status = max(status, _follow(run_turn(session, request), printer, saved))
             if printer.json_failed:  # cut or invalid: nothing was printed on stdout
@@ -361,14 +382,18 @@ def _follow(
     return 1 if failed is not None else 0
 
 
-def _interactive() -> Iterator[str]:
+def _interactive(session: ChatSession | RemoteSession, pending: list[Picture]) -> Iterator[str]:
+    """The user's messages; `/image FILE` adds an image to `pending` (the next message's)."""
     while True:
         sys.stderr.write("> ")
         sys.stderr.flush()
         line = sys.stdin.readline()
         if not line:
             return
-        if line.strip():
+        command, _, rest = line.strip().partition(" ")
+        if command == "/image":
+            add_image(session, rest.strip(), pending, sys.stderr)
+        elif line.strip():
             yield line.rstrip("\n")
 
 

@@ -3,11 +3,12 @@
 Guarantees: `list` shows id, title, message count and last change (pinned first), optionally
 filtered by a full-text search; `export` writes one conversation, or every one (`--all`, one file
 each into a folder), as OpenChatML, its JSON projection or Markdown — the first two carrying
-the files the messages had attached (their content, or with `--no-files` only their name and
-sha256); `import` reads OpenChatML, the JSON projection, LM Studio conversations and Open WebUI
-exports, reports what it could not map, stores all of a file or nothing (exit status 2 with the
-error's code and place), and keeps the attached files the file carried (each one it could not
-restore named on stderr, the conversation imported all the same).
+the files and images the messages had attached (their content, or with `--no-files` only their
+name and sha256); `import` reads OpenChatML, the JSON projection, LM Studio conversations and
+Open WebUI exports, reports what it could not map, stores all of a file or nothing (exit status
+2 with the error's code and place), and keeps the attached files and images the file carried
+(each one it could not restore named on stderr — an image missing stays in the conversation,
+shown as a placeholder — the conversation imported all the same).
 """
 
 from __future__ import annotations

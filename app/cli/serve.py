@@ -5,7 +5,9 @@ requires a bearer token — kept in the keyring (`server.token`), made and shown
 use, never written to a file or a log — and refuses to start when the keyring cannot keep it;
 the model loads before the server listens with `--parallel` sequences (the settings' by
 default), and every request goes to the worker at once, which decodes that many side by side
-and queues the rest in the order they came; slow or idle connections are closed and web pages
+and queues the rest in the order they came; the model's projector (the mmproj GGUF in its folder,
+or `--projector FILE`) loads with it, and then the server takes images (`app/server/pictures.py`)
+and says so in `/v1/models`; slow or idle connections are closed and web pages
 of other origins refused (`app.server.listen`, `app.server.app`); Ctrl+C stops it and the model
 worker with it.
 """
@@ -152,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
             created=int(os.stat(path).st_mtime) if path.exists() else 0,
             use=client.sequence_use,
             embedder=embedder,
+            sees_images=bool(loaded.info.projector),
         )
         server = uvicorn.Server(server_config(served, options))
         where = f"http://{args.host}:{args.port}/v1"

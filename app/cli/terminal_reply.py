@@ -203,11 +203,13 @@ def _timings(event: GenerationDone) -> str:
     t = event.timings
     restored = f" from {t.restored_from}" if t.prompt_restored else ""
     drafted = drafts(t.drafted, t.accepted)  # only where speculative decoding drafted
+    n = len(t.image_tokens)  # the prompt's images, each as the tokens it became
+    images = f"; {n} image{'s' * (n != 1)} as {sum(t.image_tokens)} tokens" if n else ""
     return (
         f"[{event.reason.value}: {t.generated} tokens,"
         f" first after {t.first_token_ms:.0f} ms,"
         f" {t.decode_tokens_per_s:.1f} tok/s; prompt {t.prompt_evaluated} evaluated,"
-        f" {t.prompt_reused} reused, {t.prompt_restored} restored{restored}"
+        f" {t.prompt_reused} reused, {t.prompt_restored} restored{restored}{images}"
         f"{f'; {drafted}' if drafted else ''}]\n"
     )
 

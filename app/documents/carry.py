@@ -6,7 +6,11 @@ references were asked for; `restore` keeps each listed file with the imported co
 turn when its content comes with it and matches its sha256, or when only its reference comes
 and a file of that content is already kept here; anything else (a wrong digest, a turn that is
 not there, content neither carried nor here) is left out with a note saying what and why —
-an import never stores bytes that do not match what the export said.
+an import never stores bytes that do not match what the export said. A message's images are
+kept files like any other (their bytes are kept with the message's version), so they are
+carried and restored the same way; an image whose bytes did not come but are kept here is
+kept with the imported message too, and one whose bytes neither came nor are kept here stays in
+the conversation (the transcript shows a placeholder) and `restore` notes it missing.
 """
 
 from __future__ import annotations
@@ -68,12 +72,38 @@ def _restore_one(doc: ChatDoc, entry: Any, kept: KeptFiles) -> str | None:
     return None
 
 
+def _images_kept(doc: ChatDoc, kept: KeptFiles, listed: set[str]) -> list[str]:
+    """The shown messages' images whose bytes are here, kept with their message (whatever the
+    file carried); a note for each of the others that no attachment entry spoke of (those
+    have their own note)."""
+    notes: list[str] = []
+    for number, turn in enumerate(doc.turns, 1):
+        for image in turn.version.images:
+            if kept.stored(image.sha256) is not None:
+                kept.record(image.sha256, image.name or "image", doc.id, turn.version.id)
+            elif image.sha256 not in listed:
+                listed.add(image.sha256)
+                notes.append(
+                    f"{image.name or 'an image'} (message {number}): its bytes are not in the"
+                    " file and not kept here; the conversation shows a placeholder for it"
+                )
+    return notes
+
+
 def restore(doc: ChatDoc, entries: Any, kept: KeptFiles) -> list[str]:
     """Keep the listed files with `doc` (see the module guarantees); the notes."""
-    if not isinstance(entries, list):
-        return ["the attachments list is not a list"] if entries is not None else []
-    notes = [_restore_one(doc, entry, kept) for entry in entries]
-    return [n for n in notes if n is not None]
+    if entries is not None and not isinstance(entries, list):
+        return ["the attachments list is not a list", *_images_kept(doc, kept, set())]
+    images = {i.sha256 for turn in doc.turns for i in turn.version.images}
+    notes: list[str] = []
+    for entry in entries or []:
+        note = _restore_one(doc, entry, kept)
+        digest = str(entry.get("sha256")) if isinstance(entry, Mapping) else ""
+        if note is not None and digest in images and kept.stored(digest) is None:
+            note += " (an image: the conversation shows a placeholder for it)"
+        notes += [note] if note is not None else []
+    listed = {str(e.get("sha256")) for e in entries or [] if isinstance(e, Mapping)}
+    return notes + _images_kept(doc, kept, listed)
 
 
 __all__ = ["carried", "restore"]

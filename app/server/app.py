@@ -17,7 +17,9 @@ and counted; nothing a client sends
 reaches the window as an exception — an unexpected failure is a 500 in OpenAI's shape, logged
 with its traceback; a path no route has is a 404 and a method its route does not take a 405,
 both error objects too (`fallback`). `GET /health` is `{"status": "ok"}` — the server listens
-only once its model is loaded — and the OpenAI paths answer without `/v1` as well.
+only once its model is loaded — and the OpenAI paths answer without `/v1` as well; `/v1/models`
+says whether the model sees images as llama-server's router does (`architecture`:
+`input_modalities` with `image`).
 """
 
 from __future__ import annotations
@@ -246,7 +248,14 @@ class _Handlers:
 
     async def models(self, _request: Request) -> Response:
         s = self.served
-        model = {"id": s.name, "object": "model", "created": s.created, "owned_by": "harmony-desk"}
+        model: dict[str, Any] = {
+            "id": s.name,
+            "object": "model",
+            "created": s.created,
+            "owned_by": "harmony-desk",
+        }
+        inputs = ["text", "image"] if s.sees_images else ["text"]  # as llama-server's router says
+        model["architecture"] = {"input_modalities": inputs, "output_modalities": ["text"]}
         embedding = [model_entry(s.embedder.facts)] if s.embedder is not None else []
         return JSONResponse({"object": "list", "data": [model, *embedding]})
 

@@ -24,7 +24,7 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from app import __version__
 from app.domain.budget import notice
 from app.domain.events import ContextFit
 from app.server.answer import Answer, Piece, dumps, job
-from app.server.convert import asked
+from app.server.convert import Asked, Seeing, asked
 from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, ChatRequest, ReasoningField, parse
 
@@ -158,11 +158,23 @@ class ChatApi:
         self.served, self.reasoning_field = served, reasoning
         self.limit, self.thinking_budget = limit, thinking_budget
 
-    async def start(self, body: Any, disconnected: Disconnected) -> Running:
-        """Queue the answer to `body`; back once its first item is (errors raised here)."""
-        request: ChatRequest = parse(ChatRequest, body)
+    async def asked(self, request: ChatRequest, places: Mapping[str, str] | None = None) -> Asked:
+        """What `request` asks of the served model (`convert.asked`); its images are decoded
+        off the server's loop, which goes on serving others meanwhile."""
+        s = self.served
         budget = request.thinking_budget or self.thinking_budget
-        what = asked(request, self.served.template, self.served.name, budget)
+        seeing = Seeing(s.sees_images, s.name, places or {})
+        if not request.has_images:
+            return asked(request, s.template, s.name, budget, seeing)
+        return await asyncio.to_thread(asked, request, s.template, s.name, budget, seeing)
+
+    async def start(
+        self, body: Any, disconnected: Disconnected, places: Mapping[str, str] | None = None
+    ) -> Running:
+        """Queue the answer to `body`; back once its first item is (errors raised here).
+        `places` names its image parts as the client's own API spells them (for errors)."""
+        request: ChatRequest = parse(ChatRequest, body)
+        what = await self.asked(request, places)
         cancel = threading.Event()
         top = (request.top_logprobs or 0) if request.logprobs else 0
         scoring = max(top, 1) if request.logprobs else 0

@@ -11,12 +11,18 @@ thread, which has the tokenizer). A model whose template has no tool-call format
 said in the warning header, and the answer is plain text); `reasoning_effort` is applied
 where the template takes one and reported as ignored otherwise; `tool_choice`,
 `response_format` and an unsupported schema keyword are honoured or refused with a 400 that
-names the field; non-text content parts are refused, never dropped silently.
+names the field. A user message's `image_url` parts (`data:` URLs only: `app/server/pictures.py`)
+become its images, in the parts' order among its text (text parts side by side are joined),
+each checked and held for the engine; an image in any other role's message, an image to a model
+that reads text only, and any other non-text part are refused with a 400 naming the part
+(`places` renames a part as the client's own API spells it), never dropped silently; an image's
+`detail` is not applied (the projector reads the picture at its own size) and says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +33,7 @@ from app.domain.messages import (
     Author,
     Conversation,
     DeveloperContent,
+    ImageContent,
     Message,
     ReasoningEffort,
     Role,
@@ -35,10 +42,12 @@ from app.domain.messages import (
 )
 from app.errors import SchemaError
 from app.server.intake import check_schema
+from app.server.pictures import image_of, text_only, url_of
 from app.server.wire import ApiError, ChatMessage, ChatRequest
 from app.templates.base import GrammarRequest, Template, Tokenizer
 
 CALL_TYPE = "<|constrain|>json"
+TEXT_PARTS = ("text", "input_text", "output_text")
 
 
 @dataclass(frozen=True)
@@ -93,30 +102,79 @@ def _assistant(m: ChatMessage) -> list[Message]:
     return out
 
 
-def _check_parts(request: ChatRequest) -> None:
+@dataclass(frozen=True)
+class Seeing:
+    """What the served model makes of images: whether it sees them (a projector is loaded),
+    its name (for errors), and the client's own names of the parts (`messages.I.content.J` →
+    the field as the client's API spells it, for a request read from another API)."""
+
+    sees: bool = False
+    model: str = "this model"
+    places: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def param(self, i: int, j: int) -> str:
+        where = f"messages.{i}.content.{j}"
+        return self.places.get(where, where)
+
+
+def _check_parts(request: ChatRequest, seeing: Seeing) -> None:
     for i, m in enumerate(request.messages):
         for j, part in enumerate(m.content if isinstance(m.content, list) else ()):
-            if part.get("type") not in ("text", "input_text", "output_text"):
-                raise ApiError(
-                    400,
-                    f"content parts of type {part.get('type')!r} are not"
-                    " supported: this model reads text",
-                    param=f"messages.{i}.content.{j}",
-                    code="unsupported_content",
-                )
+            kind = part.get("type")
+            if kind in TEXT_PARTS:
+                continue
+            if kind == "image_url" and m.role == "user":
+                if not seeing.sees:
+                    raise text_only(seeing.model, seeing.param(i, j), "image parts")
+                continue
+            said = (
+                f"image parts are taken in user messages only, not in {m.role} messages"
+                if kind == "image_url"
+                else f"content parts of type {kind!r} are not supported: this server reads text"
+                " and image_url parts"
+            )
+            raise ApiError(400, said, param=seeing.param(i, j), code="unsupported_content")
 
 
-def conversation_of(request: ChatRequest) -> Conversation:
+def _user(m: ChatMessage, i: int, seeing: Seeing) -> Message:
+    """A user message: its text, with its images (decoded here) in the parts' order."""
+    parts = m.content if isinstance(m.content, list) else []
+    if not any(p.get("type") == "image_url" for p in parts):
+        return Message.of(Role.USER, m.text)
+    content: list[TextContent | ImageContent] = []
+    for j, part in enumerate(parts):
+        if part.get("type") == "image_url":
+            content.append(image_of(url_of(part), seeing.param(i, j)))
+        elif content and isinstance(content[-1], TextContent):
+            content[-1] = TextContent(text=content[-1].text + str(part.get("text", "")))
+        else:
+            content.append(TextContent(text=str(part.get("text", ""))))
+    kept = tuple(c for c in content if not isinstance(c, TextContent) or c.text)
+    return Message(author=Author(role=Role.USER), content=kept)
+
+
+def _details(request: ChatRequest) -> tuple[str, ...]:
+    """`image_url.detail` when a part asks for a detail other than `auto` (not applied)."""
+    for m in request.messages:
+        for part in m.content if isinstance(m.content, list) else ():
+            image = part.get("image_url")
+            if isinstance(image, dict) and image.get("detail") not in (None, "auto"):
+                return ("image_url.detail",)
+    return ()
+
+
+def conversation_of(request: ChatRequest, seeing: Seeing | None = None) -> Conversation:
     """The request's messages as a conversation (see the module guarantees)."""
-    _check_parts(request)
+    seeing = seeing or Seeing()
+    _check_parts(request, seeing)
     messages: list[Message] = []
     developer = _developer(request)
     if developer is not None:
         messages.append(Message.of(Role.DEVELOPER, developer))
     names: dict[str, str] = {}  # tool_call_id → function name
-    for m in request.messages:
+    for i, m in enumerate(request.messages):
         if m.role == "user":
-            messages.append(Message.of(Role.USER, m.text))
+            messages.append(_user(m, i, seeing))
         elif m.role == "assistant":
             names.update({c.id: c.function.name for c in m.tool_calls or () if c.id})
             messages += _assistant(m)
@@ -173,13 +231,18 @@ def _check_schemas(request: ChatRequest) -> None:
 
 
 def asked(
-    request: ChatRequest, template: Template, model: str, thinking_budget: int | None = None
+    request: ChatRequest,
+    template: Template,
+    model: str,
+    thinking_budget: int | None = None,
+    seeing: Seeing | None = None,
 ) -> Asked:
     """The conversation for `template`, what its grammar must allow and what is checked after
-    (see the guarantees); `model` is the served model's name, for errors."""
+    (see the guarantees); `model` is the served model's name, for errors; `seeing` says
+    whether it sees images (None: it reads text only)."""
     _check_schemas(request)
     choice = _choice(request)
-    ignored: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = _details(request)
     if request.tools and template.tool_calls is None:
         if choice != "none":
             raise ApiError(
@@ -190,8 +253,9 @@ def asked(
                 code="unsupported_parameter",
             )
         request = request.model_copy(update={"tools": None})  # none may be called: a plain answer
-        ignored = ("tools",)
-    conversation = conversation_of(request)
+        ignored = (*ignored, "tools")
+    seeing = dataclasses.replace(seeing or Seeing(), model=model)
+    conversation = conversation_of(request, seeing)
     response_format = response_format_of(request.response_format)
     schema = response_format.json_schema_dict if response_format else None
     tools = {t.function.name: t.function.parameters for t in request.tools or ()}
@@ -234,4 +298,4 @@ def constraint_of(
         raise ApiError(400, exc.message, param=param, code="unsupported_schema") from None
 
 
-__all__ = ["Asked", "asked", "constraint_of", "conversation_of", "response_format_of"]
+__all__ = ["Asked", "Seeing", "asked", "constraint_of", "conversation_of", "response_format_of"]

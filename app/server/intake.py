@@ -4,10 +4,11 @@ Guarantees: a body is read within a deadline (408 past it, never a connection he
 slow sender); its nesting depth is measured on the raw bytes, before any parser sees them, so
 a body nested deeper than `MAX_DEPTH` is a 400 and no parser can recurse out of its stack;
 it must be strict JSON in UTF-8 (no `NaN` or `Infinity`) or it is a 400 `invalid_json`; a string
-anywhere in it (a key too) with a lone surrogate is a 400 naming the field, so such text never
-reaches the model or its worker; a JSON schema nested deeper than `MAX_SCHEMA_DEPTH` is a 400
-naming it. `printable` is how request text is written to the log: control characters escaped,
-so a client cannot forge or colour a log line.
+anywhere in it (a key too) with a lone surrogate, or with U+E0F0 (`IMAGE_MARKER`, which marks an
+image's place in a message's text: images come as image parts), is a 400 naming the field, so
+such text never reaches the model or its worker; a JSON schema nested deeper than
+`MAX_SCHEMA_DEPTH` is a 400 naming it. `printable` is how request text is written to the log:
+control characters escaped, so a client cannot forge or colour a log line.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Awaitable
 from itertools import accumulate
 from typing import Any
 
+from app.domain.messages import IMAGE_MARKER
 from app.server.wire import ApiError
 
 MAX_DEPTH = 64  # arrays and objects inside one another in a body
@@ -27,7 +29,7 @@ MAX_SCHEMA_DEPTH = 32  # the same inside one JSON schema (a response format, a t
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{]}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAID = re.compile(f"[\ud800-\udfff{IMAGE_MARKER}]")  # a lone surrogate, or the image marker
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
@@ -56,18 +58,21 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _surrogate_at(value: Any) -> str | None:
-    """The path (`messages.0.content`) of the first string with a lone surrogate, if any."""
+def _unsaid_at(value: Any) -> tuple[str, str] | None:
+    """The path (`messages.0.content`) of the first string with a lone surrogate or the image
+    marker, and which, if any."""
     todo: list[tuple[Any, str]] = [(value, "")]
     while todo:
         item, path = todo.pop()
-        if isinstance(item, str) and _SURROGATE.search(item):
-            return path or "body"
+        found = _UNSAID.search(item) if isinstance(item, str) else None
+        if found is not None:
+            return path or "body", found.group()
         if isinstance(item, dict):
             for key, child in item.items():
                 where = f"{path}.{key}" if path else str(key)
-                if _SURROGATE.search(key):
-                    return path or "body"
+                found = _UNSAID.search(key)
+                if found is not None:
+                    return path or "body", found.group()
                 todo.append((child, where))
         elif isinstance(item, list):
             todo.extend((child, f"{path}.{i}" if path else str(i)) for i, child in enumerate(item))
@@ -84,14 +89,15 @@ def parsed(raw: bytes) -> Any:
         value = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError too
         raise ApiError(400, f"the body is not JSON: {exc}", code="invalid_json") from None
-    where = _surrogate_at(value)
-    if where is not None:
-        raise ApiError(
-            400,
-            f"{where}: the text has a lone surrogate (not a Unicode character)",
-            param=where,
-            code="invalid_text",
+    unsaid = _unsaid_at(value)
+    if unsaid is not None:
+        where, what = unsaid
+        said = (
+            "the character U+E0F0, which marks an image's place here (send images as image parts)"
+            if what == IMAGE_MARKER
+            else "a lone surrogate (not a Unicode character)"
         )
+        raise ApiError(400, f"{where}: the text has {said}", param=where, code="invalid_text")
     return value
 
 

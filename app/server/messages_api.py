@@ -10,7 +10,10 @@ reason and usage, `message_stop`) add up to the whole message; `stop_reason` is 
 the model called, `stop_sequence` (naming it) when one of the request's ended it, `max_tokens`
 when the budget did, else `end_turn`; usage counts the prompt tokens the KV cache already held
 as `cache_read_input_tokens` and the rest as `input_tokens`, so their sum is what
-`count_tokens` says, counted on the very prompt ids a request renders. Every error on these
+`count_tokens` says, counted on the very prompt ids a request renders (with images, on the
+prompt the projector made of them: it is evaluated to know, so `message_start` of a stream,
+which comes before that, counts each image as one token and `message_delta` says the real
+count). Every error on these
 routes (the guard's too) is Anthropic's `{"type": "error", "error": {"type", "message"}}` with
 its status; one found after the first byte of a stream is an `error` event that ends it.
 """
@@ -28,10 +31,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.domain.events import PromptRendered
+from app.domain.events import GenerationDone, PromptRendered, TurnFailed
+from app.domain.messages import Conversation
+from app.engine.local.session import ChatSession
 from app.server.answer import Answer, Piece, dumps
 from app.server.chat_api import ChatApi, Running, warnings
-from app.server.convert import asked
 from app.server.messages_convert import CountRequest, MessagesRequest, chat_body
 from app.server.served import on_engine
 from app.server.wire import ApiError, ChatRequest, parse
@@ -202,9 +206,13 @@ class MessagesApi:
             **dict.fromkeys(COUNT_PATHS, self.count_tokens),
         }
 
+    def _seeing(self) -> tuple[bool, str]:
+        return self.chat.served.sees_images, self.chat.served.name
+
     async def messages(self, request: Request) -> Response:
         asked_for: MessagesRequest = parse(MessagesRequest, request.state.json)
-        run = await self.chat.start(chat_body(asked_for), request.is_disconnected)
+        body, places = chat_body(asked_for, *self._seeing())
+        run = await self.chat.start(body, request.is_disconnected, places)
         head = {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
@@ -263,18 +271,33 @@ class MessagesApi:
     async def count_tokens(self, request: Request) -> Response:
         """`{"input_tokens": N}`: the prompt a request with this body would render."""
         counted: CountRequest = parse(CountRequest, request.state.json)
-        chat: ChatRequest = parse(ChatRequest, chat_body(counted))
+        body, places = chat_body(counted, *self._seeing())
+        chat: ChatRequest = parse(ChatRequest, body)
         served, limit = self.chat.served, self.chat.limit
-        budget = chat.thinking_budget or self.chat.thinking_budget
-        conversation = asked(chat, served.template, served.name, budget).conversation
+        conversation = (await self.chat.asked(chat, places)).conversation
 
         def make() -> Any:
             session = served.session(None, limit)
-            yield len(session.template.prompt_ids(conversation, session.tokenizer))
+            if any(m.images for m in conversation.messages):
+                yield _evaluated(session, conversation)
+            else:
+                yield len(session.template.prompt_ids(conversation, session.tokenizer))
 
         counts = on_engine(served.engine, make, threading.Event(), served.stats)
         sizes = [n async for batch in counts for n in batch]
         return JSONResponse({"input_tokens": sizes[0]})
+
+
+def _evaluated(session: ChatSession, conversation: Conversation) -> int:
+    """The tokens of a prompt with images, as the projector makes them: known only once it has
+    read them, so the prompt is evaluated (one token generated; the KV cache keeps the prompt
+    for the request that follows)."""
+    for event in session.generate(conversation, max_tokens=1):
+        if isinstance(event, TurnFailed):
+            raise ApiError(400, event.reason, param="messages")
+        if isinstance(event, GenerationDone):
+            return event.timings.prompt_tokens
+    return 0
 
 
 async def _prompt_size(run: Running) -> int:

@@ -9,9 +9,14 @@ reasoning (which `convert` keeps only before calls); a user's `tool_result` bloc
 messages paired by `tool_use_id`, before the user's own text; `tools` (`input_schema`) and
 `tool_choice` (auto, any, tool, none), `output_config` (effort, a JSON schema) become their chat
 fields, so the one converter (`app/server/convert.py`) makes the conversation and holds the model
-to them. Image and document blocks, server tools and a final assistant message (a prefill) are
-refused with a 400 that says so, never dropped silently; `thinking` (enabled or adaptive, not
-`display: omitted`) asks for the reasoning back, its `budget_tokens` the reasoning's budget.
+to them. A user's `image` blocks with a `base64` source become `image_url` parts (a `data:` URL
+of that media type) in their place among its text, checked where chat's are, an error naming
+the block; an image to a model that reads text only, one by `url` (this server never fetches
+one) or by `file` id, an image anywhere but a user's own content (a tool result, an assistant
+message, the system prompt), document blocks, server tools and a final assistant message (a
+prefill) are refused with a 400 that says so, never dropped silently; `thinking` (enabled or
+adaptive, not `display: omitted`) asks for the reasoning back, its `budget_tokens` the
+reasoning's budget.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from app.server.pictures import no_files, not_fetched, text_only
 from app.server.wire import ApiError
 
 
@@ -34,7 +40,12 @@ class TextBlock(_Lenient):
 
 
 class ImageBlock(_Lenient):
-    type: Literal["image", "document"]
+    type: Literal["image"]
+    source: dict[str, Any]
+
+
+class DocumentBlock(_Lenient):
+    type: Literal["document"]
 
 
 class ToolUseBlock(_Lenient):
@@ -47,7 +58,9 @@ class ToolUseBlock(_Lenient):
 class ToolResultBlock(_Lenient):
     type: Literal["tool_result"]
     tool_use_id: str
-    content: str | list[Annotated[TextBlock | ImageBlock, Field(discriminator="type")]] = ""
+    content: (
+        str | list[Annotated[TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")]]
+    ) = ""
     is_error: bool = False
 
 
@@ -63,7 +76,13 @@ class RedactedThinkingBlock(_Lenient):
 
 
 Block = Annotated[
-    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
+    TextBlock
+    | ImageBlock
+    | DocumentBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock,
     Field(discriminator="type"),
 ]
 
@@ -135,20 +154,73 @@ class MessagesRequest(CountRequest):
     inference_geo: str | None = None
 
 
+def _refused(block: ImageBlock | DocumentBlock, param: str) -> ApiError:
+    """The 400 for an image where images are not taken, or a document."""
+    said = (
+        "image blocks are not supported here: images are taken in a user message's own content"
+        if isinstance(block, ImageBlock)
+        else "document blocks are not supported: this server reads text and images"
+    )
+    return ApiError(400, said, param=param, code="unsupported_content")
+
+
 def _text(blocks: list[Any], param: str) -> str:
     """The text of `blocks` (an image or document among them is a 400 naming it)."""
     for j, block in enumerate(blocks):
-        if isinstance(block, ImageBlock):
-            raise ApiError(
-                400,
-                f"{block.type} blocks are not supported: this model reads text",
-                param=f"{param}.{j}",
-                code="unsupported_content",
-            )
+        if isinstance(block, ImageBlock | DocumentBlock):
+            raise _refused(block, f"{param}.{j}")
     return "".join(b.text for b in blocks if isinstance(b, TextBlock))
 
 
-def _user(m: MessageParam, i: int) -> list[dict[str, Any]]:
+def _image(block: ImageBlock, param: str) -> dict[str, Any]:
+    """An image block as a chat `image_url` part (a `data:` URL of its base64 data)."""
+    source = block.source
+    kind = source.get("type")
+    if kind == "url":
+        raise not_fetched(str(source.get("url", "")), param)
+    if kind == "file":
+        raise no_files(param)
+    data, media = source.get("data"), source.get("media_type")
+    if kind != "base64" or not isinstance(data, str) or not isinstance(media, str):
+        raise ApiError(
+            400,
+            "an image block's source is {type: base64, media_type, data}",
+            param=f"{param}.source",
+            code="invalid_image",
+        )
+    return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
+
+
+class _Seeing:
+    """Whether the served model sees images, its name, and the chat parts' names here."""
+
+    def __init__(self, sees: bool, model: str) -> None:
+        self.sees, self.model = sees, model
+        self.places: dict[str, str] = {}  # `messages.I.content.J` → the block's own name
+
+
+def _content(plain: list[tuple[int, Any]], i: int, at: int, seeing: _Seeing) -> Any:
+    """A user's text and image blocks (with their indices) as the chat content of message
+    `at`: the text, or text and image parts in order when it has images."""
+    if not any(isinstance(b, ImageBlock) for _, b in plain):
+        return _text([b for _, b in plain], f"messages.{i}.content")
+    parts: list[dict[str, Any]] = []
+    for j, block in plain:
+        param = f"messages.{i}.content.{j}"
+        if isinstance(block, ImageBlock):
+            if not seeing.sees:
+                raise text_only(seeing.model, param, "image blocks")
+            seeing.places[f"messages.{at}.content.{len(parts)}"] = param
+            parts.append(_image(block, param))
+        elif isinstance(block, DocumentBlock):
+            raise _refused(block, param)
+        else:
+            parts.append({"type": "text", "text": block.text})
+    return parts
+
+
+def _user(m: MessageParam, i: int, at: int, seeing: _Seeing) -> list[dict[str, Any]]:
+    """The chat messages of a user's message `i` (tool results first), the first at `at`."""
     if isinstance(m.content, str):
         return [{"role": "user", "content": m.content}]
     out: list[dict[str, Any]] = []
@@ -158,15 +230,15 @@ def _user(m: MessageParam, i: int) -> list[dict[str, Any]]:
             said = block.content if isinstance(block.content, str) else _text(block.content, where)
             content = f"Error: {said}" if block.is_error else said
             out.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": content})
-        elif not isinstance(block, TextBlock | ImageBlock):  # an image: refused by `_text`
+        elif not isinstance(block, TextBlock | ImageBlock | DocumentBlock):
             raise ApiError(
                 400,
                 f"a user message cannot hold {block.type} blocks",
                 param=f"messages.{i}.content.{j}",
             )
-    plain = [b for b in m.content if not isinstance(b, ToolResultBlock)]
+    plain = [(j, b) for j, b in enumerate(m.content) if not isinstance(b, ToolResultBlock)]
     if plain:
-        out.append({"role": "user", "content": _text(plain, f"messages.{i}.content")})
+        out.append({"role": "user", "content": _content(plain, i, at + len(out), seeing)})
     return out
 
 
@@ -180,7 +252,7 @@ def _assistant(m: MessageParam, i: int) -> dict[str, Any]:
             calls.append({"id": block.id, "type": "function", "function": function})
         elif isinstance(block, ThinkingBlock):
             thought += block.thinking
-        elif isinstance(block, TextBlock | ImageBlock):
+        elif isinstance(block, TextBlock | ImageBlock | DocumentBlock):
             texts.append(block)
         elif not isinstance(block, RedactedThinkingBlock):  # encrypted elsewhere: not ours
             raise ApiError(
@@ -196,14 +268,14 @@ def _assistant(m: MessageParam, i: int) -> dict[str, Any]:
     return said
 
 
-def _messages(request: CountRequest) -> list[dict[str, Any]]:
+def _messages(request: CountRequest, seeing: _Seeing) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         system = request.system
         text = system if isinstance(system, str) else _text(list(system), "system")
         out.append({"role": "system", "content": text})
     for i, m in enumerate(request.messages):
-        out += _user(m, i) if m.role == "user" else [_assistant(m, i)]
+        out += _user(m, i, len(out), seeing) if m.role == "user" else [_assistant(m, i)]
     if request.messages[-1].role == "assistant":
         raise ApiError(
             400,
@@ -268,9 +340,14 @@ def _output(config: OutputConfig | None) -> dict[str, Any]:
     return said
 
 
-def chat_body(request: CountRequest) -> dict[str, Any]:
-    """The chat-completions body that asks the same (see the module guarantees)."""
-    body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
+def chat_body(
+    request: CountRequest, sees: bool = False, model: str = "this model"
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The chat-completions body that asks the same (see the module guarantees), and the
+    request's names of its image parts (`messages.I.content.J` → the block, for errors); `sees`:
+    whether the served model (`model`) sees images."""
+    seeing = _Seeing(sees, model)
+    body: dict[str, Any] = {"model": request.model, "messages": _messages(request, seeing)}
     if request.tools:
         body["tools"] = _tools(request.tools)
     if request.tool_choice is not None:
@@ -285,7 +362,7 @@ def chat_body(request: CountRequest) -> dict[str, Any]:
         for name in ("temperature", "top_p", "top_k"):
             if getattr(request, name) is not None:
                 body[name] = getattr(request, name)
-    return body
+    return body, seeing.places
 
 
 __all__ = ["CountRequest", "MessagesRequest", "chat_body"]

@@ -34,12 +34,13 @@ class ResponsesApi:
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:
         request: ResponsesRequest = parse(ResponsesRequest, body)
         check_schemas(request)
+        body, places = chat_body(request)
         if request.stream:
-            run = await self.chat.start({**chat_body(request), "stream": True}, disconnected)
+            run = await self.chat.start({**body, "stream": True}, disconnected, places)
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             stream = Stream(run, shell(run.head["model"], request))
             return StreamingResponse(stream.events(), media_type="text/event-stream")
-        run = await self.chat.start(chat_body(request), disconnected)
+        run = await self.chat.start(body, disconnected, places)
         async for _ in run.pieces():
             pass
         completion = self.chat.whole(run)

@@ -3,9 +3,12 @@
 Guarantees: instructions, messages, `function_call` and `function_call_output` items (paired by
 `call_id`), reasoning items kept before calls, tools, `tool_choice`, `reasoning.effort`,
 `text.format`, `max_output_tokens` and `truncation: "auto"` (drop-middle: `overflow`) become
-their chat fields; a field this server does not take, an item type it does not know, or content
-of a wrong type (a number, a boolean) is a 400 naming it; a schema nested too deep is a 400
-naming it (`intake.check_schema`).
+their chat fields; a message's `input_image` parts (a `data:` URL in `image_url`) become
+`image_url` parts in their place among its text, checked where chat's are, an error naming the
+input part (`input.I.content.J`); an image by `file_id` (this server keeps no files), an
+`input_file` or `input_audio` part, a field this server does not take, an item type it does not
+know, or content of a wrong type (a number, a boolean) is a 400 naming it; a schema nested too
+deep is a 400 naming it (`intake.check_schema`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.server.intake import check_schema
+from app.server.pictures import no_files
 from app.server.wire import ApiError
+
+_NOT_TEXT = ("input_image", "input_file", "input_audio")
 
 
 class ResponsesRequest(BaseModel):
@@ -58,8 +64,41 @@ def _text(content: Any, param: str) -> str:
     return "".join(texts)
 
 
-def _messages(request: ResponsesRequest) -> list[dict[str, Any]]:
+def _part(part: dict[str, Any], param: str) -> dict[str, Any]:
+    """One content part of a message with images, as a chat content part."""
+    kind = part.get("type")
+    if kind == "input_image":
+        if part.get("image_url") is None and part.get("file_id") is not None:
+            raise no_files(param)
+        image = {"url": part.get("image_url"), "detail": part.get("detail", "auto")}
+        return {"type": "image_url", "image_url": image}
+    if kind in _NOT_TEXT:
+        raise ApiError(
+            400,
+            f"content parts of type {kind!r} are not supported: this server reads text and"
+            " input_image parts",
+            param=param,
+            code="unsupported_content",
+        )
+    text = part.get("text", "")
+    if not isinstance(text, str):
+        raise ApiError(400, f"{param}.text must be a string", param=f"{param}.text")
+    return {"type": "text", "text": text}
+
+
+def _content(content: Any, param: str) -> str | list[dict[str, Any]]:
+    """A message item's content for chat: its text, or (with images) one chat part for each of
+    its parts, in order."""
+    parts = content if isinstance(content, list) else []
+    if not any(isinstance(p, dict) and p.get("type") in _NOT_TEXT for p in parts):
+        return _text(content, param)
+    return [_part(p, f"{param}.{j}") for j, p in enumerate(parts) if isinstance(p, dict)]
+
+
+def _messages(request: ResponsesRequest) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The chat messages, and the input's name of each chat part that carries an image."""
     out: list[dict[str, Any]] = []
+    places: dict[str, str] = {}
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
     items = (
@@ -71,7 +110,10 @@ def _messages(request: ResponsesRequest) -> list[dict[str, Any]]:
     for i, item in enumerate(items):
         kind = item.get("type", "message")
         if kind == "message":
-            content = _text(item.get("content"), f"input.{i}.content")
+            content = _content(item.get("content"), f"input.{i}.content")
+            if isinstance(content, list):
+                places |= {f"messages.{len(out)}.content.{j}": f"input.{i}.content.{j}"
+                           for j in range(len(content))}  # fmt: skip
             out.append({"role": item.get("role", "user"), "content": content})
         elif kind == "reasoning":
             reasoning += _text(item.get("content"), f"input.{i}.content") or _text(
@@ -111,7 +153,7 @@ def _messages(request: ResponsesRequest) -> list[dict[str, Any]]:
             raise ApiError(
                 400, f"input items of type {kind!r} are not supported", param=f"input.{i}.type"
             )
-    return out
+    return out, places
 
 
 def check_schemas(request: ResponsesRequest) -> None:
@@ -122,9 +164,11 @@ def check_schemas(request: ResponsesRequest) -> None:
         check_schema(tool.get("parameters"), f"tools.{i}.parameters")
 
 
-def chat_body(request: ResponsesRequest) -> dict[str, Any]:
-    """The chat-completions body that asks the same."""
-    body: dict[str, Any] = {"model": request.model, "messages": _messages(request)}
+def chat_body(request: ResponsesRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    """The chat-completions body that asks the same, and the input's names of its image parts
+    (`messages.I.content.J` → `input.K.content.J`, for errors)."""
+    messages, places = _messages(request)
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
     for i, t in enumerate(request.tools or ()):
         if t.get("type") != "function":  # built-in tools (web search, files…) are not here
             raise ApiError(
@@ -175,7 +219,7 @@ def chat_body(request: ResponsesRequest) -> dict[str, Any]:
     ):
         if getattr(request, theirs) is not None:
             body[ours] = getattr(request, theirs)
-    return body
+    return body, places
 
 
 __all__ = ["ResponsesRequest", "chat_body", "check_schemas"]

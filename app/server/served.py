@@ -35,7 +35,8 @@ class _Raised:
 class ServedModel:
     """What the server needs of the loaded model: its name, the engine thread, a session
     on it (`session(sampling, max_tokens)`, called on the engine thread) and its chat template
-    (which says what a request may ask of it before the request waits its turn)."""
+    (which says what a request may ask of it before the request waits its turn), and whether it
+    sees images (a projector loaded with it)."""
 
     name: str
     engine: cf.Executor
@@ -45,6 +46,7 @@ class ServedModel:
     created: int = 0
     use: Callable[[], dict[str, int]] | None = None  # the worker's sequences, busy and queued
     embedder: Embedder | None = None  # what answers /v1/embeddings (None: it is refused)
+    sees_images: bool = False  # a projector is loaded with the model (`ModelInfo.projector`)
     stats: collections.Counter[str] = field(
         default_factory=lambda: collections.Counter(
             dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)

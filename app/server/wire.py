@@ -81,8 +81,15 @@ class ChatMessage(_Lenient):
     reasoning: str | None = None
 
     @property
+    def images(self) -> int:
+        """How many image parts the content has."""
+        parts = self.content if isinstance(self.content, list) else ()
+        return sum(1 for p in parts if p.get("type") == "image_url")
+
+    @property
     def text(self) -> str:
-        """The text of the content (text parts joined; other parts are refused earlier)."""
+        """The text of the content (text parts joined; images are read apart, other parts are
+        refused earlier)."""
         if isinstance(self.content, str):
             return self.content
         return "".join(str(p.get("text", "")) for p in self.content or ())
@@ -163,6 +170,10 @@ class ChatRequest(Sampled):
     top_logprobs: int | None = Field(None, ge=0, le=20)
     overflow: OverflowName | None = None  # ours: what a prompt that outgrows the context does
     error_behavior: Literal["error", "truncate"] | None = None  # Databricks' word for it
+
+    @property
+    def has_images(self) -> bool:
+        return any(m.images for m in self.messages)
 
     @property
     def policy(self) -> Overflow:

@@ -124,6 +124,10 @@ ALTER TABLE messages ADD COLUMN intent TEXT NOT NULL DEFAULT '';
 ALTER TABLE messages ADD COLUMN call_id TEXT
 """
 
+SCHEMA_4 = """
+ALTER TABLE versions ADD COLUMN images TEXT NOT NULL DEFAULT '[]'
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("initial", SCHEMA_1),
     ("replies-by-conversation", SCHEMA_2),  # opening a conversation reads its replies directly
@@ -131,6 +135,9 @@ MIGRATIONS: list[tuple[str, str]] = [
     # read when the debug pane asks; messages gain what they are for (intent) and their call id,
     # and lose a second copy of their body
     ("debug-records-apart", SCHEMA_3),
+    # a user message's images: what identifies and describes each (JSON of ImageContent), the
+    # bytes kept apart with the attached files (app/documents/kept.py)
+    ("version-images", SCHEMA_4),
 ]
 
 

@@ -13,8 +13,16 @@ Guarantees:
 - the attached files an OpenChatML or JSON export carries (given by the caller, as listed by
   `app/documents/carry.py`) are in the header's `harmony_desk.attachments`, and an import
   gives that list back as it found it (the caller restores the files);
+- a user message's images travel with it: OpenChatML and JSON bodies are text, so the body
+  holds the image marker (U+E0F0) in each image's place and the header's
+  `harmony_desk.images` lists, by message index, each image's entry (`{"type": "image",
+  "sha256", "mime", "width", "height", "name"}`); the images' bytes are among the carried
+  attachments (they are kept with the message's version). Importing gives back the version's
+  images, the same values in the same order, and its text without the markers; Markdown shows
+  each image as `[image: name, W×H]` (a Markdown file has no place for the bytes). Search never
+  sees image bytes;
 - an import either yields a whole conversation or raises `TranscriptError` with its code and
-  place; nothing partial is produced.
+  place (an image entry that is not valid included); nothing partial is produced.
 """
 
 from __future__ import annotations
@@ -24,17 +32,31 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.domain.events import MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
-from app.domain.messages import Conversation, DeveloperContent, Message, Role, user_message
+from app.domain.messages import (
+    IMAGE_MARKER,
+    Conversation,
+    DeveloperContent,
+    ImageContent,
+    Message,
+    Role,
+    TextContent,
+    content_from_dict,
+    content_to_dict,
+    user_message,
+)
 from app.domain.reply import ReplyBuilder
 from app.domain.visibility import Lane, route
-from app.errors import ErrorCode, TranscriptError
+from app.errors import ErrorCode, InvalidInputError, TranscriptError
 from app.harmony.ocm import convert
 from app.harmony.ocm.interop import EXTENSION_KEY, from_conversation, to_conversation
 
 FORMATS = ("ocm", "json", "md")
 ATTACHMENTS = "attachments"
+IMAGES = "images"
 
 
 INTERRUPTED = ("incomplete", "stopped", "failed")
@@ -84,11 +106,21 @@ def export(doc: ChatDoc, fmt: str, attachments: Sequence[Mapping[str, Any]] = ()
         return markdown(doc)
     if fmt not in ("ocm", "json"):
         raise TranscriptError(ErrorCode.INPUT_INVALID, f"unknown export format {fmt!r}")
-    transcript = from_conversation(to_domain(doc))
+    conversation = to_domain(doc)
+    transcript = from_conversation(conversation)
     header = {**transcript.header, "title": doc.title}
+    images = {
+        str(i): [content_to_dict(c) for c in m.images]
+        for i, m in enumerate(conversation.messages)
+        if m.images
+    }
+    extension = dict(header.get(EXTENSION_KEY) or {})
+    if images:
+        extension[IMAGES] = images
     if attachments:
-        extension = dict(header.get(EXTENSION_KEY) or {})
-        header[EXTENSION_KEY] = {**extension, ATTACHMENTS: [dict(a) for a in attachments]}
+        extension[ATTACHMENTS] = [dict(a) for a in attachments]
+    if extension:
+        header[EXTENSION_KEY] = extension
     messages = transcript.messages
     if _ends_interrupted(doc) and messages[-1].role == Role.ASSISTANT.value:
         messages = (*messages[:-1], dataclasses.replace(messages[-1], terminator=None))
@@ -99,7 +131,10 @@ def markdown(doc: ChatDoc) -> str:
     lines = [f"# {doc.title}", ""]
     for turn in doc.turns:
         version = turn.version
-        lines += ["**You:**", "", version.user_text, ""]
+        lines += ["**You:**", ""]
+        for image in version.images:
+            lines += [f"[image: {image.name or 'unnamed'}, {image.width}×{image.height}]", ""]
+        lines += [version.user_text, ""]
         reply = version.reply
         if reply is None:
             continue
@@ -127,7 +162,7 @@ def import_carrying(text: str, fmt: str | None = None) -> tuple[ChatDoc, Any]:
     transcript = convert.load(text, fmt)
     extension = transcript.header.get(EXTENSION_KEY)
     listed = extension.get(ATTACHMENTS) if isinstance(extension, Mapping) else None
-    conversation = to_conversation(transcript)
+    conversation = _with_images(to_conversation(transcript), extension)
     title = transcript.header.get("title")
     doc = from_domain(conversation, str(title) if title else None)
     cut = transcript.messages and transcript.messages[-1].terminator is None
@@ -136,6 +171,44 @@ def import_carrying(text: str, fmt: str | None = None) -> tuple[ChatDoc, Any]:
         last.state = "incomplete"
         last.error = f"{ErrorCode.STREAM_TRUNCATED.value}: the answer was cut off"
     return doc, listed
+
+
+def _image(raw: Any, where: str) -> ImageContent:
+    try:
+        content = content_from_dict(raw)
+    except (InvalidInputError, ValidationError, TypeError) as exc:
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where} is not a valid image") from exc
+    if not isinstance(content, ImageContent):
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where} is not an image")
+    return content
+
+
+def _with_images(conversation: Conversation, extension: Any) -> Conversation:
+    """The user messages given back their images (`harmony_desk.images`: the entries of each
+    message's images by message index), each body's markers taken out of its text."""
+    listed = extension.get(IMAGES) if isinstance(extension, Mapping) else None
+    if listed is None:
+        return conversation
+    where = f"the header's {EXTENSION_KEY}.{IMAGES}"
+    if not isinstance(listed, Mapping):
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where} is not an object")
+    messages = list(conversation.messages)
+    for key, entries in listed.items():
+        index = int(key) if str(key).isdigit() else -1
+        if not 0 <= index < len(messages) or messages[index].author.role is not Role.USER:
+            raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}: {key!r} is no user message")
+        if not isinstance(entries, list):
+            raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}.{key} is not a list")
+        images = [_image(e, f"{where}.{key}[{j}]") for j, e in enumerate(entries)]
+        text = messages[index].text
+        marked = len(text) - len(text.lstrip(IMAGE_MARKER))
+        messages[index] = user_message(text[min(marked, len(images)) :], images)
+    return Conversation(messages=tuple(messages))
+
+
+def _user_text(message: Message) -> str:
+    """A user message's own text (its images are apart: `Version.images`)."""
+    return "".join(c.text for c in message.content if isinstance(c, TextContent))
 
 
 class _Replay:
@@ -171,7 +244,10 @@ def from_domain(conversation: Conversation, title: str | None = None) -> ChatDoc
             continue
         if role is Role.USER:
             builders.append(_Replay(Reply(state="done")))
-            doc.turns.append(Turn([Version(message.text, replies=[builders[-1].builder.reply])]))
+            version = Version(
+                _user_text(message), replies=[builders[-1].builder.reply], images=message.images
+            )
+            doc.turns.append(Turn([version]))
             continue
         if not builders or not doc.turns:  # model output before any user message
             builders.append(_Replay(Reply(state="done")))

@@ -3,7 +3,9 @@
 Guarantees:
 - a conversation is stored as its whole tree: turns, every version of a user message, every
   reply of a version (regenerations), the model messages of each reply, its visible segments,
-  its debug record (analysis included) and its tool calls; `load` gives back the same tree,
+  its debug record (analysis included) and its tool calls, and each version's images (what
+  identifies and describes them: their bytes are kept apart with the attached files,
+  `app/documents/kept.py`); `load` gives back the same tree,
   leaving each reply's model messages as text until first used and its debug record (prompt
   and token ids, analysis, events: kept compressed in a table of their own) in the file until
   the debug pane or a continuation asks (`debug`);
@@ -15,8 +17,9 @@ Guarantees:
   only `purge` (the user, or the retention period) removes rows; its KV snapshots
   (`app/kvcache.py`: a cache of what the model read of it) go at once when it is deleted;
 - search (FTS5) covers titles, user messages and the visible text of replies; analysis is not in
-  the index (the debug pane searches it separately with `search_analysis`); the sidebar's
-  search lists each match with the excerpt around it (`listed`);
+  the index (the debug pane searches it separately with `search_analysis`), nor are images
+  (not even their names); the sidebar's search lists each match with the excerpt around it
+  (`listed`);
 - a failed write (a full disk) raises `StoreError` and rolls back: nothing committed earlier is
   touched.
 """
@@ -137,8 +140,8 @@ class HistoryStore:
         )
         db.executemany(
             "INSERT INTO versions (id, turn_id, position, user_text, effort, json_schema,"
-            " chosen) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-            " position = excluded.position, chosen = excluded.chosen",
+            " chosen, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " position = excluded.position, chosen = excluded.chosen, images = excluded.images",
             rows.versions,
         )
         db.executemany(
@@ -226,9 +229,9 @@ class HistoryStore:
                 (doc_id,),
             ).fetchall()
             versions = self.db.execute(
-                "SELECT versions.id, turn_id, user_text, effort, json_schema, versions.chosen"
-                " FROM versions JOIN turns ON turns.id = turn_id WHERE conversation_id = ?"
-                " ORDER BY turn_id, versions.position",
+                "SELECT versions.id, turn_id, user_text, effort, json_schema, versions.chosen,"
+                " versions.images FROM versions JOIN turns ON turns.id = turn_id"
+                " WHERE conversation_id = ? ORDER BY turn_id, versions.position",
                 (doc_id,),
             ).fetchall()
             reply_rows_ = self.db.execute(

@@ -2,9 +2,9 @@
 
 Guarantees: `structure_rows` and `reply_rows` only read the objects and return tuples of plain
 values (so they can be taken on the GUI thread in a millisecond and written on another);
-`build_doc` turns the rows read back into the same tree: every version, every reply, the
-branches not shown (`following`), each reply's messages and debug record read when first used;
-a reply saved while streaming comes back `incomplete` with an E-STREAM-TRUNCATED note.
+`build_doc` turns the rows read back into the same tree: every version (its images too), every
+reply, the branches not shown (`following`), each reply's messages and debug record read when
+first used; a reply saved while streaming comes back `incomplete` with an E-STREAM-TRUNCATED note.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pydantic import BaseModel, TypeAdapter
 from app.domain.budget import Overflow
 from app.domain.history import ChatDoc, DebugRecord, Reply, Segment, Turn, Version
 from app.domain.messages import Author, Message, ReasoningEffort, Role, TextContent
+from app.store.images import images_json, read_images
 
 MESSAGES = TypeAdapter(list[Message])  # a reply's messages, written as one JSON array
 TRUNCATED = (
@@ -71,9 +72,8 @@ def structure_rows(doc: ChatDoc) -> Rows:
                     json.dumps(version.json_schema) if version.json_schema is not None else None
                 )
                 effort = version.effort.value if version.effort else None
-                rows.versions.append(
-                    (version.id, turn.id, vpos, version.user_text, effort, schema, version.chosen)
-                )
+                row = (version.id, turn.id, vpos, version.user_text, effort, schema, version.chosen)
+                rows.versions.append((*row, images_json(version.images)))
                 rows.search.append((version.user_text, doc.id, "user", version.id))
                 if version.following:
                     walk(version.following, version.id)
@@ -333,7 +333,7 @@ def build_doc(
     replies: dict[str, list[Reply]],
 ) -> ChatDoc:
     """The tree from its rows (turns: id, after, position, chosen; versions: id, turn id,
-    text, effort, schema, chosen — both in position order)."""
+    text, effort, schema, chosen, images — both in position order)."""
     cid, title, pinned, options, created, updated = conversation
     o = json.loads(options)
     doc = ChatDoc(
@@ -350,7 +350,7 @@ def build_doc(
         updated=updated,
     )
     by_turn: dict[str, list[Version]] = {}
-    for vid, turn_id, text, effort, schema, chosen in versions:
+    for vid, turn_id, text, effort, schema, chosen, images in versions:
         version = {
             "user_text": text,
             "effort": ReasoningEffort(effort) if effort else None,
@@ -359,6 +359,7 @@ def build_doc(
             "chosen": chosen,
             "following": [],
             "id": vid,
+            "images": read_images(images, vid),
         }
         by_turn.setdefault(turn_id, []).append(_made(Version, version))
     after: dict[str | None, list[Turn]] = {}

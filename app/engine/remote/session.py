@@ -9,7 +9,10 @@ Guarantees:
   and the turn loop are shared with local models (`remote_reply` reads the stream);
 - what is sent is the conversation the user sees (`remote_wire`), fitted first to the context
   under the session's `overflow` policy, estimated at four characters a token in `n_ctx`
-  (8,192 unless told): the `ContextFit` before the request says what was left out or cut;
+  (8,192 unless told): the `ContextFit` before the request says what was left out or cut; its
+  images go as `data:` URLs of their kept bytes, and an image no longer kept fails the turn
+  (`TurnFailed`, E-INPUT-INVALID, naming it) before anything is sent; `RequestSent` carries
+  the body with each image's data shortened (`for_the_record`);
 - failures are plain and keep the conversation (`remote_retry` says what to do); a stream cut in
   the middle is E-STREAM-TRUNCATED with the partial text kept;
 - the API key goes to the SDK only: it is never in an event, an error, a repr or a log line.
@@ -40,9 +43,9 @@ from app.domain.sampling import Sampling
 from app.engine.overflow import estimated_measure, fit
 from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
-from app.engine.remote.wire import openai_client, request_body
+from app.engine.remote.wire import for_the_record, openai_client, request_body
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
-from app.errors import ErrorCode
+from app.errors import ErrorCode, InvalidInputError
 from app.harmony.encoding import CALL
 from app.templates.calls.formats import call_format
 from app.templates.calls.scanner import CallScanner
@@ -186,16 +189,20 @@ class RemoteSession:
         measured = estimated_measure(self.n_ctx, max_tokens or self.max_tokens)
         fitted = fit(conversation, measured, self.overflow)
         yield fitted.event
-        body = self.request(
-            fitted.conversation,
-            max_tokens=max_tokens,
-            response_format=response_format,
-            tool_choice=tool_choice,
-            reasoning_effort=reasoning_effort,
-            stop=stop,
-        )
+        try:
+            body = self.request(
+                fitted.conversation,
+                max_tokens=max_tokens,
+                response_format=response_format,
+                tool_choice=tool_choice,
+                reasoning_effort=reasoning_effort,
+                stop=stop,
+            )
+        except InvalidInputError as exc:  # an image no longer kept
+            yield TurnFailed(exc.message, exc.code)
+            return Generation([], None, exc.message, False, None)
         cancel = cancel or threading.Event()
-        yield RequestSent(self.endpoint.name, body)
+        yield RequestSent(self.endpoint.name, for_the_record(body))
         start = time.monotonic()
         fmt = call_format(self.endpoint.tool_calls)
         state = ReplyStream(gpt_oss=self.gpt_oss, scanner=CallScanner(fmt) if fmt else None)

@@ -4,20 +4,35 @@ shapes answers come back in.
 Guarantees: what is sent is the conversation the user sees — analysis is never sent back,
 developer instructions go as a system message, tool calls and their results keep their
 pairing, at most 32 function tools are declared; sampling set on the endpoint wins over the
-session's; the reasoning shapes servers use (`reasoning_content`, `reasoning`, `thinking`,
+session's; a user message with images is sent as OpenAI's content parts — each image an
+`image_url` part with a `data:` URL of its kept bytes (`app.images.kept.find`), the text a `text`
+part, in the message's order (Databricks serving endpoints, vLLM, llama-server and OpenAI take
+this one shape) — and an image no longer kept is an `InvalidInputError` naming it, never a
+request without it; `for_the_record` is the body with each image's data shortened, for the
+debug record; the reasoning shapes servers use (`reasoning_content`, `reasoning`, `thinking`,
 Databricks' typed content parts) are read here, and never echoed back.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.endpoint import Endpoint
-from app.domain.messages import Conversation, DeveloperContent, ReasoningEffort, Role
+from app.domain.messages import (
+    Conversation,
+    DeveloperContent,
+    ImageContent,
+    Message,
+    ReasoningEffort,
+    Role,
+    TextContent,
+)
 from app.domain.sampling import Sampling
 from app.domain.visibility import is_tool_recipient
+from app.errors import InvalidInputError
 from app.templates.calls.format import openai_tools
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
@@ -35,10 +50,39 @@ def openai_client(endpoint: Endpoint, key: str | None) -> Any:
     )
 
 
+def image_part(image: ImageContent, number: int) -> dict[str, Any]:
+    """An image as an `image_url` part: a `data:` URL of its kept bytes (`number`: its place
+    among the conversation's images, to name it when it is no longer kept)."""
+    from app.images.kept import find
+
+    picture = find(image.sha256, image.name)
+    if picture is None:
+        called = image.name or f"image {number}"
+        raise InvalidInputError(f"{called} is no longer kept on this computer; attach it again")
+    data = base64.b64encode(picture.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{picture.mime};base64,{data}"}}
+
+
+def _user(m: Message, before: int) -> dict[str, Any]:
+    """A user message: its text, or (with images) its text and image parts in order;
+    `before`: the conversation's images in earlier messages."""
+    if not m.images:
+        return {"role": "user", "content": m.text}
+    parts: list[dict[str, Any]] = []
+    for c in m.content:
+        if isinstance(c, ImageContent):
+            parts.append(image_part(c, before + 1))
+            before += 1
+        elif isinstance(c, TextContent) and c.text:
+            parts.append({"type": "text", "text": c.text})
+    return {"role": "user", "content": parts}
+
+
 def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
     """The conversation as chat-completion messages (analysis left out, calls paired)."""
     out: list[dict[str, Any]] = []
     calls: list[str] = []  # ids of the calls whose results are still to come, in order
+    images = 0  # in the messages sent so far
     for m in conversation.messages:
         role = m.author.role
         if role is Role.SYSTEM:
@@ -48,7 +92,8 @@ def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
             if developer is not None and developer.instructions:
                 out.append({"role": "system", "content": developer.instructions})
         elif role is Role.USER:
-            out.append({"role": "user", "content": m.text})
+            out.append(_user(m, images))
+            images += len(m.images)
         elif role is Role.TOOL:
             call_id = calls.pop(0) if calls else f"call_{len(out)}"
             out.append({"role": "tool", "tool_call_id": call_id, "content": m.text})
@@ -140,6 +185,27 @@ def request_body(
     return body
 
 
+def for_the_record(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with each image's `data:` URL cut to its head and size (the debug record keeps
+    what was sent, not megabytes of base64)."""
+
+    def shortened(part: Any) -> Any:
+        url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
+        if not isinstance(url, str) or not url.startswith("data:"):
+            return part
+        head, _, data = url.partition(",")
+        said = f"{head},… ({len(data) * 3 // 4:,} bytes)"
+        return {**part, "image_url": {**part["image_url"], "url": said}}
+
+    messages = [
+        {**m, "content": [shortened(p) for p in m["content"]]}
+        if isinstance(m.get("content"), list)
+        else m
+        for m in body.get("messages", ())
+    ]
+    return {**body, "messages": messages}
+
+
 def _part_value(part: Any, name: str) -> Any:
     return part.get(name) if isinstance(part, dict) else getattr(part, name, None)
 
@@ -174,6 +240,8 @@ __all__ = [
     "REASONING_FIELDS",
     "declared_functions",
     "delta_field",
+    "for_the_record",
+    "image_part",
     "openai_client",
     "request_body",
     "to_openai",

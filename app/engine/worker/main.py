@@ -209,8 +209,7 @@ class _Worker:
             placement=placement,
             sequences=len(self.pool.all),
             speculative=self.scheduler.speculative,
-            projector=req.projector if vision is not None else "",
-            image_tokens=vision.probe() if vision is not None else 0,
+            **(vision.facts() if vision is not None else {}),
         )
         self._send(Loaded(req.request, info))
 

@@ -155,6 +155,10 @@ class Vision:
             count += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
         out.counts.append(count)
 
+    def facts(self) -> dict[str, Any]:
+        """What `ModelInfo` says of the projector: its path and a 512×512 image's tokens."""
+        return {"projector": self.path, "image_tokens": self.probe()}
+
     def probe(self, side: int = 512) -> int:
         """The tokens a `side`×`side` image becomes (what the app guesses for one it has not
         sent yet); 0 when the projector cannot prepare it."""
