@@ -264,8 +264,9 @@ class ToolsRan:
 
 @dataclass(frozen=True)
 class RequestSent:
-    """The exact request body sent to the endpoint (the debug pane shows it; the key is not in
-    it: the SDK sends that in a header)."""
+    """The request body sent to the endpoint, exactly but for each image's data URL, which is
+    shortened to its start and size (the debug pane shows it; the key is not in it: the SDK
+    sends that in a header)."""
 
     endpoint: str
     body: dict[str, Any]
