@@ -13,12 +13,20 @@ history; `kept_of` and `viewable` let the user open them again from the message.
 lists the indexed documents the composer's `@` offers (the library refreshed first). Importing
 this module loads nothing of `app.documents` (numpy, the extractors): each function loads what
 it uses.
+
+Images: `check_image` reads an attached, dropped or pasted image and checks it
+(`app.images.decode.read`: a bad one raises `ImageError` with its one sentence) before the
+composer takes it — call it off the GUI thread; `keep_images` keeps a message's images with its
+version (their bytes stored once by content, like its files), so exports carry them;
+`thumbnail_of` and `image_bytes` find a message's image again by its sha256 (None when it is no
+longer kept here: the transcript says so, nothing is guessed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -26,11 +34,17 @@ from typing import TYPE_CHECKING
 
 from app.controllers.fit import conversation_session
 from app.domain.attachments import estimate, estimated_room
+from app.domain.messages import ImageContent
+from app.errors import InvalidInputError
 from app.paths import cache_dir
 
 if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the first attachment
     from app.controllers.chat import ChatController
     from app.documents.attach import Attached
+    from app.images.decode import Picture as Picture  # the window's images are these
+
+# what the composer takes as an image (by its name; the content is checked all the same)
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".jfif", ".webp", ".gif", ".bmp"})
 
 
 def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
@@ -51,14 +65,19 @@ def _attached(controller: ChatController, files: Sequence[Path], text: str) -> A
             index.close()
 
 
-async def send_with(controller: ChatController, text: str, files: Sequence[Path]) -> Attached:
-    """Send `text` carrying `files` (see the module guarantees)."""
+async def send_with(
+    controller: ChatController,
+    text: str,
+    files: Sequence[Path],
+    images: Sequence[Picture] = (),
+) -> Attached:
+    """Send `text` carrying `files` (and `images`; see the module guarantees)."""
     from app.documents.attach import with_attachments
     from app.documents.kept import keep_files
 
     attached = await controller.host.bridge.call(lambda: _attached(controller, files, text))
     controller.notice.emit("Attached: " + "; ".join(f.note() for f in attached.files))
-    if controller.send(with_attachments(text, attached)):
+    if controller.send(with_attachments(text, attached), images):
         doc, version = controller.doc.id, controller.doc.turns[-1].version.id
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, partial(keep_files, files, doc, version))
@@ -102,6 +121,115 @@ def viewable(name: str, stored: Path) -> Path:
     return target
 
 
+def document_suffixes() -> frozenset[str]:
+    """The file names the documents reader takes (".md", ".pdf", ...), for the file dialog."""
+    from app.documents.extract import SUFFIXES
+
+    return frozenset(SUFFIXES)
+
+
+def is_image_file(path: Path) -> bool:
+    """Whether the composer takes `path` as an image (by its name: see `IMAGE_SUFFIXES`)."""
+    return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def check_image(source: Path | bytes, name: str = "") -> Picture:
+    """An image file (or a pasted image's bytes) checked, for the composer; raises `ImageError`
+    (an `InvalidInputError`) saying what is wrong. Call it off the GUI thread: it reads the
+    file and decodes the whole picture once."""
+    from app.images.decode import MAX_BYTES, ImageError, read
+
+    if isinstance(source, Path):
+        name = name or source.name
+        try:
+            size = source.stat().st_size
+            if size > MAX_BYTES:
+                raise ImageError(f"{name} is {size >> 20} MiB; images up to {MAX_BYTES >> 20}"
+                                 " MiB are taken")  # fmt: skip
+            source = source.read_bytes()
+        except OSError as exc:
+            raise ImageError(f"{name} could not be read: {exc.strerror or exc}", str(exc)) from exc
+    return read(source, name)
+
+
+def chip_image(source: Path | bytes, name: str, side: int) -> tuple[Picture, bytes] | str:
+    """For the composer, off the GUI thread: the checked picture and a thumbnail of it (at
+    most `side` pixels a side), or why it is not taken (one sentence)."""
+    try:
+        picture = check_image(source, name)
+        return picture, thumbnail_png(picture, side)
+    except InvalidInputError as exc:
+        return exc.message
+
+
+def remember_images(pictures: Sequence[Picture]) -> tuple[ImageContent, ...]:
+    """The message contents of checked pictures, held in memory for this run (the turn finds
+    them there before they are kept on disk)."""
+    from app.images.kept import remember
+
+    for picture in pictures:
+        remember(picture)
+    return tuple(p.content() for p in pictures)
+
+
+def keep_images(images: Sequence[ImageContent], conversation: str, version: str) -> str:
+    """Keep the bytes of a message version's images with it (on the store's thread); "" when
+    all were kept, else a sentence saying which were not and why."""
+    from app.documents.kept import KeptFiles
+    from app.images.kept import find
+
+    if not images:
+        return ""
+    lost: list[str] = []
+    try:
+        kept = KeptFiles()
+        try:
+            for number, image in enumerate(images, 1):
+                picture = find(image.sha256, image.name)
+                if picture is None:
+                    lost.append(image.name or f"image {number}")
+                    continue
+                kept.keep_bytes(picture.data, image.name or f"image-{number}", conversation,
+                                version)  # fmt: skip
+        finally:
+            kept.close()
+    except (OSError, sqlite3.Error) as exc:
+        return f"The message's images could not be kept with the conversation: {exc}"
+    if lost:
+        return f"Not kept with the conversation (no longer on this computer): {', '.join(lost)}"
+    return ""
+
+
+def thumbnail_of(sha256: str, name: str, side: int) -> bytes | None:
+    """A PNG thumbnail (at most `side` pixels a side) of a message's image; None when it is
+    no longer kept here. Call it off the GUI thread."""
+    from app.images.decode import thumbnail
+    from app.images.kept import find
+
+    picture = find(sha256, name)
+    if picture is None:
+        return None
+    try:
+        return thumbnail(picture, side)
+    except (OSError, ValueError):
+        return None
+
+
+def thumbnail_png(picture: Picture, side: int) -> bytes:
+    """A PNG thumbnail of a checked picture (off the GUI thread)."""
+    from app.images.decode import thumbnail
+
+    return thumbnail(picture, side)
+
+
+def image_bytes(sha256: str, name: str = "") -> bytes | None:
+    """The bytes of a message's image, to show it large; None when no longer kept here."""
+    from app.images.kept import find
+
+    picture = find(sha256, name)
+    return picture.data if picture is not None else None
+
+
 def library() -> list[Path]:
     """The documents in the library (`harmony-desk documents add`), for the composer's `@`;
     call off the GUI thread (it reads the index)."""
@@ -115,4 +243,8 @@ def library() -> list[Path]:
         index.close()
 
 
-__all__ = ["kept_of", "library", "pasted_files", "send_with", "viewable"]
+__all__ = [
+    "IMAGE_SUFFIXES", "check_image", "chip_image", "document_suffixes", "image_bytes",
+    "is_image_file", "keep_images", "kept_of", "library", "pasted_files", "remember_images",
+    "send_with", "thumbnail_of", "thumbnail_png", "viewable",
+]  # fmt: skip

@@ -18,6 +18,8 @@ Guarantees:
   notice;
 - regenerate keeps the old reply as an alternative; editing a user message starts a new
   version of that turn and keeps the old branch;
+- a message's images are on its `Version` (an edited one keeps them), held in memory for the
+  turn, and their bytes kept with the conversation's version on the store's thread;
 - a tool call waits for the user's decision (run, run with edited arguments, allow for this
   chat, always, deny) shown on its card; stop denies what is still waiting.
 """
@@ -26,21 +28,23 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import Signal
 
 from app.constrain.constraint import ToolChoice, check_schema
 from app.controllers.approvals import Answer, WindowApprovals
+from app.controllers.attachments import keep_images, remember_images
 from app.controllers.bridge import StreamCrashed
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.tool_host import WindowTools
-from app.controllers.turn_inputs import TurnState, header, json_mode, read_stored, reply_for
-from app.controllers.turn_source import TurnSpec, turn_events
+from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_images, turn_spec
+from app.controllers.turn_source import turn_events
 from app.domain.events import (
     GenerationDone,
     JsonRetried,
@@ -59,15 +63,15 @@ from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Versio
 from app.domain.listing import title_of
 from app.domain.messages import ReasoningEffort
 from app.domain.reply import Added, ReplyBuilder
-from app.engine.turn.run import TurnRequest
 from app.errors import ErrorCode, SchemaError
 from app.store.history import HistoryStore
-from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, Mode
-from app.tools.calls import PendingCall, allow_all
+from app.tools.calls import PendingCall
 from app.tools.trust import PluginIdentity
 
-TOP_ALTERNATIVES = 5  # per token, for the debug pane's token strip
+if TYPE_CHECKING:
+    from app.images.decode import Picture
+
 T = TypeVar("T")
 
 
@@ -103,7 +107,7 @@ class ChatController(ConversationsController):
         self.last_builder: ReplyBuilder | None = None  # the last turn's (its stop, its issues)
         self.token_table: tuple[bytes, ...] = ()  # the model's token pieces, for the debug pane
         self.special_tokens: dict[int, bytes] = {}  # its special tokens, spelled out (the same)
-        self._vocab_of: object = None  # the model `token_table` is of (another: read again)
+        self.vocab_of: object = None  # the model `token_table` is of (another: read again)
         self.score_tokens = False  # the debug pane is open: tokens come with probabilities
         self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
         self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
@@ -126,6 +130,11 @@ class ChatController(ConversationsController):
         if (self.doc.endpoint is not None and self.remote is not None) or template is None:
             return True, True
         return template.tool_calls is not None, template.takes_effort
+
+    @property
+    def sees_images(self) -> bool | None:
+        """Whether the conversation's model sees images (`turn_inputs.sees_images`)."""
+        return sees_images(self.host, self.doc.endpoint is not None and self.remote is not None)
 
     def set_endpoint(self, name: str | None) -> None:
         """Answer this conversation from endpoint `name` (None: the model on this computer)."""
@@ -151,16 +160,20 @@ class ChatController(ConversationsController):
 
     # --- turns -------------------------------------------------------------------------
 
-    def send(self, text: str) -> bool:
-        """Send a user message; False when it cannot be sent now (busy, empty, no model)."""
-        if self.busy or not text.strip() or not self.can_answer:
+    def send(self, text: str, images: Sequence[Picture] = ()) -> bool:
+        """Send a user message (with its checked `images`, shown to the model before the
+        text); False when it cannot be sent now (busy, nothing to send, no model)."""
+        if self.busy or not (text.strip() or images) or not self.can_answer:
             return False
         if not self.doc.turns and self.doc.title == "New chat":
-            self.doc.title = title_of(text)  # the user's words, not the attached documents
+            # the user's words, not the attached documents (an image alone: its name)
+            self.doc.title = title_of(text if text.strip() else images[0].name or "Image")
         from app.domain.history import Turn
 
-        self.doc.turns.append(Turn([Version(text, self.effort, self.json_schema)]))
+        version = Version(text, self.effort, self.json_schema, images=remember_images(images))
+        self.doc.turns.append(Turn([version]))
         self.persist()
+        self._keep_images(version)
         self.refresh_list()  # its title, and newest first
         self.docChanged.emit()
         self._start(len(self.doc.turns) - 1)
@@ -177,13 +190,24 @@ class ChatController(ConversationsController):
         self._start(index)
 
     def edit(self, turn_index: int, text: str) -> None:
-        """Resend turn `turn_index` with new text; the old version and its branch are kept."""
-        if self.busy or not text.strip() or not self.can_answer:
+        """Resend turn `turn_index` with new text (and the same images); the old version and
+        its branch are kept."""
+        images = self.doc.turns[turn_index].version.images
+        if self.busy or not (text.strip() or images) or not self.can_answer:
             return
-        self.doc.edit(turn_index, text)
+        version = self.doc.edit(turn_index, text)
+        version.images = images  # the edited message still shows its images
         self.persist()
+        self._keep_images(version)
         self.docChanged.emit()
         self._start(turn_index)
+
+    def _keep_images(self, version: Version) -> None:
+        """The version's images kept with the conversation, on the store's thread (after the
+        version itself is saved); what could not be kept is said."""
+        if version.images:
+            keep = partial(keep_images, version.images, self.doc.id, version.id)
+            self._io(keep, lambda said: self.notice.emit(said) if said else None)
 
     def continue_reply(self) -> None:
         """Let the model go on from where the last reply stopped, was cut or failed: its tokens
@@ -258,30 +282,8 @@ class ChatController(ConversationsController):
         await loop.run_in_executor(self._writer, read_stored, doc, turn_index, resume)
         reply, prefix, kept = reply_for(version, resume, self.host.name)
         policy = self._policy(loop, doc.id) if doc.tools else None
-        spec = TurnSpec(
-            host=self.host,
-            remote=self.remote,
-            endpoint=doc.endpoint,
-            offline=doc.offline,
-            history=header(doc.instructions) + doc.messages(upto=turn_index),
-            request=TurnRequest(
-                version.user_text,
-                effort=version.effort,
-                response_format=json_mode(version),
-                approve=policy if policy is not None else allow_all,
-                tool_choice=self.tool_choice if policy is not None else "auto",
-                context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
-                max_tokens=self.max_tokens,
-            ),
-            kept=kept,
-            prefix=prefix if resume is not None else None,
-            tools=partial(lambda d: self.tools.of(d).registry, doc) if policy is not None else None,
-            need_vocab=self._vocab_of is not self.host.backend,
-            cancel=cancel,
-            top_logprobs=TOP_ALTERNATIVES if self.score_tokens else 0,
-            overflow=doc.overflow,
-            conversation_id=doc.id,
-        )
+        prefix_ids = prefix if resume is not None else None
+        spec = turn_spec(self, doc, turn_index, (prefix_ids, kept), policy, cancel)
 
         self.painter.streaming = (version, reply)
         self.persist(version, reply, doc=doc)
@@ -341,7 +343,7 @@ class ChatController(ConversationsController):
         match event:
             case VocabularyRead():
                 self.token_table, self.special_tokens = event.table, dict(event.special)
-                self._vocab_of = self.host.backend
+                self.vocab_of = self.host.backend
             case TurnCommitted():
                 reply.messages = tuple(event.conversation.messages[event.start :])
             case StreamCrashed():

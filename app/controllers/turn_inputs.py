@@ -1,19 +1,39 @@
-"""What a window turn is made from: the conversation's header, the JSON mode its message was
-sent with, and the reply it writes into (with its builder, while it runs: `TurnState`).
+"""What a window turn is made from: the conversation's header, the JSON mode and images its
+message was sent with, and the reply it writes into (with its builder, while it runs:
+`TurnState`); `turn_spec` gathers them for the engine thread.
 
 Guarantees: a message keeps the JSON mode it was sent with (Continue and Regenerate use the
-version's schema, not what the composer holds now); a new reply becomes the version's chosen
-alternative, the others kept; a continued reply gives back the ids of its last generation (to
-follow the prompt) and the messages before it, and forgets those ids from its debug record,
-which the continuation writes again.
+version's schema, not what the composer holds now), and its images (the version's, shown to
+the model before its text); a new reply becomes the version's chosen alternative, the others
+kept; a continued reply gives back the ids of its last generation (to follow the prompt) and
+the messages before it, and forgets those ids from its debug record, which the continuation
+writes again. `sees_images`: a remote endpoint is let decide (its server refuses what it
+cannot read); the model here sees images when it was loaded with its projector; None while no
+model is loaded.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
+from app.controllers.model_host import ModelHost
+from app.controllers.turn_source import TurnSpec
 from app.domain.history import ChatDoc, Reply, Version
 from app.domain.messages import DeveloperContent, Message, Role
 from app.domain.reply import ReplyBuilder
+from app.engine.turn.run import TurnRequest
+from app.tools.api import ToolContext
+from app.tools.approval import ApprovalPolicy
+from app.tools.calls import allow_all
+
+if TYPE_CHECKING:
+    from app.controllers.chat import ChatController
+
+TOP_ALTERNATIVES = 5  # per token, for the debug pane's token strip
 
 
 class TurnState:
@@ -67,4 +87,50 @@ def read_stored(doc: ChatDoc, upto: int, resume: Reply | None) -> None:
         _ = resume.debug, resume.messages
 
 
-__all__ = ["TurnState", "header", "json_mode", "read_stored", "reply_for"]
+def sees_images(host: ModelHost, remote: bool) -> bool | None:
+    """Whether the conversation's model sees images (see the module guarantees); `remote`:
+    it talks to a remote endpoint."""
+    if remote:
+        return True
+    if not host.ready:
+        return None
+    return bool(getattr(getattr(host.backend, "info", None), "projector", ""))
+
+
+def turn_spec(
+    chat: ChatController,
+    doc: ChatDoc,
+    turn_index: int,
+    resumed: tuple[Sequence[int] | None, Sequence[Message]],
+    policy: ApprovalPolicy | None,
+    cancel: threading.Event,
+) -> TurnSpec:
+    """Turn `turn_index` of `doc` for the engine thread; `resumed`: a continued reply's ids
+    (None: a fresh reply) and earlier messages; `policy`: the conversation's tool approvals
+    (None: it has no tools)."""
+    version = doc.turns[turn_index].version
+    request = TurnRequest(
+        version.user_text,
+        images=version.images,
+        effort=version.effort,
+        response_format=json_mode(version),
+        approve=policy if policy is not None else allow_all,
+        tool_choice=chat.tool_choice if policy is not None else "auto",
+        context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
+        max_tokens=chat.max_tokens,
+    )
+    tools = partial(lambda d: chat.tools.of(d).registry, doc) if policy is not None else None
+    return TurnSpec(
+        host=chat.host, remote=chat.remote, endpoint=doc.endpoint, offline=doc.offline,
+        history=header(doc.instructions) + doc.messages(upto=turn_index), request=request,
+        kept=resumed[1], prefix=resumed[0], tools=tools,
+        need_vocab=chat.vocab_of is not chat.host.backend, cancel=cancel,
+        top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0, overflow=doc.overflow,
+        conversation_id=doc.id,
+    )  # fmt: skip
+
+
+__all__ = [
+    "TOP_ALTERNATIVES", "TurnState", "header", "json_mode", "read_stored", "reply_for",
+    "sees_images", "turn_spec",
+]  # fmt: skip

@@ -13,6 +13,12 @@ offers the library's documents that match what follows it (`mention_picker.py`, 
 the field); the attached files show as chips, each removable (`file_chips.py`); the message's
 size is shown against the room left, and a message that cannot fit offers its three ways on
 (`fit_bar.py`); every control has an accessible name.
+
+Images (Attach, dropped, or pasted: a screenshot) are checked before one is taken, and a bad
+one is said above the field, the typed text, other images and files staying (`image_chips.py`,
+`ImageTray`); for a model that reads text only the image stays and Send refuses to send it,
+saying why, until it is removed or a model that sees images answers the chat; Send while an
+image is being checked sends once it is taken (not if it was refused: the user reads why).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
@@ -29,10 +35,14 @@ from app.controllers.fit import Fit
 from app.ui.composer_field import ComposerField
 from app.ui.fit_bar import FitOffer
 from app.ui.icons import give
+from app.ui.image_chips import ImageTray
 from app.ui.markdown_view import monospace
 from app.ui.mention_picker import MentionPicker
 from app.ui.message_box import MessageBox
 from app.ui.theme import mark
+
+if TYPE_CHECKING:
+    from app.controllers.attachments import Picture
 
 DEFAULT_SCHEMA = (
     '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
@@ -65,10 +75,16 @@ class Composer(QWidget):
         self.documents: list[Path] | None = None  # the library's, once read (None: not yet)
         self._pasted = ""  # a large paste that did not fit, while its offer shows
         self.files: list[Path] = []  # what the next message carries
+        self._send_when_checked = False  # Send was pressed while an image was being checked
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
         self._build_schema(layout)
+        self.image_note = QLabel(self)  # what became of the last image added (a problem)
+        self.image_note.setAccessibleName("Image note")
+        self.image_note.setWordWrap(True)
+        self.image_note.hide()
+        layout.addWidget(self.image_note)
         self.offer = FitOffer(self)
         layout.addWidget(self.offer)
         self.picker = MentionPicker(self)
@@ -83,6 +99,8 @@ class Composer(QWidget):
         self.effort, self.effort_label = field.effort, field.effort_label
         self.offline, self.library = field.offline, field.library
         self.attachments, self.detach = field.chips, field.chips.detach
+        self.image_chips = field.images
+        self.tray = ImageTray(field.images, self.image_note)  # the images it carries
         field.order_tabs()
         self.set_busy(False)
         self.set_features(tools=True, effort=False)
@@ -94,6 +112,10 @@ class Composer(QWidget):
         self.detach.clicked.connect(lambda: self.take_files())
         self.attachments.removed.connect(self._remove_file)
         box.filesDropped.connect(self.add_files)
+        box.imagePasted.connect(self.tray.add)
+        self.image_chips.removed.connect(lambda _sha256: self.box.setFocus())
+        self.tray.changed.connect(self._order_chips)
+        self.tray.settled.connect(self._images_checked)
         box.submitted.connect(self._send_or_stop)
         box.stopRequested.connect(self.stopRequested)
         box.mentionChanged.connect(self._mention)
@@ -159,17 +181,35 @@ class Composer(QWidget):
         return None if text.startswith("default") else text
 
     def _choose_files(self) -> None:
-        names, _ = QFileDialog.getOpenFileNames(self, "Attach files")
+        from app.controllers.attachments import IMAGE_SUFFIXES, document_suffixes
+
+        images = " ".join(f"*{s}" for s in sorted(IMAGE_SUFFIXES))
+        documents = " ".join(f"*{s}" for s in sorted(document_suffixes()))
+        kinds = f"Documents and images ({documents} {images});;Images ({images});;All files (*)"
+        names, _ = QFileDialog.getOpenFileNames(self, "Attach files or images", "", kinds)
         self.add_files([Path(n) for n in names])
 
     def add_files(self, files: list[Path]) -> None:
-        """Files the next message carries (each once), shown as chips."""
+        """Files the next message carries (each once), shown as chips; image files are
+        checked and become image chips (see the module guarantees)."""
+        from app.controllers.attachments import is_image_file
+
+        for image in [f for f in files if is_image_file(f)]:
+            self.tray.add(image, image.name)
+        files = [f for f in files if not is_image_file(f)]
         self.files += [f for f in files if f not in self.files]
         self.attachments.show_files(self.files)
-        after: QWidget = self.field.more  # Tab reaches the chips after the small controls
-        for chip in self.attachments.chips:
-            QWidget.setTabOrder(after, chip.remove)
-            after = chip.remove
+        self._order_chips()
+
+    def _order_chips(self) -> None:
+        """Tab reaches the chips' × after the small controls: images, files, Remove all."""
+        after: QWidget = self.field.more
+        removes = [c.remove for c in self.image_chips.chips] + [
+            c.remove for c in self.attachments.chips
+        ]
+        for remove in removes:
+            QWidget.setTabOrder(after, remove)
+            after = remove
         QWidget.setTabOrder(after, self.detach)
 
     def take_files(self) -> list[Path]:
@@ -183,6 +223,24 @@ class Composer(QWidget):
         self.files = [f for f in self.files if f != path]
         self.add_files([])
         self.box.setFocus()
+
+    # --- images (`ImageTray`) ----------------------------------------------------------
+
+    @property
+    def images(self) -> list[Picture]:
+        """The checked images the next message carries, in order."""
+        return self.tray.images
+
+    def take_images(self) -> list[Picture]:
+        """The attached images, which the composer then forgets."""
+        return self.tray.take()
+
+    def _images_checked(self, all_taken: bool) -> None:
+        """Send was pressed while images were checked: sent now, unless one was refused."""
+        if self._send_when_checked:
+            self._send_when_checked = False
+            if all_taken:
+                self._send_or_stop()
 
     # --- "@": the library's documents --------------------------------------------------
 
@@ -215,6 +273,12 @@ class Composer(QWidget):
         message not counted yet is counted first)."""
         if self.busy:
             self.stopRequested.emit()
+            return
+        if self.tray.busy:
+            self._send_when_checked = True  # sent once its images are checked
+            return
+        if self.tray.text_only_note():
+            self.tray.say(self.tray.text_only_note(), problem=True)
             return
         text = self._text()
         if self.count.current_for(text) or len(text) < QUICK_CHARS:
@@ -271,6 +335,8 @@ class Composer(QWidget):
         self.effort.setVisible(effort)
         if not effort:
             self.effort.setCurrentIndex(0)
+        if self.images:  # another model may see them (or not)
+            self.tray.say(self.tray.text_only_note())
         self.tools_button.setEnabled(tools)
         self.tools_button.setToolTip(
             "The tools this conversation may call"

@@ -2,7 +2,7 @@
 row of small controls, with Send (Stop while an answer streams) at its right.
 
 Guarantees: every control of the next message lives inside the field (`ComposerField`): the
-file chips above the box, then Attach, Tools (with how many tools are on), JSON mode, the
+image and file chips above the box, then Attach, Tools (with how many tools are on), JSON mode, the
 reasoning effort (only when the model takes one), the "more" menu (Offline and Library,
 checkable, its button saying which is on), the message's size and Send, always at the same
 place; the field's border takes the accent colour while the box has the focus; a menu of
@@ -35,6 +35,7 @@ from app.controllers.fit import Fit
 from app.ui.file_chips import FileChips
 from app.ui.fit_bar import FitCount
 from app.ui.icons import give
+from app.ui.image_chips import ImageChips
 from app.ui.message_box import MessageBox
 from app.ui.theme import mark
 
@@ -96,9 +97,11 @@ class ComposerField(QFrame):
         column = QVBoxLayout(self)
         column.setContentsMargins(10, 6, 6, 6)
         column.setSpacing(2)
+        self.images = ImageChips(self)
         self.chips = FileChips(self)
         self.box = MessageBox(self)
         self.box.setAccessibleName("Message")
+        column.addWidget(self.images)
         column.addWidget(self.chips)
         column.addWidget(self.box)
         column.addLayout(self._build_row(measure))
@@ -111,7 +114,8 @@ class ComposerField(QFrame):
         row.setSpacing(2)
         self.attach = _small(
             self, "paperclip", "", "Attach files to the message",
-            "Attach text, Markdown, code, HTML, PDF or Word files (or drop them on the message)",
+            "Attach text, Markdown, code, HTML, PDF or Word files, or images (or drop or paste"
+            " them on the message)",
         )  # fmt: skip
         self.tools_button = _small(
             self, "tools", "Tools", "Choose the tools of this conversation",

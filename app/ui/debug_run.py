@@ -4,12 +4,14 @@ sampling and its events (the parser's issues, a remote endpoint's request and re
 Guarantees: every figure is `Figures.of` the reply's debug record, in `Figures.rows()` words,
 so the speed here, the timeline's "average", the status bar's and the answer's footer are one
 number; a figure that was not measured is left out, never shown as 0; the model's name and the
-sampling are redacted (numbers are not: a figure named "first token" is not a secret).
+sampling are redacted (numbers are not: a figure named "first token" is not a secret); a
+prompt with images says how many and the tokens they became ("Images: 1 → 16 tokens").
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QSizePolicy, QVBoxLayout, QWidget
@@ -72,7 +74,8 @@ class RunPage(QWidget):
         ):
             self.timeline.show_turn(d.spans, d.token_times, figures)
         self.figures = figures
-        self._rows = figures.rows() + ([("Sampling", redact(d.sampling))] if d.sampling else [])
+        self._rows = figures.rows() + image_rows(d.timings)
+        self._rows += [("Sampling", redact(d.sampling))] if d.sampling else []
         self.details.setText(_table(self._rows))
 
     def clear(self) -> None:
@@ -83,6 +86,12 @@ class RunPage(QWidget):
 
     def theme_changed(self) -> None:
         self.details.setText(_table(self._rows))
+
+
+def image_rows(timings: Mapping[str, float]) -> list[tuple[str, str]]:
+    """The prompt's images and the tokens they became, when it had any."""
+    images, tokens = int(timings.get("images", 0)), int(timings.get("image_tokens", 0))
+    return [("Images", f"{images} → {tokens:,} tokens")] if images else []
 
 
 def _table(rows: list[tuple[str, str]]) -> str:
@@ -98,4 +107,4 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return f"<table cellspacing='0'>{cells}</table>"
 
 
-__all__ = ["RunPage", "text_box"]
+__all__ = ["RunPage", "image_rows", "text_box"]

@@ -30,12 +30,16 @@ NAME_PX = 220  # a longer file name is elided in its middle
 
 
 class FlowLayout(QLayout):
-    """Items left to right, wrapping onto a new line when the width runs out."""
+    """Items left to right, wrapping onto a new line when the width runs out; `right`: each
+    line against the right edge, and the layout asks for the width of one line."""
 
-    def __init__(self, parent: QWidget | None = None, spacing: int = 4) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, spacing: int = 4, *, right: bool = False
+    ) -> None:
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
         self._gap = spacing
+        self.right = right
         self.setContentsMargins(0, 0, 0, 0)
 
     def addItem(self, item: QLayoutItem) -> None:
@@ -64,7 +68,11 @@ class FlowLayout(QLayout):
         self._arrange(rect, move=True)
 
     def sizeHint(self) -> QSize:
-        return self.minimumSize()
+        if not self.right:
+            return self.minimumSize()
+        hints = [hint for _, hint in self._shown()]
+        width = sum(h.width() for h in hints) + self._gap * max(0, len(hints) - 1)
+        return QSize(width, max((h.height() for h in hints), default=0))
 
     def minimumSize(self) -> QSize:
         size = QSize()
@@ -72,21 +80,30 @@ class FlowLayout(QLayout):
             size = size.expandedTo(item.minimumSize())
         return size
 
+    def _shown(self) -> list[tuple[QLayoutItem, QSize]]:
+        widgets = [(item, item.widget()) for item in self._items]
+        return [(i, i.sizeHint()) for i, w in widgets if w is None or not w.isHidden()]
+
     def _arrange(self, rect: QRect, move: bool) -> int:
         """Place the items (when `move`) and return the height they take in `rect`'s width."""
-        x, y, line = rect.x(), rect.y(), 0
-        for item in self._items:
-            widget = item.widget()
-            if widget is not None and widget.isHidden():
-                continue
-            hint = item.sizeHint()
-            if x > rect.x() and x + hint.width() > rect.right() + 1:
-                x, y, line = rect.x(), y + line + self._gap, 0
-            if move:
-                item.setGeometry(QRect(QPoint(x, y), hint))
+        lines: list[list[tuple[QLayoutItem, QSize]]] = [[]]
+        x = rect.x()
+        for item, hint in self._shown():
+            if lines[-1] and x + hint.width() > rect.right() + 1:
+                lines.append([])
+                x = rect.x()
+            lines[-1].append((item, hint))
             x += hint.width() + self._gap
-            line = max(line, hint.height())
-        return y + line - rect.y()
+        y = rect.y()
+        for line in [line for line in lines if line]:
+            width = sum(h.width() for _, h in line) + self._gap * (len(line) - 1)
+            x = rect.right() + 1 - width if self.right else rect.x()
+            for item, hint in line:
+                if move:
+                    item.setGeometry(QRect(QPoint(x, y), hint))
+                x += hint.width() + self._gap
+            y += max(h.height() for _, h in line) + self._gap
+        return max(0, y - self._gap - rect.y())
 
 
 class FileChip(QFrame):

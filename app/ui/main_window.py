@@ -178,6 +178,7 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c, host, comp = self.controller, self.host, self.composer
         comp.submitted.connect(self.send)
+        comp.tray.sees_images = lambda: c.sees_images  # the composer says when it cannot
         comp.mentionRequested.connect(lambda: self.jobs.run(library, comp.set_documents))
         comp.stopRequested.connect(c.stop)
         comp.raiseContext.connect(self._raise_context)
@@ -229,15 +230,15 @@ class MainWindow(QMainWindow):
             self.show_problem("No model is loaded yet: open a GGUF model or wait for the default.")
             return
         carries = comp.files or self.controller.doc.library
-        if carries and not self.controller.busy and comp.box.toPlainText().strip():
-            self.sending = asyncio.ensure_future(
-                send_with(self.controller, comp.box.toPlainText(), comp.take_files())
-            )
-            comp.box.clear()
-            self.banner.hide()
-        elif self.controller.send(comp.box.toPlainText()):
-            comp.box.clear()
-            self.banner.hide()
+        text = comp.box.toPlainText()
+        if carries and not self.controller.busy and text.strip():
+            files, images = comp.take_files(), comp.take_images()
+            self.sending = asyncio.ensure_future(send_with(self.controller, text, files, images))
+        elif not self.controller.send(text, comp.images):
+            return
+        comp.box.clear()
+        comp.take_images()  # sent with the message
+        self.banner.hide()
 
     def _store_failed(self, why: str) -> None:
         self.show_problem(f"Could not save this conversation: {why}. It stays open here.")

@@ -5,22 +5,28 @@ shows); Tab moves on to Send (keyboard users are never trapped in the box); the 
 tall as its text from `MIN_LINES` to `MAX_LINES` lines and scrolls beyond; while the "@"
 picker shows, Up, Down, Tab and Esc go to it (Enter too once the user moved in its list) and
 every other key to the box, so no keystroke is ever lost to it; files dropped or pasted are
-attached, not typed as paths; a large paste is said (`pasted`) after it is in the box, so the
-composer can check it fits.
+attached, not typed as paths; an image pasted or dropped (a screenshot on the clipboard, a
+picture dragged from a browser) is handed on as its bytes (`imagePasted`: the file's own bytes
+when the clipboard holds an image format the app reads, else the picture as PNG), never typed;
+a paste that also holds text is text (a spreadsheet's cells come with a picture of them); a
+large paste is said (`pasted`) after it is in the box, so the composer can check it fits.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QMimeData, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QEvent, QIODevice, QMimeData, Qt, Signal
 from PySide6.QtGui import (
     QDragEnterEvent,
     QDragMoveEvent,
     QDropEvent,
     QFocusEvent,
     QFontMetricsF,
+    QImage,
+    QImageWriter,
     QKeyEvent,
 )
 from PySide6.QtWidgets import QPlainTextEdit, QSizePolicy, QWidget
@@ -31,8 +37,37 @@ LARGE_PASTE = 2_000  # characters: a paste this long is checked against the cont
 MIN_LINES, MAX_LINES = 2, 8  # the box's height follows its text between these
 
 
+# the clipboard's image formats the app reads as they are (their bytes checked, not re-encoded)
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp",
+                 "image/gif": "gif", "image/bmp": "bmp"}  # fmt: skip
+
+
 def _files(mime: QMimeData) -> list[Path]:
     return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()]
+
+
+def pasted_image(mime: QMimeData) -> tuple[bytes, str] | None:
+    """The image `mime` holds, as (bytes, a name for it), or None: the bytes of the first
+    format the app reads, else Qt's picture encoded as PNG."""
+    stamp = time.strftime("%H%M%S")
+    for kind, suffix in IMAGE_FORMATS.items():
+        if mime.hasFormat(kind):
+            return bytes(mime.data(kind).data()), f"pasted-{stamp}.{suffix}"
+    if not mime.hasImage():
+        return None
+    image = mime.imageData()
+    if not isinstance(image, QImage) or image.isNull():
+        return None
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    QImageWriter(buffer, QByteArray(b"PNG")).write(image)
+    buffer.close()
+    return bytes(data.data()), f"pasted-{stamp}.png"
+
+
+def _has_image(mime: QMimeData) -> bool:
+    return mime.hasImage() or any(mime.hasFormat(kind) for kind in IMAGE_FORMATS)
 
 
 class MessageBox(QPlainTextEdit):
@@ -41,6 +76,7 @@ class MessageBox(QPlainTextEdit):
     submitted = Signal()
     stopRequested = Signal()
     filesDropped = Signal(list)  # local files dropped on the box: attached, not pasted as paths
+    imagePasted = Signal(bytes, str)  # an image pasted or dropped: its bytes, a name for it
     pasted = Signal(str)  # a large paste, now in the box
     mentionChanged = Signal(object)  # str: what follows a word-starting "@"; None: no mention
     focusChanged = Signal(bool)  # the box took (True) or lost the keyboard focus
@@ -90,34 +126,45 @@ class MessageBox(QPlainTextEdit):
         self.mentionChanged.emit(self.mention())
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if _files(event.mimeData()):
+        if _files(event.mimeData()) or _has_image(event.mimeData()):
             event.acceptProposedAction()
         else:
             super().dragEnterEvent(event)
 
     def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        if _files(event.mimeData()):
+        if _files(event.mimeData()) or _has_image(event.mimeData()):
             event.acceptProposedAction()
         else:
             super().dragMoveEvent(event)
 
     def dropEvent(self, event: QDropEvent) -> None:
         files = _files(event.mimeData())
+        image = None if files else pasted_image(event.mimeData())
         if files:
             self.filesDropped.emit(files)
-            event.acceptProposedAction()
+        elif image is not None:
+            self.imagePasted.emit(*image)
         else:
             super().dropEvent(event)
+            return
+        event.acceptProposedAction()
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return _has_image(source) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
         """A pasted file (copied in a file manager, or its path alone) is attached, not typed;
-        a large paste is said after it is in the box."""
+        so is a pasted image (without text); a large paste is said after it is in the box."""
         from app.controllers.attachments import pasted_files
 
         text = source.text() if source.hasText() else ""
         files = pasted_files([str(p) for p in _files(source)], text)
         if files:
             self.filesDropped.emit(files)
+            return
+        image = None if source.hasText() else pasted_image(source)
+        if image is not None:
+            self.imagePasted.emit(*image)
             return
         super().insertFromMimeData(source)
         if len(text) >= LARGE_PASTE:
@@ -154,4 +201,4 @@ class MessageBox(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
-__all__ = ["LARGE_PASTE", "MAX_LINES", "MIN_LINES", "MessageBox"]
+__all__ = ["IMAGE_FORMATS", "LARGE_PASTE", "MAX_LINES", "MIN_LINES", "MessageBox", "pasted_image"]

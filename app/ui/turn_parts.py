@@ -1,22 +1,39 @@
-"""The small parts a turn is made of: its icon buttons and the user's message bubble.
+"""The small parts a turn is made of: its icon buttons, the user's message bubble and the
+images the message carried.
 
 Guarantees: an `ActionButton` draws its icon only but keeps its text (said as its tooltip, and
 its accessible name is the longer sentence it is given), sits in the tab order and is pressed
 by Enter as well as Space; a `Bubble` asks for the width its longest line needs and no more,
 never more than its maximum width (the turn sets that to its share of the column), and may
-shrink to a few characters, so the window can always get narrower.
+shrink to a few characters, so the window can always get narrower. `Pictures` shows a
+message's images as thumbnails (`THUMB_PX` on their long side, in lines against the right edge
+that wrap as the column narrows), each opening the image large (`ImageViewer`, Esc closes
+it); an image no longer kept here shows its name instead, and opening it says so.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QLabel, QToolButton, QWidget
+from collections.abc import Sequence
 
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QPixmap
+from PySide6.QtWidgets import (
+    QDialog,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.domain.messages import ImageContent
+from app.ui.file_chips import FlowLayout
 from app.ui.icons import give
+from app.ui.image_chips import Thumb
 from app.ui.theme import mark
 
 ICON_PX = 16
+THUMB_PX = 120  # a message's image in the transcript, on its long side
 
 
 class ActionButton(QToolButton):
@@ -75,4 +92,67 @@ class Bubble(QLabel):
         return QSize(width, super().minimumSizeHint().height())
 
 
-__all__ = ["ActionButton", "Bubble"]
+class Pictures(QWidget):
+    """A message's images, as thumbnails; each opens large."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Images of your message")
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self.flow = FlowLayout(self, right=True)
+        self.thumbs: list[Thumb] = []
+        self.hide()
+
+    def show_images(self, images: Sequence[ImageContent]) -> None:
+        for thumb in self.thumbs:
+            self.flow.removeWidget(thumb)
+            thumb.deleteLater()
+        self.thumbs = []
+        for image in images:
+            thumb = Thumb(image, THUMB_PX, self)
+            thumb.clicked.connect(lambda _=False, t=thumb: ImageViewer.open_for(t))
+            self.flow.addWidget(thumb)
+            self.thumbs.append(thumb)
+        self.setVisible(bool(images))
+        self.updateGeometry()
+
+
+class ImageViewer(QDialog):
+    """One image, as large as the screen allows (at most its own size)."""
+
+    @staticmethod
+    def open_for(thumb: Thumb) -> ImageViewer:
+        from app.controllers.attachments import image_bytes
+
+        viewer = ImageViewer(thumb.image, image_bytes(thumb.image.sha256, thumb.image.name), thumb)
+        viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        viewer.show()
+        return viewer
+
+    def __init__(self, image: ImageContent, data: bytes | None, parent: QWidget) -> None:
+        super().__init__(parent)
+        name = image.name or "Image"
+        self.setWindowTitle(name)
+        self.setAccessibleName(f"Image {name}")
+        self.label = QLabel(self)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        pixmap = QPixmap()
+        if data is None or not pixmap.loadFromData(data):
+            self.label.setText(f"{name} is no longer kept on this computer.")
+        else:
+            screen = QGuiApplication.primaryScreen()
+            room = screen.availableSize() * 0.8 if screen is not None else QSize(1024, 768)
+            if pixmap.width() > room.width() or pixmap.height() > room.height():
+                pixmap = pixmap.scaled(
+                    room,
+                    Qt.AspectRatioMode.KeepAspectRatio,
+                    Qt.TransformationMode.SmoothTransformation,
+                )
+            self.label.setPixmap(pixmap)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.label)
+
+
+__all__ = ["THUMB_PX", "ActionButton", "Bubble", "ImageViewer", "Pictures"]

@@ -10,7 +10,9 @@ conversation outgrew the context: it would fail again); the actions are small ic
 that keep their text as their name and tooltip; Copy, Regenerate and Edit show while the
 pointer is over the turn or one of them has the keyboard focus, and stay in the tab order
 while hidden (Enter or Space presses a focused one); under a finished answer, its figures
-(`answer_footer.py`); the files a message carried open from its Files button.
+(`answer_footer.py`); the files a message carried open from its Files button; the images it
+carried show as thumbnails above its bubble (`Pictures`: each opens large; one no longer kept
+here shows its name), and stay with it when it is edited.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from app.ui.cards import JsonCard, ToolCard
 from app.ui.markdown_view import MarkdownView
 from app.ui.sources import SourcesRow
 from app.ui.theme import mark
-from app.ui.turn_parts import ActionButton, Bubble
+from app.ui.turn_parts import ActionButton, Bubble, Pictures
 
 BUBBLE_SHARE = 0.75  # of the column, at most, for the user's message
 EDITOR_LINES = 6  # the edit box's height, in lines, before it scrolls
@@ -143,7 +145,12 @@ class TurnWidget(QFrame):
         ):
             row.addWidget(w, 0, Qt.AlignmentFlag.AlignBottom)
         row.addSpacing(4)
-        row.addWidget(self.user)
+        message = QVBoxLayout()  # the images above the words
+        message.setSpacing(4)
+        self.pictures = Pictures(self)
+        message.addWidget(self.pictures)
+        message.addWidget(self.user)
+        row.addLayout(message)
         layout.addLayout(row)
 
     def _build_editor(self, layout: QVBoxLayout) -> None:
@@ -224,7 +231,9 @@ class TurnWidget(QFrame):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         """The bubble may take its share of the column, no more."""
-        self.user.setMaximumWidth(max(1, int(event.size().width() * BUBBLE_SHARE)))
+        share = max(1, int(event.size().width() * BUBBLE_SHARE))
+        self.user.setMaximumWidth(share)
+        self.pictures.setMaximumWidth(share)
         super().resizeEvent(event)
 
     @property
@@ -236,7 +245,10 @@ class TurnWidget(QFrame):
         context, text = attachments.split(version.user_text)
         names = attachments.files(context)
         self.user.setText(text + (f"\n📎 {', '.join(names)}" if names else ""))
+        self.user.setVisible(bool(self.user.text()) and self.editor.isHidden())
         self.user.updateGeometry()
+        if self.pictures.thumbs or version.images:
+            self.pictures.show_images(version.images)
         self.files_button.setVisible(bool(names))
         for w in self.segments:
             w.deleteLater()
@@ -338,7 +350,7 @@ class TurnWidget(QFrame):
         """Close the editor; the message stays as it was."""
         for w in (self.editor, self.cancel, self.resend):
             w.hide()
-        self.user.show()
+        self.user.setVisible(bool(self.user.text()))  # a message of images only: no bubble
         self.edit_button.setFocus()
 
     def _resend(self) -> None:

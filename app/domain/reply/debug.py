@@ -1,7 +1,9 @@
 """A reply's debug record as the turn runs: what only the debug pane reads.
 
 Guarantees: nothing here touches `reply.segments`; the prompt, the generated ids, the token
-scores, the timings (speculative decoding's drafted and accepted tokens only where it drafted),
+scores, the timings (speculative decoding's drafted and accepted tokens only where it drafted;
+the prompt's images and the tokens they became only where it had images, each image's count
+said in the event list),
 the parser's issues and the remote endpoint's request and response land in
 `reply.debug`; the timeline (`spans`, `token_times`) is in ms from the turn's start, and a
 continued reply's timeline goes on where its last one ended.
@@ -76,6 +78,10 @@ class DebugLog:
         }
         if t.drafted:  # speculative decoding drafted: what it proposed and what was kept
             debug.timings |= {"drafted": t.drafted, "accepted": t.accepted}
+        if t.image_tokens:  # the prompt's images: how many, and the tokens they became
+            debug.timings |= {"images": len(t.image_tokens), "image_tokens": sum(t.image_tokens)}
+            each = " + ".join(str(n) for n in t.image_tokens)
+            self.line(f"images: {len(t.image_tokens)} → {each} tokens")
 
     def tools_ran(self, durations: list[tuple[str, float]]) -> None:
         """The calls (tool name, ms) ran side by side from now; the turn goes on when the last
