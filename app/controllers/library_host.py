@@ -4,8 +4,10 @@ catalogue, the models folders, the default model, deleting, and the download que
 The list is every model the app can load: the bundled ones (SmolLM2, Gemma 3 270M, whether or
 not Gemma is assembled yet), the models folders' GGUFs and the recent files still there, each
 with its card (friendly name, tools / reasoning / vision, from its header, cached per file
-version); `prepare` readies a model to load off the GUI thread (a bundled one checked, Gemma
-assembled on first use).
+version) and the image projector that loads with it (the one chosen in Model settings, else the
+one in its folder: `scan.listing`), whose file counts in its memory estimate (with the weights:
+`memory.with_projector`), as it does when the window loads it; `prepare` readies a model to load
+off the GUI thread (a bundled one checked, Gemma assembled on first use).
 
 Guarantees: scanning, the settings file, the trash and the catalogue are touched off the GUI
 thread (results come back as signals); downloads run on their own threads, at most
@@ -18,6 +20,7 @@ running downloads (their partial files stay).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.controllers.background import Background
-from app.controllers.model_context import estimate
+from app.controllers.model_context import Sizing, estimate
 from app.domain.library import DownloadProgress, MemoryEstimate, ModelEntry, human_size
-from app.engine.local.memory import available_memory, gpu_share_of
+from app.engine.local.memory import available_memory, gpu_share_of, projector_bytes, with_projector
 from app.errors import HarmonyDeskError
 from app.library import folders
 from app.library.bundled import assembled_default_model, bundled_models
@@ -55,15 +58,51 @@ class Listed:
     card: ModelCard | None = None
     source: str = "folder"
     loadable_now: bool = True  # False: a bundled model still to be assembled (`prepare` does it)
+    projector: str = ""  # the image projector that loads with it ("": it sees no images)
+    unpaired: str = ""  # why the projector chosen for it cannot be used (its file is gone)
 
     @property
     def title(self) -> str:
         return self.card.title if self.card is not None else self.entry.name
 
+    @property
+    def projector_size(self) -> int:
+        """Bytes of its projector's file (0 without one): counted in `memory`."""
+        return projector_bytes(self.projector)
+
+    def sees(self) -> str:
+        """ "Sees images with its projector mmproj-x.gguf (851 MiB, counted in its memory)",
+        or why the chosen one cannot be used, or ""."""
+        if self.projector:
+            name, size = Path(self.projector).name, human_size(self.projector_size)
+            return f"Sees images with its projector {name} ({size}, counted in its memory)"
+        return f"Reads text only: {self.unpaired}" if self.unpaired else ""
+
 
 _Scanned = tuple[
     Settings, list["Listed"], Catalog | None, list[DownloadRequest], int | None, list[str]
 ]
+
+
+def projector_for(model: str, chosen: str | None = None) -> Path | None:
+    """The projector that loads with `model` (`projectors.projector_for`; the window's way to
+    it: the projectors module loads with the first use, off the start path)."""
+    from app.library import projectors
+
+    return projectors.projector_for(model, chosen)
+
+
+def is_projector(path: Path) -> bool:
+    """Whether the GGUF at `path` is an image projector (`projectors.is_projector`)."""
+    from app.library import projectors
+
+    return projectors.is_projector(path)
+
+
+def with_projector_sized(sizing: Sizing, projector: Path | None) -> Sizing:
+    """The loaded model's sizing with `projector`'s file counted with its weights (None: the
+    model alone)."""
+    return dataclasses.replace(sizing, model=with_projector(sizing.model, projector))
 
 
 def startup_choice() -> tuple[str | None, int]:
@@ -106,25 +145,33 @@ class LibraryHost(QObject):
             settings = load_settings()
             where = folders.library_folders(settings)
             recent = RecentModels().load()
-            found = listing(where, bundled=bundled_models(), recent=recent)
+            choices, offload = ChoiceStore(), self.gpu_offload
+            found = listing(
+                where,
+                bundled=bundled_models(),
+                recent=recent,
+                chosen=lambda path: choices.get(path).projector,
+            )
             have = available_memory()
             n_ctx, n = settings.context_length, settings.parallel
-            choices, offload = ChoiceStore(), self.gpu_offload
 
-            def memory_of(e: ModelEntry) -> MemoryEstimate:
+            def memory_of(e: ModelEntry, projector: str) -> MemoryEstimate:
                 share = gpu_share_of(choices.get(e.path).load_settings(), e.layers, offload)
-                return estimate(e, n_ctx, sequences=n, available=have, gpu_share=share)
+                sized = with_projector(e, projector)
+                return estimate(sized, n_ctx, sequences=n, available=have, gpu_share=share)
 
             rows = [
                 Listed(
-                    e,
-                    memory_of(e),
-                    self._is_default(e, settings),
-                    card,
-                    source,
-                    source != "bundled" or Path(e.path).is_file(),
+                    f.entry,
+                    memory_of(f.entry, f.projector),
+                    self._is_default(f.entry, settings),
+                    f.card,
+                    f.where,
+                    f.where != "bundled" or Path(f.entry.path).is_file(),
+                    f.projector,
+                    f.unpaired,
                 )
-                for e, card, source in found
+                for f in found
             ]
             catalog = self.catalog or self._read_catalog()
             partials = [] if self._resumable_found else paused_downloads(where)
@@ -310,4 +357,12 @@ class LibraryHost(QObject):
         self.queue.close()
 
 
-__all__ = ["CatalogModel", "LibraryHost", "Listed", "startup_choice"]
+__all__ = [
+    "CatalogModel",
+    "LibraryHost",
+    "Listed",
+    "is_projector",
+    "projector_for",
+    "startup_choice",
+    "with_projector_sized",
+]

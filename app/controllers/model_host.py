@@ -1,14 +1,21 @@
 """The loaded model as the window sees it: load with progress and cancel, template, sampling.
 
-Guarantees: loading runs on the engine thread and reports progress as a fraction; a cancel
-ends it with a clear message; a load error (corrupt file, not enough memory, unsupported
+Guarantees: loading runs on the engine thread and reports progress as a fraction; a cancel ends
+it with a clear message; a load error (corrupt file, not enough memory, unsupported
 architecture) arrives as `loadFailed` with the app's sentence and leaves the previous state
 usable; template and sampling come from the template registry, with the user's remembered
-choices for that model applied (its own context length too, `context_for`); it loads with
-the settings' `parallel` answers at once, one kept for the window's own turns; recent models
-are remembered (most recent first, at most 10). Importing this module loads neither the
-template registry nor the engine's session: they load with the first model (or scripted
-source) the host uses.
+choices for that model applied (its own context length too, `context_for`); it loads with the
+settings' `parallel` answers at once, one kept for the window's own turns; recent models are
+remembered (most recent first, at most 10). A model loads with its image projector
+(`projector_for`: the one chosen in Model settings, else the one in its folder; `projector` says
+the one in use, "" for none). A projector that cannot be used — not there any more, not one for
+this model (llama.cpp refuses it), or damaged (the worker stops while loading it) — never leaves
+the user with no model: the model is loaded again without it, for text only, and the projector's
+error arrives as `loadFailed` after `loaded`, saying that images are off (`images_off` keeps the
+sentence). A load that fails before the projector's turn (llama.cpp reports the weights all
+read, 100 %, before it) is the model's own failure and is not tried again. Importing this module
+loads neither the template registry nor the engine's session: they load with the first model (or
+scripted source) the host uses.
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ from PySide6.QtCore import QObject, Signal
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
 from app.engine.protocol import ModelBackend, SnapshotSettings, WorkerState
-from app.errors import HarmonyDeskError
+from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.settings import load_settings
 from app.templates.choices import ChoiceStore, ModelChoice
 
 if TYPE_CHECKING:  # the templates and the session load with the first model, not the window
+    from collections.abc import Callable
+
     from app.engine.local.session import ChatSession
     from app.engine.local.tokenizer import ModelTokenizer
     from app.templates.base import Template, TemplateDefaults
@@ -73,6 +82,8 @@ class ModelHost(QObject):
         self.name = ""
         self.path = ""
         self.n_ctx = 0
+        self.projector = ""  # the loaded model's image projector ("": it sees no images)
+        self.images_off = ""  # why the model loaded without the projector it was to have
         self._cancel = threading.Event()
         self.recent = RecentModels()
         self._tokenizer: ModelTokenizer | None = None
@@ -91,6 +102,8 @@ class ModelHost(QObject):
         self.sampling = self.template.defaults.sampling()
         self.name = name
         self.n_ctx = getattr(getattr(backend, "info", None), "n_ctx", 8192)
+        self.projector = getattr(getattr(backend, "info", None), "projector", "") or ""
+        self.images_off = ""
         self.loaded.emit(name)
 
     def use_scripted(self, scripts: list[str], *, delay_s: float = 0.0) -> None:
@@ -112,28 +125,38 @@ class ModelHost(QObject):
         self._cancel.clear()
         self.stateChanged.emit(WorkerState.LOADING.value)
 
-        def work() -> tuple[Any, str, str]:
+        def work() -> tuple[Any, str, str, HarmonyDeskError | None]:
             from app.library.bundled import default_model_path
 
             file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
             client = self.backend if hasattr(self.backend, "load") else WorkerClient()
             choice, settings = ChoiceStore().get(file), load_settings()
-            info = client.load(  # type: ignore[union-attr]
-                file,
-                n_ctx=self.context_for(file, n_ctx, choice.context_length),
-                n_threads=threads,
-                on_progress=lambda f: self.progress.emit(0.3 + 0.7 * f),
-                cancel=self._cancel,
-                settings=choice.load_settings(settings.gpu_layers),
-                snapshots=SnapshotSettings.of(settings.kv_cache_gib),
-                sequences=settings.parallel,
-                reserved=1 if settings.parallel > 1 else 0,  # the window's turns never queue
-            )
+            reached = [0.0]  # how far the weights got (1.0: read; the projector's turn)
+
+            def progress(fraction: float) -> None:
+                reached[0] = max(reached[0], fraction)
+                self.progress.emit(0.3 + 0.7 * fraction)
+
+            def load(projector: Path | None) -> Any:
+                return client.load(  # type: ignore[union-attr]
+                    file,
+                    n_ctx=self.context_for(file, n_ctx, choice.context_length),
+                    n_threads=threads,
+                    on_progress=progress,
+                    cancel=self._cancel,
+                    settings=choice.load_settings(settings.gpu_layers),
+                    snapshots=SnapshotSettings.of(settings.kv_cache_gib),
+                    sequences=settings.parallel,
+                    reserved=1 if settings.parallel > 1 else 0,  # the window's turns never queue
+                    projector=projector,
+                )
+
+            info, off = with_projector_or_not(load, file, choice.projector, lambda: reached[0])
             name = choice.template or default_template_name(info.metadata)
-            return client, file, name
+            return client, file, name, off
 
         try:
-            client, file, template_name = await self.bridge.call(work)
+            client, file, template_name, off = await self.bridge.call(work)
         except HarmonyDeskError as exc:
             self.stateChanged.emit(WorkerState.FAILED.value if self.backend is None else "ready")
             self.loadFailed.emit(exc.message, exc.details)
@@ -143,10 +166,14 @@ class ModelHost(QObject):
         self.template = get_template(template_name).for_model(client.info.metadata)
         self.apply_choice(ChoiceStore().get(file))
         self.path, self.n_ctx = file, client.info.n_ctx
+        self.projector = getattr(client.info, "projector", "") or ""
         self.name = f"{Path(file).name} ({client.info.architecture}, template {template_name})"
+        self.images_off = text_only(off) if off is not None else ""
         self.recent.add(file)
         self.stateChanged.emit(WorkerState.READY.value)
         self.loaded.emit(self.name)
+        if off is not None:
+            self.loadFailed.emit(self.images_off, off.details)
         return True
 
     def context_for(self, file: str, asked: int, own: int | None) -> int:
@@ -258,6 +285,39 @@ class ModelHost(QObject):
         close = getattr(self.backend, "close", None)
         if callable(close):
             close()
+
+
+def with_projector_or_not(
+    load: Callable[[Path | None], Any], file: str, chosen: str | None, reached: Callable[[], float]
+) -> tuple[Any, HarmonyDeskError | None]:
+    """`load(projector)` with the model's projector (see the module guarantees); when that
+    projector cannot be used, `load(None)`: the model's info, and the projector's error (None
+    when it loaded as asked)."""
+    from app.library.projectors import projector_for
+
+    try:
+        projector = projector_for(file, chosen)
+    except InvalidInputError as exc:  # the chosen file is gone
+        return load(None), exc
+    try:
+        return load(projector), None
+    except ModelLoadError as exc:
+        if projector is None or exc.problem is not LoadProblem.LOAD_FAILED or reached() < 1.0:
+            raise
+        try:
+            return load(None), exc
+        except ModelLoadError as again:
+            raise (again if again.problem is LoadProblem.CANCELLED else exc) from None
+
+
+def text_only(off: HarmonyDeskError) -> str:
+    """The sentence for a model loaded without the projector it was to have (`off`: why)."""
+    said = off.message.rstrip(".")
+    said = said[:1].upper() + said[1:]
+    return (
+        f"{said}. The model was loaded without the projector instead, for text only: images"
+        " are off until one that fits it is there or chosen (Model settings ▸ Projector)."
+    )
 
 
 def _marker_shaped(piece: bytes) -> bool:

@@ -1,13 +1,13 @@
 """What a person recognises a model by: a friendly name, the quantisation a file name carries,
 and the capabilities its header promises (tools, reasoning, vision).
 
-Guarantees: pure functions of a GGUF header (and a folder listing for vision), no Qt; the
-capabilities are the ones the window itself goes by when the model is loaded — the template
-the registry picks for the header (`default_template_name`, then `for_model`, as `ModelHost`
-does): **tools** when that template has a tool-call format (`Template.tool_calls`),
-**reasoning** when it takes a reasoning effort or thinks (`takes_effort`, `thinks`); **vision**
-only when it is known: an image projector (`mmproj…gguf`) beside the file, or projector keys
-(`clip.…`) in its header. A template that cannot be set up for a model means neither badge,
+Guarantees: pure functions of a GGUF header, no Qt; the capabilities are the ones the window
+itself goes by when the model is loaded — the template the registry picks for the header
+(`default_template_name`, then `for_model`, as `ModelHost` does): **tools** when that template
+has a tool-call format (`Template.tool_calls`), **reasoning** when it takes a reasoning effort
+or thinks (`takes_effort`, `thinks`); **vision** here when its header has projector keys
+(`clip.…`), and then, in the library's list, exactly when an image projector loads with it
+(`scan.listing` pairs it). A template that cannot be set up for a model means neither badge,
 never an error. The friendly name is the bundled model's own name, else the header's
 `general.name` when it reads as a name, else the file name without its quantisation suffix.
 """
@@ -87,17 +87,6 @@ def friendly_name(metadata: dict[str, Any], path: str | Path, known: str = "") -
     return strip_quant(Path(path).name)
 
 
-def has_projector(folder: Path) -> bool:
-    """Whether an image projector (`mmproj…gguf`) lies in `folder`."""
-    try:
-        return any(
-            p.name.lower().startswith("mmproj") and p.name.lower().endswith(".gguf")
-            for p in folder.iterdir()
-        )
-    except OSError:
-        return False
-
-
 def card_of(metadata: dict[str, Any], path: str | Path, known: str = "") -> ModelCard:
     """The card of the model whose header is `metadata` (file `path`)."""
     from app.templates.registry import default_template_name, get_template
@@ -125,4 +114,4 @@ def _clip_keys(metadata: dict[str, Any]) -> bool:
     )
 
 
-__all__ = ["ModelCard", "card_of", "friendly_name", "has_projector", "quant_of_name", "strip_quant"]
+__all__ = ["ModelCard", "card_of", "friendly_name", "quant_of_name", "strip_quant"]

@@ -8,7 +8,12 @@ in the cache folder), so rescanning an unchanged folder reads no header; folders
 four levels deep (publisher/model/file layouts), without following links or hidden folders.
 `listing` adds what the picker shows: each model's card (friendly name, capabilities, read
 from the same header and cached with it), where it was found (bundled, a models folder, the
-recent files), the bundled models whether assembled or not; image projectors are not models.
+recent files), the bundled models whether assembled or not. Image projectors (`mmproj` GGUFs,
+`projectors.is_projector`) are never listed as models, by `scan` or `listing`: `listing`
+pairs each model with its projector instead (`projectors.projector_for`, with the projector
+chosen for it: None = the one in its folder, "" = none, else a path), and its card says
+`vision` exactly when it has one; a chosen projector that is gone is said (`Found.unpaired`),
+never an error that hides the model.
 """
 
 from __future__ import annotations
@@ -16,24 +21,35 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.domain.library import ModelEntry
-from app.errors import HarmonyDeskError
+from app.errors import HarmonyDeskError, InvalidInputError
 from app.fileio import OutputError, write_atomic
 from app.gguf.info import SPLIT_NAME, GgufInfo, model_parts, read_model
 from app.library.bundled import Bundled, bundled_header
-from app.library.cards import ModelCard, card_of, has_projector, strip_quant
+from app.library.cards import ModelCard, card_of, strip_quant
+from app.library.projectors import Projectors
 from app.paths import cache_dir
 from app.templates.registry import default_template_name
 
 log = logging.getLogger("library")
 MAX_DEPTH = 4
 _CACHE_VERSION = 2
-Found = tuple[ModelEntry, ModelCard, str]  # the entry, its card, where: bundled, folder, recent
+
+
+class Found(NamedTuple):
+    """A model `listing` found: its entry, its card, where (bundled, folder, recent), and the
+    image projector that loads with it."""
+
+    entry: ModelEntry
+    card: ModelCard
+    where: str
+    projector: str = ""  # its projector's path ("": it sees no images)
+    unpaired: str = ""  # why the projector chosen for it cannot be used (its file is gone)
 
 
 def describe(
@@ -204,7 +220,22 @@ def scan(
             if str(first) not in entries:
                 entries[str(first)] = cache.get(first)
     cache.save()
-    return sorted(entries.values(), key=lambda e: (not e.bundled, e.name.lower(), e.path))
+    models = (e for e in entries.values() if not is_projector_entry(e))
+    return sorted(models, key=lambda e: (not e.bundled, e.name.lower(), e.path))
+
+
+def is_projector_entry(entry: ModelEntry) -> bool:
+    """Whether a scanned file is an image projector (`projectors.is_projector`, from what the
+    scan read already): the `clip` architecture, or a header that cannot be read and a name
+    starting with `mmproj`."""
+    unread = bool(entry.problem) and not entry.architecture
+    return entry.architecture == "clip" or (
+        unread and Path(entry.path).name.lower().startswith("mmproj")
+    )
+
+
+def _no_choice(_model: str) -> str | None:
+    return None
 
 
 def listing(
@@ -213,12 +244,14 @@ def listing(
     bundled: Iterable[Bundled] = (),
     recent: Iterable[str | Path] = (),
     cache: ScanCache | None = None,
+    chosen: Callable[[str], str | None] = _no_choice,
 ) -> list[Found]:
     """Every model the app can be asked to load: the bundled ones, those in `folders`, and the
-    `recent` files that are still there; the bundled first (the default model first), then
-    by name."""
+    `recent` files that are still there, each with its projector (`chosen(path)`: the one
+    chosen for it; see the module guarantees); the bundled first (the default model first),
+    then by name."""
     cache = cache or ScanCache()
-    found: dict[str, Found] = {}
+    found: dict[str, tuple[ModelEntry, ModelCard, str]] = {}
     for model in bundled:
         entry, card = cache.read_bundled(model)
         found[str(model.path)] = (entry, card, "bundled")
@@ -232,16 +265,28 @@ def listing(
         if str(first) not in found and first.is_file():
             found[str(first)] = (*cache.read(first), "recent")
     cache.save()
-    projectors: dict[Path, bool] = {}
-    out = []
-    for entry, card, where in found.values():
-        folder = Path(entry.path).parent
-        if folder not in projectors:
-            projectors[folder] = where != "bundled" and has_projector(folder)
-        if projectors[folder] and not card.vision and entry.architecture != "clip":
-            card = replace(card, vision=True)
-        out.append((entry, card, where))
+    pairs = Projectors()
+    out = [
+        _paired(entry, card, where, pairs, chosen)
+        for entry, card, where in found.values()
+        if not is_projector_entry(entry)
+    ]
     rest = sorted(
-        (f for f in out if f[2] != "bundled"), key=lambda f: (f[1].title.lower(), f[0].path)
+        (f for f in out if f.where != "bundled"), key=lambda f: (f.card.title.lower(), f.entry.path)
     )
-    return [f for f in out if f[2] == "bundled"] + rest  # the bundled ones in their own order
+    return [f for f in out if f.where == "bundled"] + rest  # the bundled ones in their own order
+
+
+def _paired(
+    entry: ModelEntry,
+    card: ModelCard,
+    where: str,
+    pairs: Projectors,
+    chosen: Callable[[str], str | None],
+) -> Found:
+    """The model with its projector, and its card's `vision` saying whether it has one."""
+    try:
+        projector = pairs.pair(entry.path, chosen(entry.path))
+    except InvalidInputError as exc:
+        return Found(entry, replace(card, vision=False), where, "", exc.message)
+    return Found(entry, replace(card, vision=projector is not None), where, str(projector or ""))

@@ -211,6 +211,7 @@ class ModelChooser(QFrame):
         words = [row.title, Path(row.entry.path).name, row.source, facts, *badges]
         item.setData(SEARCH, " ".join(words).lower())
         tips = [row.entry.path, row.memory.words(), *(BADGE_TIPS[b] for b in badges)]
+        tips += [row.sees()] if row.sees() else []
         item.setToolTip("\n".join(tips))
         return item
 

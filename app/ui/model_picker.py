@@ -3,12 +3,14 @@ the searchable chooser of every model the app can load (clicking it, or Ctrl+L a
 
 Guarantees: it always shows the model that answers (or that none is loaded yet) by the name a
 person knows it by (the library's card, else the file name without its quantisation; the
-technical description — file, architecture, template — in its tooltip); opening it (a click,
-the keyboard, Ctrl+L once `install_picker` ran) shows `ModelChooser`, never a bare list, and
-the mouse wheel never switches models; choosing loads through `load` (a bundled model readied
-first, off the GUI thread, by the library), "Open a file…" asks for a file, "Find models
-online…" opens Discover, "Manage models…" the Models window. Its item list (the loaded model,
-the recent ones, Open) stays for keyboard and assistive use: `activated` on an item loads it.
+technical description — file, architecture, template — in its tooltip), with an eye when it sees
+images (its projector named in the tooltip; a projector that could not be used, said there too);
+opening it (a click, the keyboard, Ctrl+L once `install_picker` ran) shows `ModelChooser`, never
+a bare list, and the mouse wheel never switches models; choosing loads through `load` (a bundled
+model readied first, off the GUI thread, by the library), "Open a file…" asks for a file, "Find
+models online…" opens Discover, "Manage models…" the Models window. Its item list (the loaded
+model, the recent ones, Open) stays for keyboard and assistive use: `activated` on an item loads
+it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import QComboBox, QWidget
 
 from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
+from app.ui.icons import icon
 
 if TYPE_CHECKING:  # for the annotations only: the window imports this module
     from app.ui.main_window import MainWindow
@@ -30,6 +33,7 @@ if TYPE_CHECKING:  # for the annotations only: the window imports this module
 
 OPEN = "open"
 NONE = "No model loaded yet"
+SEES = "eye-outline"  # the mark of a model that sees images (as on the models page)
 SHORTCUT = "Ctrl+L"
 _OPENING_KEYS = (
     Qt.Key.Key_Up,
@@ -101,10 +105,21 @@ class ModelPicker(QComboBox):
             if path != current:
                 self.addItem(f"{Path(path).name} — {Path(path).parent}", path)
         self.addItem("Open a model file…", OPEN)
+        loaded = self.loaded_name != NONE
+        if loaded and self.host.projector:
+            self.setItemIcon(0, icon(SEES))
         self.setCurrentIndex(0)
         self.blockSignals(False)
-        said = self.loaded_name if self.loaded_name != NONE else "No model is loaded yet"
-        self.setToolTip(f"{said}\nClick or press {SHORTCUT} to choose another model")
+        said = self.loaded_name if loaded else "No model is loaded yet"
+        self.setToolTip(f"{said}{self.sight() if loaded else ''}"
+                        f"\nClick or press {SHORTCUT} to choose another model")  # fmt: skip
+
+    def sight(self) -> str:
+        """The tooltip's line on images: "\nSees images (projector mmproj-x.gguf)", why they
+        are off, or "" for a model without a projector."""
+        if self.host.projector:
+            return f"\nSees images (projector {Path(self.host.projector).name})"
+        return f"\n{self.host.images_off}" if self.host.images_off else ""
 
     # --- the chooser ---------------------------------------------------------------------
 

@@ -2,10 +2,10 @@
 
 Guarantees: one look for every model list (the picker, Discover): the name on the first line,
 the facts a person chooses by on the second (where it comes from, architecture, parameters,
-quantisation, context, size, and a memory warning in the theme's error colour), badges
-(`tools`, `reasoning`, `vision`) at the right, each in its own theme colour; colours come
-from the current theme when painted (a theme switch repaints them); the item's display text
-says all of it in words, for screen readers and for filtering.
+quantisation, context, size — its image projector's added — and a memory warning in the theme's
+error colour), badges (`tools`, `reasoning`, `vision`: it sees images) at the right, each in its
+own theme colour; colours come from the current theme when painted (a theme switch repaints
+them); the item's display text says all of it in words, for screen readers and for filtering.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ BADGE_ROLES = {"tools": "accent", "reasoning": "special_text", "vision": "ok"}
 BADGE_TIPS = {
     "tools": "Its chat template has a tool-call format: it can call the tools you turn on.",
     "reasoning": "It thinks before it answers (or takes a reasoning effort).",
-    "vision": "An image projector comes with it (this app sends text only, for now).",
+    "vision": "It sees images: its image projector (an mmproj file) loads with it.",
 }
 PAD, GAP = 10, 6
 
@@ -64,7 +64,7 @@ def facts_of(row: Listed, loaded: bool = False) -> tuple[str, str]:
         human_count(e.parameters) if e.parameters else "",
         e.quantization,
         context_words(e.context_length),
-        human_size(e.file_size),
+        size_words(row),
     ]
     if not row.loadable_now:
         parts.append("prepared on first use")
@@ -72,6 +72,12 @@ def facts_of(row: Listed, loaded: bool = False) -> tuple[str, str]:
         row.memory.verdict, ""
     )
     return " · ".join(p for p in parts if p), warn
+
+
+def size_words(row: Listed) -> str:
+    """`4.1 GiB`, or `4.1 GiB + 851.0 MiB projector` for a model that sees images."""
+    size = human_size(row.entry.file_size)
+    return f"{size} + {human_size(row.projector_size)} projector" if row.projector else size
 
 
 def titles(rows: list[Listed]) -> dict[str, str]:
@@ -184,5 +190,6 @@ __all__ = [
     "describe",
     "facts_of",
     "name_clear_button",
+    "size_words",
     "titles",
 ]

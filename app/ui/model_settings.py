@@ -1,21 +1,24 @@
 """The model settings dialog: chat template, sampling values, context length and how the model
-is loaded (GPU layers, flash attention, cache type, speculative decoding), remembered per model.
+is loaded (GPU layers, flash attention, cache type, speculative decoding, the image projector),
+remembered per model.
 
 Guarantees: it opens with the values in use (the template registry's defaults with the user's
 remembered choices on top), in sections under headings, each with its help written under it;
 beside each sampling value it says whether it is the template's or the user's own (and the
 template's value then), and "Use the template's values" puts the template's back; choosing
 another template moves every value the user had not changed to that template's; the context
-length goes from 256 to what the model was trained for, says whether it is the settings' or
-this model's own, and says the memory it would take (read off the GUI thread, the models
-page's estimate); the GPU rows are there only where the loaded model's llama.cpp can offload
-to a GPU; speculative decoding is chosen with what each way does said under it, and OK waits
-for a draft model's file when a draft model is chosen (`speculative_rows`); OK applies the
-template and sampling to the next message and remembers, for this model file, only the values
-that differ from the template's and the settings' (the rest travel with them); a changed load
-setting (context length included) is said in the dialog: with "Reload now" (on by default) the
-model is loaded again (`load_changed`), without it the change applies at the next load; the
-bounds are those the engine accepts, so an out-of-range value cannot be typed.
+length goes from 256 to what the model was trained for, says whether it is the settings' or this
+model's own, and says the memory it would take (read off the GUI thread, the models page's
+estimate); the GPU rows are there only where the loaded model's llama.cpp can offload to a GPU;
+speculative decoding is chosen with what each way does said under it, and OK waits for a draft
+model's file when a draft model is chosen (`speculative_rows`); the projector that loads with
+the model (so that it sees images) is Automatic, None or a file checked to be one
+(`projector_row`), and its file counts in the memory line; OK applies the template and sampling
+to the next message and remembers, for this model file, only the values that differ from the
+template's and the settings' (the rest travel with them); a changed load setting (context length
+included) is said in the dialog: with "Reload now" (on by default) the model is loaded again
+(`load_changed`), without it the change applies at the next load; the bounds are those the
+engine accepts, so an out-of-range value cannot be typed.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.background import Background
+from app.controllers.library_host import with_projector_sized
 from app.controllers.model_context import ContextFacts, Sizing, facts, sizing
 from app.controllers.model_host import ModelChoice, ModelHost
 from app.ui.settings_pages import SectionRows, beside, help_line, line_up
@@ -241,7 +245,8 @@ class ModelSettings(QDialog):
             f"yours (Settings: {self.facts.default:,})" if own is not None else "from Settings"
         )
         if self._sizing is not None:
-            self.memory.setText(self._sizing.words(value))
+            sized = with_projector_sized(self._sizing, self.projector.resolved())
+            self.memory.setText(sized.words(value))
 
     # --- loading -------------------------------------------------------------------------
 
@@ -275,6 +280,10 @@ class ModelSettings(QDialog):
         if not self.gpu_offload:
             rows.grid.addWidget(help_line(NO_GPU, self), rows.grid.rowCount(), 1)
         self.speculative = SpeculativeRows(rows, chosen, self.host.path, self)
+        from app.ui.projector_row import ProjectorRow  # off the window's start path
+
+        self.projector = ProjectorRow(rows, chosen, self.host.path, self)
+        self.projector.box.currentIndexChanged.connect(self._context_changed)  # its memory
         self._reload_row(rows, chosen)
 
     def _gpu_choice(self, chosen: ModelChoice) -> None:
@@ -304,6 +313,7 @@ class ModelSettings(QDialog):
         self.reload_note.setAccessibleName("When the loading settings apply")
         rows.add("reload", "", self.reload, self.reload_note)
         self._loaded_with = chosen.load_settings()
+        self._projector = chosen.projector
         self.load_changed = False
         for signal in (
             self.gpu.currentIndexChanged,
@@ -312,6 +322,7 @@ class ModelSettings(QDialog):
             self.flash.toggled,
             self.speculative.mode.currentIndexChanged,
             self.speculative.path.textChanged,
+            self.projector.box.currentIndexChanged,
             self.reload.toggled,
             self.context.valueChanged,
         ):
@@ -321,7 +332,12 @@ class ModelSettings(QDialog):
     def _load_differs(self) -> bool:
         """Whether a setting that applies at load differs from how the model is loaded."""
         changed_context = self.context.value() != self._opened_context
-        return self.choice().load_settings() != self._loaded_with or changed_context
+        changed_projector = self.projector.value() != self._projector
+        return (
+            self.choice().load_settings() != self._loaded_with
+            or changed_context
+            or changed_projector
+        )
 
     def _changed(self) -> None:
         """Say when the loading settings apply, and offer Reload now only when one changed."""
@@ -357,6 +373,7 @@ class ModelSettings(QDialog):
             context_length=self.facts.chosen(self.context.value()),
             speculative=speculative,
             draft_model=draft_model,
+            projector=self.projector.value(),
         )
 
     def accept(self) -> None:

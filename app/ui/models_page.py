@@ -4,15 +4,17 @@ catalogue, Find models online… (Discover) and a URL box to download from, the 
 and the actions on a model.
 
 Guarantees: widgets only — every read and write goes through `LibraryHost`; a model that will
-not fit in memory says so in words (the row is marked and the sentence shown under the
-table); a model that cannot be used shows why; delete asks first and moves files to the
-trash; rows of the download queue show bytes, rate and time left, with pause / resume /
-cancel.
+not fit in memory says so in words (the row is marked and the sentence shown under the table); a
+model that sees images (an image projector loads with it) is marked with an eye beside its name,
+its tooltip and the line under the table naming the projector, whose size is in the Size column
+and counted in the Memory one; a model that cannot be used shows why; delete asks first and
+moves files to the trash; rows of the download queue show bytes, rate and time left, with pause
+/ resume / cancel.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,9 +39,9 @@ from PySide6.QtWidgets import (
 from app.controllers.library_host import CatalogModel, LibraryHost, Listed
 from app.domain.library import DownloadProgress, Fit, human_count, human_size
 from app.ui import theme
-from app.ui.icons import give
+from app.ui.icons import give, icon
 from app.ui.model_downloads import DownloadRow
-from app.ui.model_rows import FACTS, TITLE, WARN, ModelRowDelegate, titles
+from app.ui.model_rows import FACTS, TITLE, WARN, ModelRowDelegate, size_words, titles
 from app.ui.theme import mark
 
 COLUMNS = [
@@ -54,6 +56,7 @@ COLUMNS = [
     "Template",
 ]
 MEMORY = COLUMNS.index("Memory")
+SEES = "eye-outline"  # the mark of a model that sees images
 
 
 class ModelsPage(QDialog):
@@ -198,10 +201,22 @@ class ModelsPage(QDialog):
                 item.setToolTip(row.entry.problem or row.memory.words())
                 if row.entry.problem or (j == MEMORY and row.memory.verdict is Fit.TOO_BIG):
                     item.setForeground(theme.current().colour("error"))
+                if j == 0:
+                    self._mark_sight(item, row)
                 self.table.setItem(i, j, item)
             if selected is not None and row.entry.path == selected.entry.path:
                 self.table.selectRow(i)
         self._selected()
+
+    @staticmethod
+    def _mark_sight(item: QTableWidgetItem, row: Listed) -> None:
+        """An eye beside the name of a model that sees images; its projector in the tooltip."""
+        sees = row.sees()
+        if row.projector:
+            item.setIcon(icon(SEES))
+        if sees:
+            item.setToolTip(f"{sees}.\n{item.toolTip()}")
+            item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, sees)
 
     @staticmethod
     def _cells(row: Listed, title: str) -> list[str]:
@@ -219,7 +234,7 @@ class ModelsPage(QDialog):
             human_count(e.parameters),
             e.quantization,
             f"{e.context_length:,}",
-            human_size(e.file_size) + parts,
+            size_words(row) + parts,
             memory,
             ", ".join(row.card.badges()) if row.card is not None else "",
             e.template,
@@ -283,7 +298,8 @@ class ModelsPage(QDialog):
             + ("" if row.loadable_now else ", prepared on first use"),
             "recent": "Opened before, outside the models folders",
         }.get(row.source, "")
-        self.detail.setText(f"{row.entry.path}{f' — {where}' if where else ''}\n{text}")
+        sees = f"\n{row.sees()}." if row.sees() else ""
+        self.detail.setText(f"{row.entry.path}{f' — {where}' if where else ''}\n{text}{sees}")
         warn = bool(row.entry.problem) or row.memory.verdict is Fit.TOO_BIG
         mark(self.detail, "error" if warn else "")
 
