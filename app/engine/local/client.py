@@ -51,7 +51,7 @@ from app.engine.local.limits import (
     load_error,
     stalled_error,
 )
-from app.engine.local.memory import estimate_memory
+from app.engine.local.memory import estimate_memory, with_projector
 from app.engine.local.process import WorkerProcess
 from app.engine.local.questions import QuickQuestions
 from app.engine.local.router import Router
@@ -176,7 +176,7 @@ class WorkerClient(QuickQuestions):
                 "its header names no model architecture",
                 "The metadata key general.architecture is missing or empty.",
             )
-        memory = estimate_memory(header, n_ctx, sequences=sequences)
+        memory = estimate_memory(with_projector(header, projector), n_ctx, sequences=sequences)
         if memory.verdict is Fit.TOO_BIG:
             raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
         threads = n_threads or default_threads()
