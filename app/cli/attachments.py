@@ -122,8 +122,8 @@ def reads_text_only(session: Session) -> str:
 
 
 def save_images(saved: ChatCheckpoints, pictures: Sequence[Picture]) -> None:
-    """The images of the message just begun, in the history: their bytes kept with its version
-    (so exports carry them), the version saved with them."""
+    """The images of the message just begun (`ChatCheckpoints.begin` saved it with them): their
+    bytes kept with its version, so exports carry them."""
     version = saved.doc.turns[-1].version
     kept = KeptFiles()
     try:
@@ -131,8 +131,6 @@ def save_images(saved: ChatCheckpoints, pictures: Sequence[Picture]) -> None:
             kept.keep_bytes(p.data, p.name or "image", saved.doc.id, version.id)
     finally:
         kept.close()
-    version.images = tuple(p.content() for p in pictures)
-    saved.store.save(saved.doc)
 
 
 __all__ = [

@@ -314,7 +314,8 @@ def _converse(
             images, pending[:] = tuple(pending), []  # this message's; the next starts bare
             if files or args.library:
                 text, attached = prepare(session, files, text, sys.stderr, args.library)
-            printer.begin(saved.begin(text) if saved is not None else Reply())
+            contents = tuple(p.content() for p in images)
+            printer.begin(saved.begin(text, contents) if saved is not None else Reply())
             if saved is not None and files:
                 keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
             if saved is not None and images:
@@ -328,7 +329,7 @@ def _converse(
                 tool_choice=args.tool_choice if tools is not None else "auto",
                 max_calls=args.max_tool_calls,
                 context=context,
-                images=tuple(p.content() for p in images),
+                images=contents,
             )
             status = max(status, _follow(run_turn(session, request), printer, saved))
             if printer.json_failed:  # cut or invalid: nothing was printed on stdout

@@ -14,7 +14,7 @@ import time
 
 from app.domain.events import ContentDelta, MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
-from app.domain.messages import Message
+from app.domain.messages import ImageContent, Message
 from app.errors import ErrorCode, InvalidInputError
 from app.store.history import HistoryStore
 
@@ -31,13 +31,13 @@ class ChatCheckpoints:
         self._done: list[Message] = []
         self._saved = 0.0
 
-    def begin(self, text: str) -> Reply:
-        """A user message: a new turn whose reply (folded by the caller's reply builder) is
-        incomplete until it ends."""
+    def begin(self, text: str, images: tuple[ImageContent, ...] = ()) -> Reply:
+        """A user message (`images` before its text): a new turn whose reply (folded by the
+        caller's reply builder) is incomplete until it ends."""
         if not self.doc.turns:
             self.doc.title = (text.strip().splitlines() or ["Terminal chat"])[0][:60]
         self._reply = Reply(state="incomplete", error=_CUT)
-        self.doc.turns.append(Turn([Version(text, replies=[self._reply])]))
+        self.doc.turns.append(Turn([Version(text, replies=[self._reply], images=images)]))
         self._done = []
         self._save()
         return self._reply
