@@ -83,7 +83,7 @@ class Running:
     drafted: int = 0
     accepted: int = 0
     steps: int = 0
-    images: dict[int, Any] = field(default_factory=dict)  # prompt position → image chunk
+    images: dict[int, Any] = field(default_factory=dict)  # prompt position → image piece
     image_tokens: tuple[int, ...] = ()  # what each image of the prompt became
 
     def emit(self, token: int, top: Any, full: bool, cancelled: bool) -> bool:

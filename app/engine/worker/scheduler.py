@@ -241,15 +241,15 @@ class Scheduler:
         vision = self.images.vision
         assert vision is not None
         at = len(run.seq.tokens)
-        chunk = run.images.get(at)
-        if chunk is None:
+        piece = run.images.get(at)
+        if piece is None:
             self.pool.clear(run.seq)
             run.todo = list(run.prompt)
             run.reused = run.restored = 0
             return
-        n = vision.positions(chunk)
+        n = piece.n_pos
         try:
-            after = vision.evaluate(self.ctx, chunk, at, run.seq.id, self.n_batch)
+            after = vision.evaluate(self.ctx, piece, at, run.seq.id, self.n_batch)
             if after != at + n:
                 raise VisionError(f"the image took {after - at} positions, not {n}")
         except VisionError as exc:

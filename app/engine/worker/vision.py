@@ -10,13 +10,17 @@ Guarantees:
   copies of a negative id drawn from the image's sha256 — the same image gives the same ids,
   so prefix reuse and KV snapshots treat it as the tokens it became, and never match another.
 - `evaluate` encodes one image with the projector and decodes its embeddings into a sequence's
-  cache at its place (llama.cpp's helper: non-causal attention where the family needs it).
+  cache at its place (llama.cpp's helper: non-causal attention where the family needs it);
+  the embeddings are kept (up to `EMBEDDINGS_BYTES`, by sha256), so an image sent again after
+  the cache moved on — a client that sends the whole conversation each turn — is decoded
+  from them without being encoded again: the same numbers, so the same answer.
 - Every chunk list `expand` made is freed by `Expanded.close`; the context by `close`.
 Only the worker imports this module (llama.cpp may abort the process on a damaged projector).
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 from collections.abc import Callable
@@ -27,6 +31,7 @@ from app.domain.images import ImagePixels
 from app.engine.protocol import IMAGE_ID, GenerateRequest
 from app.engine.worker.native_log import native_log
 
+EMBEDDINGS_BYTES = 256 << 20  # images' embeddings kept, to read one sent again at no cost
 _SPAN = 1 << 28  # image ids are -2 - (a 28-bit slice of the sha256): clear of IMAGE_ID
 
 
@@ -43,14 +48,25 @@ class VisionError(Exception):
     """An image the projector could not take, and why (one sentence)."""
 
 
+@dataclass(frozen=True)
+class Piece:
+    """One image chunk of a prompt: what the projector encodes at one place (an image may be
+    several, its slices), named by its image's sha256 and its number among them."""
+
+    chunk: Any
+    key: str
+    n_pos: int  # cache positions it takes
+    n_tokens: int  # embeddings it becomes
+
+
 @dataclass
 class Expanded:
     """A prompt with its images in place: `tokens` (image positions as `image_token`s),
-    `images` (position of an image's first token → its mtmd chunk), and per image how many
+    `images` (position of an image chunk's first token → the chunk), and per image how many
     tokens it became."""
 
     tokens: list[int]
-    images: dict[int, Any] = field(default_factory=dict)
+    images: dict[int, Piece] = field(default_factory=dict)
     counts: list[int] = field(default_factory=list)
     _lists: list[Any] = field(default_factory=list, repr=False)
     _mtmd: Any = field(default=None, repr=False)
@@ -65,9 +81,10 @@ class Expanded:
 class Vision:
     """One loaded projector."""
 
-    def __init__(self, mtmd: Any, ctx: Any, path: str) -> None:
-        self.mtmd, self.ctx, self.path = mtmd, ctx, path
+    def __init__(self, mtmd: Any, ctx: Any, path: str, n_embd: int) -> None:
+        self.mtmd, self.ctx, self.path, self.n_embd = mtmd, ctx, path, n_embd
         self.marker = mtmd.mtmd_default_marker()
+        self._kept: collections.OrderedDict[str, Any] = collections.OrderedDict()
 
     @classmethod
     def load(
@@ -93,7 +110,7 @@ class Vision:
         if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
             return f"{why}: it is a projector for sound, not images"
-        return cls(mtmd, ctx, path)
+        return cls(mtmd, ctx, path, int(low.llama_model_n_embd_inp(model)))
 
     def close(self) -> None:
         if self.ctx:
@@ -142,7 +159,7 @@ class Vision:
         out._lists.append(chunks)
         mark = image_token(image.sha256)
         count = 0
-        for i in range(mtmd.mtmd_input_chunks_size(chunks)):
+        for i in range(mtmd.mtmd_input_chunks_size(chunks)):  # text, then the image's pieces
             chunk = mtmd.mtmd_input_chunks_get(chunks, i)
             if mtmd.mtmd_input_chunk_get_type(chunk) == 0:  # MTMD_INPUT_CHUNK_TYPE_TEXT
                 n = ctypes.c_size_t(0)
@@ -150,9 +167,11 @@ class Vision:
                 out.tokens += [int(ids[j]) for j in range(n.value)]
                 continue
             n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
-            out.images[len(out.tokens)] = chunk
+            n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
+            key = f"{image.sha256}:{image.width}x{image.height}:{i}"
+            out.images[len(out.tokens)] = Piece(chunk, key, n_pos, n_tokens)
             out.tokens += [mark] * n_pos
-            count += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
+            count += n_tokens
         out.counts.append(count)
 
     def facts(self) -> dict[str, Any]:
@@ -170,22 +189,38 @@ class Vision:
         expanded.close()
         return expanded.counts[0]
 
-    def positions(self, chunk: Any) -> int:
-        """The cache positions an image chunk takes."""
-        return int(self.mtmd.mtmd_input_chunk_get_n_pos(chunk))
-
-    def evaluate(self, lctx: Any, chunk: Any, n_past: int, seq: int, n_batch: int) -> int:
-        """Encode the image `chunk` and decode it into sequence `seq` from `n_past`; the
-        position after it."""
+    def evaluate(self, lctx: Any, piece: Piece, n_past: int, seq: int, n_batch: int) -> int:
+        """Decode the image `piece` into sequence `seq` from `n_past` (encoded by the projector,
+        or its embeddings taken from those kept); the position after it."""
         import llama_cpp.llama_cpp as low
 
+        embd = self._encoded(piece)
         after = low.llama_pos(0)
-        rc = self.mtmd.mtmd_helper_eval_chunk_single(
-            self.ctx, lctx, chunk, n_past, seq, n_batch, False, ctypes.byref(after)
-        )
+        rc = self.mtmd.mtmd_helper_decode_image_chunk(
+            self.ctx, lctx, piece.chunk, embd, n_past, seq, n_batch, ctypes.byref(after),
+            self.mtmd.mtmd_helper_post_decode_callback(), None,  # no callback: a NULL one
+        )  # fmt: skip
         if rc != 0:
             raise VisionError(f"llama.cpp could not evaluate the image (status {rc})")
         return int(after.value)
+
+    def _encoded(self, piece: Piece) -> Any:
+        """The piece's embeddings: kept from an earlier encoding, or encoded now and kept (the
+        least recently used dropped past `EMBEDDINGS_BYTES`)."""
+        kept = self._kept.get(piece.key)
+        if kept is not None:
+            self._kept.move_to_end(piece.key)
+            return kept
+        rc = self.mtmd.mtmd_encode_chunk(self.ctx, piece.chunk)
+        if rc != 0:
+            raise VisionError(f"the projector could not encode the image (status {rc})")
+        count = piece.n_tokens * self.n_embd
+        embd = (ctypes.c_float * count)()
+        ctypes.memmove(embd, self.mtmd.mtmd_get_output_embd(self.ctx), count * 4)
+        self._kept[piece.key] = embd
+        while sum(ctypes.sizeof(e) for e in self._kept.values()) > EMBEDDINGS_BYTES:
+            self._kept.popitem(last=False)
+        return embd
 
 
 class Images:
