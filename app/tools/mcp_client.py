@@ -33,6 +33,7 @@ from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.mcp_config import McpServer, secret_name
 from app.tools.mcp_env import environment, guarded
+from app.tools.mcp_hooks import NO_HOOKS, McpHooks
 from app.tools.mcp_stderr import StderrTail
 from app.tools.mcp_words import ended, facts, said, why
 
@@ -57,8 +58,11 @@ class McpError(HarmonyDeskError):
 class McpConnection:
     """One started server (see the module guarantees)."""
 
-    def __init__(self, name: str, server: McpServer, secrets: Secrets | None = None) -> None:
-        self.name, self.server = name, server
+    def __init__(
+        self, name: str, server: McpServer, secrets: Secrets | None = None,
+        hooks: McpHooks = NO_HOOKS,
+    ) -> None:  # fmt: skip
+        self.name, self.server, self.hooks = name, server, hooks
         self._secrets = secrets
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{name}",
@@ -176,12 +180,53 @@ class McpConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = await stack.enter_async_context(create_mcp_http_client(self._headers()))
+            auth = self.hooks.auth(self.name, self.server) if self.hooks.auth else None
+            client = await stack.enter_async_context(
+                create_mcp_http_client(self._headers(), auth=auth)
+            )
             client.event_hooks["response"].append(self._heard)
             streams = await stack.enter_async_context(
                 streamable_http_client(url, http_client=client)
             )
         return streams[0], streams[1]
+
+    def _callbacks(self) -> dict[str, Any]:
+        """The SDK's callbacks for the hooks that are set (`mcp_hooks.py`): the session
+        declares sampling and elicitation only when the host answers them."""
+        hooks, name = self.hooks, self.name
+        out: dict[str, Any] = {}
+        if hooks.sampling is not None:
+            sampling = hooks.sampling
+
+            async def sample(_context: Any, params: Any) -> Any:
+                return await sampling(name, params)
+
+            out["sampling_callback"] = sample
+        if hooks.elicitation is not None:
+            elicitation = hooks.elicitation
+
+            async def elicit(_context: Any, params: Any) -> Any:
+                return await elicitation(name, params)
+
+            out["elicitation_callback"] = elicit
+        if hooks.logged is not None:
+            logged = hooks.logged
+
+            async def log(params: Any) -> None:
+                logged(name, params)
+
+            out["logging_callback"] = log
+        if hooks.changed is not None:
+            changed = hooks.changed
+
+            async def handle(message: Any) -> None:
+                method = str(getattr(getattr(message, "root", message), "method", ""))
+                for what in ("tools", "resources", "prompts"):
+                    if method == f"notifications/{what}/list_changed":
+                        changed(name, what)
+
+            out["message_handler"] = handle
+        return out
 
     async def _heard(self, response: Any) -> None:
         """Keep a remote server's last HTTP error: the SDK reports it only as "an error"."""
@@ -194,7 +239,9 @@ class McpConnection:
         stack = contextlib.AsyncExitStack()
         try:
             read, write = await self._transport(stack)
-            self._session = await stack.enter_async_context(ClientSession(read, write))
+            self._session = await stack.enter_async_context(
+                ClientSession(read, write, **self._callbacks())
+            )
             await self._session.initialize()
         except BaseException as exc:
             first: BaseException = exc

@@ -1,0 +1,39 @@
+"""What the host does with what an MCP server asks of it or tells it, beside tool calls.
+
+Guarantees: `McpHooks` is the one seam between a connection (`mcp_client.py`) and the parts
+of the host that answer a server: sampling (a server asks the conversation's model for a
+completion), elicitation (a server asks the user for input), its log messages, its notices
+that a list changed, and the authentication of a remote server (OAuth). Each hook is optional:
+a connection declares to the server only the capabilities whose hook is set, so a server never
+sees the host claim what it cannot do. Hooks are called on the connection's own event loop
+thread with the server's name first; a hook that must wait for a person or a model hands the
+work to another thread (`asyncio.to_thread`) and is bounded by its own deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+Sampling = Callable[[str, Any], Awaitable[Any]]  # (server, CreateMessageRequestParams) → result
+Elicitation = Callable[[str, Any], Awaitable[Any]]  # (server, ElicitRequestParams) → ElicitResult
+Logged = Callable[[str, Any], None]  # (server, LoggingMessageNotificationParams)
+Changed = Callable[[str, str], None]  # (server, "tools" | "resources" | "prompts")
+Auth = Callable[[str, Any], Any]  # (server, McpServer) → an httpx.Auth for its requests, or None
+
+
+@dataclass(frozen=True)
+class McpHooks:
+    """See the module guarantees."""
+
+    sampling: Sampling | None = None
+    elicitation: Elicitation | None = None
+    logged: Logged | None = None
+    changed: Changed | None = None
+    auth: Auth | None = None
+
+
+NO_HOOKS = McpHooks()
+
+__all__ = ["NO_HOOKS", "Auth", "Changed", "Elicitation", "Logged", "McpHooks", "Sampling"]
