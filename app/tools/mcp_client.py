@@ -180,10 +180,7 @@ class McpConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            auth = self.hooks.auth(self.name, self.server) if self.hooks.auth else None
-            client = await stack.enter_async_context(
-                create_mcp_http_client(self._headers(), auth=auth)
-            )
+            client = await stack.enter_async_context(create_mcp_http_client(self._headers()))
             client.event_hooks["response"].append(self._heard)
             streams = await stack.enter_async_context(
                 streamable_http_client(url, http_client=client)

@@ -3,7 +3,8 @@
 Guarantees: `McpHooks` is the one seam between a connection (`mcp_client.py`) and the parts
 of the host that answer a server: sampling (a server asks the conversation's model for a
 completion), elicitation (a server asks the user for input), its log messages, its notices
-that a list changed, and the authentication of a remote server (OAuth). Each hook is optional:
+that a list changed. (A remote server's OAuth sign-in is its configuration's, not a hook's.)
+Each hook is optional:
 a connection declares to the server only the capabilities whose hook is set, so a server never
 sees the host claim what it cannot do. Hooks are called on the connection's own event loop
 thread with the server's name first; a hook that must wait for a person or a model hands the
@@ -20,7 +21,6 @@ Sampling = Callable[[str, Any], Awaitable[Any]]  # (server, CreateMessageRequest
 Elicitation = Callable[[str, Any], Awaitable[Any]]  # (server, ElicitRequestParams) → ElicitResult
 Logged = Callable[[str, Any], None]  # (server, LoggingMessageNotificationParams)
 Changed = Callable[[str, str], None]  # (server, "tools" | "resources" | "prompts")
-Auth = Callable[[str, Any], Any]  # (server, McpServer) → an httpx.Auth for its requests, or None
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,8 @@ class McpHooks:
     elicitation: Elicitation | None = None
     logged: Logged | None = None
     changed: Changed | None = None
-    auth: Auth | None = None
 
 
 NO_HOOKS = McpHooks()
 
-__all__ = ["NO_HOOKS", "Auth", "Changed", "Elicitation", "Logged", "McpHooks", "Sampling"]
+__all__ = ["NO_HOOKS", "Changed", "Elicitation", "Logged", "McpHooks", "Sampling"]

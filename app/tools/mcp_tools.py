@@ -39,6 +39,7 @@ from app.secrets import Secrets
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.mcp_client import McpConnection, McpError
 from app.tools.mcp_config import McpServer, load_servers, server_identity
+from app.tools.mcp_hooks import NO_HOOKS, McpHooks
 from app.tools.mcp_results import envelope
 
 MCP_PREFIX = "mcp:"  # a conversation's tool choice names a server as "mcp:NAME"
@@ -67,8 +68,9 @@ class McpPool:
         self,
         config: Callable[[], dict[str, McpServer]] = load_servers,
         secrets: Secrets | None = None,
+        hooks: McpHooks = NO_HOOKS,
     ) -> None:
-        self._config, self._secrets = config, secrets
+        self._config, self._secrets, self.hooks = config, secrets, hooks
         self._live: dict[str, McpConnection] = {}
         self._deaths: dict[str, int] = {}
         self._next_start: dict[str, float] = {}
@@ -110,7 +112,7 @@ class McpPool:
                 )
             server = self.server(name)
             try:
-                live = McpConnection(name, server, self._secrets).start()
+                live = McpConnection(name, server, self._secrets, self.hooks).start()
             except McpError as exc:
                 self.note(name, _logged(exc))
                 self._back_off(name)
