@@ -13,7 +13,10 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
 
     HarmonyDeskError                    code         where it is raised
     ├── InvalidInputError               INPUT-INVALID  a conversation, message or token list
-    │   └── MissingKey                                 secrets: no key in the keyring
+    │   ├── MissingKey                                 secrets: no key in the keyring
+    │   └── ImageError                                 an image file (images/decode)
+    ├── VisionError                     INPUT-INVALID  an image the projector cannot take
+    │                                                  (inside the worker; sent as `Refused`)
     ├── TranscriptError                 (per error)    a transcript, with line and column
     ├── RenderError                     RENDER       a conversation the renderer cannot write
     ├── SchemaError                     INPUT-INVALID  a schema JSON mode refuses (constrain)

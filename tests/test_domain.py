@@ -65,7 +65,8 @@ def test_reads_the_compact_wire_form() -> None:
 @pytest.mark.parametrize(
     "raw, fragment",
     [({"messages": [{"role": "robot", "content": "x"}]}, "unknown role"),
-     ({"messages": [{"role": "user", "content": [{"type": "image"}]}]}, "unknown content type"),
+     ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, "unknown content type"),
+    ({"messages": [{"role": "user", "content": [{"type": "image"}]}]}, "sha256: Field required"),
      ({"message": []}, "messages"),
      ({"messages": [{"role": "user", "content": 5}]}, "content")],
 )

@@ -312,13 +312,12 @@ def _converse(
         for number, text in enumerate(prompts):
             files = [Path(a) for a in args.attach] if number == 0 else []  # the first message's
             images, pending[:] = tuple(pending), []  # this message's; the next starts bare
+            contents = tuple(p.content() for p in images)
             if files or args.library:
                 text, attached = prepare(session, files, text, sys.stderr, args.library)
-            contents = tuple(p.content() for p in images)
             printer.begin(saved.begin(text, contents) if saved is not None else Reply())
-            if saved is not None and files:
+            if saved is not None and (files or images):
                 keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
-            if saved is not None and images:
                 save_images(saved, images)
             request = TurnRequest(
                 text,

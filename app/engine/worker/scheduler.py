@@ -257,7 +257,7 @@ class Scheduler:
             self.active.remove(run)
             self.pool.release(run.seq)
             self.images.forget(run.req.request)
-            self._reply(Refused(run.req.request, ErrorCode.INPUT_INVALID, str(exc)))
+            self._reply(Refused(run.req.request, ErrorCode.INPUT_INVALID, exc.message))
             return
         run.seq.tokens.extend(run.todo[:n])
         del run.todo[:n]

@@ -30,6 +30,7 @@ from typing import Any
 from app.domain.images import ImagePixels
 from app.engine.protocol import IMAGE_ID, GenerateRequest
 from app.engine.worker.native_log import native_log
+from app.errors import HarmonyDeskError
 
 EMBEDDINGS_BYTES = 256 << 20  # images' embeddings kept, to read one sent again at no cost
 _SPAN = 1 << 28  # image ids are -2 - (a 28-bit slice of the sha256): clear of IMAGE_ID
@@ -44,7 +45,7 @@ def is_image(token: int) -> bool:
     return token < IMAGE_ID
 
 
-class VisionError(Exception):
+class VisionError(HarmonyDeskError):
     """An image the projector could not take, and why (one sentence)."""
 
 
@@ -238,7 +239,7 @@ class Images:
         try:
             expanded = self.vision.expand(list(req.prompt_ids), req.images)
         except VisionError as exc:
-            return str(exc)
+            return exc.message
         if not expanded.tokens or is_image(expanded.tokens[-1]):
             expanded.close()
             return "the prompt ends with an image; the model needs text after it to answer"
