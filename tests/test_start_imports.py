@@ -56,6 +56,7 @@ ALLOWED = (
     "app.domain.reply.builder", "app.domain.reply.cards", "app.domain.reply.changes",
     "app.domain.reply.debug", "app.domain.sampling", "app.domain.textual_call",
     "app.domain.visibility", "app.domain.images", "app.store.images", "app.ui.image_chips",
+    "app.tools.mcp_hooks",
     "app.domain.budget", "app.engine.overflow", "app.ui.budget_bar", "app.ui.overflow_menu",
     "app.engine", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",
     "app.engine.remote", "app.engine.remote.reply", "app.engine.remote.retry",

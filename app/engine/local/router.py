@@ -110,8 +110,10 @@ class Router:
 
     def _read(self, timeout: float) -> None:
         """Read what the pipe holds within `timeout` into the mailboxes (this caller is the
-        reader)."""
+        reader). What a worker sent before it died is delivered first: its death is raised by
+        the read that finds nothing else."""
         conn = self.process.conn
+        filed = False
         try:
             if not conn.poll(timeout):
                 if not self.process.alive():
@@ -119,9 +121,12 @@ class Router:
                 return
             while True:
                 self._file(conn.recv())
+                filed = True
                 if not conn.poll(0):
                     return
         except (EOFError, OSError) as exc:
+            if filed:
+                return
             raise WorkerError(self.process.death()) from exc
 
     def _file(self, message: NativeLog | FromWorker) -> None:
