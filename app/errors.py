@@ -32,7 +32,7 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     ├── CallSyntaxError                 CALL-SCHEMA  call markup no tool call can come of
     │                                                (templates/calls; a notice, never run)
     ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
-    ├── DuplicateToolError, UnknownToolError, McpError, SandboxFolderError,
+    ├── DuplicateToolError, UnknownToolError, McpError, SignInError, SandboxFolderError,
     │   SandboxUnavailableError                      the tool host
     ├── RemoteError                     (per error)  a remote endpoint (engine/remote/retry)
     ├── Unknown                         INPUT-INVALID  JSON mode's closer cannot read a pattern

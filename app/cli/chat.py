@@ -10,6 +10,9 @@ verdict is on stderr).
 Images: `--image FILE` (repeatable) goes with the first message, `/image FILE` in the loop with
 the next; each is checked first (`app/cli/attachments.py`), and a saved conversation keeps
 them (`Version.images`) and their bytes with the message, as the window does.
+
+What an MCP server asks beside tool calls — the model's answer (sampling), the user's input
+(elicitation) — is asked at the terminal (`app/cli/mcp_asks.py`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.cli.attachments import add_image, checked, prepare, save_images, sources
+from app.cli.chat_tools import close_tools, conversation_tools, local_sessions, remote_sessions
 from app.cli.checkpoints import ChatCheckpoints, resumed
 from app.cli.local_model import add_model_arguments, load_model
+from app.cli.mcp_asks import TerminalAsks
 from app.cli.terminal_reply import TerminalReply
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.controllers.turn_inputs import header
@@ -48,8 +53,7 @@ from app.store.history import HistoryStore
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.tools.calls import allow_all
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
-from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
+from app.tools.session import ConversationTools
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +114,12 @@ def _tool_arguments(parser: argparse.ArgumentParser) -> None:
         " approved like any tool's",
     )
     parser.add_argument("--max-tool-calls", type=int, default=8, help="calls per turn at most")
-    parser.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="allow every tool call (and an MCP server's sampling) without asking; a server's"
+        " request for input is declined",
+    )
     parser.add_argument(
         "--tool-choice", default="auto", help="auto, none, required, or a tool name"
     )
@@ -170,37 +179,6 @@ def _read_line(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
     return sys.stdin.readline()
-
-
-def _tools(args: argparse.Namespace) -> ConversationTools | None:
-    """The conversation's tools named on the command line (a clear error for an unknown name)."""
-    names = [n.strip() for n in (args.tools or "").split(",") if n.strip()]
-    names += [MCP_PREFIX + n.strip() for n in (args.mcp or "").split(",") if n.strip()]
-    if not names:
-        return None
-    options = ToolOptions(
-        enabled=tuple(names),
-        offline=args.offline,
-        granted_folders=tuple(args.grant),
-        writable_folders=tuple(args.grant_writable),
-        search=args.search,
-        searxng_url=args.searxng_url,
-        allow_private_addresses=args.allow_local_addresses,
-    )
-    pool = McpPool() if args.mcp else None
-    try:
-        return ConversationTools(options, mcp=pool)
-    except UnknownToolError as exc:
-        if pool is not None:
-            pool.close()
-        raise InvalidInputError(exc.message) from exc
-
-
-def _close(tools: ConversationTools) -> None:
-    """End the conversation's tools and the MCP servers this command started."""
-    tools.close()
-    if tools.mcp is not None:
-        tools.mcp.close()
 
 
 def _response_format(args: argparse.Namespace) -> ResponseFormat | None:
@@ -263,15 +241,17 @@ def run_chat(args: argparse.Namespace) -> int:
     pictures = checked(args.image, sys.stderr)  # a bad image fails before the model loads
     response_format = _response_format(args)  # a bad schema too
     remote = _remote(args) if args.endpoint else None
-    tools = _tools(args)
+    asks = TerminalAsks(args.yes)  # what an MCP server asks beside tool calls
+    tools = conversation_tools(args, asks)
     if remote is not None:
         with contextlib.ExitStack() as stack:
             if tools is not None:
-                stack.callback(_close, tools)
-            return _converse(remote, args, tools, response_format, pictures)
+                stack.callback(close_tools, tools)
+            asks.session = remote_sessions(remote)
+            return _converse(remote, args, tools, response_format, pictures, asks)
     with WorkerClient() as client, contextlib.ExitStack() as stack:
         if tools is not None:
-            stack.callback(_close, tools)
+            stack.callback(close_tools, tools)
         loaded = load_model(client, args)
         session = ChatSession(
             client,
@@ -280,7 +260,8 @@ def run_chat(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             thinking_budget=args.thinking_budget,
         )
-        return _converse(session, args, tools, response_format, pictures)
+        asks.session = local_sessions(session, loaded)
+        return _converse(session, args, tools, response_format, pictures, asks)
 
 
 def _converse(
@@ -289,6 +270,7 @@ def _converse(
     tools: ConversationTools | None,
     response_format: ResponseFormat | None,
     pictures: Sequence[Picture] = (),
+    asks: TerminalAsks | None = None,
 ) -> int:
     """The prompt (or the interactive loop) through `session`, with the tool loop when tools
     are enabled; the exit status."""
@@ -296,6 +278,8 @@ def _converse(
         allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
     )
     conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
+    if asks is not None:
+        asks.conversation_id = conversation_id  # a server's requests are audited under it
     context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
     effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
     json_mode = response_format is not None and response_format.type != "text"

@@ -1,5 +1,5 @@
-"""`harmony-desk mcp list|add|remove|import|test|tools|call|resources|read|prompts|prompt`: the
-MCP servers the user configured, and what they offer.
+"""`harmony-desk mcp list|add|remove|import|login|logout|test|tools|call|resources|read|prompts|
+prompt`: the MCP servers the user configured, their sign-ins, and what they offer.
 
 Guarantees: `add NAME -- COMMAND [ARGS…]` (`--env KEY=VALUE`, `--secret-env KEY`) and `add NAME
 --url URL` (`--header K=V`, `--secret-header K`) write `mcp.json`; a secret's value is asked
@@ -14,8 +14,12 @@ by, description, input schema); `call NAME TOOL 'JSON'` prints the result's enve
 and exits 1 on the tool's own error, and ends by its `--timeout` whatever progress the server
 reports; `test NAME` starts it and prints what it offers and how many prompt tokens its tools
 add; `resources NAME` / `prompts NAME` print one JSON line each, and `read NAME URI` / `prompt
-NAME PROMPT [--arg K=V]` print a resource's text or a prompt's messages. A server that cannot
-start or answer is exit 2 with the reason (and its stderr).
+NAME PROMPT [--arg K=V]` print a resource's text or a prompt's messages. `add NAME --url URL
+--oauth` is a server that needs a sign-in: `login NAME` opens the browser on its authorization
+server (the address is printed too), waits for the loopback redirect and says "Signed in to
+NAME" with the scopes granted, its tokens in the keyring only; `logout NAME` forgets them;
+`list` and `test` say an OAuth server's `sign_in` state. A server that cannot start or answer,
+or one that needs a sign-in first, is exit 2 with the reason (and its stderr).
 """
 
 from __future__ import annotations
@@ -59,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--secret-header", action="append", default=[], metavar="KEY")
     add.add_argument("--tools", metavar="TOOL[,TOOL...]", help="offer only these of its tools")
     add.add_argument(
+        "--oauth", action="store_true", help="a remote server that signs in (then: mcp login NAME)"
+    )
+    add.add_argument(
         "--call-timeout",
         type=float,
         default=60.0,
@@ -70,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     remove = verbs.add_parser("remove", help="forget a server and its secrets")
     remove.add_argument("name")
+    login = verbs.add_parser("login", help="sign in to an OAuth server in the browser")
+    login.add_argument("name")
+    login.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                       help="seconds to wait for the browser (default 300)")  # fmt: skip
+    verbs.add_parser("logout", help="forget an OAuth server's sign-in").add_argument("name")
     verbs.add_parser("test", help="start a server: what it offers").add_argument("name")
     verbs.add_parser("tools", help="a server's tools, one JSON line each").add_argument("name")
     verbs.add_parser("resources", help="a server's resources, one JSON line each").add_argument(
@@ -128,12 +140,38 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
             secret_headers=tuple(args.secret_header),
             timeout=args.call_timeout,
             enabled_tools=tuple(t.strip() for t in args.tools.split(",")) if args.tools else None,
+            oauth=args.oauth,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"the server is not valid: {exc.errors()[0]['msg']}") from None
     add_server(args.name, server, secrets, {name: _ask(name) for name in hidden})
-    print(f"MCP server {args.name} saved", file=sys.stderr)
+    then = f"; sign in with `harmony-desk mcp login {args.name}`" if args.oauth else ""
+    print(f"MCP server {args.name} saved{then}", file=sys.stderr)
     return 0
+
+
+def _login(args: argparse.Namespace, secrets: Secrets) -> int:
+    from app.tools.mcp_oauth import login
+
+    if not secrets.saved:
+        print(f"not signed in: {secrets.problem}", file=sys.stderr)
+        return 1
+    server = McpPool(secrets=secrets).server(args.name)
+
+    def told(url: str) -> None:
+        print(f"Opening the browser to sign in to {args.name}; if it does not open, visit:\n"
+              f"{url}", file=sys.stderr)  # fmt: skip
+
+    signed = login(args.name, server, secrets, timeout=args.timeout, told=told)
+    print(signed.sentence(args.name), file=sys.stderr)
+    return 0
+
+
+def _sign_in(name: str, server: McpServer, secrets: Secrets) -> dict[str, str]:
+    """`{"sign_in": state}` for an OAuth server, {} for another."""
+    from app.tools.mcp_oauth import sign_in
+
+    return {"sign_in": sign_in(name, secrets).state.value} if server.oauth else {}
 
 
 def _arguments(text: str) -> dict[str, object]:
@@ -158,14 +196,15 @@ def _use(args: argparse.Namespace, secrets: Secrets) -> int:
     arguments = _arguments(args.arguments) if args.verb == "call" else {}
     connection: McpConnection = pool.connection(args.name)
     try:
-        return _with(args, pool, connection, arguments)
+        return _with(args, pool, connection, arguments, secrets)
     finally:
         pool.close()
 
 
 def _with(
-    args: argparse.Namespace, pool: McpPool, connection: McpConnection, arguments: dict[str, object]
-) -> int:
+    args: argparse.Namespace, pool: McpPool, connection: McpConnection,
+    arguments: dict[str, object], secrets: Secrets,
+) -> int:  # fmt: skip
     if args.verb == "tools":
         return _lines(
             [
@@ -186,6 +225,7 @@ def _with(
             "prompt_tokens": tool_tokens([t.description_for_model() for t in tools]),
             "resources": len(connection.resources()),
             "prompts": len(connection.prompts()),
+            **_sign_in(args.name, connection.server, secrets),
         }
         return _lines([said])
     if args.verb == "resources":
@@ -229,10 +269,19 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
     if args.verb == "list":
         for name, server in load_servers().items():
             shown = redact_data({"name": name, **server.model_dump(exclude_defaults=True)})
-            print(json.dumps(shown))
+            print(json.dumps({**shown, **_sign_in(name, server, secrets)}))
         return 0
     if args.verb == "add":
         return _add(args, secrets)
+    if args.verb == "login":
+        return _login(args, secrets)
+    if args.verb == "logout":
+        from app.tools.mcp_oauth import logout
+
+        had = logout(args.name, secrets)
+        print(f"Signed out of {args.name}" if had else f"{args.name} was not signed in",
+              file=sys.stderr)  # fmt: skip
+        return 0
     if args.verb in USES:
         return _use(args, secrets)
     if args.verb == "remove":

@@ -33,6 +33,7 @@ from app.domain.events import (
     TokenScored,
     ToolCallDecided,
     ToolCallRequested,
+    ToolProgress,
     ToolsRan,
     TurnDone,
     TurnEvent,
@@ -124,6 +125,7 @@ class TerminalReply:
                 | TokenScored()
                 | RequestSent()
                 | ResponseReceived()
+                | ToolProgress()
             ):
                 pass  # shown through the builder's changes, or only in the debug record
             case _:

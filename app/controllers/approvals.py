@@ -6,7 +6,8 @@ choices ("always", "deny") come from and go to the approvals file; a waiting cal
 once, by the user's decision on its card or by Stop (denied, "stopped by the user"); a call
 asked for after Stop is denied at once; a decision made on a card before the engine thread's
 question has reached the loop (the card shows as soon as the call's event arrives) is kept and
-answers the question when it comes.
+answers the question when it comes. An MCP server's own request (sampling) is decided under the
+conversation's choices too (`server_request`), asked through its own dialog.
 """
 
 from __future__ import annotations
@@ -32,12 +33,27 @@ class WindowApprovals:
 
     def policy(self, doc_id: str, ask: Callable[[PendingCall], Answer]) -> ApprovalPolicy:
         """The conversation's policy, asking through `ask` (from the engine thread)."""
-        policy = self._policies.get(doc_id)
-        if policy is None:
-            policy = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
-            self._policies[doc_id] = policy
+        policy = self._of(doc_id)
         policy.ask = ask
         return policy
+
+    def _of(self, doc_id: str) -> ApprovalPolicy:
+        policy = self._policies.get(doc_id)
+        if policy is None:
+            new = ApprovalPolicy(lambda c: (None, Decision(False)), store=ApprovalStore())
+            policy = self._policies.setdefault(doc_id, new)
+        return policy
+
+    def server_request(
+        self, doc_id: str, call: PendingCall, ask: Callable[[PendingCall], Answer]
+    ) -> Decision:
+        """The conversation's decision on an MCP server's own request (sampling), asked through
+        `ask` (from any thread): its choices are the conversation's, the tool calls' `ask`
+        stays as it is."""
+        chosen = self._of(doc_id)
+        policy = ApprovalPolicy(ask)
+        policy.store, policy.modes = chosen.store, chosen.modes  # the same choices, shared
+        return policy(call)
 
     async def wait(self, call: PendingCall, stopped: bool) -> Answer:
         """The user's answer for `call` (on the loop); denied at once when `stopped`."""

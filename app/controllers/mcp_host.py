@@ -7,13 +7,18 @@ use starts it as configured; a probe starts the server and says what it offers â
 (with the allow-list's choice), the prompt tokens the allowed ones add, its resources and
 prompts â€” or why it could not start: an `McpError` whose `message` is one sentence for the
 user and whose `details` hold the facts (its stderr, where its command was looked for); each
-server's log is the pool's, every failure in it with its details.
+server's log is the pool's, every failure in it with its details; an OAuth server's sign-in is
+read from the keyring (`sign_in`), made in the browser (`login`: `opener`, by default the
+system's browser) or forgotten (`logout`), and either stops its session so that its next use
+takes the new sign-in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
@@ -29,6 +34,9 @@ from app.tools.mcp_config import (
 )
 from app.tools.mcp_results import prompt_messages, resource_text
 from app.tools.mcp_tools import MCP_PREFIX, McpPool
+
+if TYPE_CHECKING:
+    from app.tools.mcp_oauth import SignIn
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,7 @@ class McpHost:
         self.pool = pool
         self._secrets = secrets
         self.probes: dict[str, Probe] = {}  # the last probe of each server, for the menus
+        self.opener: Callable[[str], object] | None = None  # the browser (None: the system's)
 
     @property
     def secrets(self) -> Secrets:
@@ -73,6 +82,28 @@ class McpHost:
         self.pool.stop(name)
         remove_server(name, self.secrets)
         self.probes.pop(name, None)
+
+    def sign_in(self, name: str) -> SignIn:
+        from app.tools.mcp_oauth import sign_in
+
+        return sign_in(name, self.secrets)
+
+    def login(self, name: str) -> SignIn:
+        """Sign in to `name` in the browser (waits for it, up to its deadline)."""
+        from app.tools.mcp_oauth import login
+
+        signed = login(name, self.pool.server(name), self.secrets, self.opener)
+        self.pool.stop(name)
+        self.probes.pop(name, None)
+        return signed
+
+    def logout(self, name: str) -> SignIn:
+        from app.tools.mcp_oauth import logout
+
+        self.pool.stop(name)
+        logout(name, self.secrets)
+        self.probes.pop(name, None)
+        return self.sign_in(name)
 
     def import_file(self, path: Path) -> Imported:
         found = import_servers(path, self.secrets)
@@ -120,4 +151,4 @@ class McpHost:
         return "\n\n".join(f"{role}: {text}" for role, text in messages)
 
 
-__all__ = ["MCP_PREFIX", "McpHost", "McpServer", "Probe"]
+__all__ = ["MCP_PREFIX", "McpHost", "McpServer", "Probe", "SignIn"]

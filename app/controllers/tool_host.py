@@ -5,7 +5,9 @@ Guarantees: plugins are discovered once, on a background thread, and only truste
 imported (in the plugin host); trusting one discovers again; a conversation's tools are built on
 the engine thread on first use and closed when its tool choice, its offline mark or the
 conversation itself goes away, and all of them when the window closes; MCP servers are one
-pool for the whole window (started on first use, stopped when the window closes).
+pool for the whole window (started on first use, stopped when the window closes), whose
+requests beside tool calls — sampling, elicitation — the window answers (`asks`,
+`app/controllers/mcp_asks.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from app.controllers.mcp_asks import WindowAsks
+from app.controllers.mcp_context import follow_tool_changes
 from app.tools.discovery import Discovered, discover
 from app.tools.mcp_tools import MCP_PREFIX, McpPool
 from app.tools.trust import PluginIdentity, TrustStore
@@ -30,7 +34,9 @@ class WindowTools:
         self._plugins: list[str] | None = None
         self._found: Discovered | None = None
         self._lock = threading.Lock()
-        self.mcp = McpPool()
+        self.asks = WindowAsks()  # what a server asks beside tool calls: sampling, input
+        self.mcp = McpPool(hooks=self.asks.hooks(lambda: self.mcp))
+        follow_tool_changes(self.mcp, lambda: list(self._tools.values()))  # list_changed
 
     def available(self) -> list[str]:
         """The built-ins, the trusted plugins (once they have been found) and the configured

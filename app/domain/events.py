@@ -7,8 +7,9 @@ message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `
 its budget, and what the overflow policy left out or cut), what it rendered (`PromptRendered`),
 what a remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
 (`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
-approval for each call (`ToolCallRequested`, `ToolCallDecided`) and reports their results
-(`ToolsRan`) and the turn loop its result (`TurnResult`). `TurnEvent` is the union every
+approval for each call (`ToolCallRequested`, `ToolCallDecided`), how far a running call has got
+when its tool says (`ToolProgress`), and their results (`ToolsRan`); the turn loop its result
+(`TurnResult`). `TurnEvent` is the union every
 frontend folds (`app/domain/reply/`, with an exhaustive match). The window's turn source adds
 two events about its session, never about the reply (`SessionEvent`): the model's token table
 (`VocabularyRead`) and the conversation the turn left (`TurnCommitted`). Only plain values:
@@ -256,6 +257,17 @@ class ToolCallDecided:
 
 
 @dataclass(frozen=True)
+class ToolProgress:
+    """How far running call `call_id` has got, as its tool says: `done` of `total` (None: the
+    tool does not know the total) and a few words (`message`, may be "")."""
+
+    call_id: str
+    done: float
+    total: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class ToolsRan:
     """The outcomes of one batch of calls, as the model will read them."""
 
@@ -338,6 +350,7 @@ TurnEvent = (
     | ResponseReceived
     | ToolCallRequested
     | ToolCallDecided
+    | ToolProgress
     | ToolsRan
     | TurnResult
     | ContextFit

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import pluggy
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from app.domain.events import ToolProgress
 from app.domain.messages import ToolDescription
 from app.errors import ErrorCode, HarmonyDeskError
 
@@ -53,6 +54,13 @@ class ToolContext:
     conversation_id: str = ""
     offline: bool = False
     cancel: threading.Event | None = field(default=None, compare=False, repr=False)
+    progress: Callable[[ToolProgress], None] | None = field(default=None, compare=False, repr=False)
+
+    def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Say how far the call has got (shown on its tool card while it runs); a no-op where
+        nothing listens."""
+        if self.progress is not None:
+            self.progress(ToolProgress(self.call_id, done, total, message or ""))
 
     def plain(self) -> dict[str, Any]:
         """The context as plain values (for a tool in another process; no cancel event)."""

@@ -4,11 +4,13 @@ over Streamable HTTP or legacy SSE — behind a blocking interface any thread ma
 Guarantees: the SDK's session runs on a private asyncio loop in its own thread, so a slow or
 hung server never blocks a caller past its deadline; every request has an overall deadline
 counted from the call, which progress notifications never extend (a call may also have an
-`idle` limit counted from the server's last progress); E-TOOL-TIMEOUT when either passes; a
+`idle` limit counted from the server's last progress, which never runs while the host answers
+the server's own request: sampling, elicitation); E-TOOL-TIMEOUT when either passes; a
 call that times out or is cancelled through its `cancel` event is abandoned with the
 protocol's `notifications/cancelled`; a local server runs under the guard with the environment
 of `app/tools/mcp_env.py`; a remote server gets its headers with their secrets read from the
-keyring at connect (never from a file); a server that cannot start says so in one sentence
+keyring at connect (never from a file), and an OAuth server its stored sign-in, which never
+opens a browser (`app/tools/mcp_oauth.py`); a server that cannot start says so in one sentence
 that names it once and says what happened in words ("The MCP server “git” could not start: the
 command “uvx” was not found.", "…: it exited with code 1 before answering.",
 `app/tools/mcp_words.py`) — no exception class, no `PATH` — with the technical facts and a
@@ -25,7 +27,7 @@ import concurrent.futures as cf
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from app.domain.redact import redact
@@ -71,6 +73,7 @@ class McpConnection:
         self._session: Any = None
         self._gone = False
         self._refused = ""
+        self._answering, self._answered = 0, 0.0  # the server's requests the host is answering
         self._stderr = StderrTail()
         self._thread.start()
 
@@ -101,7 +104,9 @@ class McpConnection:
                 future.cancel()  # the SDK sends notifications/cancelled to the server
                 raise McpError("the user cancelled the call", ErrorCode.TOOL_CANCELLED)
             now = time.monotonic()
-            last = max(began, progressed() if progressed is not None else 0.0)
+            last = max(began, progressed() if progressed is not None else 0.0, self._answered)
+            if self._answering:  # the server waits on the host (a person, the model): not idle
+                last = now
             if now - began > timeout or (idle is not None and now - last > idle):
                 future.cancel()
                 took = timeout if now - began > timeout else idle
@@ -175,17 +180,43 @@ class McpConnection:
         elif kind == "sse":
             from mcp.client.sse import sse_client
 
-            streams = await stack.enter_async_context(sse_client(url, headers=self._headers()))
+            auth = self._auth(stack)
+            streams = await stack.enter_async_context(
+                sse_client(url, headers=self._headers(), auth=auth)
+            )
         else:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = await stack.enter_async_context(create_mcp_http_client(self._headers()))
+            auth = self._auth(stack)
+            client = await stack.enter_async_context(
+                create_mcp_http_client(self._headers(), auth=auth)
+            )
             client.event_hooks["response"].append(self._heard)
             streams = await stack.enter_async_context(
                 streamable_http_client(url, http_client=client)
             )
         return streams[0], streams[1]
+
+    def _auth(self, stack: contextlib.AsyncExitStack) -> Any:
+        """An OAuth server's sign-in (its stored tokens, never a browser: `mcp_oauth.py`), its
+        error unwrapped from the transport's task group; None for a server without OAuth."""
+        if not self.server.oauth:
+            return None
+        from app.tools.mcp_oauth import connect_auth, sign_in_error
+
+        stack.push_async_exit(sign_in_error)
+        return connect_auth(self.name, self.server, self._secrets or Secrets())
+
+    async def _answer(self, work: Awaitable[T]) -> T:
+        """A hook's answer to the server's request; while it is being made, the server's calls
+        are not idle (it waits on the host), and its end counts as the server's last sign."""
+        self._answering += 1
+        try:
+            return await work
+        finally:
+            self._answering -= 1
+            self._answered = time.monotonic()
 
     def _callbacks(self) -> dict[str, Any]:
         """The SDK's callbacks for the hooks that are set (`mcp_hooks.py`): the session
@@ -196,14 +227,14 @@ class McpConnection:
             sampling = hooks.sampling
 
             async def sample(_context: Any, params: Any) -> Any:
-                return await sampling(name, params)
+                return await self._answer(sampling(name, params))
 
             out["sampling_callback"] = sample
         if hooks.elicitation is not None:
             elicitation = hooks.elicitation
 
             async def elicit(_context: Any, params: Any) -> Any:
-                return await elicitation(name, params)
+                return await self._answer(elicitation(name, params))
 
             out["elicitation_callback"] = elicit
         if hooks.logged is not None:

@@ -3,9 +3,11 @@ other apps use, with every secret in the OS keyring.
 
 Guarantees: the file is validated with pydantic (`extra="forbid"`; an error names the server
 and the field); a server is local (`command`, `args`, `env`) or remote (`url`, `headers`),
-never both; a secret (`--secret-env`, `--secret-header`, or an imported value that looks like
-one) is stored in the keyring under `mcp.SERVER.NAME` and the file keeps only its name, so no
-file the app writes holds it; the file is written atomically and readable by the user only;
+never both; only a remote one may sign in with OAuth 2.1 (`oauth`; its tokens and client
+registration are kept in the keyring by `mcp_oauth.py` and go when the server is removed); a
+secret (`--secret-env`, `--secret-header`, or an imported value that looks like one) is stored
+in the keyring under `mcp.SERVER.NAME` and the file keeps only its name, so no file the app
+writes holds it; the file is written atomically and readable by the user only;
 `import_servers` reads Claude Desktop, Cursor and LM Studio files (`mcpServers`) and VS Code's
 (`servers`, with `type` and `${input:…}` references), moves what looks secret to the keyring and
 says which values it moved. "Looks secret" is a name that says so (`…_TOKEN`, `Authorization`)
@@ -65,6 +67,9 @@ class McpServer(BaseModel):
     enabled_tools: tuple[str, ...] | None = Field(
         None, description="Only these of its tools (None: all)."
     )
+    oauth: bool = Field(
+        False, description="Sign in with OAuth 2.1 (a remote server; tokens in the keyring)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServer:
@@ -72,6 +77,8 @@ class McpServer(BaseModel):
             raise ValueError("a server has either a command (local) or a url (remote)")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
+        if self.oauth and self.url is None:
+            raise ValueError("oauth is for a remote server (a url), not a command")
         if (self.type == "stdio") != (self.command is not None) and self.type is not None:
             raise ValueError(
                 f"type {self.type!r} does not fit a {'url' if self.url else 'command'}"
@@ -102,6 +109,9 @@ def server_identity(server: McpServer) -> str:
     its tools' approvals are kept under, beside their names (no secret argument is spelt)."""
     what = [server.url] if server.url is not None else [server.command, *server.args]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
+OAUTH_ENTRIES = ("oauth-tokens", "oauth-client")  # a server's sign-in, in the keyring
 
 
 def secret_name(server: str, name: str) -> str:
@@ -197,12 +207,12 @@ def add_server(
 
 
 def remove_server(name: str, secrets: Secrets, path: Path | None = None) -> bool:
-    """Forget `name` and its secrets; whether it was there."""
+    """Forget `name`, its secrets and its sign-in; whether it was there."""
     servers = load_servers(path)
     server = servers.pop(name, None)
     if server is None:
         return False
-    for key in (*server.secret_env, *server.secret_headers):
+    for key in (*server.secret_env, *server.secret_headers, *OAUTH_ENTRIES):
         secrets.delete(secret_name(name, key))
     save_servers(servers, path)
     return True
@@ -322,6 +332,7 @@ def _imported(name: str, entry: dict[str, Any], secrets: Secrets, moved: list[st
 
 
 __all__ = [
+    "OAUTH_ENTRIES",
     "Imported",
     "McpServer",
     "add_server",

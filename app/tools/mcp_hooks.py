@@ -8,7 +8,10 @@ Each hook is optional:
 a connection declares to the server only the capabilities whose hook is set, so a server never
 sees the host claim what it cannot do. Hooks are called on the connection's own event loop
 thread with the server's name first; a hook that must wait for a person or a model hands the
-work to another thread (`asyncio.to_thread`) and is bounded by its own deadline.
+work to another thread and is bounded by its own deadline (`mcp_asks.bounded`). The host's
+answers: `mcp_sampling.Sampler` and `mcp_elicit.Elicitor`, each over the window's or the
+terminal chat's way of asking (`app/controllers/mcp_asks.py`, `app/cli/mcp_asks.py`); a pool
+made without them (`mcp` commands, the MCP page's test) declares neither.
 """
 
 from __future__ import annotations

@@ -3,20 +3,27 @@
 Guarantees: a tool result's text parts are joined, other parts (images, audio, resources) are
 named in a notice, structured content is kept when it fits, the server's `is_error` is the
 envelope's error, and anything past the limit is cut with a marker that says how much; a read
-resource is its text (a binary one is a notice); a prompt is its messages' text, by role. Every
+resource is its text (a binary one is a notice), or its parts (`resource_parts`: the text, the
+binary parts' bytes by type, never more than a size cap in all); a prompt is its messages'
+text, by role (`prompt_parts`: with the images it holds); a server's log message is one line
+of at most `LOG_CHARS` (`log_line`). Every
 value the app knows is secret (a keyring value, a secret of the app's environment) is
 redacted from all of these (`app.domain.redact`, known values only: the rest stays faithful).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from app.domain.redact import redact, redact_data
 from app.errors import ErrorCode
 
 MAX_RESULT_CHARS = 20_000
+LOG_CHARS = 2_000  # of one log message a server sends
 
 
 def _cut(text: str, limit: int) -> str:
@@ -58,10 +65,97 @@ def resource_text(result: Any, limit: int = MAX_RESULT_CHARS) -> str:
     return _cut("\n".join(parts), limit)
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What a read resource or a prompt message holds: its text parts (redacted), its binary
+    parts as (MIME type, bytes), and a sentence for each part that was not taken."""
+
+    texts: tuple[str, ...] = ()
+    blobs: tuple[tuple[str, bytes], ...] = ()
+    refused: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Bytes in all (the text as UTF-8)."""
+        return sum(len(t.encode()) for t in self.texts) + sum(len(b) for _, b in self.blobs)
+
+
+def resource_parts(result: Any, cap: int) -> Parts:
+    """A read resource's parts (see `Parts`); a part past `cap` bytes in all is refused."""
+    texts: list[str] = []
+    blobs: list[tuple[str, bytes]] = []
+    refused: list[str] = []
+    used = 0
+    for item in getattr(result, "contents", None) or ():
+        mime = str(getattr(item, "mime_type", None) or "")
+        text = getattr(item, "text", None)
+        try:
+            data = text.encode() if isinstance(text, str) else _blob(item)
+        except (binascii.Error, ValueError):
+            refused.append(f"a {mime or 'binary'} part that is not valid base64")
+            continue
+        if used + len(data) > cap:
+            refused.append(f"a {mime or 'binary'} part of {size_text(len(data))} (past the"
+                           f" {size_text(cap)} a resource may bring)")  # fmt: skip
+            continue
+        used += len(data)
+        if isinstance(text, str):
+            texts.append(redact(text, shapes=False))
+        else:
+            blobs.append((mime, data))
+    return Parts(tuple(texts), tuple(blobs), tuple(refused))
+
+
+def _blob(item: Any) -> bytes:
+    return base64.b64decode(str(getattr(item, "blob", "") or ""), validate=True)
+
+
+def size_text(size: int) -> str:
+    """A size in words: "812 bytes", "12.3 KiB", "1.5 MiB"."""
+    if size < 1 << 10:
+        return f"{size} bytes"
+    if size < 1 << 20:
+        return f"{size / (1 << 10):.1f} KiB"
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+def prompt_parts(result: Any) -> list[tuple[str, Parts]]:
+    """A prompt's messages as (role, parts): text (a text resource's too) and images."""
+    out: list[tuple[str, Parts]] = []
+    for message in getattr(result, "messages", None) or ():
+        part = message.content
+        kind = getattr(part, "type", "")
+        if kind == "image":
+            try:
+                data = base64.b64decode(str(part.data), validate=True)
+            except (binascii.Error, ValueError):
+                out.append((str(message.role), Parts(refused=("an image that is not base64",))))
+                continue
+            out.append((str(message.role), Parts(blobs=((str(part.mime_type), data),))))
+        else:
+            out.append((str(message.role), Parts((redact(_part_text(part), shapes=False),))))
+    return out
+
+
+def log_line(params: Any) -> str:
+    """A server's log message (`notifications/message`) as one line of its log."""
+    data = getattr(params, "data", None)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    if len(text) > LOG_CHARS:
+        text = text[:LOG_CHARS] + f" [cut: {len(text) - LOG_CHARS} more characters]"
+    logger = getattr(params, "logger", None)
+    level = str(getattr(params, "level", "") or "info")
+    return f"log {level}{f' ({logger})' if logger else ''}: {text}"
+
+
 def prompt_messages(result: Any) -> list[tuple[str, str]]:
     """A prompt's messages as (role, text)."""
     messages = getattr(result, "messages", None) or ()
     return [(str(m.role), redact(_part_text(m.content), shapes=False)) for m in messages]
 
 
-__all__ = ["MAX_RESULT_CHARS", "envelope", "prompt_messages", "resource_text"]
+__all__ = [
+    "LOG_CHARS", "MAX_RESULT_CHARS", "Parts", "envelope", "log_line", "prompt_messages",
+    "prompt_parts", "resource_parts", "resource_text", "size_text",
+]  # fmt: skip

@@ -19,7 +19,15 @@ Guarantees:
   (meanwhile an error that says when); `close` stops them all, and each local server's guard
   stops it if the app is killed. An offline conversation never gets a remote (`url`) server.
 - Each server keeps a log of its last 200 events (started, stopped, died with its stderr,
-  calls and their outcome) for the window's MCP page; every line redacted.
+  calls and their outcome, the log messages it sends, its notices that a list changed) for the
+  window's MCP page; every line redacted, a log message cut at `LOG_CHARS`.
+- MCP's own notices: the pool answers a server's log messages and list changes itself (its
+  own `logged` and `changed` hooks, which then call the hooks it was given); a list change is
+  told to each `listen`er on a thread of its own (never the connection's: a listener may ask
+  the server again), one at a time, the same change said again while it waits told once;
+  `renewed` gives a registry with a server's tools as it lists them now. A call's progress
+  (done, total, message) reaches the tool's context (`ToolContext.report`), at most every
+  `PROGRESS_S`.
 - A tool's function carries the server's identity (`server_identity`), so its approvals are
   keyed by what the server is, not by its name alone (`app.tools.approval.approval_key`).
 """
@@ -27,6 +35,7 @@ Guarantees:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 import threading
 import time
@@ -39,8 +48,9 @@ from app.secrets import Secrets
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.mcp_client import McpConnection, McpError
 from app.tools.mcp_config import McpServer, load_servers, server_identity
-from app.tools.mcp_hooks import NO_HOOKS, McpHooks
-from app.tools.mcp_results import envelope
+from app.tools.mcp_hooks import NO_HOOKS, Changed, McpHooks
+from app.tools.mcp_results import envelope, log_line
+from app.tools.registry import ToolRegistry
 
 MCP_PREFIX = "mcp:"  # a conversation's tool choice names a server as "mcp:NAME"
 SEPARATOR = "__"
@@ -48,6 +58,8 @@ MAX_NAME = 64
 BACKOFF_MAX_S = 30.0
 LOG_LINES = 200
 HARD_CAP = 10  # a call's overall deadline, in the server's `timeout`s
+PROGRESS_S = 0.1  # a call's progress is said at most this often
+Progress = Callable[[float, float | None, str | None], None]  # done, total, message
 
 
 def function_name(server: str, tool: str) -> str:
@@ -70,8 +82,13 @@ class McpPool:
         secrets: Secrets | None = None,
         hooks: McpHooks = NO_HOOKS,
     ) -> None:
-        self._config, self._secrets, self.hooks = config, secrets, hooks
-        self._live: dict[str, McpConnection] = {}
+        self._config, self._secrets, self._given = config, secrets, hooks
+        self.hooks = dataclasses.replace(hooks, logged=self._log_message, changed=self._changed)
+        self._listeners: list[Changed] = []
+        self._telling = threading.Lock()  # listeners hear one change at a time
+        self._untold: set[tuple[str, str]] = set()  # changes waiting to be told
+        self._untold_lock = threading.Lock()
+        self._live: dict[str, _Reporting] = {}
         self._deaths: dict[str, int] = {}
         self._next_start: dict[str, float] = {}
         self._locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
@@ -81,6 +98,46 @@ class McpPool:
 
     def note(self, name: str, line: str) -> None:
         self.logs[name].append(f"{time.strftime('%H:%M:%S')} {redact(line)}")
+
+    def _log_message(self, name: str, params: Any) -> None:
+        """A server's log message (on its connection's loop): into its log."""
+        self.note(name, log_line(params))
+        if self._given.logged is not None:
+            self._given.logged(name, params)
+
+    def _changed(self, name: str, what: str) -> None:
+        """A server says its tools, resources or prompts changed (on its connection's loop)."""
+        self.note(name, f"its {what} changed (the server said so)")
+        if self._given.changed is not None:
+            self._given.changed(name, what)
+        with self._untold_lock:
+            if (name, what) in self._untold:
+                return  # a change not yet told covers this one
+            self._untold.add((name, what))
+        threading.Thread(target=self._tell, args=(name, what), name=f"mcp-{name}-changed",
+                         daemon=True).start()  # fmt: skip
+
+    def _tell(self, name: str, what: str) -> None:
+        with self._telling:
+            with self._untold_lock:
+                self._untold.discard((name, what))  # a change from now on is told again
+            for heard in list(self._listeners):
+                try:
+                    heard(name, what)
+                except HarmonyDeskError as exc:  # the server went meanwhile: said, not raised
+                    self.note(name, f"its new {what} could not be listed: {exc.message}")
+
+    def listen(self, heard: Changed) -> None:
+        """`heard(server, what)` after a server says a list changed (see the module
+        guarantees)."""
+        self._listeners.append(heard)
+
+    def renewed(self, registry: ToolRegistry, name: str, offline: bool = False) -> ToolRegistry:
+        """`registry` with the server's tools as the server lists them now (its allow-list
+        kept); the other tools stay as they are."""
+        label = plugin_label(name)
+        kept = [t for t in registry if t.plugin != label]
+        return ToolRegistry([*kept, *self.tools(name, offline)])
 
     def server(self, name: str, offline: bool = False) -> McpServer:
         """The server's configuration; an error when there is none, or when it is remote and
@@ -99,6 +156,9 @@ class McpPool:
 
     def connection(self, name: str) -> McpConnection:
         """The server's session, started (again) if need be."""
+        return self._connection(name)
+
+    def _connection(self, name: str) -> _Reporting:
         with self._locks[name]:
             live = self._live.get(name)
             if live is not None and live.alive:
@@ -111,8 +171,9 @@ class McpPool:
                     f"The MCP server “{name}” stopped; it is started again in {wait:.0f} s."
                 )
             server = self.server(name)
+            live = _Reporting(name, server, self._secrets, self.hooks)
             try:
-                live = McpConnection(name, server, self._secrets, self.hooks).start()
+                live.start()
             except McpError as exc:
                 self.note(name, _logged(exc))
                 self._back_off(name)
@@ -133,13 +194,22 @@ class McpPool:
         self._next_start[name] = time.monotonic() + delay
 
     def call(
-        self, name: str, tool: str, arguments: dict[str, Any], cancel: threading.Event | None
+        self,
+        name: str,
+        tool: str,
+        arguments: dict[str, Any],
+        cancel: threading.Event | None,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """One call's envelope; `McpError` when the server could not be reached or answer."""
-        connection = self.connection(name)
+        """One call's envelope; `McpError` when the server could not be reached or answer.
+        `progress` hears the server's progress notifications (see the module guarantees)."""
+        connection = self._connection(name)
         try:
             limit = connection.server.timeout
-            result = envelope(connection.call(tool, arguments, limit * HARD_CAP, cancel, limit))
+            heard = _throttled(progress) if progress is not None else None
+            result = envelope(
+                connection.call(tool, arguments, limit * HARD_CAP, cancel, limit, heard)
+            )
         except McpError as exc:
             self.note(name, f"{tool}: {exc.code.value} {_logged(exc)}")
             raise
@@ -194,8 +264,9 @@ class McpPool:
 
         def run(ctx: ToolContext | None = None, **arguments: Any) -> Any:
             _check(schema, arguments)
+            cancel, heard = (ctx.cancel, ctx.report) if ctx else (None, None)
             try:
-                said = self.call(name, original, arguments, ctx.cancel if ctx else None)
+                said = self.call(name, original, arguments, cancel, heard)
             except McpError as exc:
                 failed = ToolError(exc.message, exc.code.value)
                 failed.details = exc.details
@@ -216,6 +287,43 @@ class McpPool:
             plugin=plugin_label(name),
             wants_context=True,
         )
+
+
+class _Reporting(McpConnection):
+    """A connection whose calls also hand the server's progress on (done, total, message)."""
+
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        cancel: threading.Event | None = None,
+        idle: float | None = None,
+        progress: Progress | None = None,
+    ) -> Any:
+        last = [0.0]
+
+        async def heard(done: float, total: float | None, message: str | None) -> None:
+            last[0] = time.monotonic()
+            if progress is not None:
+                progress(done, total, message)
+
+        work = self._session.call_tool(tool, arguments, progress_callback=heard)
+        return self._wait(work, timeout, cancel, lambda: last[0], idle)
+
+
+def _throttled(progress: Progress) -> Progress:
+    """`progress`, said at most every `PROGRESS_S`: a report sooner than that after the last
+    is dropped, unless it says the work is done."""
+    said = [0.0]
+
+    def relay(done: float, total: float | None, message: str | None) -> None:
+        now = time.monotonic()
+        if now - said[0] >= PROGRESS_S or (total is not None and done >= total):
+            said[0] = now
+            progress(done, total, redact(message or "", shapes=False))
+
+    return relay
 
 
 def _logged(exc: McpError) -> str:

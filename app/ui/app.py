@@ -69,9 +69,16 @@ def application(theme_choice: str | None = None) -> QApplication:
 
 def build_window(host: ModelHost | None = None, history: HistoryStore | None = None) -> MainWindow:
     """A window; with `history`, conversations are saved there (otherwise kept in memory)."""
+    from app.controllers.mcp_context import McpContext
+    from app.ui.elicit_dialog import attach
+
     bridge = EngineBridge()
     host = host or ModelHost(bridge)
-    return MainWindow(ChatController(host, history, RemoteHost()))
+    window = MainWindow(ChatController(host, history, RemoteHost()))
+    attach(window)  # what MCP servers ask (sampling, input) is asked in this window
+    c = window.controller  # `@` offers the servers' resources, `/` their prompts
+    window.composer.use_mcp(McpContext(c.tools.mcp), lambda: c.doc, window.jobs)
+    return window
 
 
 def _ask_about_history(problem: StoreError) -> Choice:

@@ -3,9 +3,10 @@
 Guarantees: a pending tool card shows the tool, its declared risk and its arguments in an
 editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited arguments are
 sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time
-ticks while the call runs; the result or error is shown collapsed and expands on demand. A
-JSON card shows the answer pretty-printed with a valid/invalid badge and, when invalid, the
-failing path and reason.
+ticks while the call runs, with the progress its tool reports (a bar when it knows the total,
+and its words: "Running… 2.1 s · 3 of 10 · indexing"); the result or error is shown collapsed
+and expands on demand. A JSON card shows the answer pretty-printed with a valid/invalid badge
+and, when invalid, the failing path and reason.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QToolButton,
     QVBoxLayout,
@@ -111,8 +113,15 @@ class ToolCard(QFrame):
         self.result.setMaximumHeight(200)
         self.result.hide()
         self.toggle.toggled.connect(self.result.setVisible)
+        self.bar = QProgressBar(self)  # while running, when the tool reports a total
+        self.bar.setAccessibleName("Tool call progress")
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setMaximumWidth(120)
+        self.bar.hide()
         row = QHBoxLayout()
         row.addWidget(self.state, 1)
+        row.addWidget(self.bar)
         row.addWidget(self.toggle)
         return row
 
@@ -165,6 +174,7 @@ class ToolCard(QFrame):
         if d.get("decision"):
             text += f" ({d['decision']})"
         self.state.setText(text)
+        self._show_progress()
         if "result" in d:
             self.result.setPlainText(str(d["result"]))
             self.toggle.setVisible(True)
@@ -185,7 +195,29 @@ class ToolCard(QFrame):
 
     def _show_elapsed(self) -> None:
         if self._started is not None:
-            self.state.setText(f"Running… {time.monotonic() - self._started:.1f} s")
+            said = progress_words(self.data.get("progress"))
+            self.state.setText(f"Running… {time.monotonic() - self._started:.1f} s{said}")
+
+    def _show_progress(self) -> None:
+        """The bar, while the call runs and its tool has said a total; the words with the time."""
+        running = self.data.get("state") == "running"
+        progress: dict[str, Any] = (self.data.get("progress") or {}) if running else {}
+        total = progress.get("total")
+        self.bar.setVisible(bool(total))
+        if total:
+            self.bar.setValue(int(1000 * min(1.0, max(0.0, progress.get("done", 0) / total))))
+        if progress:
+            self._show_elapsed()
+
+
+def progress_words(progress: dict[str, Any] | None) -> str:
+    """A running call's progress as words after its time (" · 3 of 10 · indexing"); ""
+    when its tool has said none."""
+    if not progress:
+        return ""
+    done, total, message = progress.get("done", 0), progress.get("total"), progress.get("message")
+    amount = f"{done:g} of {total:g}" if total else f"{done:g} so far"
+    return f" · {amount}" + (f" · {message}" if message else "")
 
 
 class JsonCard(QFrame):
@@ -239,4 +271,4 @@ def _plan_line(data: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-__all__ = ["JsonCard", "ToolCard"]
+__all__ = ["JsonCard", "ToolCard", "progress_words"]

@@ -9,8 +9,10 @@ disabled, saying why, for a model that cannot call tools) and Tools says how man
 on; the reasoning effort chosen here is recorded on the message it is sent with; JSON mode
 sends only with a schema that is valid and enforceable, the schema editor (above the field)
 says what is wrong as you type, and nothing of JSON mode is loaded until it is turned on; "@"
-offers the library's documents that match what follows it (`mention_picker.py`, right above
-the field); the attached files show as chips, each removable (`file_chips.py`); the message's
+offers the library's documents that match what follows it, and the enabled MCP servers'
+resources once `use_mcp` is called, and a "/" starting the message their prompts
+(`mention_picker.py`, right above the field; `composer_mcp.py`); the attached files show as
+chips, each removable, a resource's with its size (`file_chips.py`); the message's
 size is shown against the room left, and a message that cannot fit offers its three ways on
 (`fit_bar.py`); every control has an accessible name.
 
@@ -33,6 +35,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QPlainTextEdit, QVBoxLayout, 
 
 from app.controllers.fit import Fit
 from app.ui.composer_field import ComposerField
+from app.ui.composer_mentions import Mentions
 from app.ui.fit_bar import FitOffer
 from app.ui.icons import give
 from app.ui.image_chips import ImageTray
@@ -43,6 +46,10 @@ from app.ui.theme import mark
 
 if TYPE_CHECKING:
     from app.controllers.attachments import Picture
+    from app.controllers.background import Background
+    from app.controllers.mcp_context import McpContext
+    from app.domain.history import ChatDoc
+    from app.ui.composer_mcp import McpOffers
 
 DEFAULT_SCHEMA = (
     '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
@@ -62,7 +69,9 @@ class Composer(QWidget):
 
     submitted = Signal()  # Send (or Enter) while no answer streams
     stopRequested = Signal()  # Stop (or Esc) while one does
-    mentionRequested = Signal()  # a mention started: the library's documents are wanted
+    mentionRequested = Signal()  # a mention started: the documents (and resources) are wanted
+    commandRequested = Signal()  # a "/" starts the message: the MCP servers' prompts are wanted
+    offerChosen = Signal(object)  # an MCP `Offer` picked (its "@…" or "/…" taken out of the box)
     raiseContext = Signal(int)  # the user chose to reload the model with this context
 
     def __init__(
@@ -72,7 +81,7 @@ class Composer(QWidget):
     ) -> None:
         super().__init__(parent)
         self.busy = False
-        self.documents: list[Path] | None = None  # the library's, once read (None: not yet)
+        self.file_notes: dict[Path, str] = {}  # said on a file's chip (a resource's size)
         self._pasted = ""  # a large paste that did not fit, while its offer shows
         self.files: list[Path] = []  # what the next message carries
         self._send_when_checked = False  # Send was pressed while an image was being checked
@@ -101,6 +110,8 @@ class Composer(QWidget):
         self.attachments, self.detach = field.chips, field.chips.detach
         self.image_chips = field.images
         self.tray = ImageTray(field.images, self.image_note)  # the images it carries
+        self.mentions = Mentions(self)  # what "@" and "/" offer, and what is picked
+        self.mcp: McpOffers | None = None  # the MCP servers' side of "@" and "/" (`use_mcp`)
         field.order_tabs()
         self.set_busy(False)
         self.set_features(tools=True, effort=False)
@@ -118,12 +129,10 @@ class Composer(QWidget):
         self.tray.settled.connect(self._images_checked)
         box.submitted.connect(self._send_or_stop)
         box.stopRequested.connect(self.stopRequested)
-        box.mentionChanged.connect(self._mention)
         self.count.source = box.toPlainText
         box.textChanged.connect(lambda: self.count.follow(box.document().isEmpty()))
         box.pasted.connect(self._check_paste)
         self.send.clicked.connect(self._send_or_stop)
-        self.picker.picked.connect(self._mentioned)
         self.offer.attachChosen.connect(self._attach_text)
         self.offer.raiseChosen.connect(self.raiseContext)
         self.offer.cancelChosen.connect(self._cancel_offer)
@@ -189,16 +198,19 @@ class Composer(QWidget):
         names, _ = QFileDialog.getOpenFileNames(self, "Attach files or images", "", kinds)
         self.add_files([Path(n) for n in names])
 
-    def add_files(self, files: list[Path]) -> None:
-        """Files the next message carries (each once), shown as chips; image files are
-        checked and become image chips (see the module guarantees)."""
+    def add_files(self, files: list[Path], notes: dict[Path, str] | None = None) -> None:
+        """Files the next message carries (each once), shown as chips (`notes`: said on a
+        file's chip); image files are checked and become image chips (see the module
+        guarantees)."""
         from app.controllers.attachments import is_image_file
 
         for image in [f for f in files if is_image_file(f)]:
             self.tray.add(image, image.name)
         files = [f for f in files if not is_image_file(f)]
         self.files += [f for f in files if f not in self.files]
-        self.attachments.show_files(self.files)
+        self.file_notes = {f: n for f, n in {**self.file_notes, **(notes or {})}.items()
+                           if f in self.files}  # fmt: skip
+        self.attachments.show_files(self.files, self.file_notes)
         self._order_chips()
 
     def _order_chips(self) -> None:
@@ -214,7 +226,7 @@ class Composer(QWidget):
 
     def take_files(self) -> list[Path]:
         """The attached files, which the composer then forgets."""
-        files, self.files = self.files, []
+        files, self.files, self.file_notes = self.files, [], {}
         self.add_files([])
         return files
 
@@ -242,29 +254,25 @@ class Composer(QWidget):
             if all_taken:
                 self._send_or_stop()
 
-    # --- "@": the library's documents --------------------------------------------------
+    # --- "@" and "/": documents, MCP resources and prompts (`composer_mentions.py`) -----
+
+    @property
+    def documents(self) -> list[Path] | None:
+        """The library's documents, once read (None: not yet)."""
+        return self.mentions.documents
 
     def set_documents(self, documents: list[Path]) -> None:
-        """The library's documents (read off the GUI thread): the picker shows those matching
-        the mention being typed, if any."""
-        self.documents = documents
-        self._mention(self.box.mention())
+        """The library's documents (read off the GUI thread), offered after "@"."""
+        self.mentions.set_documents(documents)
 
-    def _mention(self, typed: str | None) -> None:
-        if typed is None and not self.picker.isVisible():
-            return  # not in a mention (most keystrokes): nothing to do
-        if typed == "" or (typed is not None and self.documents is None):
-            self.mentionRequested.emit()  # a mention starts: the library read afresh
-        self.picker.show_for(self.documents or [], typed)
+    def use_mcp(self, context: McpContext, doc: Callable[[], ChatDoc], jobs: Background) -> None:
+        """Offer the MCP servers of the conversation `doc()` after "@" and "/" (called again:
+        the new context replaces the old)."""
+        from app.ui.composer_mcp import McpOffers
 
-    def _mentioned(self, path: Path) -> None:
-        """The picked document is attached; the "@" and what followed it go."""
-        typed = self.box.mention()
-        if typed is not None:
-            cursor = self.box.textCursor()
-            for _ in range(len(typed) + 1):
-                cursor.deletePreviousChar()
-        self.add_files([path])
+        if self.mcp is not None:
+            self.mcp.detach()
+        self.mcp = McpOffers(self, context, doc, jobs)
 
     # --- sending, and a message that cannot fit ------------------------------------------
 

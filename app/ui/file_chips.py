@@ -1,8 +1,9 @@
 """The files the next message carries, as chips inside the composer's field.
 
 Guarantees: one chip per file, in the order attached, each naming its file (the full path in its
-tooltip) and carrying a × that removes exactly that file (`removed`); chips wrap onto further
-lines rather than widen the window; "Remove all" (`detach`) shows once two or more files are
+tooltip; after the name, a note when one is given, e.g. an MCP resource's size) and carrying a
+× that removes exactly that file (`removed`); chips wrap onto further lines rather than widen
+the window; "Remove all" (`detach`) shows once two or more files are
 attached; with no file the strip is hidden; `text()` says the files as one line
 ("📎 a.md  📎 b.pdf"), for assistive technology and tests alike.
 """
@@ -109,7 +110,7 @@ class FlowLayout(QLayout):
 class FileChip(QFrame):
     """One attached file: its name and the × that removes it."""
 
-    def __init__(self, path: Path, parent: QWidget) -> None:
+    def __init__(self, path: Path, parent: QWidget, note: str = "") -> None:
         super().__init__(parent)
         mark(self, "chip")
         row = QHBoxLayout(self)
@@ -118,9 +119,11 @@ class FileChip(QFrame):
         name = QLabel(self)
         name.setText(
             name.fontMetrics().elidedText(path.name, Qt.TextElideMode.ElideMiddle, NAME_PX)
+            + (f" · {note}" if note else "")
         )
         name.setToolTip(str(path))
-        name.setAccessibleName(f"Attached file {path.name}")
+        name.setAccessibleName(f"Attached file {path.name}" + (f", {note}" if note else ""))
+        self.label = name
         self.remove = QToolButton(self)
         give(self.remove, "close")
         self.remove.setAccessibleName(f"Remove {path.name}")
@@ -152,15 +155,15 @@ class FileChips(QWidget):
         self.flow.addWidget(self.detach)
         self.hide()
 
-    def show_files(self, files: list[Path]) -> None:
-        """One chip per file (the strip hidden when there is none)."""
+    def show_files(self, files: list[Path], notes: dict[Path, str] | None = None) -> None:
+        """One chip per file, with its note if any (the strip hidden when there is none)."""
         for chip in self.chips:
             self.flow.removeWidget(chip)
             chip.hide()
             chip.deleteLater()
         self.flow.removeWidget(self.detach)
         self.files = list(files)
-        self.chips = [self._chip(path) for path in files]
+        self.chips = [self._chip(path, (notes or {}).get(path, "")) for path in files]
         for chip in self.chips:
             self.flow.addWidget(chip)
         self.flow.addWidget(self.detach)
@@ -176,8 +179,8 @@ class FileChips(QWidget):
         """The chip showing `path`."""
         return self.chips[self.files.index(path)]
 
-    def _chip(self, path: Path) -> FileChip:
-        chip = FileChip(path, self)
+    def _chip(self, path: Path, note: str = "") -> FileChip:
+        chip = FileChip(path, self, note)
         chip.remove.clicked.connect(lambda: self.removed.emit(path))
         return chip
 

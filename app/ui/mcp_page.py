@@ -9,7 +9,9 @@ typed into its own box, goes to the keyring when the server is saved and is neve
 tool it offers with a check box (the allow-list), the prompt tokens the checked ones add, its
 resources and prompts; the log shows the server's last events; "Use in this conversation"
 enables it for the selected conversation only, and conversations using a server take its saved
-changes on their next turn; an answer that comes back after the page has gone is dropped.
+changes on their next turn; an OAuth server shows its sign-in ("Signed in", "Not signed in",
+"Sign-in expired") with Sign in (the browser opens; the wait is off the GUI thread) and Sign
+out; an answer that comes back after the page has gone is dropped.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from shiboken6 import isValid
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
+from app.ui.mcp_sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
 
 
@@ -159,7 +162,13 @@ class McpPage(QDialog):
             if isinstance(box, QPlainTextEdit):
                 box.setFixedHeight(56)
             form.addRow(name, box)
+        self.oauth = QCheckBox("Sign in with OAuth", self)
+        _named(self.oauth, "Sign in with OAuth", "A remote server that needs a sign-in in the"
+               " browser; its tokens are kept in the keyring")  # fmt: skip
+        form.addRow("", self.oauth)
         right.addLayout(form)
+        self.sign_row = SignInRow(self)
+        right.addWidget(self.sign_row)
         self.tools = QListWidget(self)
         _named(self.tools, "Its tools", "Unchecked tools are never offered to the model")
         self.offers = QLabel("Test the connection to see what it offers.", self)
@@ -203,6 +212,7 @@ class McpPage(QDialog):
         self.status.setText("")
         self.problem_banner.show_problem(text, details)
         self._show_log()
+        self.sign_row.show_for(self.name.text().strip())  # a refused sign-in shows as such
 
     def refresh(self, select: str | None = None, said: str = "") -> None:
         """Read the configuration (off the GUI thread), list it, then say `said`."""
@@ -237,6 +247,7 @@ class McpPage(QDialog):
         self.secrets.setPlainText("\n".join(f"{k}=" for k in hidden))
         self.headers.setPlainText("\n".join(f"{k}={v}" for k, v in server.headers.items()))
         self.timeout.setValue(server.timeout)
+        self.oauth.setChecked(server.oauth)
         self.use.blockSignals(True)
         self.use.setChecked(MCP_PREFIX + name in self.controller.doc.tools)
         self.use.blockSignals(False)
@@ -245,6 +256,7 @@ class McpPage(QDialog):
         self.status.setText("")
         self.problem_banner.hide()
         self._show_log()
+        self.sign_row.show_for(name)
 
     def _unknown(self, server: McpServer) -> None:
         self.tools.clear()
@@ -271,6 +283,8 @@ class McpPage(QDialog):
         self.servers.clearSelection()
         for box in (self.name, self.where, self.env, self.secrets, self.headers):
             box.clear()
+        self.oauth.setChecked(False)
+        self.sign_row.hide()
         self.tools.clear()
         self.offers.setText("Test the connection to see what it offers.")
         self.name.setFocus()
@@ -296,6 +310,7 @@ class McpPage(QDialog):
                 secret_headers=tuple(secrets) if remote else (),
                 timeout=self.timeout.value(),
                 enabled_tools=None if len(allowed) == len(checked) else allowed,
+                oauth=self.oauth.isChecked(),
             )
         except ValidationError as exc:
             raise ValueError(exc.errors()[0]["msg"]) from None

@@ -1,10 +1,12 @@
 """The message box: where the user writes the next message.
 
-Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (or closes the "@" picker when it
-shows); Tab moves on to Send (keyboard users are never trapped in the box); the box is as
-tall as its text from `MIN_LINES` to `MAX_LINES` lines and scrolls beyond; while the "@"
-picker shows, Up, Down, Tab and Esc go to it (Enter too once the user moved in its list) and
-every other key to the box, so no keystroke is ever lost to it; files dropped or pasted are
+Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (or closes the "@" / "/" picker
+when it shows); Tab moves on to Send (keyboard users are never trapped in the box); the box is
+as tall as its text from `MIN_LINES` to `MAX_LINES` lines and scrolls beyond; it says what is
+typed after a word-starting "@" (`mentionChanged`) and after a "/" that starts the message
+(`commandChanged`) as the cursor moves; while the picker shows, Up, Down, Tab and Esc go to it
+(Enter too once the user moved in its list, or at once for a "/" command) and every other key
+to the box, so no keystroke is ever lost to it; files dropped or pasted are
 attached, not typed as paths; an image pasted or dropped (a screenshot on the clipboard, a
 picture dragged from a browser) is handed on as its bytes (`imagePasted`: the file's own bytes
 when the clipboard holds an image format the app reads, else the picture as PNG), never typed;
@@ -31,7 +33,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QSizePolicy, QWidget
 
-from app.ui.mention_picker import MentionPicker, mention_at
+from app.ui.mention_picker import MentionPicker, command_at, mention_at
 
 LARGE_PASTE = 2_000  # characters: a paste this long is checked against the context at once
 MIN_LINES, MAX_LINES = 2, 8  # the box's height follows its text between these
@@ -79,6 +81,7 @@ class MessageBox(QPlainTextEdit):
     imagePasted = Signal(bytes, str)  # an image pasted or dropped: its bytes, a name for it
     pasted = Signal(str)  # a large paste, now in the box
     mentionChanged = Signal(object)  # str: what follows a word-starting "@"; None: no mention
+    commandChanged = Signal(object)  # str: what follows a "/" starting the message; None: none
     focusChanged = Signal(bool)  # the box took (True) or lost the keyboard focus
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -122,8 +125,17 @@ class MessageBox(QPlainTextEdit):
         cursor = self.textCursor()
         return mention_at(cursor.block().text()[: cursor.positionInBlock()])
 
+    def command(self) -> str | None:
+        """What follows a "/" that starts the message, the cursor still in that word (None:
+        not in a command)."""
+        cursor = self.textCursor()
+        if cursor.blockNumber() != 0:
+            return None
+        return command_at(cursor.block().text()[: cursor.positionInBlock()])
+
     def _cursor_moved(self) -> None:
         self.mentionChanged.emit(self.mention())
+        self.commandChanged.emit(self.command())
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if _files(event.mimeData()) or _has_image(event.mimeData()):

@@ -44,6 +44,7 @@ from app.domain.events import (
     TokenScored,
     ToolCallDecided,
     ToolCallRequested,
+    ToolProgress,
     ToolsRan,
     TurnDone,
     TurnEvent,
@@ -61,7 +62,7 @@ from app.errors import ErrorCode
 VISIBLE = {Lane.ANSWER: "answer", Lane.PREAMBLE: "preamble"}
 
 DebugEvent = PromptRendered | TokenScored | GenerationDone | RequestSent | ResponseReceived
-ToolEvent = ToolCallRequested | ToolCallDecided | ToolsRan | TurnResult
+ToolEvent = ToolCallRequested | ToolCallDecided | ToolProgress | ToolsRan | TurnResult
 JsonEvent = JsonChecked | JsonRetried
 
 
@@ -111,7 +112,9 @@ class ReplyBuilder:
             ):
                 self._debugged(event)
                 return []
-            case ToolCallRequested() | ToolCallDecided() | ToolsRan() | TurnResult():
+            case (
+                ToolCallRequested() | ToolCallDecided() | ToolProgress() | ToolsRan() | TurnResult()
+            ):
                 return self._tools(event)
             case JsonChecked() | JsonRetried():
                 return self._json(event)
@@ -164,6 +167,8 @@ class ReplyBuilder:
                 return self.cards.requested(event)
             case ToolCallDecided():
                 return self.cards.decided(event)
+            case ToolProgress():
+                return self.cards.progressed(event)
             case ToolsRan():
                 self.debug.tools_ran(self.cards.durations(event))
                 return self.cards.ran(event)

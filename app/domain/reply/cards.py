@@ -5,6 +5,8 @@ Guarantees:
   about before any card said it gets one then;
 - the tool host's approval request and answer set the card's state (pending, running,
   denied); asked twice, a request changes nothing;
+- what a running call says of its progress is on its card (`progress`: done, total, message)
+  until its outcome, which takes it off; progress for a card that is not running is ignored;
 - an outcome — from the tool host, the turn's records or a stored tool message — fills the
   card it answers, once: a later report of the same call is ignored;
 - a call id is bound to the first card of its tool that has none yet, and stays bound.
@@ -16,7 +18,14 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from app.domain.events import CallRecord, MessageDone, ToolCallDecided, ToolCallRequested, ToolsRan
+from app.domain.events import (
+    CallRecord,
+    MessageDone,
+    ToolCallDecided,
+    ToolCallRequested,
+    ToolProgress,
+    ToolsRan,
+)
 from app.domain.history import Reply, Segment
 from app.domain.reply.changes import Change, Updated, add
 
@@ -103,6 +112,17 @@ class ToolCards:
             data["arguments"] = json.dumps(event.arguments, ensure_ascii=False, indent=1)
         return [Updated(index)]
 
+    def progressed(self, event: ToolProgress) -> list[Change]:
+        """A running call's progress, on its card."""
+        for index, s in enumerate(self.reply.segments):
+            if s.kind == "tool" and s.data.get("call_id") == event.call_id:
+                if s.data.get("state") != "running":
+                    return []
+                s.data["progress"] = {"done": event.done, "total": event.total,
+                                      "message": event.message}  # fmt: skip
+                return [Updated(index)]
+        return []
+
     def durations(self, event: ToolsRan) -> list[tuple[str, float]]:
         """Each call of the batch that ran: its tool's name and how long it took (ms)."""
         named: list[tuple[str, float]] = []
@@ -133,6 +153,7 @@ class ToolCards:
         content = result.content
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False, indent=1)
+        data.pop("progress", None)
         data["state"] = "ok" if result.ok else "error"
         data["result"] = content if result.ok else f"{result.error_code}: {result.error}"
         data["duration_ms"] = result.duration_ms

@@ -4,19 +4,26 @@ Guarantees: the conversation's developer message declares exactly the registry's
 Harmony model each generation is constrained so tool arguments follow their schemas (a schema
 the token mask cannot take allows any object, which the tool checks itself); the
 first generation honours `tool_choice`, later ones are `auto`; the chain's analysis stays in
-every follow-up prompt; every call's audit record comes back in the `TurnResult` and is
-appended to the tool audit log here, so the window, the terminal and any other driver audit.
+every follow-up prompt; what a running call says of its progress (`ToolContext.report`) is
+yielded as `ToolProgress` while the batch runs, before its `ToolsRan`; every call's audit
+record comes back in the `TurnResult` and is appended to the tool audit log here, so the
+window, the terminal and any other driver audit.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import dataclasses
+import queue
 import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from app.constrain.constraint import CallSpec, ToolChoice, enforceable
 from app.domain.events import (
+    CallOutcome,
     ToolCallDecided,
     ToolCallRequested,
+    ToolProgress,
     ToolsRan,
     TurnEvent,
     TurnResult,
@@ -29,6 +36,8 @@ from app.tools.audit import AuditLog
 from app.tools.calls import Approve, Decision, PendingCall, allow_all
 from app.tools.registry import ToolRegistry
 from app.tools.runner import described, run_decided
+
+POLL_S = 0.05  # how often a running batch is looked at for progress
 
 
 def with_tools(conversation: Conversation, registry: ToolRegistry) -> Conversation:
@@ -62,6 +71,28 @@ def _approved(
         yield ToolCallDecided(call.call_id, decision.allow, ran, described(decision, call))
         decisions.append(decision)
     return decisions
+
+
+def _ran(
+    calls: Sequence[PendingCall],
+    decisions: Sequence[Decision],
+    cancel: threading.Event | None,
+    context: ToolContext | None,
+) -> Generator[ToolProgress, None, list[CallOutcome]]:
+    """Run the batch on a thread of its own, yielding its calls' progress as it comes."""
+    heard: queue.SimpleQueue[ToolProgress] = queue.SimpleQueue()
+    context = dataclasses.replace(context or ToolContext(call_id=""), progress=heard.put)
+    pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-batch")
+    try:
+        batch = pool.submit(run_decided, calls, decisions, cancel=cancel, context=context)
+        while True:
+            cf.wait([batch], timeout=POLL_S)
+            while not heard.empty():
+                yield heard.get_nowait()
+            if batch.done():
+                return batch.result()
+    finally:
+        pool.shutdown(wait=False)
 
 
 def run_tool_turn(
@@ -99,7 +130,7 @@ def run_tool_turn(
                 action = loop.send(Generated(tuple(out.messages), called=out.called))
             else:
                 decisions = yield from _approved(action.calls, approve)
-                outcomes = run_decided(action.calls, decisions, cancel=cancel, context=context)
+                outcomes = yield from _ran(action.calls, decisions, cancel, context)
                 yield ToolsRan(tuple(outcomes))
                 action = loop.send(outcomes)
     except StopIteration as stop:

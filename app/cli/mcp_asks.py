@@ -1,0 +1,217 @@
+"""The terminal chat's answers to what an MCP server asks beside tool calls: sampling (the
+chat's model answers, after the person approves it at a prompt) and elicitation (a prompt per
+field of the server's form, or an address to open).
+
+Guarantees: every question goes to stderr and its answer comes from stdin, one question at a
+time; a sampling request shows the server, the system prompt, each message (a long one cut
+on screen at `SHOWN_CHARS`, said) and the token limit, and is approved like a tool call — [y]es,
+[n]o, [a]llow in this chat, [A]lways, [N]ever — under the chat's own choices (saved ones
+included); it is answered by a fresh session over the chat's model (`session`). A form asks
+field by field: its label (* when required), what it takes, its description; a value that does
+not fit is said and asked again (`TRIES` times, then the form is cancelled); a secret-looking
+field is read without echo on a terminal; end of input cancels. An address is shown and opened
+only on [y]es. A `--yes` run asks nothing: sampling is allowed (as its tool calls are) and said,
+a request for input is declined and said. A question the deadline passed is withdrawn where
+stdin is a terminal; from a pipe, its line is read and dropped.
+"""
+
+from __future__ import annotations
+
+import getpass
+import select
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from app.domain.elicit_form import Form, FormField, Reply, UrlAsk, parse, problem
+from app.errors import HarmonyDeskError
+from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
+from app.tools.calls import Approve, Decision, PendingCall, allow_all
+from app.tools.mcp_asks import Refusal
+from app.tools.mcp_config import server_identity
+from app.tools.mcp_elicit import Elicitor
+from app.tools.mcp_hooks import McpHooks
+from app.tools.mcp_sampling import SampleAnswer, Sampler, SampleRequest
+
+if TYPE_CHECKING:
+    from app.engine.session import Session
+    from app.tools.mcp_tools import McpPool
+
+SHOWN_CHARS = 2000
+TRIES = 3
+POLL_S = 0.1
+Fresh = Callable[[SampleRequest], "tuple[Session, str]"]  # a fresh session, the model's name
+
+
+class TerminalAsks:
+    """See the module guarantees."""
+
+    def __init__(self, yes: bool, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+        self.yes = yes
+        self.stdin, self.out = stdin or sys.stdin, out or sys.stderr
+        self.conversation_id = ""
+        self.session: Fresh | None = None  # set once the chat's model is ready
+        self.open_url: Callable[[str], object] = webbrowser.open
+        self._policy: Approve = (
+            allow_all if yes else ApprovalPolicy(self._asked, store=ApprovalStore())
+        )
+        self._turn = threading.Lock()  # one question at a time on the terminal
+        self._cancel = threading.Event()
+
+    def hooks(self, pool: Callable[[], McpPool]) -> McpHooks:
+        """The hooks for the chat's MCP pool (`pool()`: it, for its servers and logs)."""
+
+        def note(server: str, line: str) -> None:
+            pool().note(server, line)
+
+        def identity(server: str) -> str:
+            return server_identity(pool().server(server))
+
+        sampler, elicitor = Sampler(self, identity, note=note), Elicitor(self, note=note)
+        return McpHooks(sampling=sampler, elicitation=elicitor)
+
+    def _say(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _line(self, prompt: str, cancel: threading.Event, secret: bool = False) -> str | None:
+        """A line typed after `prompt` (without its newline); None at end of input or when
+        `cancel` comes first (see the module guarantees)."""
+        tty = self.stdin.isatty()
+        if secret and tty:
+            return getpass.getpass(prompt, stream=self.out)
+        self._say(prompt)
+        while tty and not cancel.is_set():
+            if select.select([self.stdin], [], [], POLL_S)[0]:
+                break
+        if cancel.is_set():
+            self._say("\n(not answered in time)\n")
+            return None
+        line = self.stdin.readline()
+        return line.rstrip("\n") if line else None
+
+    # --- sampling -----------------------------------------------------------------------
+
+    def conversation(self) -> str:
+        return self.conversation_id
+
+    def approve(self, conversation: str, call: PendingCall, cancel: threading.Event) -> Decision:
+        with self._turn:
+            self._cancel = cancel
+            if self.yes:
+                server = call.tool.namespace.removeprefix("mcp:")
+                self._say(
+                    f"[sampling] “{server}” asks the model; allowed without asking (--yes).\n"
+                )
+            return self._policy(call)
+
+    def _asked(self, call: PendingCall) -> tuple[Mode | None, Decision]:
+        """The prompt for a sampling request (under the chat's policy, in ASK mode)."""
+        shown, server = call.arguments, call.tool.namespace.removeprefix("mcp:")
+        limit, asked = shown.get("max_tokens", 0), shown.get("asked_tokens", 0)
+        more = f"; it asked for {asked:,}" if asked > limit else ""
+        lines = [f"[sampling] The MCP server “{server}” asks the model to answer this"
+                 f" (at most {limit:,} tokens{more}):"]  # fmt: skip
+        if shown.get("system_prompt"):
+            lines.append(f"  System: {_cut(shown['system_prompt'])}")
+        lines += [
+            f"  {m['role'].capitalize()}: {_cut(m['text'])}" for m in shown.get("messages", ())
+        ]
+        self._say("\n".join(lines) + "\n")
+        question = "Allow? [y]es [n]o [a]llow in this chat [A]lways [N]ever: "
+        raw = (self._line(question, self._cancel) or "").strip()[:1]
+        answers = {
+            "y": (None, Decision(True, how="asked: allowed")),
+            "a": (
+                Mode.ALLOW_CONVERSATION,
+                Decision(True, how="asked: allow for this conversation"),
+            ),
+            "A": (Mode.ALWAYS, Decision(True, how="asked: always allow")),
+            "N": (Mode.DENY, Decision(False, how="asked: deny from now on")),
+        }
+        how = "not answered in time" if self._cancel.is_set() else "asked: denied"
+        return answers.get(raw, (None, Decision(False, how=how)))
+
+    def complete(
+        self, conversation: str, request: SampleRequest, cancel: threading.Event
+    ) -> SampleAnswer | Refusal:
+        if self.session is None:
+            return Refusal(
+                f"No model is loaded to answer the sampling request of “{request.server}”."
+            )
+        from app.engine.turn.mcp_sample import answer
+
+        try:
+            session, model = self.session(request)
+        except HarmonyDeskError as exc:
+            return Refusal(f"The model could not answer the sampling request: {exc.message}")
+        said = answer(session, request, model, cancel)
+        if isinstance(said, SampleAnswer):
+            self._say(
+                f"[sampling] {model} answered “{request.server}” ({len(said.text)} characters).\n"
+            )
+        return said
+
+    # --- elicitation --------------------------------------------------------------------
+
+    def fill(self, form: Form, cancel: threading.Event) -> Reply:
+        with self._turn:
+            if self.yes:
+                self._say(f"[input] The MCP server “{form.server}” asked: {form.message}\n"
+                          "  Declined: a --yes run never asks for input.\n")  # fmt: skip
+                return Reply("decline", why="a --yes run never asks")
+            self._say(f"[input] The MCP server “{form.server}” asks: {form.message}\n")
+            raw = (self._line("  Answer it? [y]es [d]ecline [c]ancel: ", cancel) or "c").strip()
+            if raw[:1].lower() != "y":
+                return Reply("decline" if raw[:1].lower() == "d" else "cancel")
+            values: dict[str, Any] = {}
+            for field in form.fields:
+                value = self._field(field, cancel)
+                if value is _CANCELLED:
+                    return Reply("cancel")
+                values[field.name] = value
+            return Reply("accept", {k: v for k, v in values.items() if v is not None})
+
+    def _field(self, field: FormField, cancel: threading.Event) -> Any:
+        if field.description:
+            self._say(f"  {field.description}\n")
+        prompt = f"  {field.label}{' *' if field.required else ''} ({field.hint()}): "
+        for _ in range(TRIES):
+            line = self._line(prompt, cancel, secret=field.secret)
+            if line is None:
+                return _CANCELLED
+            value = parse(field, line)
+            wrong = problem(field, value)
+            if not wrong:
+                return value
+            self._say(f"  {wrong}\n")
+        self._say("  The form is cancelled.\n")
+        return _CANCELLED
+
+    def visit(self, ask: UrlAsk, cancel: threading.Event) -> Reply:
+        with self._turn:
+            said = f"[input] The MCP server “{ask.server}” asks you to open a page"
+            self._say(f"{said}: {ask.message}\n  {ask.url}\n")
+            if self.yes:
+                self._say("  Declined: a --yes run never asks.\n")
+                return Reply("decline", why="a --yes run never asks")
+            raw = self._line("  Open it in your browser? [y]es [d]ecline [c]ancel: ", cancel) or "c"
+            choice = raw.strip()[:1].lower()
+            if choice == "y":
+                self.open_url(ask.url)
+                return Reply("accept")
+            return Reply("decline" if choice == "d" else "cancel")
+
+
+_CANCELLED = object()
+
+
+def _cut(text: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}… ({len(text) - SHOWN_CHARS:,} more characters not shown)"
+
+
+__all__ = ["TerminalAsks"]
