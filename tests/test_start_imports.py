@@ -56,7 +56,7 @@ ALLOWED = (
     "app.domain.reply.builder", "app.domain.reply.cards", "app.domain.reply.changes",
     "app.domain.reply.debug", "app.domain.sampling", "app.domain.textual_call",
     "app.domain.visibility", "app.domain.images", "app.store.images", "app.ui.image_chips",
-    "app.tools.mcp_hooks", "app.controllers.mcp_asks", "app.controllers.mcp_context",
+    "app.tools.mcp_hooks", "app.tools.mcp_answers", "app.controllers.mcp_asks", "app.controllers.mcp_context",
     "app.domain.elicit_form", "app.tools.mcp_asks", "app.tools.mcp_elicit", "app.tools.mcp_sampling",
     "app.ui.composer_mcp", "app.ui.elicit_dialog", "app.ui.mcp_sign_in", "app.ui.prompt_form",
     "app.ui.sampling_dialog",

@@ -29,11 +29,10 @@ from app.domain.elicit_form import Form, FormField, Reply, UrlAsk, parse, proble
 from app.errors import HarmonyDeskError
 from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.tools.calls import Approve, Decision, PendingCall, allow_all
+from app.tools.mcp_answers import asking_hooks
 from app.tools.mcp_asks import Refusal
-from app.tools.mcp_config import server_identity
-from app.tools.mcp_elicit import Elicitor
 from app.tools.mcp_hooks import McpHooks
-from app.tools.mcp_sampling import SampleAnswer, Sampler, SampleRequest
+from app.tools.mcp_sampling import SampleAnswer, SampleRequest
 
 if TYPE_CHECKING:
     from app.engine.session import Session
@@ -62,15 +61,7 @@ class TerminalAsks:
 
     def hooks(self, pool: Callable[[], McpPool]) -> McpHooks:
         """The hooks for the chat's MCP pool (`pool()`: it, for its servers and logs)."""
-
-        def note(server: str, line: str) -> None:
-            pool().note(server, line)
-
-        def identity(server: str) -> str:
-            return server_identity(pool().server(server))
-
-        sampler, elicitor = Sampler(self, identity, note=note), Elicitor(self, note=note)
-        return McpHooks(sampling=sampler, elicitation=elicitor)
+        return asking_hooks(self, pool)
 
     def _say(self, text: str) -> None:
         self.out.write(text)

@@ -33,11 +33,10 @@ from app.domain.elicit_form import Form, Reply, UrlAsk
 from app.errors import HarmonyDeskError
 from app.tools.approval import Mode
 from app.tools.calls import Decision, PendingCall
+from app.tools.mcp_answers import asking_hooks
 from app.tools.mcp_asks import Refusal
-from app.tools.mcp_config import server_identity
-from app.tools.mcp_elicit import Elicitor
 from app.tools.mcp_hooks import McpHooks
-from app.tools.mcp_sampling import SampleAnswer, Sampler, SampleRequest
+from app.tools.mcp_sampling import SampleAnswer, SampleRequest
 
 if TYPE_CHECKING:
     from app.controllers.chat import ChatController
@@ -99,15 +98,7 @@ class WindowAsks(QObject):
 
     def hooks(self, pool: Callable[[], McpPool]) -> McpHooks:
         """The hooks for the window's MCP pool (`pool()`: it, for its servers and logs)."""
-
-        def note(server: str, line: str) -> None:
-            pool().note(server, line)
-
-        def identity(server: str) -> str:
-            return server_identity(pool().server(server))
-
-        sampler, elicitor = Sampler(self, identity, note=note), Elicitor(self, note=note)
-        return McpHooks(sampling=sampler, elicitation=elicitor)
+        return asking_hooks(self, pool)
 
     # --- on the GUI thread ------------------------------------------------------------
 

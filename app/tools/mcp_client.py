@@ -316,16 +316,20 @@ class McpConnection:
         timeout: float,
         cancel: threading.Event | None = None,
         idle: float | None = None,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> Any:
         """Call `tool`; the SDK's `CallToolResult` (`is_error` set for a tool's own error).
         `timeout` is the call's overall deadline: progress notifications never extend it; with
-        `idle`, the call also ends after that many seconds without a result or progress."""
+        `idle`, the call also ends after that many seconds without a result or progress; each
+        progress notification is handed to `progress` (done, total, message)."""
         last = [0.0]
 
-        async def progress(_done: float, _total: float | None, _message: str | None) -> None:
+        async def heard(done: float, total: float | None, message: str | None) -> None:
             last[0] = time.monotonic()
+            if progress is not None:
+                progress(done, total, message)
 
-        work = self._session.call_tool(tool, arguments, progress_callback=progress)
+        work = self._session.call_tool(tool, arguments, progress_callback=heard)
         return self._wait(work, timeout, cancel, lambda: last[0], idle)
 
     def resources(self, timeout: float = START_S) -> list[Any]:

@@ -88,7 +88,7 @@ class McpPool:
         self._telling = threading.Lock()  # listeners hear one change at a time
         self._untold: set[tuple[str, str]] = set()  # changes waiting to be told
         self._untold_lock = threading.Lock()
-        self._live: dict[str, _Reporting] = {}
+        self._live: dict[str, McpConnection] = {}
         self._deaths: dict[str, int] = {}
         self._next_start: dict[str, float] = {}
         self._locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
@@ -158,7 +158,7 @@ class McpPool:
         """The server's session, started (again) if need be."""
         return self._connection(name)
 
-    def _connection(self, name: str) -> _Reporting:
+    def _connection(self, name: str) -> McpConnection:
         with self._locks[name]:
             live = self._live.get(name)
             if live is not None and live.alive:
@@ -171,7 +171,7 @@ class McpPool:
                     f"The MCP server “{name}” stopped; it is started again in {wait:.0f} s."
                 )
             server = self.server(name)
-            live = _Reporting(name, server, self._secrets, self.hooks)
+            live = McpConnection(name, server, self._secrets, self.hooks)
             try:
                 live.start()
             except McpError as exc:
@@ -287,29 +287,6 @@ class McpPool:
             plugin=plugin_label(name),
             wants_context=True,
         )
-
-
-class _Reporting(McpConnection):
-    """A connection whose calls also hand the server's progress on (done, total, message)."""
-
-    def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        timeout: float,
-        cancel: threading.Event | None = None,
-        idle: float | None = None,
-        progress: Progress | None = None,
-    ) -> Any:
-        last = [0.0]
-
-        async def heard(done: float, total: float | None, message: str | None) -> None:
-            last[0] = time.monotonic()
-            if progress is not None:
-                progress(done, total, message)
-
-        work = self._session.call_tool(tool, arguments, progress_callback=heard)
-        return self._wait(work, timeout, cancel, lambda: last[0], idle)
 
 
 def _throttled(progress: Progress) -> Progress:
