@@ -141,7 +141,11 @@ def test_a_revoked_sign_in_fails_at_once_and_asks_to_sign_in_again(
     assert not any(t in (keyring.get(secret_name("revoked", "oauth-tokens")) or "") for t in servers.grants.issued)
     login("revoked", server, keyring, browse, timeout=30)  # signing in again mends it
     connection = _connect("revoked", server, keyring)
+    servers.grants.forget_all()  # revoked while the connection is open: the next request says so
+    with pytest.raises(McpError, match="sign in to revoked first"):
+        connection.tools(timeout=15)
     connection.close()
+    login("revoked", server, keyring, browse, timeout=30)
     servers.grants.forget_all()  # revoked with time left on it: the server's 401 says so
     with pytest.raises(McpError, match="sign in to revoked first"):
         _connect("revoked", server, keyring)

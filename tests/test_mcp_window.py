@@ -51,6 +51,8 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     assert {"secret", "slow", "big", "square", "crash"} <= set(names)
     assert "tokens to each prompt" in page.offers.text() and "1 resources · 1 prompts" in page.offers.text()
     assert "started" in page.log.toPlainText()
+    window.mcp.pool.note("envy", "a line the server logged just now")  # the open page follows
+    qtbot.waitUntil(lambda: "logged just now" in page.log.toPlainText(), timeout=5000)
     said = window.mcp.pool.call("envy", "secret", {"name": "API_TOKEN"}, None)  # from the keyring
     assert f"{len(TOKEN)} characters" in json.dumps(said["content"])
     page.tools.item(names.index("crash")).setCheckState(Qt.CheckState.Unchecked)

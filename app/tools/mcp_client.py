@@ -137,6 +137,10 @@ class McpConnection:
         return McpError(f"The MCP server “{self.name}” failed: {clause}.", details=details)
 
     def _why(self, exc: BaseException) -> str:
+        if self._refused.startswith("HTTP 401") and self.server.oauth:  # revoked while open
+            from app.tools.mcp_oauth import needs_sign_in
+
+            return needs_sign_in(self.name, expired=True).message
         if self._refused:
             return f"the server refused the connection ({self._refused})"
         return why(exc, None if self.server.transport == "stdio" else str(self.server.url))

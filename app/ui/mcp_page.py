@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -103,6 +104,9 @@ class _PageJobs(Background):
         super().run(attempt, back)
 
 
+LOG_REFRESH_MS = 1000  # how often an open page reads the server's log again
+
+
 class McpPage(QDialog):
     """See the module guarantees."""
 
@@ -179,6 +183,9 @@ class McpPage(QDialog):
         self.log = QPlainTextEdit(self)
         self.log.setReadOnly(True)
         _named(self.log, "Server log")
+        self._log_timer = QTimer(self)  # the server's log as it grows (its messages, restarts)
+        self._log_timer.timeout.connect(self._show_log)
+        self._log_timer.start(LOG_REFRESH_MS)
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -277,7 +284,10 @@ class McpPage(QDialog):
         )
 
     def _show_log(self) -> None:
-        self.log.setPlainText("\n".join(self.host.log(self.name.text().strip())))
+        text = "\n".join(self.host.log(self.name.text().strip()))
+        if text != self.log.toPlainText():  # unchanged: the reader's place and selection stay
+            self.log.setPlainText(text)
+            self.log.moveCursor(QTextCursor.MoveOperation.End)
 
     def new_server(self) -> None:
         self.servers.clearSelection()
