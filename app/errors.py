@@ -129,6 +129,20 @@ def validation_problems(exc: Exception) -> str:
     return "; ".join(f"{e['loc'][0] if e['loc'] else 'value'}: {e['msg']}" for e in errors)
 
 
+class RequestError(InvalidInputError):
+    """A generation request asks for something it cannot: which knob (`field`), and why."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ContextError(RequestError):
+    """A prompt the model's context cannot hold, before anything was generated."""
+
+    code = ErrorCode.CONTEXT
+
+
 class SchemaError(HarmonyDeskError):
     """A schema JSON mode cannot take: which keyword or place, and why."""
 

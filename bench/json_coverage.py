@@ -26,9 +26,12 @@ from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
 from app.constrain.guidance import compiled, with_options
 from app.constrain.plan import plan
 from app.domain.events import JsonChecked, JsonRetried, TurnFailed
+from app.domain.messages import user_message
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
+from app.engine.request import GenerationRequest
+from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import ErrorCode, SchemaError
 from app.library.bundled import default_model_path, gemma_model_path
 from app.templates.registry import get_template
@@ -125,7 +128,10 @@ def main() -> None:
                 thinking_budget=16,
             )
             fmt = ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(schema=schema))
-            events = list(session.send("Answer in JSON.", response_format=fmt))
+            asked = TurnRequest(
+                GenerationRequest(response_format=fmt), message=user_message("Answer in JSON.")
+            )
+            events = list(run_turn(session, asked))
             checks = [e for e in events if isinstance(e, JsonChecked)]
             retried = any(isinstance(e, JsonRetried) for e in events)
             failed = [e for e in events if isinstance(e, TurnFailed)]

@@ -45,11 +45,13 @@ import httpx2 as httpx
 import openai
 
 from app.domain.events import ContentDelta, GenerationDone
-from app.domain.messages import Conversation, Message, Role
+from app.domain.messages import user_message
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
+from app.engine.request import GenerationRequest
+from app.engine.turn.run import TurnRequest, run_turn
 from app.templates.registry import default_template_name, get_template
 from bench import embeddings
 from bench import messages as anthropic_messages
@@ -88,9 +90,9 @@ def in_process(path: str, tokens: int, threads: int, runs: int) -> tuple[float, 
                 max_tokens=tokens,
                 tokenizer=tokenizer,
             )
-            asked = session.conversation.with_message(Message.of(Role.USER, QUESTION))
+            asked = TurnRequest(GenerationRequest(), message=user_message(QUESTION))
             began, first, count = time.perf_counter(), 0.0, 0
-            for event in session.generate(Conversation(messages=asked.messages)):
+            for event in run_turn(session, asked):
                 if isinstance(event, ContentDelta) and not first:  # answer or reasoning
                     first = time.perf_counter()
                 if isinstance(event, GenerationDone):

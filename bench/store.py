@@ -123,7 +123,7 @@ def window_open(
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
     from app.ui.app import application
-    from app.ui.main_window import MainWindow
+    from app.ui.window.main_window import MainWindow
 
     app = application()
     controller = ChatController(ModelHost(EngineBridge()), HistoryStore(path))

@@ -120,10 +120,10 @@ def stream(
     from app.domain.events import TokenStep
     from app.engine.local.scripted import ScriptedClient
     from app.harmony import encoding as enc
-    from app.ui import code_highlight
     from app.ui.app import application
-    from app.ui.main_window import MainWindow
-    from app.ui.markdown_view import MarkdownView
+    from app.ui.markdown import code_highlight
+    from app.ui.markdown.view import MarkdownView
+    from app.ui.window.main_window import MainWindow
 
     app = application()
     loop = qasync.QEventLoop(app, already_running=True)

@@ -49,7 +49,7 @@ def real_model_window(
     from app.controllers.bridge import EngineBridge
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
-    from app.ui.main_window import MainWindow, UiState
+    from app.ui.window.main_window import MainWindow, UiState
     from tests.test_window import send
 
     host = ModelHost(EngineBridge())

@@ -17,7 +17,7 @@ from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.engine.turn.loop import Generate, Generated, RunCalls, turn_loop
-from app.engine.turn.tools import run_tool_turn, with_tools
+from app.engine.turn.tools import with_tools
 from app.harmony import encoding as enc
 from app.harmony.parser import parse_tokens
 from app.templates.harmony_grammar import harmony_constraint
@@ -25,6 +25,7 @@ from app.templates.registry import get_template
 from app.tools.builtin.everyday import calculate
 from app.tools.runner import run_calls
 from app.tools.session import ConversationTools, ToolOptions
+from tests.turns import tool_turn
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +127,7 @@ def test_a_scripted_session_constrains_builtin_calls_and_keeps_the_chain(lltok: 
     ])
     session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
     with ConversationTools(ToolOptions(enabled=("python", "calculate"))) as tools:
-        events = list(run_tool_turn(session, "6*7?", tools.registry))
+        events = list(tool_turn(session, "6*7?", tools.registry))
     ran = [e for e in events if isinstance(e, ToolsRan)]
     assert ran[0].outcomes[0].ok and ran[0].outcomes[0].content == "42\n"
     constraint = client.constraints[0]
@@ -143,7 +144,7 @@ def test_real_model_builtin_call_is_constrained_and_executed_offline(tiny_client
                           max_tokens=400, thinking_budget=12)
     options = ToolOptions(enabled=("browser",), offline=True)
     with ConversationTools(options) as tools:
-        events = list(run_tool_turn(session, "Look it up.", tools.registry, tool_choice="required", max_calls=2))
+        events = list(tool_turn(session, "Look it up.", tools.registry, tool_choice="required", max_calls=2))
     result = events[-1]
     assert isinstance(result, TurnResult) and result.records
     first = result.records[0]

@@ -21,6 +21,7 @@ from app.domain.visibility import Lane
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.templates.registry import get_template
+from tests.turns import send
 
 TURN = ("<|channel|>analysis<|message|>The user greets; reply kindly.<|end|>"
         "<|start|>assistant<|channel|>final<|message|>Hello there!<|return|>")
@@ -29,12 +30,12 @@ TURN = ("<|channel|>analysis<|message|>The user greets; reply kindly.<|end|>"
 def test_scripted_turns_route_analysis_away_from_the_answer() -> None:
     client = ScriptedClient([TURN, "<|channel|>final<|message|>Again!<|return|>"])
     session = ChatSession(client, get_template("harmony"), today=dt.date(2026, 11, 22))  # type: ignore[arg-type]
-    events = list(session.send("Hi", reasoning_effort=ReasoningEffort.LOW))
+    events = list(send(session, "Hi", effort=ReasoningEffort.LOW))
     visible = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)
     assert visible == "Hello there!"
     assert any(isinstance(e, MessageStarted) and e.lane is Lane.ANALYSIS for e in events)
     assert isinstance(events[-1], GenerationDone) and isinstance(events[-2], TurnDone)
-    list(session.send("Once more"))
+    list(send(session, "Once more"))
     roles = [(m.author.role, m.channel) for m in session.conversation.messages]
     assert roles == [(Role.SYSTEM, None), (Role.USER, None), (Role.ASSISTANT, "analysis"), (Role.ASSISTANT, "final"),
                      (Role.USER, None), (Role.ASSISTANT, "final")]
@@ -50,7 +51,7 @@ def test_scripted_turns_route_analysis_away_from_the_answer() -> None:
 def test_partial_output_of_a_cut_turn_is_kept() -> None:
     client = ScriptedClient(["<|channel|>final<|message|>Half of the answ"])
     session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
-    events = list(session.send("Tell me"))
+    events = list(send(session, "Tell me"))
     done = [e for e in events if isinstance(e, MessageDone)]
     assert done[0].message.text == "Half of the answ" and not done[0].complete
     assert session.conversation.messages[-1].text == "Half of the answ"
@@ -58,8 +59,8 @@ def test_partial_output_of_a_cut_turn_is_kept() -> None:
 
 def test_real_model_session_reuses_the_cache_on_turn_two(tiny_client: Any) -> None:
     session = ChatSession(tiny_client, get_template("harmony"), max_tokens=12)
-    first = list(session.send("Hello"))
-    second = list(session.send("And again?"))
+    first = list(send(session, "Hello"))
+    second = list(send(session, "And again?"))
     assert isinstance(first[-1], GenerationDone) and isinstance(second[-1], GenerationDone)
     t1, t2 = first[-1].timings, second[-1].timings
     assert t2.prompt_reused > 0 and t2.prompt_reused >= t1.prompt_tokens - 30
@@ -110,11 +111,11 @@ def test_json_mode_for_the_whole_conversation_and_per_message() -> None:
     client = ScriptedClient(['<|channel|>final<|message|>{"n":3}<|return|>', broken, 'y"}<|return|>', 'z"}<|return|>',
                              '"n":"w"}<|return|>', "<|channel|>final<|message|>plain<|return|>"])  # the last from the member's key
     session = ChatSession(client, get_template("harmony"), response_format=fmt)  # type: ignore[arg-type]
-    first = [e for e in session.send("Count") if isinstance(e, JsonChecked)]
-    second = [e for e in session.send("Again") if isinstance(e, JsonChecked)]  # three retries, all broken
+    first = [e for e in send(session, "Count") if isinstance(e, JsonChecked)]
+    second = [e for e in send(session, "Again") if isinstance(e, JsonChecked)]  # three retries, all broken
     assert first[0].result.valid and not second[0].result.valid and second[0].result.path == "/n"
     assert second[0].result.keyword == "type" and second[0].result.value == {"n": "w"}
-    plain = [e for e in session.send("Talk", response_format=ResponseFormat(type="text")) if isinstance(e, JsonChecked)]
+    plain = [e for e in send(session, "Talk", response_format=ResponseFormat(type="text")) if isinstance(e, JsonChecked)]
     assert plain == []
     assert "# Response Formats" in client.encoding.decode(client.prompts[0])
 

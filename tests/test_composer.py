@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QMenu, QVBoxLayout, QWidget
 
-from app.ui.composer import Composer
-from app.ui.composer_field import StayOpenMenu
-from app.ui.message_box import MAX_LINES, MIN_LINES
+from app.ui.composer.composer import Composer
+from app.ui.composer.field import StayOpenMenu
+from app.ui.composer.message_box import MAX_LINES, MIN_LINES
 from tests.test_window import make_window
 
 POPUP = pytest.mark.qt_log_ignore("This plugin does not support grabbing")  # offscreen menus
@@ -222,7 +222,7 @@ def test_tab_goes_from_the_message_to_send_then_the_small_controls(qtbot: Any, c
 def test_an_item_that_is_not_a_tick_closes_the_tools_menu_and_acts(qtbot: Any, qloop: Any, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from app.controllers.chat import PluginIdentity
-    from app.ui import tools_menu
+    from app.ui.composer import tools_menu
 
     window, _ = make_window(qtbot, tmp_path, [])
     found = PluginIdentity("dice", "folder", str(tmp_path / "dice"), "0" * 64)

@@ -37,6 +37,7 @@ from app.engine.overflow import (
     measure,
     model_measure,
 )
+from app.engine.request import GenerationRequest
 from app.server.wire import ChatRequest
 from app.store.rows import build_doc, conversation_row
 from app.templates.registry import get_template
@@ -236,9 +237,8 @@ def test_a_remote_endpoints_budget_is_estimated_and_fitted_the_same_way() -> Non
 def test_a_generation_says_its_budget_before_its_prompt_and_sends_what_was_fitted() -> None:
     client = ScriptedClient(["<|start|>assistant<|channel|>final<|message|>Lakes are still.<|return|>"])
     session = ChatSession(client, get_template("harmony"), max_tokens=64)  # type: ignore[arg-type]
-    session.overflow = Overflow.ROLLING
     client.info = type("Info", (), {"n_ctx": 600})()  # type: ignore[assignment]
-    events = list(session.generate(_long()))
+    events = list(session.generate(_long(), GenerationRequest(overflow=Overflow.ROLLING)))
     fits = [e for e in events if isinstance(e, ContextFit)]
     prompt = next(e for e in events if isinstance(e, PromptRendered))
     assert events.index(fits[0]) < events.index(prompt) and len(fits) == 1

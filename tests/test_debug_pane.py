@@ -15,9 +15,9 @@ from PySide6.QtWidgets import QApplication
 from app.domain.figures import Figures
 from app.domain.history import Reply
 from app.ui import appearance, theme
-from app.ui.debug_pane import DebugPane
-from app.ui.debug_prompt import highlighted, prompt_runs, show_prompt
-from app.ui.timeline import TurnTimeline
+from app.ui.debug.pane import DebugPane
+from app.ui.debug.prompt import highlighted, prompt_runs, show_prompt
+from app.ui.debug.timeline import TurnTimeline
 from tests.gui_helpers import real_model_window
 from tests.test_window import TURN, make_window, send
 
@@ -161,7 +161,7 @@ def test_a_prompt_box_highlights_nothing_but_its_special_runs(qtbot: Any) -> Non
 def test_the_run_page_says_what_speculative_decoding_drafted_only_when_it_drafted(qtbot: Any) -> None:
     from app.domain.events import FinishReason, GenerationDone, Timings
     from app.domain.reply.debug import DebugLog
-    from app.ui.debug_run import RunPage
+    from app.ui.debug.run import RunPage
 
     page = RunPage()
     qtbot.addWidget(page)

@@ -182,7 +182,7 @@ def test_no_network_is_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def open_discover(qtbot: Any, library: LibraryHost) -> Any:
-    from app.ui.discover_page import DiscoverPage
+    from app.ui.models.discover_page import DiscoverPage
 
     page = DiscoverPage(library)
     qtbot.addWidget(page)
@@ -269,8 +269,8 @@ def test_the_page_says_when_the_hub_cannot_be_reached_or_answers_nonsense(
 
 
 def test_the_models_page_and_the_picker_open_discover(qtbot: Any, home: Path, fake_hub: FakeHub) -> None:
-    from app.ui.discover_page import DiscoverPage
-    from app.ui.models_page import ModelsPage
+    from app.ui.models.discover_page import DiscoverPage
+    from app.ui.models.page import ModelsPage
 
     library = LibraryHost()
     with qtbot.waitSignal(library.listed, timeout=30_000):

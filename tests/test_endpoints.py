@@ -150,8 +150,8 @@ def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with
     from app.controllers.model_host import ModelHost
     from app.controllers.remote_host import RemoteHost
     from app.store.history import HistoryStore
-    from app.ui.endpoints import EndpointDialog
-    from app.ui.main_window import MainWindow, UiState
+    from app.ui.window.endpoints import EndpointDialog
+    from app.ui.window.main_window import MainWindow, UiState
     from tests.fault_proxy import FaultProxy
     from tests.gui_helpers import all_text
     from tests.test_remote import start_server

@@ -19,6 +19,7 @@ from app.errors import LoadProblem, ModelLoadError
 from app.harmony.encoding import load_encoding
 from app.library.bundled import gemma_model_path
 from app.templates.registry import default_template_name, get_template
+from tests.turns import send
 
 
 def test_gemma_is_assembled_with_progress_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,7 +46,7 @@ def test_gemma_is_a_base_model_with_the_completion_template(gemma_client: Any) -
     assert default_template_name(info.metadata) == "completion"
     template = get_template("completion")
     session = ChatSession(gemma_client, template, sampling=Sampling(temperature=0.0), max_tokens=16)
-    events = list(session.send("The capital of France is"))
+    events = list(send(session, "The capital of France is"))
     answer = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)
     assert answer.strip()
     assert isinstance(events[-1], GenerationDone) and any(isinstance(e, TurnDone) for e in events)
@@ -120,7 +121,7 @@ def test_the_default_model_answers_a_question(smollm_client: Any) -> None:
     """What a new user types first gets an answer, not a page of invented text."""
     template = get_template("smollm2").for_model(smollm_client.info.metadata)
     session = ChatSession(smollm_client, template, sampling=Sampling(temperature=0.0), max_tokens=40)
-    events = list(session.send("What is the capital of France?"))
+    events = list(send(session, "What is the capital of France?"))
     assert any(isinstance(e, GenerationDone) and e.reason.value == "stop" for e in events)
     answer = session.conversation.messages[-1].text
     assert "Paris" in answer, answer

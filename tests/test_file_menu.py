@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from app.store.history import HistoryStore
-from app.ui.exchange_dialogs import WindowFiles, files_of
-from app.ui.main_window import MainWindow
+from app.ui.window.exchange_dialogs import WindowFiles, files_of
+from app.ui.window.main_window import MainWindow
 from tests.test_window import TURN, make_window, send
 
 

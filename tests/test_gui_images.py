@@ -21,10 +21,10 @@ from PySide6.QtWidgets import QWidget
 from app.controllers.attachments import kept_of
 from app.domain.history import Turn, Version
 from app.domain.messages import ImageContent
-from app.ui.image_chips import CHIP_PX, Thumb
-from app.ui.main_window import MainWindow
-from app.ui.markdown_view import MarkdownView
-from app.ui.turn_parts import ImageViewer
+from app.ui.composer.image_chips import CHIP_PX, Thumb
+from app.ui.markdown.view import MarkdownView
+from app.ui.transcript.turn_parts import ImageViewer
+from app.ui.window.main_window import MainWindow
 from tests import tiny_vision
 from tests.gui_helpers import all_text
 from tests.test_window import make_window
@@ -156,7 +156,7 @@ def vision_window(qtbot: Any, qloop: Any, tmp_path: Path, vision_pair: tuple[Pat
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
     from app.engine.local.client import WorkerClient
-    from app.ui.main_window import UiState
+    from app.ui.window.main_window import UiState
 
     client = WorkerClient()
     client.load(vision_pair[0], n_ctx=512, n_threads=1, projector=vision_pair[1])

@@ -24,6 +24,7 @@ from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
 from app.errors import SchemaError
 from app.templates.registry import get_template
+from tests.turns import send
 
 
 def _nested(count: int, depth: int) -> dict[str, Any]:
@@ -114,11 +115,11 @@ def test_the_session_refuses_a_hostile_schema_and_the_worker_answers_next(
 ) -> None:
     session = ChatSession(smollm_client, get_template("chatml"), sampling=Sampling(temperature=0.0), max_tokens=8)
     refused, seconds, peak = _measured(
-        lambda: list(session.send("A JSON array, please.", response_format=_format(HOSTILE[name]), max_tokens=8))
+        lambda: list(send(session, "A JSON array, please.", response_format=_format(HOSTILE[name]), max_tokens=8))
     )
     assert isinstance(refused, SchemaError), refused
     assert seconds < 2 and peak < 20_000_000, (seconds, peak)
-    events = list(session.send("Say hello.", max_tokens=8))
+    events = list(send(session, "Say hello.", max_tokens=8))
     assert any(isinstance(e, GenerationDone) for e in events), events
 
 

@@ -26,9 +26,9 @@ from app.secrets import Secrets
 from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.tools.audit import AuditLog
 from app.tools.calls import Decision, PendingCall
-from app.tools.mcp_client import McpConnection, McpError
-from app.tools.mcp_config import McpServer, secret_name
-from app.tools.mcp_tools import McpPool
+from app.tools.mcp.client import McpConnection, McpError
+from app.tools.mcp.config import McpServer, secret_name
+from app.tools.mcp.tools import McpPool
 from tests.test_endpoints import cli, secret_service, secret_service_backend
 from tests.test_mcp_config import _env, _files_hold
 

@@ -53,8 +53,8 @@ def scripted() -> Iterator[tuple[str, ScriptedClient]]:
     client = ScriptedClient([])
     template = get_template("harmony")
 
-    def session(sampling: Sampling | None, max_tokens: int) -> ChatSession:
-        return ChatSession(client, template, sampling=sampling or Sampling(), max_tokens=max_tokens)
+    def session() -> ChatSession:
+        return ChatSession(client, template, sampling=Sampling(), max_tokens=16)
 
     engine = cf.ThreadPoolExecutor(max_workers=1)
     served = ServedModel(name="scripted", engine=engine, session=session, template=template, n_ctx=8192)

@@ -20,8 +20,8 @@ from app.engine.local.process import death_reason
 from app.engine.protocol import LoadFailed
 from app.errors import HarmonyDeskError, LoadProblem, ModelLoadError
 from app.gguf.info import read_gguf
-from app.tools.mcp_client import McpConnection, McpError
-from app.tools.mcp_config import McpServer
+from app.tools.mcp.client import McpConnection, McpError
+from app.tools.mcp.config import McpServer
 
 _CLASS = re.compile(r"\b[A-Z]\w*(Error|Exception|Exit|Interrupt)\b")
 
@@ -184,7 +184,7 @@ def test_a_missing_secret_is_a_clause_with_the_fix_in_the_details() -> None:
 def test_the_mcp_page_shows_a_start_failure_in_its_banner_with_the_stderr_behind_details(
     qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.tools.mcp_config import save_servers
+    from app.tools.mcp.config import save_servers
     from tests.test_window import make_window
 
     monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))

@@ -25,6 +25,7 @@ from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.errors import ErrorCode
 from app.templates.registry import get_template
+from tests.turns import send
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = "<|channel|>final<|message|>"
@@ -102,7 +103,7 @@ def test_a_widened_keyword_broken_by_the_first_attempt_is_repaired_by_the_retry(
     assert keyword.split("/")[0] in " ".join(found.checked_after())
     client = Repairing(broken, fixed)
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
-    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    events = list(send(session, "Answer in JSON.", response_format=_format(schema)))
     retried = [e for e in events if isinstance(e, JsonRetried)]
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     assert len(retried) == 1 and retried[0].path == path and retried[0].kept == client.kept[0]
@@ -115,7 +116,7 @@ def test_an_answer_no_retry_repairs_is_reported_with_its_path_and_keyword() -> N
     schema = {"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 0}}}}
     client = Repairing('{"n":0}', '{"n":0}')  # always 0 again, whatever was taken back
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
-    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    events = list(send(session, "Answer in JSON.", response_format=_format(schema)))
     assert [e.attempt for e in events if isinstance(e, JsonRetried)] == [1, 2, 3]
     assert client.kept[:2] == ['{"n":', '{"n":'] and len(client.kept) == 3  # the value twice, then …
     assert '"n"' not in client.kept[2]  # … the member itself
@@ -136,7 +137,7 @@ def test_a_member_no_value_can_repair_is_left_out_by_the_last_retry() -> None:
     broken = '{"mode":"off","extra":"x"}'
     client = Repairing(broken, '{"mode":"off","extra":"y"}', '{"mode":"off","extra":"z"}', '{"mode":"off"}')
     session = ChatSession(client, get_template("harmony"), max_tokens=200)  # type: ignore[arg-type]
-    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    events = list(send(session, "Answer in JSON.", response_format=_format(schema)))
     retried = [(e.path, e.keyword, e.attempt) for e in events if isinstance(e, JsonRetried)]
     assert retried == [("/extra", "type", 1), ("/extra", "type", 2), ("/extra", "type", 3)]
     assert client.kept[:2] == ['{"mode":"off","extra":"'] * 2
@@ -155,7 +156,7 @@ def test_each_violation_has_its_own_retries() -> None:
     still, half = '{"a":["x","x"],"b":["y","y"]}', '{"a":["x"],"b":["y","y"]}'
     client = Repairing(still, still, still, half, half, half, '{"a":["x"],"b":["y"]}')
     session = ChatSession(client, get_template("harmony"), max_tokens=300)  # type: ignore[arg-type]
-    events = list(session.send("Answer in JSON.", response_format=_format(schema)))
+    events = list(send(session, "Answer in JSON.", response_format=_format(schema)))
     retried = [(e.path, e.attempt) for e in events if isinstance(e, JsonRetried)]
     assert retried == [("/a", 1), ("/a", 2), ("/a", 3), ("/b", 4), ("/b", 5), ("/b", 6)]
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
@@ -186,7 +187,7 @@ def test_the_retry_repairs_a_duplicate_on_the_real_default_model(smollm_client: 
     answer validates."""
     schema = {"type": "array", "items": {"enum": ["cat", "dog"]}, "minItems": 2, "maxItems": 2, "uniqueItems": True}
     session = ChatSession(smollm_client, get_template("chatml"), sampling=Sampling(temperature=0.0), max_tokens=40)
-    events = list(session.send("Repeat the word cat twice as a JSON array.", response_format=_format(schema)))
+    events = list(send(session, "Repeat the word cat twice as a JSON array.", response_format=_format(schema)))
     retried = [e for e in events if isinstance(e, JsonRetried)]
     (check,) = [e for e in events if isinstance(e, JsonChecked)]
     assert retried and {(r.keyword, r.path, r.kept) for r in retried} == {("uniqueItems", "", '["cat","')}
@@ -218,7 +219,7 @@ def test_every_answer_is_finished_within_max_tokens_on_real_models(
         for seed in range(3):
             session = ChatSession(client, get_template(template), sampling=Sampling(temperature=1.0, seed=seed),
                                   max_tokens=max_tokens)
-            events = list(session.send("Write a very long story, a grid of numbers and tags as JSON.",
+            events = list(send(session, "Write a very long story, a grid of numbers and tags as JSON.",
                                        response_format=_format(schema)))
             (check,) = [e for e in events if isinstance(e, JsonChecked)]
             assert check.result.valid, (template, seed, check.result)
@@ -299,8 +300,8 @@ def test_a_remote_endpoints_json_answer_gets_the_same_exact_check() -> None:
     endpoint = Endpoint(name="remote", base_url="http://remote.invalid/v1", model="some-model")
     server = ScriptedServer([['{"v":', '"one"}'], ['{"v":"1.2.3"}']])
     session = RemoteSession(endpoint, None, client=server)
-    bad = [e for e in session.send("Version?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
-    good = [e for e in session.send("Again?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
+    bad = [e for e in send(session, "Version?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
+    good = [e for e in send(session, "Again?", response_format=_format(schema)) if isinstance(e, JsonChecked)]
     assert (bad[0].result.valid, bad[0].result.keyword, bad[0].result.path) == (False, "format", "/v")
     assert good[0].result.valid and good[0].result.checked_after == () == good[0].result.enforced
     assert server.bodies[0]["response_format"]["json_schema"]["schema"] == schema  # passed through as given

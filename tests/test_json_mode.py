@@ -13,10 +13,12 @@ from app.domain.events import JsonChecked
 from app.domain.messages import Conversation, DeveloperContent, Message, Role, ToolDescription
 from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
+from app.engine.request import GenerationRequest
 from app.errors import ErrorCode, SchemaError
 from app.templates.harmony_grammar import harmony_constraint
 from app.templates.registry import get_template
 from tests.json_schemas import SCHEMAS
+from tests.turns import send
 
 FORMATS = {name: ResponseFormat(type="json_schema", json_schema=JsonSchemaFormat(name=name, schema=s)) for name, s in SCHEMAS.items()}
 
@@ -66,7 +68,7 @@ def _answers(events: list[Any]) -> list[JsonChecked]:
 def _run(client: Any, template: str, name: str, seed: int, max_tokens: int) -> JsonChecked:
     session = ChatSession(client, get_template(template), sampling=Sampling(temperature=1.0, seed=seed),
                           max_tokens=max_tokens, thinking_budget=48)
-    checks = _answers(list(session.send("Answer in JSON.", response_format=FORMATS[name])))
+    checks = _answers(list(send(session, "Answer in JSON.", response_format=FORMATS[name])))
     assert len(checks) == 1 and checks[0].target == "answer"
     return checks[0]
 
@@ -106,7 +108,7 @@ def test_hitting_max_tokens_inside_the_json_is_truncated_not_valid(tiny_client: 
 
 def test_the_developer_message_announces_the_response_format(tiny_client: Any) -> None:
     session = ChatSession(tiny_client, get_template("harmony"), sampling=Sampling(temperature=0.0), max_tokens=60)
-    list(session.send("JSON please", response_format=FORMATS["06_enum"]))
+    list(send(session, "JSON please", response_format=FORMATS["06_enum"]))
     developer = next(m for m in session.conversation.messages if m.author.role is Role.DEVELOPER)
     from app.harmony.renderer import developer_text
 
@@ -131,7 +133,7 @@ def _tool_session(client: Any, seed: int) -> ChatSession:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_named_tool_choice_forces_a_valid_call(tiny_client: Any, seed: int) -> None:
     session = _tool_session(tiny_client, seed)
-    events = list(session.send("Weather in Oslo?", tool_choice="get_weather"))
+    events = list(send(session, "Weather in Oslo?", tool_choice="get_weather"))
     checks = _answers(events)
     assert [c.target for c in checks] == ["get_weather"] and checks[0].result.valid
     call = session.conversation.messages[-1]
@@ -141,10 +143,10 @@ def test_a_named_tool_choice_forces_a_valid_call(tiny_client: Any, seed: int) ->
 
 def test_tool_choice_none_and_required(tiny_client: Any) -> None:
     session = _tool_session(tiny_client, 5)
-    list(session.send("Just talk.", tool_choice="none"))
+    list(send(session, "Just talk.", tool_choice="none"))
     assert session.conversation.messages[-1].channel == "final"
     session = _tool_session(tiny_client, 6)
-    checks = _answers(list(session.send("Use a tool.", tool_choice="required")))
+    checks = _answers(list(send(session, "Use a tool.", tool_choice="required")))
     assert checks and checks[0].target in ("get_weather", "get_time") and checks[0].result.valid
     with pytest.raises(SchemaError, match="not among the tools"):
         harmony_constraint(None, tools={"a": None}, tool_choice="b")
@@ -191,7 +193,7 @@ def test_continue_keeps_json_mode_and_its_check(gemma_client: Any) -> None:
         "required": ["unit"], "additionalProperties": False}))
     session = ChatSession(gemma_client, get_template("completion"), sampling=Sampling(temperature=1.0, seed=5),
                           max_tokens=3)
-    first = list(session.send("Answer in JSON.", response_format=closed))
+    first = list(send(session, "Answer in JSON.", response_format=closed))
     (cut,) = _answers(first)
     assert cut.result.code is ErrorCode.STREAM_TRUNCATED
     prefix = [t for e in first if isinstance(e, MessageDone) for t in e.token_ids]
@@ -200,7 +202,8 @@ def test_continue_keeps_json_mode_and_its_check(gemma_client: Any) -> None:
                                                   if m.author.role is Role.USER) + 1]
     from app.domain.messages import Conversation
 
-    events = list(session.resume(Conversation(messages=asked), prefix, max_tokens=120, response_format=closed))
+    resumed = GenerationRequest(max_tokens=120, response_format=closed, prefix=tuple(prefix))
+    events = list(session.generate(Conversation(messages=asked), resumed))
     (check,) = _answers(events)
     assert check.result.valid, check.result
     final = [e.message.text for e in events if isinstance(e, MessageDone)][-1]

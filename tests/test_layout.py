@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QGraphicsOpacityEffect, QWidget
 
 from app.domain.figures import Figures
-from app.ui.main_window import MainWindow, UiState
+from app.ui.window.main_window import MainWindow, UiState
 from tests.test_window import TURN, make_window, send
 
 SHORT = "<|channel|>final<|message|>Fine, thanks.<|return|>"

@@ -25,10 +25,10 @@ from app.errors import InvalidInputError, LoadProblem, ModelLoadError
 from app.library.projectors import Projectors, is_projector, projector_for
 from app.library.scan import ScanCache, listing, scan
 from app.templates.choices import ChoiceStore, ModelChoice
-from app.ui.model_picker import ModelPicker
-from app.ui.model_settings import ModelSettings
-from app.ui.models_page import COLUMNS, ModelsPage
-from app.ui.projector_row import CHOOSE
+from app.ui.models.page import COLUMNS, ModelsPage
+from app.ui.models.picker import ModelPicker
+from app.ui.settings.model_settings import ModelSettings
+from app.ui.settings.projector_row import CHOOSE
 from tests import tiny_vision
 
 WRONG = {"n_embd_text": 128}  # a projector for a wider model: llama.cpp refuses it

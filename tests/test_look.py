@@ -115,7 +115,7 @@ def test_a_refused_value_is_named_and_nothing_is_written(tmp_path: Path, monkeyp
 
 
 def test_every_control_has_an_accessible_name(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
-    from app.ui.model_settings import ModelSettings
+    from app.ui.settings.model_settings import ModelSettings
 
     window, _ = make_window(qtbot, tmp_path, [TURN])
     send(qtbot, window, "What is 6*7?")
@@ -164,7 +164,7 @@ def test_copy_regenerate_and_edit_show_on_hover_and_on_focus(qtbot: Any, qloop: 
 def test_a_code_block_has_its_language_and_a_copy_link_that_copies_exactly_it(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
     from PySide6.QtCore import QUrl
 
-    from app.ui.markdown_view import MarkdownView
+    from app.ui.markdown.view import MarkdownView
 
     window, _ = make_window(qtbot, tmp_path, [TURN])
     send(qtbot, window, "What is 6*7?")
@@ -188,7 +188,7 @@ def test_the_token_strip_colours_tokens_by_probability_with_alternatives_on_hove
 ) -> None:
     """A real model in the window, the debug pane open: its tokens arrive scored, the strip
     draws one box per token coloured by probability, and hovering says the alternatives."""
-    from app.ui.token_strip import mix
+    from app.ui.debug.token_strip import mix
 
     with real_model_window(qtbot, tmp_path, tiny_model, max_tokens=12) as window:
         reply = window.controller.doc.turns[-1].version.reply
@@ -255,7 +255,7 @@ def test_buttons_carry_bundled_icons_drawn_in_the_theme_colour(qtbot: Any, qloop
 
 
 def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path: Path, tiny_model: Any) -> None:
-    from app.ui.timeline import speeds
+    from app.ui.debug.timeline import speeds
 
     with real_model_window(qtbot, tmp_path, tiny_model, max_tokens=24) as window:
         reply = window.controller.doc.turns[-1].version.reply
@@ -277,7 +277,7 @@ def test_the_timeline_draws_the_turn_as_it_ran(qtbot: Any, qloop: Any, tmp_path:
 def test_the_strip_shows_a_remote_answers_tokens_as_text(qtbot: Any) -> None:
     import math
 
-    from app.ui.token_strip import TokenStrip
+    from app.ui.debug.token_strip import TokenStrip
 
     strip = TokenStrip(lambda t: str(t))
     qtbot.addWidget(strip)

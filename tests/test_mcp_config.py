@@ -12,7 +12,7 @@ import pytest
 
 from app.errors import InvalidInputError
 from app.secrets import Secrets
-from app.tools.mcp_config import McpServer, import_servers, load_servers, secret_name
+from app.tools.mcp.config import McpServer, import_servers, load_servers, secret_name
 from tests.test_endpoints import cli, secret_service, secret_service_backend
 
 __all__ = ["secret_service"]  # the fixture, shared

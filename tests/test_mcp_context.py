@@ -20,16 +20,16 @@ from app.controllers.mcp_context import McpContext, follow_tool_changes
 from app.domain.events import ToolProgress, ToolsRan
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
-from app.engine.turn.tools import run_tool_turn
 from app.templates.registry import get_template
 from app.tools.discovery import discover
-from app.tools.mcp_config import McpServer, save_servers
-from app.tools.mcp_results import size_text
-from app.tools.mcp_tools import McpPool
+from app.tools.mcp.config import McpServer, save_servers
+from app.tools.mcp.results import size_text
+from app.tools.mcp.tools import McpPool
 from app.tools.session import ConversationTools, ToolOptions
-from app.ui.cards import ToolCard
-from app.ui.main_window import MainWindow
+from app.ui.transcript.cards import ToolCard
+from app.ui.window.main_window import MainWindow
 from tests.test_window import make_window, pending_card, segments
+from tests.turns import tool_turn
 
 SERVER = str(Path(__file__).resolve().parent / "fixtures" / "mcp_context_server.py")
 PLAN = "# The plan\n\n1. Measure the tap.\n2. Buy a washer.\n"
@@ -214,7 +214,7 @@ def test_the_turn_yields_progress_and_a_changed_tool_list_reaches_the_registry(
             "<|channel|>final<|message|>Done.<|return|>",
         ])
         session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
-        events = list(run_tool_turn(session, "Work, then grow.", tools.registry))
+        events = list(tool_turn(session, "Work, then grow.", tools.registry))
         progress = [e for e in events if isinstance(e, ToolProgress)]
         assert [(p.call_id, p.done, p.total) for p in progress][-1] == ("call_1", 3, 3)
         assert {p.message for p in progress} <= {"step 1", "step 2", "step 3"} and progress[0].done >= 1

@@ -25,20 +25,20 @@ from app.constrain.constraint import enforceable
 from app.domain.events import ToolsRan, TurnResult
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
-from app.engine.turn.tools import run_tool_turn
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
 from app.templates.harmony_grammar import harmony_constraint
 from app.templates.registry import get_template
 from app.tools.audit import AuditLog
 from app.tools.discovery import discover
-from app.tools.mcp_client import McpError
-from app.tools.mcp_config import McpServer
-from app.tools.mcp_env import login_path, merged_path
-from app.tools.mcp_tools import McpPool, function_name
+from app.tools.mcp.client import McpError
+from app.tools.mcp.config import McpServer
+from app.tools.mcp.env import login_path, merged_path
+from app.tools.mcp.tools import McpPool, function_name
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 from tests.test_endpoints import cli, secret_service, secret_service_backend
 from tests.test_mcp_config import TOKEN, _env, _files_hold
+from tests.turns import tool_turn
 
 __all__ = ["secret_service"]
 BIN = Path(sys.executable).parent
@@ -111,7 +111,7 @@ def test_a_real_servers_tools_are_called_in_a_turn_approved_and_audited(tmp_path
             return Decision(True, how="asked: allowed")
 
         audit = AuditLog(tmp_path / "audit.jsonl")
-        events = list(run_tool_turn(session, "What time is it?", tools.registry, approve=approve, audit=audit))
+        events = list(tool_turn(session, "What time is it?", tools.registry, approve=approve, audit=audit))
         outcomes = [o for e in events if isinstance(e, ToolsRan) for o in e.outcomes]
         assert asked == ["functions.time__get_current_time"] * 2
         assert outcomes[0].ok and outcomes[0].content["timezone"] == "Europe/Oslo"
@@ -228,7 +228,7 @@ def test_the_login_shells_path_is_merged_after_the_apps_own(tmp_path: Path, monk
     node.mkdir()
     (node / "only-in-login").write_text("#!/bin/sh\n")
     (node / "only-in-login").chmod(0o755)
-    from app.tools import mcp_env
+    from app.tools.mcp import env as mcp_env
 
     monkeypatch.setattr(mcp_env, "login_path", lambda: str(node))
     env = mcp_env.environment("x", McpServer(command="only-in-login"), Secrets())

@@ -20,9 +20,9 @@ import pytest
 from pydantic import ValidationError
 
 from app.secrets import Secrets
-from app.tools.mcp_client import McpConnection, McpError
-from app.tools.mcp_config import McpServer, remove_server, save_servers, secret_name
-from app.tools.mcp_oauth import SignInError, SignInState, login, logout, sign_in
+from app.tools.mcp.client import McpConnection, McpError
+from app.tools.mcp.config import McpServer, remove_server, save_servers, secret_name
+from app.tools.mcp.oauth import SignInError, SignInState, login, logout, sign_in
 from tests.oauth_server import SCOPE, OAuthServers
 from tests.test_endpoints import cli, secret_service, secret_service_backend
 from tests.test_mcp_config import _env, _files_hold

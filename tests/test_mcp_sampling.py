@@ -23,11 +23,11 @@ from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit
 from app.cli.mcp_asks import TerminalAsks
 from app.domain.elicit_form import Form, parse, problem, shown
 from app.tools.audit import AuditLog
-from app.tools.mcp_asks import Refusal
-from app.tools.mcp_config import McpServer, save_servers
-from app.tools.mcp_elicit import read_form
-from app.tools.mcp_sampling import SampleRequest, read_request
-from app.tools.mcp_tools import McpPool
+from app.tools.mcp.asks import Refusal
+from app.tools.mcp.config import McpServer, save_servers
+from app.tools.mcp.elicit import read_form
+from app.tools.mcp.sampling import SampleRequest, read_request
+from app.tools.mcp.tools import McpPool
 from tests.test_endpoints import cli
 from tests.test_window import make_window, pending_card
 
@@ -145,8 +145,8 @@ def test_sampling_is_answered_by_the_default_model_after_approval_and_refused_ot
 def test_the_window_asks_before_its_model_answers_a_server_and_withdraws_what_waits_too_long(
     qtbot: Any, qloop: Any, tmp_path: Path, folders: dict[str, str]
 ) -> None:
-    from app.ui.elicit_dialog import attach
-    from app.ui.sampling_dialog import SamplingDialog
+    from app.ui.mcp.elicit_dialog import attach
+    from app.ui.mcp.sampling_dialog import SamplingDialog
 
     save_servers({"asker": SERVER})
     scripts = [_call("haiku", '{"topic": "tea"}'), _final("Steam over the cup."), _final("Done."),
@@ -200,7 +200,7 @@ def test_the_window_asks_before_its_model_answers_a_server_and_withdraws_what_wa
 def test_the_window_asks_for_input_with_a_dialog_built_from_the_schema(
     qtbot: Any, qloop: Any, tmp_path: Path, folders: dict[str, str]
 ) -> None:
-    from app.ui.elicit_dialog import FormDialog, UrlDialog, attach
+    from app.ui.mcp.elicit_dialog import FormDialog, UrlDialog, attach
 
     save_servers({"asker": SERVER})
     scripts = [_call("order"), _final("Ordered."), _call("sign_up"), _final("Signed up."),

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.tools.mcp_client import McpConnection, McpError
-from app.tools.mcp_config import McpServer
-from app.tools.mcp_results import MAX_RESULT_CHARS, envelope
+from app.tools.mcp.client import McpConnection, McpError
+from app.tools.mcp.config import McpServer
+from app.tools.mcp.results import MAX_RESULT_CHARS, envelope
 from tests.test_endpoints import cli, secret_service
 from tests.test_mcp_config import TOKEN, _env, _files_hold
 

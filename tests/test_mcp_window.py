@@ -87,7 +87,7 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
 def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path
 ) -> None:
-    from app.tools.mcp_config import McpServer, save_servers
+    from app.tools.mcp.config import McpServer, save_servers
 
     save_servers({"envy": McpServer(command=sys.executable, args=(ENV_SERVER,))})
     call = ("<|channel|>commentary to=functions.envy__square <|constrain|>json<|message|>"
@@ -109,7 +109,7 @@ def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
 def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path
 ) -> None:
-    from app.tools.mcp_config import McpServer, save_servers
+    from app.tools.mcp.config import McpServer, save_servers
 
     broken = McpServer(command=sys.executable, args=("-c", "import sys; sys.stderr.write('missing API key'); sys.exit(1)"))
     save_servers({"broken": broken})
@@ -127,7 +127,7 @@ def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
 def test_the_composer_inserts_a_servers_prompt_and_attaches_a_resource_as_plain_text(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path
 ) -> None:
-    from app.tools.mcp_config import McpServer, save_servers
+    from app.tools.mcp.config import McpServer, save_servers
 
     save_servers({"envy": McpServer(command=sys.executable, args=(ENV_SERVER,))})
     reply = "<|channel|>final<|message|>Noted.<|return|>"

@@ -16,8 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import QWidget
 
-from app.ui.model_chooser import PATH, ModelChooser
-from app.ui.model_rows import BADGES, FACTS, TITLE
+from app.ui.models.chooser import PATH, ModelChooser
+from app.ui.models.rows import BADGES, FACTS, TITLE
 from tests import tiny_models
 from tests.test_window import make_window
 
@@ -147,7 +147,7 @@ def test_a_bundled_model_is_checked_before_it_loads(
 def test_clicking_the_picker_opens_the_chooser_and_its_buttons_open_their_pages(
     qtbot: Any, qloop: Any, home: Path, models: dict[str, Path]
 ) -> None:
-    from app.ui.discover_page import DiscoverPage
+    from app.ui.models.discover_page import DiscoverPage
 
     window, _ = make_window(qtbot, home, [])
     picker = window.model_label

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMessageBox
 from app.controllers.library_host import LibraryHost
 from app.domain.library import DownloadProgress
 from app.errors import DownloadError
-from app.ui.models_page import COLUMNS, ModelsPage
+from app.ui.models.page import COLUMNS, ModelsPage
 from tests.file_server import FileServer
 from tests.private_trash import use_private_trash
 from tests.tiny_gpt_oss import build_split
@@ -269,7 +269,7 @@ def test_file_models_opens_the_page_and_load_loads_into_the_window(
     from app.controllers.bridge import EngineBridge
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
-    from app.ui.main_window import MainWindow
+    from app.ui.window.main_window import MainWindow
 
     folder = tiny_folder(home, tiny_model)
     settings(home, model_folders=[str(folder)], context_length=512)

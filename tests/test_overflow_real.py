@@ -17,7 +17,9 @@ import pytest
 from app.domain.budget import Overflow
 from app.domain.events import ContextFit, PromptRendered, TurnFailed
 from app.domain.history import Reply
+from app.domain.messages import user_message
 from app.domain.reply import ReplyBuilder
+from app.engine.request import GenerationRequest, SamplingAsk
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import ErrorCode
 from tests.test_server import _serve
@@ -44,13 +46,12 @@ def _conversation_of(small: Any, policy: Overflow) -> tuple[list[Any], list[Repl
     from app.templates.registry import get_template
 
     session = ChatSession(small, get_template("smollm2"), max_tokens=48)
-    session.sampling = session.sampling.model_copy(update={"seed": 1})
-    session.overflow = policy
+    asked = GenerationRequest(overflow=policy, sampling=SamplingAsk(seed=1))
     events, replies = [], []
     for question in QUESTIONS:
         reply = Reply()
         builder = ReplyBuilder(reply)
-        for event in run_turn(session, TurnRequest(question)):
+        for event in run_turn(session, TurnRequest(asked, message=user_message(question))):
             builder.apply(event)
             events.append(event)
         replies.append(reply)

@@ -26,11 +26,12 @@ from app.domain.events import (
     ParseIssue,
     TurnFailed,
 )
-from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.domain.messages import Conversation, DeveloperContent, Message, Role, user_message
 from app.domain.sampling import Sampling
 from app.engine.remote.session import RemoteSession
 from app.engine.remote.wire import to_openai
 from tests.fault_proxy import FaultProxy
+from tests.turns import send, tool_turn
 
 GREEDY = Sampling(temperature=0.0, seed=1)
 
@@ -85,7 +86,7 @@ def endpoint(url: str, **values: Any) -> Endpoint:
 
 
 def run(session: RemoteSession, text: str, **kwargs: Any) -> list[Any]:
-    return list(session.send(text, **kwargs))
+    return list(send(session, text, **kwargs))
 
 
 def test_a_streamed_answer_arrives_as_events_with_timings(server: int) -> None:
@@ -105,7 +106,7 @@ def test_a_streamed_answer_arrives_as_events_with_timings(server: int) -> None:
 def test_stop_words_json_object_and_cancel(server: int) -> None:
     url = f"http://127.0.0.1:{server}/v1"
     stopped = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=40)
-    events = run(stopped, "Count: 1, 2, 3,", stop=["7"])
+    events = run(stopped, "Count: 1, 2, 3,", stops=("7",))
     assert "7" not in stopped.conversation.messages[-1].text
     assert next(e for e in events if isinstance(e, GenerationDone)).reason is FinishReason.STOP
     strict = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=40)
@@ -115,7 +116,7 @@ def test_stop_words_json_object_and_cancel(server: int) -> None:
     cancel = threading.Event()
     slow = RemoteSession(endpoint(url), None, sampling=GREEDY, max_tokens=200)
     seen: list[Any] = []
-    for event in slow.send("The capital of France is", cancel=cancel):
+    for event in send(slow, "The capital of France is", cancel=cancel):
         seen.append(event)
         if isinstance(event, ContentDelta) and sum(isinstance(e, ContentDelta) for e in seen) == 3:
             cancel.set()
@@ -200,7 +201,6 @@ def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: Fa
     import json
 
     from app.domain.events import ToolsRan, TurnResult
-    from app.engine.turn.tools import run_tool_turn
     from app.tools.api import tool
     from app.tools.registry import ToolRegistry
 
@@ -210,7 +210,7 @@ def test_a_tool_call_from_the_server_runs_through_the_shared_turn_loop(proxy: Fa
         return x * x
 
     session = RemoteSession(endpoint(proxy.url), None, sampling=GREEDY, max_tokens=30)
-    events = list(run_tool_turn(session, "Square 7.", ToolRegistry([square]), tool_choice="square", max_calls=1))
+    events = list(tool_turn(session, "Square 7.", ToolRegistry([square]), tool_choice="square", max_calls=1))
     ran = [e for e in events if isinstance(e, ToolsRan)]
     assert ran and ran[0].outcomes[0].ok and isinstance(ran[0].outcomes[0].arguments["x"], int)
     assert isinstance(events[-1], TurnResult)
@@ -275,7 +275,7 @@ def test_reasoning_a_server_returns_goes_to_analysis(proxy: FaultProxy, field: s
     assert lanes == [(Lane.ANALYSIS, "Thinking about "), (Lane.ANALYSIS, "capitals."), (Lane.ANSWER, "Paris.")]
     assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
         ("analysis", "Thinking about capitals."), ("final", "Paris.")]
-    follow_up = list(session.send("And Italy?"))  # analysis is never sent back
+    follow_up = list(send(session, "And Italy?"))  # analysis is never sent back
     assert follow_up and "Thinking about" not in proxy.bodies[-1].decode()
 
 
@@ -301,7 +301,7 @@ def test_every_reasoning_shape_lands_in_analysis_and_is_never_sent_back(proxy: F
     assert not any(isinstance(e, TurnFailed) for e in events)
     assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [
         ("analysis", "Thinking about capitals."), ("final", "Paris.")]
-    follow_up = list(session.send("And Italy?"))
+    follow_up = list(send(session, "And Italy?"))
     sent = proxy.bodies[-1].decode()
     assert follow_up and "Thinking about" not in sent and '"type": "reasoning"' not in sent
 
@@ -375,7 +375,7 @@ def test_a_databricks_reasoning_answer_shows_the_same_in_the_window_and_the_term
     out = io.StringIO()
     terminal = TerminalReply(False, out, io.StringIO())
     said = terminal.begin(Reply())
-    for event in run_turn(RemoteSession(endpoint(proxy.url), None), TurnRequest("Capital of France?")):
+    for event in run_turn(RemoteSession(endpoint(proxy.url), None), TurnRequest(message=user_message("Capital of France?"))):
         terminal(event)
     assert out.getvalue() == "Paris.\n" and said.reply.debug.analysis.startswith("Thinking about capitals.")
 
@@ -404,7 +404,6 @@ def test_calls_a_server_passes_through_as_text_are_read_with_the_endpoints_call_
     from app.domain.events import ParseIssue, ToolsRan, TurnResult
     from app.domain.visibility import Lane
     from app.engine.local.scripted import ScriptedServer
-    from app.engine.turn.tools import run_tool_turn
     from app.tools.builtin.everyday import calculate
     from app.tools.registry import ToolRegistry
 
@@ -412,7 +411,7 @@ def test_calls_a_server_passes_through_as_text_are_read_with_the_endpoints_call_
     call = ['Let me work it out.\n<tool', '_call>\n{"name": "calcu', 'late", "arguments": {"expression": "6*7"}}\n</tool_', 'call>']
     server = ScriptedServer([call, ["It is 42."]])
     session = RemoteSession(qwen, None, client=server)
-    events = list(run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
+    events = list(tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
     result = events[-1]
     assert isinstance(result, TurnResult) and result.reason == "answer", result
     ran = [e for e in events if isinstance(e, ToolsRan)]

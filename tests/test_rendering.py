@@ -14,10 +14,10 @@ from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QTextCursor, Q
 from PySide6.QtWidgets import QApplication
 
 from app.ui import appearance, theme
-from app.ui.markdown_copy import MATH_SOURCE
-from app.ui.markdown_view import MarkdownView
-from app.ui.math_spans import find_math
-from app.ui.settings_dialog import apply_look
+from app.ui.markdown.copying import MATH_SOURCE
+from app.ui.markdown.math_spans import find_math
+from app.ui.markdown.view import MarkdownView
+from app.ui.settings.dialog import apply_look
 
 PYTHON = '```python\ndef greet(name):\n    return "hello " + name\n```\n'
 RUST = '```rust\nfn main() {\n    println!("hi");\n}\n```\n'
@@ -108,7 +108,7 @@ def test_a_code_blocks_copy_link_copies_exactly_it_tabs_included(qtbot: Any) -> 
 
 
 def test_an_unknown_language_is_plain_text(qtbot: Any) -> None:
-    from app.ui.code_highlight import spans
+    from app.ui.markdown.code_highlight import spans
 
     assert spans("x = 1", "nosuchlanguage", "default") == () == spans("x = 1", "", "default")
     view = view_of(qtbot, "```nosuchlanguage\nx = 1\n```\n")
@@ -284,7 +284,7 @@ def test_an_append_to_a_long_answer_only_replaces_the_tail(qtbot: Any) -> None:
 def test_a_tail_too_long_to_colour_while_streaming_is_coloured_at_finish_in_place(qtbot: Any) -> None:
     from pygments.token import Number
 
-    from app.ui.markdown_view import TAIL_HIGHLIGHT
+    from app.ui.markdown.view import TAIL_HIGHLIGHT
 
     code = "```python\n" + "x = 12345\n" * (TAIL_HIGHLIGHT // 10 + 1)
     view = view_of(qtbot, code, finish=False)
@@ -317,6 +317,6 @@ def test_characters_beyond_the_basic_plane_shift_nothing(qtbot: Any) -> None:
 
 
 def test_the_view_module_loads_neither_pygments_nor_ziamath() -> None:
-    code = "import sys, app.ui.markdown_view; print(sorted({'pygments', 'ziamath'} & set(sys.modules)))"
+    code = "import sys, app.ui.markdown.view; print(sorted({'pygments', 'ziamath'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

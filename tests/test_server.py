@@ -23,6 +23,7 @@ import openai
 import pytest
 
 from tests.test_endpoints import secret_service
+from tests.turns import tool_turn
 
 ROOT = Path(__file__).resolve().parent.parent
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
@@ -359,18 +360,17 @@ def test_harmony_desks_own_remote_backend_on_its_own_server(oss: str) -> None:
     from app.domain.endpoint import Endpoint
     from app.domain.events import ToolsRan, TurnResult
     from app.engine.remote.session import RemoteSession
-    from app.engine.turn.tools import run_tool_turn
     from app.tools.builtin.everyday import calculate
     from app.tools.registry import ToolRegistry
 
     endpoint = Endpoint(name="self", base_url=f"{oss}/v1", model="tiny")
     session = RemoteSession(endpoint, None, max_tokens=300)
-    events = list(run_tool_turn(session, "Compute 6*7.", ToolRegistry([calculate]), tool_choice="calculate",
+    events = list(tool_turn(session, "Compute 6*7.", ToolRegistry([calculate]), tool_choice="calculate",
                                 max_calls=1))
     ran = [o for e in events if isinstance(e, ToolsRan) for o in e.outcomes]
     assert ran and ran[0].call_id  # the server's call reached the app's tool host, which ran it
     assert isinstance(events[-1], TurnResult)
-    follow = list(run_tool_turn(session, "And 2+2?", ToolRegistry([calculate]), tool_choice="none"))
+    follow = list(tool_turn(session, "And 2+2?", ToolRegistry([calculate]), tool_choice="none"))
     assert isinstance(follow[-1], TurnResult)
 
 

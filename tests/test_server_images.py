@@ -34,6 +34,7 @@ from app.images.decode import read
 from app.images.kept import remember
 from tests import tiny_vision
 from tests.test_server import _serve
+from tests.turns import send
 
 QUESTION = "What is in this picture?"
 
@@ -201,7 +202,7 @@ def test_harmony_desks_remote_backend_sends_an_image_to_its_own_server(seeing: s
     endpoint = Endpoint(name="self", base_url=f"{seeing}/v1", model="tiny")
     session = RemoteSession(endpoint, None, sampling=Sampling(temperature=0.0), max_tokens=8)
     message = user_message(QUESTION, [picture.content()])
-    events = list(session.send(message))
+    events = list(send(session, message))
     assert not [e for e in events if isinstance(e, TurnFailed)], events
     answer = "".join(e.text for e in events if isinstance(e, ContentDelta))
     assert answer == ask(sdk, image_part(1)).choices[0].message.content  # the same request, from the app
@@ -223,7 +224,7 @@ def test_the_remote_request_carries_the_kept_bytes_and_a_missing_image_fails_the
     assert parts[0]["image_url"]["url"] == data_url(picture.data)
     gone = ImageContent(sha256="0" * 64, mime="image/png", width=32, height=32, name="gone.png")
     session = RemoteSession(endpoint, None, max_tokens=8)
-    events = list(session.send(user_message("And this?", [gone])))
+    events = list(send(session, user_message("And this?", [gone])))
     failed = [e for e in events if isinstance(e, TurnFailed)]
     assert failed and failed[0].code is ErrorCode.INPUT_INVALID and "gone.png" in failed[0].reason
     assert not [e for e in events if isinstance(e, RequestSent)]  # nothing was sent

@@ -22,9 +22,9 @@ from app.domain.placement import Placement
 from app.engine.local.scripted import ScriptedClient
 from app.settings import Settings
 from app.templates.choices import ChoiceStore
-from app.ui import settings_pages
-from app.ui.model_settings import ModelSettings
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.settings import pages as settings_pages
+from app.ui.settings.dialog import SettingsDialog
+from app.ui.settings.model_settings import ModelSettings
 
 
 @pytest.fixture(autouse=True)
@@ -193,7 +193,7 @@ def test_the_memory_a_context_takes_is_said_and_follows_the_value(qtbot: Any, ti
 def test_reload_now_loads_the_model_with_its_own_context_and_others_keep_theirs(
     qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.ui import window_dialogs
+    from app.ui.window import dialogs
     from tests.test_window import make_window
 
     window, _ = make_window(qtbot, tmp_path, [])
@@ -208,7 +208,7 @@ def test_reload_now_loads_the_model_with_its_own_context_and_others_keep_theirs(
 
     monkeypatch.setattr(ModelSettings, "exec", chosen)
     before = window.context_length
-    window_dialogs.edit_model_settings(window)
+    dialogs.edit_model_settings(window)
     assert loads == [(window.host.path, 2048)] and window.context_length == before
 
 

@@ -14,8 +14,8 @@ from app.domain.attachments import HEAD, compose
 from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Turn, Version
 from app.domain.listing import excerpt, title_of
 from app.store.history import HistoryStore
-from app.ui.sidebar_delegate import FOUND_ROLE, HEADER_ROLE, TITLE_ROLE, cut, title_width
-from app.ui.sidebar_groups import group_of, grouped
+from app.ui.sidebar.delegate import FOUND_ROLE, HEADER_ROLE, TITLE_ROLE, cut, title_width
+from app.ui.sidebar.groups import group_of, grouped
 from tests.test_window import make_window, send
 
 NOW = datetime(2026, 10, 15, 12, 0)

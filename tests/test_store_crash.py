@@ -24,7 +24,7 @@ from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
 from app.store.history import HistoryStore
 from app.ui.app import application
-from app.ui.main_window import MainWindow
+from app.ui.window.main_window import MainWindow
 
 app = application()
 loop = qasync.QEventLoop(app)

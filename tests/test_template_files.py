@@ -27,6 +27,7 @@ from app.templates.registry import (
     template_names,
     template_source,
 )
+from tests.turns import send
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden" / "templates"
@@ -258,8 +259,8 @@ def test_interactive_mode_sends_only_the_new_turn_the_cache_holds_the_rest(smoll
 
     template = get_template("internlm-chat")
     session = ChatSession(smollm_client, template, sampling=Sampling(temperature=0.0), max_tokens=12)
-    first = next(e for e in list(session.send("Hi, who are you?")) if isinstance(e, GenerationDone))
-    second = next(e for e in list(session.send("What can you do?")) if isinstance(e, GenerationDone))
+    first = next(e for e in list(send(session, "Hi, who are you?")) if isinstance(e, GenerationDone))
+    second = next(e for e in list(send(session, "What can you do?")) if isinstance(e, GenerationDone))
     tokenizer = ModelTokenizer(smollm_client)
     later = template.pieces(session.conversation, sequence_start=False)  # type: ignore[attr-defined]
     assert "".join(t for t, _ in later) == "\n<|User|>:What can you do?\n<|Bot|>:"
@@ -281,7 +282,7 @@ def test_the_model_settings_dialog_tells_the_templates_values_from_the_users(
     from app.controllers.model_host import ModelHost
     from app.engine.local.scripted import ScriptedClient
     from app.templates.choices import ChoiceStore
-    from app.ui.model_settings import ModelSettings
+    from app.ui.settings.model_settings import ModelSettings
 
     monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
     host = ModelHost(EngineBridge())

@@ -18,13 +18,13 @@ from app.domain.messages import Role
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
-from app.engine.turn.tools import run_tool_turn
 from app.library.bundled import default_model_path
 from app.templates.calls.format import declared_tools
 from app.templates.registry import get_template, template_names
 from app.tools.api import tool
 from app.tools.registry import ToolRegistry
 from tests import tiny_models
+from tests.turns import tool_turn
 
 
 @tool
@@ -56,7 +56,7 @@ def family(request: Any) -> Iterator[tuple[str, WorkerClient]]:
 def _turn(client: WorkerClient, template: str, choice: str) -> tuple[ChatSession, list[Any]]:
     session = ChatSession(client, get_template(template), sampling=Sampling(temperature=0.8, seed=7),
                           max_tokens=60, thinking_budget=8)  # a thinking family's think block: capped
-    events = list(run_tool_turn(session, "What is the square of 7?", ToolRegistry([square]),
+    events = list(tool_turn(session, "What is the square of 7?", ToolRegistry([square]),
                                 tool_choice=choice, max_calls=3))
     return session, events
 

@@ -13,11 +13,11 @@ from app.domain.messages import Role
 from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
-from app.engine.turn.tools import run_tool_turn
 from app.templates.registry import get_template
 from app.tools.api import tool
 from app.tools.builtin.everyday import calculate
 from app.tools.registry import ToolRegistry
+from tests.turns import tool_turn
 
 
 @tool
@@ -33,7 +33,7 @@ def test_scripted_tool_turn_keeps_the_chain_in_the_follow_up_prompt() -> None:
         "<|channel|>final<|message|>It is 42.<|return|>",
     ])
     session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
-    events = list(run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
+    events = list(tool_turn(session, "What is 6*7?", ToolRegistry([calculate])))
     result = events[-1]
     assert isinstance(result, TurnResult) and result.reason == "answer"
     ran = [e for e in events if isinstance(e, ToolsRan)]
@@ -47,7 +47,7 @@ def test_scripted_tool_turn_keeps_the_chain_in_the_follow_up_prompt() -> None:
 def test_real_model_call_is_constrained_executed_and_answered(tiny_client: Any) -> None:
     session = ChatSession(tiny_client, get_template("harmony"), sampling=Sampling(temperature=1.0, seed=3),
                           max_tokens=120, thinking_budget=16)
-    events = list(run_tool_turn(session, "Square a number.", ToolRegistry([square]), tool_choice="square", max_calls=3))
+    events = list(tool_turn(session, "Square a number.", ToolRegistry([square]), tool_choice="square", max_calls=3))
     result = events[-1]
     assert isinstance(result, TurnResult)
     first = result.records[0]
@@ -99,7 +99,7 @@ def test_approval_is_asked_and_answered_as_events_that_every_frontend_folds() ->
     terminal = TerminalReply(False, io.StringIO(), err)
     builder = terminal.begin(Reply())
     states = []
-    for event in run_tool_turn(session, "What is 6*7?", ToolRegistry([calculate]), approve=lambda _c: edited):
+    for event in tool_turn(session, "What is 6*7?", ToolRegistry([calculate]), approve=lambda _c: edited):
         terminal(event)
         cards = [s for s in builder.reply.segments if s.kind == "tool"]
         if isinstance(event, ToolCallRequested | ToolCallDecided | ToolsRan):
@@ -119,6 +119,7 @@ def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_in_the_terminal(
 
     from app.cli.terminal_reply import TerminalReply
     from app.domain.history import Reply
+    from app.domain.messages import user_message
     from app.engine.turn.run import TurnRequest, run_turn
 
     client = ScriptedClient([
@@ -130,7 +131,7 @@ def test_a_tool_call_on_the_final_channel_is_kept_as_commentary_in_the_terminal(
     out = io.StringIO()
     terminal = TerminalReply(False, out, io.StringIO())
     terminal.begin(Reply())
-    for event in run_turn(session, TurnRequest("Add", tools=ToolRegistry([calculate]))):
+    for event in run_turn(session, TurnRequest(message=user_message("Add"), tools=ToolRegistry([calculate]))):
         terminal(event)
     call = next(m for m in session.conversation.messages if m.recipient == "functions.calculate")
     assert call.channel == "commentary"

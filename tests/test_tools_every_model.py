@@ -15,8 +15,8 @@ from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.model_host import ModelHost
 from app.engine.local.scripted import ScriptedClient
-from app.ui.cards import ToolCard
-from app.ui.main_window import MainWindow, UiState
+from app.ui.transcript.cards import ToolCard
+from app.ui.window.main_window import MainWindow, UiState
 from tests.gui_helpers import all_text
 from tests.test_endpoints import cli, secret_service
 from tests.test_mcp_config import _env

@@ -25,6 +25,7 @@ from app.images.decode import Picture, read
 from app.images.kept import remember
 from app.templates.registry import get_template
 from tests import tiny_vision
+from tests.turns import send
 
 GREEDY = Sampling(temperature=0.0)
 
@@ -60,12 +61,10 @@ def vision(pair: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def ask(client: Any, *messages: Any, conversation: str = "") -> tuple[list[Any], ChatSession]:
-    session = ChatSession(client, get_template("smollm2"), max_tokens=6)
-    session.sampling = GREEDY
-    session.conversation_id = conversation
+    session = ChatSession(client, get_template("smollm2"), max_tokens=6, sampling=GREEDY)
     events: list[Any] = []
     for message in messages:
-        events += list(session.send(message))
+        events += list(send(session, message, keep=conversation))
     return events, session
 
 
@@ -126,11 +125,9 @@ def test_a_restart_restores_a_conversation_with_an_image_from_disk(
         try:
             client.load(pair[0], n_ctx=512, n_threads=1, projector=projector,
                         snapshots=SnapshotSettings(str(tmp_path)))  # fmt: skip
-            session = ChatSession(client, get_template("smollm2"), max_tokens=6)
-            session.sampling, session.conversation_id = GREEDY, "chat-disk"
-            if history is not None:
-                session.conversation = history
-            return done_of(list(session.send(message))), session.conversation
+            session = ChatSession(client, get_template("smollm2"), max_tokens=6, sampling=GREEDY)
+            events = list(send(session, message, keep="chat-disk", conversation=history))
+            return done_of(events), session.conversation
         finally:
             client.close()
 
@@ -225,9 +222,8 @@ def test_the_models_own_jinja_template_writes_the_image_where_the_message_has_it
     vision: Any,
 ) -> None:
     template = get_template("gguf-jinja").for_model(vision.info.metadata)
-    session = ChatSession(vision, template, max_tokens=4)
-    session.sampling = GREEDY
-    events = list(session.send(user_message("What is this?", [picture(1).content()])))
+    session = ChatSession(vision, template, max_tokens=4, sampling=GREEDY)
+    events = list(send(session, user_message("What is this?", [picture(1).content()])))
     [rendered] = [e for e in events if isinstance(e, PromptRendered)]
     assert rendered.ids.count(IMAGE_ID) == 1
     text_after = vision.tokenize("What is this?", False)

@@ -23,9 +23,9 @@ from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
 from app.controllers.model_host import ModelHost
 from app.engine.local.scripted import ScriptedClient
-from app.ui.cards import JsonCard, ToolCard
-from app.ui.main_window import MainWindow, UiState
-from app.ui.markdown_view import MarkdownView
+from app.ui.markdown.view import MarkdownView
+from app.ui.transcript.cards import JsonCard, ToolCard
+from app.ui.window.main_window import MainWindow, UiState
 from tests.gui_helpers import all_text
 
 SECRET_THOUGHT = "zebra-analysis-text"
@@ -322,7 +322,7 @@ def test_continue_goes_on_from_where_a_stopped_answer_ended(qtbot: Any, qloop: A
 
 
 def test_model_settings_apply_to_the_next_message(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
-    from app.ui.model_settings import ModelSettings
+    from app.ui.settings.model_settings import ModelSettings
 
     window, _ = make_window(qtbot, tmp_path, [])
     dialog = ModelSettings(window.host, window)
@@ -494,7 +494,7 @@ def test_a_long_conversation_opens_on_its_last_page_and_shows_earlier_turns_on_r
     from PySide6.QtWidgets import QAbstractSlider
 
     from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
-    from app.ui.transcript import PAGE
+    from app.ui.transcript.view import PAGE
 
     window, _ = make_window(qtbot, tmp_path, [])
     doc = ChatDoc(title="Long")
@@ -517,7 +517,7 @@ def test_a_long_conversation_opens_on_its_last_page_and_shows_earlier_turns_on_r
 
 def test_a_first_run_welcomes_once_and_about_names_the_version_and_licences(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
     from app import __version__
-    from app.ui.about import about_text
+    from app.ui.window.about import about_text
 
     window, _ = make_window(qtbot, tmp_path, [])
     assert window.welcome is not None and window.welcome.isVisible()

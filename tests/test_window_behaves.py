@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from app.store.history import HistoryStore
-from app.ui.main_window import MainWindow
-from app.ui.mention_picker import matching, mention_at
+from app.ui.composer.mention_picker import matching, mention_at
+from app.ui.window.main_window import MainWindow
 from tests.test_window import make_window, send
 
 LONG = "<|channel|>final<|message|>" + "word " * 300 + "<|return|>"

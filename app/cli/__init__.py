@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["--mcp-guard"]:  # a bundle runs its MCP servers' guard as itself
-        from app.tools.mcp_guard import main as guard
+        from app.tools.mcp.guard import main as guard
 
         return guard(words[1:])
     os.umask(0o077)  # whatever the app creates is the user's alone: files 0600, folders 0700

@@ -29,7 +29,6 @@ from app.documents.attach import Attached, attach, with_attachments
 from app.documents.index import DocumentIndex
 from app.documents.kept import KeptFiles
 from app.domain.citations import cited
-from app.engine.local.session import ChatSession
 from app.engine.session import Session
 from app.errors import InvalidInputError
 from app.images.decode import Picture, read
@@ -109,15 +108,11 @@ def add_image(session: Session, name: str, pending: list[Picture], err: TextIO) 
 def reads_text_only(session: Session) -> str:
     """Why the session's model cannot be sent images ("" when it can, or may: a remote
     endpoint's server says for itself)."""
-    if not isinstance(session, ChatSession):
+    if session.capabilities.images:
         return ""
-    info = session.client.info
-    if info is not None and info.projector:
-        return ""
-    name = Path(info.path).name if info is not None else "the model"
     return (
-        f"{name} reads text only: load it with its projector (--projector FILE, or an mmproj"
-        " GGUF in its folder) to send images"
+        f"{session.name} reads text only: load it with its projector (--projector FILE, or an"
+        " mmproj GGUF in its folder) to send images"
     )
 
 

@@ -34,17 +34,17 @@ from app.cli.local_model import add_model_arguments, load_model
 from app.cli.mcp_asks import TerminalAsks
 from app.cli.terminal_reply import TerminalReply
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
-from app.controllers.turn_inputs import header
 from app.documents.kept import keep_files
 from app.domain.budget import Overflow
 from app.domain.endpoint import Endpoint
 from app.domain.events import TurnEvent, TurnFailed
 from app.domain.history import Reply
-from app.domain.messages import ReasoningEffort
+from app.domain.messages import ReasoningEffort, user_message
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
 from app.engine.remote.session import RemoteSession
+from app.engine.request import GenerationRequest
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.images.decode import Picture
@@ -281,16 +281,22 @@ def _converse(
     if asks is not None:
         asks.conversation_id = conversation_id  # a server's requests are audited under it
     context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
-    effort = ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None
     json_mode = response_format is not None and response_format.type != "text"
-    session.overflow = Overflow(args.overflow or load_settings().overflow)
     printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
     pending = list(pictures)  # the images the next message carries
     prompts = [args.prompt] if args.prompt is not None else _interactive(session, pending)
     status = 0
-    saved = _saved(session, args)
-    if saved is not None:
-        session.conversation_id = saved.doc.id  # its KV state is kept for it (local models)
+    saved = _saved(args)
+    generation = GenerationRequest(
+        max_tokens=args.max_tokens,
+        tool_choice=args.tool_choice if tools is not None else "auto",
+        response_format=response_format,
+        effort=ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None,
+        overflow=Overflow(args.overflow or load_settings().overflow),
+        keep=saved.doc.id if saved is not None else "",  # its KV state is kept for it
+    )
+    # a resumed conversation's messages come first; later turns continue the session's own
+    conversation = session.conversation.with_messages(saved.history) if saved is not None else None
     try:
         attached = None
         for number, text in enumerate(prompts):
@@ -304,16 +310,15 @@ def _converse(
                 keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
                 save_images(saved, images)
             request = TurnRequest(
-                text,
-                effort=effort,
-                response_format=response_format,
+                generation,
+                message=user_message(text, contents),
+                conversation=conversation,
                 tools=tools.registry if tools is not None else None,
                 approve=approve,
-                tool_choice=args.tool_choice if tools is not None else "auto",
                 max_calls=args.max_tool_calls,
                 context=context,
-                images=contents,
             )
+            conversation = None
             status = max(status, _follow(run_turn(session, request), printer, saved))
             if printer.json_failed:  # cut or invalid: nothing was printed on stdout
                 status = max(status, 1)
@@ -329,11 +334,9 @@ def _converse(
     return status if args.prompt is not None else 0
 
 
-def _saved(
-    session: ChatSession | RemoteSession, args: argparse.Namespace
-) -> ChatCheckpoints | None:
+def _saved(args: argparse.Namespace) -> ChatCheckpoints | None:
     """Where the conversation is saved: a new one with --save, the resumed one with --resume
-    (its messages first put in the session)."""
+    (`ChatCheckpoints.history`: its messages, which the first turn continues)."""
     if not args.resume:
         return ChatCheckpoints() if args.save else None
     store = HistoryStore()
@@ -342,10 +345,8 @@ def _saved(
     except InvalidInputError:
         store.close()
         raise
-    history = header(doc.instructions) + doc.messages()
-    session.conversation = session.conversation.with_messages(history)
     sys.stderr.write(f"[resumed {doc.id}: {doc.title}, {len(doc.turns)} turns]\n")
-    return ChatCheckpoints(store, doc)
+    return ChatCheckpoints(store, doc, doc.prompt_messages())
 
 
 def _follow(

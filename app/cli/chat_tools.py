@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 from app.cli.mcp_asks import TerminalAsks
 from app.errors import InvalidInputError
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.mcp.tools import MCP_PREFIX, McpPool
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
 if TYPE_CHECKING:
     from app.cli.local_model import Loaded
     from app.engine.local.session import ChatSession
     from app.engine.remote.session import RemoteSession
-    from app.tools.mcp_sampling import SampleRequest
+    from app.tools.mcp.sampling import SampleRequest
 
 
 def conversation_tools(args: argparse.Namespace, asks: TerminalAsks) -> ConversationTools | None:
@@ -68,12 +68,15 @@ def local_sessions(
 ) -> Callable[[SampleRequest], tuple[ChatSession, str]]:
     """Fresh sessions over the chat's worker and template, for sampling requests."""
     from app.engine.local.session import ChatSession
-    from app.engine.turn.mcp_sample import tempered
 
     def fresh(request: SampleRequest) -> tuple[ChatSession, str]:
-        sampling = tempered(loaded.sampling, request.temperature) or loaded.sampling
-        made = ChatSession(session.client, loaded.template, sampling=sampling,
-                           max_tokens=request.max_tokens, tokenizer=session.tokenizer)  # fmt: skip
+        made = ChatSession(
+            session.client,
+            loaded.template,
+            sampling=loaded.sampling,
+            max_tokens=request.max_tokens,
+            tokenizer=session.tokenizer,
+        )
         return made, Path(loaded.path).name
 
     return fresh
@@ -82,14 +85,14 @@ def local_sessions(
 def remote_sessions(session: RemoteSession) -> Callable[[SampleRequest], tuple[RemoteSession, str]]:
     """Fresh sessions with the chat's remote endpoint, for sampling requests."""
     from app.engine.remote.session import RemoteSession
-    from app.engine.turn.mcp_sample import tempered
     from app.secrets import Secrets
 
     def fresh(request: SampleRequest) -> tuple[RemoteSession, str]:
         endpoint = session.endpoint
         key = Secrets().key_for(endpoint)
-        sampling = tempered(session.sampling, request.temperature)
-        made = RemoteSession(endpoint, key, sampling=sampling, max_tokens=request.max_tokens)
+        made = RemoteSession(
+            endpoint, key, sampling=session.sampling, max_tokens=request.max_tokens
+        )
         return made, endpoint.model
 
     return fresh

@@ -11,6 +11,7 @@ builder folds while the terminal prints it: the history holds what the terminal 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from app.domain.events import ContentDelta, MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
@@ -24,9 +25,15 @@ CHECKPOINT_S = 0.5
 class ChatCheckpoints:
     """One terminal conversation kept in the history as it goes."""
 
-    def __init__(self, store: HistoryStore | None = None, doc: ChatDoc | None = None) -> None:
+    def __init__(
+        self,
+        store: HistoryStore | None = None,
+        doc: ChatDoc | None = None,
+        history: Sequence[Message] = (),
+    ) -> None:
         self.store = store or HistoryStore()
         self.doc = doc or ChatDoc()  # a saved conversation goes on (`chat --resume`)
+        self.history = tuple(history)  # its messages so far, which the next turn continues
         self._reply: Reply | None = None
         self._done: list[Message] = []
         self._saved = 0.0

@@ -36,8 +36,8 @@ from app.domain.redact import redact_data
 from app.errors import InvalidInputError
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
-from app.tools.mcp_client import McpConnection
-from app.tools.mcp_config import (
+from app.tools.mcp.client import McpConnection
+from app.tools.mcp.config import (
     McpServer,
     add_server,
     import_servers,
@@ -45,8 +45,8 @@ from app.tools.mcp_config import (
     remove_server,
     save_servers,
 )
-from app.tools.mcp_results import envelope, prompt_messages, resource_text
-from app.tools.mcp_tools import McpPool, function_name
+from app.tools.mcp.results import envelope, prompt_messages, resource_text
+from app.tools.mcp.tools import McpPool, function_name
 
 USES = ("test", "tools", "call", "resources", "read", "prompts", "prompt")
 
@@ -151,7 +151,7 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
 
 
 def _login(args: argparse.Namespace, secrets: Secrets) -> int:
-    from app.tools.mcp_oauth import login
+    from app.tools.mcp.oauth import login
 
     if not secrets.saved:
         print(f"not signed in: {secrets.problem}", file=sys.stderr)
@@ -169,7 +169,7 @@ def _login(args: argparse.Namespace, secrets: Secrets) -> int:
 
 def _sign_in(name: str, server: McpServer, secrets: Secrets) -> dict[str, str]:
     """`{"sign_in": state}` for an OAuth server, {} for another."""
-    from app.tools.mcp_oauth import sign_in
+    from app.tools.mcp.oauth import sign_in
 
     return {"sign_in": sign_in(name, secrets).state.value} if server.oauth else {}
 
@@ -276,7 +276,7 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
     if args.verb == "login":
         return _login(args, secrets)
     if args.verb == "logout":
-        from app.tools.mcp_oauth import logout
+        from app.tools.mcp.oauth import logout
 
         had = logout(args.name, secrets)
         print(f"Signed out of {args.name}" if had else f"{args.name} was not signed in",

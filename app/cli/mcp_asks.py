@@ -29,14 +29,14 @@ from app.domain.elicit_form import Form, FormField, Reply, UrlAsk, parse, proble
 from app.errors import HarmonyDeskError
 from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.tools.calls import Approve, Decision, PendingCall, allow_all
-from app.tools.mcp_answers import asking_hooks
-from app.tools.mcp_asks import Refusal
-from app.tools.mcp_hooks import McpHooks
-from app.tools.mcp_sampling import SampleAnswer, SampleRequest
+from app.tools.mcp.answers import asking_hooks
+from app.tools.mcp.asks import Refusal
+from app.tools.mcp.hooks import McpHooks
+from app.tools.mcp.sampling import SampleAnswer, SampleRequest
 
 if TYPE_CHECKING:
     from app.engine.session import Session
-    from app.tools.mcp_tools import McpPool
+    from app.tools.mcp.tools import McpPool
 
 SHOWN_CHARS = 2000
 TRIES = 3

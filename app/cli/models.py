@@ -74,8 +74,7 @@ def _entries() -> list[ModelEntry]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from app.controllers.model_context import estimate
-    from app.engine.local.memory import available_memory
+    from app.engine.local.memory import available_memory, estimate_memory
     from app.settings import load_settings
 
     settings = load_settings()
@@ -83,7 +82,7 @@ def _list(args: argparse.Namespace) -> int:
     have = available_memory()
     entries = _entries()
     for e in entries:
-        memory = estimate(e, n_ctx, sequences=answers, available=have)
+        memory = estimate_memory(e, n_ctx, sequences=answers, available=have)
         if args.json:
             row: dict[str, Any] = asdict(e)
             row["memory"] = {**asdict(memory), "total": memory.total, "fit": memory.verdict.value}

@@ -30,6 +30,7 @@ from typing import Any
 from app.cli.replay_source import USER_TEXT, Source, result_of, session_for, source_of
 from app.cli.terminal_reply import TerminalReply
 from app.domain.history import Reply
+from app.domain.messages import user_message
 from app.engine.turn.run import TurnRequest, run_turn
 from app.harmony import encoding as enc
 from app.harmony.jsonl import run_lines
@@ -50,7 +51,7 @@ def replay_terminal(source: Source, via: str) -> dict[str, Any]:
     """Through the terminal chat's path: its printer and its reply builder."""
     printer = TerminalReply(False, io.StringIO(), io.StringIO())
     builder = printer.begin(Reply())
-    for event in run_turn(session_for(source, via), TurnRequest(USER_TEXT)):
+    for event in run_turn(session_for(source, via), TurnRequest(message=user_message(USER_TEXT))):
         printer(event)
     result = result_of(builder)
     result["stdout"] = printer.out.getvalue()  # type: ignore[attr-defined]

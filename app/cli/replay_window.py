@@ -43,7 +43,7 @@ def run_in_window(source: Source, via: str) -> dict[str, Any]:
     from app.controllers.model_host import ModelHost
     from app.engine.local.scripted import ScriptedClient
     from app.ui.app import build_window
-    from app.ui.markdown_view import MarkdownView
+    from app.ui.markdown.view import MarkdownView
 
     loop = _loop()
     host = ModelHost(EngineBridge())

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.serve_embeddings import open_embedder
-from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
@@ -135,13 +134,9 @@ def run(args: argparse.Namespace) -> int:
 
         tokenizer = ModelTokenizer(client)  # one per model: the vocabulary crosses the pipe once
 
-        def session(sampling: Sampling | None, max_tokens: int) -> ChatSession:
+        def session() -> ChatSession:
             return ChatSession(
-                client,
-                loaded.template,
-                sampling=sampling or loaded.sampling,
-                max_tokens=max_tokens,
-                tokenizer=tokenizer,
+                client, loaded.template, sampling=loaded.sampling, tokenizer=tokenizer
             )
 
         path = Path(loaded.path)

@@ -30,16 +30,17 @@ import sqlite3
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from app.controllers.fit import conversation_session
+from app.controllers.fit import Counted, conversation_session
 from app.domain.attachments import estimate, estimated_room
 from app.domain.messages import ImageContent
 from app.errors import InvalidInputError
 from app.paths import cache_dir
 
 if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the first attachment
-    from app.controllers.chat import ChatController
+    from PySide6.QtCore import SignalInstance
+
     from app.documents.attach import Attached
     from app.images.decode import Picture as Picture  # the window's images are these
 
@@ -47,7 +48,17 @@ if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the firs
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".jfif", ".webp", ".gif", ".bmp"})
 
 
-def _attached(controller: ChatController, files: Sequence[Path], text: str) -> Attached:
+class Sending(Counted, Protocol):
+    """What sending with attachments needs of the chat controller: counting against the
+    context, a notice, the send (passed in: never imported here)."""
+
+    @property
+    def notice(self) -> SignalInstance: ...
+
+    def send(self, text: str, images: Sequence[Picture] = ()) -> bool: ...
+
+
+def _attached(controller: Sending, files: Sequence[Path], text: str) -> Attached:
     """On the engine thread: the message's attachments within the context left."""
     from app.documents.attach import attach
     from app.documents.index import DocumentIndex
@@ -56,8 +67,8 @@ def _attached(controller: ChatController, files: Sequence[Path], text: str) -> A
     index = DocumentIndex() if doc.library else None
     try:
         if doc.endpoint is None and controller.host.ready:
-            session = conversation_session(controller, controller.max_tokens)
-            return attach(files, text, session.room(text), session.count, index)
+            session, conversation = conversation_session(controller, controller.max_tokens)
+            return attach(files, text, session.room(text, conversation), session.count, index)
         room = estimated_room(text, controller.max_tokens)
         return attach(files, text, room, estimate, index)
     finally:
@@ -66,7 +77,7 @@ def _attached(controller: ChatController, files: Sequence[Path], text: str) -> A
 
 
 async def send_with(
-    controller: ChatController,
+    controller: Sending,
     text: str,
     files: Sequence[Path],
     images: Sequence[Picture] = (),

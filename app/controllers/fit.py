@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from app.controllers.turn_inputs import header
+from app.controllers.model_host import ModelHost
 from app.domain.attachments import ESTIMATED_CONTEXT, estimate
 from app.domain.budget import Overflow
 from app.engine.overflow import kept_always
@@ -28,7 +28,8 @@ from app.paths import cache_dir
 from app.settings import load_settings
 
 if TYPE_CHECKING:
-    from app.controllers.chat import ChatController
+    from app.domain.history import ChatDoc
+    from app.domain.messages import Conversation
     from app.engine.local.session import ChatSession
 
 STEP = 4096  # contexts offered grow in steps of this many tokens
@@ -61,32 +62,40 @@ class Fit:
         return f"{about}{tokens} · {max(0, self.room - self.tokens):,} left"
 
 
-def conversation_session(controller: ChatController, max_tokens: int) -> ChatSession:
-    """A session of the loaded model holding the selected conversation so far (engine thread)."""
+class Counted(Protocol):
+    """What a count needs of the chat controller (passed in: never imported here)."""
+
+    doc: ChatDoc
+    host: ModelHost
+    max_tokens: int
+    busy: bool
+
+
+def conversation_session(controller: Counted, max_tokens: int) -> tuple[ChatSession, Conversation]:
+    """A session of the loaded model, and the selected conversation so far (engine thread)."""
     doc = controller.doc
     session = controller.host.session(max_tokens=max_tokens)
-    session.conversation = session.conversation.with_messages(
-        header(doc.instructions) + doc.messages()
-    )
-    return session
+    return session, session.conversation.with_messages(doc.prompt_messages())
 
 
-def measure(controller: ChatController, text: str) -> Fit:
+def measure(controller: Counted, text: str) -> Fit:
     """How `text` fits the selected conversation (on the engine thread): under a policy that
     leaves older exchanges out, what it always keeps is what the message must fit beside."""
     host = controller.host
     if controller.doc.endpoint is None and host.ready:
-        session = conversation_session(controller, controller.max_tokens)
+        session, conversation = conversation_session(controller, controller.max_tokens)
         policy = controller.doc.overflow or Overflow(load_settings().overflow)
-        session.conversation = kept_always(session.conversation, policy)
+        kept = kept_always(conversation, policy)
         info = getattr(host.backend, "info", None)
         trained = int(getattr(info, "n_ctx_train", 0) or 0)
-        return Fit(session.count(text), session.room(""), host.n_ctx, trained, estimated=False)
+        return Fit(
+            session.count(text), session.room("", kept), host.n_ctx, trained, estimated=False
+        )
     room = ESTIMATED_CONTEXT - controller.max_tokens - estimate("")
     return Fit(estimate(text), room, ESTIMATED_CONTEXT, 0, estimated=True)
 
 
-async def fit_of(controller: ChatController, text: str) -> Fit:
+async def fit_of(controller: Counted, text: str) -> Fit:
     """How `text` fits, counted on the engine thread when it is free and the model is here;
     estimated while an answer streams (the engine thread is busy) or for an endpoint."""
     host = controller.host
@@ -105,4 +114,4 @@ def paste_file(text: str) -> Path:
     return path
 
 
-__all__ = ["STEP", "Fit", "conversation_session", "fit_of", "measure", "paste_file"]
+__all__ = ["STEP", "Counted", "Fit", "conversation_session", "fit_of", "measure", "paste_file"]

@@ -2,8 +2,8 @@
 conversation's model, after the user approves it) and elicitation (a form, or an address to
 open), answered through the window's dialogs.
 
-Guarantees: a request comes in on a thread of its own (`app/tools/mcp_sampling.py`,
-`app/tools/mcp_elicit.py` bound it in time and audit it) and reaches the GUI thread as one
+Guarantees: a request comes in on a thread of its own (`app/tools/mcp/sampling.py`,
+`app/tools/mcp/elicit.py` bound it in time and audit it) and reaches the GUI thread as one
 `asked` signal with a plain value (`Asked`); the dialog answers with `answer`, once; at the
 deadline the request is `withdrawn` (the dialog goes) and a later answer is dropped. Where no
 window shows the requests (`shown` false: nothing attached) a sampling request is refused and
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -33,14 +33,30 @@ from app.domain.elicit_form import Form, Reply, UrlAsk
 from app.errors import HarmonyDeskError
 from app.tools.approval import Mode
 from app.tools.calls import Decision, PendingCall
-from app.tools.mcp_answers import asking_hooks
-from app.tools.mcp_asks import Refusal
-from app.tools.mcp_hooks import McpHooks
-from app.tools.mcp_sampling import SampleAnswer, SampleRequest
+from app.tools.mcp.answers import asking_hooks
+from app.tools.mcp.asks import Refusal
+from app.tools.mcp.hooks import McpHooks
+from app.tools.mcp.sampling import SampleAnswer, SampleRequest
 
 if TYPE_CHECKING:
-    from app.controllers.chat import ChatController
-    from app.tools.mcp_tools import McpPool
+    from app.controllers.approvals import WindowApprovals
+    from app.controllers.model_host import ModelHost
+    from app.controllers.remote_host import RemoteHost
+    from app.domain.history import ChatDoc
+    from app.tools.mcp.tools import McpPool
+
+
+class AskingChat(Protocol):
+    """What a server's requests need of the chat controller: the conversation being answered
+    (else the open one), its approvals, and the hosts a sampling request is answered on
+    (passed in: never imported here)."""
+
+    answering: ChatDoc | None
+    doc: ChatDoc
+    approvals: WindowApprovals
+    host: ModelHost
+    remote: RemoteHost | None
+
 
 POLL_S = 0.05
 GUI_S = 10.0  # the GUI thread answers a look-up within this, or it is taken as none
@@ -90,8 +106,8 @@ class WindowAsks(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self.chat: ChatController | None = None
-        self.shown = False  # a window shows the requests (`app/ui/elicit_dialog.attach`)
+        self.chat: AskingChat | None = None
+        self.shown = False  # a window shows the requests (`app/ui/mcp/elicit_dialog.attach`)
         self._waiting: dict[str, cf.Future[Any]] = {}
         self._docs: dict[str, _Doc] = {}
         self._hop.connect(self._run, Qt.ConnectionType.QueuedConnection)
@@ -188,7 +204,7 @@ class WindowAsks(QObject):
     def complete(
         self, conversation: str, request: SampleRequest, cancel: threading.Event
     ) -> SampleAnswer | Refusal:
-        from app.engine.turn.mcp_sample import answer, tempered  # the engine loads with it
+        from app.engine.turn.mcp_sample import answer  # the engine loads with it
 
         chat, doc = self.chat, self._docs.get(conversation)
         if chat is None or doc is None:
@@ -199,7 +215,6 @@ class WindowAsks(QObject):
                     said = "The conversation is offline: its remote endpoint is not asked."
                     return Refusal(f"{said} Answer it on this computer instead.")
                 remote = chat.remote.session(doc.endpoint, max_tokens=request.max_tokens)
-                remote.sampling = tempered(remote.sampling, request.temperature)
                 return answer(remote, request, remote.endpoint.model, cancel)
             host = chat.host
             if not host.ready:
@@ -207,7 +222,6 @@ class WindowAsks(QObject):
                     f"No model is loaded to answer the sampling request of “{request.server}”."
                 )
             local = host.session(max_tokens=request.max_tokens)
-            local.sampling = tempered(local.sampling, request.temperature) or local.sampling
             return answer(local, request, Path(host.path).name or host.name, cancel)
         except (EndpointError, HarmonyDeskError) as exc:
             return Refusal(f"The model could not answer the sampling request: {exc.message}")
@@ -221,4 +235,4 @@ class WindowAsks(QObject):
         return reply if isinstance(reply, Reply) else Reply("decline", why=self._unanswered(cancel))
 
 
-__all__ = ["CHOICES", "Asked", "Choice", "SamplingAsk", "WindowAsks"]
+__all__ = ["CHOICES", "Asked", "AskingChat", "Choice", "SamplingAsk", "WindowAsks"]

@@ -13,7 +13,7 @@ suffix the documents reader takes), attached like any document and said with its
 binary part that `app.images` reads goes with the message's images, any other is refused
 with a sentence. A prompt's messages become the message's text: a user message's text as it
 is, another role's quoted under its role, in order; the images they hold go with the images.
-Every text a server sends is redacted of the app's known secrets (`app/tools/mcp_results.py`).
+Every text a server sends is redacted of the app's known secrets (`app/tools/mcp/results.py`).
 `follow_tool_changes` keeps each conversation's registry as its servers list their tools:
 after a server says its tools changed, the next turn declares the new list.
 """
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from app.errors import HarmonyDeskError, InvalidInputError
 from app.fileio import private_folder, write_atomic
 from app.paths import cache_dir
-from app.tools.mcp_results import Parts, prompt_parts, resource_parts, size_text
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.mcp.results import Parts, prompt_parts, resource_parts, size_text
+from app.tools.mcp.tools import MCP_PREFIX, McpPool
 
 if TYPE_CHECKING:
     from app.domain.history import ChatDoc

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from app.harmony.renderer import tool_tokens
 from app.secrets import Secrets
-from app.tools.mcp_config import (
+from app.tools.mcp.config import (
     Imported,
     McpServer,
     add_server,
@@ -32,11 +32,11 @@ from app.tools.mcp_config import (
     save_servers,
     secret_name,
 )
-from app.tools.mcp_results import prompt_messages, resource_text
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.mcp.results import prompt_messages, resource_text
+from app.tools.mcp.tools import MCP_PREFIX, McpPool
 
 if TYPE_CHECKING:
-    from app.tools.mcp_oauth import SignIn
+    from app.tools.mcp.oauth import SignIn
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,13 @@ class McpHost:
         self.probes.pop(name, None)
 
     def sign_in(self, name: str) -> SignIn:
-        from app.tools.mcp_oauth import sign_in
+        from app.tools.mcp.oauth import sign_in
 
         return sign_in(name, self.secrets)
 
     def login(self, name: str) -> SignIn:
         """Sign in to `name` in the browser (waits for it, up to its deadline)."""
-        from app.tools.mcp_oauth import login
+        from app.tools.mcp.oauth import login
 
         signed = login(name, self.pool.server(name), self.secrets, self.opener)
         self.pool.stop(name)
@@ -98,7 +98,7 @@ class McpHost:
         return signed
 
     def logout(self, name: str) -> SignIn:
-        from app.tools.mcp_oauth import logout
+        from app.tools.mcp.oauth import logout
 
         self.pool.stop(name)
         logout(name, self.secrets)

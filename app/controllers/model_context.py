@@ -14,7 +14,6 @@ model) and says so.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,11 +78,9 @@ def estimate(
 ) -> MemoryEstimate:
     """The estimate at `n_ctx` tokens with a cache for each of `sequences` answers at once
     (the settings' `parallel`, as the window loads the model); its words say so."""
-    sequences = max(1, sequences)
-    found = estimate_memory(
-        model, n_ctx, available=available, gpu_share=gpu_share, sequences=sequences
+    return estimate_memory(
+        model, n_ctx, available=available, gpu_share=gpu_share, sequences=max(1, sequences)
     )
-    return dataclasses.replace(found, sequences=sequences)  # counted there; said from here
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from app.errors import HarmonyDeskError
 if TYPE_CHECKING:  # the server package (starlette, uvicorn) loads when a server starts
     from app.controllers.bridge import EngineBridge
     from app.controllers.model_host import ModelHost
-    from app.domain.sampling import Sampling
     from app.engine.local.session import ChatSession
     from app.server.served import ServedModel
 
@@ -50,11 +49,8 @@ class ServeHost:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _session(self, sampling: Sampling | None, max_tokens: int) -> ChatSession:
-        session = self.host.session(max_tokens=max_tokens)
-        if sampling is not None:
-            session.sampling = sampling
-        return session
+    def _session(self) -> ChatSession:
+        return self.host.session()
 
     def start(self, port: int = 8080) -> str:
         """Serve the loaded model on 127.0.0.1:`port`; its address (or `ServeError`)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from app.controllers.mcp_asks import WindowAsks
 from app.controllers.mcp_context import follow_tool_changes
 from app.tools.discovery import Discovered, discover
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.mcp.tools import MCP_PREFIX, McpPool
 from app.tools.trust import PluginIdentity, TrustStore
 
 if TYPE_CHECKING:  # a conversation's tools (python sandbox, browser) load at its first turn

@@ -17,21 +17,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from app.constrain.constraint import JsonSchemaFormat, ResponseFormat
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, ToolChoice
 from app.controllers.model_host import ModelHost
+from app.controllers.remote_host import RemoteHost
+from app.controllers.tool_host import WindowTools
 from app.controllers.turn_source import TurnSpec
+from app.domain.budget import Overflow
 from app.domain.history import ChatDoc, Reply, Version
-from app.domain.messages import DeveloperContent, Message, Role
+from app.domain.messages import Message, user_message
 from app.domain.reply import ReplyBuilder
+from app.engine.request import GenerationRequest
 from app.engine.turn.run import TurnRequest
+from app.settings import load_settings
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy
 from app.tools.calls import allow_all
-
-if TYPE_CHECKING:
-    from app.controllers.chat import ChatController
 
 TOP_ALTERNATIVES = 5  # per token, for the debug pane's token strip
 
@@ -43,13 +45,6 @@ class TurnState:
         self.doc = doc  # the conversation the reply is written to (shown or not)
         self.builder = ReplyBuilder(reply)  # what the reply shows, from the turn's events
         self.resume: dict[int, int] | None = None  # the mapping a continued reply starts from
-
-
-def header(instructions: str) -> list[Message]:
-    """The messages before the history: the conversation's instructions, if any."""
-    if not instructions.strip():
-        return []
-    return [Message.of(Role.DEVELOPER, DeveloperContent(instructions=instructions))]
 
 
 def json_mode(version: Version) -> ResponseFormat | None:
@@ -97,8 +92,40 @@ def sees_images(host: ModelHost, remote: bool) -> bool | None:
     return bool(getattr(getattr(host.backend, "info", None), "projector", ""))
 
 
+class TurnOwner(Protocol):
+    """What a window turn is gathered from: the chat controller's turn settings and the
+    hosts it runs on (passed in, so that this module never imports the controller)."""
+
+    host: ModelHost
+    remote: RemoteHost | None
+    tools: WindowTools
+    tool_choice: ToolChoice
+    max_tokens: int
+    score_tokens: bool
+    vocab_of: object
+
+
+def generation_of(
+    chat: TurnOwner, doc: ChatDoc, version: Version, prefix: Sequence[int], tools: bool
+) -> GenerationRequest:
+    """The knobs of a window turn, built once: the version's JSON mode and effort, the chat's
+    tool choice (with tools) and answer budget, the conversation's overflow policy (else the
+    settings' default), its KV snapshots kept under its id, scored tokens for the debug pane."""
+    return GenerationRequest(
+        max_tokens=chat.max_tokens,
+        tool_choice=chat.tool_choice if tools else "auto",
+        response_format=json_mode(version),
+        effort=version.effort,
+        overflow=doc.overflow or Overflow(load_settings().overflow),
+        keep=doc.id,
+        top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0,
+        prefix=tuple(prefix),
+        reserved=True,  # the window's turn: never queued behind the server's clients
+    )
+
+
 def turn_spec(
-    chat: ChatController,
+    chat: TurnOwner,
     doc: ChatDoc,
     turn_index: int,
     resumed: tuple[Sequence[int] | None, Sequence[Message]],
@@ -109,28 +136,37 @@ def turn_spec(
     (None: a fresh reply) and earlier messages; `policy`: the conversation's tool approvals
     (None: it has no tools)."""
     version = doc.turns[turn_index].version
+    prefix, kept = resumed
     request = TurnRequest(
-        version.user_text,
-        images=version.images,
-        effort=version.effort,
-        response_format=json_mode(version),
+        generation_of(chat, doc, version, prefix or (), policy is not None),
+        message=user_message(version.user_text, version.images),
         approve=policy if policy is not None else allow_all,
-        tool_choice=chat.tool_choice if policy is not None else "auto",
         context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),
-        max_tokens=chat.max_tokens,
     )
     tools = partial(lambda d: chat.tools.of(d).registry, doc) if policy is not None else None
     return TurnSpec(
-        host=chat.host, remote=chat.remote, endpoint=doc.endpoint, offline=doc.offline,
-        history=header(doc.instructions) + doc.messages(upto=turn_index), request=request,
-        kept=resumed[1], prefix=resumed[0], tools=tools,
-        need_vocab=chat.vocab_of is not chat.host.backend, cancel=cancel,
-        top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0, overflow=doc.overflow,
-        conversation_id=doc.id,
-    )  # fmt: skip
+        host=chat.host,
+        remote=chat.remote,
+        endpoint=doc.endpoint,
+        offline=doc.offline,
+        history=doc.prompt_messages(upto=turn_index),
+        request=request,
+        kept=kept,
+        continued=prefix is not None,
+        tools=tools,
+        need_vocab=chat.vocab_of is not chat.host.backend,
+        cancel=cancel,
+    )
 
 
 __all__ = [
-    "TOP_ALTERNATIVES", "TurnState", "header", "json_mode", "read_stored", "reply_for",
-    "sees_images", "turn_spec",
-]  # fmt: skip
+    "TOP_ALTERNATIVES",
+    "TurnOwner",
+    "TurnState",
+    "generation_of",
+    "json_mode",
+    "read_stored",
+    "reply_for",
+    "sees_images",
+    "turn_spec",
+]

@@ -25,7 +25,14 @@ from typing import Any, Literal, Protocol
 from app.domain import attachments
 from app.domain.budget import Overflow
 from app.domain.listing import Excerpt, attached_excerpt, excerpt
-from app.domain.messages import ImageContent, Message, ReasoningEffort, user_message
+from app.domain.messages import (
+    DeveloperContent,
+    ImageContent,
+    Message,
+    ReasoningEffort,
+    Role,
+    user_message,
+)
 from app.errors import ErrorCode
 
 SegmentKind = Literal["answer", "preamble", "tool", "json", "error", "notice"]
@@ -183,6 +190,13 @@ def _new_id(kind: str = "chat") -> str:
     return f"{kind}-{uuid.uuid4().hex[:16]}"
 
 
+def instructions_header(instructions: str) -> list[Message]:
+    """The messages before a conversation's history: its instructions, if any."""
+    if not instructions.strip():
+        return []
+    return [Message.of(Role.DEVELOPER, DeveloperContent(instructions=instructions))]
+
+
 @dataclass
 class ChatDoc:
     """One conversation as the window holds it."""
@@ -213,6 +227,11 @@ class ChatDoc:
             if version.reply is not None:
                 out.extend(version.reply.messages)
         return out
+
+    def prompt_messages(self, upto: int | None = None) -> list[Message]:
+        """What a turn answers after: the conversation's instructions (a developer message,
+        when it has any), then `messages(upto)`."""
+        return instructions_header(self.instructions) + self.messages(upto)
 
     def visible_text(self) -> str:
         parts = [self.title]

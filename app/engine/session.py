@@ -10,12 +10,10 @@ from `generate` and `resume`, and record each user turn as a `TurnRecord`; a fai
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from app.constrain.constraint import CallSpec, Constraint, ResponseFormat, ToolChoice
-from app.domain.budget import Overflow
 from app.domain.events import (
     ContextFit,
     GenerationDone,
@@ -30,6 +28,7 @@ from app.domain.events import (
     TurnFailed,
 )
 from app.domain.messages import Conversation, Message, ReasoningEffort
+from app.engine.request import GenerationRequest
 
 ChatEvent = (
     ParseEvent
@@ -49,13 +48,9 @@ ChatEvent = (
 class Capabilities:
     """What a session's backend can do; the facets a caller may rely on."""
 
-    local_grammar: bool  # our grammar constrains its tokens (JSON mode's mask, tool arguments)
     continues_prefix: bool  # continues a cut answer from the token ids it had produced
-    server_tool_choice: bool  # told the tools, the backend itself enforces `tool_choice`
     vocabulary: bool  # the model's own token table is at hand (exact counts, token scores)
-    images: bool = False  # takes images in a message
-    snapshots: bool = False  # keeps its KV state across restarts and chat switches
-    sequences: int = 1  # generations it runs at once
+    images: bool = False  # takes images in a message (a remote endpoint's server decides)
     tools: bool = True  # the model can call tools (its family has a tool-call format)
     effort: bool = True  # a reasoning effort means something to the model
 
@@ -71,6 +66,7 @@ class Generation:
     stop_id: int | None
     tokens: list[int] = field(default_factory=list)  # every generated id, a continued prefix too
     called: bool = False  # it handed over to tool calls (Harmony's `<|call|>`, a server's calls)
+    conversation: Conversation | None = None  # what was asked, effort and JSON mode recorded
 
 
 @dataclass(frozen=True)
@@ -86,75 +82,52 @@ class TurnRecord:
 class Session(Protocol):
     """One conversation with one backend (see the module guarantees)."""
 
-    conversation: Conversation
+    conversation: Conversation  # what the last turn left (the driver keeps it; read-only outside)
     turns: list[TurnRecord]
-    max_tokens: int
-    thinking_budget: int | None
-    top_logprobs: int
-    overflow: Overflow  # what a prompt that outgrows the context does (`app/engine/overflow.py`)
-    conversation_id: str  # the history's id of the conversation: whose KV snapshots ("": none)
 
     @property
     def capabilities(self) -> Capabilities: ...
 
-    def send(
-        self,
-        text: str | Message,
-        *,
-        reasoning_effort: ReasoningEffort | None = None,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-        tool_choice: ToolChoice = "auto",
-    ) -> Iterator[ChatEvent]:
-        """Send a user message and stream the reply's events."""
+    @property
+    def name(self) -> str:
+        """The model, as the user knows it: its GGUF file's name, or the endpoint's model."""
         ...
 
     def generate(
         self,
         conversation: Conversation,
-        *,
-        constraint: Constraint | None = None,
-        max_tokens: int | None = None,
+        request: GenerationRequest,
         cancel: threading.Event | None = None,
-        tool_choice: ToolChoice = "auto",
     ) -> Generator[ChatEvent, None, Generation]:
-        """One generation for `conversation` (a local grammar, or the backend's tool choice)."""
-        ...
-
-    def resume(
-        self,
-        conversation: Conversation,
-        prefix: Sequence[int],
-        *,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-    ) -> Generator[ChatEvent, None, Generation]:
-        """Continue a cut answer from its ids `prefix` (a failure where it cannot)."""
-        ...
-
-    def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
-        """`conversation` asking for `effort`, as this backend's format records it."""
-        ...
-
-    def tool_constraint(
-        self,
-        tools: Mapping[str, Mapping[str, Any] | None],
-        calls: Sequence[CallSpec],
-        tool_choice: ToolChoice,
-    ) -> Constraint | None:
-        """The grammar for a generation of a tool turn (None: unconstrained)."""
+        """One generation for `conversation` as `request` asks: the effort and JSON mode
+        recorded on it, fitted to the context under `request.overflow` (`ContextFit` first),
+        constrained by the one grammar the request makes, and its JSON checked after."""
         ...
 
     def count(self, text: str) -> int:
         """How many tokens `text` is (estimated where the tokenizer is not ours)."""
         ...
 
-    def room(self, text: str) -> int:
-        """The tokens left for more of a user message `text` after the answer's reserve."""
+    def room(self, text: str, conversation: Conversation | None = None) -> int:
+        """The tokens left for more of a user message `text` after `conversation` (None: the
+        session's own) and the answer's reserve."""
         ...
 
     def token_table(self) -> Sequence[bytes]:
         """The model's token table (empty where `capabilities.vocabulary` is False)."""
+        ...
+
+
+class ModelSession(Session, Protocol):
+    """A session on a model this app runs itself: besides turns, a raw prompt continued (the
+    completions API) and a conversation's exact prompt size (Anthropic's token count)."""
+
+    def complete(
+        self, prompt: str, request: GenerationRequest, cancel: threading.Event | None = None
+    ) -> Iterator[str | GenerationDone | TurnFailed]:
+        """`prompt` continued as text, then how it ended (`ContextError`: it does not fit)."""
+        ...
+
+    def prompt_size(self, conversation: Conversation) -> int:
+        """The tokens of `conversation`'s prompt."""
         ...

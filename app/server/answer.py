@@ -6,9 +6,10 @@ preambles) from the reply builder's answer and preamble segments, the model's ca
 tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a call the
 tolerant parser recovered is a tool call, and output it could not read is what the builder kept
 of it — never an HTTP 500; a stop sequence ends the content before it (and the generation);
-log-probabilities are those of the tokens that wrote the answer's text; the prompt is fitted to the
-context under the request's overflow policy, then checked against it before anything is
-generated (400 `context_length_exceeded`, saying what would make it fit). A JSON-mode answer
+log-probabilities are those of the tokens that wrote the answer's text; the turn is `run_turn`'s, as
+every frontend's: the prompt is fitted once to the context under the request's overflow policy,
+and a prompt that still does not fit is a 400 `context_length_exceeded` (saying what would make
+it fit) before anything is generated. A JSON-mode answer
 (`hold_json`) is given out whole once its verdict came — JSON mode may back up and retry a
 value, so nothing is streamed that could be taken back.
 """
@@ -35,12 +36,12 @@ from app.domain.events import (
 )
 from app.domain.history import Reply
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
-from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
-from app.engine.local.session import json_checks
-from app.server.convert import Asked, constraint_of
+from app.engine.turn.run import TurnRequest, run_turn
+from app.errors import SchemaError
+from app.server.convert import Asked
 from app.server.served import ServedModel
-from app.server.wire import ApiError, Sampled
+from app.server.wire import ApiError
 
 
 @dataclass(frozen=True)
@@ -50,24 +51,6 @@ class Scored:
     text: str
     logprob: float
     top: tuple[tuple[str, float], ...]
-
-
-def sampling_of(request: Sampled, base: Sampling) -> Sampling:
-    """The model's sampling with the request's own values in place."""
-    update = {k: getattr(request, k) for k in ("temperature", "top_p", "top_k", "min_p", "seed")}
-    return base.model_copy(update={k: v for k, v in update.items() if v is not None})
-
-
-def max_tokens_of(request: Sampled, limit: int) -> int:
-    asked = request.max_completion_tokens or request.max_tokens
-    if asked is not None and asked > limit:
-        raise ApiError(
-            400,
-            f"max_tokens {asked} is over this server's limit of {limit}",
-            param="max_tokens",
-            code="max_tokens_too_large",
-        )
-    return asked or limit
 
 
 def too_long(fit: ContextFit) -> ApiError:
@@ -83,56 +66,32 @@ def too_long(fit: ContextFit) -> ApiError:
     return ApiError(400, said, param="messages", code="context_length_exceeded")
 
 
-def job(
-    served: ServedModel,
-    asked: Asked,
-    request: Sampled,
-    limit: int,
-    top_logprobs: int,
-    cancel: threading.Event,
-    policy: Overflow = Overflow.STOP,
-) -> Callable[[], Iterator[Any]]:
-    """The generation, to run on the engine thread: its events, `Scored` answer tokens, and
-    the JSON verdicts after; the conversation fitted to the context under `policy` first."""
+def job(served: ServedModel, asked: Asked, cancel: threading.Event) -> Callable[[], Iterator[Any]]:
+    """The turn, to run on the engine thread through `run_turn` (the declared tools' calls
+    come back unrun): its events, `Scored` answer tokens, and the JSON verdicts after; a
+    prompt that does not fit once fitted is a 400 before anything is generated."""
 
     def make() -> Iterator[Any]:
-        session = served.session(None, limit)
-        session.sampling = sampling_of(request, session.sampling)
-        session.top_logprobs = top_logprobs
-        session.overflow = policy
-        wanted = max_tokens_of(request, limit)
-        fitted = session.fit(asked.conversation, wanted)
-        room = served.n_ctx - fitted.event.budget.used
-        if room < 1:
-            raise too_long(fitted.event)
-        constraint = constraint_of(session.template, session.tokenizer, asked.grammar)
-        table = session.tokenizer.token_table() if top_logprobs else ()
-        ends = set(session.template.stop_ids(session.tokenizer))
+        session = served.session()
+        table = session.token_table() if asked.generation.top_logprobs else ()
+        top = asked.generation.top_logprobs
 
         def text(token: int) -> str:
             return table[token].decode("utf-8", errors="replace") if token < len(table) else ""
 
-        events = session.generate(
-            fitted.conversation,
-            constraint=constraint,
-            max_tokens=min(wanted, room),
-            cancel=cancel,
-        )
-        out = None
-        while True:
-            try:
-                event = next(events)
-            except StopIteration as stop:
-                out = stop.value
-                break
-            if isinstance(event, TokenScored):
-                if event.token not in ends:
-                    top = tuple((text(t), lp) for t, lp in event.top[:top_logprobs])
-                    yield Scored(text(event.token), event.logprob, top)
-                continue
-            yield event
-        if constraint is not None and out is not None:
-            yield from json_checks(out.messages, asked.schema, asked.tools, out.finished)
+        turn = TurnRequest(asked.generation, conversation=asked.conversation)
+        try:
+            for event in run_turn(session, turn, cancel):
+                if isinstance(event, ContextFit) and event.budget.used >= event.budget.n_ctx:
+                    raise too_long(event)
+                if isinstance(event, TokenScored):
+                    alternatives = tuple((text(t), lp) for t, lp in event.top[:top])
+                    yield Scored(text(event.token), event.logprob, alternatives)
+                    continue
+                yield event
+        except SchemaError as exc:
+            param = "response_format" if asked.generation.response_format else "tools"
+            raise ApiError(400, exc.message, param=param, code="unsupported_schema") from None
 
     return make
 
@@ -364,7 +323,6 @@ __all__ = [
     "dumps",
     "finish_of",
     "job",
-    "max_tokens_of",
-    "sampling_of",
+    "too_long",
     "usage_of",
 ]

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -162,11 +163,9 @@ class ChatApi:
         """What `request` asks of the served model (`convert.asked`); its images are decoded
         off the server's loop, which goes on serving others meanwhile."""
         s = self.served
-        budget = request.thinking_budget or self.thinking_budget
         seeing = Seeing(s.sees_images, s.name, places or {})
-        if not request.has_images:
-            return asked(request, s.template, s.name, budget, seeing)
-        return await asyncio.to_thread(asked, request, s.template, s.name, budget, seeing)
+        ask = partial(asked, request, s.template, s.name, self.limit, self.thinking_budget, seeing)
+        return await asyncio.to_thread(ask) if request.has_images else ask()
 
     async def start(
         self, body: Any, disconnected: Disconnected, places: Mapping[str, str] | None = None
@@ -177,8 +176,7 @@ class ChatApi:
         what = await self.asked(request, places)
         cancel = threading.Event()
         top = (request.top_logprobs or 0) if request.logprobs else 0
-        scoring = max(top, 1) if request.logprobs else 0
-        make = job(self.served, what, request, self.limit, scoring, cancel, request.policy)
+        make = job(self.served, what, cancel)
         events = on_engine(self.served.engine, make, cancel, self.served.stats)
         head = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -189,7 +187,7 @@ class ChatApi:
         first, watcher = await first_of(events, disconnected, cancel)
         field = request.reasoning_format or self.reasoning_field
         held = (request.response_format or {}).get("type") in ("json_object", "json_schema")
-        answer = Answer(request.stops, cancel, hold_json=held)
+        answer = Answer(list(what.generation.stops), cancel, hold_json=held)
         return Running(request, answer, first, events, watcher, head, field, top, what.ignored)
 
     async def __call__(self, body: Any, disconnected: Disconnected) -> Response:

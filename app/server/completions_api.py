@@ -9,7 +9,6 @@ prompt per request (a list of several is a 400); the same context check as chat.
 
 from __future__ import annotations
 
-import codecs
 import threading
 import time
 import uuid
@@ -18,9 +17,12 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.domain.events import GenerationDone, TokenStep
-from app.server.answer import StopCut, dumps, finish_of, max_tokens_of, sampling_of, usage_of
+from app.domain.events import GenerationDone
+from app.engine.request import GenerationRequest
+from app.errors import ContextError
+from app.server.answer import StopCut, dumps, finish_of, usage_of
 from app.server.chat_api import Disconnected, fingerprint, first_of, warnings
+from app.server.convert import max_tokens_of, sampling_of
 from app.server.served import ServedModel, on_engine
 from app.server.wire import ApiError, CompletionRequest, parse
 
@@ -32,31 +34,17 @@ class CompletionsApi:
         self.served, self.limit = served, limit
 
     def _job(self, request: CompletionRequest, prompt: str, cancel: threading.Event) -> Any:
+        generation = GenerationRequest(
+            max_tokens=max_tokens_of(request, self.limit), sampling=sampling_of(request)
+        )
+
         def make() -> Iterator[Any]:
-            session = self.served.session(None, self.limit)
-            tokenizer = session.tokenizer
-            ids = [*tokenizer.bos_ids, *tokenizer.tokenize(prompt, special=True)]
-            room = self.served.n_ctx - len(ids)
-            if room < 1:
+            try:
+                yield from self.served.session().complete(prompt, generation, cancel)
+            except ContextError as exc:
                 raise ApiError(
-                    400,
-                    f"the prompt is {len(ids)} tokens; the context holds {self.served.n_ctx}",
-                    param="prompt",
-                    code="context_length_exceeded",
-                )
-            table = tokenizer.token_table()
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            for event in session.client.generate(
-                ids,
-                stop_ids=session.template.stop_ids(tokenizer),
-                sampling=sampling_of(request, session.sampling),
-                max_tokens=min(max_tokens_of(request, self.limit), room),
-                cancel=cancel,
-            ):
-                if isinstance(event, TokenStep):
-                    yield decoder.decode(table[event.token] if event.token < len(table) else b"")
-                else:
-                    yield event
+                    400, exc.message, param=exc.field, code="context_length_exceeded"
+                ) from None
 
         return make
 

@@ -4,11 +4,12 @@ Guarantees: the same conversation for every template — `system` and `developer
 become the developer instructions; an assistant message the client sends back keeps its tool
 calls (call messages to `functions.NAME`, paired with their results by id) and its reasoning
 only before tool calls, so analysis after a final answer is never rendered (a template that
-shows no reasoning leaves it out); tools become the developer message's `functions`, and the
-template makes the grammar that holds the model to them (`constraint_of`, on the engine
-thread, which has the tokenizer). A model whose template has no tool-call format refuses
-`tools` with a 400 that names it, unless `tool_choice` is `none` (then the tools are left out,
-said in the warning header, and the answer is plain text); `reasoning_effort` is applied
+shows no reasoning leaves it out); tools become the developer message's `functions`; every knob
+becomes one `GenerationRequest`, checked once as it is built (a `tool_choice` naming a tool
+that is not declared is its 400), and the session makes the grammar from it. A model whose
+template has no tool-call format refuses `tools` with a 400 that names it, unless `tool_choice`
+is `none` (then the tools are left out, said in the warning header, and the answer is plain
+text); `reasoning_effort` is asked
 where the template takes one and reported as ignored otherwise; `tool_choice`,
 `response_format` and an unsupported schema keyword are honoured or refused with a 400 that
 names the field. A user message's `image_url` parts (`data:` URLs only: `app/server/pictures.py`)
@@ -28,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.constrain.constraint import Constraint, ResponseFormat, ToolChoice
+from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.messages import (
     Author,
     Conversation,
@@ -40,11 +41,12 @@ from app.domain.messages import (
     TextContent,
     ToolDescription,
 )
-from app.errors import SchemaError
+from app.engine.request import GenerationRequest, SamplingAsk
+from app.errors import RequestError
 from app.server.intake import check_schema
 from app.server.pictures import image_of, text_only, url_of
-from app.server.wire import ApiError, ChatMessage, ChatRequest
-from app.templates.base import GrammarRequest, Template, Tokenizer
+from app.server.wire import ApiError, ChatMessage, ChatRequest, Sampled
+from app.templates.base import Template
 
 CALL_TYPE = "<|constrain|>json"
 TEXT_PARTS = ("text", "input_text", "output_text")
@@ -52,12 +54,10 @@ TEXT_PARTS = ("text", "input_text", "output_text")
 
 @dataclass(frozen=True)
 class Asked:
-    """What one request asks of the model."""
+    """What one request asks of the model: the conversation, and how to generate its answer."""
 
     conversation: Conversation
-    grammar: GrammarRequest | None  # what the constraint must allow (None: unconstrained)
-    schema: dict[str, Any] | None  # the answer's JSON schema (JSON mode), checked after
-    tools: dict[str, dict[str, Any] | None]  # declared functions and their parameters
+    generation: GenerationRequest
     ignored: tuple[str, ...] = ()  # fields given that this model does not apply
 
 
@@ -234,12 +234,14 @@ def asked(
     request: ChatRequest,
     template: Template,
     model: str,
+    limit: int,
     thinking_budget: int | None = None,
     seeing: Seeing | None = None,
 ) -> Asked:
-    """The conversation for `template`, what its grammar must allow and what is checked after
-    (see the guarantees); `model` is the served model's name, for errors; `seeing` says
-    whether it sees images (None: it reads text only)."""
+    """The conversation for `template` and the one `GenerationRequest` that answers it, built
+    and checked here (see the guarantees); `model` is the served model's name, for errors;
+    `limit` the server's most tokens for an answer; `seeing` says whether it sees images
+    (None: it reads text only)."""
     _check_schemas(request)
     choice = _choice(request)
     ignored: tuple[str, ...] = _details(request)
@@ -256,46 +258,62 @@ def asked(
         ignored = (*ignored, "tools")
     seeing = dataclasses.replace(seeing or Seeing(), model=model)
     conversation = conversation_of(request, seeing)
-    response_format = response_format_of(request.response_format)
-    schema = response_format.json_schema_dict if response_format else None
-    tools = {t.function.name: t.function.parameters for t in request.tools or ()}
-    if choice not in ("auto", "none", "required") and choice not in tools:
-        raise ApiError(
-            400, f"tool_choice names {choice!r}, which is not among the tools", param="tool_choice"
-        )
+    effort = None
     if request.reasoning_effort is not None:
         if template.takes_effort:
             effort = ReasoningEffort(request.reasoning_effort)
-            conversation = template.with_effort(conversation, effort)
         else:
             ignored = (*ignored, "reasoning_effort")
-    if response_format is not None:
-        conversation = template.announce_format(conversation, response_format)
-    grammar = None
-    if schema is not None or tools:  # "none" too: only an answer may come
-        grammar = GrammarRequest(
-            schema=schema,
-            tools=tools,
-            tool_choice=choice,
-            thinking_budget=thinking_budget,
-            max_tokens=request.max_completion_tokens or request.max_tokens,
-        )
-    return Asked(conversation, grammar, schema, tools, ignored)
-
-
-def constraint_of(
-    template: Template, tokenizer: Tokenizer, grammar: GrammarRequest | None
-) -> Constraint | None:
-    """The constraint `template` makes for `grammar` (on the engine thread: its call markers
-    may be control tokens of the model's vocabulary); a schema it cannot enforce is a 400."""
-    if grammar is None:
-        return None
-    control = template.control_markers(tokenizer)
+    top = (request.top_logprobs or 0) if request.logprobs else 0
     try:
-        return template.grammar(dataclasses.replace(grammar, control=control))
-    except SchemaError as exc:
-        param = "response_format" if grammar.schema is not None else "tools"
-        raise ApiError(400, exc.message, param=param, code="unsupported_schema") from None
+        generation = GenerationRequest(
+            max_tokens=max_tokens_of(request, limit),
+            tool_choice=choice,
+            tools={t.function.name: t.function.parameters for t in request.tools or ()},
+            response_format=response_format_of(request.response_format),
+            effort=effort,
+            overflow=request.policy,
+            sampling=sampling_of(request),
+            stops=tuple(request.stops),
+            top_logprobs=max(top, 1) if request.logprobs else 0,
+            thinking_budget=request.thinking_budget or thinking_budget,
+        )
+    except RequestError as exc:
+        raise ApiError(400, exc.message, param=exc.field) from None
+    return Asked(conversation, generation, ignored)
 
 
-__all__ = ["Asked", "Seeing", "asked", "constraint_of", "conversation_of", "response_format_of"]
+def sampling_of(request: Sampled) -> SamplingAsk:
+    """What the request changes of the model's sampling."""
+    return SamplingAsk(
+        temperature=request.temperature,
+        top_p=request.top_p,
+        top_k=request.top_k,
+        min_p=request.min_p,
+        seed=request.seed,
+    )
+
+
+def max_tokens_of(request: Sampled, limit: int) -> int:
+    """The answer's budget: what the request asks, at most the server's `limit` (a 400 over
+    it), else the limit."""
+    asked = request.max_completion_tokens or request.max_tokens
+    if asked is not None and asked > limit:
+        raise ApiError(
+            400,
+            f"max_tokens {asked} is over this server's limit of {limit}",
+            param="max_tokens",
+            code="max_tokens_too_large",
+        )
+    return asked or limit
+
+
+__all__ = [
+    "Asked",
+    "Seeing",
+    "asked",
+    "conversation_of",
+    "max_tokens_of",
+    "response_format_of",
+    "sampling_of",
+]

@@ -33,7 +33,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.domain.events import GenerationDone, PromptRendered, TurnFailed
 from app.domain.messages import Conversation
-from app.engine.local.session import ChatSession
+from app.engine.request import GenerationRequest
+from app.engine.session import ModelSession
 from app.server.answer import Answer, Piece, dumps
 from app.server.chat_api import ChatApi, Running, warnings
 from app.server.messages_convert import CountRequest, MessagesRequest, chat_body
@@ -273,26 +274,26 @@ class MessagesApi:
         counted: CountRequest = parse(CountRequest, request.state.json)
         body, places = chat_body(counted, *self._seeing())
         chat: ChatRequest = parse(ChatRequest, body)
-        served, limit = self.chat.served, self.chat.limit
+        served = self.chat.served
         conversation = (await self.chat.asked(chat, places)).conversation
 
         def make() -> Any:
-            session = served.session(None, limit)
+            session = served.session()
             if any(m.images for m in conversation.messages):
                 yield _evaluated(session, conversation)
             else:
-                yield len(session.template.prompt_ids(conversation, session.tokenizer))
+                yield session.prompt_size(conversation)
 
         counts = on_engine(served.engine, make, threading.Event(), served.stats)
         sizes = [n async for batch in counts for n in batch]
         return JSONResponse({"input_tokens": sizes[0]})
 
 
-def _evaluated(session: ChatSession, conversation: Conversation) -> int:
+def _evaluated(session: ModelSession, conversation: Conversation) -> int:
     """The tokens of a prompt with images, as the projector makes them: known only once it has
     read them, so the prompt is evaluated (one token generated; the KV cache keeps the prompt
     for the request that follows)."""
-    for event in session.generate(conversation, max_tokens=1):
+    for event in session.generate(conversation, GenerationRequest(max_tokens=1)):
         if isinstance(event, TurnFailed):
             raise ApiError(400, event.reason, param="messages")
         if isinstance(event, GenerationDone):

@@ -19,8 +19,7 @@ from typing import Any
 
 from app.domain.embedding import Embedder
 from app.domain.events import FinishReason, GenerationDone
-from app.domain.sampling import Sampling
-from app.engine.local.session import ChatSession
+from app.engine.session import ModelSession
 from app.templates.base import Template
 
 _END = object()
@@ -34,13 +33,14 @@ class _Raised:
 @dataclass
 class ServedModel:
     """What the server needs of the loaded model: its name, the engine thread, a session
-    on it (`session(sampling, max_tokens)`, called on the engine thread) and its chat template
+    on it (`session()`, called on the engine thread; a request's knobs travel in its
+    `GenerationRequest`) and its chat template
     (which says what a request may ask of it before the request waits its turn), and whether it
     sees images (a projector loaded with it)."""
 
     name: str
     engine: cf.Executor
-    session: Callable[[Sampling | None, int], ChatSession]
+    session: Callable[[], ModelSession]
     template: Template
     n_ctx: int
     created: int = 0

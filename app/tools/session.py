@@ -22,8 +22,8 @@ from app.tools.browser.search import DuckDuckGoSearch, SearchProvider, SearxngSe
 from app.tools.browser.tool import Browser, browser_tools
 from app.tools.builtin.python import python_tool
 from app.tools.discovery import Discovered, discover
-from app.tools.mcp_client import McpError
-from app.tools.mcp_tools import MCP_PREFIX, McpPool
+from app.tools.mcp.client import McpError
+from app.tools.mcp.tools import MCP_PREFIX, McpPool
 from app.tools.registry import ToolRegistry
 from app.tools.sandbox import PythonSandbox, SandboxLimits, unavailable_reason
 

@@ -28,9 +28,10 @@ from app.controllers.history_host import Choice, HistoryStore, StoreError, open_
 from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
-from app.ui import appearance, code_highlight
-from app.ui.main_window import MainWindow
-from app.ui.settings_dialog import apply_look
+from app.ui import appearance
+from app.ui.markdown import code_highlight
+from app.ui.settings.dialog import apply_look
+from app.ui.window.main_window import MainWindow
 
 QUIT_AFTER_SHOWN = "HARMONY_DESK_QUIT_AFTER_SHOWN"  # for the cold-start bench only
 _CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
@@ -70,7 +71,7 @@ def application(theme_choice: str | None = None) -> QApplication:
 def build_window(host: ModelHost | None = None, history: HistoryStore | None = None) -> MainWindow:
     """A window; with `history`, conversations are saved there (otherwise kept in memory)."""
     from app.controllers.mcp_context import McpContext
-    from app.ui.elicit_dialog import attach
+    from app.ui.mcp.elicit_dialog import attach
 
     bridge = EngineBridge()
     host = host or ModelHost(bridge)

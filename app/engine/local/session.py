@@ -1,8 +1,10 @@
-"""A chat with one loaded model: render → generate → parse, turn after turn.
+"""A chat with one loaded model: render → generate → parse, turn after turn; every knob of a
+generation comes in its `GenerationRequest` (`app/engine/request.py`).
 
 Guarantees: the same typed events for every template (Harmony's parser, or the text parser
 with `<think>` routing); the partial output of a failed or cancelled turn is kept in the
 conversation; the reasoning effort chosen for a message is recorded with its turn; a
+grammar is made in one place (`_constraint`) for every caller; a
 follow-up turn shares the KV cache with the previous one for the unchanged prefix (its
 timings say how much was reused). With a `response_format` (JSON mode) or declared function
 tools, the worker enforces the grammar, and every JSON answer or tool call is checked with
@@ -12,12 +14,13 @@ the offending value, that value's earlier choices excluded — and the last retr
 violation from before the offending member itself, so that the answer may leave it out
 (`JsonRetried`, at most `MAX_RETRIES` times for one violation and `MAX_RETRIES_IN_ALL` for
 the answer, within the same `max_tokens`); the last attempt's verdict is reported. Each
-generation's conversation is first fitted to the context under the session's `overflow` policy
+generation's conversation is fitted once to the context under the request's `overflow` policy
 (`app/engine/overflow.py`): its `ContextFit` says the budget and what was left out or cut.
 """
 
 from __future__ import annotations
 
+import codecs
 import collections
 import dataclasses
 import datetime as dt
@@ -25,13 +28,7 @@ import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
-from app.constrain.constraint import (
-    CallSpec,
-    Constraint,
-    ResponseFormat,
-    ToolChoice,
-    validate_json,
-)
+from app.constrain.constraint import Constraint, ResponseFormat, validate_json
 from app.constrain.retry import MAX_RETRIES, MAX_RETRIES_IN_ALL, backup, retriable
 from app.domain.budget import Overflow
 from app.domain.events import (
@@ -50,9 +47,7 @@ from app.domain.messages import (
     Conversation,
     DeveloperContent,
     Message,
-    ReasoningEffort,
     Role,
-    user_message,
 )
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
@@ -60,13 +55,12 @@ from app.engine.local.pictures import pictures_of
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
 from app.engine.protocol import Keep, ModelBackend
+from app.engine.request import GenerationRequest
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
-from app.errors import ErrorCode, InvalidInputError
+from app.errors import ContextError, ErrorCode, InvalidInputError
 from app.templates.base import GrammarRequest, Template
 
-_LOCAL = Capabilities(
-    local_grammar=True, continues_prefix=True, server_tool_choice=False, vocabulary=True
-)
+_LOCAL = Capabilities(continues_prefix=True, vocabulary=True)
 
 
 def _is_call(event: ParseEvent) -> bool:
@@ -96,102 +90,105 @@ class ChatSession:
         self.sampling = sampling or template.defaults.sampling()
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget  # tokens per analysis message under a constraint
-        self.top_logprobs = 0  # > 0: each token comes scored (`TokenScored`, the debug pane)
         self.response_format = response_format  # JSON mode for the whole conversation
-        self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
-        self.conversation_id = ""  # set: its KV state is kept as a snapshot and looked for first
-        self.reserved = False  # the window's own turn: on the worker's reserved sequence
         self.turns: list[TurnRecord] = []
         self._ids = PromptIds(template, self.tokenizer)
         if client.info is not None and client.info.image_tokens:
             self._ids.image_guess = client.info.image_tokens
-        self._fitted: tuple[Conversation, Overflow, int, Fitted] | None = None
         self.conversation = Conversation(messages=template.first_messages(today or dt.date.today()))
 
     @property
     def capabilities(self) -> Capabilities:
-        placement = self.client.info.placement if self.client.info is not None else None
         return dataclasses.replace(
             _LOCAL,
             tools=self.template.tool_calls is not None,
             effort=self.template.takes_effort,
-            snapshots=placement is not None and not placement.sliding_window,  # (kv_snapshots.py)
             images=self.client.info is not None and bool(self.client.info.projector),
         )
-
-    def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
-        return self.template.with_effort(conversation, effort)
-
-    def tool_constraint(
-        self,
-        tools: Mapping[str, Mapping[str, Any] | None],
-        calls: Sequence[CallSpec],
-        tool_choice: ToolChoice,
-    ) -> Constraint | None:
-        request = GrammarRequest(
-            tools=tools,
-            calls=tuple(calls),
-            tool_choice=tool_choice,
-            thinking_budget=self.thinking_budget,
-            control=self.template.control_markers(self.tokenizer),
-        )
-        return self.template.grammar(request)
 
     def token_table(self) -> Sequence[bytes]:
         return self.tokenizer.token_table()
 
-    def send(
-        self,
-        text: str | Message,
-        *,
-        reasoning_effort: ReasoningEffort | None = None,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-        tool_choice: ToolChoice = "auto",
-    ) -> Iterator[ChatEvent]:
-        """Send a user message and stream the reply's events (JSON mode with `response_format`)."""
-        conversation = self.conversation.with_message(user_message(text))
-        if reasoning_effort is not None:
-            conversation = self.template.with_effort(conversation, reasoning_effort)
-        response_format = response_format or self.response_format  # per message wins
-        schema = response_format.json_schema_dict if response_format else None
-        if response_format is not None:
-            conversation = self.template.announce_format(conversation, response_format)
-        self.conversation = conversation
-        constraint = self._constraint(schema, tool_choice, max_tokens or self.max_tokens)
-        user_index = len(conversation.messages) - 1
-        out = yield from self.generate(
-            conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel
-        )
-        if constraint is not None:
-            budget = max_tokens or self.max_tokens
-            out = yield from self._checked(conversation, constraint, out, schema, budget, cancel)
-        self.conversation = conversation.with_messages(out.messages)
-        self.turns.append(TurnRecord(user_index, reasoning_effort, out.timings, out.failed))
-
     def generate(
         self,
         conversation: Conversation,
-        *,
-        constraint: Constraint | None = None,
-        max_tokens: int | None = None,
+        request: GenerationRequest,
         cancel: threading.Event | None = None,
-        prefix: Sequence[int] = (),
-        tool_choice: ToolChoice = "auto",
     ) -> Generator[ChatEvent, None, Generation]:
-        """One generation for `conversation` (events streamed; the parsed result returned).
-        `tool_choice` is the constraint's to hold here (`tool_constraint`); it is not read.
+        """One generation for `conversation` as `request` asks (see the module guarantees).
 
-        `prefix` continues a cut-off generation: its token ids (what the model had produced)
-        follow the prompt, the parser reads them silently, and the new tokens carry on from
-        there; the returned messages include the continued ones whole."""
+        `request.prefix` continues a cut-off generation: its token ids (what the model had
+        produced) follow the prompt, the parser reads them silently, the constraint reads them
+        first, and the new tokens carry on from there; the returned messages include the
+        continued ones whole."""
+        conversation = self._asked(conversation, request)
         refused = self._sees(conversation)
         if refused:
             yield TurnFailed(refused, ErrorCode.INPUT_INVALID)
-            return Generation([], None, refused, False, None)
-        fitted = self.fit(conversation, max_tokens)
+            return Generation([], None, refused, False, None, conversation=conversation)
+        if request.tools is None:
+            request = dataclasses.replace(request, tools=self._declared(conversation))
+        constraint = self._constraint(request)
+        budget = request.max_tokens or self.max_tokens
+        out = yield from self._one(conversation, request, constraint, budget, cancel)
+        if constraint is not None:
+            out = yield from self._checked(conversation, request, constraint, out, budget, cancel)
+        out.conversation = conversation
+        return out
+
+    def complete(
+        self, prompt: str, request: GenerationRequest, cancel: threading.Event | None = None
+    ) -> Iterator[str | GenerationDone | TurnFailed]:
+        """A raw prompt continued: the client's own text tokenized as it is (control tokens it
+        spells are control tokens: a raw prompt is the client's to shape), the new text as it
+        decodes, then how it ended; `ContextError` for a prompt the context cannot hold."""
+        ids = [*self.tokenizer.bos_ids, *self.tokenizer.tokenize(prompt, special=True)]
+        if len(ids) >= self.n_ctx:
+            said = f"the prompt is {len(ids)} tokens; the context holds {self.n_ctx}"
+            raise ContextError(said, "prompt")
+        table = self.tokenizer.token_table()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        for event in self.client.generate(
+            ids,
+            stop_ids=self.template.stop_ids(self.tokenizer),
+            sampling=request.sampling.over(self.sampling) or self.sampling,
+            max_tokens=min(request.max_tokens or self.max_tokens, self.n_ctx - len(ids)),
+            cancel=cancel,
+        ):
+            if isinstance(event, TokenStep):
+                yield decoder.decode(table[event.token] if event.token < len(table) else b"")
+            else:
+                yield event
+
+    def prompt_size(self, conversation: Conversation) -> int:
+        """The tokens of `conversation`'s prompt, as the template renders it."""
+        return len(self.template.prompt_ids(conversation, self.tokenizer))
+
+    def _asked(self, conversation: Conversation, request: GenerationRequest) -> Conversation:
+        """`conversation` recording the request's effort and announcing its JSON mode."""
+        if request.effort is not None:
+            conversation = self.template.with_effort(conversation, request.effort)
+        response_format = request.response_format or self.response_format
+        if response_format is not None:
+            conversation = self.template.announce_format(conversation, response_format)
+        return conversation
+
+    def _declared(self, conversation: Conversation) -> dict[str, dict[str, Any] | None]:
+        """The functions `conversation` declares, where the template can call them."""
+        return _function_tools(conversation) if self.template.tool_calls else {}
+
+    def _one(
+        self,
+        conversation: Conversation,
+        request: GenerationRequest,
+        constraint: Constraint | None,
+        budget: int,
+        cancel: threading.Event | None,
+    ) -> Generator[ChatEvent, None, Generation]:
+        """One pass of the model: fitted, rendered, generated and parsed."""
+        fitted = self.fit(conversation, request.overflow, budget)
         yield fitted.event
+        prefix = constraint.consumed if constraint is not None else request.prefix
         prompt = [*self._ids(fitted.conversation), *prefix]
         try:
             images = pictures_of(fitted.conversation, prompt)
@@ -207,13 +204,13 @@ class ChatSession:
         for event in self.client.generate(
             prompt,
             stop_ids=self.template.stop_ids(self.tokenizer),
-            sampling=self.sampling,
-            max_tokens=max_tokens or self.max_tokens,
+            sampling=request.sampling.over(self.sampling),
+            max_tokens=budget,
             cancel=cancel,
             constraint=constraint,
-            **({"top_logprobs": self.top_logprobs} if self.top_logprobs else {}),
-            **({"keep": self._keep()} if self.conversation_id else {}),
-            **({"reserved": True} if self.reserved else {}),
+            **({"top_logprobs": request.top_logprobs} if request.top_logprobs else {}),
+            **({"keep": Keep(request.keep, self.template.name)} if request.keep else {}),
+            **({"reserved": True} if request.reserved else {}),
             **({"images": images} if images else {}),
         ):
             if isinstance(event, TokenStep):
@@ -242,63 +239,26 @@ class ChatSession:
 
     def _sees(self, conversation: Conversation) -> str:
         """Why the model cannot take `conversation`'s images ("" when it can, or has none)."""
-        if not any(m.images for m in conversation.messages):
+        if not any(m.images for m in conversation.messages) or self.capabilities.images:
             return ""
-        info = self.client.info
-        if info is not None and info.projector:
-            return ""
-        name = info.path.rsplit("/", 1)[-1] if info is not None else "this model"
         return (
-            f"{name} reads text only, and the conversation has images: choose a model that"
+            f"{self.name} reads text only, and the conversation has images: choose a model that"
             " sees images (one with its projector, an mmproj file), or start a new chat"
         )
 
-    def _keep(self) -> Keep:
-        """Whose KV snapshots a generation keeps and looks for: this conversation's, under
-        its template."""
-        return Keep(self.conversation_id, self.template.name)
+    @property
+    def name(self) -> str:
+        """The model's file name ("this model" while the backend does not say)."""
+        info = self.client.info
+        return info.path.rsplit("/", 1)[-1] if info is not None else "this model"
 
-    def resume(
-        self,
-        conversation: Conversation,
-        prefix: Sequence[int],
-        *,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-    ) -> Generator[ChatEvent, None, Generation]:
-        """Continue a cut generation from its token ids `prefix`, under the same JSON mode as
-        `send` (the constraint reads the prefix first) and with the same validity check."""
-        response_format = response_format or self.response_format
-        schema = response_format.json_schema_dict if response_format else None
-        if response_format is not None:
-            conversation = self.template.announce_format(conversation, response_format)
-        self.conversation = conversation
-        constraint = self._constraint(schema, "auto")
-        if constraint is not None:
-            constraint = dataclasses.replace(constraint, consumed=tuple(prefix))
-        out = yield from self.generate(
-            conversation, constraint=constraint, max_tokens=max_tokens, cancel=cancel, prefix=prefix
-        )
-        if constraint is not None:
-            budget = max_tokens or self.max_tokens
-            out = yield from self._checked(conversation, constraint, out, schema, budget, cancel)
-        return out
-
-    def fit(self, conversation: Conversation, max_tokens: int | None = None) -> Fitted:
+    def fit(
+        self, conversation: Conversation, overflow: Overflow = Overflow.STOP, reserve: int = 0
+    ) -> Fitted:
         """`conversation` fitted to the context under `overflow` (`app/engine/overflow.py`),
-        with the answer's reserve from `max_tokens`; a generation of the conversation the last
-        fit returned (whatever its `max_tokens`) sends it as it was measured, with the same
-        event."""
-        budget = max_tokens or self.max_tokens
-        last = self._fitted
-        if last is not None and last[1] is self.overflow:
-            source, _, reserve, done = last
-            if conversation is done.conversation or (conversation is source and budget == reserve):
-                return done
-        fitted = fit(conversation, model_measure(self._ids, self.n_ctx, budget), self.overflow)
-        self._fitted = (conversation, self.overflow, budget, fitted)
-        return fitted
+        with the answer's reserve (`reserve`, else the session's `max_tokens`)."""
+        measure = model_measure(self._ids, self.n_ctx, reserve or self.max_tokens)
+        return fit(conversation, measure, overflow)
 
     @property
     def n_ctx(self) -> int:
@@ -314,36 +274,47 @@ class ChatSession:
         """`text` as this model's token ids (as text, never control tokens)."""
         return self.tokenizer.tokenize(text, special=False)
 
-    def room(self, text: str) -> int:
-        """The tokens left in the context for more of a user message `text` to carry, after the
-        conversation so far, the message itself and the answer's reserve (`max_tokens`)."""
-        asked = self.conversation.with_message(Message.of(Role.USER, text))
+    def room(self, text: str, conversation: Conversation | None = None) -> int:
+        """The tokens left in the context for more of a user message `text` to carry, after
+        `conversation` (None: the session's own), the message itself and the answer's reserve
+        (`max_tokens`)."""
+        asked = (conversation or self.conversation).with_message(Message.of(Role.USER, text))
         used = len(self.template.prompt_ids(asked, self.tokenizer))
         return max(0, self.n_ctx - used - self.max_tokens)
 
-    def _constraint(
-        self, schema: dict[str, Any] | None, tool_choice: ToolChoice, budget: int | None = None
-    ) -> Constraint | None:
-        request = GrammarRequest(
-            schema=schema,
-            tools=_function_tools(self.conversation) if self.template.tool_calls else {},
-            tool_choice=tool_choice,
-            thinking_budget=self.thinking_budget,
-            max_tokens=budget,
+    def _constraint(self, request: GenerationRequest) -> Constraint | None:
+        """The one grammar `request` makes with this model's template (None: unconstrained);
+        `SchemaError` for a schema or tool the mask cannot take."""
+        grammar = GrammarRequest(
+            schema=request.schema if request.response_format else self._schema(),
+            tools=request.tools or {},
+            calls=request.calls,
+            tool_choice=request.tool_choice,
+            thinking_budget=request.thinking_budget or self.thinking_budget,
+            max_tokens=request.max_tokens or self.max_tokens,
+            control=self.template.control_markers(self.tokenizer),
         )
-        return self.template.grammar(request)
+        constraint = self.template.grammar(grammar)
+        if constraint is None or not request.prefix:
+            return constraint
+        return dataclasses.replace(constraint, consumed=request.prefix)
+
+    def _schema(self) -> dict[str, Any] | None:
+        """The schema of the session's own JSON mode (None: none)."""
+        return self.response_format.json_schema_dict if self.response_format else None
 
     def _checked(
         self,
         conversation: Conversation,
+        request: GenerationRequest,
         constraint: Constraint,
         out: Generation,
-        schema: dict[str, Any] | None,
         budget: int,
         cancel: threading.Event | None,
     ) -> Generator[ChatEvent, None, Generation]:
         """The verdicts on a generation, after retrying an answer that broke its schema."""
-        tools = _function_tools(self.conversation)
+        schema = request.schema if request.response_format else self._schema()
+        tools = dict(request.tools or {})
         banned: dict[int, tuple[int, ...]] = {}  # at a point of the generation: excluded ids
         tries: collections.Counter[tuple[str, str]] = collections.Counter()  # per violation
         for attempt in range(1, MAX_RETRIES_IN_ALL + 2):
@@ -368,9 +339,7 @@ class ChatSession:
             point = len(found.prefix)
             banned[point] = (*banned.get(point, ()), *found.banned)
             retry = dataclasses.replace(constraint, consumed=found.prefix, banned=banned[point])
-            out = yield from self.generate(
-                conversation, constraint=retry, max_tokens=left, cancel=cancel, prefix=found.prefix
-            )
+            out = yield from self._one(conversation, request, retry, left, cancel)
         yield from verdicts
         return out
 
@@ -378,7 +347,7 @@ class ChatSession:
 def json_checks(
     messages: Sequence[Message],
     schema: dict[str, Any] | None,
-    tools: dict[str, dict[str, Any] | None],
+    tools: Mapping[str, Mapping[str, Any] | None],
     complete: bool,
 ) -> Iterator[JsonChecked]:
     """The verdict on each tool call's arguments (against its function's parameters) and on

@@ -8,7 +8,7 @@ Guarantees:
   `functions.NAME` messages on `commentary` with their JSON arguments, so approval, deadlines
   and the turn loop are shared with local models (`remote_reply` reads the stream);
 - what is sent is the conversation the user sees (`remote_wire`), fitted first to the context
-  under the session's `overflow` policy, estimated at four characters a token in `n_ctx`
+  under the request's `overflow` policy, estimated at four characters a token in `n_ctx`
   (8,192 unless told): the `ContextFit` before the request says what was left out or cut; its
   images go as `data:` URLs of their kept bytes, and an image no longer kept fails the turn
   (`TurnFailed`, E-INPUT-INVALID, naming it) before anything is sent; `RequestSent` carries
@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
-from app.constrain.constraint import CallSpec, Constraint, ResponseFormat, ToolChoice, validate_json
+from app.constrain.constraint import validate_json
 from app.domain.attachments import ESTIMATED_CONTEXT, estimate, estimated_room
-from app.domain.budget import Overflow
 from app.domain.endpoint import Endpoint
 from app.domain.events import (
     FinishReason,
@@ -38,21 +37,20 @@ from app.domain.events import (
     Timings,
     TurnFailed,
 )
-from app.domain.messages import Conversation, Message, ReasoningEffort, Role, user_message
+from app.domain.messages import Conversation, Message, Role
 from app.domain.sampling import Sampling
 from app.engine.overflow import estimated_measure, fit
 from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
 from app.engine.remote.wire import for_the_record, openai_client, request_body
+from app.engine.request import GenerationRequest
 from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
 from app.errors import ErrorCode, InvalidInputError
 from app.harmony.encoding import CALL
 from app.templates.calls.formats import call_format
 from app.templates.calls.scanner import CallScanner
 
-_REMOTE = Capabilities(
-    local_grammar=False, continues_prefix=False, server_tool_choice=True, vocabulary=False
-)
+_REMOTE = Capabilities(continues_prefix=False, vocabulary=False, images=True)  # its server says
 
 
 class RemoteSession:
@@ -76,34 +74,22 @@ class RemoteSession:
         self.conversation = Conversation(messages=())
         self.turns: list[TurnRecord] = []
         self._open = Opener(endpoint, self.client, key, sleep)
-        self.thinking_budget: int | None = None  # the server's own reasoning, not capped here
-        self.top_logprobs = 0  # the endpoint's settings ask for scores (`Endpoint.top_logprobs`)
-        self.overflow = Overflow.STOP  # what a prompt that outgrows the context does
-        self.conversation_id = ""  # (a remote server keeps its own cache)
         self.n_ctx = ESTIMATED_CONTEXT  # the endpoint's context, as the app assumes it
 
     @property
     def capabilities(self) -> Capabilities:
         return _REMOTE
 
-    def with_effort(self, conversation: Conversation, effort: ReasoningEffort) -> Conversation:
-        """Unchanged: the effort travels in the request (`reasoning_effort`), not the text."""
-        return conversation
-
-    def tool_constraint(
-        self,
-        tools: Mapping[str, Mapping[str, Any] | None],
-        calls: Sequence[CallSpec],
-        tool_choice: ToolChoice,
-    ) -> Constraint | None:
-        """None: the server is told the tools and the choice, and holds to them itself."""
-        return None
-
     def count(self, text: str) -> int:
         return estimate(text)
 
-    def room(self, text: str) -> int:
+    def room(self, text: str, conversation: Conversation | None = None) -> int:
         return estimated_room(text, self.max_tokens)
+
+    @property
+    def name(self) -> str:
+        """The endpoint's model, as its server names it."""
+        return self.endpoint.model
 
     def token_table(self) -> Sequence[bytes]:
         return ()
@@ -111,96 +97,38 @@ class RemoteSession:
     def __repr__(self) -> str:
         return f"RemoteSession({self.endpoint.name!r}, {self.endpoint.base_url!r})"
 
-    def send(
-        self,
-        text: str | Message,
-        *,
-        reasoning_effort: ReasoningEffort | None = None,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-        tool_choice: ToolChoice = "auto",
-        stop: Sequence[str] = (),
-    ) -> Iterator[ChatEvent]:
-        """Send a user message and stream the reply's events (`stop`: words that end it)."""
-        conversation = self.conversation.with_message(user_message(text))
-        self.conversation = conversation
-        out = yield from self.generate(
-            conversation,
-            max_tokens=max_tokens,
-            cancel=cancel,
-            response_format=response_format,
-            tool_choice=tool_choice,
-            reasoning_effort=reasoning_effort,
-            stop=stop,
-        )
-        self.conversation = conversation.with_messages(out.messages)
-        index = len(conversation.messages) - 1
-        self.turns.append(TurnRecord(index, reasoning_effort, out.timings, out.failed))
-        schema = response_format.json_schema_dict if response_format else None
-        if response_format is not None:
-            for m in out.messages:
-                if m.channel == "final":
-                    yield JsonChecked(
-                        "answer",
-                        validate_json(m.text, schema, complete=out.finished, planned=False),
-                    )
-
-    def request(
-        self,
-        conversation: Conversation,
-        *,
-        max_tokens: int | None = None,
-        response_format: ResponseFormat | None = None,
-        tool_choice: ToolChoice = "auto",
-        reasoning_effort: ReasoningEffort | None = None,
-        stop: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    def request(self, conversation: Conversation, request: GenerationRequest) -> dict[str, Any]:
         """The body of the chat-completion request for `conversation` (no key in it)."""
         return request_body(
-            self.endpoint, self.sampling, self.max_tokens, conversation,
-            max_tokens=max_tokens, response_format=response_format, tool_choice=tool_choice,
-            reasoning_effort=reasoning_effort, stop=stop,
-        )  # fmt: skip
+            self.endpoint,
+            request.sampling.over(self.sampling),
+            self.max_tokens,
+            conversation,
+            max_tokens=request.max_tokens,
+            response_format=request.response_format,
+            tool_choice=request.tool_choice,
+            reasoning_effort=request.effort,
+            stop=request.stops,
+        )
 
     def generate(
         self,
         conversation: Conversation,
-        *,
-        max_tokens: int | None = None,
+        request: GenerationRequest,
         cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-        tool_choice: ToolChoice = "auto",
-        reasoning_effort: ReasoningEffort | None = None,
-        stop: Sequence[str] = (),
-        constraint: Constraint | None = None,
-        prefix: Sequence[int] = (),
     ) -> Generator[ChatEvent, None, Generation]:
         """One streamed reply for `conversation`: events, then the parsed result returned.
-        `constraint` (a local grammar) does not apply: the request names the tools and the
-        response format; `prefix` (continuing from token ids) cannot be done remotely."""
-        if prefix:
-            reason = (
-                "continuing a cut answer from its tokens is not available with a remote"
-                " endpoint; regenerate it instead"
-            )
-            yield TurnFailed(reason, ErrorCode.INPUT_INVALID)
-            return Generation([], None, reason, False, None)
-        measured = estimated_measure(self.n_ctx, max_tokens or self.max_tokens)
-        fitted = fit(conversation, measured, self.overflow)
+        No local grammar applies: the request names the tools and the response format, and
+        the server holds to them (a JSON answer is checked after, `JsonChecked`); it cannot
+        continue from token ids (`capabilities.continues_prefix` is False)."""
+        measured = estimated_measure(self.n_ctx, request.max_tokens or self.max_tokens)
+        fitted = fit(conversation, measured, request.overflow)
         yield fitted.event
         try:
-            body = self.request(
-                fitted.conversation,
-                max_tokens=max_tokens,
-                response_format=response_format,
-                tool_choice=tool_choice,
-                reasoning_effort=reasoning_effort,
-                stop=stop,
-            )
+            body = self.request(fitted.conversation, request)
         except InvalidInputError as exc:  # an image no longer kept
             yield TurnFailed(exc.message, exc.code)
-            return Generation([], None, exc.message, False, None)
+            return Generation([], None, exc.message, False, None, conversation=conversation)
         cancel = cancel or threading.Event()
         yield RequestSent(self.endpoint.name, for_the_record(body))
         start = time.monotonic()
@@ -209,21 +137,16 @@ class RemoteSession:
         failed = yield from self._stream(body, cancel, state, start)
         complete = failed is None and state.finish not in ("length", "cancelled", None)
         yield from state.end(start, complete)
-        return (yield from self._said(state, failed, start))
-
-    def resume(
-        self,
-        conversation: Conversation,
-        prefix: Sequence[int],
-        *,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-        response_format: ResponseFormat | None = None,
-    ) -> Generator[ChatEvent, None, Generation]:
-        """A failure that says so: a remote endpoint cannot continue from token ids."""
-        return (yield from self.generate(
-            conversation, max_tokens=max_tokens, cancel=cancel, prefix=prefix
-        ))  # fmt: skip
+        out = yield from self._said(state, failed, start)
+        if request.response_format is not None:
+            for m in out.messages:
+                if m.channel == "final":
+                    verdict = validate_json(
+                        m.text, request.schema, complete=out.finished, planned=False
+                    )
+                    yield JsonChecked("answer", verdict)
+        out.conversation = conversation
+        return out
 
     def _stream(
         self, body: dict[str, Any], cancel: threading.Event, state: ReplyStream, start: float
@@ -316,7 +239,8 @@ def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) ->
             f"{endpoint.name} answers; its models: {', '.join(names)} ({endpoint.model} {offered})"
         )
     ping = Conversation(messages=(Message.of(Role.USER, "ping"),))
-    failed = [e.reason for e in session.generate(ping, max_tokens=1) if isinstance(e, TurnFailed)]
+    one = GenerationRequest(max_tokens=1)
+    failed = [e.reason for e in session.generate(ping, one) if isinstance(e, TurnFailed)]
     if failed:
         return False, failed[0]
     return True, f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"

@@ -1,10 +1,10 @@
 """A server's sampling request answered by a session: the one generation an MCP server may ask
-of the conversation's model (`app/tools/mcp_sampling.py` approves and bounds it first).
+of the conversation's model (`app/tools/mcp/sampling.py` approves and bounds it first).
 
 Guarantees: the session is a fresh one over the conversation's backend (the caller's): it
 starts from its template's first messages, then the request's system prompt as the
 instructions and its messages as they were said; one generation of at most the request's
-`max_tokens`, at the request's temperature (else the model's own: `tempered`); only the
+`max_tokens`, at the request's temperature (else the model's own); only the
 answer's visible text comes back (no reasoning), cut before the first stop sequence it holds
 (which ends the generation); `cancel` ends it early; a generation that fails — the prompt
 does not fit, the worker died, `cancel` — is a `Refusal` with the reason, never an exception.
@@ -16,18 +16,11 @@ import threading
 
 from app.domain.events import ContentDelta, TurnFailed
 from app.domain.messages import Conversation, DeveloperContent, Message, Role, user_message
-from app.domain.sampling import Sampling
 from app.domain.visibility import Lane
+from app.engine.request import GenerationRequest, SamplingAsk
 from app.engine.session import Generation, Session
-from app.tools.mcp_asks import Refusal
-from app.tools.mcp_sampling import SampleAnswer, SampleRequest
-
-
-def tempered(base: Sampling | None, temperature: float | None) -> Sampling | None:
-    """The session's sampling at the request's temperature (`base` when it names none)."""
-    if temperature is None:
-        return base
-    return (base or Sampling()).model_copy(update={"temperature": temperature})
+from app.tools.mcp.asks import Refusal
+from app.tools.mcp.sampling import SampleAnswer, SampleRequest
 
 
 def conversation_of(session: Session, request: SampleRequest) -> Conversation:
@@ -48,14 +41,15 @@ def conversation_of(session: Session, request: SampleRequest) -> Conversation:
 def answer(
     session: Session, request: SampleRequest, model: str, cancel: threading.Event
 ) -> SampleAnswer | Refusal:
-    """The model's answer to `request` (see the module guarantees); `model` names it. The
-    caller gives the session the request's temperature (`tempered`)."""
+    """The model's answer to `request` (see the module guarantees); `model` names it. At the
+    request's temperature (the model's own when it names none)."""
     stop = threading.Event()
     text: list[str] = []
     stopped_by = ""
-    generation = session.generate(
-        conversation_of(session, request), max_tokens=request.max_tokens, cancel=stop
+    asked = GenerationRequest(
+        max_tokens=request.max_tokens, sampling=SamplingAsk(temperature=request.temperature)
     )
+    generation = session.generate(conversation_of(session, request), asked, stop)
     failed = ""
     while True:
         if cancel.is_set():
@@ -98,4 +92,4 @@ def _said(
     return SampleAnswer(text.strip(), model, "endTurn" if out.finished else "maxTokens")
 
 
-__all__ = ["answer", "conversation_of", "tempered"]
+__all__ = ["answer", "conversation_of"]

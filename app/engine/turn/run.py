@@ -1,26 +1,30 @@
-"""`run_turn`: the only turn driver. Every frontend — the window, the terminal chat, replay —
-asks for a turn with a `TurnRequest` and folds the events it yields with the one reply builder.
+"""`run_turn`: the only turn driver. Every door — the window, the terminal chat, replay and each
+API of the local server — asks for a turn with a `TurnRequest` (the generation's knobs in one
+`GenerationRequest`) and folds the events it yields with the one reply builder.
 
 Guarantees: the same request gives the same events whoever drives it: a local or a remote
-session; with tools (the sans-I/O turn loop, approval, deadlines and the audit log beside it)
-or without; in JSON mode (constraint and verdict) or not; a fresh turn or the continuation of a
-cut answer (under the same JSON mode); the reasoning effort is recorded on the conversation as
-the Harmony format says. Tools chosen for a model whose template has no tool-call format are
-said (an issue the reply shows; a failed turn when `tool_choice` needs a call), never dropped
-silently. When it returns, `session.conversation` holds the turn.
+session; with tools run here (the sans-I/O turn loop, approval, deadlines and the audit log
+beside it) or with calls handed back unrun (`tools` None: what an API client needs — the calls
+it declared come back as tool-call messages); in JSON mode (constraint and verdict) or not; a
+fresh turn or the continuation of a cut answer (`generation.prefix`, under the same JSON mode);
+the reasoning effort is recorded on the conversation as the model's format says. Tools chosen
+for a model whose template has no tool-call format are said (an issue the reply shows; a failed
+turn when `tool_choice` needs a call), never dropped silently; a continuation a session cannot
+make fails saying so — the `tools` and `continues_prefix` capabilities are asked here and
+nowhere else. When it returns, `session.conversation` holds the turn.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.events import ParseIssue, TurnEvent, TurnFailed
-from app.domain.messages import Conversation, ImageContent, Message, ReasoningEffort, user_message
-from app.engine.session import Session
+from app.domain.messages import Conversation, Message
+from app.engine.request import GenerationRequest
+from app.engine.session import Session, TurnRecord
 from app.engine.turn.tools import run_tool_turn
 from app.errors import ErrorCode
 from app.tools.api import ToolContext
@@ -29,85 +33,60 @@ from app.tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)
-class Resume:
-    """Continue a cut answer: the conversation up to it, and the ids it had produced."""
-
-    conversation: Conversation
-    prefix: Sequence[int]
-
-
-@dataclass(frozen=True)
 class TurnRequest:
-    """One user turn, as any frontend asks for it."""
+    """One turn, as any door asks for it (see the module guarantees)."""
 
-    text: str
-    effort: ReasoningEffort | None = None
-    response_format: ResponseFormat | None = None
-    tools: ToolRegistry | None = None  # None: no tool loop
+    generation: GenerationRequest = field(default_factory=GenerationRequest)
+    message: Message | None = None  # the user's message (None: answer `conversation` as it is)
+    conversation: Conversation | None = None  # what the turn continues (None: the session's)
+    tools: ToolRegistry | None = None  # run calls to these (None: calls come back unrun)
     approve: Approve = allow_all
-    tool_choice: ToolChoice = "auto"
     max_calls: int = 8
     context: ToolContext | None = None
-    resume: Resume | None = None
-    max_tokens: int | None = None
-    images: tuple[ImageContent, ...] = ()  # shown to the model before `text`
-
-    @property
-    def message(self) -> Message:
-        """The user's message this turn sends."""
-        return user_message(self.text, self.images)
 
 
 def run_turn(
     session: Session, request: TurnRequest, cancel: threading.Event | None = None
 ) -> Iterator[TurnEvent]:
     """The turn's events, in order (see the module guarantees)."""
+    generation = request.generation
     if request.tools is not None and len(request.tools) and not session.capabilities.tools:
         names = ", ".join(sorted(t.qualified_name for t in request.tools))
         said = f"This model's chat template has no tool-call format: its tools ({names}) were"
-        if request.tool_choice != "auto" and request.tool_choice != "none":
-            reason = f"{said} not offered, and tool_choice {request.tool_choice!r} needs a call."
+        if generation.tool_choice not in ("auto", "none"):
+            reason = f"{said} not offered, and tool_choice {generation.tool_choice!r} needs a call."
             yield TurnFailed(reason, ErrorCode.TOOLS_UNAVAILABLE)
             return
         yield ParseIssue(ErrorCode.TOOLS_UNAVAILABLE, f"{said} not offered to it.")
-        request = dataclasses.replace(request, tools=None, tool_choice="auto")
-    if request.resume is not None:
-        yield from _resume(session, request, cancel)
-    elif request.tools is not None:
-        if request.effort is not None:
-            session.conversation = session.with_effort(session.conversation, request.effort)
+        generation = dataclasses.replace(generation, tool_choice="auto")
+        request = dataclasses.replace(request, tools=None, generation=generation)
+    if generation.prefix and not session.capabilities.continues_prefix:
+        reason = (
+            f"continuing a cut answer from its tokens is not available with {session.name};"
+            " regenerate it instead"
+        )
+        yield TurnFailed(reason, ErrorCode.INPUT_INVALID)
+        return
+    conversation = request.conversation or session.conversation
+    if request.message is not None:
+        conversation = conversation.with_message(request.message)
+    if request.tools is not None:
         yield from run_tool_turn(
             session,
-            request.message,
+            conversation,
             request.tools,
+            generation,
             approve=request.approve,
-            tool_choice=request.tool_choice,
             max_calls=request.max_calls,
             cancel=cancel,
             context=request.context,
         )
-    else:
-        yield from session.send(
-            request.message,
-            reasoning_effort=request.effort,
-            cancel=cancel,
-            response_format=request.response_format,
-            tool_choice=request.tool_choice,
-        )
+        return
+    out = yield from session.generate(conversation, generation, cancel)
+    session.conversation = (out.conversation or conversation).with_messages(out.messages)
+    if request.message is not None:
+        index = len(conversation.messages) - 1
+        session.turns.append(TurnRecord(index, generation.effort, out.timings, out.failed))
 
 
-def _resume(
-    session: Session, request: TurnRequest, cancel: threading.Event | None
-) -> Iterator[TurnEvent]:
-    assert request.resume is not None
-    conversation = request.resume.conversation
-    if request.effort is not None:
-        conversation = session.with_effort(conversation, request.effort)
-    out = yield from session.resume(  # JSON mode and its check hold on Continue
-        conversation, request.resume.prefix, max_tokens=request.max_tokens, cancel=cancel,
-        response_format=request.response_format,
-    )  # fmt: skip
-    session.conversation = conversation.with_messages(out.messages)
-
-
-__all__ = ["Resume", "TurnRequest", "run_turn"]
+__all__ = ["TurnRequest", "run_turn"]

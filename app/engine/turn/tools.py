@@ -3,7 +3,8 @@
 Guarantees: the conversation's developer message declares exactly the registry's tools; with a
 Harmony model each generation is constrained so tool arguments follow their schemas (a schema
 the token mask cannot take allows any object, which the tool checks itself); the
-first generation honours `tool_choice`, later ones are `auto`; the chain's analysis stays in
+first generation honours the request's `tool_choice`, later ones are `auto` (the same
+`GenerationRequest` otherwise, the registry's tools declared in it); the chain's analysis stays in
 every follow-up prompt; what a running call says of its progress (`ToolContext.report`) is
 yielded as `ToolProgress` while the batch runs, before its `ToolsRan`; every call's audit
 record comes back in the `TurnResult` and is appended to the tool audit log here, so the
@@ -18,7 +19,7 @@ import queue
 import threading
 from collections.abc import Generator, Iterator, Sequence
 
-from app.constrain.constraint import CallSpec, ToolChoice, enforceable
+from app.constrain.constraint import CallSpec, enforceable
 from app.domain.events import (
     CallOutcome,
     ToolCallDecided,
@@ -28,7 +29,8 @@ from app.domain.events import (
     TurnEvent,
     TurnResult,
 )
-from app.domain.messages import Conversation, Message, Role, SystemContent, user_message
+from app.domain.messages import Conversation, Role, SystemContent
+from app.engine.request import GenerationRequest
 from app.engine.session import Session
 from app.engine.turn.loop import Generate, Generated, turn_loop
 from app.tools.api import Tool, ToolContext
@@ -97,33 +99,30 @@ def _ran(
 
 def run_tool_turn(
     session: Session,
-    text: str | Message,
+    conversation: Conversation,
     registry: ToolRegistry,
+    generation: GenerationRequest,
     *,
     approve: Approve = allow_all,
-    tool_choice: ToolChoice = "auto",
     max_calls: int = 8,
     cancel: threading.Event | None = None,
     context: ToolContext | None = None,
     audit: AuditLog | None = None,
 ) -> Iterator[TurnEvent]:
-    """Send `text` and run the tool loop to an answer; the last event is the `TurnResult`.
-    Every call is written to the audit log (`audit`, else the user's), whoever drives the turn."""
-    conversation = with_tools(session.conversation.with_message(user_message(text)), registry)
-    loop = turn_loop(conversation, registry, max_calls=max_calls)
+    """Answer `conversation` (its user message last) and run the tool loop to an answer; the
+    last event is the `TurnResult`. Every call is written to the audit log (`audit`, else the
+    user's), whoever drives the turn."""
+    loop = turn_loop(with_tools(conversation, registry), registry, max_calls=max_calls)
     schemas = {t.name: enforceable(t.parameters) for t in registry if t.namespace == "functions"}
-    calls = [_call_spec(t) for t in registry if t.namespace != "functions"]
+    calls = tuple(_call_spec(t) for t in registry if t.namespace != "functions")
+    first = dataclasses.replace(generation, tools=schemas, calls=calls)
+    later = dataclasses.replace(first, tool_choice="auto")
     action = next(loop)
-    first = True
     try:
         while True:
             if isinstance(action, Generate):
-                choice = tool_choice if first else "auto"
-                constraint = session.tool_constraint(schemas, calls, choice)
-                first = False
-                out = yield from session.generate(
-                    action.conversation, constraint=constraint, cancel=cancel, tool_choice=choice
-                )
+                out = yield from session.generate(action.conversation, first, cancel)
+                first = later
                 if out.failed is not None:
                     session.conversation = action.conversation.with_messages(out.messages)
                     return

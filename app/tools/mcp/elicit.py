@@ -1,0 +1,203 @@
+"""Elicitation: an MCP server's `elicitation/create`, a request for the user's input, answered
+by a person through a form built from its schema.
+
+Guarantees: a form request is read into plain values first (`read_form`): a flat object of at
+most `MAX_FIELDS` properties, each text (with its `format`: email, uri, date, date-time, and
+length limits), a number or integer (with its minimum and maximum), yes/no, one choice
+(`enum`, with `enumNames`, or `oneOf` consts with titles) or several (an array of such);
+anything else (a nested object, a field of no known type) is refused with a sentence that
+names the field. The person's answer is `accept` with the values, `decline` or `cancel`, as
+the protocol defines; accepted values are checked against the schema
+(`app.domain.elicit_form.problems`, the check the dialog and the terminal make before they
+accept) and only the form's own fields go back. A URL request (`mode: url`) is shown with its
+address, which opens only if the person accepts; an address that is not http(s) is refused.
+Where no person is asked (a `--yes` run) the host answers `decline` and says why. The whole
+answer is bounded by `ELICIT_S` (then the server gets an error that says so, and the dialog
+goes); every request is one audit record — what was asked and the action, never the value of
+a field that looks secret (`app.domain.elicit_form.shown`), the rest redacted like any
+record — and one line of the server's log.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from app.domain.elicit_form import FORMATS, Form, FormField, Reply, UrlAsk, problems, shown
+from app.tools.audit import AuditLog
+from app.tools.mcp.asks import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    REQUEST_TIMEOUT,
+    Audited,
+    Refusal,
+    audit,
+    bounded,
+)
+
+ELICIT_S = 300.0
+MAX_FIELDS = 20
+MAX_MESSAGE_CHARS = 2000
+
+
+class ElicitHost(Protocol):
+    """What asks the person: the window's dialog or the terminal's prompts. Each method blocks
+    and runs on a thread of its own; `cancel` is set at the deadline."""
+
+    def conversation(self) -> str: ...
+
+    def fill(self, form: Form, cancel: threading.Event) -> Reply: ...
+
+    def visit(self, ask: UrlAsk, cancel: threading.Event) -> Reply: ...
+
+
+def _options(schema: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """A choice's (value, label) pairs: `enum` (with `enumNames`), or `oneOf`/`anyOf` consts."""
+    if isinstance(schema.get("enum"), list):
+        values = [str(v) for v in schema["enum"]]
+        names = schema.get("enumNames")
+        labels = [str(n) for n in names] if isinstance(names, list) else values
+        return tuple(zip(values, labels + values[len(labels) :], strict=False))
+    for key in ("oneOf", "anyOf"):
+        if isinstance(schema.get(key), list):
+            items = [i for i in schema[key] if isinstance(i, dict) and "const" in i]
+            return tuple((str(i["const"]), str(i.get("title") or i["const"])) for i in items)
+    return None
+
+
+def _bound(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _field(name: str, schema: Any, required: bool) -> FormField | str:
+    """One property as a field, or why it cannot be one."""
+    if not isinstance(schema, dict):
+        return f"the field “{name}” has no schema"
+    kind = schema.get("type")
+    base: dict[str, Any] = {
+        "name": name, "title": str(schema.get("title") or ""), "required": required,
+        "description": str(schema.get("description") or ""), "default": schema.get("default"),
+    }  # fmt: skip
+    options = _options(schema)
+    if kind == "string" and options is not None:
+        return FormField(kind="choice", options=options, **base)
+    if kind == "string":
+        fmt = str(schema.get("format") or "")
+        return FormField(kind="text", format=fmt if fmt in FORMATS else "",
+                         min_length=schema.get("minLength"), max_length=schema.get("maxLength"),
+                         **base)  # fmt: skip
+    if kind in ("number", "integer"):
+        low, high = _bound(schema.get("minimum")), _bound(schema.get("maximum"))
+        return FormField(kind=kind, minimum=low, maximum=high, **base)
+    if kind == "boolean":
+        return FormField(kind="boolean", **base)
+    items = schema.get("items")
+    if kind == "array" and isinstance(items, dict) and (choices := _options(items)):
+        return FormField(kind="choices", options=choices, min_items=schema.get("minItems"),
+                         max_items=schema.get("maxItems"), **base)  # fmt: skip
+    return (
+        f"the field “{name}” is {kind or 'of no type'}, which a form here cannot hold (text,"
+        " numbers, yes/no and choices only)"
+    )
+
+
+def read_form(server: str, message: str, schema: Any) -> Form | Refusal:
+    """A form request as plain values, or why it is refused (see the module guarantees)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or schema.get("type", "object") != "object":
+        return Refusal("The form's schema is not an object with properties.", INVALID_PARAMS)
+    if len(properties) > MAX_FIELDS:
+        said = f"The form has {len(properties)} fields; at most {MAX_FIELDS} are shown."
+        return Refusal(said, INVALID_PARAMS)
+    required = set(schema.get("required") or ())
+    fields = []
+    for name, spec in properties.items():
+        field = _field(str(name), spec, name in required)
+        if isinstance(field, str):
+            return Refusal(f"The form cannot be shown: {field}.", INVALID_PARAMS)
+        fields.append(field)
+    text = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "…"
+    return Form(server, text, tuple(fields))
+
+
+class Elicitor:
+    """The `McpHooks.elicitation` hook (see the module guarantees)."""
+
+    def __init__(
+        self,
+        host: ElicitHost,
+        *,
+        deadline_s: float = ELICIT_S,
+        audit_log: AuditLog | None = None,
+        note: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.host, self.deadline_s, self.audit_log, self.note = host, deadline_s, audit_log, note
+
+    async def __call__(self, server: str, params: Any) -> Any:
+        entry = Audited(f"elicit-{uuid.uuid4().hex[:12]}", f"mcp:{server}.elicitation", {})
+        message = str(getattr(params, "message", ""))[:MAX_MESSAGE_CHARS]
+        if getattr(params, "mode", "form") == "url":
+            url = str(getattr(params, "url", ""))
+            entry.sent = {"mode": "url", "message": message, "url": url}
+            if urlparse(url).scheme not in ("http", "https"):
+                said = "Only an http or https address is opened for a request for input."
+                return self._refused(server, entry, Refusal(said, INVALID_PARAMS))
+            ask: Form | UrlAsk = UrlAsk(server, message, url)
+        else:
+            form = read_form(server, message, getattr(params, "requested_schema", None))
+            entry.sent = {"mode": "form", "message": message, "fields": _names(params)}
+            if isinstance(form, Refusal):
+                return self._refused(server, entry, form)
+            ask = form
+        what = f"The request for input of “{server}”"
+        reply = await bounded(lambda cancel: self._ask(ask, entry, cancel), self.deadline_s, what)
+        if isinstance(reply, Refusal):
+            return self._refused(server, entry, reply)
+        return self._replied(server, entry, ask, reply)
+
+    def _ask(self, ask: Form | UrlAsk, entry: Audited, cancel: threading.Event) -> Reply:
+        entry.conversation = self.host.conversation()
+        return (
+            self.host.fill(ask, cancel) if isinstance(ask, Form) else self.host.visit(ask, cancel)
+        )
+
+    def _replied(self, server: str, entry: Audited, ask: Form | UrlAsk, reply: Reply) -> Any:
+        from mcp import types
+
+        content = None
+        if reply.action == "accept" and isinstance(ask, Form):
+            given = reply.content or {}
+            content = {f.name: given[f.name] for f in ask.fields if given.get(f.name) is not None}
+            if problems(ask, content):
+                said = "The answer to the form did not fit its schema."
+                return self._refused(server, entry, Refusal(said, INTERNAL_ERROR))
+        entry.decision = reply.action + (f" ({reply.why})" if reply.why else "")
+        kept = {"action": reply.action}
+        if isinstance(ask, Form) and content is not None:
+            kept["content"] = shown(ask, content)  # type: ignore[assignment]
+        audit(self.audit_log, entry, entry.record(True, kept))
+        self._note(server, f"elicitation: {entry.decision}")
+        return types.ElicitResult(action=reply.action, content=content)
+
+    def _refused(self, server: str, entry: Audited, refusal: Refusal) -> Any:
+        timed_out = refusal.code == REQUEST_TIMEOUT
+        entry.decision = entry.decision or ("not answered in time" if timed_out else "refused")
+        audit(self.audit_log, entry, entry.record(False, error=refusal))
+        self._note(server, f"elicitation: refused: {refusal.message}")
+        return refusal.error_data()
+
+    def _note(self, server: str, line: str) -> None:
+        if self.note is not None:
+            self.note(server, line)
+
+
+def _names(params: Any) -> list[str]:
+    schema = getattr(params, "requested_schema", None)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return [str(k) for k in properties] if isinstance(properties, dict) else []
+
+
+__all__ = ["ELICIT_S", "MAX_FIELDS", "ElicitHost", "Elicitor", "read_form"]

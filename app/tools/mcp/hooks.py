@@ -1,0 +1,41 @@
+"""What the host does with what an MCP server asks of it or tells it, beside tool calls.
+
+Guarantees: `McpHooks` is the one seam between a connection (`client.py`) and the parts
+of the host that answer a server: sampling (a server asks the conversation's model for a
+completion), elicitation (a server asks the user for input), its log messages, its notices
+that a list changed. (A remote server's OAuth sign-in is its configuration's, not a hook's.)
+Each hook is optional:
+a connection declares to the server only the capabilities whose hook is set, so a server never
+sees the host claim what it cannot do. Hooks are called on the connection's own event loop
+thread with the server's name first; a hook that must wait for a person or a model hands the
+work to another thread and is bounded by its own deadline (`asks.bounded`). The host's
+answers: `sampling.Sampler` and `elicit.Elicitor`, each over the window's or the
+terminal chat's way of asking (`app/controllers/mcp_asks.py`, `app/cli/mcp_asks.py`); a pool
+made without them (`mcp` commands, the MCP page's test) declares neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+Sampling = Callable[[str, Any], Awaitable[Any]]  # (server, CreateMessageRequestParams) → result
+Elicitation = Callable[[str, Any], Awaitable[Any]]  # (server, ElicitRequestParams) → ElicitResult
+Logged = Callable[[str, Any], None]  # (server, LoggingMessageNotificationParams)
+Changed = Callable[[str, str], None]  # (server, "tools" | "resources" | "prompts")
+
+
+@dataclass(frozen=True)
+class McpHooks:
+    """See the module guarantees."""
+
+    sampling: Sampling | None = None
+    elicitation: Elicitation | None = None
+    logged: Logged | None = None
+    changed: Changed | None = None
+
+
+NO_HOOKS = McpHooks()
+
+__all__ = ["NO_HOOKS", "Changed", "Elicitation", "Logged", "McpHooks", "Sampling"]

@@ -1,0 +1,1 @@
+"""The composer: the message box, its attachments, its "@" and "/" and the message's options."""

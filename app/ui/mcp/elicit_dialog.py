@@ -1,0 +1,278 @@
+"""The window's dialogs for what an MCP server asks beside tool calls: a form for a request for
+input (elicitation), an address to open, and the approval of a sampling request
+(`app/ui/mcp/sampling_dialog.py`); `attach` connects them to the window.
+
+Guarantees: a form is built from its fields alone — each labelled by its title (else its
+name), a required one marked with *, its description under it, a secret-looking one's text
+hidden as it is typed — and Send checks every value against the schema first
+(`app.domain.elicit_form.problems`): what is wrong is said and nothing is sent until it fits.
+Send answers `accept` with the values, Decline `decline`, Cancel, Esc or closing the dialog
+`cancel`, as the protocol defines. An address is shown whole and opens only on Open (accept).
+Each dialog answers once; a request withdrawn at its deadline closes its dialog. The dialogs are
+window-modal and never block the window's loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controllers.mcp_asks import Asked, SamplingAsk, WindowAsks
+from app.domain.elicit_form import Action, Form, FormField, Reply, UrlAsk, parse, problems
+from app.ui.mcp.sampling_dialog import SamplingDialog
+
+Widget = QLineEdit | QCheckBox | QComboBox | QListWidget
+
+
+class _Answering(QDialog):
+    """A dialog that answers its request once: closing it unanswered is `cancel`."""
+
+    def __init__(self, parent: QWidget | None, answer: Callable[[Reply], None]) -> None:
+        super().__init__(parent)
+        self._answer: Callable[[Reply], None] | None = answer
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        self.setMinimumWidth(440)
+
+    def reply(self, action: Action, content: dict[str, Any] | None = None) -> None:
+        answer, self._answer = self._answer, None
+        if answer is not None:
+            answer(Reply(action, content))
+        self.done(
+            QDialog.DialogCode.Accepted if action == "accept" else QDialog.DialogCode.Rejected
+        )
+
+    def reject(self) -> None:  # Esc, the close button
+        self.reply("cancel")
+
+    def withdraw(self) -> None:
+        """The request's deadline passed: the dialog goes, answering nothing."""
+        self._answer = None
+        self.done(QDialog.DialogCode.Rejected)
+
+    def _buttons(self, *buttons: QPushButton) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.addStretch(1)
+        for button in buttons:
+            row.addWidget(button)
+        return row
+
+
+def _said(text: str, name: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class FormDialog(_Answering):
+    """A request for input as a form (see the module guarantees)."""
+
+    def __init__(
+        self, form: Form, answer: Callable[[Reply], None], parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent, answer)
+        self.form = form
+        self.setWindowTitle(f"{form.server} asks for input")
+        layout = QVBoxLayout(self)
+        layout.addWidget(_said(f"The MCP server “{form.server}” asks:", "asker"))
+        layout.addWidget(_said(form.message, "message"))
+        fields = QFormLayout()
+        self.widgets: dict[str, Widget] = {}
+        for field in form.fields:
+            widget = self.widgets[field.name] = _widget(field)
+            widget.setObjectName(field.name)
+            label = QLabel(field.label + (" *" if field.required else ""))
+            label.setToolTip(field.description)
+            widget.setToolTip(field.description)
+            fields.addRow(label, widget)
+            if field.description:
+                fields.addRow("", _said(field.description, f"{field.name}_description"))
+        layout.addLayout(fields)
+        if any(f.required for f in form.fields):
+            layout.addWidget(_said("* required", "required_note"))
+        self.problem = _said("", "problem")
+        self.problem.setStyleSheet("color: #b3261e;")
+        self.problem.hide()
+        layout.addWidget(self.problem)
+        self.send_button = QPushButton("Send")
+        self.send_button.setDefault(True)
+        self.decline_button = QPushButton("Decline")
+        self.cancel_button = QPushButton("Cancel")
+        self.send_button.clicked.connect(self.send)
+        self.decline_button.clicked.connect(lambda: self.reply("decline"))
+        self.cancel_button.clicked.connect(lambda: self.reply("cancel"))
+        layout.addLayout(self._buttons(self.cancel_button, self.decline_button, self.send_button))
+
+    def values(self) -> dict[str, Any]:
+        """The values as typed, each read as its field's kind (None: not given)."""
+        return {f.name: _value(f, self.widgets[f.name]) for f in self.form.fields}
+
+    def send(self) -> None:
+        """Accept with the values, if they fit the schema; else say what does not."""
+        values = self.values()
+        wrong = problems(self.form, values)
+        if wrong:
+            self.problem.setText("\n".join(wrong.values()))
+            self.problem.show()
+            self.widgets[next(iter(wrong))].setFocus()
+            return
+        self.reply("accept", {k: v for k, v in values.items() if v is not None})
+
+
+def _widget(field: FormField) -> Widget:
+    match field.kind:
+        case "boolean":
+            box = QCheckBox()
+            box.setChecked(field.default is True)
+            return box
+        case "choice":
+            combo = QComboBox()
+            combo.addItem("— choose —", None)
+            for value, label in field.options:
+                combo.addItem(label, value)
+            combo.setCurrentIndex(max(0, combo.findData(field.default)))
+            return combo
+        case "choices":
+            listed = QListWidget()
+            chosen = field.default if isinstance(field.default, list) else []
+            for value, label in field.options:
+                item = QListWidgetItem(label)
+                item.setData(Qt.ItemDataRole.UserRole, value)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                checked = Qt.CheckState.Checked if value in chosen else Qt.CheckState.Unchecked
+                item.setCheckState(checked)
+                listed.addItem(item)
+            listed.setMaximumHeight(24 * min(6, len(field.options)) + 8)
+            return listed
+    edit = QLineEdit("" if field.default is None else str(field.default))
+    edit.setPlaceholderText(field.hint())
+    if field.secret:
+        edit.setEchoMode(QLineEdit.EchoMode.Password)
+    if field.max_length:
+        edit.setMaxLength(field.max_length)
+    return edit
+
+
+def _value(field: FormField, widget: Widget) -> Any:
+    if isinstance(widget, QCheckBox):
+        return widget.isChecked()
+    if isinstance(widget, QComboBox):
+        return widget.currentData()
+    if isinstance(widget, QListWidget):
+        items = [widget.item(i) for i in range(widget.count())]
+        return [
+            i.data(Qt.ItemDataRole.UserRole)
+            for i in items
+            if i.checkState() == Qt.CheckState.Checked
+        ]
+    return parse(field, widget.text())
+
+
+class UrlDialog(_Answering):
+    """A request to open an address (see the module guarantees)."""
+
+    def __init__(
+        self,
+        ask: UrlAsk,
+        answer: Callable[[Reply], None],
+        open_url: Callable[[str], object],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent, answer)
+        self.ask, self._open_url = ask, open_url
+        self.setWindowTitle(f"{ask.server} asks you to open a page")
+        layout = QVBoxLayout(self)
+        layout.addWidget(
+            _said(f"The MCP server “{ask.server}” asks you to open this page:", "asker")
+        )
+        layout.addWidget(_said(ask.message, "message"))
+        layout.addWidget(_said(ask.url, "url"))
+        self.open_button = QPushButton("Open in browser")
+        self.decline_button = QPushButton("Decline")
+        self.cancel_button = QPushButton("Cancel")
+        self.open_button.clicked.connect(self._open)
+        self.decline_button.clicked.connect(lambda: self.reply("decline"))
+        self.cancel_button.clicked.connect(lambda: self.reply("cancel"))
+        layout.addLayout(self._buttons(self.cancel_button, self.decline_button, self.open_button))
+
+    def _open(self) -> None:
+        self._open_url(self.ask.url)
+        self.reply("accept")
+
+
+def _browse(url: str) -> bool:
+    return QDesktopServices.openUrl(QUrl(url))
+
+
+class Presenter(QObject):
+    """Shows each request of `asks` in its dialog over `parent`, and closes it when withdrawn."""
+
+    dialogShown = Signal(object)  # the dialog, once shown
+
+    def __init__(
+        self, parent: QWidget, asks: WindowAsks, open_url: Callable[[str], object] = _browse
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("mcp_asks_presenter")
+        self.parent_widget, self.asks, self.open_url = parent, asks, open_url
+        self.dialogs: dict[str, QDialog] = {}
+        asks.asked.connect(self._present)
+        asks.withdrawn.connect(self._withdraw)
+
+    def _present(self, asked: Asked) -> None:
+        answer = partial(self._answered, asked.id)
+        what, parent = asked.what, self.parent_widget
+        dialog: QDialog
+        if isinstance(what, SamplingAsk):
+            dialog = SamplingDialog(what, answer, parent)
+        elif isinstance(what, UrlAsk):
+            dialog = UrlDialog(what, answer, self.open_url, parent)
+        else:
+            dialog = FormDialog(what, answer, parent)
+        self.dialogs[asked.id] = dialog
+        dialog.open()
+        self.dialogShown.emit(dialog)
+
+    def _answered(self, ident: str, value: Any) -> None:
+        self.dialogs.pop(ident, None)
+        self.asks.answer(ident, value)
+
+    def _withdraw(self, ident: str) -> None:
+        dialog = self.dialogs.pop(ident, None)
+        if isinstance(dialog, _Answering | SamplingDialog):
+            dialog.withdraw()
+
+
+def attach(window: Any, open_url: Callable[[str], object] | None = None) -> Presenter:
+    """Let `window` (the main window: its `controller`) answer what its MCP servers ask, in
+    dialogs over it; once per window (a second call gives the first presenter, with `open_url`
+    if given: how an accepted address is opened, the desktop's browser by default)."""
+    found = window.findChild(Presenter, "mcp_asks_presenter")
+    if isinstance(found, Presenter):
+        found.open_url = open_url or found.open_url
+        return found
+    asks: WindowAsks = window.controller.tools.asks
+    asks.chat, asks.shown = window.controller, True
+    return Presenter(window, asks, open_url or _browse)
+
+
+__all__ = ["FormDialog", "Presenter", "UrlDialog", "attach"]

@@ -1,0 +1,1 @@
+"""Models in the window: the header's picker, the chooser, the Models window and Discover."""

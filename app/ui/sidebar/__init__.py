@@ -1,0 +1,1 @@
+"""The conversation list: its rows, groups by date, search, and when it folds away."""

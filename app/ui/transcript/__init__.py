@@ -1,0 +1,1 @@
+"""The transcript: each turn's message and reply, tool cards, sources and answer footers."""

@@ -1,0 +1,1 @@
+"""The main window: its menus, header row, status line and the dialogs it opens."""

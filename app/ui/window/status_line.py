@@ -1,0 +1,79 @@
+"""The status bar's line: the model and where it runs, the worker's state, the last answer's
+speed, and how full the context is (or, for a remote answer, the usage its endpoint reported).
+
+Guarantees: figures are shown as the engine measured them (tokens/s of decoding, the first
+token's latency, prompt plus generated against the context); the context is split by part on a
+small bar (`budget_bar.py`: instructions, tools, documents, history, the answer's reserve, room
+left), its tooltip the budget's sentence, its figure in the error colour and saying so from
+nearly full; a remote answer says its endpoint (☁) and never claims a context figure it was
+not told.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QLabel, QStatusBar
+
+from app.domain.budget import Budget
+from app.domain.figures import Figures
+from app.ui.theme import mark
+from app.ui.window.budget_bar import BudgetBar, figure
+from app.ui.window.endpoints import where
+
+
+class StatusLine:
+    """The four labels of the window's status bar."""
+
+    def __init__(self, bar: QStatusBar) -> None:
+        self.model = QLabel(bar)
+        self.worker = QLabel("worker: idle", bar)
+        self.speed = QLabel(bar)
+        self.budget = BudgetBar(bar)  # the context's parts, drawn (`budget_bar.py`)
+        self.context = QLabel(bar)
+        bar.addPermanentWidget(self.budget)
+        for label, name in (
+            (self.model, "Loaded model"),
+            (self.worker, "Worker state"),
+            (self.speed, "Speed of the last answer"),
+            (self.context, "Context"),
+        ):
+            label.setAccessibleName(name)
+            bar.addPermanentWidget(label)
+
+    def busy(self, busy: bool) -> None:
+        self.worker.setText("worker: generating" if busy else "worker: ready")
+
+    def loaded(self, name: str, runs_on: str) -> None:
+        self.model.setText(f"{name} · on {runs_on}")
+
+    def timings(self, s: dict[str, Any]) -> None:
+        self.speed.setText(Figures.of(s).speed())  # as the answer's footer says them
+        prompt, generated = int(s.get("prompt_tokens", 0)), int(s.get("generated", 0))
+        if s.get("endpoint"):  # a remote answer: the usage the endpoint reported
+            usage = (
+                f"{prompt} prompt + {generated} completion = {prompt + generated} tokens"
+                if prompt
+                else f"usage not reported ({generated} chunks streamed)"
+            )
+            self.context.setText(f"{where(s['endpoint'])}: {usage}")
+            self.show_budget(None)
+            return
+        budget = Budget.from_dict(s.get("budget") or {})
+        if budget is None:  # no budget measured: the figures the engine gave
+            self.context.setText(f"context {prompt + generated}/{int(s.get('n_ctx', 0))}")
+        self.show_budget(budget.grown(generated) if budget is not None else None)
+
+    def show_budget(self, budget: Budget | None) -> None:
+        """The context's parts on the bar, its figure (warned when nearly full) beside it."""
+        self.budget.show_budget(budget)
+        if budget is not None:
+            self.context.setText(figure(budget))
+            self.context.setToolTip(budget.sentence())
+            mark(self.context, "error" if budget.nearly_full else "")
+        else:
+            self.context.setToolTip("")
+            mark(self.context, "")
+
+
+__all__ = ["StatusLine"]
