@@ -303,9 +303,9 @@ class ChatController(ConversationsController):
     ) -> None:
         """The turn ended (answered, stopped, failed): the reply's state said and saved."""
         self.painter.flush()
-        take_log = getattr(self.host.backend, "take_log", None)  # llama.cpp's own lines
-        if callable(take_log):
-            reply.debug.events.extend(f"llama.cpp: {line}" for line in take_log())
+        worker = self.host.worker
+        if worker is not None:  # llama.cpp's own lines
+            reply.debug.events.extend(f"llama.cpp: {line}" for line in worker.take_log())
         builder = state.builder
         reply.open_segments = dict(builder.segments)
         self._builder, self.last_builder = None, builder

@@ -86,8 +86,7 @@ def measure(controller: Counted, text: str) -> Fit:
         session, conversation = conversation_session(controller, controller.max_tokens)
         policy = controller.doc.overflow or Overflow(load_settings().overflow)
         kept = kept_always(conversation, policy)
-        info = getattr(host.backend, "info", None)
-        trained = int(getattr(info, "n_ctx_train", 0) or 0)
+        trained = host.info.n_ctx_train if host.info is not None else 0
         return Fit(
             session.count(text), session.room("", kept), host.n_ctx, trained, estimated=False
         )

@@ -67,8 +67,7 @@ class ContextFacts:
 
 def facts(host: ModelHost, settings: Settings | None = None) -> ContextFacts:
     """The loaded model's context facts (reads two small files: its choices, the settings)."""
-    info = getattr(host.backend, "info", None)
-    trained = int(getattr(info, "n_ctx_train", 0) or 0)
+    trained = host.info.n_ctx_train if host.info is not None else 0
     settings = settings or load_settings()
     return ContextFacts(host.n_ctx, trained, host.choice().context_length, settings.context_length)
 
@@ -115,7 +114,7 @@ def sizing(host: ModelHost) -> Sizing | None:
         model = read_model(host.path)
     except (HarmonyDeskError, OSError):
         return None
-    placement = getattr(getattr(host.backend, "info", None), "placement", None)
+    placement = host.info.placement if host.info is not None else None
     share = 0.0
     if placement is not None and placement.gpu_offload and placement.n_layers > 0:
         share = min(1.0, max(0, placement.gpu_layers) / placement.n_layers)

@@ -29,7 +29,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.protocol import ModelBackend, SnapshotSettings, WorkerState
+from app.engine.protocol import ModelBackend, ModelInfo, SnapshotSettings, WorkerState
 from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -39,6 +39,7 @@ from app.templates.choices import ChoiceStore, ModelChoice
 if TYPE_CHECKING:  # the templates and the session load with the first model, not the window
     from collections.abc import Callable
 
+    from app.engine.local.client import WorkerClient
     from app.engine.local.session import ChatSession
     from app.engine.local.tokenizer import ModelTokenizer
     from app.templates.base import Template, TemplateDefaults
@@ -77,6 +78,7 @@ class ModelHost(QObject):
         super().__init__()
         self.bridge = bridge
         self.backend: ModelBackend | None = backend
+        self.worker: WorkerClient | None = None  # the worker process it started (None: scripted)
         self.template: Template | None = None
         self.sampling: Sampling | None = None
         self.name = ""
@@ -93,16 +95,21 @@ class ModelHost(QObject):
     def ready(self) -> bool:
         return self.backend is not None and self.template is not None
 
+    @property
+    def info(self) -> ModelInfo | None:
+        """What the backend says of the loaded model (None: nothing loaded, or it does not say)."""
+        return self.backend.info if self.backend is not None else None
+
     def use(self, backend: ModelBackend, template: str, name: str = "scripted") -> None:
         """Use an already loaded backend (the scripted source in tests and benches)."""
         from app.templates.registry import get_template
 
-        self.backend = backend
+        self.backend, self.worker = backend, None
         self.template = get_template(template)
         self.sampling = self.template.defaults.sampling()
         self.name = name
-        self.n_ctx = getattr(getattr(backend, "info", None), "n_ctx", 8192)
-        self.projector = getattr(getattr(backend, "info", None), "projector", "") or ""
+        self.n_ctx = self.info.n_ctx if self.info is not None else 8192
+        self.projector = self.info.projector if self.info is not None else ""
         self.images_off = ""
         self.loaded.emit(name)
 
@@ -129,7 +136,7 @@ class ModelHost(QObject):
             from app.library.bundled import default_model_path
 
             file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
-            client = self.backend if hasattr(self.backend, "load") else WorkerClient()
+            client = self.worker or WorkerClient()
             choice, settings = ChoiceStore().get(file), load_settings()
             reached = [0.0]  # how far the weights got (1.0: read; the projector's turn)
 
@@ -138,7 +145,7 @@ class ModelHost(QObject):
                 self.progress.emit(0.3 + 0.7 * fraction)
 
             def load(projector: Path | None) -> Any:
-                return client.load(  # type: ignore[union-attr]
+                return client.load(
                     file,
                     n_ctx=self.context_for(file, n_ctx, choice.context_length),
                     n_threads=threads,
@@ -161,12 +168,12 @@ class ModelHost(QObject):
             self.stateChanged.emit(WorkerState.FAILED.value if self.backend is None else "ready")
             self.loadFailed.emit(exc.message, exc.details)
             return False
-        self.backend = client
+        self.backend = self.worker = client
         self._tokenizer = None  # a new model: a new vocabulary
         self.template = get_template(template_name).for_model(client.info.metadata)
         self.apply_choice(ChoiceStore().get(file))
         self.path, self.n_ctx = file, client.info.n_ctx
-        self.projector = getattr(client.info, "projector", "") or ""
+        self.projector = client.info.projector or ""
         self.name = f"{Path(file).name} ({client.info.architecture}, template {template_name})"
         self.images_off = text_only(off) if off is not None else ""
         self.recent.add(file)
@@ -206,14 +213,13 @@ class ModelHost(QObject):
     @property
     def runs_on(self) -> str:
         """Where the loaded model runs (CPU, GPU, or split), as llama.cpp placed it."""
-        info = getattr(self.backend, "info", None)
-        placement = getattr(info, "placement", None)
+        placement = self.info.placement if self.info is not None else None
         return placement.words() if placement is not None else "CPU"
 
     @property
     def gpu_offload(self) -> bool:
         """llama.cpp, as the worker loaded it, can put layers on a GPU."""
-        placement = getattr(getattr(self.backend, "info", None), "placement", None)
+        placement = self.info.placement if self.info is not None else None
         return bool(placement is not None and placement.gpu_offload)
 
     def choice(self) -> ModelChoice:
@@ -231,8 +237,7 @@ class ModelHost(QObject):
         from app.templates.registry import get_template
 
         if choice.template and self.template is not None and choice.template != self.template.name:
-            info = getattr(self.backend, "info", None)
-            metadata = info.metadata if info is not None else {}
+            metadata = self.info.metadata if self.info is not None else {}
             self.template = get_template(choice.template).for_model(metadata)
             self.templateChanged.emit()
         self.remember(choice, whole=True)
@@ -282,9 +287,8 @@ class ModelHost(QObject):
         return tuple((i, p) for i, p in spelled if p)
 
     def close(self) -> None:
-        close = getattr(self.backend, "close", None)
-        if callable(close):
-            close()
+        if self.worker is not None:
+            self.worker.close()
 
 
 def with_projector_or_not(

@@ -74,7 +74,7 @@ class ServeHost:
             template=template,
             n_ctx=self.host.n_ctx or 4096,
             created=int(time.time()),
-            use=getattr(self.host.backend, "sequence_use", None),
+            use=self.host.worker.sequence_use if self.host.worker is not None else None,
             embedder=WordLlamaEmbedder(),  # /v1/embeddings: the app's document embedding model
         )
         options = ServeOptions(port=port)
