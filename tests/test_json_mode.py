@@ -14,8 +14,7 @@ from app.domain.messages import Conversation, DeveloperContent, Message, Role, T
 from app.domain.sampling import Sampling
 from app.engine.local.session import ChatSession
 from app.engine.request import GenerationRequest
-from app.errors import ErrorCode, SchemaError
-from app.templates.harmony_grammar import harmony_constraint
+from app.errors import ErrorCode, RequestError, SchemaError
 from app.templates.registry import get_template
 from tests.json_schemas import SCHEMAS
 from tests.turns import send
@@ -148,8 +147,8 @@ def test_tool_choice_none_and_required(tiny_client: Any) -> None:
     session = _tool_session(tiny_client, 6)
     checks = _answers(list(send(session, "Use a tool.", tool_choice="required")))
     assert checks and checks[0].target in ("get_weather", "get_time") and checks[0].result.valid
-    with pytest.raises(SchemaError, match="not among the tools"):
-        harmony_constraint(None, tools={"a": None}, tool_choice="b")
+    with pytest.raises(RequestError, match="not among the tools"):  # the one check, at the door
+        GenerationRequest(tools={"a": None}, tool_choice="b")
 
 
 def test_validation_reports_the_failing_path() -> None:

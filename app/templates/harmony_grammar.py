@@ -56,11 +56,12 @@ def _call_specs(
     """The calls the model may make, and the choice that is left (a named one: `required`)."""
     specs = [CallSpec(f"functions.{name}", "commentary", params) for name, params in tools.items()]
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
-        if tool_choice not in tools:
-            raise SchemaError(
-                f"tool_choice names {tool_choice!r}, which is not among the tools: {sorted(tools)}"
-            )
-        return [CallSpec(f"functions.{tool_choice}", "commentary", tools[tool_choice])], "required"
+        # a name the request checked (`GenerationRequest`): a function, or a built-in call
+        named = [CallSpec(f"functions.{n}", "commentary", p) for n, p in tools.items()]
+        offered = [*named, *calls]
+        return [
+            c for c in offered if c.recipient.removeprefix("functions.") == tool_choice
+        ], "required"
     return specs + list(calls), tool_choice
 
 

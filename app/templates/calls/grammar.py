@@ -65,9 +65,7 @@ def call_grammar(
             return None
         banned = f"/{_TEXT}/ & ~/{_TEXT}{_escape(trigger)}{_TEXT}/"
         return Constraint(_compile(f"start: TEXT\nTEXT: {banned}"), "text, no tool call")
-    if tool_choice not in ("auto", "required"):
-        if tool_choice not in tools:
-            raise SchemaError(f"tool_choice names {tool_choice!r}, which is not a declared tool")
+    if tool_choice not in ("auto", "required"):  # a name the request checked (`GenerationRequest`)
         tools = {tool_choice: tools[tool_choice]}
     rest = fmt.grammar_rest(tools)
     trig = json.dumps(trigger)
