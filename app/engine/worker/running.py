@@ -21,6 +21,7 @@ from typing import Any
 from app.domain.events import FinishReason, GenerationDone, Timings, TokenStep
 from app.domain.sampling import Sampling
 from app.engine.protocol import Finished, FromWorker, GenerateRequest, TokenBatch
+from app.engine.worker.plan import Active
 from app.engine.worker.sequences import Sequence
 from app.engine.worker.speculate import Acceptance, Lookup
 
@@ -85,6 +86,11 @@ class Running:
     steps: int = 0
     images: dict[int, Any] = field(default_factory=dict)  # prompt position → image piece
     image_tokens: tuple[int, ...] = ()  # what each image of the prompt became
+
+    def view(self, cancelled: bool) -> Active:
+        """This generation as a plan sees it (`cancelled`: its request was)."""
+        seq, request, held = self.seq.id, self.req.request, len(self.seq.tokens)
+        return Active(seq, request, self.prompt, held, self.todo, self.next, cancelled)
 
     def emit(self, token: int, top: Any, full: bool, cancelled: bool) -> bool:
         """Take the sampled `token` (`top`: its log-probabilities, or None; `full`: the

@@ -1,19 +1,20 @@
-"""Continuous batching: the generations under way, decoded together one step at a time.
+"""Continuous batching, carried out: each step's plans (`plan.py`) run against llama.cpp, and
+what came of them fed back to the generations.
 
 Guarantees:
-- A generation gets an idle sequence when one it may use is free (`Pool.choose`: the window's
-  turn its reserved one, the server's clients the rest, in the order they came) and waits in
-  the queue until then; a queued generation that is cancelled ends at once, untouched.
+- Every decision is `plan.py`'s, made from views of the state between two steps and carried
+  out here in order (admission, prelude, batch); only what llama.cpp says (a grammar refused,
+  an image that failed, a step's status, the tokens sampled) changes what follows. A request
+  waits in the queue until a sequence of its own is idle; one cancelled there ends untouched.
 - Every step is one `llama_decode` of one batch holding, for each generation, its next token
-  (and, with speculative decoding, the drafts to check) or a chunk of its prompt: at most
-  `SHARED_CHUNK` prompt tokens while others are decoding, so a new prompt never freezes the
-  answers under way; a generation joins or leaves between two steps.
+  (and, with speculative decoding, the drafts to check) or a chunk of its prompt, so a new
+  prompt never freezes the answers under way; a generation joins or leaves between two steps.
 - Each generation samples only from its own logits rows with its own sampler chain, so a
   sequence decoded beside others gives the tokens it gives alone (tests).
 - Speculative decoding never decides a token: the drafts are checked in the same step, the
   sampler samples at each position in turn and the drafts after the first mismatch are
-  dropped from the cache; how much to draft is `speculate.draft_length`'s choice, from what
-  this generation's drafts were accepted and what steps cost.
+  dropped from the cache; how much to draft is the plan's choice (`speculate.draft_length`),
+  from what this generation's drafts were accepted and what steps cost.
 - A cancel is seen between steps, and during a step that evaluates a prompt chunk between
   llama.cpp's graph nodes (the step is then undone and the others go on at the next one).
 - At its end a generation's last tokens and its `Finished` go out, its cache's state is kept
@@ -28,27 +29,20 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.domain.events import FinishReason, GenerationDone, Timings
 from app.engine.protocol import Finished, FromWorker, GenerateRequest, Refused, Started
+from app.engine.worker import plan
 from app.engine.worker.draft_model import DraftModel
-from app.engine.worker.kv_snapshots import common_prefix
+from app.engine.worker.plan import Active, Admission, Batch, Chunk, Draft, Row, Waiting, Withdrawn
 from app.engine.worker.running import Running, sampler_chain, scored
-from app.engine.worker.sequences import SHARE_MIN, Pool, Sequence
-from app.engine.worker.speculate import (
-    DRAFT_MAX,
-    Lookup,
-    StepCosts,
-    draft_length,
-)
+from app.engine.worker.sequences import Pool
+from app.engine.worker.sequences import Sequence as Seq
+from app.engine.worker.speculate import Lookup, StepCosts
 from app.engine.worker.vision import Images, VisionError, is_image
 from app.errors import ErrorCode
-
-SHARED_CHUNK = 64  # prompt tokens per step while other generations decode
-PROBE_EVERY = 32  # a draft model idle this many steps drafts a little, to learn again
-_Entry = tuple[Running | None, int, int, int, bool]  # (run, token, seq, position, logits)
 
 
 class Scheduler:
@@ -106,6 +100,15 @@ class Scheduler:
     def busy(self) -> bool:
         return bool(self.active or self.queue)
 
+    # --- the views the plans read -----------------------------------------------------
+
+    def _views(self) -> list[Active]:
+        """The generations under way, in the order they were admitted."""
+        return [run.view(self._cancelled(run.req.request)) for run in self.active]
+
+    def _by_seq(self) -> dict[int, Running]:
+        return {run.seq.id: run for run in self.active}
+
     # --- admission ------------------------------------------------------------------
 
     def submit(self, req: GenerateRequest) -> None:
@@ -115,125 +118,104 @@ class Scheduler:
                 self._reply(Refused(req.request, ErrorCode.INPUT_INVALID, expanded))
                 return
             req = expanded
-        if len(req.prompt_ids) >= self.n_ctx:
+        refused = plan.context_refusal(len(req.prompt_ids), self.n_ctx)
+        if refused:
             self.images.forget(req.request)
-            refused = f"the prompt has {len(req.prompt_ids)} tokens; the context holds {self.n_ctx}"
             self._reply(Refused(req.request, ErrorCode.CONTEXT, refused))
             return
         self.queue.append(req)
 
     def _admit(self) -> None:
-        for req in list(self.queue):
-            if self._cancelled(req.request):
-                self.queue.remove(req)
-                self.images.forget(req.request)
-                timings = Timings(prompt_tokens=len(req.prompt_ids))
-                done = GenerationDone(FinishReason.CANCELLED, None, timings)
-                self._reply(Finished(req.request, done))
-                continue
-            seq = self.pool.choose(req.prompt_ids, req.reserved)
-            if seq is None or self._follows(req, seq):
-                continue
-            self.queue.remove(req)
-            mask, refused = self._masks(req)
-            if refused:
-                self.images.forget(req.request)
-                self._reply(Refused(req.request, ErrorCode.GRAMMAR, refused))
-                continue
-            seq.busy = True
-            self._send(Started(req.request))
-            prompt = list(req.prompt_ids)
-            start = time.perf_counter()
-            reused, restored = self.pool.prepare(seq, prompt, req.keep)
-            sampler = sampler_chain(
-                self.n_vocab, int(self.llm.last_n_tokens_size), req.sampling, mask
-            )
-            run = Running(req, seq, prompt, prompt[len(seq.tokens) :], sampler, mask, start)
-            run.reused, run.restored, run.restored_from = reused, restored.count, restored.source
-            expanded = self.images.of(req.request)
-            if expanded is not None:
-                run.images, run.image_tokens = expanded.images, tuple(expanded.counts)
-            if self.speculative == "lookup":
-                run.lookup = Lookup([t for t in prompt if not is_image(t)])
-            self.active.append(run)
+        """Carry out the admission plan; when a grammar is refused (its sequence stays idle)
+        the requests after it are decided again."""
+        pending = list(self.queue)
+        while pending:
+            waiting = [
+                Waiting(r.request, r.prompt_ids, r.reserved, self._cancelled(r.request))
+                for r in pending
+            ]
+            split = self.pool.reserved > 0
+            admission = plan.admit(waiting, self.pool.seats(), self._views(), split)
+            pending = self._carry_out(admission, pending)
 
-    def _follows(self, req: GenerateRequest, seq: Sequence) -> bool:
-        """Whether `req` should wait for a generation still evaluating the same prompt (the
-        choices of one request): its cache is then copied, not evaluated twice."""
-        own = common_prefix(seq.tokens, req.prompt_ids)
-        return any(
-            run.todo and common_prefix(run.prompt, req.prompt_ids) >= own + SHARE_MIN
-            for run in self.active
-        )
+    def _carry_out(
+        self, admission: Admission, pending: list[GenerateRequest]
+    ) -> list[GenerateRequest]:
+        """Carry out `admission` over `pending`; those still to decide (after a refusal)."""
+        at = {req.request: i for i, req in enumerate(pending)}
+        for decision in admission.decisions:
+            req = pending[at[decision.request]]
+            if isinstance(decision, Withdrawn):
+                self._withdraw(req)
+            elif not self._start(req, self.pool.all[decision.seq]):
+                return pending[at[decision.request] + 1 :]
+        return []
+
+    def _withdraw(self, req: GenerateRequest) -> None:
+        """`req` was cancelled in the queue: it ends untouched."""
+        self.queue.remove(req)
+        self.images.forget(req.request)
+        timings = Timings(prompt_tokens=len(req.prompt_ids))
+        done = GenerationDone(FinishReason.CANCELLED, None, timings)
+        self._reply(Finished(req.request, done))
+
+    def _start(self, req: GenerateRequest, seq: Seq) -> bool:
+        """Start `req` on `seq`; False when its grammar is refused (`seq` stays idle)."""
+        self.queue.remove(req)
+        mask, refused = self._masks(req)
+        if refused:
+            self.images.forget(req.request)
+            self._reply(Refused(req.request, ErrorCode.GRAMMAR, refused))
+            return False
+        seq.busy = True
+        self._send(Started(req.request))
+        self.active.append(self._running(req, seq, mask))
+        return True
+
+    def _running(self, req: GenerateRequest, seq: Seq, mask: Any) -> Running:
+        """`req`'s generation on `seq`, its cache holding what it can of the prompt."""
+        prompt = list(req.prompt_ids)
+        start = time.perf_counter()
+        reused, restored = self.pool.prepare(seq, prompt, req.keep)
+        last_n = int(self.llm.last_n_tokens_size)
+        sampler = sampler_chain(self.n_vocab, last_n, req.sampling, mask)
+        run = Running(req, seq, prompt, prompt[len(seq.tokens) :], sampler, mask, start)
+        run.reused, run.restored, run.restored_from = reused, restored.count, restored.source
+        expanded = self.images.of(req.request)
+        if expanded is not None:
+            run.images, run.image_tokens = expanded.images, tuple(expanded.counts)
+        if self.speculative == "lookup":
+            run.lookup = Lookup([t for t in prompt if not is_image(t)])
+        return run
 
     # --- one step -------------------------------------------------------------------
 
     def step(self) -> None:
-        """Admit what can start, decode one batch, sample, send, end what ended."""
+        """Admit what can start, settle what comes before the batch, decode one batch,
+        sample, send, end what ended."""
         self._admit()
-        for run in [r for r in self.active if self._cancelled(r.req.request)]:
-            run.reason = FinishReason.CANCELLED
-            self._end(run)
+        self._prelude()
         if not self.active:
             return
-        for run in [r for r in self.active if r.todo and is_image(r.todo[0])]:
+        decoding = sorted((r for r in self.active if r.next is not None), key=lambda r: r.seq.id)
+        drafts = self._drafts(decoding)
+        batch = plan.batch(self._views(), drafts, self.n_batch, self.chunk)
+        if batch.parts:
+            self._run(batch)
+
+    def _prelude(self) -> None:
+        """End the cancelled generations; evaluate the images prompts have reached."""
+        if not self.active:
+            return
+        before = plan.prelude(self._views())
+        runs = self._by_seq()
+        for seq in before.cancelled:
+            runs[seq].reason = FinishReason.CANCELLED
+            self._end(runs[seq])
+        for seq in before.images:
+            run = runs[seq]
             while run in self.active and run.todo and is_image(run.todo[0]):
                 self._image(run)
-        if not self.active:
-            return
-        entries, drafts, chunks = self._fill()
-        if not entries:
-            return
-        prompting = bool(chunks)
-        started = time.perf_counter()
-        status = self._decode(entries, prompting)
-        if status == 2:  # a cancel came while a prompt chunk was evaluated: undo, go on
-            for run in self._stepping:
-                self.pool.cut(run.seq, len(run.seq.tokens))
-            return
-        if status != 0:
-            self._failed(status)
-            return
-        if not prompting:
-            self.costs.record(len(entries), (time.perf_counter() - started) * 1000)
-        self._take(entries, drafts, chunks)
-
-    def _fill(self) -> tuple[list[_Entry], dict[int, tuple[int, list[int]]], dict[int, int]]:
-        """The batch: each decoding generation's next token and drafts, then prompt chunks
-        where room is left (how many tokens of each prompt: taken from its `todo` once the step
-        succeeded); the entries in the order of their sequences, as llama.cpp splits a batch
-        whose sequences come out of order into more pieces, each a pass over the weights."""
-        drafts: dict[int, tuple[int, list[int]]] = {}
-        chunks: dict[int, int] = {}
-        by_seq = sorted(self.active, key=lambda r: r.seq.id)
-        decoding = [r for r in by_seq if r.next is not None]
-        self._stepping = [r for r in by_seq if r.next is not None or r.todo]
-        width = len(decoding)
-        for run in decoding:
-            kind, tokens = self._draft(run, width, self.n_batch - width - 1)
-            if tokens:
-                drafts[id(run)] = (kind, tokens)
-                width += len(tokens)
-        room = self.n_batch - width
-        for run in [r for r in by_seq if r.todo]:
-            text = next((i for i, t in enumerate(run.todo) if is_image(t)), len(run.todo))
-            take = min(room, SHARED_CHUNK if decoding else room, text, self.chunk)
-            if take <= 0:
-                break
-            chunks[id(run)] = take
-            room -= take
-        entries: list[_Entry] = []
-        for run in self._stepping:
-            base = len(run.seq.tokens)
-            if run.next is not None:
-                tokens = [run.next, *drafts.get(id(run), (0, []))[1]]
-                entries += [(run, t, run.seq.id, base + i, True) for i, t in enumerate(tokens)]
-            elif id(run) in chunks:
-                take = chunks[id(run)]
-                for i, token in enumerate(run.todo[:take]):
-                    last = i == take - 1 and take == len(run.todo)
-                    entries.append((run if last else None, token, run.seq.id, base + i, last))
-        return entries, drafts, chunks
 
     def _image(self, run: Running) -> None:
         """Evaluate the image `run`'s prompt has reached; its generation ends on a failure.
@@ -262,38 +244,78 @@ class Scheduler:
         run.seq.tokens.extend(run.todo[:n])
         del run.todo[:n]
 
-    def _draft(self, run: Running, batch: int, room: int) -> tuple[int, list[int]]:
-        """The drafts to check for `run` this step (kind, tokens); none when not worth it."""
-        limit = min(DRAFT_MAX, room, self.n_ctx - len(run.seq.tokens) - 2)
-        if run.images and self.speculative == "draft":
-            return 0, []  # the draft model reads the tokens; an image is none
-        if self.speculative == "lookup" and run.lookup is not None and limit > 0:
-            kind, proposal = run.lookup.propose(limit)
-            if not proposal:
-                return 0, []
-            length = draft_length(run.acceptance.rate(kind), batch, self.costs, len(proposal))
-            length = len(proposal) if self.always_draft else length
-            if length == 0:
-                run.acceptance.shadow(kind, len(run.lookup.tokens), proposal)
-                return 0, []
-            return kind, proposal[:length]
-        if self.speculative == "draft" and self.draft is not None and limit > 0:
-            run.steps += 1
-            cost = self.draft.ms_per_token
-            length = draft_length(run.acceptance.rate(0), batch, self.costs, limit, cost)
-            if length == 0 and run.steps % PROBE_EVERY == 0:
-                length = min(2, limit)
-            length = min(DRAFT_MAX, limit) if self.always_draft else length
-            history = [*run.seq.tokens, run.next if run.next is not None else 0]
-            return 0, self.draft.propose(run.seq.id, history, length)
-        return 0, []
+    # --- drafts ---------------------------------------------------------------------
 
-    def _decode(self, entries: list[_Entry], prompting: bool) -> int:
+    def _drafts(self, decoding: list[Running]) -> dict[int, Draft]:
+        """The drafts each decoding generation checks (by sequence, in their order), each
+        within the room the ones before it left."""
+        drafts: dict[int, Draft] = {}
+        width = len(decoding)
+        for run in decoding:
+            draft = self._draft(run, width, self.n_batch - width - 1)
+            if draft.tokens:
+                drafts[run.seq.id] = draft
+                width += len(draft.tokens)
+        return drafts
+
+    def _draft(self, run: Running, batch: int, room: int) -> Draft:
+        """The drafts to check for `run` in a step of `batch` tokens; none when not worth it."""
+        limit = plan.draft_limit(room, self.n_ctx, len(run.seq.tokens))
+        if limit <= 0:
+            return Draft()
+        if self.speculative == "lookup" and run.lookup is not None:
+            return self._looked_up(run, run.lookup, batch, limit)
+        if self.speculative == "draft" and self.draft is not None and not run.images:
+            return self._drafted(run, self.draft, batch, limit)  # (an image is no token)
+        return Draft()
+
+    def _looked_up(self, run: Running, lookup: Lookup, batch: int, limit: int) -> Draft:
+        kind, proposal = lookup.propose(limit)
+        if not proposal:
+            return Draft()
+        rate = run.acceptance.rate(kind)
+        always = self.always_draft
+        length = plan.lookup_length(len(proposal), rate, batch, self.costs, always=always)
+        if length == 0:
+            run.acceptance.shadow(kind, len(lookup.tokens), proposal)
+            return Draft()
+        return Draft(kind, tuple(proposal[:length]))
+
+    def _drafted(self, run: Running, model: DraftModel, batch: int, limit: int) -> Draft:
+        run.steps += 1
+        rate, ms, always = run.acceptance.rate(0), model.ms_per_token, self.always_draft
+        length = plan.model_length(
+            limit, rate, batch, self.costs, draft_ms=ms, steps=run.steps, always=always
+        )
+        history = [*run.seq.tokens, run.next if run.next is not None else 0]
+        return Draft(0, tuple(model.propose(run.seq.id, history, length)))
+
+    # --- the batch ------------------------------------------------------------------
+
+    def _run(self, batch: Batch) -> None:
+        """Decode `batch`; undone when a cancel stopped it, its generations ended when
+        llama.cpp failed, else sampled and fed back."""
+        runs = self._by_seq()
+        self._stepping = [runs[seq] for seq in batch.stepping]
+        started = time.perf_counter()
+        status = self._decode(batch.rows, batch.prompting)
+        if status == 2:  # a cancel came while a prompt chunk was evaluated: undo, go on
+            for run in self._stepping:
+                self.pool.cut(run.seq, len(run.seq.tokens))
+            return
+        if status != 0:
+            self._failed(status)
+            return
+        if not batch.prompting:
+            self.costs.record(len(batch.rows), (time.perf_counter() - started) * 1000)
+        self._take(batch, runs)
+
+    def _decode(self, rows: Sequence[Row], prompting: bool) -> int:
         batch, low = self._batch, self.low
-        for i, (_, token, seq, pos, logits) in enumerate(entries):
-            batch.token[i], batch.pos[i] = token, pos
-            batch.n_seq_id[i], batch.seq_id[i][0], batch.logits[i] = 1, seq, logits
-        batch.n_tokens = len(entries)
+        for i, row in enumerate(rows):
+            batch.token[i], batch.pos[i] = row.token, row.pos
+            batch.n_seq_id[i], batch.seq_id[i][0], batch.logits[i] = 1, row.seq, row.logits
+        batch.n_tokens = len(rows)
         if prompting:
             low.llama_set_abort_callback(self.ctx, self._abort, None)
         try:
@@ -305,40 +327,35 @@ class Scheduler:
     def _abort_now(self) -> bool:
         return any(self._cancelled(run.req.request) for run in self._stepping)
 
-    def _take(
-        self,
-        entries: list[_Entry],
-        drafts: dict[int, tuple[int, list[int]]],
-        chunks: dict[int, int],
-    ) -> None:
-        """Sample each generation from its rows, check its drafts, send, end what ended."""
-        rows: dict[int, list[int]] = collections.defaultdict(list)
-        for i, (run, *_rest, logits) in enumerate(entries):
-            if run is not None and logits:
-                rows[id(run)].append(i)
-        for run in list(self._stepping):
-            take = chunks.get(id(run), 0)
-            if take:
-                run.seq.tokens.extend(run.todo[:take])
-                del run.todo[:take]
-            if id(run) not in rows:
-                continue  # a prompt chunk that did not end the prompt
-            kind, tokens = drafts.get(id(run), (0, []))
-            if run.next is not None:
-                run.seq.tokens.append(run.next)
-            held = len(run.seq.tokens)
-            kept = self._verify(run, rows[id(run)], tokens)
-            if tokens:
-                run.drafted += len(tokens)
-                run.accepted += kept
-                run.acceptance.record(kind, len(tokens), kept)
-                run.seq.tokens.extend(tokens[:kept])
-                self.pool.cut(run.seq, held + kept)
-            run.flush(self._send)
-            if run.reason is not None:
-                self._end(run)
+    def _take(self, batch: Batch, runs: dict[int, Running]) -> None:
+        """Each chunk into its cache; each generation with rows sampled, its drafts checked."""
+        sampled = batch.sampled()
+        for part in batch.parts:
+            run = runs[part.seq]
+            if isinstance(part, Chunk):
+                run.seq.tokens.extend(part.tokens)
+                del run.todo[: len(part.tokens)]
+                if part.ends:
+                    self._sample(run, sampled[part.seq], Draft())
+            else:
+                run.seq.tokens.append(part.token)
+                self._sample(run, sampled[part.seq], part.draft)
 
-    def _verify(self, run: Running, rows: list[int], drafts: list[int]) -> int:
+    def _sample(self, run: Running, rows: list[int], draft: Draft) -> None:
+        """Sample `run` from its `rows`, keep the drafts matched, send, end it if it ended."""
+        held = len(run.seq.tokens)
+        kept = self._verify(run, rows, draft.tokens)
+        if draft.tokens:
+            run.drafted += len(draft.tokens)
+            run.accepted += kept
+            run.acceptance.record(draft.kind, len(draft.tokens), kept)
+            run.seq.tokens.extend(draft.tokens[:kept])
+            self.pool.cut(run.seq, held + kept)
+        run.flush(self._send)
+        if run.reason is not None:
+            self._end(run)
+
+    def _verify(self, run: Running, rows: list[int], drafts: Sequence[int]) -> int:
         """Sample at each row in turn while the drafts are matched; how many were kept."""
         cancelled = self._cancelled(run.req.request)
         for j, row in enumerate(rows):
@@ -350,6 +367,8 @@ class Scheduler:
             if token != drafts[j]:
                 return j
         return len(rows) - 1
+
+    # --- ends -----------------------------------------------------------------------
 
     def _end(self, run: Running) -> None:
         run.flush(self._send, force=True)

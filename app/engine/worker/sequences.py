@@ -2,10 +2,10 @@
 
 Guarantees:
 - Each `Sequence` knows the tokens its cache holds (positions 0..n-1), and only those.
-- `Pool.choose` gives a request an idle sequence it may use — the reserved ones (the
-  window's own turn) or the shared ones (the server's clients); with none reserved, any — the
-  one whose cache already holds the longest prefix of the prompt, the least recently used
-  among equals; None when all are busy (the request waits its turn).
+- `Pool.choose` gives a request an idle sequence it may use (`plan.choose`: the reserved ones
+  for the window's own turn, the shared ones for the server's clients; with none reserved,
+  any) — the one whose cache already holds the longest prefix of the prompt, the least
+  recently used among equals; None when all are busy (the request waits its turn).
 - `Pool.prepare` makes the chosen sequence hold the longest prefix of the prompt it can
   without evaluating: its own cache cut back (`rollback`), another sequence's cache copied
   when that one holds at least `SHARE_MIN` more of the prompt (the choices of one request,
@@ -23,8 +23,7 @@ from typing import Any
 
 from app.engine.protocol import Keep
 from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix
-
-SHARE_MIN = 64  # tokens another sequence must hold beyond ours for its cache to be copied
+from app.engine.worker.plan import SHARE_MIN, Seat, choose
 
 
 @dataclass
@@ -51,10 +50,12 @@ class Pool:
 
     def choose(self, prompt: Tokens[int], reserved: bool) -> Sequence | None:
         """The idle sequence for a request (see the guarantees), or None."""
-        mine = [s for s in self.all if not s.busy and (not self.reserved or s.reserved == reserved)]
-        if not mine:
-            return None
-        return max(mine, key=lambda s: (common_prefix(s.tokens, prompt[:-1]), -s.used))
+        seat = choose(self.seats(), prompt, reserved, self.reserved > 0)
+        return None if seat is None else self.all[seat.id]
+
+    def seats(self) -> tuple[Seat, ...]:
+        """The sequences as a plan sees them (their token lists read, not copied)."""
+        return tuple(Seat(s.id, s.reserved, s.busy, s.used, s.tokens) for s in self.all)
 
     def busy(self) -> int:
         return sum(s.busy for s in self.all)
