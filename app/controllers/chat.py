@@ -63,6 +63,7 @@ from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Versio
 from app.domain.listing import title_of
 from app.domain.messages import ReasoningEffort
 from app.domain.reply import Added, ReplyBuilder
+from app.engine.session import REMOTE
 from app.errors import ErrorCode, SchemaError
 from app.store.history import HistoryStore
 from app.tools.approval import ApprovalPolicy, Mode
@@ -126,10 +127,11 @@ class ChatController(ConversationsController):
     def model_features(self) -> tuple[bool, bool]:
         """(tools, effort): whether the conversation's model can call tools (its template has a
         tool-call format) and takes a reasoning effort; a remote endpoint decides for itself."""
-        template = self.host.template
-        if (self.doc.endpoint is not None and self.remote is not None) or template is None:
+        remote = self.doc.endpoint is not None and self.remote is not None
+        capabilities = REMOTE if remote else self.host.capabilities
+        if capabilities is None:
             return True, True
-        return template.tool_calls is not None, template.takes_effort
+        return capabilities.tools, capabilities.effort
 
     @property
     def sees_images(self) -> bool | None:

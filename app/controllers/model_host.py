@@ -30,6 +30,7 @@ from PySide6.QtCore import QObject, Signal
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
 from app.engine.protocol import ModelBackend, ModelInfo, SnapshotSettings, WorkerState
+from app.engine.session import Capabilities, local_capabilities
 from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -94,6 +95,13 @@ class ModelHost(QObject):
     @property
     def ready(self) -> bool:
         return self.backend is not None and self.template is not None
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the loaded model can do (None: none is loaded)."""
+        if self.template is None:
+            return None
+        return local_capabilities(self.template, self.info)
 
     @property
     def info(self) -> ModelInfo | None:
@@ -226,10 +234,10 @@ class ModelHost(QObject):
         """What the user chose for the loaded model (empty for the scripted source)."""
         return ChoiceStore().get(self.path) if self.path else ModelChoice()
 
-    def settings(self) -> dict[str, Any]:
-        """The template name and the sampling values in use."""
+    def settings(self) -> ModelChoice:
+        """The template and the sampling values in use, as choices that set each of them."""
         assert self.template is not None and self.sampling is not None
-        return {"template": self.template.name, **self.sampling.model_dump()}
+        return ModelChoice.in_use(self.template.name, self.sampling)
 
     def apply_settings(self, choice: ModelChoice) -> None:
         """Use (and remember for this model) a template and sampling values: `choice` is the

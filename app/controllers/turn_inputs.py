@@ -89,7 +89,7 @@ def sees_images(host: ModelHost, remote: bool) -> bool | None:
         return True
     if not host.ready:
         return None
-    return bool(host.info.projector) if host.info is not None else False
+    return host.capabilities.images if host.capabilities is not None else False
 
 
 class TurnOwner(Protocol):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.domain.events import (
     ContextFit,
@@ -29,6 +29,10 @@ from app.domain.events import (
 )
 from app.domain.messages import Conversation, Message, ReasoningEffort
 from app.engine.request import GenerationRequest
+
+if TYPE_CHECKING:
+    from app.engine.protocol import ModelInfo
+    from app.templates.base import Template
 
 ChatEvent = (
     ParseEvent
@@ -53,6 +57,22 @@ class Capabilities:
     images: bool = False  # takes images in a message (a remote endpoint's server decides)
     tools: bool = True  # the model can call tools (its family has a tool-call format)
     effort: bool = True  # a reasoning effort means something to the model
+
+
+REMOTE = Capabilities(continues_prefix=False, vocabulary=False, images=True)  # its server decides
+
+
+def local_capabilities(template: Template, info: ModelInfo | None) -> Capabilities:
+    """What a model this app runs can do: its template says whether it calls tools and takes
+    an effort; a projector loaded with it, whether it sees images. The one place this is said
+    (the session, and the window before a session exists, read it)."""
+    return Capabilities(
+        continues_prefix=True,
+        vocabulary=True,
+        tools=template.tool_calls is not None,
+        effort=template.takes_effort,
+        images=info is not None and bool(info.projector),
+    )
 
 
 @dataclass

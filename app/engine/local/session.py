@@ -56,11 +56,15 @@ from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
 from app.engine.protocol import Keep, ModelBackend
 from app.engine.request import GenerationRequest
-from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
+from app.engine.session import (
+    Capabilities,
+    ChatEvent,
+    Generation,
+    TurnRecord,
+    local_capabilities,
+)
 from app.errors import ContextError, ErrorCode, InvalidInputError
 from app.templates.base import GrammarRequest, Template
-
-_LOCAL = Capabilities(continues_prefix=True, vocabulary=True)
 
 
 def _is_call(event: ParseEvent) -> bool:
@@ -99,12 +103,7 @@ class ChatSession:
 
     @property
     def capabilities(self) -> Capabilities:
-        return dataclasses.replace(
-            _LOCAL,
-            tools=self.template.tool_calls is not None,
-            effort=self.template.takes_effort,
-            images=self.client.info is not None and bool(self.client.info.projector),
-        )
+        return local_capabilities(self.template, self.client.info)
 
     def token_table(self) -> Sequence[bytes]:
         return self.tokenizer.token_table()

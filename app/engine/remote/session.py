@@ -44,13 +44,11 @@ from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
 from app.engine.remote.wire import for_the_record, openai_client, request_body
 from app.engine.request import GenerationRequest
-from app.engine.session import Capabilities, ChatEvent, Generation, TurnRecord
+from app.engine.session import REMOTE, Capabilities, ChatEvent, Generation, TurnRecord
 from app.errors import ErrorCode, InvalidInputError
 from app.harmony.encoding import CALL
 from app.templates.calls.formats import call_format
 from app.templates.calls.scanner import CallScanner
-
-_REMOTE = Capabilities(continues_prefix=False, vocabulary=False, images=True)  # its server says
 
 
 class RemoteSession:
@@ -78,7 +76,7 @@ class RemoteSession:
 
     @property
     def capabilities(self) -> Capabilities:
-        return _REMOTE
+        return REMOTE
 
     def count(self, text: str) -> int:
         return estimate(text)
