@@ -146,13 +146,14 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _app_imports(path: Path) -> list[tuple[str, bool]]:
+def _app_imports(path: Path, *, type_only: bool = False) -> list[tuple[str, bool]]:
     """(module, at top level) for each app import in `path` that runs: at top level or inside
-    a function, not the type-only ones under `if TYPE_CHECKING:` (they never run); `from app.x
-    import y` names `app.x.y` when that is a module."""
+    a function; with `type_only`, also those under `if TYPE_CHECKING:` (they never run, but a
+    helper that names its owner's class there is still tied to it); `from app.x import y` names
+    `app.x.y` when that is a module."""
     tree = ast.parse(path.read_text())
     top = {id(node) for node in tree.body}
-    type_only = {
+    checking = {
         id(inner)
         for node in tree.body
         if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
@@ -160,7 +161,7 @@ def _app_imports(path: Path) -> list[tuple[str, bool]]:
     }
     found = []
     for node in ast.walk(tree):
-        if id(node) in type_only:
+        if id(node) in checking and not type_only:
             continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -169,7 +170,7 @@ def _app_imports(path: Path) -> list[tuple[str, bool]]:
             names += [f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")]
         else:
             continue
-        found += [(n, id(node) in top) for n in names if n == "app" or n.startswith("app.")]
+        found += [(n, id(node) in top or id(node) in checking) for n in names if n == "app" or n.startswith("app.")]
     return found
 
 
@@ -212,12 +213,12 @@ def test_each_engine_side_keeps_to_itself(side: str) -> None:
 # --- no circles, no aliases ------------------------------------------------------------------
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(type_only: bool = True) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in APP.rglob("*.py"):
         here = _module(path)
         graph.setdefault(here, set())
-        for name, _ in _app_imports(path):
+        for name, _ in _app_imports(path, type_only=type_only):
             if _is_module(name) and name != here and not here.startswith(name + "."):
                 graph[here].add(name)
     return graph
@@ -258,12 +259,24 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_circle_even_through_imports_inside_functions() -> None:
-    """Every import that runs counts, at top level or inside a function."""
+def test_no_import_circle_even_through_imports_inside_functions_or_type_only_ones() -> None:
+    """Every import counts: at top level, inside a function, or under `if TYPE_CHECKING:`."""
     graph = _graph()
     deferred = sum(1 for p in APP.rglob("*.py") for _, top in _app_imports(p) if not top)
     assert deferred > 0  # the walk sees imports inside functions (the CLI loads commands late)
+    assert len(_graph(type_only=True)) == len(_graph(type_only=False))
+    typed = sum(len(v) for v in _graph(type_only=True).values())
+    assert typed > sum(len(v) for v in _graph(type_only=False).values())  # it sees type-only ones
     assert circles(graph) == []
+
+
+def test_a_type_only_import_is_counted_in_a_circle(tmp_path: Path) -> None:
+    owner = "from app.helper import helps\nclass Owner: ...\n"
+    helper = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app.owner import Owner\n"
+    (tmp_path / "owner.py").write_text(owner)
+    (tmp_path / "helper.py").write_text(helper)
+    assert [n for n, _ in _app_imports(tmp_path / "helper.py", type_only=True)] == ["app.owner"]
+    assert _app_imports(tmp_path / "helper.py") == []
 
 
 def test_the_circle_finder_finds_a_circle() -> None:
