@@ -4,7 +4,11 @@ Guarantees: values are validated (a bad value in the file is reported and the de
 rest kept; an invalid endpoint is left out, the others kept; the file as written is first copied
 to `settings.json.invalid`, so nothing the user wrote is lost); writes go to a temporary file,
 are fsynced and renamed over the old one; the model forbids unknown fields, and it has no field
-for secrets: API keys live in the OS keyring only.
+for secrets: API keys live in the OS keyring only. Each setting is declared once, here: its type,
+default, bounds and help, and how it is shown (`Shown`: label, unit, page and section or none,
+what 0 means, whether it applies at the next load); a field without that declaration is refused
+when the module loads (`app/domain/declared.py`), and the Settings dialog, the terminal and the
+consumers read the declaration instead of naming the setting again.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from app.domain.budget import OverflowName
+from app.domain.budget import Overflow, OverflowName
+from app.domain.declared import Declared, SettingsPage, Shown
 from app.domain.endpoint import Endpoint
 from app.fileio import write_atomic
 from app.paths import config_dir
@@ -24,48 +29,88 @@ from app.paths import config_dir
 log = logging.getLogger("store")
 
 
-class Settings(BaseModel):
+APPEARANCE = SettingsPage("Appearance", ("Look",), "palette-outline")
+CHAT = SettingsPage("Chat", ("New messages",), "chat-outline")
+MODEL = SettingsPage("Model & performance", ("Loading a model", "Generation", "Downloads"), "chip")
+PRIVACY = SettingsPage(
+    "Privacy & data", ("Deleted chats", "Conversation cache"), "shield-lock-outline"
+)
+PAGES = (APPEARANCE, CHAT, MODEL, PRIVACY)  # the Settings dialog's pages, in order
+GPU_WORDS = (("auto", "automatic"), ("all", "all layers"), ("none", "none (CPU only)"))
+
+
+class Settings(Declared):
+    """Each field is declared once: type, default, bounds and help (`Field`), and how it is
+    shown (`Shown`: label, page and section, unit, what 0 means, whether it applies at the
+    next load). A field's sections order its page; within a section, the fields' order here."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    trash_retention_days: int = Field(
+    trash_retention_days: Annotated[
+        int, Shown("Keep deleted chats", PRIVACY, "Deleted chats", unit=" days")
+    ] = Field(
         30, ge=1, le=3650, description="Deleted conversations are removed for good after this."
     )
-    endpoints: tuple[Endpoint, ...] = Field(
+    endpoints: Annotated[tuple[Endpoint, ...], Shown("Endpoints", None)] = Field(
         (), description="Remote OpenAI-compatible endpoints (their keys are in the keyring)."
     )
-    model_folders: tuple[str, ...] = Field(
+    model_folders: Annotated[tuple[str, ...], Shown("Model folders", None)] = Field(
         (), description="Folders searched for GGUF models besides the default models folder."
     )
-    default_model: str | None = Field(
+    default_model: Annotated[str | None, Shown("Default model", None)] = Field(
         None, description="The model loaded at start (None: the bundled default model)."
     )
-    context_length: int = Field(
+    context_length: Annotated[
+        int,
+        Shown("Context length", MODEL, "Loading a model", unit=" tokens", step=1024, reload=True),
+    ] = Field(
         4096,
         ge=256,
         le=1_048_576,
         description="Context (tokens) models are loaded with, unless a model has its own"
         " (File ▸ Model settings…).",
     )
-    max_downloads: int = Field(
+    max_downloads: Annotated[int, Shown("Downloads at once", MODEL, "Downloads")] = Field(
         2, ge=1, le=8, description="Model downloads running at once; the others wait."
     )
-    theme: Literal["system", "light", "dark"] = Field(
-        "system", description="Light or dark, or as the system is set (it follows changes)."
+    theme: Annotated[Literal["system", "light", "dark"], Shown("Theme", APPEARANCE, "Look")] = (
+        Field("system", description="Light or dark, or as the system is set (it follows changes).")
     )
-    font_size: int = Field(
-        0, ge=0, le=32, description="Text size in points (0: as the system sets it)."
-    )
-    reasoning_effort: Literal["default", "low", "medium", "high"] = Field(
-        "default", description="Reasoning effort new messages start with (gpt-oss models)."
-    )
-    max_tokens: int = Field(1024, ge=16, le=131_072, description="Longest answer, in tokens.")
-    overflow: OverflowName = Field(
+    font_size: Annotated[
+        int, Shown("Text size", APPEARANCE, "Look", unit=" pt", zero="System default")
+    ] = Field(0, ge=0, le=32, description="Text size in points (0: as the system sets it).")
+    reasoning_effort: Annotated[
+        Literal["default", "low", "medium", "high"],
+        Shown("Reasoning effort", CHAT, "New messages"),
+    ] = Field("default", description="Reasoning effort new messages start with (gpt-oss models).")
+    max_tokens: Annotated[
+        int, Shown("Longest answer", CHAT, "New messages", unit=" tokens", step=256)
+    ] = Field(1024, ge=16, le=131_072, description="Longest answer, in tokens.")
+    overflow: Annotated[
+        OverflowName,
+        Shown(
+            "When the context is full",
+            CHAT,
+            "New messages",
+            words=tuple((p.value, p.said) for p in Overflow),
+        ),
+    ] = Field(
         "stop",
         description="When a conversation outgrows the context (stop: say so; drop-middle: leave"
         " out the oldest exchanges after the first; rolling: leave out the oldest exchanges);"
         " each conversation can choose its own.",
     )
-    kv_cache_gib: int = Field(
+    kv_cache_gib: Annotated[
+        int,
+        Shown(
+            "Conversation cache",
+            PRIVACY,
+            "Conversation cache",
+            unit=" GiB",
+            zero="None",
+            reload=True,
+        ),
+    ] = Field(
         2,
         ge=0,
         le=1024,
@@ -73,18 +118,23 @@ class Settings(BaseModel):
         " one after a restart does not read it again; the least recently used goes first"
         " (0: keep none on disk).",
     )
-    parallel: int = Field(
-        4,
-        ge=1,
-        le=16,
-        description="Answers the model works on at once: one is kept for this window, the rest"
-        " serve the local server's clients side by side; each holds its own context, so the"
-        " conversation cache in memory grows with it (1: one answer at a time).",
+    parallel: Annotated[int, Shown("Answers at once", MODEL, "Loading a model", reload=True)] = (
+        Field(
+            4,
+            ge=1,
+            le=16,
+            description="Answers the model works on at once: one is kept for this window, the rest"
+            " serve the local server's clients side by side; each holds its own context, so the"
+            " conversation cache in memory grows with it (1: one answer at a time).",
+        )
     )
-    threads: int = Field(
-        0, ge=0, le=256, description="Generation threads (0: the physical cores less one)."
-    )
-    gpu_layers: Literal["auto", "all", "none"] = Field(
+    threads: Annotated[
+        int, Shown("Threads", MODEL, "Generation", zero="Automatic", reload=True)
+    ] = Field(0, ge=0, le=256, description="Generation threads (0: the physical cores less one).")
+    gpu_layers: Annotated[
+        Literal["auto", "all", "none"],
+        Shown("GPU layers", MODEL, "Loading a model", words=GPU_WORDS, reload=True),
+    ] = Field(
         "auto",
         description="Layers on the GPU for models without their own choice (auto: all, where"
         " llama.cpp can offload).",

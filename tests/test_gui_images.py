@@ -161,7 +161,7 @@ def vision_window(qtbot: Any, qloop: Any, tmp_path: Path, vision_pair: tuple[Pat
     client = WorkerClient()
     client.load(vision_pair[0], n_ctx=512, n_threads=1, projector=vision_pair[1])
     host = ModelHost(EngineBridge())
-    host.use(client, "smollm2", "tiny vision")
+    host.use(client, "smollm2", "tiny vision", loader=client)
     window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))
     qtbot.addWidget(window)
     window.show()

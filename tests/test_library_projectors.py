@@ -278,7 +278,7 @@ def test_a_chosen_projector_gone_loads_text_only_and_says_so(
     model = folder_with(home / "models", Tiny=text) / "Tiny.gguf"
     ChoiceStore().remember(model, ModelChoice(projector=str(home / "mmproj-gone.gguf")))
     host, source = ModelHost(EngineBridge()), Loading()
-    host.use(source, "smollm2")
+    host.use(source, "smollm2", loader=source)
     heard = load_in_host(qtbot, host, model)
     assert source.projectors == [None]
     assert heard[-1][0] == "failed" and "mmproj-gone.gguf" in heard[-1][1]
@@ -290,7 +290,7 @@ def test_a_model_failing_before_its_projector_is_not_loaded_again(
 ) -> None:
     model = folder_with(home / "models", Tiny=text, **{"mmproj-Tiny": projector}) / "Tiny.gguf"
     host, source = ModelHost(EngineBridge()), Loading(refuse=1)
-    host.use(source, "smollm2")
+    host.use(source, "smollm2", loader=source)
     failed: list[str] = []
     host.loadFailed.connect(lambda text, _details: failed.append(text))
     task = asyncio.ensure_future(host.load(str(model), n_ctx=512))

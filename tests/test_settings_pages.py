@@ -115,7 +115,7 @@ def test_a_setting_the_table_does_not_place_still_appears_with_a_readable_label(
     pages = settings_pages.pages([*preferences.fields(), new])
     assert pages[-1].title == "More" and pages[-1].sections[0].names == ("kv_cache_budget",)
     placed = [n for p in pages for s in p.sections for n in s.names]
-    assert sorted(placed) == sorted({*preferences.SHOWN, "kv_cache_budget"})  # each exactly once
+    assert sorted(placed) == sorted({*(f.name for f in preferences.fields()), "kv_cache_budget"})  # each exactly once
     assert settings_pages.label("kv_cache_budget") == "KV cache budget"
     assert settings_pages.label("gpu_split") == "GPU split"
 
@@ -227,7 +227,7 @@ def test_answers_at_once_sits_with_the_context_length_and_says_what_it_costs(qtb
     assert "one is kept for this window" in said and "local server's clients" in said and "grows with it" in said
     page = dialog.stack.widget(dialog.page_of["parallel"])
     assert page is dialog.stack.widget(dialog.page_of["context_length"])  # Model & performance
-    loading = settings_pages.PAGES[2].sections[0]
+    loading = settings_pages.pages(preferences.fields())[2].sections[0]
     assert loading.heading == "Loading a model" and "parallel" in loading.names
     row.control.setValue(2)
     with qtbot.waitSignal(dialog.accepted, timeout=2000):
@@ -301,7 +301,8 @@ def test_the_window_loads_with_the_settings_answers_at_once_one_kept_for_itself(
         own_config.mkdir(exist_ok=True)
         (own_config / "settings.json").write_text(json.dumps({"parallel": parallel}))
         host = ModelHost(EngineBridge())
-        host.use(Loading([]), "harmony")
+        loader = Loading([])
+        host.use(loader, "harmony", loader=loader)
         task = asyncio.ensure_future(host.load(str(tmp_path / "model.gguf"), n_ctx=2048))
         qtbot.waitUntil(task.done, timeout=10_000)
         assert task.result()

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.cli.progress import Progress
+from app.domain.declared import setting
 from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
 from app.engine.cores import default_threads
@@ -65,10 +66,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--flash-attn", action=argparse.BooleanOptionalAction, default=None,
         help="flash attention (remembered for the model)",
     )  # fmt: skip
-    parser.add_argument("--kv-type", choices=["f16", "q8_0"], help="the KV cache's type")
+    kv_types = setting(ModelChoice, "kv_type").choices
+    parser.add_argument("--kv-type", choices=kv_types, help="the KV cache's type")
     parser.add_argument(
         "--speculative",
-        choices=["off", "lookup", "draft"],
+        choices=setting(ModelChoice, "speculative").choices,
         help="speculative decoding: lookup (drafts from the conversation, the default), draft"
         " (a draft model, --draft-model) or off; remembered for the model",
     )
@@ -170,6 +172,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     choice = ChoiceStore().remember(path, _choice(args))
     if getattr(args, "chat_template", None) is not None:  # this run's template, from its file
         choice = choice.model_copy(update={"template": args.template})
+    settings = load_settings()
     progress = Progress(f"Loading {Path(path).name}")
     progress.start()
     try:
@@ -178,8 +181,8 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             n_ctx=args.ctx or 4096,
             n_threads=args.threads,
             on_progress=progress,
-            settings=choice.load_settings(load_settings().gpu_layers),
-            snapshots=SnapshotSettings.of(load_settings().kv_cache_gib),
+            settings=choice.load_settings(settings.gpu_layers),
+            snapshots=SnapshotSettings.of(settings.kv_cache_gib),
             sequences=getattr(args, "parallel", None) or 1,
             projector=projector_for(path, choice.projector),
         )

@@ -29,7 +29,13 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.protocol import ModelBackend, ModelInfo, SnapshotSettings, WorkerState
+from app.engine.protocol import (
+    ModelBackend,
+    ModelInfo,
+    ModelLoader,
+    SnapshotSettings,
+    WorkerState,
+)
 from app.engine.session import Capabilities, local_capabilities
 from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic
@@ -40,7 +46,6 @@ from app.templates.choices import ChoiceStore, ModelChoice
 if TYPE_CHECKING:  # the templates and the session load with the first model, not the window
     from collections.abc import Callable
 
-    from app.engine.local.client import WorkerClient
     from app.engine.local.session import ChatSession
     from app.engine.local.tokenizer import ModelTokenizer
     from app.templates.base import Template, TemplateDefaults
@@ -79,7 +84,7 @@ class ModelHost(QObject):
         super().__init__()
         self.bridge = bridge
         self.backend: ModelBackend | None = backend
-        self.worker: WorkerClient | None = None  # the worker process it started (None: scripted)
+        self.worker: ModelLoader | None = None  # what loads models (None: a new worker process)
         self.template: Template | None = None
         self.sampling: Sampling | None = None
         self.name = ""
@@ -108,11 +113,19 @@ class ModelHost(QObject):
         """What the backend says of the loaded model (None: nothing loaded, or it does not say)."""
         return self.backend.info if self.backend is not None else None
 
-    def use(self, backend: ModelBackend, template: str, name: str = "scripted") -> None:
-        """Use an already loaded backend (the scripted source in tests and benches)."""
+    def use(
+        self,
+        backend: ModelBackend,
+        template: str,
+        name: str = "scripted",
+        *,
+        loader: ModelLoader | None = None,
+    ) -> None:
+        """Use an already loaded backend (the scripted source in tests and benches); `loader`
+        loads the next model (None: a worker process started then)."""
         from app.templates.registry import get_template
 
-        self.backend, self.worker = backend, None
+        self.backend, self.worker = backend, loader
         self.template = get_template(template)
         self.sampling = self.template.defaults.sampling()
         self.name = name

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from app.constrain.constraint import Constraint
@@ -398,3 +399,30 @@ class ModelBackend(Protocol):
     def special_bytes(self, ids: Sequence[int]) -> list[bytes]: ...
 
     def specials(self) -> Specials: ...
+
+
+class ModelLoader(ModelBackend, Protocol):
+    """A backend that loads models itself: the worker process (`WorkerClient`), or a test's
+    stand-in for it. The window's model host holds one and asks it, never probing."""
+
+    def load(
+        self,
+        path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        on_progress: Callable[[float], None] | None = None,
+        cancel: threading.Event | None = None,
+        settings: LoadSettings | None = None,
+        snapshots: SnapshotSettings | None = None,
+        sequences: int = 1,
+        reserved: int = 0,
+        always_draft: bool = False,
+        projector: str | Path | None = None,
+    ) -> ModelInfo: ...
+
+    def take_log(self) -> list[str]: ...
+
+    def sequence_use(self) -> dict[str, int]: ...
+
+    def close(self) -> None: ...

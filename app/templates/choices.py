@@ -3,7 +3,9 @@ layers, flash attention, cache type, context length), remembered across runs.
 
 Guarantees: stored as JSON in the per-user config folder (`HARMONY_DESK_CONFIG` overrides it),
 written atomically; a missing or damaged file reads as "no choices" and is never fatal; values
-are validated with the same bounds as the template defaults.
+are validated with the same bounds as the template defaults; each choice is declared once, with
+how Model settings shows it and whether it applies at the next load (`Shown`,
+`app/domain/declared.py`): the choices that do are the ones `apply` leaves to the loader.
 """
 
 from __future__ import annotations
@@ -12,31 +14,88 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from app.domain.declared import Declared, SettingsPage, Shown, settings_of
 from app.domain.placement import LoadSettings
+from app.domain.sampling import Sampling
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.templates.base import TemplateDefaults
 
+MODEL_SETTINGS = SettingsPage("Model settings", ("Chat template", "Sampling", "Context", "Loading"))
+SPECULATIVE_WORDS = (("off", "Off"), ("lookup", "Prompt lookup"), ("draft", "Draft model"))
 
-class ModelChoice(BaseModel):
-    """What the user chose for one model; None means "the template's default"."""
+
+class ModelChoice(Declared):
+    """What the user chose for one model; None means "the template's default". Each field is
+    declared once, with how Model settings shows it (`Shown`); `reload`: it applies when the
+    model is next loaded."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    template: str | None = None
-    temperature: float | None = Field(None, ge=0.0, le=2.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=0)
-    repetition_penalty: float | None = Field(None, ge=0.5, le=2.0)
-    gpu_layers: Literal["auto", "all"] | Annotated[int, Field(ge=0)] | None = None  # None: auto
-    flash_attn: bool | None = None
-    kv_type: Literal["f16", "q8_0"] | None = None
-    context_length: int | None = Field(None, ge=256, le=1_048_576)  # None: the settings'
-    speculative: Literal["off", "lookup", "draft"] | None = None  # None: prompt lookup
-    draft_model: str | None = None  # a GGUF with the model's vocabulary (for "draft")
-    projector: str | None = None  # its mmproj GGUF ("": none; None: the one in its folder)
+    template: Annotated[str | None, Shown("Template", MODEL_SETTINGS, "Chat template")] = Field(
+        None,
+        description="How messages are written for this model; its sampling values come with it.",
+    )
+    temperature: Annotated[
+        float | None, Shown("Temperature", MODEL_SETTINGS, "Sampling", step=0.05)
+    ] = Field(None, ge=0.0, le=2.0)
+    top_p: Annotated[float | None, Shown("Top p", MODEL_SETTINGS, "Sampling", step=0.05)] = Field(
+        None, gt=0.0, le=1.0
+    )
+    top_k: Annotated[
+        int | None, Shown("Top k", MODEL_SETTINGS, "Sampling", zero="off", high=1000)
+    ] = Field(None, ge=0)
+    repetition_penalty: Annotated[
+        float | None, Shown("Repetition penalty", MODEL_SETTINGS, "Sampling", step=0.05)
+    ] = Field(None, ge=0.5, le=2.0)
+    gpu_layers: Annotated[  # None: auto
+        Literal["auto", "all"] | Annotated[int, Field(ge=0)] | None,
+        Shown("GPU layers", MODEL_SETTINGS, "Loading", reload=True),
+    ] = Field(None, description="Automatic puts every layer on the GPU where it fits.")
+    flash_attn: Annotated[
+        bool | None, Shown("Flash attention", MODEL_SETTINGS, "Loading", reload=True)
+    ] = None
+    kv_type: Annotated[
+        Literal["f16", "q8_0"] | None, Shown("KV cache", MODEL_SETTINGS, "Loading", reload=True)
+    ] = Field(None, description="q8_0 halves the cache's memory and turns flash attention on.")
+    context_length: Annotated[  # None: the settings'
+        int | None,
+        Shown("Context length", MODEL_SETTINGS, "Context", unit=" tokens", step=1024, reload=True),
+    ] = Field(
+        None,
+        ge=256,
+        le=1_048_576,
+        description="How much of the conversation the model reads at once; more takes more memory.",
+    )
+    speculative: Annotated[  # None: prompt lookup
+        Literal["off", "lookup", "draft"] | None,
+        Shown(
+            "Speculative decoding",
+            MODEL_SETTINGS,
+            "Loading",
+            words=SPECULATIVE_WORDS,
+            reload=True,
+        ),
+    ] = None
+    draft_model: Annotated[  # a GGUF with the model's vocabulary (for "draft")
+        str | None, Shown("Draft model", MODEL_SETTINGS, "Loading", reload=True)
+    ] = None
+    projector: Annotated[  # its mmproj GGUF ("": none; None: the one in its folder)
+        str | None, Shown("Projector (images)", MODEL_SETTINGS, "Loading", reload=True)
+    ] = None
+
+    @classmethod
+    def in_use(cls, template: str, sampling: Sampling) -> ModelChoice:
+        """The template and the sampling values in use, as choices that set each of them."""
+        return cls(
+            template=template,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            repetition_penalty=sampling.repeat_penalty,
+        )
 
     def merged(self, newer: ModelChoice) -> ModelChoice:
         """These choices with every value `newer` sets replacing ours."""
@@ -62,8 +121,7 @@ class ModelChoice(BaseModel):
         )
 
 
-_LOAD = {"gpu_layers", "flash_attn", "kv_type", "context_length", "speculative", "draft_model",
-         "projector"}  # fmt: skip
+_LOAD = frozenset(s.name for s in settings_of(ModelChoice) if s.shown.reload)  # at the next load
 
 
 class ChoiceStore:

@@ -1,7 +1,7 @@
 """The Settings dialog (File ▸ Settings…, Ctrl+,): the settings model's fields on pages.
 
 Guarantees: a list of pages on the left (Appearance, Chat, Model & performance, Privacy &
-data; `pages.py` says which setting goes where, with which label and control), each
+data: each setting on the page its declaration names; `pages.py` lays them out), each
 page in sections under headings, every setting with its help written under its control; a
 choice is a combo box, a number a spin box within the model's bounds (so an out-of-range value
 cannot be typed), and 0 where it means "decide for me" reads "Automatic" or "System default";
@@ -12,8 +12,6 @@ it or writing anything.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from PySide6.QtCore import QSize, QUrl
 from PySide6.QtGui import QDesktopServices, QFont, QFontDatabase, QGuiApplication
@@ -103,7 +101,7 @@ class SettingsDialog(QDialog):
         outer.addWidget(self.problem)
         outer.addWidget(buttons)
         self.resize(780, 500)
-        self.saved: Any = None
+        self.saved: preferences.Settings | None = None
 
     def _data_folder(self, column: QVBoxLayout, parent: QWidget) -> None:
         """The data folder: its whole path, selectable, with Open folder and Copy path."""
@@ -144,23 +142,23 @@ class SettingsDialog(QDialog):
         grid.addWidget(about, 2, 1)
         column.addLayout(grid)
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, object]:
         return {name: r.value() for name, r in self.rows.items()}
 
     def accept(self) -> None:
         try:
-            self.saved = preferences.save(self.values())
+            saved = self.saved = preferences.save(self.values())
         except ValueError as exc:
             self._refused(str(exc))
             return
-        apply_look(self.saved.theme, self.saved.font_size)
+        apply_look(saved.theme, saved.font_size)
         super().accept()
 
     def _refused(self, said: str) -> None:
         """Name the refused setting by its label, show its page and put the focus on it."""
         named = [n for n in self.rows if n in said]
         for name in named:
-            said = said.replace(name, f"“{pages.label(name)}”")
+            said = said.replace(name, f"“{self.rows[name].label.text()}”")
         self.problem.setText(said[:1].upper() + said[1:] + "; nothing was saved.")
         if named:
             self.page_list.setCurrentRow(self.page_of.get(named[0], 0))

@@ -18,12 +18,13 @@ to the next message and remembers, for this model file, only the values that dif
 template's and the settings' (the rest travel with them); a changed load setting (context length
 included) is said in the dialog: with "Reload now" (on by default) the model is loaded again
 (`load_changed`), without it the change applies at the next load; the bounds are those the
-engine accepts, so an out-of-range value cannot be typed.
+engine accepts, so an out-of-range value cannot be typed. The rows are `ModelChoice`'s
+declarations (`Shown`, `app/templates/choices.py`): each row's label, help and section are its
+field's, and the sampling rows are made from them whole (bounds, step, what 0 says), so a
+sampling value declared there gets its row with no code here.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import shiboken6
 from PySide6.QtCore import Qt
@@ -40,28 +41,44 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.controllers import preferences
 from app.controllers.background import Background
 from app.controllers.library_host import with_projector_sized
 from app.controllers.model_context import ContextFacts, Sizing, facts, sizing
 from app.controllers.model_host import ModelChoice, ModelHost
+from app.domain.declared import Setting, setting, settings_of
 from app.ui.settings.pages import SectionRows, beside, help_line, line_up
 from app.ui.settings.speculative_rows import SpeculativeRows
 from app.ui.theme import mark
 
-GPU_CHOICES = ("automatic", "all layers", "none (CPU only)", "some layers")
+GPU_WORDS = preferences.checked_setting("gpu_layers").shown.words  # auto, all, none: as Settings
+GPU_CHOICES = (*(said for _, said in GPU_WORDS), "some layers")
 WIDTH = 620
 NO_GPU = "This copy of llama.cpp has no GPU backend: the model runs on the CPU."
+DECIMALS = 2  # a sampling value's
+SAMPLING_HEADING = "Sampling"  # the section of the rows derived from their declarations
+SAMPLING = tuple(s for s in settings_of(ModelChoice) if s.shown.section == SAMPLING_HEADING)
 
 
-def _spin(
-    low: float, high: float, step: float, value: float, name: str, parent: QWidget
-) -> QDoubleSpinBox:
-    box = QDoubleSpinBox(parent)
-    box.setRange(low, high)
-    box.setSingleStep(step)
-    box.setDecimals(2)
-    box.setValue(value)
-    box.setAccessibleName(name)
+def _box(declared: Setting, value: float, parent: QWidget) -> QDoubleSpinBox | QSpinBox:
+    """A sampling value's box, as its field declares it: its bounds (above an exclusive lower
+    one by the smallest step shown), its step, what 0 says, its label as its name."""
+    shown = declared.shown
+    low = declared.low or 0.0
+    high = declared.high if declared.high is not None else shown.high or 0.0
+    box: QDoubleSpinBox | QSpinBox
+    if declared.whole:
+        box = QSpinBox(parent)
+        box.setRange(int(low), int(high))
+        box.setSpecialValueText(shown.zero)
+        box.setValue(int(value))
+    else:
+        box = QDoubleSpinBox(parent)
+        box.setRange(low + (10**-DECIMALS if declared.above else 0.0), high)
+        box.setSingleStep(shown.step)
+        box.setDecimals(DECIMALS)
+        box.setValue(value)
+    box.setAccessibleName(shown.label)
     return box
 
 
@@ -80,7 +97,7 @@ class ModelSettings(QDialog):
         self.host = host
         self.setWindowTitle("Model settings")
         self.setAccessibleName("Model settings")
-        current = host.settings()
+        in_use = host.settings()
         column = self._column = QVBoxLayout(self)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
@@ -88,18 +105,12 @@ class ModelSettings(QDialog):
         self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.template = QComboBox(self)
         self.template.addItems(host.template_names())
-        self.template.setCurrentText(str(current["template"]))
+        self.template.setCurrentText(str(in_use.template))
         self.template.setAccessibleName("Chat template")
-        chat = SectionRows(column, "Chat template", self)
-        chat.add(
-            "template",
-            "Template",
-            self.template,
-            help_line(
-                "How messages are written for this model; its sampling values come with it.", self
-            ),
-        )
-        self._sampling(column, current)
+        template = setting(ModelChoice, "template")
+        chat = SectionRows(column, template.shown.section, self)
+        chat.add_setting(template, self.template, help_line(template.description, self))
+        self._sampling(column, in_use)
         self.context_rows = self._context(column)
         self._loading(column, host.choice())
         line_up(
@@ -116,48 +127,33 @@ class ModelSettings(QDialog):
 
     # --- sampling ------------------------------------------------------------------------
 
-    def _sampling(self, column: QVBoxLayout, current: dict[str, Any]) -> None:
-        self.temperature = _spin(0.0, 2.0, 0.05, float(current["temperature"]), "Temperature", self)
-        self.top_p = _spin(0.01, 1.0, 0.05, float(current["top_p"]), "Top p", self)
-        self.top_k = QSpinBox(self)
-        self.top_k.setRange(0, 1000)
-        self.top_k.setSpecialValueText("off")
-        self.top_k.setValue(int(current["top_k"]))
-        self.top_k.setAccessibleName("Top k")
-        self.repeat = _spin(
-            0.5, 2.0, 0.05, float(current["repeat_penalty"]), "Repetition penalty", self
-        )
-        self.boxes: dict[str, QDoubleSpinBox | QSpinBox] = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "top_k": self.top_k,
-            "repetition_penalty": self.repeat,
-        }
+    def _sampling(self, column: QVBoxLayout, in_use: ModelChoice) -> None:
+        """A row for each sampling value `ModelChoice` declares, its box as declared."""
+        self.boxes: dict[str, QDoubleSpinBox | QSpinBox] = {}
         self.origin: dict[str, QLabel] = {}
-        rows = self.sampling_rows = SectionRows(column, "Sampling", self)
-        labels = ("Temperature", "Top p", "Top k", "Repetition penalty")
-        for (field, box), label in zip(self.boxes.items(), labels, strict=True):
+        rows = self.sampling_rows = SectionRows(column, SAMPLING_HEADING, self)
+        for declared in SAMPLING:
+            field, label = declared.name, declared.shown.label
+            box = self.boxes[field] = _box(declared, getattr(in_use, field), self)
             self.origin[field] = QLabel(self)
             self.origin[field].setAccessibleName(f"Where the {label.lower()} comes from")
             mark(self.origin[field], "muted")
-            rows.add(field, label, beside(box, self.origin[field], self))
+            rows.add_setting(declared, beside(box, self.origin[field], self))
             box.valueChanged.connect(self._said)
+        boxes = self.boxes  # each box as an attribute too (`dialog.temperature`)
+        self.temperature, self.top_p = boxes["temperature"], boxes["top_p"]
+        self.top_k, self.repeat = boxes["top_k"], boxes["repetition_penalty"]
         self.reset = QPushButton("Use the template's values", self)
         self.reset.setAccessibleName("Put the template's sampling values back")
         self.reset.clicked.connect(self._reset)
         rows.grid.addWidget(self.reset, rows.grid.rowCount(), 1, Qt.AlignmentFlag.AlignLeft)
-        self._shown = str(current["template"])
+        self._shown = str(in_use.template)
         self.template.currentTextChanged.connect(self._template_changed)
         self._said()
 
     def _defaults(self, name: str | None = None) -> dict[str, float]:
         d = self.host.template_defaults(name or self.template.currentText())
-        return {
-            "temperature": d.temperature,
-            "top_p": d.top_p,
-            "top_k": d.top_k,
-            "repetition_penalty": d.repetition_penalty,
-        }
+        return {s.name: float(getattr(d, s.name)) for s in SAMPLING}
 
     def _yours(self, field: str, defaults: dict[str, float]) -> bool:
         return abs(self.boxes[field].value() - defaults[field]) > 1e-9
@@ -187,33 +183,26 @@ class ModelSettings(QDialog):
 
     def _context(self, column: QVBoxLayout) -> SectionRows:
         self.facts: ContextFacts = facts(self.host)
+        declared = setting(ModelChoice, "context_length")
+        shown = declared.shown
         self.context = QSpinBox(self)
-        self.context.setRange(256, self.facts.highest)
-        self.context.setSingleStep(1024)
+        self.context.setRange(int(declared.low or 0), self.facts.highest)
+        self.context.setSingleStep(int(shown.step))
         self.context.setGroupSeparatorShown(True)
-        self.context.setSuffix(" tokens")
+        self.context.setSuffix(shown.unit)
         self.context.setValue(self.facts.start)
-        self.context.setAccessibleName("Context length")
+        self.context.setAccessibleName(shown.label)
         self.context_origin = QLabel(self)
         self.context_origin.setAccessibleName("Where the context length comes from")
         mark(self.context_origin, "muted")
         pair = beside(self.context, self.context_origin, self)
-        self.context_help = help_line(
-            " ".join(
-                s
-                for s in (
-                    "How much of the conversation the model reads at once; more takes more memory.",
-                    self.facts.words(),
-                )
-                if s
-            ),
-            self,
-        )
+        said = (declared.description, self.facts.words())
+        self.context_help = help_line(" ".join(s for s in said if s), self)
         self.memory = help_line("Working out the memory it takes…", self)
         self.memory.setAccessibleName("Memory at this context length")
         self.memory.setVisible(bool(self.host.path))  # a model file to read the size of
-        rows = SectionRows(column, "Context", self)
-        rows.add("context", "Context length", pair, self.context_help, self.memory)
+        rows = SectionRows(column, shown.section, self)
+        rows.add_setting(declared, pair, self.context_help, self.memory)
         self.context.valueChanged.connect(self._context_changed)
         self._sizing: Sizing | None = None
         self._opened_context = self.context.value()
@@ -251,32 +240,22 @@ class ModelSettings(QDialog):
     # --- loading -------------------------------------------------------------------------
 
     def _loading(self, column: QVBoxLayout, chosen: ModelChoice) -> None:
+        gpu, kv = setting(ModelChoice, "gpu_layers"), setting(ModelChoice, "kv_type")
         self._gpu_choice(chosen)
-        self.flash = QCheckBox("Flash attention", self)
+        self.flash = QCheckBox(setting(ModelChoice, "flash_attn").shown.label, self)
         self.flash.setChecked(bool(chosen.flash_attn))
         self.kv = QComboBox(self)
-        self.kv.addItems(["f16", "q8_0"])
-        self.kv.setCurrentText(chosen.kv_type or "f16")
-        self.kv.setAccessibleName("KV cache type")
-        self.kv.setToolTip("q8_0 halves the cache's memory and turns flash attention on")
-        rows = self.load_rows = SectionRows(column, "Loading", self)
-        rows.add(
-            "gpu",
-            "GPU layers",
-            self.gpu,
-            help_line("Automatic puts every layer on the GPU where it fits.", self),
-        )
-        rows.add("gpu_layers", "Layers on the GPU", self.gpu_layers)
+        self.kv.addItems(list(kv.choices))
+        self.kv.setCurrentText(chosen.kv_type or kv.choices[0])
+        self.kv.setAccessibleName(f"{kv.shown.label} type")
+        self.kv.setToolTip(kv.description.rstrip("."))
+        rows = self.load_rows = SectionRows(column, gpu.shown.section, self)
+        rows.add_setting(gpu, self.gpu, help_line(gpu.description, self))
+        rows.add("gpu_count", "Layers on the GPU", self.gpu_layers)
         self.gpu_offload = self.host.gpu_offload
-        rows.show_row("gpu", self.gpu_offload)
-        rows.show_row("gpu_layers", self.gpu_offload)
-        rows.add(
-            "kv",
-            "KV cache",
-            self.kv,
-            self.flash,
-            help_line("q8_0 halves the cache's memory and turns flash attention on.", self),
-        )
+        rows.show_row(gpu.name, self.gpu_offload)
+        rows.show_row("gpu_count", self.gpu_offload)
+        rows.add_setting(kv, self.kv, self.flash, help_line(kv.description, self))
         if not self.gpu_offload:
             rows.grid.addWidget(help_line(NO_GPU, self), rows.grid.rowCount(), 1)
         self.speculative = SpeculativeRows(rows, chosen, self.host.path, self)
@@ -290,7 +269,7 @@ class ModelSettings(QDialog):
         """The GPU layers choice (automatic, all, none, a count) and its count, as remembered."""
         self.gpu = QComboBox(self)
         self.gpu.addItems(list(GPU_CHOICES))
-        self.gpu.setAccessibleName("GPU layers")
+        self.gpu.setAccessibleName(setting(ModelChoice, "gpu_layers").shown.label)
         self.gpu_layers = QSpinBox(self)
         self.gpu_layers.setRange(1, 999)
         self.gpu_layers.setAccessibleName("How many layers on the GPU")
@@ -360,13 +339,8 @@ class ModelSettings(QDialog):
         defaults = self._defaults()
         own = {f: b.value() if self._yours(f, defaults) else None for f, b in self.boxes.items()}
         speculative, draft_model = self.speculative.value()
-        top_k = own["top_k"]
-        return ModelChoice(
+        loading = ModelChoice(
             template=self.template.currentText(),
-            temperature=own["temperature"],
-            top_p=own["top_p"],
-            top_k=int(top_k) if top_k is not None else None,
-            repetition_penalty=own["repetition_penalty"],
             gpu_layers=layers,
             flash_attn=self.flash.isChecked(),
             kv_type=kv,
@@ -375,6 +349,7 @@ class ModelSettings(QDialog):
             draft_model=draft_model,
             projector=self.projector.value(),
         )
+        return ModelChoice.model_validate({**loading.model_dump(), **own})
 
     def accept(self) -> None:
         if self.speculative.missing:  # OK is off then; Enter must not get past it either

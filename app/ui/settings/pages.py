@@ -1,16 +1,18 @@
-"""The Settings dialog's pages: which settings go on which page and under which heading, how
-each is labelled, and the control and inline help each one gets.
+"""The Settings dialog's pages: the settings laid out as their declarations place them (page,
+section, label, unit, what 0 means: `Shown` in `app/settings.py`), with the control and inline
+help each one gets.
 
-Guarantees: every shown setting (`preferences.fields`) is on exactly one page, and one this
-table does not place lands on a last "More" page, so a new setting still appears without
-dialog code; each has a readable label (the table's, else its name with its first letter in
-capitals and GPU, KV, CPU kept as acronyms), and its description as a muted, wrapped line
-under its control (its tooltip too, and what a screen reader says of it); a choice is a combo
-box holding the value as its data, a number a spin box within the model's bounds with its unit,
-and where 0 means "decide for me" the box says so ("Automatic", "System default"), not 0, as
-does the help line. Model settings lays its sections out the same way (`SectionRows`: a
-heading, then label, control and help lines, rows it can hide whole).
-"""
+Guarantees: every shown setting (`preferences.fields`) is on exactly one page, the one it is
+declared on, under its section's heading, in the pages' and sections' declared order; a field
+declared on no page (a `preferences.Field` without `shown`) lands on a last "More" page, so it
+still appears without dialog code; each has a readable label (its declared one, else its name
+with its first letter in capitals and GPU, KV, CPU kept as acronyms), and its description as a
+muted, wrapped line under its control (its tooltip too, and what a screen reader says of it); a
+choice is a combo box holding the value as its data and saying it in its declared words, a
+number a spin box within the model's bounds with its unit and step, and where 0 means "decide
+for me" the box says so ("Automatic", "System default"), not 0, as does the help line. Model
+settings lays its sections out the same way (`SectionRows`: a heading, then label, control and
+help lines, rows it can hide whole)."""
 
 from __future__ import annotations
 
@@ -32,40 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers import preferences
-from app.domain.budget import Overflow
+from app.domain.declared import Setting
 from app.ui.theme import mark
 
-LABELS = {
-    "theme": "Theme",
-    "font_size": "Text size",
-    "reasoning_effort": "Reasoning effort",
-    "context_length": "Context length",
-    "max_tokens": "Longest answer",
-    "threads": "Threads",
-    "gpu_layers": "GPU layers",
-    "trash_retention_days": "Keep deleted chats",
-    "max_downloads": "Downloads at once",
-    "overflow": "When the context is full",
-    "kv_cache_gib": "Conversation cache",
-    "parallel": "Answers at once",
-}
-UNITS = {
-    "font_size": " pt",
-    "context_length": " tokens",
-    "max_tokens": " tokens",
-    "trash_retention_days": " days",
-    "kv_cache_gib": " GiB",
-}
-ZERO = {  # 0 means "decide for me" (or "none")
-    "threads": "Automatic",
-    "font_size": "System default",
-    "kv_cache_gib": "None",
-}
-STEPS = {"context_length": 1024, "max_tokens": 256}
-WORDS = {
-    "gpu_layers": {"auto": "automatic", "all": "all layers", "none": "none (CPU only)"},
-    "overflow": {p.value: p.said for p in Overflow},
-}
 ACRONYMS = {"gpu": "GPU", "kv": "KV", "cpu": "CPU", "mcp": "MCP", "url": "URL", "ui": "UI"}
 FIELD_WIDTH = 220  # the controls' width: every page lines up
 GAP = 6  # pixels between one setting's last line and the next setting
@@ -84,65 +55,52 @@ class Page:
     sections: tuple[Section, ...]
 
 
-PAGES = (
-    Page("Appearance", "palette-outline", (Section("Look", ("theme", "font_size")),)),
-    Page(
-        "Chat",
-        "chat-outline",
-        (Section("New messages", ("reasoning_effort", "max_tokens", "overflow")),),
-    ),
-    Page(
-        "Model & performance",
-        "chip",
-        (
-            Section("Loading a model", ("context_length", "parallel", "gpu_layers")),
-            Section("Generation", ("threads",)),
-            Section("Downloads", ("max_downloads",)),
-        ),
-    ),
-    Page(
-        "Privacy & data",
-        "shield-lock-outline",
-        (
-            Section("Deleted chats", ("trash_retention_days",)),
-            Section("Conversation cache", ("kv_cache_gib",)),
-        ),
-    ),
-)
-DATA_PAGE = "Privacy & data"  # the page the data folder is shown on
+DATA_PAGE = preferences.DATA_PAGE.title  # the page the data folder is shown on
 
 
 def label(name: str) -> str:
-    """The setting's name as the dialog shows it."""
-    if name in LABELS:
-        return LABELS[name]
+    """The setting's name as the dialog shows it: its declared label, else its name read out."""
+    declared = preferences.declared_label(name)
+    if declared:
+        return declared
     words = [ACRONYMS.get(w, w) for w in name.split("_")]
     first = words[0] if words[0].isupper() else words[0].capitalize()
     return " ".join([first, *words[1:]])
 
 
-def help_text(name: str, description: str) -> str:
+def help_text(field: preferences.Field) -> str:
     """The description, with the values it explains said as the control shows them
     ("(0: …)" becomes "(Automatic: …)", "(auto: …)" "(automatic: …)")."""
-    shown = {"0": ZERO[name]} if name in ZERO else {}
-    shown.update(WORDS.get(name, {}))
-    return re.sub(r"\((\w+): ", lambda m: f"({shown.get(m[1], m[1])}: ", description)
+    shown = field.shown
+    said = {"0": shown.zero} if shown is not None and shown.zero else {}
+    said.update(shown.words if shown is not None else ())
+    return re.sub(r"\((\w+): ", lambda m: f"({said.get(m[1], m[1])}: ", field.description)
 
 
 def pages(fields: list[preferences.Field]) -> list[Page]:
-    """The pages holding `fields`: the table's, then "More" for any it does not place."""
-    names = {f.name for f in fields}
+    """The pages holding `fields`, as their declarations place them (in the order of `fields`
+    within a section), then "More" for any declared on no page."""
     out = []
-    for page in PAGES:
+    for page in preferences.pages():
         sections = tuple(
-            Section(s.heading, tuple(n for n in s.names if n in names)) for s in page.sections
+            Section(heading, tuple(f.name for f in fields if _on(f, page.title, heading)))
+            for heading in page.sections
         )
         out.append(Page(page.title, page.icon, tuple(s for s in sections if s.names)))
-    placed = {n for page in PAGES for s in page.sections for n in s.names}
+    placed = {n for page in out for s in page.sections for n in s.names}
     rest = tuple(f.name for f in fields if f.name not in placed)
     if rest:
         out.append(Page("More", "tune-variant", (Section("Other settings", rest),)))
     return [p for p in out if p.sections or p.title == DATA_PAGE]
+
+
+def _on(field: preferences.Field, title: str, heading: str) -> bool:
+    shown = field.shown
+    return (
+        shown is not None
+        and shown.page is not None
+        and (shown.page.title, shown.section) == (title, heading)
+    )
 
 
 @dataclass
@@ -163,32 +121,33 @@ class Row:
 
 
 def _control(field: preferences.Field, parent: QWidget) -> QComboBox | QSpinBox:
+    shown = field.shown
     if field.kind == "choice":
         combo = QComboBox(parent)
-        words = WORDS.get(field.name, {})
         for choice in field.choices:
-            combo.addItem(words.get(choice, choice), choice)
+            combo.addItem(shown.said(choice) if shown is not None else choice, choice)
         combo.setCurrentIndex(max(0, combo.findData(str(field.value))))
         return combo
     spin = QSpinBox(parent)
     spin.setRange(field.low, field.high)
     spin.setGroupSeparatorShown(field.high >= 10_000)
-    spin.setSuffix(UNITS.get(field.name, ""))
-    spin.setSingleStep(STEPS.get(field.name, 1))
-    if field.name in ZERO and field.low == 0:
-        spin.setSpecialValueText(ZERO[field.name])
+    if shown is not None:
+        spin.setSuffix(shown.unit)
+        spin.setSingleStep(int(shown.step))
+        if shown.zero and field.low == 0:
+            spin.setSpecialValueText(shown.zero)
     spin.setValue(int(field.value))
     return spin
 
 
 def row(field: preferences.Field, parent: QWidget) -> Row:
     """The label, control and help line of `field` (see the module guarantees)."""
-    name = label(field.name)
+    name = field.label or label(field.name)
     control = _control(field, parent)
     control.setMinimumWidth(FIELD_WIDTH)
     control.setAccessibleName(name)
     control.setToolTip(field.description)
-    said = help_text(field.name, field.description)
+    said = help_text(field)
     control.setAccessibleDescription(said)
     caption = QLabel(name, parent)
     caption.setBuddy(control)
@@ -291,6 +250,10 @@ class SectionRows:
         self.grid.setRowMinimumHeight(self.gaps[key], GAP)  # room before the next row
         self.rows[key] = [caption, control, *under]
 
+    def add_setting(self, declared: Setting, control: QWidget, *under: QWidget) -> None:
+        """The row of a declared setting: its name the row's key, its declared label."""
+        self.add(declared.name, declared.shown.label, control, *under)
+
     def show_row(self, key: str, shown: bool) -> None:
         """Show or hide the row whole, with the room after it."""
         for widget in self.rows[key]:
@@ -326,8 +289,7 @@ def page_widget(
 
 
 __all__ = [
-    "LABELS",
-    "PAGES",
+    "DATA_PAGE",
     "Page",
     "Row",
     "Section",

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QWidget
 
 from app.controllers.library_host import is_projector, projector_for
 from app.controllers.model_host import ModelChoice
+from app.domain.declared import setting
 from app.ui.settings.pages import SectionRows, help_line
 from app.ui.theme import mark
 
@@ -41,14 +42,15 @@ class ProjectorRow:
         self._parent, self.model = parent, model
         self.found = projector_for(model) if model else None  # Automatic's
         self.box = QComboBox(parent)
-        self.box.setAccessibleName("Projector (images)")
+        declared = setting(ModelChoice, "projector")
+        self.box.setAccessibleName(declared.shown.label)
         auto = self.found.name if self.found is not None else "none found"
         self.box.addItem(f"Automatic ({auto})", None)
         self.box.addItem("None (text only)", "")
         self.box.addItem("Choose file…", CHOOSE)
         self.said = help_line("", parent)
         self.said.setAccessibleName("About the projector")
-        rows.add("projector", "Projector (images)", self.box, self.said)
+        rows.add_setting(declared, self.box, self.said)
         if chosen.projector:
             self._add_file(Path(chosen.projector))
         else:

@@ -6,14 +6,15 @@ the engine's default); the line under the choice says what the chosen way does, 
 draft model's file row is shown only while "Draft model" is chosen, filled by typing or by a
 file dialog that lists GGUF files and opens in the model's folder; `value` is what
 `ModelChoice` remembers (`speculative` None for prompt lookup; the file, its whole path, only
-for a draft model), and `missing` says when a draft model is chosen without a file there (the
+for a draft model; the choices and their words are `ModelChoice.speculative`'s declaration),
+and `missing` says when a draft model is chosen without a file there (the
 line under it says which), so the dialog can refuse OK until there is one.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,14 +26,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.model_host import ModelChoice
+from app.domain.declared import setting
 from app.ui.settings.pages import SectionRows, help_line
 
+SPECULATIVE, DRAFT_MODEL = setting(ModelChoice, "speculative"), setting(ModelChoice, "draft_model")
 Mode = Literal["off", "lookup", "draft"]
-MODES: tuple[tuple[Mode, str], ...] = (
-    ("off", "Off"),
-    ("lookup", "Prompt lookup"),
-    ("draft", "Draft model"),
-)
+assert get_args(Mode) == SPECULATIVE.choices, "Mode is `ModelChoice.speculative`'s choices"
+MODES: tuple[tuple[Mode, str], ...] = tuple((m, SPECULATIVE.shown.said(m)) for m in get_args(Mode))
 SAID: dict[Mode, str] = {
     "off": "Every token is worked out one at a time.",
     "lookup": "Guesses the next words from text already in the conversation and checks the"
@@ -57,10 +57,10 @@ class SpeculativeRows:
         for key, words in MODES:
             self.mode.addItem(words, key)
         self.mode.setCurrentIndex(self.mode.findData(chosen.speculative or "lookup"))
-        self.mode.setAccessibleName("Speculative decoding")
+        self.mode.setAccessibleName(SPECULATIVE.shown.label)
         self.said = help_line("", parent)
         self.said.setAccessibleName("What speculative decoding does")
-        rows.add("speculative", "Speculative decoding", self.mode, self.said)
+        rows.add_setting(SPECULATIVE, self.mode, self.said)
         self.path = QLineEdit(chosen.draft_model or "", parent)
         self.path.setPlaceholderText("a GGUF file")
         self.path.setAccessibleName("The draft model's file")
@@ -74,7 +74,7 @@ class SpeculativeRows:
         line.addWidget(self.browse)
         self.file_note = help_line("", parent)
         self.file_note.setAccessibleName("About the draft model")
-        rows.add("draft_model", "Draft model", pair, self.file_note)
+        rows.add_setting(DRAFT_MODEL, pair, self.file_note)
         self._rows = rows
         self.mode.currentIndexChanged.connect(self._shown)
         self.path.textChanged.connect(self._shown)
@@ -104,7 +104,7 @@ class SpeculativeRows:
     def _shown(self) -> None:
         mode = self.chosen()
         self.said.setText(SAID[mode])
-        self._rows.show_row("draft_model", mode == "draft")
+        self._rows.show_row(DRAFT_MODEL.name, mode == "draft")
         file = self._file()
         self.file_note.setText(
             NO_FILE if file is None else NOT_THERE if not file.is_file() else SHARED

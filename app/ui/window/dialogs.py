@@ -6,17 +6,19 @@ Guarantees: each launcher takes the window and returns at once where the dialog 
 are refused, with a sentence in the window, until a model is loaded, and a change that only
 applies at load (the context length too) reloads the model when the user keeps "Reload now"
 on, with the model's own context length and without changing the one other models load with;
-saved settings apply to the window at once; there is one models page per window, kept while it
+saved settings apply to the window at once, each through a subscription by its checked name
+(`follow_settings`), and only when it changed; there is one models page per window, kept while it
 lives and rescanned each time it is shown again. The window is taken as `Window`, what the
 launchers use of it (`MainWindow` is one; this module does not import it, it imports this).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
+from app.domain.budget import Overflow
 from app.ui.composer import tools_menu
 from app.ui.mcp.page import McpPage
 from app.ui.models.page import ModelsPage
@@ -29,7 +31,9 @@ if TYPE_CHECKING:
     from app.controllers.library_host import LibraryHost
     from app.controllers.mcp_host import McpHost
     from app.controllers.model_host import ModelHost
+    from app.controllers.preferences import Settings, SettingsWatch
     from app.ui.composer.composer import Composer
+    from app.ui.composer.overflow_menu import OverflowMenu
 
 
 class Window(Protocol):
@@ -41,6 +45,9 @@ class Window(Protocol):
     mcp: McpHost
     composer: Composer
     context_length: int  # what models load with
+    threads: int | None  # what models load with (None: the physical cores less one)
+    overflow_menu: OverflowMenu
+    settings_watch: SettingsWatch  # the saved settings, as the window last applied them
     models_page: ModelsPage | None  # made the first time it is shown
 
     def window(self) -> QWidget: ...  # Qt's: the window itself (the dialogs' parent)
@@ -48,8 +55,6 @@ class Window(Protocol):
     def load_model(self, path: str | None = None, *, n_ctx: int | None = None) -> object: ...
 
     def show_problem(self, text: str, details: str = "") -> None: ...
-
-    def use_settings(self, settings: Any) -> None: ...
 
     def insert_offer(self, what: tuple[str, str, str], arguments: dict[str, str]) -> None: ...
 
@@ -83,9 +88,43 @@ def show_settings(window: Window) -> SettingsDialog:
     dialog = SettingsDialog(
         window.window(), gpu=host.gpu_offload if host.ready and host.path else None
     )
-    dialog.accepted.connect(lambda: window.use_settings(dialog.saved))
+
+    def saved() -> None:
+        if dialog.saved is not None:
+            window.settings_watch.update(dialog.saved)
+
+    dialog.accepted.connect(saved)
     dialog.open()
     return dialog
+
+
+def follow_settings(window: Window) -> None:
+    """Apply the saved settings the window uses, and each again when the Settings dialog
+    changes it (`show_settings`), never when another one changes."""
+    c, composer = window.controller, window.composer
+
+    def answer_length(s: Settings) -> None:
+        c.max_tokens = s.max_tokens
+
+    def effort(s: Settings) -> None:
+        said = "default effort" if s.reasoning_effort == "default" else s.reasoning_effort
+        composer.effort.setCurrentText(said)
+
+    def context_length(s: Settings) -> None:
+        window.context_length = s.context_length
+
+    def threads(s: Settings) -> None:
+        window.threads = s.threads or None
+
+    def overflow(s: Settings) -> None:
+        window.overflow_menu.set_default(Overflow(s.overflow))
+
+    on = window.settings_watch.subscribe
+    on(answer_length, "max_tokens")
+    on(effort, "reasoning_effort")
+    on(context_length, "context_length")
+    on(threads, "threads")
+    on(overflow, "overflow")
 
 
 def choose_tools(window: Window) -> QMenu:

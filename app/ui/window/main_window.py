@@ -33,7 +33,6 @@ from app.controllers.library_host import LibraryHost
 from app.controllers.mcp_host import McpHost
 from app.controllers.model_host import ModelHost
 from app.controllers.ui_state import UiState
-from app.domain.budget import Overflow
 from app.domain.messages import ReasoningEffort
 from app.ui.column import centred
 from app.ui.composer.composer import Composer
@@ -85,11 +84,12 @@ class MainWindow(QMainWindow):
         self.mcp = McpHost(controller.tools.mcp)  # File ▸ MCP servers…, and the Tools… menu
         self.jobs = Background("window-jobs", self.show_problem)
         self.sending: asyncio.Future[Any] | None = None  # a message with files, on its way
-        self.context_length = 4096  # the settings' (`use_settings`)
+        self.context_length = 4096  # the settings' (`dialogs.follow_settings`)
         self.threads: int | None = None  # None: the physical cores less one
         self.models_page: ModelsPage | None = None
         self.host: ModelHost = controller.host
         self.state = state or UiState()
+        self.settings_watch = preferences.SettingsWatch()  # the settings the window applies
         self._debug_turn = -1  # the turn the debug pane shows; -1: the newest
         self.setWindowTitle("Harmony Desk")
         self.setMinimumSize(*MINIMUM)
@@ -167,7 +167,7 @@ class MainWindow(QMainWindow):
 
     def _start(self) -> None:
         """The saved settings and debug pane state; the model, if one is loaded already."""
-        self.use_settings(preferences.current())
+        dialogs.follow_settings(self)
         self.set_debug(bool(self.state.get("debug_pane", False)), remember=False)
         if self.host.ready:
             self._loaded(self.host.name)
@@ -268,14 +268,6 @@ class MainWindow(QMainWindow):
     def show_settings(self) -> SettingsDialog:
         """File ▸ Settings… (`dialogs.show_settings`)."""
         return dialogs.show_settings(self)
-
-    def use_settings(self, settings: Any) -> None:
-        self.controller.max_tokens = settings.max_tokens
-        effort = settings.reasoning_effort
-        self.composer.effort.setCurrentText("default effort" if effort == "default" else effort)
-        self.context_length = settings.context_length
-        self.threads = settings.threads or None
-        self.overflow_menu.set_default(Overflow(settings.overflow))
 
     def _raise_context(self, size: int) -> None:
         """The user chose a larger context for a message that did not fit: reload with it."""
