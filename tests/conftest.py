@@ -56,6 +56,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as found
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """A reviewer's note, never a failure: the modules grown past the size to split at."""
+    from tests.test_architecture import SIZE_NOTE, long_modules
+
+    long = long_modules()
+    if long:
+        terminalreporter.section(f"modules over {SIZE_NOTE} lines (split by concern when it grows)")
+        for name, lines in long.items():
+            terminalreporter.write_line(f"{name}: {lines}")
+
+
 # CI replays the same examples every run; a developer's run explores new ones each time.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

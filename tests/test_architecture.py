@@ -1,6 +1,7 @@
 """Layering: no Qt in the display-free packages; domain imports nothing of the app; each package
 imports only what the map allows; the engine's sides of the process line keep to themselves;
-no import circle, counting imports inside functions; no re-export aliases."""
+no import circle, counting imports inside functions and type-only ones; no re-export aliases; no
+line kept out of the formatter (modules past 400 lines are said after the run, not failed)."""
 
 from __future__ import annotations
 
@@ -315,6 +316,24 @@ def test_every_event_is_imported_from_the_domain() -> None:
                 assert not wrong, f"{path} imports {wrong} from {node.module}"
 
 
-def test_no_module_in_app_is_over_400_lines() -> None:
-    long = {str(p.relative_to(APP)): n for p in APP.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
-    assert long == {}
+SIZE_NOTE = 400  # lines: past this a module is a candidate to split, by concern (never trimmed for)
+
+
+def long_modules(root: Path = APP, lines: int = SIZE_NOTE) -> dict[str, int]:
+    """The modules of `root` longer than `lines`: said after the run (`conftest.py`), as a
+    reviewer would say it, not failed — a module grows when its concern does."""
+    return {
+        str(p.relative_to(root)): n for p in sorted(root.rglob("*.py")) if (n := len(p.read_text().splitlines())) > lines
+    }
+
+
+def test_the_size_note_finds_a_long_module(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * 401)
+    (tmp_path / "short.py").write_text("x = 1\n" * 400)
+    assert long_modules(tmp_path) == {"long.py": 401}
+
+
+def test_no_line_is_kept_out_of_the_formatter() -> None:
+    """`# fmt: skip` kept lines short to keep modules under a number; the formatter decides."""
+    skipped = [str(p.relative_to(APP)) for p in APP.rglob("*.py") if "fmt: skip" in p.read_text()]
+    assert skipped == []

@@ -63,9 +63,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         " remembered for the model",
     )
     parser.add_argument(
-        "--flash-attn", action=argparse.BooleanOptionalAction, default=None,
+        "--flash-attn",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="flash attention (remembered for the model)",
-    )  # fmt: skip
+    )
     kv_types = setting(ModelChoice, "kv_type").choices
     parser.add_argument("--kv-type", choices=kv_types, help="the KV cache's type")
     parser.add_argument(

@@ -79,8 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("name")
     login = verbs.add_parser("login", help="sign in to an OAuth server in the browser")
     login.add_argument("name")
-    login.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                       help="seconds to wait for the browser (default 300)")  # fmt: skip
+    login.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds to wait for the browser (default 300)",
+    )
     verbs.add_parser("logout", help="forget an OAuth server's sign-in").add_argument("name")
     verbs.add_parser("test", help="start a server: what it offers").add_argument("name")
     verbs.add_parser("tools", help="a server's tools, one JSON line each").add_argument("name")
@@ -102,8 +107,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     call.add_argument(
         "--timeout", type=float, default=60.0, help="seconds in all, progress or not (default 60)"
     )
-    imported = verbs.add_parser("import", help="servers from Claude Desktop, Cursor, LM Studio"
-                                " or VS Code (secrets moved to the keyring)")  # fmt: skip
+    imported = verbs.add_parser(
+        "import",
+        help="servers from Claude Desktop, Cursor, LM Studio"
+        " or VS Code (secrets moved to the keyring)",
+    )
     imported.add_argument("file", type=Path)
 
 
@@ -159,8 +167,10 @@ def _login(args: argparse.Namespace, secrets: Secrets) -> int:
     server = McpPool(secrets=secrets).server(args.name)
 
     def told(url: str) -> None:
-        print(f"Opening the browser to sign in to {args.name}; if it does not open, visit:\n"
-              f"{url}", file=sys.stderr)  # fmt: skip
+        print(
+            f"Opening the browser to sign in to {args.name}; if it does not open, visit:\n{url}",
+            file=sys.stderr,
+        )
 
     signed = login(args.name, server, secrets, timeout=args.timeout, told=told)
     print(signed.sentence(args.name), file=sys.stderr)
@@ -202,9 +212,12 @@ def _use(args: argparse.Namespace, secrets: Secrets) -> int:
 
 
 def _with(
-    args: argparse.Namespace, pool: McpPool, connection: McpConnection,
-    arguments: dict[str, object], secrets: Secrets,
-) -> int:  # fmt: skip
+    args: argparse.Namespace,
+    pool: McpPool,
+    connection: McpConnection,
+    arguments: dict[str, object],
+    secrets: Secrets,
+) -> int:
     if args.verb == "tools":
         return _lines(
             [
@@ -279,15 +292,18 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
         from app.tools.mcp.oauth import logout
 
         had = logout(args.name, secrets)
-        print(f"Signed out of {args.name}" if had else f"{args.name} was not signed in",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"Signed out of {args.name}" if had else f"{args.name} was not signed in",
+            file=sys.stderr,
+        )
         return 0
     if args.verb in USES:
         return _use(args, secrets)
     if args.verb == "remove":
         had = remove_server(args.name, secrets)
-        print(f"MCP server {args.name} {'removed' if had else 'was not configured'}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"MCP server {args.name} {'removed' if had else 'was not configured'}", file=sys.stderr
+        )
         return 0
     if not secrets.saved:
         print(f"not imported: {secrets.problem}", file=sys.stderr)
@@ -298,8 +314,7 @@ def run(args: argparse.Namespace, secrets: Secrets | None = None) -> int:
         print(f"moved to the keyring: {line}", file=sys.stderr)
     for line in found.skipped:
         print(f"skipped: {line}", file=sys.stderr)
-    print(f"imported {len(found.servers)} MCP servers: {', '.join(found.servers)}",
-          file=sys.stderr)  # fmt: skip
+    print(f"imported {len(found.servers)} MCP servers: {', '.join(found.servers)}", file=sys.stderr)
     return 0
 
 

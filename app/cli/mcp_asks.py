@@ -103,8 +103,10 @@ class TerminalAsks:
         shown, server = call.arguments, call.tool.namespace.removeprefix("mcp:")
         limit, asked = shown.get("max_tokens", 0), shown.get("asked_tokens", 0)
         more = f"; it asked for {asked:,}" if asked > limit else ""
-        lines = [f"[sampling] The MCP server “{server}” asks the model to answer this"
-                 f" (at most {limit:,} tokens{more}):"]  # fmt: skip
+        lines = [
+            f"[sampling] The MCP server “{server}” asks the model to answer this"
+            f" (at most {limit:,} tokens{more}):"
+        ]
         if shown.get("system_prompt"):
             lines.append(f"  System: {_cut(shown['system_prompt'])}")
         lines += [
@@ -150,8 +152,10 @@ class TerminalAsks:
     def fill(self, form: Form, cancel: threading.Event) -> Reply:
         with self._turn:
             if self.yes:
-                self._say(f"[input] The MCP server “{form.server}” asked: {form.message}\n"
-                          "  Declined: a --yes run never asks for input.\n")  # fmt: skip
+                self._say(
+                    f"[input] The MCP server “{form.server}” asked: {form.message}\n"
+                    "  Declined: a --yes run never asks for input.\n"
+                )
                 return Reply("decline", why="a --yes run never asks")
             self._say(f"[input] The MCP server “{form.server}” asks: {form.message}\n")
             raw = (self._line("  Answer it? [y]es [d]ecline [c]ancel: ", cancel) or "c").strip()

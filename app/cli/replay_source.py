@@ -77,8 +77,11 @@ def result_of(builder: ReplyBuilder, texts: list[str] | None = None) -> dict[str
     for i, segment in enumerate(reply.segments):
         lane = _LANES.get(segment.kind, "notice")
         if lane == "tool_call":
-            item = {"lane": lane, "text": segment.data.get("arguments", ""),
-                    "recipient": segment.data.get("tool")}  # fmt: skip
+            item = {
+                "lane": lane,
+                "text": segment.data.get("arguments", ""),
+                "recipient": segment.data.get("tool"),
+            }
         else:
             text = texts[i] if texts is not None else segment.text
             item = {"lane": lane, "text": text, "recipient": None}
@@ -86,8 +89,12 @@ def result_of(builder: ReplyBuilder, texts: list[str] | None = None) -> dict[str
             shown.append(item)
     errors = [{"code": i.code.value, "severity": i.severity.value} for i in builder.issues]
     stop = builder.stop.value if builder.stop is not None else None
-    return {"shown": shown, "hidden": {"analysis": reply.debug.analysis}, "errors": errors,
-            "stop": stop}  # fmt: skip
+    return {
+        "shown": shown,
+        "hidden": {"analysis": reply.debug.analysis},
+        "errors": errors,
+        "stop": stop,
+    }
 
 
 __all__ = ["USER_TEXT", "Source", "endpoint_of", "result_of", "session_for", "source_of"]

@@ -93,8 +93,12 @@ def _line(events: list[ParseEvent]) -> dict[str, Any]:
             shown.append({"lane": "notice", "text": e.message, "recipient": None})
         elif isinstance(e, TurnDone):
             stop = e.stop.value
-    return {"shown": shown, "hidden": {"analysis": "".join(analysis)}, "errors": errors,
-            "stop": stop}  # fmt: skip
+    return {
+        "shown": shown,
+        "hidden": {"analysis": "".join(analysis)},
+        "errors": errors,
+        "stop": stop,
+    }
 
 
 __all__ = ["ByteTokenizer", "replay_text", "template_named"]

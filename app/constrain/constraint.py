@@ -158,8 +158,9 @@ def json_constraint(
     rules = [f"start: {'THINK ' if prefix_free_text else ''}body", f"body: {body}"]
     if prefix_free_text:
         rules.append("THINK: /<think>(.|\\n)*<\\/think>\\s*/")
-    closing = plan_text(generation_schema(schema or {"type": "object"}), harmony=False,
-                        think=prefix_free_text)  # fmt: skip
+    closing = plan_text(
+        generation_schema(schema or {"type": "object"}), harmony=False, think=prefix_free_text
+    )
     return Constraint(
         compile_grammar("\n".join(rules)), description="whole answer", closing=closing
     )

@@ -155,12 +155,14 @@ def _spent(text: str, budget: Budget) -> str:
 
 
 _IMPLIED = (
-    ("object", ("properties", "required", "additionalProperties", "patternProperties",
-                "minProperties")),
+    (
+        "object",
+        ("properties", "required", "additionalProperties", "patternProperties", "minProperties"),
+    ),
     ("array", ("items", "prefixItems", "minItems", "maxItems")),
     ("string", ("minLength", "maxLength", "pattern", "format")),
     ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
-)  # fmt: skip
+)
 
 
 def _implied_type(schema: Mapping[str, Any]) -> str:

@@ -23,9 +23,16 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _LITERALS = ("true", "false", "null")
 # Broken by a container that is too short: adding to it (before its end) is the repair.
 GROW = frozenset(
-    {"required", "dependentRequired", "dependencies", "minProperties", "minItems", "contains",
-     "minContains"}
-)  # fmt: skip
+    {
+        "required",
+        "dependentRequired",
+        "dependencies",
+        "minProperties",
+        "minItems",
+        "contains",
+        "minContains",
+    }
+)
 
 
 class _Spans:

@@ -155,8 +155,9 @@ def check_image(source: Path | bytes, name: str = "") -> Picture:
         try:
             size = source.stat().st_size
             if size > MAX_BYTES:
-                raise ImageError(f"{name} is {size >> 20} MiB; images up to {MAX_BYTES >> 20}"
-                                 " MiB are taken")  # fmt: skip
+                raise ImageError(
+                    f"{name} is {size >> 20} MiB; images up to {MAX_BYTES >> 20} MiB are taken"
+                )
             source = source.read_bytes()
         except OSError as exc:
             raise ImageError(f"{name} could not be read: {exc.strerror or exc}", str(exc)) from exc
@@ -200,8 +201,9 @@ def keep_images(images: Sequence[ImageContent], conversation: str, version: str)
                 if picture is None:
                     lost.append(image.name or f"image {number}")
                     continue
-                kept.keep_bytes(picture.data, image.name or f"image-{number}", conversation,
-                                version)  # fmt: skip
+                kept.keep_bytes(
+                    picture.data, image.name or f"image-{number}", conversation, version
+                )
         finally:
             kept.close()
     except (OSError, sqlite3.Error) as exc:
@@ -255,7 +257,19 @@ def library() -> list[Path]:
 
 
 __all__ = [
-    "IMAGE_SUFFIXES", "check_image", "chip_image", "document_suffixes", "image_bytes",
-    "is_image_file", "keep_images", "kept_of", "library", "pasted_files", "remember_images",
-    "send_with", "thumbnail_of", "thumbnail_png", "viewable",
-]  # fmt: skip
+    "IMAGE_SUFFIXES",
+    "check_image",
+    "chip_image",
+    "document_suffixes",
+    "image_bytes",
+    "is_image_file",
+    "keep_images",
+    "kept_of",
+    "library",
+    "pasted_files",
+    "remember_images",
+    "send_with",
+    "thumbnail_of",
+    "thumbnail_png",
+    "viewable",
+]

@@ -41,11 +41,23 @@ READ_S = 30.0  # reading a resource, running a prompt
 MAX_TEXT = 1 << 20  # bytes of text a resource may bring
 MAX_BLOB = 50 << 20  # bytes in all a read may bring (images: `app.images` takes up to this)
 # a resource's MIME type → the suffix its file gets (the documents reader goes by the suffix)
-SUFFIX = {"text/markdown": ".md", "text/html": ".html", "application/json": ".json",
-          "text/csv": ".csv", "application/xml": ".xml", "text/xml": ".xml",
-          "application/yaml": ".yaml", "text/x-python": ".py"}  # fmt: skip
-IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp",
-                "image/gif": ".gif", "image/bmp": ".bmp"}  # fmt: skip
+SUFFIX = {
+    "text/markdown": ".md",
+    "text/html": ".html",
+    "application/json": ".json",
+    "text/csv": ".csv",
+    "application/xml": ".xml",
+    "text/xml": ".xml",
+    "application/yaml": ".yaml",
+    "text/x-python": ".py",
+}
+IMAGE_SUFFIX = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/webp": ".webp",
+    "image/gif": ".gif",
+    "image/bmp": ".bmp",
+}
 
 Image = tuple[bytes, str]  # an image's bytes and a name for it
 
@@ -131,9 +143,17 @@ class McpContext:
             connection = self.pool.connection(name)
             if kind == "resource":
                 listed = connection.resources(LIST_S)
-                offers = tuple(Offer(name, "resource", str(r.uri), str(r.name),
-                                     (r.description or "").strip(), r.mime_type or "")
-                               for r in listed)  # fmt: skip
+                offers = tuple(
+                    Offer(
+                        name,
+                        "resource",
+                        str(r.uri),
+                        str(r.name),
+                        (r.description or "").strip(),
+                        r.mime_type or "",
+                    )
+                    for r in listed
+                )
             else:
                 offers = tuple(_prompt(name, p) for p in connection.prompts(LIST_S))
         except HarmonyDeskError as exc:  # it cannot start, answer, or be read from mcp.json
@@ -152,8 +172,10 @@ class McpContext:
         size = len(text.encode())
         file = None
         if size > MAX_TEXT:
-            refused.append(f"its text of {size_text(size)} (resources of up to"
-                           f" {size_text(MAX_TEXT)} of text are attached)")  # fmt: skip
+            refused.append(
+                f"its text of {size_text(size)} (resources of up to"
+                f" {size_text(MAX_TEXT)} of text are attached)"
+            )
         elif parts.texts:
             file = _file(offer, text)
         said = f"Not attached from “{offer.name}” ({offer.server}): {'; '.join(refused)}."
@@ -197,13 +219,22 @@ def _images(parts: Parts, name: str) -> tuple[list[Image], list[tuple[str, str]]
     others: list[tuple[str, str]] = []
     for number, (mime, data) in enumerate(parts.blobs, 1):
         stem = _safe(name) or "resource"
-        called = f"{stem}-{number}{IMAGE_SUFFIX.get(mime, '')}" if len(parts.blobs) > 1 else (
-            stem + IMAGE_SUFFIX.get(mime, ""))  # fmt: skip
+        called = (
+            f"{stem}-{number}{IMAGE_SUFFIX.get(mime, '')}"
+            if len(parts.blobs) > 1
+            else (stem + IMAGE_SUFFIX.get(mime, ""))
+        )
         try:
             check_image(data, called)
         except InvalidInputError as exc:
-            others.append((mime, "only text and images are attached" if not
-                           mime.startswith("image/") else exc.message.rstrip(".")))  # fmt: skip
+            others.append(
+                (
+                    mime,
+                    "only text and images are attached"
+                    if not mime.startswith("image/")
+                    else exc.message.rstrip("."),
+                )
+            )
             continue
         images.append((data, called))
     return images, others
@@ -269,4 +300,4 @@ __all__ = [
     "follow_tool_changes",
     "safely",
     "servers",
-]  # fmt: skip
+]

@@ -16,8 +16,9 @@ import re
 
 RULE = "\n\n--- end of the attached documents ---\n\n"
 HEAD = "Attached documents."
-_FILE = re.compile(r"^(?:Document: (?P<whole>.+?) \(whole file\)|\[\d+\] (?P<part>.+?), [^,\n]+:)$",
-                   re.M)  # fmt: skip
+_FILE = re.compile(
+    r"^(?:Document: (?P<whole>.+?) \(whole file\)|\[\d+\] (?P<part>.+?), [^,\n]+:)$", re.M
+)
 
 
 _PASSAGE = re.compile(r"\[(?P<n>\d+)\] (?P<file>.+?), (?P<where>[^,\n]+):\n(?P<text>.*)\Z", re.S)

@@ -74,8 +74,12 @@ class FormField:
             case "number" | "integer":
                 what = "a whole number" if self.kind == "integer" else "a number"
                 return what + _range(self.minimum, self.maximum)
-        named = {"email": "an email address", "uri": "a web address", "date": "a date (YYYY-MM-DD)",
-                 "date-time": "a date and time (YYYY-MM-DDTHH:MM)"}  # fmt: skip
+        named = {
+            "email": "an email address",
+            "uri": "a web address",
+            "date": "a date (YYYY-MM-DD)",
+            "date-time": "a date and time (YYYY-MM-DDTHH:MM)",
+        }
         return named.get(self.format, "text")
 
 
@@ -194,8 +198,16 @@ def parse(field: FormField, text: str) -> Any:
             return text
         return int(number) if field.kind == "integer" and number.is_integer() else number
     if field.kind == "boolean":
-        words = {"y": True, "yes": True, "true": True, "1": True,
-                 "n": False, "no": False, "false": False, "0": False}  # fmt: skip
+        words = {
+            "y": True,
+            "yes": True,
+            "true": True,
+            "1": True,
+            "n": False,
+            "no": False,
+            "false": False,
+            "0": False,
+        }
         return words.get(text.lower(), text)
     if field.kind == "choice":
         return _choose(field, text)
@@ -226,6 +238,17 @@ def shown(form: Form, content: Mapping[str, Any] | None) -> dict[str, Any] | Non
 
 
 __all__ = [
-    "FORMATS", "HIDDEN", "MAX_TEXT_CHARS", "Action", "Form", "FormField", "Kind", "Reply",
-    "UrlAsk", "parse", "problem", "problems", "shown",
-]  # fmt: skip
+    "FORMATS",
+    "HIDDEN",
+    "MAX_TEXT_CHARS",
+    "Action",
+    "Form",
+    "FormField",
+    "Kind",
+    "Reply",
+    "UrlAsk",
+    "parse",
+    "problem",
+    "problems",
+    "shown",
+]

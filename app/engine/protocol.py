@@ -210,9 +210,12 @@ class GenerateRequest:
         if constraint is None:
             return self
         return replace(
-            self, grammar=constraint.grammar, consumed=constraint.consumed,
-            banned=constraint.banned, closing=constraint.closing,
-        )  # fmt: skip
+            self,
+            grammar=constraint.grammar,
+            consumed=constraint.consumed,
+            banned=constraint.banned,
+            closing=constraint.closing,
+        )
 
 
 @dataclass(frozen=True)

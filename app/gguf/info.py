@@ -24,9 +24,19 @@ from app.gguf.magic import HEAD, MAGIC, not_gguf
 
 SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _KIND_NAMES = {
-    0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool",
-    8: "str", 10: "u64", 11: "i64", 12: "f64",
-}  # fmt: skip
+    0: "u8",
+    1: "i8",
+    2: "u16",
+    3: "i16",
+    4: "u32",
+    5: "i32",
+    6: "f32",
+    7: "bool",
+    8: "str",
+    10: "u64",
+    11: "i64",
+    12: "f64",
+}
 # ggml type id → (elements per block, bytes per block), for the size check of the data section.
 _TYPE_SIZES: dict[int, tuple[int, int]] = {
     0: (1, 4),

@@ -27,8 +27,13 @@ MAX_BYTES = 50 << 20  # a file larger than this is refused unread
 MAX_SIDE = 16_384  # pixels on either side
 MAX_PIXELS = 64_000_000  # width × height
 FIT_SIDE = 2048  # the pixels a projector gets, at most, on the long side
-FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif",
-           "BMP": "image/bmp"}  # fmt: skip
+FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "WEBP": "image/webp",
+    "GIF": "image/gif",
+    "BMP": "image/bmp",
+}
 
 
 class ImageError(InvalidInputError):
@@ -49,9 +54,12 @@ class Picture:
     def content(self) -> ImageContent:
         """The message content that stands for it."""
         return ImageContent(
-            sha256=self.sha256, mime=self.mime, width=self.width, height=self.height,
+            sha256=self.sha256,
+            mime=self.mime,
+            width=self.width,
+            height=self.height,
             name=self.name,
-        )  # fmt: skip
+        )
 
 
 def _open(data: bytes, name: str) -> object:
@@ -61,17 +69,22 @@ def _open(data: bytes, name: str) -> object:
     if not data:
         raise ImageError(f"{called}is empty, not an image")
     if len(data) > MAX_BYTES:
-        raise ImageError(f"{called}is {len(data) >> 20} MiB; images up to {MAX_BYTES >> 20} MiB"
-                         " are taken")  # fmt: skip
+        raise ImageError(
+            f"{called}is {len(data) >> 20} MiB; images up to {MAX_BYTES >> 20} MiB are taken"
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             return Image.open(io.BytesIO(data))
-    except (UnidentifiedImageError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning) as exc:  # fmt: skip
+    except (
+        UnidentifiedImageError,
+        Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ) as exc:
         if isinstance(exc, UnidentifiedImageError):
-            raise ImageError(f"{called}is not an image Harmony Desk can read (PNG, JPEG, WebP,"
-                             " GIF or BMP)") from exc  # fmt: skip
+            raise ImageError(
+                f"{called}is not an image Harmony Desk can read (PNG, JPEG, WebP, GIF or BMP)"
+            ) from exc
         raise ImageError(
             f"{called}is too large a picture: images up to {MAX_SIDE:,} pixels a"
             f" side and {MAX_PIXELS // 1_000_000} megapixels are taken"
@@ -89,8 +102,9 @@ def read(data: bytes, name: str = "") -> Picture:
     assert isinstance(image, Image.Image)
     mime = FORMATS.get(image.format or "")
     if mime is None:
-        raise ImageError(f"{called}is a {image.format} image; PNG, JPEG, WebP, GIF and BMP are"
-                         " taken")  # fmt: skip
+        raise ImageError(
+            f"{called}is a {image.format} image; PNG, JPEG, WebP, GIF and BMP are taken"
+        )
     width, height = image.size
     if width < 1 or height < 1:
         raise ImageError(f"{called}has no pixels")
@@ -104,8 +118,9 @@ def read(data: bytes, name: str = "") -> Picture:
     try:
         image.load()
     except (OSError, ValueError, SyntaxError) as exc:
-        raise ImageError(f"{called}is damaged or cut short and cannot be decoded",
-                         str(exc)) from exc  # fmt: skip
+        raise ImageError(
+            f"{called}is damaged or cut short and cannot be decoded", str(exc)
+        ) from exc
     digest = hashlib.sha256(data).hexdigest()
     return Picture(data, digest, mime, width, height, name)
 
@@ -146,5 +161,14 @@ def thumbnail(picture: Picture, side: int = 160) -> bytes:
     return out.getvalue()
 
 
-__all__ = ["FIT_SIDE", "MAX_BYTES", "MAX_PIXELS", "MAX_SIDE", "ImageError", "Picture", "pixels",
-           "read", "thumbnail"]  # fmt: skip
+__all__ = [
+    "FIT_SIDE",
+    "MAX_BYTES",
+    "MAX_PIXELS",
+    "MAX_SIDE",
+    "ImageError",
+    "Picture",
+    "pixels",
+    "read",
+    "thumbnail",
+]

@@ -233,8 +233,13 @@ class Download:
             _refuse_unless_room(self.total - start, self.request.dest, self.target)
 
     def _save_sidecar(self) -> None:
-        record = {"url": self.request.url, "validator": self._validator, "size": self.total,
-                  "expected_size": self.request.size, "sha256": self.request.sha256}  # fmt: skip
+        record = {
+            "url": self.request.url,
+            "validator": self._validator,
+            "size": self.total,
+            "expected_size": self.request.size,
+            "sha256": self.request.sha256,
+        }
         _sidecar(self.target).write_text(json.dumps(record), encoding="utf-8")
 
     def _stream(self, response: http.client.HTTPResponse, start: int) -> None:

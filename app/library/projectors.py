@@ -81,8 +81,10 @@ def fits(model: Path, projector: Path) -> bool:
 
 def _shared(a: str, b: str) -> int:
     """How many characters two names share from their start (case aside)."""
-    return next((i for i, (x, y) in enumerate(zip(a.lower(), b.lower(), strict=False)) if x != y),
-                min(len(a), len(b)))  # fmt: skip
+    return next(
+        (i for i, (x, y) in enumerate(zip(a.lower(), b.lower(), strict=False)) if x != y),
+        min(len(a), len(b)),
+    )
 
 
 def projectors_in(folder: Path) -> list[Path]:

@@ -190,9 +190,13 @@ class Template(ABC):
             offered[name_of(c.recipient)] = CODE_PARAMETERS if c.code else c.schema
         if fmt is not None and offered:
             return call_grammar(
-                fmt, offered, request.tool_choice, thinks=self.thinks, control=request.control,
+                fmt,
+                offered,
+                request.tool_choice,
+                thinks=self.thinks,
+                control=request.control,
                 thinking_budget=request.thinking_budget,
-            )  # fmt: skip
+            )
         if request.schema is None:
             return None
         return json_constraint(

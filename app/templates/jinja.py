@@ -73,20 +73,32 @@ def openai_messages(
                 out.append({"role": "assistant", "content": "", "tool_calls": []})
             args = arguments_of(call)
             ident = f"call_{sum(len(o.get('tool_calls', ())) for o in out) + 1:04d}"
-            out[-1].setdefault("tool_calls", []).append({
-                "id": ident, "type": "function",
-                "function": {"name": call.name,
-                             "arguments": json.dumps(args, ensure_ascii=False)
-                             if string_arguments else args},
-            })  # fmt: skip
+            out[-1].setdefault("tool_calls", []).append(
+                {
+                    "id": ident,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(args, ensure_ascii=False)
+                        if string_arguments
+                        else args,
+                    },
+                }
+            )
             pending.append((call.name, ident))
         elif m.author.role is Role.TOOL:
             name = name_of(m.author.name or "")
             found = next((p for p in pending if p[0] == name), pending[0] if pending else None)
             if found is not None:
                 pending.remove(found)
-            out.append({"role": "tool", "name": name, "tool_call_id": found[1] if found else "",
-                        "content": content(m.text)})  # fmt: skip
+            out.append(
+                {
+                    "role": "tool",
+                    "name": name,
+                    "tool_call_id": found[1] if found else "",
+                    "content": content(m.text),
+                }
+            )
         elif m.channel in (None, "final") and not m.recipient:
             _add_turn(out, m, content)
     return out, texts, called
@@ -130,13 +142,20 @@ class GgufJinja(Template):
         return self.detection().format if self.source else None
 
     def render(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
         add_generation_prompt: bool = True,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """The template's text for `messages` (`JinjaTemplateError` when it cannot be used)."""
-        return render(self.source, messages=messages, tools=tools or None,
-                      add_generation_prompt=add_generation_prompt, bos_token=self.bos,
-                      eos_token=self.eos)  # fmt: skip
+        return render(
+            self.source,
+            messages=messages,
+            tools=tools or None,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos,
+            eos_token=self.eos,
+        )
 
     def prompt_ids(
         self,
@@ -172,9 +191,12 @@ class GgufJinja(Template):
         return ids
 
     def _guard(
-        self, ids: list[int], neutral: list[dict[str, Any]], tools: list[dict[str, Any]],
+        self,
+        ids: list[int],
+        neutral: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         tokenizer: Tokenizer,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Refuse a prompt holding control tokens a rendering of neutral text does not."""
         base = tokenizer.tokenize(self.render(neutral, tools), special=True)
         control = {i for i, piece in enumerate(tokenizer.token_table()) if piece == b""}

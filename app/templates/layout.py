@@ -123,8 +123,11 @@ class LayoutTemplate(Template):
                 return [(last, False)]
             return [(text, False) for role, text in turns if role in ("user", "assistant")]
         if not sequence_start:
-            return [(m("separator") + m("user"), True), (last, False),
-                    (m("eoh") + m("assistant"), True)]  # fmt: skip
+            return [
+                (m("separator") + m("user"), True),
+                (last, False),
+                (m("eoh") + m("assistant"), True),
+            ]
         fmt = self.call_format()
         meta = self.spec.meta_instruction
         if meta is not None and not any(text for role, text in turns if role == "system"):
@@ -187,8 +190,13 @@ class LayoutTemplate(Template):
 def layout_template(spec: LayoutSpec, **extra: Any) -> type[LayoutTemplate]:
     """A template class for a resolved spec (registered by its `model_name`)."""
     name = spec.model_name
-    attrs = {"name": name, "spec": spec, "defaults": spec.defaults(),
-             "tool_calls": spec.tool_calls, **extra}  # fmt: skip
+    attrs = {
+        "name": name,
+        "spec": spec,
+        "defaults": spec.defaults(),
+        "tool_calls": spec.tool_calls,
+        **extra,
+    }
     return type(f"Layout[{name}]", (LayoutTemplate,), attrs)
 
 
@@ -207,31 +215,63 @@ def _of(cls: type[Template], **markers: Any) -> LayoutSpec:
     """A built-in class's layout, with the sampling that class carries."""
     d = cls.defaults
     return LayoutSpec(
-        model_name=cls.name, capability=d.capability, stop_words=d.stop_words,
-        session_len=d.session_len, temperature=d.temperature, top_p=d.top_p, top_k=d.top_k,
-        repetition_penalty=d.repetition_penalty, tool_calls=cls.tool_calls, **markers,
-    )  # fmt: skip
+        model_name=cls.name,
+        capability=d.capability,
+        stop_words=d.stop_words,
+        session_len=d.session_len,
+        temperature=d.temperature,
+        top_p=d.top_p,
+        top_k=d.top_k,
+        repetition_penalty=d.repetition_penalty,
+        tool_calls=cls.tool_calls,
+        **markers,
+    )
 
 
 _CHATML = {
-    "system": "<|im_start|>system\n", "eosys": "<|im_end|>\n", "user": "<|im_start|>user\n",
-    "eoh": "<|im_end|>\n", "assistant": "<|im_start|>assistant\n", "eoa": "<|im_end|>",
-    "separator": "\n", "tool": "<|im_start|>tool\n", "eotool": "<|im_end|>\n",
-}  # fmt: skip
+    "system": "<|im_start|>system\n",
+    "eosys": "<|im_end|>\n",
+    "user": "<|im_start|>user\n",
+    "eoh": "<|im_end|>\n",
+    "assistant": "<|im_start|>assistant\n",
+    "eoa": "<|im_end|>",
+    "separator": "\n",
+    "tool": "<|im_start|>tool\n",
+    "eotool": "<|im_end|>\n",
+}
 _LLAMA3 = {
-    "system": "<|start_header_id|>system<|end_header_id|>\n\n", "eosys": "<|eot_id|>",
-    "user": "<|start_header_id|>user<|end_header_id|>\n\n", "eoh": "<|eot_id|>",
-    "assistant": "<|start_header_id|>assistant<|end_header_id|>\n\n", "eoa": "<|eot_id|>",
-}  # fmt: skip
+    "system": "<|start_header_id|>system<|end_header_id|>\n\n",
+    "eosys": "<|eot_id|>",
+    "user": "<|start_header_id|>user<|end_header_id|>\n\n",
+    "eoh": "<|eot_id|>",
+    "assistant": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "eoa": "<|eot_id|>",
+}
 INTERNLM = LayoutSpec(  # LMDeploy's base model template: completion, 2048 tokens
-    model_name="internlm", capability=Capability.COMPLETION, stop_words=(), session_len=2048,
-    temperature=0.8, top_p=0.8, top_k=40, repetition_penalty=1.0,
-)  # fmt: skip
-INTERNLM_CHAT = INTERNLM.model_copy(update={
-    "model_name": "internlm-chat", "system": "<|System|>:", "meta_instruction": INTERNLM_META,
-    "eosys": "\n", "user": "<|User|>:", "eoh": "\n", "assistant": "<|Bot|>:", "eoa": "<eoa>",
-    "separator": "\n", "capability": Capability.CHAT, "stop_words": ("<eoa>",),
-})  # fmt: skip
+    model_name="internlm",
+    capability=Capability.COMPLETION,
+    stop_words=(),
+    session_len=2048,
+    temperature=0.8,
+    top_p=0.8,
+    top_k=40,
+    repetition_penalty=1.0,
+)
+INTERNLM_CHAT = INTERNLM.model_copy(
+    update={
+        "model_name": "internlm-chat",
+        "system": "<|System|>:",
+        "meta_instruction": INTERNLM_META,
+        "eosys": "\n",
+        "user": "<|User|>:",
+        "eoh": "\n",
+        "assistant": "<|Bot|>:",
+        "eoa": "<eoa>",
+        "separator": "\n",
+        "capability": Capability.CHAT,
+        "stop_words": ("<eoa>",),
+    }
+)
 # What a file may extend (`"base": NAME`): the built-in layouts, by name.
 BUILTIN_LAYOUTS: dict[str, LayoutSpec] = {
     "chatml": _of(ChatML, **_CHATML),

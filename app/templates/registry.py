@@ -28,9 +28,18 @@ from app.templates.layout import INTERNLM_TEMPLATES, LayoutSpec, LayoutTemplate,
 
 T = TypeVar("T", bound=type[Template])
 BUILTINS: tuple[type[Template], ...] = (
-    HarmonyTemplate, ChatML, SmolLM2, Qwen, Gemma, Llama3, Completion, GgufJinja,
-    *INTERNLM_TEMPLATES, Mistral, Qwen3Coder,
-)  # fmt: skip
+    HarmonyTemplate,
+    ChatML,
+    SmolLM2,
+    Qwen,
+    Gemma,
+    Llama3,
+    Completion,
+    GgufJinja,
+    *INTERNLM_TEMPLATES,
+    Mistral,
+    Qwen3Coder,
+)
 _REGISTRY: dict[str, type[Template]] = {cls.name: cls for cls in BUILTINS}
 _SOURCES: dict[str, str] = {cls.name: "built-in" for cls in BUILTINS}
 _FOLDER: dict[str, list[str]] = {}  # "problems" once the templates folder was read

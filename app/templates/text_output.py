@@ -144,9 +144,12 @@ class TextOutputParser:
         )
         self._events.append(ContentDelta(self._index, call.arguments, lane))
         message = Message.of(
-            Role.ASSISTANT, call.arguments, channel="commentary", recipient=recipient,
+            Role.ASSISTANT,
+            call.arguments,
+            channel="commentary",
+            recipient=recipient,
             content_type="json",
-        )  # fmt: skip
+        )
         self.messages.append(message)
         self._events.append(MessageDone(self._index, message, lane, True, tuple(self._ids)))
         self._ids = []

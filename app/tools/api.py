@@ -64,8 +64,11 @@ class ToolContext:
 
     def plain(self) -> dict[str, Any]:
         """The context as plain values (for a tool in another process; no cancel event)."""
-        return {"call_id": self.call_id, "conversation_id": self.conversation_id,
-                "offline": self.offline}  # fmt: skip
+        return {
+            "call_id": self.call_id,
+            "conversation_id": self.conversation_id,
+            "offline": self.offline,
+        }
 
 
 Body = Literal["json", "code"]

@@ -47,19 +47,43 @@ class Theme:
 
 
 LIGHT = Theme(
-    "light", window="#f7f7f8", surface="#ffffff", text="#1f2328", muted="#59636e",
-    accent="#2f6feb", accent_text="#ffffff", border="#d1d9e0", error="#b3261e", ok="#1a7f37",
-    bubble="#e8effd", code="#f0f2f5", preamble="#f3eefc", notice="#fff5d6",
-    special="#fff3b0", special_text="#7a4b00",
+    "light",
+    window="#f7f7f8",
+    surface="#ffffff",
+    text="#1f2328",
+    muted="#59636e",
+    accent="#2f6feb",
+    accent_text="#ffffff",
+    border="#d1d9e0",
+    error="#b3261e",
+    ok="#1a7f37",
+    bubble="#e8effd",
+    code="#f0f2f5",
+    preamble="#f3eefc",
+    notice="#fff5d6",
+    special="#fff3b0",
+    special_text="#7a4b00",
     code_style="default",
-)  # fmt: skip
+)
 DARK = Theme(
-    "dark", window="#16181d", surface="#1f2228", text="#e6e8eb", muted="#9aa3ad",
-    accent="#4c8dff", accent_text="#0b0d10", border="#333842", error="#ff8a80", ok="#56d364",
-    bubble="#25324a", code="#262a31", preamble="#2b2540", notice="#3a3220",
-    special="#5a4a00", special_text="#ffe08a",
+    "dark",
+    window="#16181d",
+    surface="#1f2228",
+    text="#e6e8eb",
+    muted="#9aa3ad",
+    accent="#4c8dff",
+    accent_text="#0b0d10",
+    border="#333842",
+    error="#ff8a80",
+    ok="#56d364",
+    bubble="#25324a",
+    code="#262a31",
+    preamble="#2b2540",
+    notice="#3a3220",
+    special="#5a4a00",
+    special_text="#ffe08a",
     code_style="github-dark",
-)  # fmt: skip
+)
 _current = LIGHT
 
 
@@ -134,14 +158,20 @@ QFrame[role="composer"] QScrollBar::add-line:vertical, QFrame[role="composer"]
 def palette(t: Theme) -> QPalette:
     p = QPalette()
     for role, colour in (
-        (QPalette.ColorRole.Window, t.window), (QPalette.ColorRole.Base, t.surface),
-        (QPalette.ColorRole.AlternateBase, t.code), (QPalette.ColorRole.Text, t.text),
-        (QPalette.ColorRole.WindowText, t.text), (QPalette.ColorRole.Button, t.surface),
-        (QPalette.ColorRole.ButtonText, t.text), (QPalette.ColorRole.Highlight, t.accent),
+        (QPalette.ColorRole.Window, t.window),
+        (QPalette.ColorRole.Base, t.surface),
+        (QPalette.ColorRole.AlternateBase, t.code),
+        (QPalette.ColorRole.Text, t.text),
+        (QPalette.ColorRole.WindowText, t.text),
+        (QPalette.ColorRole.Button, t.surface),
+        (QPalette.ColorRole.ButtonText, t.text),
+        (QPalette.ColorRole.Highlight, t.accent),
         (QPalette.ColorRole.HighlightedText, t.accent_text),
-        (QPalette.ColorRole.PlaceholderText, t.muted), (QPalette.ColorRole.Link, t.accent),
-        (QPalette.ColorRole.ToolTipBase, t.surface), (QPalette.ColorRole.ToolTipText, t.text),
-    ):  # fmt: skip
+        (QPalette.ColorRole.PlaceholderText, t.muted),
+        (QPalette.ColorRole.Link, t.accent),
+        (QPalette.ColorRole.ToolTipBase, t.surface),
+        (QPalette.ColorRole.ToolTipText, t.text),
+    ):
         p.setColor(role, QColor(colour))
     return p
 

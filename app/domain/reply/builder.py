@@ -289,10 +289,13 @@ class ReplyBuilder:
             f" {event.keyword}; generating again from before it"
         )
         index = next(
-            (i for i in reversed(range(len(self.reply.segments)))
-             if self.reply.segments[i].kind == "answer"),
+            (
+                i
+                for i in reversed(range(len(self.reply.segments)))
+                if self.reply.segments[i].kind == "answer"
+            ),
             None,
-        )  # fmt: skip
+        )
         if index is None:
             return []
         self._held.pop(index, None)

@@ -118,8 +118,11 @@ class ToolCards:
             if s.kind == "tool" and s.data.get("call_id") == event.call_id:
                 if s.data.get("state") != "running":
                     return []
-                s.data["progress"] = {"done": event.done, "total": event.total,
-                                      "message": event.message}  # fmt: skip
+                s.data["progress"] = {
+                    "done": event.done,
+                    "total": event.total,
+                    "message": event.message,
+                }
                 return [Updated(index)]
         return []
 

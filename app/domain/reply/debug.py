@@ -61,8 +61,10 @@ class DebugLog:
         """A generation ended: its prompt and decode spans, why it stopped, its timings."""
         t, debug = event.timings, self.reply.debug
         start, first, end = self._clock, self._clock + t.first_token_ms, self._clock + t.total_ms
-        debug.spans += [("prompt", round(start, 2), round(first, 2)),
-                        ("decode", round(first, 2), round(end, 2))]  # fmt: skip
+        debug.spans += [
+            ("prompt", round(start, 2), round(first, 2)),
+            ("decode", round(first, 2), round(end, 2)),
+        ]
         self._clock = end
         debug.stop_reason = event.reason.value
         debug.timings = {

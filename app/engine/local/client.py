@@ -190,10 +190,14 @@ class WorkerClient(QuickQuestions):
             settings, snapshots = settings or LoadSettings(), snapshots or SnapshotSettings.of(2)
             request = LoadRequest(router.new_id(), str(path), n_ctx, threads)
             request = dataclasses.replace(
-                request, settings=settings, snapshots=snapshots,
-                sequences=max(1, sequences), reserved=min(reserved, sequences - 1),
-                always_draft=always_draft, projector=str(projector or ""),
-            )  # fmt: skip
+                request,
+                settings=settings,
+                snapshots=snapshots,
+                sequences=max(1, sequences),
+                reserved=min(reserved, sequences - 1),
+                always_draft=always_draft,
+                projector=str(projector or ""),
+            )
             self._stage = "weights"
             router.send(request)
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
@@ -203,10 +207,12 @@ class WorkerClient(QuickQuestions):
             if self._stage == "projector":
                 name = Path(str(projector)).name
                 raise ModelLoadError(
-                    LoadProblem.LOAD_FAILED, path,
+                    LoadProblem.LOAD_FAILED,
+                    path,
                     f"llama.cpp stopped while loading its projector {name}: the projector is"
-                    " damaged or not one this version of llama.cpp can read", said,
-                ) from exc  # fmt: skip
+                    " damaged or not one this version of llama.cpp can read",
+                    said,
+                ) from exc
             raise ModelLoadError(
                 LoadProblem.LOAD_FAILED, path, f"while loading it, {exc.message}", said
             ) from exc
@@ -259,10 +265,12 @@ class WorkerClient(QuickQuestions):
         if self.state is WorkerState.FAILED and self._last_load is not None:
             last = self._last_load
             kept: dict[str, Any] = {
-                "settings": last.settings, "snapshots": last.snapshots,
-                "sequences": last.sequences, "reserved": last.reserved,
+                "settings": last.settings,
+                "snapshots": last.snapshots,
+                "sequences": last.sequences,
+                "reserved": last.reserved,
                 "projector": last.projector,
-            }  # fmt: skip
+            }
             self.load(last.path, n_ctx=last.n_ctx, n_threads=last.n_threads, **kept)
         if self.state is not WorkerState.READY or self._router is None:
             raise WorkerError(f"the model worker is {self.state}, not ready")
@@ -304,9 +312,16 @@ class WorkerClient(QuickQuestions):
         limit = deadline_s if deadline_s is not None else deadline_for(len(prompt_ids), max_tokens)
         request = router.new_id()
         message = GenerateRequest(
-            request, tuple(prompt_ids), tuple(stop_ids), sampling or Sampling(), max_tokens,
-            top_logprobs=top_logprobs, keep=keep, reserved=reserved, images=tuple(images),
-        ).constrained(constraint)  # fmt: skip
+            request,
+            tuple(prompt_ids),
+            tuple(stop_ids),
+            sampling or Sampling(),
+            max_tokens,
+            top_logprobs=top_logprobs,
+            keep=keep,
+            reserved=reserved,
+            images=tuple(images),
+        ).constrained(constraint)
         partial: list[int] = []
         self._use["window" if reserved else "clients"] += 1
         try:

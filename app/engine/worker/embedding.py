@@ -76,10 +76,16 @@ class _EmbeddingWorker:
         del vocab
         try:
             llm = self.lc.Llama(
-                model_path=req.path, embedding=True, n_ctx=req.n_ctx, n_batch=req.n_ctx,
-                n_ubatch=req.n_ctx, n_threads=req.n_threads, n_threads_batch=req.n_threads,
-                verbose=False, **llama_arguments(placement),
-            )  # fmt: skip
+                model_path=req.path,
+                embedding=True,
+                n_ctx=req.n_ctx,
+                n_batch=req.n_ctx,
+                n_ubatch=req.n_ctx,
+                n_threads=req.n_threads,
+                n_threads_batch=req.n_threads,
+                verbose=False,
+                **llama_arguments(placement),
+            )
         except (ValueError, RuntimeError, OSError) as exc:
             self.inbox.send(LoadFailed(req.request, "weights", str(exc)))
             return

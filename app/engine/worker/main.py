@@ -191,9 +191,16 @@ class _Worker:
             llm, self.low, req.snapshots, placement, self.pool.holds, stamp
         )
         self.scheduler = Scheduler(
-            llm, self.low, self.pool, self._send, self.inbox.cancelled, self._mask_for,
-            req.n_batch, req.settings.speculative, draft,
-        )  # fmt: skip
+            llm,
+            self.low,
+            self.pool,
+            self._send,
+            self.inbox.cancelled,
+            self._mask_for,
+            req.n_batch,
+            req.settings.speculative,
+            draft,
+        )
         self.scheduler.chunk = self.n_batch
         self.scheduler.always_draft = req.always_draft
         self.scheduler.images.vision = vision

@@ -161,9 +161,14 @@ def _head(path: Path, stamp: Stamp) -> Head:
     if total != offset + int(header["state_bytes"]):
         raise _Unusable(f"it holds {total} bytes, not {offset + int(header['state_bytes'])}")
     return Head(
-        path, header["fingerprint"], header["build"], tokens, str(header["state_sha256"]),
-        int(header["state_bytes"]), offset,
-    )  # fmt: skip
+        path,
+        header["fingerprint"],
+        header["build"],
+        tokens,
+        str(header["state_sha256"]),
+        int(header["state_bytes"]),
+        offset,
+    )
 
 
 def read_state(head: Head) -> bytes | None:

@@ -198,9 +198,17 @@ class Vision:
         embd = self._encoded(piece)
         after = low.llama_pos(0)
         rc = self.mtmd.mtmd_helper_decode_image_chunk(
-            self.ctx, lctx, piece.chunk, embd, n_past, seq, n_batch, ctypes.byref(after),
-            self.mtmd.mtmd_helper_post_decode_callback(), None,  # no callback: a NULL one
-        )  # fmt: skip
+            self.ctx,
+            lctx,
+            piece.chunk,
+            embd,
+            n_past,
+            seq,
+            n_batch,
+            ctypes.byref(after),
+            self.mtmd.mtmd_helper_post_decode_callback(),
+            None,  # no callback: a NULL one
+        )
         if rc != 0:
             raise VisionError(f"llama.cpp could not evaluate the image (status {rc})")
         return int(after.value)
@@ -286,5 +294,12 @@ def _route_log(mtmd: Any, low: Any) -> None:
     mtmd.mtmd_helper_log_set(callback, ctypes.c_void_p(0))
 
 
-__all__ = ["Expanded", "Images", "Vision", "VisionError", "image_token", "is_image",
-           "projector_stamp"]  # fmt: skip
+__all__ = [
+    "Expanded",
+    "Images",
+    "Vision",
+    "VisionError",
+    "image_token",
+    "is_image",
+    "projector_stamp",
+]

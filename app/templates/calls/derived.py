@@ -133,8 +133,9 @@ class DerivedFormat(CallFormat):
         out = [Piece(m.section_open.sample, True)]
         for i, call in enumerate(calls):
             if i:
-                out.append(Piece(m.call_sep.sample + (m.section_open.sample * (not m.sectioned)),
-                                 True))  # fmt: skip
+                out.append(
+                    Piece(m.call_sep.sample + (m.section_open.sample * (not m.sectioned)), True)
+                )
             out += [Piece(m.call_open.sample, True), Piece(call.name)]
             out.append(Piece(m.call_mid.sample, True))
             out += self._write_arguments(call)
@@ -150,9 +151,13 @@ class DerivedFormat(CallFormat):
         for i, (key, value) in enumerate(dict(json.loads(call.arguments or "{}")).items()):
             text = value if isinstance(value, str) else tojson(value)
             q = (m.quote_open, m.quote_close) if isinstance(value, str) else ("", "")
-            out += [Piece((m.param_sep.sample if i else "") + m.param_open.sample, True),
-                    Piece(key), Piece(m.param_mid.sample + q[0], True), Piece(text),
-                    Piece(q[1] + m.param_close.sample, True)]  # fmt: skip
+            out += [
+                Piece((m.param_sep.sample if i else "") + m.param_open.sample, True),
+                Piece(key),
+                Piece(m.param_mid.sample + q[0], True),
+                Piece(text),
+                Piece(q[1] + m.param_close.sample, True),
+            ]
         return out
 
     def result(self, name: str, text: str) -> list[Piece]:

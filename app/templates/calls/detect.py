@@ -108,18 +108,30 @@ def probe_tools() -> list[dict[str, Any]]:
     """OpenAI-shaped declarations of the probes' tools."""
     props = {k: {"type": "string"} for k in ("key_alpha", "key_beta", "key_gamma")}
     return [
-        {"type": "function", "function": {"name": n, "description": "A probe.",
-         "parameters": {"type": "object", "properties": props}}}
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": "A probe.",
+                "parameters": {"type": "object", "properties": props},
+            },
+        }
         for n in (NAME_A, NAME_B)
-    ]  # fmt: skip
+    ]
 
 
 def renderer(source: str, bos: str, eos: str, tools: list[dict[str, Any]] | None) -> Render:
     """A `Render` of `source` with `tools` declared."""
 
     def run(messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
-        return render(source, messages=messages, tools=tools, bos_token=bos, eos_token=eos,
-                      add_generation_prompt=add_generation_prompt)  # fmt: skip
+        return render(
+            source,
+            messages=messages,
+            tools=tools,
+            bos_token=bos,
+            eos_token=eos,
+            add_generation_prompt=add_generation_prompt,
+        )
 
     return run
 
@@ -184,13 +196,22 @@ def detect(source: str, bos: str = "", eos: str = "") -> Detection:
         if not derived.triggers[0]:
             return Detection(None, "the template writes a call with no markup before it")
         if not _fits(derived, parts):
-            return Detection(None, "the markup learned from the template does not read its"
-                             " own calls back")  # fmt: skip
+            return Detection(
+                None, "the markup learned from the template does not read its own calls back"
+            )
         return Detection(derived, "", string_arguments)
     return Detection(None, f"the template cannot render a tool call: {problem}")
 
 
 __all__ = [
-    "PROSE", "Detection", "Render", "TurnPart", "call_messages", "detect", "probe_tools",
-    "reads_back", "renderer", "turn_part",
-]  # fmt: skip
+    "PROSE",
+    "Detection",
+    "Render",
+    "TurnPart",
+    "call_messages",
+    "detect",
+    "probe_tools",
+    "reads_back",
+    "renderer",
+    "turn_part",
+]

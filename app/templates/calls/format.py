@@ -92,13 +92,19 @@ def declared_tools(conversation: Conversation) -> list[ToolDescription]:
                 continue
             for ns in c.tools.values():
                 if not ns.tools:  # the namespace is the tool (`python`): code in, text out
-                    found.append(ToolDescription(name=ns.name, description=ns.description or "",
-                                                 parameters=CODE_PARAMETERS))  # fmt: skip
+                    found.append(
+                        ToolDescription(
+                            name=ns.name,
+                            description=ns.description or "",
+                            parameters=CODE_PARAMETERS,
+                        )
+                    )
                 for t in ns.tools:
                     name = t.name if ns.name == "functions" else f"{ns.name}.{t.name}"
                     params = t.parameters or {"type": "object", "properties": {}}
-                    found.append(ToolDescription(name=name, description=t.description,
-                                                 parameters=params))  # fmt: skip
+                    found.append(
+                        ToolDescription(name=name, description=t.description, parameters=params)
+                    )
     return found
 
 

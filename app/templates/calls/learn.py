@@ -128,8 +128,9 @@ def _learn_json(parts: Parts, json_args: list[str]) -> Markup | str:
         return found
     a, _, c, mids, x = found
     s_open, c_open, c_close, sep, s_close = _sections(a, c, x if parts.two_calls else None)
-    return Markup(Lit.of(s_open), Lit.of(c_open), Lit.of(*mids), Lit.of(c_close), Lit.of(sep),
-                  Lit.of(s_close))  # fmt: skip
+    return Markup(
+        Lit.of(s_open), Lit.of(c_open), Lit.of(*mids), Lit.of(c_close), Lit.of(sep), Lit.of(s_close)
+    )
 
 
 def _learn_keyed(parts: Parts) -> Markup | str:
@@ -164,10 +165,20 @@ def _learn_keyed(parts: Parts) -> Markup | str:
     if not Lit.of(*mid_variants).text.strip():
         return "the template writes nothing between an argument's name and its value"
     return Markup(
-        Lit.of(s_open), Lit.of(c_open), Lit.of(*mids), Lit.of(c_close), Lit.of(sep),
-        Lit.of(s_close), True, Lit.of(p_open), Lit.of(*mid_variants), Lit.of(p_close),
-        Lit.of(p_sep), q_open, q_close,
-    )  # fmt: skip
+        Lit.of(s_open),
+        Lit.of(c_open),
+        Lit.of(*mids),
+        Lit.of(c_close),
+        Lit.of(sep),
+        Lit.of(s_close),
+        True,
+        Lit.of(p_open),
+        Lit.of(*mid_variants),
+        Lit.of(p_close),
+        Lit.of(p_sep),
+        q_open,
+        q_close,
+    )
 
 
 __all__ = ["IDS", "NAME_A", "NAME_B", "Parts", "learn", "probes"]

@@ -80,9 +80,12 @@ def _builtin_call(code: str) -> ToolCall:
         node = None
     func = node.func if isinstance(node, ast.Call) else None
     if (
-        isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "call"
-        and isinstance(func.value, ast.Name) and not node.args
-    ):  # fmt: skip
+        isinstance(node, ast.Call)
+        and isinstance(func, ast.Attribute)
+        and func.attr == "call"
+        and isinstance(func.value, ast.Name)
+        and not node.args
+    ):
         try:
             args = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
         except ValueError as exc:
@@ -99,8 +102,9 @@ class Llama3(CallFormat):
     separator = "; "
 
     def declare(self, tools: Sequence[ToolDescription]) -> str:
-        return INTRO + "".join(json.dumps(t, ensure_ascii=False, indent=4) + "\n\n"
-                               for t in openai_tools(tools))  # fmt: skip
+        return INTRO + "".join(
+            json.dumps(t, ensure_ascii=False, indent=4) + "\n\n" for t in openai_tools(tools)
+        )
 
     def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
         out: list[Piece] = []

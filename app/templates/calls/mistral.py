@@ -101,8 +101,9 @@ class Mistral(CallFormat):
         if end is None:
             if not final:
                 return None
-            raise CallSyntaxError("the calls' JSON never closes", name_guess(text[at:]),
-                                  calls=_whole_items(text, at))  # fmt: skip
+            raise CallSyntaxError(
+                "the calls' JSON never closes", name_guess(text[at:]), calls=_whole_items(text, at)
+            )
         return self._calls(text[at:end], end), end
 
     @staticmethod
@@ -122,12 +123,14 @@ class Mistral(CallFormat):
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         one = json_call_rest(tools, '{"name": "', '", "arguments": ', ', "id": ')
         head, rules = one.split("\n", 1)
-        return "\n".join([
-            'call_rest: "[" one_call (", " one_call)* "]"',
-            "one_call: " + head.removeprefix("call_rest: ") + ' CALL_ID "}"',
-            'CALL_ID: /"[a-zA-Z0-9]{9}"/',
-            rules,
-        ])  # fmt: skip
+        return "\n".join(
+            [
+                'call_rest: "[" one_call (", " one_call)* "]"',
+                "one_call: " + head.removeprefix("call_rest: ") + ' CALL_ID "}"',
+                'CALL_ID: /"[a-zA-Z0-9]{9}"/',
+                rules,
+            ]
+        )
 
 
 def _whole_items(text: str, at: int) -> tuple[ToolCall, ...]:

@@ -20,11 +20,38 @@ WIDTH = 100
 _SKIP = frozenset({"script", "style", "noscript", "svg", "template", "iframe", "head", "button"})
 _BLOCK = frozenset(
     {
-        "p", "div", "br", "li", "tr", "table", "section", "article", "header", "footer", "nav",
-        "main", "aside", "blockquote", "pre", "ul", "ol", "dl", "dt", "dd", "form", "hr",
-        "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6",
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "table",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "main",
+        "aside",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "form",
+        "hr",
+        "figure",
+        "figcaption",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
     }
-)  # fmt: skip
+)
 
 
 MAX_VIEW_CHARS = 12_000  # one view's share of the context, whatever the page's lines

@@ -68,8 +68,14 @@ class Browser:
         title = f"Search results for “{query}” ({self.provider.name})"
         return self._show(Page("", title, lines, links))
 
-    def open(self, id: int | str = -1, cursor: int = -1, loc: int = -1, num_lines: int = -1,
-             view_source: bool = False) -> str:  # fmt: skip
+    def open(
+        self,
+        id: int | str = -1,
+        cursor: int = -1,
+        loc: int = -1,
+        num_lines: int = -1,
+        view_source: bool = False,
+    ) -> str:
         if isinstance(id, str) and id.strip().lstrip("-").isdigit():
             id = int(id)  # a link id written as a string
         if isinstance(id, str):

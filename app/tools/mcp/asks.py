@@ -101,6 +101,12 @@ def audit(log_file: AuditLog | None, entry: Audited, record: CallRecord) -> None
 
 
 __all__ = [
-    "DENIED", "INTERNAL_ERROR", "INVALID_PARAMS", "REQUEST_TIMEOUT", "Audited", "Refusal",
-    "audit", "bounded",
-]  # fmt: skip
+    "DENIED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "REQUEST_TIMEOUT",
+    "Audited",
+    "Refusal",
+    "audit",
+    "bounded",
+]

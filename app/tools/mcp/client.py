@@ -61,14 +61,18 @@ class McpConnection:
     """One started server (see the module guarantees)."""
 
     def __init__(
-        self, name: str, server: McpServer, secrets: Secrets | None = None,
+        self,
+        name: str,
+        server: McpServer,
+        secrets: Secrets | None = None,
         hooks: McpHooks = NO_HOOKS,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.name, self.server, self.hooks = name, server, hooks
         self._secrets = secrets
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{name}",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"mcp-{name}", daemon=True
+        )
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Any = None
         self._gone = False

@@ -263,8 +263,13 @@ def _split(
 
 def _kind(value: Any) -> Any:
     """Another app's transport name as ours (`streamable-http` is `http`; unknown: ours)."""
-    known = {"stdio": "stdio", "http": "http", "streamable-http": "http",
-             "streamablehttp": "http", "sse": "sse"}  # fmt: skip
+    known = {
+        "stdio": "stdio",
+        "http": "http",
+        "streamable-http": "http",
+        "streamablehttp": "http",
+        "sse": "sse",
+    }
     return known.get(str(value).lower()) if value else None
 
 
@@ -326,9 +331,13 @@ def _imported(name: str, entry: dict[str, Any], secrets: Secrets, moved: list[st
     env, secret_env = _split(name, entry.get("env") or {}, secrets, moved)
     headers, secret_headers = _split(name, entry.get("headers") or {}, secrets, moved)
     return plain.model_copy(
-        update={"env": env, "secret_env": secret_env, "headers": headers,
-                "secret_headers": secret_headers}
-    )  # fmt: skip
+        update={
+            "env": env,
+            "secret_env": secret_env,
+            "headers": headers,
+            "secret_headers": secret_headers,
+        }
+    )
 
 
 __all__ = [

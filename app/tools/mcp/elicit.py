@@ -78,17 +78,24 @@ def _field(name: str, schema: Any, required: bool) -> FormField | str:
         return f"the field “{name}” has no schema"
     kind = schema.get("type")
     base: dict[str, Any] = {
-        "name": name, "title": str(schema.get("title") or ""), "required": required,
-        "description": str(schema.get("description") or ""), "default": schema.get("default"),
-    }  # fmt: skip
+        "name": name,
+        "title": str(schema.get("title") or ""),
+        "required": required,
+        "description": str(schema.get("description") or ""),
+        "default": schema.get("default"),
+    }
     options = _options(schema)
     if kind == "string" and options is not None:
         return FormField(kind="choice", options=options, **base)
     if kind == "string":
         fmt = str(schema.get("format") or "")
-        return FormField(kind="text", format=fmt if fmt in FORMATS else "",
-                         min_length=schema.get("minLength"), max_length=schema.get("maxLength"),
-                         **base)  # fmt: skip
+        return FormField(
+            kind="text",
+            format=fmt if fmt in FORMATS else "",
+            min_length=schema.get("minLength"),
+            max_length=schema.get("maxLength"),
+            **base,
+        )
     if kind in ("number", "integer"):
         low, high = _bound(schema.get("minimum")), _bound(schema.get("maximum"))
         return FormField(kind=kind, minimum=low, maximum=high, **base)
@@ -96,8 +103,13 @@ def _field(name: str, schema: Any, required: bool) -> FormField | str:
         return FormField(kind="boolean", **base)
     items = schema.get("items")
     if kind == "array" and isinstance(items, dict) and (choices := _options(items)):
-        return FormField(kind="choices", options=choices, min_items=schema.get("minItems"),
-                         max_items=schema.get("maxItems"), **base)  # fmt: skip
+        return FormField(
+            kind="choices",
+            options=choices,
+            min_items=schema.get("minItems"),
+            max_items=schema.get("maxItems"),
+            **base,
+        )
     return (
         f"the field “{name}” is {kind or 'of no type'}, which a form here cannot hold (text,"
         " numbers, yes/no and choices only)"

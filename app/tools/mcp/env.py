@@ -26,8 +26,20 @@ from app.tools.mcp.config import McpServer, secret_name
 
 LOGIN_SHELL_S = 5.0
 KEPT = ("HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE")
-KEPT_WINDOWS = ("APPDATA", "LOCALAPPDATA", "PATHEXT", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
-                "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC", "WINDIR")  # fmt: skip
+KEPT_WINDOWS = (
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PATHEXT",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+    "COMSPEC",
+    "WINDIR",
+)
 GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 SHOWN = 12  # PATH folders named in a "not found" error's details
 

@@ -122,13 +122,16 @@ class KeyringStorage:
         remember(tokens.refresh_token)
         self.stored = True
         context = self.context
-        self._write(TOKENS, {
-            "tokens": tokens.model_dump(mode="json", exclude_none=True),
-            "valid_until": context.token_expiry_time,
-            "auth_server_url": context.auth_server_url,
-            "authorization": _dumped(context.oauth_metadata),
-            "resource": _dumped(context.protected_resource_metadata),
-        })  # fmt: skip
+        self._write(
+            TOKENS,
+            {
+                "tokens": tokens.model_dump(mode="json", exclude_none=True),
+                "valid_until": context.token_expiry_time,
+                "auth_server_url": context.auth_server_url,
+                "authorization": _dumped(context.oauth_metadata),
+                "resource": _dumped(context.protected_resource_metadata),
+            },
+        )
 
     async def get_client_info(self) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -192,9 +195,12 @@ def _valid_until(expires_in: int | str | None) -> float | None:
 
 
 def _provider(
-    server: McpServer, storage: KeyringStorage, redirect_uri: str,
-    redirect: Callable[[str], Awaitable[None]], callback: Callable[[], Awaitable[Any]],
-) -> Any:  # fmt: skip
+    server: McpServer,
+    storage: KeyringStorage,
+    redirect_uri: str,
+    redirect: Callable[[str], Awaitable[None]],
+    callback: Callable[[], Awaitable[Any]],
+) -> Any:
     """The SDK's provider for `server`: a public client (PKCE, no secret), its expiry early."""
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.auth.oauth2 import OAuthContext
@@ -295,9 +301,13 @@ async def _initialize(name: str, server: McpServer, secrets: Secrets, auth: Any)
 
 
 async def _login(
-    name: str, server: McpServer, secrets: Secrets, opener: Opener, timeout: float,
+    name: str,
+    server: McpServer,
+    secrets: Secrets,
+    opener: Opener,
+    timeout: float,
     told: Callable[[str], None],
-) -> bool:  # fmt: skip
+) -> bool:
     """Whether the server asked for a sign-in (and tokens were stored)."""
     storage = KeyringStorage(name, secrets, interactive=True)
     registered = storage.registered_uris()
@@ -311,8 +321,9 @@ async def _login(
             told(url)
             await asyncio.to_thread(opener, url)
 
-        auth = _provider(server, storage, receiver.redirect_uri, redirect,
-                         lambda: receiver.code(timeout))  # fmt: skip
+        auth = _provider(
+            server, storage, receiver.redirect_uri, redirect, lambda: receiver.code(timeout)
+        )
         await _initialize(name, server, secrets, auth)
     finally:
         await receiver.close()
@@ -320,9 +331,13 @@ async def _login(
 
 
 def login(
-    name: str, server: McpServer, secrets: Secrets, opener: Opener | None = None,
-    timeout: float = LOGIN_S, told: Callable[[str], None] = lambda _url: None,
-) -> SignIn:  # fmt: skip
+    name: str,
+    server: McpServer,
+    secrets: Secrets,
+    opener: Opener | None = None,
+    timeout: float = LOGIN_S,
+    told: Callable[[str], None] = lambda _url: None,
+) -> SignIn:
     """Sign in to `name` in the browser (`opener`, default `webbrowser.open`; `told` hears the
     authorization URL first); blocking: it runs its own event loop (see the module guarantees)."""
     if not server.oauth:
@@ -334,8 +349,9 @@ def login(
         inner = leaf(exc)
         if isinstance(inner, SignInError):
             raise inner from None
-        raise SignInError(f"Signing in to {name} failed: {_why(inner, server)}.",
-                          details=redact(said(inner))) from None  # fmt: skip
+        raise SignInError(
+            f"Signing in to {name} failed: {_why(inner, server)}.", details=redact(said(inner))
+        ) from None
     if not asked:
         raise SignInError(f"{name} did not ask for a sign-in: it works without OAuth.")
     return sign_in(name, secrets)

@@ -18,8 +18,10 @@ from app.errors import ErrorCode, HarmonyDeskError
 
 REQUEST_S = 10.0  # for the browser's request to arrive whole
 CALLBACK = "/callback"
-PAGE = ("<!doctype html><meta charset=utf-8><title>Harmony Desk</title>"
-        "<p style='font:16px sans-serif;margin:3em'>{}</p>")  # fmt: skip
+PAGE = (
+    "<!doctype html><meta charset=utf-8><title>Harmony Desk</title>"
+    "<p style='font:16px sans-serif;margin:3em'>{}</p>"
+)
 
 
 class SignInError(HarmonyDeskError):
@@ -57,12 +59,19 @@ class Receiver:
             target = head.split(b" ", 2)[1].decode("latin-1")
             status, text = self._took(urlsplit(target))
             body = PAGE.format(text).encode()
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\n"
-                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                         + body)  # fmt: skip
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
             await writer.drain()
-        except (OSError, IndexError, TimeoutError, asyncio.IncompleteReadError,
-                asyncio.LimitOverrunError):  # fmt: skip
+        except (
+            OSError,
+            IndexError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):
             pass  # not a browser's request: nothing is taken from it
         finally:
             writer.close()
@@ -75,15 +84,19 @@ class Receiver:
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         if "error" in query:
             error = query.get("error_description") or query["error"]
-            self._got.set_exception(SignInError(
-                f"Signing in to {self.name} was refused by its authorization server ({error})."
-            ))  # fmt: skip
+            self._got.set_exception(
+                SignInError(
+                    f"Signing in to {self.name} was refused by its authorization server ({error})."
+                )
+            )
             return "200 OK", f"The sign-in to {self.name} was refused. You can close this tab."
         from mcp.client.auth import AuthorizationCodeResult
 
-        self._got.set_result(AuthorizationCodeResult(
-            code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
-        ))  # fmt: skip
+        self._got.set_result(
+            AuthorizationCodeResult(
+                code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
+            )
+        )
         return "200 OK", f"Harmony Desk has your sign-in to {self.name}. You can close this tab."
 
     async def code(self, timeout: float) -> Any:

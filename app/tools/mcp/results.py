@@ -95,8 +95,10 @@ def resource_parts(result: Any, cap: int) -> Parts:
             refused.append(f"a {mime or 'binary'} part that is not valid base64")
             continue
         if used + len(data) > cap:
-            refused.append(f"a {mime or 'binary'} part of {size_text(len(data))} (past the"
-                           f" {size_text(cap)} a resource may bring)")  # fmt: skip
+            refused.append(
+                f"a {mime or 'binary'} part of {size_text(len(data))} (past the"
+                f" {size_text(cap)} a resource may bring)"
+            )
             continue
         used += len(data)
         if isinstance(text, str):
@@ -156,6 +158,14 @@ def prompt_messages(result: Any) -> list[tuple[str, str]]:
 
 
 __all__ = [
-    "LOG_CHARS", "MAX_RESULT_CHARS", "Parts", "envelope", "log_line", "prompt_messages",
-    "prompt_parts", "resource_parts", "resource_text", "size_text",
-]  # fmt: skip
+    "LOG_CHARS",
+    "MAX_RESULT_CHARS",
+    "Parts",
+    "envelope",
+    "log_line",
+    "prompt_messages",
+    "prompt_parts",
+    "resource_parts",
+    "resource_text",
+    "size_text",
+]

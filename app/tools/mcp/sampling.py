@@ -251,4 +251,4 @@ __all__ = [
     "SamplingHost",
     "read_request",
     "sampling_tool",
-]  # fmt: skip
+]

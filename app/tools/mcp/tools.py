@@ -114,8 +114,9 @@ class McpPool:
             if (name, what) in self._untold:
                 return  # a change not yet told covers this one
             self._untold.add((name, what))
-        threading.Thread(target=self._tell, args=(name, what), name=f"mcp-{name}-changed",
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=self._tell, args=(name, what), name=f"mcp-{name}-changed", daemon=True
+        ).start()
 
     def _tell(self, name: str, what: str) -> None:
         with self._telling:
@@ -339,8 +340,10 @@ def _check(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
         validators.validator_for(schema)(schema).validate(arguments)
     except ValidationError as exc:
         where = "/" + "/".join(str(p) for p in exc.absolute_path)
-        raise ToolError(f"the arguments do not fit the tool ({where}: {exc.message})",
-                        ErrorCode.CALL_SCHEMA.value) from None  # fmt: skip
+        raise ToolError(
+            f"the arguments do not fit the tool ({where}: {exc.message})",
+            ErrorCode.CALL_SCHEMA.value,
+        ) from None
 
 
 def _risk(annotations: Any) -> Risk:

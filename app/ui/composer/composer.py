@@ -211,8 +211,9 @@ class Composer(QWidget):
             self.tray.add(image, image.name)
         files = [f for f in files if not is_image_file(f)]
         self.files += [f for f in files if f not in self.files]
-        self.file_notes = {f: n for f, n in {**self.file_notes, **(notes or {})}.items()
-                           if f in self.files}  # fmt: skip
+        self.file_notes = {
+            f: n for f, n in {**self.file_notes, **(notes or {})}.items() if f in self.files
+        }
         self.attachments.show_files(self.files, self.file_notes)
         self._order_chips()
 

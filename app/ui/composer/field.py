@@ -113,18 +113,27 @@ class ComposerField(QFrame):
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(2)
         self.attach = _small(
-            self, "paperclip", "", "Attach files to the message",
+            self,
+            "paperclip",
+            "",
+            "Attach files to the message",
             "Attach text, Markdown, code, HTML, PDF or Word files, or images (or drop or paste"
             " them on the message)",
-        )  # fmt: skip
+        )
         self.tools_button = _small(
-            self, "tools", "Tools", "Choose the tools of this conversation",
+            self,
+            "tools",
+            "Tools",
+            "Choose the tools of this conversation",
             "The tools this conversation may call",
-        )  # fmt: skip
+        )
         self.json_mode = _small(
-            self, "code-json", "JSON", "Answer in JSON matching the schema",
+            self,
+            "code-json",
+            "JSON",
+            "Answer in JSON matching the schema",
             "JSON mode: the answer is JSON matching the schema (edited above the message)",
-        )  # fmt: skip
+        )
         self.json_mode.setCheckable(True)
         self.effort_label = QLabel("Reasoning", self)
         mark(self.effort_label, "muted")
@@ -154,9 +163,12 @@ class ComposerField(QFrame):
     def _build_more(self) -> None:
         """More: Offline and Library, ticked in a menu that stays open."""
         self.more = _small(
-            self, "dots-horizontal", "", "More options for this conversation",
+            self,
+            "dots-horizontal",
+            "",
+            "More options for this conversation",
             "Offline and the documents library",
-        )  # fmt: skip
+        )
         self.more_menu = StayOpenMenu(self.more)
         self.more_menu.setToolTipsVisible(True)
         self.offline = QAction("Offline", self)

@@ -313,6 +313,13 @@ class ImageTray(QObject):
 
 
 __all__ = [
-    "CHIP_PX", "KEEP_THUMBS", "ImageChip", "ImageChips", "ImageTray", "Thumb", "Thumbnails",
-    "fitted", "thumbnails",
-]  # fmt: skip
+    "CHIP_PX",
+    "KEEP_THUMBS",
+    "ImageChip",
+    "ImageChips",
+    "ImageTray",
+    "Thumb",
+    "Thumbnails",
+    "fitted",
+    "thumbnails",
+]

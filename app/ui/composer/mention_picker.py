@@ -205,6 +205,11 @@ class MentionPicker(QListWidget):
 
 
 __all__ = [
-    "SHOWN", "MentionPicker", "command_at", "described", "matching", "matching_offers",
+    "SHOWN",
+    "MentionPicker",
+    "command_at",
+    "described",
+    "matching",
+    "matching_offers",
     "mention_at",
-]  # fmt: skip
+]

@@ -40,8 +40,13 @@ MIN_LINES, MAX_LINES = 2, 8  # the box's height follows its text between these
 
 
 # the clipboard's image formats the app reads as they are (their bytes checked, not re-encoded)
-IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp",
-                 "image/gif": "gif", "image/bmp": "bmp"}  # fmt: skip
+IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/webp": "webp",
+    "image/gif": "gif",
+    "image/bmp": "bmp",
+}
 
 
 def _files(mime: QMimeData) -> list[Path]:

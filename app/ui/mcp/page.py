@@ -125,10 +125,16 @@ class McpPage(QDialog):
         self.add_button = QPushButton("Add", self)
         self.import_button = QPushButton("Import…", self)
         self.remove_button = QPushButton("Remove", self)
-        _named(self.import_button, "Import servers",
-               "Servers from Claude Desktop, Cursor, LM Studio or VS Code")  # fmt: skip
-        pairs = ((self.add_button, self.new_server), (self.import_button, self.ask_import),
-                 (self.remove_button, self.ask_remove))  # fmt: skip
+        _named(
+            self.import_button,
+            "Import servers",
+            "Servers from Claude Desktop, Cursor, LM Studio or VS Code",
+        )
+        pairs = (
+            (self.add_button, self.new_server),
+            (self.import_button, self.ask_import),
+            (self.remove_button, self.ask_remove),
+        )
         for button, slot in pairs:
             button.clicked.connect(slot)
             row.addWidget(button)
@@ -156,19 +162,27 @@ class McpPage(QDialog):
             (self.name, "Server name", "Letters, digits, '_' and '-'"),
             (self.where, "Command or URL", "A local server's command line, or a remote one's URL"),
             (self.env, "Environment", "KEY=VALUE per line (a local server's plain values)"),
-            (self.secrets, "Secrets", "KEY=VALUE per line: environment values (local) or headers"
-             " (remote) kept in the keyring, never in a file; leave VALUE empty to keep the"
-             " stored one"),
+            (
+                self.secrets,
+                "Secrets",
+                "KEY=VALUE per line: environment values (local) or headers"
+                " (remote) kept in the keyring, never in a file; leave VALUE empty to keep the"
+                " stored one",
+            ),
             (self.headers, "Headers", "KEY=VALUE per line (a remote server's plain headers)"),
             (self.timeout, "Call timeout", "How long a call may go without a result or progress"),
-        ):  # fmt: skip
+        ):
             _named(box, name, tip)
             if isinstance(box, QPlainTextEdit):
                 box.setFixedHeight(56)
             form.addRow(name, box)
         self.oauth = QCheckBox("Sign in with OAuth", self)
-        _named(self.oauth, "Sign in with OAuth", "A remote server that needs a sign-in in the"
-               " browser; its tokens are kept in the keyring")  # fmt: skip
+        _named(
+            self.oauth,
+            "Sign in with OAuth",
+            "A remote server that needs a sign-in in the"
+            " browser; its tokens are kept in the keyring",
+        )
         form.addRow("", self.oauth)
         right.addLayout(form)
         self.sign_row = SignInRow(self.name, self.host, self.jobs, self.say, self)
@@ -190,9 +204,14 @@ class McpPage(QDialog):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.problem_banner = ProblemBanner(self)
-        for label, widget in (("Tools", self.tools), ("", self.offers), ("", self.use),
-                              ("Log", self.log), ("", self.status),
-                              ("", self.problem_banner)):  # fmt: skip
+        for label, widget in (
+            ("Tools", self.tools),
+            ("", self.offers),
+            ("", self.use),
+            ("Log", self.log),
+            ("", self.status),
+            ("", self.problem_banner),
+        ):
             if label:
                 right.addWidget(QLabel(label, self))
             right.addWidget(widget)
@@ -200,8 +219,11 @@ class McpPage(QDialog):
         self.save_button = QPushButton("Save", self)
         self.test_button = QPushButton("Test connection", self)
         self.close_button = QPushButton("Close", self)
-        for button, slot in ((self.save_button, self.save), (self.test_button, self.test),
-                             (self.close_button, self.accept)):  # fmt: skip
+        for button, slot in (
+            (self.save_button, self.save),
+            (self.test_button, self.test),
+            (self.close_button, self.accept),
+        ):
             button.clicked.connect(slot)
             buttons.addWidget(button)
         right.addLayout(buttons)

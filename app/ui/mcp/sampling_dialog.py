@@ -74,9 +74,11 @@ class SamplingDialog(QDialog):
         row = QHBoxLayout()
         row.addStretch(1)
         shown: tuple[tuple[Choice, str], ...] = (
-            ("deny", "Deny"), ("always", "Always allow"), ("chat", "Allow in this chat"),
+            ("deny", "Deny"),
+            ("always", "Always allow"),
+            ("chat", "Allow in this chat"),
             ("once", "Allow"),
-        )  # fmt: skip
+        )
         for choice, text in shown:
             button = self.buttons[choice] = QPushButton(text)
             button.clicked.connect(lambda _=False, c=choice: self.choose(c))

@@ -87,8 +87,9 @@ class SignInRow(QWidget):
         name, host = self._name(), self.host
         self.sign_in_button.setEnabled(False)  # one sign-in at a time: one loopback receiver
         self.say(f"Signing in to {name} in your browser…")
-        self.jobs.run(lambda: host.login(name),
-                      lambda sign: self._signed(name, sign, sign.sentence(name)))  # fmt: skip
+        self.jobs.run(
+            lambda: host.login(name), lambda sign: self._signed(name, sign, sign.sentence(name))
+        )
 
     def sign_out(self) -> None:
         name, host = self._name(), self.host

@@ -112,8 +112,10 @@ class ModelPicker(QComboBox):
         self.setCurrentIndex(0)
         self.blockSignals(False)
         said = self.loaded_name if loaded else "No model is loaded yet"
-        self.setToolTip(f"{said}{self.sight() if loaded else ''}"
-                        f"\nClick or press {SHORTCUT} to choose another model")  # fmt: skip
+        self.setToolTip(
+            f"{said}{self.sight() if loaded else ''}"
+            f"\nClick or press {SHORTCUT} to choose another model"
+        )
 
     def sight(self) -> str:
         """The tooltip's line on images: "\nSees images (projector mmproj-x.gguf)", why they

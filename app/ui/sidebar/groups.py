@@ -17,9 +17,19 @@ from app.domain.history import ChatDoc
 
 PINNED = "Pinned"
 MONTHS = (
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
-)  # fmt: skip
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def group_of(updated: float, now: datetime) -> tuple[tuple[int, int], str]:
