@@ -38,7 +38,7 @@ from app.engine.overflow import (
     model_measure,
 )
 from app.engine.request import GenerationRequest
-from app.server.wire import ChatRequest
+from app.server.chat.wire import ChatRequest
 from app.store.rows import build_doc, conversation_row
 from app.templates.registry import get_template
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
-from app.server.app import ServeOptions, origin_allowed
+from app.server.guard import origin_allowed
 from app.server.listen import server_config
+from app.server.options import ServeOptions
 from app.server.served import ServedModel
 from app.templates.registry import get_template
 from tests.test_server import _free_port, _serve

@@ -449,7 +449,7 @@ def test_anthropic_tool_use_streaming_and_block_indices(smol: str) -> None:
 
 def test_blocks_fold_pieces_into_indexed_blocks_and_events() -> None:
     from app.server.answer import Piece
-    from app.server.messages_api import Blocks
+    from app.server.anthropic.blocks import Blocks
 
     call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
     pieces = [Piece(reasoning="Let me "), Piece(reasoning="think."), Piece(content="Hi"), Piece(content=" there"),
@@ -480,8 +480,8 @@ def test_a_client_that_leaves_a_stream_stops_its_generation(smol: str) -> None:
 
 
 def test_every_event_writer_keeps_its_data_on_one_line_for_splitlines_readers() -> None:
-    from app.server.chat_api import event
-    from app.server.messages_api import sse
+    from app.server.anthropic.blocks import sse
+    from app.server.running import event
 
     text = "a\u2028b\u0085c\u2029d"
     for written in (event({"content": text}), sse("ping", text=text)):

@@ -94,7 +94,8 @@ def no_calls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     loaded: a request refused before it is queued never reaches the engine."""
     import uvicorn
 
-    from app.server.app import ServeOptions, make_app
+    from app.server.app import make_app
+    from app.server.options import ServeOptions
     from app.server.served import ServedModel
     from app.templates.registry import get_template
 

@@ -29,7 +29,7 @@ from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
 from app.errors import InvalidInputError
 from app.secrets import Secrets
-from app.server.app import LOOPBACK, ServeOptions
+from app.server.options import LOOPBACK, ServeOptions
 from app.server.served import ServedModel
 
 TOKEN_KEY = "server.token"

@@ -57,8 +57,8 @@ class ServeHost:
         import uvicorn
 
         from app.documents.embedder import WordLlamaEmbedder
-        from app.server.app import ServeOptions
         from app.server.listen import server_config  # uvicorn loads when a server starts
+        from app.server.options import ServeOptions
         from app.server.served import ServedModel
 
         template = self.host.template

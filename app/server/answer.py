@@ -39,9 +39,9 @@ from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import SchemaError
-from app.server.convert import Asked
+from app.server.asked import Asked
+from app.server.errors import ApiError
 from app.server.served import ServedModel
-from app.server.wire import ApiError
 
 
 @dataclass(frozen=True)

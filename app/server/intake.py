@@ -21,7 +21,7 @@ from itertools import accumulate
 from typing import Any
 
 from app.domain.messages import IMAGE_MARKER
-from app.server.wire import ApiError
+from app.server.errors import ApiError
 
 MAX_DEPTH = 64  # arrays and objects inside one another in a body
 MAX_SCHEMA_DEPTH = 32  # the same inside one JSON schema (a response format, a tool's parameters)

@@ -17,7 +17,8 @@ import h11
 from uvicorn import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from app.server.app import ServeOptions, make_app
+from app.server.app import make_app
+from app.server.options import ServeOptions
 from app.server.served import ServedModel
 
 MAX_HEAD = 16 * 1024  # bytes of request line and headers

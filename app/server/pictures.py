@@ -20,7 +20,7 @@ from urllib.parse import unquote_to_bytes
 from app.domain.messages import ImageContent
 from app.images.decode import ImageError, read
 from app.images.kept import remember
-from app.server.wire import ApiError
+from app.server.errors import ApiError
 
 _DATA_URL = re.compile(r"data:(?P<mime>[^,;]*)(?P<params>(?:;[^,;]*)*),", re.I)
 _SPACE = re.compile(r"\s+")

@@ -1,59 +1,24 @@
-"""The OpenAI request shapes the server accepts, and its errors in OpenAI's shape.
+"""The chat-completions request as the server accepts it (OpenAI's shape, with a few fields of
+llama-server's, Databricks' and our own).
 
-Guarantees: a request body is validated before anything runs — a field the API does not have
-is a 400 naming it (`code: "unknown_field"`), a value out of range is a 400 naming the field;
-messages are read leniently (clients send back what they received, with fields of their own);
-every error the server returns is `{"error": {"message", "type", "param", "code"}}` with the
-status that says whose fault it is. A chat request's overflow policy is its `overflow` field
-(stop, drop-middle, rolling), else Databricks' `error_behavior` ("truncate" is drop-middle:
-the instructions, the tools and the first exchange stay, as OpenAI's `truncation: "auto"` drops
-from the middle), else stop.
+Guarantees: a request body is validated before anything runs (`errors.parse`) — a field the API
+does not have is a 400 naming it (`code: "unknown_field"`), a value out of range is a 400 naming
+the field; messages are read leniently (clients send back what they received, with fields of
+their own). A request's overflow policy is its `overflow` field (stop, drop-middle, rolling),
+else Databricks' `error_behavior` ("truncate" is drop-middle: the instructions, the tools and
+the first exchange stay, as OpenAI's `truncation: "auto"` drops from the middle), else stop.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.budget import Overflow, OverflowName
-from app.errors import HarmonyDeskError
-
-
-class ApiError(HarmonyDeskError):
-    """An error answered in OpenAI's shape: its HTTP status, type, the field at fault and its
-    code (OpenAI's string codes, `error_code` here)."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.type, self.param, self.error_code = status, type, param, code
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.type,
-                "param": self.param,
-                "code": self.error_code,
-            }
-        }
-
-
-def refused(exc: ValidationError) -> ApiError:
-    """The first problem of a request body, as a 400 that names the field."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return ApiError(400, f"unknown field {where!r}", param=where, code="unknown_field")
-    return ApiError(400, f"{where}: {first['msg']}", param=where or None, code="invalid_value")
+from app.server.asked import TOOL_NAME, Effort
+from app.server.options import ReasoningField
+from app.server.sampled import Sampled
 
 
 class _Lenient(BaseModel):
@@ -81,10 +46,14 @@ class ChatMessage(_Lenient):
     reasoning: str | None = None
 
     @property
+    def parts(self) -> list[dict[str, Any]]:
+        """The content's parts (none when it is a string)."""
+        return self.content if isinstance(self.content, list) else []
+
+    @property
     def images(self) -> int:
         """How many image parts the content has."""
-        parts = self.content if isinstance(self.content, list) else ()
-        return sum(1 for p in parts if p.get("type") == "image_url")
+        return sum(1 for p in self.parts if p.get("type") == "image_url")
 
     @property
     def text(self) -> str:
@@ -92,11 +61,11 @@ class ChatMessage(_Lenient):
         refused earlier)."""
         if isinstance(self.content, str):
             return self.content
-        return "".join(str(p.get("text", "")) for p in self.content or ())
+        return "".join(str(p.get("text", "")) for p in self.parts)
 
 
 class FunctionSpec(_Lenient):
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    name: str = Field(pattern=TOOL_NAME)
     description: str = ""
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
@@ -107,53 +76,7 @@ class ToolSpec(_Lenient):
     function: FunctionSpec
 
 
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    include_usage: bool = False
-
-
-Effort = Literal["low", "medium", "high"]
-ReasoningField = Literal["reasoning_content", "reasoning"]
-
-
 MAX_CHOICES = 8  # a chat request's `n` at most
-
-
-class Sampled(BaseModel):
-    """The sampling and length fields chat completions and completions share."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = None  # any name (one model is served); null as llama-server's clients send
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0, le=2)
-    top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=0)
-    min_p: float | None = Field(None, ge=0, le=1)
-    seed: int | None = Field(None, ge=0)
-    stop: str | list[str] | None = None
-    n: int = Field(1, ge=1, le=1, description="one choice per request")
-    presence_penalty: float | None = Field(None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    logit_bias: dict[str, float] | None = None
-    user: str | None = None
-    metadata: dict[str, Any] | None = None
-    store: bool | None = None
-
-    def ignored(self) -> list[str]:
-        """The fields given that this server does not apply (said in a warning header)."""
-        unapplied = ("presence_penalty", "frequency_penalty", "logit_bias", "suffix")
-        return [f for f in unapplied if getattr(self, f, None)]
-
-    @property
-    def stops(self) -> list[str]:
-        stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or ())
-        if len(stops) > 4:
-            raise ApiError(400, "at most 4 stop sequences", param="stop")
-        return [s for s in stops if s]
 
 
 class ChatRequest(Sampled):
@@ -184,42 +107,4 @@ class ChatRequest(Sampled):
         return Overflow.DROP_MIDDLE if self.error_behavior == "truncate" else Overflow.STOP
 
 
-class CompletionRequest(Sampled):
-    prompt: str | list[str]
-    echo: bool = False
-    suffix: str | None = None
-    logprobs: int | None = Field(None, ge=0, le=20)
-    best_of: int | None = Field(None, ge=1, le=1)
-
-
-class EmbeddingRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    model: str = ""
-    input: str | list[str] | list[int] | list[list[int]]
-    encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = None
-    user: str | None = None
-
-
-def parse(model: type[BaseModel], body: Any) -> Any:
-    """`body` as `model`, or the 400 that says what is wrong."""
-    if not isinstance(body, dict):
-        raise ApiError(400, "the request body must be a JSON object")
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise refused(exc) from None
-
-
-__all__ = [
-    "ApiError",
-    "ChatMessage",
-    "ChatRequest",
-    "CompletionRequest",
-    "EmbeddingRequest",
-    "ReasoningField",
-    "Sampled",
-    "ToolSpec",
-    "parse",
-    "refused",
-]
+__all__ = ["ChatMessage", "ChatRequest", "ToolSpec"]

@@ -1,48 +1,43 @@
-"""A Responses API request read as the chat-completions request that asks the same.
+"""A Responses API request as the app's own `Asked`, converted straight from its input items.
 
-Guarantees: instructions, messages, `function_call` and `function_call_output` items (paired by
-`call_id`), reasoning items kept before calls, tools, `tool_choice`, `reasoning.effort`,
-`text.format`, `max_output_tokens` and `truncation: "auto"` (drop-middle: `overflow`) become
-their chat fields; a message's `input_image` parts (a `data:` URL in `image_url`) become
-`image_url` parts in their place among its text, checked where chat's are, an error naming the
-input part (`input.I.content.J`); an image by `file_id` (this server keeps no files), an
-`input_file` or `input_audio` part, a field this server does not take, an item type it does not
-know, or content of a wrong type (a number, a boolean) is a 400 naming it; a schema nested too
-deep is a 400 naming it (`intake.check_schema`).
+Guarantees: `instructions` and `system`/`developer` messages become the developer instructions;
+messages, `function_call` items (one assistant turn for calls side by side) and their
+`function_call_output` items (paired by `call_id`) become the shared conversation
+(`app/server/transcript.py`), a `reasoning` item kept before the calls that follow it; a
+message's `input_image` parts (a `data:` URL in `image_url`) become its images in their place
+among its text, checked and held for the engine; function tools, `tool_choice`,
+`reasoning.effort`, `text.format`, `max_output_tokens`, `temperature`, `top_p` and
+`truncation: "auto"` (drop-middle) become the one `GenerationRequest` under the rules every API
+shares (`app/server/asked.py`). Every problem is a 400 naming the field as this API spells it
+(`input.I.content.J`, `tools.I.name`, `text.format.schema`, `max_output_tokens`): an image by
+`file_id` (this server keeps no files), an image in any message but a user's, an image to a model
+that reads text only, an `input_file` or `input_audio` part, a tool of another type than
+`function`, an item type it does not know, content of a wrong type (a number, a boolean), or a
+schema nested too deep (`intake.check_schema`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, ToolChoice
+from app.domain.budget import Overflow
+from app.domain.messages import ImageContent, ToolDescription
+from app.engine.request import GenerationRequest, SamplingAsk
+from app.server.asked import Asked, Effort, Target, checked, choice_named, choice_word
+from app.server.errors import ApiError, validated
 from app.server.intake import check_schema
-from app.server.pictures import no_files
-from app.server.wire import ApiError
+from app.server.pictures import image_of, no_files
+from app.server.responses.wire import (
+    NOT_TEXT,
+    FunctionCallItem,
+    FunctionOutputItem,
+    FunctionTool,
+    ResponsesRequest,
+)
+from app.server.transcript import Call, Transcript
 
-_NOT_TEXT = ("input_image", "input_file", "input_audio")
-
-
-class ResponsesRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = ""
-    input: str | list[dict[str, Any]]
-    instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    reasoning: dict[str, Any] | None = None
-    text: dict[str, Any] | None = None
-    max_output_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    top_p: float | None = None
-    stream: bool = False
-    store: bool | None = None
-    metadata: dict[str, Any] | None = None
-    user: str | None = None
-    truncation: Literal["auto", "disabled"] | None = None  # auto: drop from the middle
+ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 def _text(content: Any, param: str) -> str:
@@ -64,15 +59,18 @@ def _text(content: Any, param: str) -> str:
     return "".join(texts)
 
 
-def _part(part: dict[str, Any], param: str) -> dict[str, Any]:
-    """One content part of a message with images, as a chat content part."""
+def _part(part: dict[str, Any], param: str, role: str, target: Target) -> str | ImageContent:
+    """One content part of a message with images: its text, or its picture (decoded here)."""
     kind = part.get("type")
     if kind == "input_image":
         if part.get("image_url") is None and part.get("file_id") is not None:
             raise no_files(param)
-        image = {"url": part.get("image_url"), "detail": part.get("detail", "auto")}
-        return {"type": "image_url", "image_url": image}
-    if kind in _NOT_TEXT:
+        if role != "user":
+            said = f"image parts are taken in user messages only, not in {role} messages"
+            raise ApiError(400, said, param=param, code="unsupported_content")
+        target.seeing(param, "image parts")
+        return image_of(part.get("image_url"), param)
+    if kind in NOT_TEXT:
         raise ApiError(
             400,
             f"content parts of type {kind!r} are not supported: this server reads text and"
@@ -83,77 +81,75 @@ def _part(part: dict[str, Any], param: str) -> dict[str, Any]:
     text = part.get("text", "")
     if not isinstance(text, str):
         raise ApiError(400, f"{param}.text must be a string", param=f"{param}.text")
-    return {"type": "text", "text": text}
+    return text
 
 
-def _content(content: Any, param: str) -> str | list[dict[str, Any]]:
-    """A message item's content for chat: its text, or (with images) one chat part for each of
-    its parts, in order."""
-    parts = content if isinstance(content, list) else []
-    if not any(isinstance(p, dict) and p.get("type") in _NOT_TEXT for p in parts):
-        return _text(content, param)
-    return [_part(p, f"{param}.{j}") for j, p in enumerate(parts) if isinstance(p, dict)]
+class _Reading:
+    """The input items read into a transcript, one by one (see the module guarantees)."""
 
+    def __init__(self, target: Target) -> None:
+        self.target, self.transcript = target, Transcript()
+        self.reasoning = ""  # kept for the calls that follow
+        self.calling = False  # the last message is an assistant's calls
+        self.details = False  # an image asked for a detail that is not applied
 
-def _messages(request: ResponsesRequest) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The chat messages, and the input's name of each chat part that carries an image."""
-    out: list[dict[str, Any]] = []
-    places: dict[str, str] = {}
-    if request.instructions:
-        out.append({"role": "system", "content": request.instructions})
-    items = (
-        [{"role": "user", "content": request.input}]
-        if isinstance(request.input, str)
-        else request.input
-    )
-    reasoning = ""
-    for i, item in enumerate(items):
+    def message(self, item: dict[str, Any], i: int) -> None:
+        role, content, param = item.get("role", "user"), item.get("content"), f"input.{i}.content"
+        if role not in ROLES:
+            said = f"Input should be {', '.join(map(repr, ROLES[:-1]))} or {ROLES[-1]!r}"
+            raise ApiError(
+                400, f"input.{i}.role: {said}", param=f"input.{i}.role", code="invalid_value"
+            )
+        parts = content if isinstance(content, list) else []
+        if any(isinstance(p, dict) and p.get("type") in NOT_TEXT for p in parts):
+            read = [
+                _part(p, f"{param}.{j}", role, self.target)
+                for j, p in enumerate(parts)
+                if isinstance(p, dict)
+            ]
+            self.details |= any(
+                p.get("type") == "input_image" and p.get("detail", "auto") not in (None, "auto")
+                for p in parts
+                if isinstance(p, dict)
+            )
+            self.transcript.user(read)  # images are taken in a user's message only
+        else:
+            self._said(role, _text(content, param))
+        self.calling = False
+
+    def _said(self, role: str, text: str) -> None:
+        t = self.transcript
+        if role in ("system", "developer"):
+            t.instruct(text)
+        elif role == "user":
+            t.user([text])
+        elif role == "assistant":
+            t.assistant(text)
+        else:
+            t.tool("", text)
+
+    def item(self, item: dict[str, Any], i: int) -> None:
         kind = item.get("type", "message")
         if kind == "message":
-            content = _content(item.get("content"), f"input.{i}.content")
-            if isinstance(content, list):
-                places |= {f"messages.{len(out)}.content.{j}": f"input.{i}.content.{j}"
-                           for j in range(len(content))}  # fmt: skip
-            out.append({"role": item.get("role", "user"), "content": content})
+            self.message(item, i)
         elif kind == "reasoning":
-            reasoning += _text(item.get("content"), f"input.{i}.content") or _text(
+            self.reasoning += _text(item.get("content"), f"input.{i}.content") or _text(
                 item.get("summary"), f"input.{i}.summary"
             )
         elif kind == "function_call":
-            call = {
-                "id": item.get("call_id", ""),
-                "type": "function",
-                "function": {
-                    "name": item.get("name", ""),
-                    "arguments": item.get("arguments", "{}"),
-                },
-            }
-            last = out[-1] if out else None
-            if last is not None and last["role"] == "assistant" and "tool_calls" in last:
-                last["tool_calls"].append(call)
-            else:
-                out.append(
-                    {
-                        "role": "assistant",
-                        "content": "",
-                        "tool_calls": [call],
-                        "reasoning_content": reasoning or None,
-                    }
-                )
-            reasoning = ""
+            call = validated(FunctionCallItem, item, f"input.{i}")
+            said = Call(call.call_id, call.name, call.arguments)
+            self.transcript.assistant("", "" if self.calling else self.reasoning, [said])
+            self.reasoning, self.calling = "", True
         elif kind == "function_call_output":
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": item.get("call_id", ""),
-                    "content": _text(item.get("output"), f"input.{i}.output"),
-                }
-            )
+            output = _text(item.get("output"), f"input.{i}.output")
+            call_id = validated(FunctionOutputItem, item, f"input.{i}").call_id
+            self.transcript.tool(call_id or "", output)
+            self.calling = False
         else:
             raise ApiError(
                 400, f"input items of type {kind!r} are not supported", param=f"input.{i}.type"
             )
-    return out, places
 
 
 def check_schemas(request: ResponsesRequest) -> None:
@@ -164,11 +160,7 @@ def check_schemas(request: ResponsesRequest) -> None:
         check_schema(tool.get("parameters"), f"tools.{i}.parameters")
 
 
-def chat_body(request: ResponsesRequest) -> tuple[dict[str, Any], dict[str, str]]:
-    """The chat-completions body that asks the same, and the input's names of its image parts
-    (`messages.I.content.J` → `input.K.content.J`, for errors)."""
-    messages, places = _messages(request)
-    body: dict[str, Any] = {"model": request.model, "messages": messages}
+def _tools(request: ResponsesRequest) -> list[ToolDescription]:
     for i, t in enumerate(request.tools or ()):
         if t.get("type") != "function":  # built-in tools (web search, files…) are not here
             raise ApiError(
@@ -177,49 +169,72 @@ def chat_body(request: ResponsesRequest) -> tuple[dict[str, Any], dict[str, str]
                 param=f"tools.{i}.type",
                 code="unsupported_tool",
             )
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.get("name"),
-                    "description": t.get("description", ""),
-                    "parameters": t.get("parameters"),
-                },
-            }
-            for t in request.tools
-        ]
-    if isinstance(request.tool_choice, dict):
-        body["tool_choice"] = {
-            "type": "function",
-            "function": {"name": request.tool_choice.get("name")},
-        }
-    elif request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    if request.truncation == "auto":
-        body["overflow"] = "drop-middle"
-    if request.reasoning and request.reasoning.get("effort"):
-        body["reasoning_effort"] = request.reasoning["effort"]
+    declared = [validated(FunctionTool, t, f"tools.{i}") for i, t in enumerate(request.tools or ())]
+    return [
+        ToolDescription(name=t.name, description=t.description, parameters=t.parameters)
+        for t in declared
+    ]
+
+
+def _choice(choice: str | dict[str, Any] | None) -> ToolChoice:
+    if choice is None:
+        return "auto"
+    return choice_named(choice.get("name")) if isinstance(choice, dict) else choice_word(choice)
+
+
+def _effort(request: ResponsesRequest) -> str | None:
+    effort = (request.reasoning or {}).get("effort")
+    if not effort:
+        return None
+    if effort not in get_args(Effort):
+        said = "Input should be 'low', 'medium' or 'high'"
+        raise ApiError(
+            400, f"reasoning.effort: {said}", param="reasoning.effort", code="invalid_value"
+        )
+    return str(effort)
+
+
+def _format(request: ResponsesRequest) -> ResponseFormat | None:
     form = (request.text or {}).get("format")
     if isinstance(form, dict) and form.get("type") == "json_schema":
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": form.get("name", "response"),
-                "schema": form.get("schema", {}),
-                "strict": form.get("strict"),
-            },
-        }
-    elif isinstance(form, dict) and form.get("type") == "json_object":
-        body["response_format"] = {"type": "json_object"}
-    for ours, theirs in (
-        ("max_tokens", "max_output_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-    ):
-        if getattr(request, theirs) is not None:
-            body[ours] = getattr(request, theirs)
-    return body, places
+        given = {"name": form.get("name", "response"), "schema": form.get("schema", {})}
+        if form.get("strict") is not None:
+            given["strict"] = form["strict"]
+        spec = validated(JsonSchemaFormat, given, "text.format")
+        return ResponseFormat(type="json_schema", json_schema=spec)
+    if isinstance(form, dict) and form.get("type") == "json_object":
+        return ResponseFormat(type="json_object")
+    return None
 
 
-__all__ = ["ResponsesRequest", "chat_body", "check_schemas"]
+def asked(request: ResponsesRequest, target: Target) -> Asked:
+    """The conversation and the one `GenerationRequest` the request asks for (see the
+    module guarantees)."""
+    check_schemas(request)
+    reading = _Reading(target)
+    reading.transcript.instruct(request.instructions or "")
+    for i, item in enumerate(request.items):
+        reading.item(item, i)
+    declared, effort_asked = _tools(request), _effort(request)
+    choice = _choice(request.tool_choice)
+    tools, dropped = target.callable(declared, choice)
+    effort, unapplied = target.effort(effort_asked, "reasoning.effort")
+    max_tokens = target.max_tokens(request.max_output_tokens, "max_output_tokens")
+    response_format = _format(request)
+    with checked():
+        generation = GenerationRequest(
+            max_tokens=max_tokens,
+            tool_choice=choice,
+            tools={t.name: t.parameters for t in tools},
+            response_format=response_format,
+            effort=effort,
+            overflow=Overflow.DROP_MIDDLE if request.truncation == "auto" else Overflow.STOP,
+            sampling=SamplingAsk(temperature=request.temperature, top_p=request.top_p),
+            thinking_budget=target.thinking_budget,
+        )
+    details = ("input_image.detail",) if reading.details else ()
+    conversation = reading.transcript.conversation(tools)
+    return Asked(conversation, generation, (*details, *dropped, *unapplied))
+
+
+__all__ = ["asked", "check_schemas"]

@@ -1,0 +1,177 @@
+"""The guard every request passes before any route (a Starlette middleware).
+
+Guarantees: a request from a web page (one with an `Origin` header) is served only when the
+origin is the server's own or one the user listed (`--cors-origin`), else 403 — a page cannot
+post to it blind; a request without `Origin` (a non-browser client) is not refused for it; a
+POST body must say `Content-Type: application/json` (415 otherwise, so no "simple" cross-site
+form or `text/plain` post is read); without a token (loopback) the `Host` header must name
+this machine or a host the user allowed — a DNS-rebinding page gets 403; when a token is set
+(always, off loopback) every request must carry it as a bearer token or Anthropic's
+`x-api-key` (401 otherwise; it is never logged), which a rebinding page cannot, so the LAN
+names clients use are not refused; a body over the size limit is 413 and not read past it;
+each refusal is written in the shape of the API the path belongs to (`Routes.error_body`);
+every request is logged (method, path, status, tokens, duration; control characters escaped)
+and counted.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse
+
+from app.server.errors import ApiError
+from app.server.intake import printable
+from app.server.options import LOOPBACK, ServeOptions
+from app.server.routing import ErrorBody
+
+log = logging.getLogger("server")
+
+
+def _hostname(header: str) -> str:
+    if header.startswith("["):  # [::1]:8080
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _place(url: str, scheme: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin or a `scheme://` + Host header; None if malformed."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if parts.scheme != scheme or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, port
+
+
+def _carries(headers: dict[str, str], token: str) -> bool:
+    """Whether a request carries `token`: as a bearer token, or as Anthropic's `x-api-key`."""
+    bearer = hmac.compare_digest(headers.get("authorization", ""), f"Bearer {token}")
+    return bearer or hmac.compare_digest(headers.get("x-api-key", ""), token)
+
+
+def origin_allowed(origin: str, host: str, scheme: str, listed: tuple[str, ...]) -> bool:
+    """Whether a page at `origin` may call the server at `host`: its own origin or a listed one."""
+    if origin in listed or "*" in listed:
+        return True
+    mine = _place(f"{scheme}://{host}", scheme)
+    return mine is not None and _place(origin, scheme) == mine
+
+
+class Guard:
+    """The checks every request passes (see the module guarantees)."""
+
+    def __init__(
+        self, app: Any, options: ServeOptions, stats: Counter[str], error_body: ErrorBody
+    ) -> None:
+        self.app, self.options, self.stats = app, options, stats
+        self.error_body = error_body
+        self.hosts = {*LOOPBACK, options.host, *options.allowed_hosts}
+
+    async def _refuse(self, scope: Any, send: Any, status: int, message: str, code: str) -> None:
+        body = self.error_body(scope["path"], ApiError(status, message, code=code))
+        await JSONResponse(body, status_code=status)(scope, None, send)  # type: ignore[arg-type]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        began, status = time.monotonic(), [0]
+        self.stats["requests"] += 1  # counted as it arrives
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._checked(scope, receive, sending, headers)
+        finally:
+            log.info(
+                "%s %s %s %.0f ms%s",
+                printable(scope["method"]),
+                printable(scope["path"]),
+                status[0],
+                (time.monotonic() - began) * 1000,
+                scope.get("harmony_desk_tokens", ""),
+            )
+
+    async def _checked(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
+        token = self.options.token
+        if token is None and _hostname(headers.get("host", "")) not in self.hosts:
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "this server answers only to its own address (the Host header names another)",
+                "host_not_allowed",
+            )
+            return
+        if token is not None and not _carries(headers, token):  # Bearer, or Anthropic's header
+            await self._refuse(
+                scope,
+                send,
+                401,
+                "a token is required (Authorization: Bearer TOKEN, or x-api-key: TOKEN)",
+                "invalid_api_key",
+            )
+            return
+        origin, host = headers.get("origin"), headers.get("host", "")
+        scheme, listed = scope.get("scheme", "http"), self.options.cors_origins
+        if origin is not None and not origin_allowed(origin, host, scheme, listed):
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "this server answers web pages of its own origin only (or one set with"
+                " --cors-origin)",
+                "origin_not_allowed",
+            )
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.options.max_body:
+            await self._refuse(
+                scope,
+                send,
+                413,
+                f"the body is over {self.options.max_body} bytes",
+                "request_too_large",
+            )
+            return
+        kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if scope["method"] == "POST" and kind != "application/json":
+            await self._refuse(
+                scope,
+                send,
+                415,
+                "a request body must be JSON, sent with Content-Type: application/json",
+                "unsupported_media_type",
+            )
+            return
+        await self.app(scope, self._limited(receive), send)
+
+    def _limited(self, receive: Any) -> Callable[[], Awaitable[Any]]:
+        seen = [0]
+
+        async def limited() -> Any:
+            message = await receive()
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > self.options.max_body:
+                raise ApiError(
+                    413, f"the body is over {self.options.max_body} bytes", code="request_too_large"
+                )
+            return message
+
+        return limited
+
+
+__all__ = ["Guard", "origin_allowed"]

@@ -1,0 +1,261 @@
+"""A Responses API answer: the `response` object and, streamed, its event sequence.
+
+Guarantees: the answer is a `reasoning` item, `function_call` items and a `message` item with
+`output_text`, in the order they came; streamed, it is the Responses event sequence
+(`response.created`, output items added, text and reasoning deltas as the tokens come, items
+done, then `response.completed` — or `response.incomplete`, status `incomplete`, when
+`max_output_tokens` cut it), whose deltas add up to the items the response ends with; every
+object and event has the fields OpenAI's published schema requires
+(`tests/test_server_schema.py`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.server.answer import Answer, Piece, dumps
+from app.server.responses.wire import ResponsesRequest
+from app.server.running import Running
+
+
+def shell(model: str, request: ResponsesRequest) -> dict[str, Any]:
+    """A response with no output yet."""
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:24]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": "in_progress",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": request.instructions,
+        "max_output_tokens": request.max_output_tokens,
+        "metadata": request.metadata or {},
+        "output": [],
+        "parallel_tool_calls": request.parallel_tool_calls is not False,
+        "temperature": request.temperature,  # null: the model's own
+        "top_p": request.top_p,
+        "tool_choice": request.tool_choice or "auto",
+        "tools": [_tool(tool) for tool in request.tools or ()],
+    }
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A request's function tool as a response names it (the fields the schema requires)."""
+    if tool.get("type") != "function":
+        return tool
+    named = ("name", "description", "parameters", "strict")
+    return {"type": "function", **{key: tool.get(key) for key in named}}
+
+
+def _text_part(text: str = "") -> dict[str, Any]:
+    """An `output_text` content part (no log-probabilities: the Responses API here takes no
+    `include`)."""
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+class Output:
+    """A response's output items as they grow: reasoning, function calls, the message."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._open: dict[str, dict[str, Any]] = {}
+
+    def _item(self, kind: str, **fields: Any) -> dict[str, Any]:
+        prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc"}[kind]
+        item = {"type": kind, "id": f"{prefix}_{uuid.uuid4().hex[:24]}", **fields}
+        self.items.append(item)
+        return item
+
+    def _text(self, kind: str, text: str, **fields: Any) -> tuple[dict[str, Any], bool]:
+        item = self._open.get(kind)
+        new = item is None
+        if item is None:
+            item = self._open[kind] = self._item(kind, **fields)
+        item["content"][0]["text"] += text
+        return item, new
+
+    def reasoning(self, text: str) -> tuple[dict[str, Any], bool]:
+        """The reasoning item with `text` added, and whether it is new."""
+        return self._text(
+            "reasoning", text, summary=[], content=[{"type": "reasoning_text", "text": ""}]
+        )
+
+    def message(self, text: str) -> tuple[dict[str, Any], bool]:
+        """The message item with `text` added, and whether it is new."""
+        return self._text(
+            "message",
+            text,
+            role="assistant",
+            status="completed",
+            content=[_text_part()],
+        )
+
+    def call(self, call: dict[str, Any]) -> dict[str, Any]:
+        function = call["function"]
+        return self._item(
+            "function_call",
+            call_id=call["id"],
+            name=function["name"],
+            arguments=function["arguments"],
+            status="completed",
+        )
+
+
+def finished(
+    started: dict[str, Any], out: Output, finish: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The response once its answer ended: `incomplete` when a token limit cut it."""
+    cut = finish == "length"
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    return {
+        **started,
+        "status": "incomplete" if cut else "completed",
+        "completed_at": None if cut else int(time.time()),
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": out.items,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "output_tokens": usage["completion_tokens"],
+            "output_tokens_details": usage["completion_tokens_details"],
+            "total_tokens": usage["total_tokens"],
+        },
+    }
+
+
+class Stream:
+    """The Responses events of an answer, sent as it is made."""
+
+    def __init__(self, run: Running, started: dict[str, Any]) -> None:
+        self.run, self.started, self.out, self.number = run, started, Output(), 0
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        self.number += 1
+        data = {"type": kind, "sequence_number": self.number, **fields}
+        return f"event: {kind}\ndata: {dumps(data)}\n\n".encode()
+
+    def _at(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {"item_id": item["id"], "output_index": self.out.items.index(item)}
+
+    async def events(self) -> AsyncIterator[bytes]:
+        yield self._event("response.created", response=self.started)
+        yield self._event("response.in_progress", response=self.started)
+        async for piece in self.run.pieces():
+            for data in self._piece(piece):
+                yield data
+        for item in self.out.items:
+            if item["type"] != "function_call":
+                for data in self._close(item):
+                    yield data
+        answer = self.run.answer
+        done = finished(self.started, self.out, answer.finish_reason, answer.usage())
+        ended = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+        yield self._event(ended, response=done)
+
+    def _piece(self, piece: Piece) -> list[bytes]:
+        said = []
+        if piece.reasoning:
+            item, new = self.out.reasoning(piece.reasoning)
+            if new:
+                said.append(self._added(item))
+            said.append(
+                self._event(
+                    "response.reasoning_text.delta",
+                    **self._at(item),
+                    content_index=0,
+                    delta=piece.reasoning,
+                )
+            )
+        if piece.content:
+            item, new = self.out.message(piece.content)
+            if new:
+                said.append(self._added(item))
+                said.append(
+                    self._event(
+                        "response.content_part.added",
+                        **self._at(item),
+                        content_index=0,
+                        part=_text_part(),
+                    )
+                )
+            said.append(
+                self._event(
+                    "response.output_text.delta",
+                    **self._at(item),
+                    content_index=0,
+                    delta=piece.content,
+                    logprobs=[],
+                )
+            )
+        for call in piece.calls:
+            item = self.out.call(call)
+            said.append(self._added(item))
+            said.append(
+                self._event(
+                    "response.function_call_arguments.delta",
+                    **self._at(item),
+                    delta=item["arguments"],
+                )
+            )
+            said.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    **self._at(item),
+                    name=item["name"],
+                    arguments=item["arguments"],
+                )
+            )
+            said.append(
+                self._event(
+                    "response.output_item.done", output_index=self.out.items.index(item), item=item
+                )
+            )
+        return said
+
+    def _added(self, item: dict[str, Any]) -> bytes:
+        shown = {**item, "status": "in_progress"}
+        if item["type"] in ("reasoning", "message"):
+            shown["content"] = [{**item["content"][0], "text": ""}]
+        return self._event(
+            "response.output_item.added", output_index=self.out.items.index(item), item=shown
+        )
+
+    def _close(self, item: dict[str, Any]) -> list[bytes]:
+        text = item["content"][0]["text"]
+        at = self._at(item)
+        if item["type"] == "reasoning":
+            said = [self._event("response.reasoning_text.done", **at, content_index=0, text=text)]
+        else:
+            said = [
+                self._event(
+                    "response.output_text.done", **at, content_index=0, text=text, logprobs=[]
+                ),
+                self._event(
+                    "response.content_part.done", **at, content_index=0, part=item["content"][0]
+                ),
+            ]
+        said.append(
+            self._event(
+                "response.output_item.done", output_index=self.out.items.index(item), item=item
+            )
+        )
+        return said
+
+
+def whole(started: dict[str, Any], answer: Answer) -> dict[str, Any]:
+    """The response of an answer made whole."""
+    out = Output()
+    if answer.reasoning:
+        out.reasoning(answer.reasoning)
+    for call in answer.calls:
+        out.call(call)
+    if answer.content:
+        out.message(answer.content)
+    return finished(started, out, answer.finish_reason, answer.usage())
+
+
+__all__ = ["Output", "Stream", "finished", "shell", "whole"]
