@@ -53,6 +53,9 @@ class Scored:
     top: tuple[tuple[str, float], ...]
 
 
+Item = TurnEvent | Scored  # what a job hands the server's loop
+
+
 def too_long(fit: ContextFit) -> ApiError:
     """The 400 for a prompt the context cannot hold, saying what would make it fit."""
     said = f"the prompt is {fit.budget.used} tokens; the context holds {fit.budget.n_ctx}"
@@ -66,12 +69,12 @@ def too_long(fit: ContextFit) -> ApiError:
     return ApiError(400, said, param="messages", code="context_length_exceeded")
 
 
-def job(served: ServedModel, asked: Asked, cancel: threading.Event) -> Callable[[], Iterator[Any]]:
+def job(served: ServedModel, asked: Asked, cancel: threading.Event) -> Callable[[], Iterator[Item]]:
     """The turn, to run on the engine thread through `run_turn` (the declared tools' calls
     come back unrun): its events, `Scored` answer tokens, and the JSON verdicts after; a
     prompt that does not fit once fitted is a 400 before anything is generated."""
 
-    def make() -> Iterator[Any]:
+    def make() -> Iterator[Item]:
         session = served.session()
         table = session.token_table() if asked.generation.top_logprobs else ()
         top = asked.generation.top_logprobs
@@ -174,7 +177,7 @@ class Answer:
         self._pending: list[Scored] = []  # scored tokens not yet placed in a message
         self._said = ""  # the raw text of the message being written
 
-    def feed_all(self, items: list[Any]) -> Piece:
+    def feed_all(self, items: list[Item]) -> Piece:
         """What a batch of items adds, as one piece."""
         whole = Piece()
         for item in items:
@@ -185,12 +188,12 @@ class Answer:
             whole.scored += piece.scored
         return whole
 
-    def feed(self, item: Any) -> Piece:
+    def feed(self, item: Item) -> Piece:
         piece = Piece()
         if isinstance(item, Scored):
             self._pending.append(item)
             return piece
-        event: TurnEvent = item
+        event = item
         self._record(event, piece)
         for change in self.builder.apply(event):
             if isinstance(change, Thought):

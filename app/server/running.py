@@ -17,17 +17,20 @@ import hashlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from app import __version__
 from app.domain.budget import notice
 from app.domain.events import ContextFit
-from app.server.answer import Answer, Piece, dumps, job
+from app.server.answer import Answer, Item, Piece, dumps, job
 from app.server.asked import Asked
 from app.server.errors import ApiError
 from app.server.served import ServedModel, on_engine
 
 Disconnected = Callable[[], Awaitable[bool]]
+
+
+T = TypeVar("T")
 
 
 def fingerprint(model: str) -> str:
@@ -51,8 +54,8 @@ async def watch(disconnected: Disconnected, cancel: threading.Event) -> None:
 
 
 async def first_of(
-    events: AsyncIterator[Any], disconnected: Disconnected, cancel: threading.Event
-) -> tuple[list[Any], asyncio.Future[None]]:
+    events: AsyncIterator[T], disconnected: Disconnected, cancel: threading.Event
+) -> tuple[list[T], asyncio.Future[None]]:
     """The first item (so errors found before generating are answered as errors), and the
     watcher that sets `cancel` if the client leaves (while the job waits its turn, too)."""
     watcher = asyncio.ensure_future(watch(disconnected, cancel))
@@ -80,8 +83,8 @@ class Running:
     """An answer being made: its fold, first item and the rest to come."""
 
     answer: Answer
-    first: list[Any]
-    events: AsyncIterator[Any]
+    first: list[list[Item]]
+    events: AsyncIterator[list[Item]]
     watcher: asyncio.Future[None]
     ignored: tuple[str, ...] = ()  # the request's fields that were not applied
 

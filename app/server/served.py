@@ -15,7 +15,7 @@ import concurrent.futures as cf
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar, cast
 
 from app.domain.embedding import Embedder
 from app.domain.events import FinishReason, GenerationDone
@@ -23,6 +23,7 @@ from app.engine.session import ModelSession
 from app.templates.base import Template
 
 _END = object()
+T = TypeVar("T")
 
 
 @dataclass
@@ -54,30 +55,31 @@ class ServedModel:
     )
 
 
-class _Bursts:
+class _Bursts(Generic[T]):
     """Items from the engine thread to the loop: one wake-up per burst, drained whole."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop, self.items, self.ready = loop, collections.deque[Any](), asyncio.Event()
+        self.loop, self.ready = loop, asyncio.Event()
+        self.items: collections.deque[T | _Raised | object] = collections.deque()
         self.due = False  # the loop is already due to look at `items`
 
     def _woken(self) -> None:
         self.due = False  # before draining: an item added from now on wakes the loop again
         self.ready.set()
 
-    def put(self, item: Any) -> None:
+    def put(self, item: T | _Raised | object) -> None:
         """From the engine thread."""
         self.items.append(item)
         if not self.due:
             self.due = True
             self.loop.call_soon_threadsafe(self._woken)
 
-    async def batches(self) -> AsyncIterator[list[Any]]:
+    async def batches(self) -> AsyncIterator[list[T]]:
         """On the loop: what came since the last look, until the end (an error raised)."""
         while True:
             await self.ready.wait()
             self.ready.clear()
-            batch: list[Any] = []
+            batch: list[T] = []
             while self.items:
                 item = self.items.popleft()
                 if isinstance(item, _Raised):
@@ -86,21 +88,21 @@ class _Bursts:
                     if batch:
                         yield batch
                     return
-                batch.append(item)
+                batch.append(cast(T, item))
             if batch:
                 yield batch
 
 
 async def on_engine(
     engine: cf.Executor,
-    make: Callable[[], Iterator[Any]],
+    make: Callable[[], Iterator[T]],
     cancel: threading.Event,
     stats: collections.Counter[str],
-) -> AsyncIterator[list[Any]]:
+) -> AsyncIterator[list[T]]:
     """Run `make()` on the engine thread; its items here, in order, in batches of what has
     come since the last look (see the guarantees). `stats` counts the jobs waiting, the
     tokens generated and the jobs stopped early."""
-    bursts = _Bursts(asyncio.get_running_loop())
+    bursts: _Bursts[T] = _Bursts(asyncio.get_running_loop())
 
     def pump() -> None:
         stats["waiting"] -= 1
