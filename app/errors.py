@@ -14,7 +14,9 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     HarmonyDeskError                    code         where it is raised
     ├── InvalidInputError               INPUT-INVALID  a conversation, message or token list
     │   ├── MissingKey                                 secrets: no key in the keyring
-    │   └── ImageError                                 an image file (images/decode)
+    │   ├── ImageError                                 an image file (images/decode)
+    │   └── RequestError                               a GenerationRequest's knob (`field`)
+    │       └── ContextError                CONTEXT    a raw prompt the context cannot hold
     ├── VisionError                     INPUT-INVALID  an image the projector cannot take
     │                                                  (inside the worker; sent as `Refused`)
     ├── TranscriptError                 (per error)    a transcript, with line and column
@@ -43,6 +45,8 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     ├── VisibilityError                 PERM-VISIBILITY  OpenChatML's visibility policy
     ├── ApiError                        (per status) the local server's 4xx answers
     ├── Warned                                       a self-test check that passed with a remark
+    ├── UnknownSettingError, UndeclaredSettingError  bugs: a setting's name or declaration
+    │                                                (domain/declared)
     └── EndpointError, ServeError                    the window's remote and server hosts
 
 The worker's refusals of one request travel as codes, not exceptions (`Refused` on the pipe,

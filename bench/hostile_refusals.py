@@ -73,14 +73,14 @@ CLASSES: dict[str, tuple[str, str]] = {  # name: (setup, work), each indented by
     ),
     "PDF: FlateDecode bomb (1 GiB)": (
         "from pathlib import Path\nfrom app.documents.extract import extract\n"
-        "from tests.test_hostile_documents import flate_bomb_pdf\n"
+        "from tests.hostile.test_hostile_documents import flate_bomb_pdf\n"
         "p = flate_bomb_pdf(Path({tmp!r}) / 'bomb.pdf')",
         "out = extract(p)\nif not out.notice: raise SystemExit('read whole')\n"
         "raise ValueError(out.notice)",
     ),
     "DOCX: zip bomb (2 GiB)": (
         "from pathlib import Path\nfrom app.documents.extract import extract\n"
-        "from tests.test_hostile_documents import docx_bomb\n"
+        "from tests.hostile.test_hostile_documents import docx_bomb\n"
         "p = docx_bomb(Path({tmp!r}) / 'bomb.docx')",
         "out = extract(p)\nif not out.notice: raise SystemExit('read whole')\n"
         "raise ValueError(out.notice)",

@@ -138,7 +138,7 @@ def one_token(got: Streamed) -> str | None:
     return "is one token: no decode rate" if got.tokens < 2 else None
 
 
-NEAR_TIE = 0.5  # logits (as tests/test_parallel.py): closer top two may swap in a batch
+NEAR_TIE = 0.5  # logits (as tests/engine/test_parallel.py): closer top two may swap in a batch
 _TIES: dict[tuple[str, str], bool] = {}  # (off, lookup) answers → parted at a near-tie
 
 

@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """A reviewer's note, never a failure: the modules grown past the size to split at."""
-    from tests.test_architecture import SIZE_NOTE, long_modules
+    from tests.architecture.test_architecture import SIZE_NOTE, long_modules
 
     long = long_modules()
     if long:

@@ -50,7 +50,7 @@ def real_model_window(
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
     from app.ui.window.main_window import MainWindow, UiState
-    from tests.test_window import send
+    from tests.ui.test_window import send
 
     host = ModelHost(EngineBridge())
     window = MainWindow(ChatController(host), UiState(tmp_path / "ui-state.json"))

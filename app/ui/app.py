@@ -3,11 +3,11 @@
 Guarantees: the window appears before any model loads (the default model loads in the
 background with a progress bar, started after the window is shown); building and showing the
 window loads nothing of JSON mode, MCP servers, the server, documents, numpy or llama.cpp
-(`tests/test_start_imports.py` lists what it does load); with `HARMONY_DESK_QUIT_AFTER_SHOWN`
-set, `run_window` returns once the window is shown and painted, before any model loads (the
-cold-start bench, `bench/ui_stream.py`); `screenshot` renders a sample conversation — a preamble,
-a tool card, a JSON result and the debug pane open — from the scripted source, with no model
-and no network, and writes a PNG.
+(`tests/architecture/test_start_imports.py` lists what it does load); with
+`HARMONY_DESK_QUIT_AFTER_SHOWN` set, `run_window` returns once the window is shown and painted,
+before any model loads (the cold-start bench, `bench/ui_stream.py`); `screenshot` renders a
+sample conversation — a preamble, a tool card, a JSON result and the debug pane open — from the
+scripted source, with no model and no network, and writes a PNG.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Guarantees:
   the window — measured on Gemma 3 270M, the next logits were off by up to 2.3, whichever API
   (per sequence or whole context) and wherever the restore was cut (llama.cpp issue 25295) —
   so such a model is evaluated again, never continued from a wrong state;
-  `tests/test_kv_snapshots.py` fails once llama.cpp restores them exactly.
+  `tests/engine/test_kv_snapshots.py` fails once llama.cpp restores them exactly.
 - Every file is checked before its state reaches llama.cpp (`snapshot_file.py`): a
   damaged, cut-short, foreign or mismatched one is logged, removed and never used.
 """

@@ -15,7 +15,7 @@ sequence in a step with it on (a tile from 64 rows; a split of the cache for one
 cached tokens, 1.08 logits away on Gemma 3) and without it (one row against several: 0.3 of
 a logit on SmolLM2), so no choice makes a batch of one sequence's tokens round as one token at
 a time does; off, the default, keeps prompts, reuse and snapshots exact, and a checked draft
-can change a greedy answer only at a near-tie (`tests/test_parallel.py`). The result
+can change a greedy answer only at a near-tie (`tests/engine/test_parallel.py`). The result
 says what was chosen, for the status bar and the debug pane.
 """
 

@@ -8,7 +8,7 @@ chunk when `stream_options.include_usage` asked, and `[DONE]`; an error found af
 byte is said in the stream as an error object; a model that stopped before answering anything
 is a 503 `model_failed`. Whole answers and chunks have the fields OpenAI's published schema
 requires (`message.refusal` null, `logprobs.refusal`, a `system_fingerprint` that is the same
-for one model on one app version; checked against the schema in `tests/test_server_schema.py`).
+for one model on one app version; checked against the schema in `tests/server/test_schema.py`).
 """
 
 from __future__ import annotations

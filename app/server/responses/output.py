@@ -6,7 +6,7 @@ Guarantees: the answer is a `reasoning` item, `function_call` items and a `messa
 done, then `response.completed` — or `response.incomplete`, status `incomplete`, when
 `max_output_tokens` cut it), whose deltas add up to the items the response ends with; every
 object and event has the fields OpenAI's published schema requires
-(`tests/test_server_schema.py`).
+(`tests/server/test_schema.py`).
 """
 
 from __future__ import annotations

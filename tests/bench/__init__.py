@@ -1,0 +1,1 @@
+"""The benches' own arithmetic and honesty (`bench/`), without a workload."""

@@ -1,0 +1,1 @@
+"""The Linux bundle built with PyInstaller (`packaging/`)."""

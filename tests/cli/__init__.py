@@ -1,0 +1,1 @@
+"""The command line (`app/cli`), run as real subprocesses."""

@@ -1,0 +1,1 @@
+"""JSON mode and its constraints (`app/constrain`)."""

@@ -1,0 +1,1 @@
+"""Documents a conversation attaches and the library they come from (`app/documents`)."""

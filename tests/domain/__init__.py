@@ -1,0 +1,1 @@
+"""The domain model (`app/domain`): values, visibility, what reaches a terminal."""

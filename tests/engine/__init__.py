@@ -1,0 +1,1 @@
+"""The engine (`app/engine`): sessions, the llama.cpp worker, KV reuse, remotes, the loop."""

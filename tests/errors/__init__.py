@@ -1,0 +1,1 @@
+"""The error tree (`app/errors.py`) and the sentences a user meets."""

@@ -1,0 +1,1 @@
+"""The Harmony format (`app/harmony`): encoding, parser, renderer, OpenChatML."""

@@ -1,0 +1,1 @@
+"""Hostile inputs from the security reviews, across packages, each refused clearly."""

@@ -1,0 +1,1 @@
+"""Image files checked before anything else sees them (`app/images`)."""

@@ -1,0 +1,1 @@
+"""Secrets (`app/secrets.py`): API keys in the keyring, redaction, private files."""

@@ -1,0 +1,1 @@
+"""The model library (`app/library`): scanning, downloads, projectors, the hub."""

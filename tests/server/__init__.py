@@ -1,0 +1,1 @@
+"""The local OpenAI- and Anthropic-compatible server (`app/server`)."""

@@ -1,0 +1,1 @@
+"""Start-up (`app/startup.py`, `app/self_test.py`): logs, crashes, the self-test."""

@@ -1,0 +1,1 @@
+"""The history store (`app/store`): SQLite files, exports and imports."""

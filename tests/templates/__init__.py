@@ -1,0 +1,1 @@
+"""Chat templates (`app/templates`) and the plain-text families' tool-call formats."""

@@ -1,0 +1,133 @@
+"""Every official llama.cpp chat template that writes tool calls (tests/fixtures/llama_templates)
+has its own calls read back: a conversation whose assistant turn is one call, two calls, or
+prose then a call (where the template allows them) is rendered by the template, what the
+assistant turn adds after the generation prompt (its end-of-turn marker dropped) goes through
+`harmony-desk replay --template FILE.jinja`, and the calls come back with their names and
+arguments, the prose as the answer, no markup in it. A template that cannot be read is listed
+in LEFT_OUT with why; any other failure fails, and so does a listed template that passes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import main
+from app.templates.calls.detect import call_messages, renderer, turn_part
+from app.templates.jinja_render import JinjaTemplateError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
+TOOLS = [{"type": "function", "function": {"name": n, "description": "A test tool.", "parameters": {
+    "type": "object", "properties": p}}} for n, p in (
+    ("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}),
+    ("get_time", {"zone": {"type": "string"}}))]
+WEATHER = ("get_weather", {"city": "Paris, France", "days": 3})
+TIME = ("get_time", {"zone": "CET"})
+PROSE = "Let me check that for you."
+CASES = {"one call": ([WEATHER], ""), "two calls": ([WEATHER, TIME], ""), "prose then a call": ([WEATHER], PROSE)}
+
+HARMONY = "openai-gpt-oss-120b"  # Harmony: its own parser (app/harmony), not a text call format
+LEFT_OUT = {
+    HARMONY: "Harmony (gpt-oss) is read by the Harmony parser, not by a text call format",
+    "CohereForAI-c4ai-command-r-plus-tool_use": "takes tools in Cohere's legacy shape"
+        " (`parameter_definitions`), not OpenAI's; rendering OpenAI tools fails",
+    "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
+        " OpenAI-shaped caller provides",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its text)",
+    "GigaChat3-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
+    "GigaChat3.1-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
+    "LFM2.5-8B-A1B": "Python call syntax (`[f(a='x', b=3)]`) whose quoting the derived reader does not"
+        " follow",
+    "MiniMax-M3": "each argument is a tag named after the argument itself, which the derived"
+        " reader cannot match",
+    "google-gemma-4-31B-it": "Gemma 4's `call:NAME{k:<|\"|>v<|\"|>}` value quoting is not learned",
+    "google-gemma-4-31B-it-interleaved": "Gemma 4's `call:NAME{k:<|\"|>v<|\"|>}` value quoting is not"
+        " learned",
+    "meetkai-functionary-medium-v3.2": "`>>>NAME\\n{…}` has no closing markup and a call may be"
+        " plain text (`>>>all`), so no trigger can be learned",
+    "NVIDIA-Nemotron-Nano-v2": "writes text and calls as two assistant turns (its own turn markup"
+        " between them)",
+    "Apriel-1.6-15b-Thinker-fixed": "opens every answer with reasoning in plain words (`Here are my"
+        " reasoning steps:`), which the text parser shows as answer",
+    "Cohere2MoE": "reasoning markers `<|START_THINKING|>` the text parser does not route",
+    "Kimi-K3": "reasoning/response channel markup (`<|close|>think<|sep|>`) the text parser does not"
+        " route",
+    "deepseek-ai-DeepSeek-V3.2": "its generation prompt opens `<think>` and the turn closes it twice;"
+        " the stray `</think>` reaches the answer",
+    "muse-glimmer": "Harmony-like headers (` to=NAME<|message|>`) per call, which the derived reader"
+        " does not follow",
+}
+
+
+def _templates() -> list[str]:
+    return sorted(p.stem for p in FIXTURES.glob("*.jinja") if "tool_calls" in p.read_text(encoding="utf-8"))
+
+
+def _lines(source: str) -> dict[str, str]:
+    """The assistant's generated text for each case the template can render."""
+    render = renderer(source, "", "", TOOLS)
+    head = [{"role": "user", "content": "What is the weather in Paris, and the time there?"}]
+    out: dict[str, str] = {}
+    for case, (calls, prose) in CASES.items():
+        try:
+            part = turn_part(render, head, call_messages(calls, prose))
+        except JinjaTemplateError:
+            continue  # the template refuses this shape (e.g. one call a turn)
+        if (prose and prose not in part.body) or any(n not in part.body for n, _ in calls):
+            continue  # the template drops text beside a call, or a call beside text
+        out[case] = _thinking_closed(part.generated)
+    return out
+
+
+def _thinking_closed(text: str) -> str:
+    """The turn as the parser meets it: a think block the generation prompt opened is opened
+    here (the parser does not see the prompt), one the template leaves open is dropped."""
+    opened, closed = text.find("<think>"), text.find("</think>")
+    if closed >= 0 and not 0 <= opened < closed:
+        return "<think>" + text
+    return text.replace("<think>", "", 1) if opened >= 0 and closed < 0 else text
+
+
+def _replay(path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[dict[str, Any]]:
+    lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    capsys.readouterr()
+    assert main(["replay", "--template", str(path)]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def _problems(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[str]:
+    path = FIXTURES / f"{name}.jinja"
+    cases = _lines(path.read_text(encoding="utf-8"))
+    if "one call" not in cases:
+        return ["the template renders no call"]
+    problems = []
+    for (case, text), out in zip(cases.items(), _replay(path, list(cases.values()), monkeypatch, capsys), strict=True):
+        calls, prose = CASES[case]
+        if "error" in out:
+            problems.append(f"{case}: {out['error']}")
+            continue
+        got = [(s["recipient"], json.loads(s["text"])) for s in out["shown"] if s["lane"] == "tool_call"]
+        want = [(f"functions.{n}", a) for n, a in calls]
+        answer = "".join(s["text"] for s in out["shown"] if s["lane"] == "answer").strip()
+        if got != want or answer != prose or out["errors"]:
+            problems.append(f"{case}: {text!r} read as {out['shown']}")
+    return problems
+
+
+def test_the_corpus_is_all_there() -> None:
+    names = _templates()
+    assert len(names) == 63 and HARMONY in names  # 62 call-writing templates beside Harmony
+    assert set(LEFT_OUT) <= set(names)
+
+
+@pytest.mark.parametrize("name", _templates())
+def test_each_templates_own_calls_read_back(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    problems = _problems(name, monkeypatch, capsys)
+    if name in LEFT_OUT:
+        assert problems, f"{name} now reads back: take it off LEFT_OUT"
+        return
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,1 @@
+"""Tools (`app/tools`): the API, the registry, built-ins, plugins, the sandbox."""

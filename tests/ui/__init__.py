@@ -1,0 +1,1 @@
+"""The window and its widgets (`app/ui`), offscreen through the real controllers."""
