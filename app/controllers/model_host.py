@@ -29,13 +29,8 @@ from PySide6.QtCore import QObject, Signal
 
 from app.controllers.bridge import EngineBridge
 from app.domain.sampling import Sampling
-from app.engine.protocol import (
-    ModelBackend,
-    ModelInfo,
-    ModelLoader,
-    SnapshotSettings,
-    WorkerState,
-)
+from app.engine.backend import ModelBackend, ModelLoader
+from app.engine.protocol import ModelInfo, SnapshotSettings, WorkerState
 from app.engine.session import Capabilities, local_capabilities
 from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic

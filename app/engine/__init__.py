@@ -2,13 +2,18 @@
 the process line the code runs on. It re-exports nothing; import from the module that owns a
 name.
 
-- `protocol.py`  the backend seam (`ModelBackend`) and every message on the worker pipe, each
-                 with its request id; the process and request state tables
-- `session.py`   the `Session` protocol and its `Capabilities`; `Generation`, `TurnRecord`
+- `request.py`   `GenerationRequest`: every knob of one generation, built once at each door
+- `session.py`   the `Session` protocol (`generate(conversation, request)`, its one entry point)
+                 and its `Capabilities`; `Generation`, `TurnRecord`
+- `backend.py`   the backend seam: `ModelBackend`, and `ModelLoader` for one that loads models
+- `protocol.py`  every message on the worker pipe, each with its request id; the process and
+                 request state tables
+- `overflow.py`  the context budget, and the conversation fitted to it
 - `cores.py`     how many threads llama.cpp gets, and the spare core (both sides read it)
-- `worker/`      the worker process, the only code that imports llama.cpp: load, decode, KV
-                 reuse, JSON mode's mask on the sampler chain; imports only the protocol, the
-                 cores and `app.constrain`
+- `worker/`      the worker process, the only code that imports llama.cpp: load, the
+                 scheduler's plans carried out (decode, KV reuse, speculation, images), JSON
+                 mode's mask on the sampler chain; imports only the protocol, the cores and
+                 `app.constrain`
 - `local/`       the app side of the worker: the process handle (the only, deferred, importer of
                  `worker/`), the request router, `WorkerClient`, the local `ChatSession`, the
                  tokenizer, the memory estimate, the scripted test double

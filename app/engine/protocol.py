@@ -17,15 +17,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from app.constrain.constraint import Constraint
-from app.domain.events import GenerationDone, GenerationEvent, TokenStep
+from app.domain.events import GenerationDone, TokenStep
 from app.domain.images import ImagePixels
 from app.domain.placement import LoadSettings, Placement
 from app.domain.sampling import Sampling
@@ -373,59 +371,3 @@ class NativeLog:
 
 FromWorker = LoadProgress | Loaded | LoadFailed | Started | TokenBatch | Finished | Answer | Refused
 ENDS_REQUEST = (Loaded, LoadFailed, Finished, Answer, Refused)  # the last reply to a request
-
-
-# --- the backend seam -----------------------------------------------------------------------
-
-
-class ModelBackend(Protocol):
-    """The one seam to a model: what the chat session and tokenizer need of a backend."""
-
-    @property
-    def info(self) -> ModelInfo | None: ...
-
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        stop_ids: Sequence[int],
-        sampling: Sampling | None = None,
-        max_tokens: int = 512,
-        constraint: Constraint | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Iterator[GenerationEvent]: ...
-
-    def tokenize(self, text: str, special: bool) -> list[int]: ...
-
-    def token_table(self) -> list[bytes]: ...
-
-    def special_bytes(self, ids: Sequence[int]) -> list[bytes]: ...
-
-    def specials(self) -> Specials: ...
-
-
-class ModelLoader(ModelBackend, Protocol):
-    """A backend that loads models itself: the worker process (`WorkerClient`), or a test's
-    stand-in for it. The window's model host holds one and asks it, never probing."""
-
-    def load(
-        self,
-        path: str | Path,
-        *,
-        n_ctx: int = 4096,
-        n_threads: int | None = None,
-        on_progress: Callable[[float], None] | None = None,
-        cancel: threading.Event | None = None,
-        settings: LoadSettings | None = None,
-        snapshots: SnapshotSettings | None = None,
-        sequences: int = 1,
-        reserved: int = 0,
-        always_draft: bool = False,
-        projector: str | Path | None = None,
-    ) -> ModelInfo: ...
-
-    def take_log(self) -> list[str]: ...
-
-    def sequence_use(self) -> dict[str, int]: ...
-
-    def close(self) -> None: ...

@@ -207,7 +207,7 @@ def test_only_the_process_handle_imports_the_worker_and_only_when_it_starts_one(
 def test_each_engine_side_keeps_to_itself(side: str) -> None:
     for path in (ENGINE / side).rglob("*.py"):
         reached = {n.split(".")[2] for n, _ in _app_imports(path) if n.startswith("app.engine.")}
-        bad = reached - SIDES[side] - {"protocol", "cores", "session", "overflow", "request"}
+        bad = reached - SIDES[side] - {"protocol", "cores", "session", "overflow", "request", "backend"}
         assert not bad, f"{path} imports the engine's {sorted(bad)}"
 
 

@@ -51,10 +51,11 @@ from app.domain.messages import (
 )
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
+from app.engine.backend import ModelBackend
 from app.engine.local.pictures import pictures_of
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import Fitted, PromptIds, fit, model_measure
-from app.engine.protocol import Keep, ModelBackend
+from app.engine.protocol import Keep
 from app.engine.request import GenerationRequest
 from app.engine.session import (
     Capabilities,

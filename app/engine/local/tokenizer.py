@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from app.domain.messages import IMAGE_MARKER
-from app.engine.protocol import IMAGE_ID, ModelBackend, Specials
+from app.engine.backend import ModelBackend
+from app.engine.protocol import IMAGE_ID, Specials
 
 
 class ModelTokenizer:
