@@ -277,24 +277,14 @@ def _converse(
     approve = (
         allow_all if args.yes else ApprovalPolicy(terminal_ask(_read_line), store=ApprovalStore())
     )
-    conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
-    if asks is not None:
-        asks.conversation_id = conversation_id  # a server's requests are audited under it
-    context = ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
+    context = _context(args, asks)
     json_mode = response_format is not None and response_format.type != "text"
     printer = TerminalReply(args.show_analysis, sys.stdout, sys.stderr, json_mode=json_mode)
     pending = list(pictures)  # the images the next message carries
     prompts = [args.prompt] if args.prompt is not None else _interactive(session, pending)
     status = 0
     saved = _saved(args)
-    generation = GenerationRequest(
-        max_tokens=args.max_tokens,
-        tool_choice=args.tool_choice if tools is not None else "auto",
-        response_format=response_format,
-        effort=ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None,
-        overflow=Overflow(args.overflow or load_settings().overflow),
-        keep=saved.doc.id if saved is not None else "",  # its KV state is kept for it
-    )
+    generation = _generation(args, tools is not None, response_format, saved)
     # a resumed conversation's messages come first; later turns continue the session's own
     conversation = session.conversation.with_messages(saved.history) if saved is not None else None
     try:
@@ -332,6 +322,32 @@ def _converse(
             saved.close()
             sys.stderr.write(f"[saved as {saved.doc.id}: {saved.doc.title}]\n")
     return status if args.prompt is not None else 0
+
+
+def _context(args: argparse.Namespace, asks: TerminalAsks | None) -> ToolContext:
+    """The tools' context for this chat: its own id (a server's requests are audited under it)."""
+    conversation_id = f"cli-{uuid.uuid4().hex[:12]}"
+    if asks is not None:
+        asks.conversation_id = conversation_id
+    return ToolContext(call_id="", conversation_id=conversation_id, offline=args.offline)
+
+
+def _generation(
+    args: argparse.Namespace,
+    tools: bool,
+    response_format: ResponseFormat | None,
+    saved: ChatCheckpoints | None,
+) -> GenerationRequest:
+    """The knobs of every turn of this chat, built once from its arguments: a saved
+    conversation's KV state is kept for it."""
+    return GenerationRequest(
+        max_tokens=args.max_tokens,
+        tool_choice=args.tool_choice if tools else "auto",
+        response_format=response_format,
+        effort=ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None,
+        overflow=Overflow(args.overflow or load_settings().overflow),
+        keep=saved.doc.id if saved is not None else "",
+    )
 
 
 def _saved(args: argparse.Namespace) -> ChatCheckpoints | None:
