@@ -45,6 +45,7 @@ from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_images, turn_spec
 from app.controllers.turn_source import turn_events
+from app.domain.budget import Overflow
 from app.domain.events import (
     GenerationDone,
     JsonRetried,
@@ -65,6 +66,7 @@ from app.domain.messages import ReasoningEffort
 from app.domain.reply import Added, ReplyBuilder
 from app.engine.session import REMOTE
 from app.errors import ErrorCode, SchemaError
+from app.settings import load_settings
 from app.store.history import HistoryStore
 from app.tools.approval import ApprovalPolicy, Mode
 from app.tools.calls import PendingCall
@@ -100,6 +102,7 @@ class ChatController(ConversationsController):
         self.tool_choice: ToolChoice = "auto"  # Tools… ▸ Require a tool call: "required"
         self.json_schema: dict[str, Any] | None = None
         self.max_tokens = 1024
+        self.overflow = Overflow(load_settings().overflow)  # a conversation's own policy wins
         self._cancel: threading.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.approvals = WindowApprovals()  # each conversation's policy, the waiting calls

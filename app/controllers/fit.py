@@ -25,7 +25,6 @@ from app.domain.budget import Overflow
 from app.engine.overflow import kept_always
 from app.fileio import private_folder, write_atomic
 from app.paths import cache_dir
-from app.settings import load_settings
 
 if TYPE_CHECKING:
     from app.domain.history import ChatDoc
@@ -68,6 +67,7 @@ class Counted(Protocol):
     doc: ChatDoc
     host: ModelHost
     max_tokens: int
+    overflow: Overflow  # the settings' default policy
     busy: bool
 
 
@@ -84,7 +84,7 @@ def measure(controller: Counted, text: str) -> Fit:
     host = controller.host
     if controller.doc.endpoint is None and host.ready:
         session, conversation = conversation_session(controller, controller.max_tokens)
-        policy = controller.doc.overflow or Overflow(load_settings().overflow)
+        policy = controller.doc.overflow or controller.overflow
         kept = kept_always(conversation, policy)
         trained = host.info.n_ctx_train if host.info is not None else 0
         return Fit(

@@ -30,7 +30,6 @@ from app.domain.messages import Message, user_message
 from app.domain.reply import ReplyBuilder
 from app.engine.request import GenerationRequest
 from app.engine.turn.run import TurnRequest
-from app.settings import load_settings
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy
 from app.tools.calls import allow_all
@@ -101,6 +100,7 @@ class TurnOwner(Protocol):
     tools: WindowTools
     tool_choice: ToolChoice
     max_tokens: int
+    overflow: Overflow  # the settings' default policy
     score_tokens: bool
     vocab_of: object
 
@@ -110,13 +110,14 @@ def generation_of(
 ) -> GenerationRequest:
     """The knobs of a window turn, built once: the version's JSON mode and effort, the chat's
     tool choice (with tools) and answer budget, the conversation's overflow policy (else the
-    settings' default), its KV snapshots kept under its id, scored tokens for the debug pane."""
+    settings' default, which the chat keeps: nothing is read from disk on the GUI thread), its
+    KV snapshots kept under its id, scored tokens for the debug pane."""
     return GenerationRequest(
         max_tokens=chat.max_tokens,
         tool_choice=chat.tool_choice if tools else "auto",
         response_format=json_mode(version),
         effort=version.effort,
-        overflow=doc.overflow or Overflow(load_settings().overflow),
+        overflow=doc.overflow or chat.overflow,
         keep=doc.id,
         top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0,
         prefix=tuple(prefix),

@@ -117,7 +117,8 @@ def follow_settings(window: Window) -> None:
         window.threads = s.threads or None
 
     def overflow(s: Settings) -> None:
-        window.overflow_menu.set_default(Overflow(s.overflow))
+        c.overflow = Overflow(s.overflow)
+        window.overflow_menu.set_default(c.overflow)
 
     on = window.settings_watch.subscribe
     on(answer_length, "max_tokens")
