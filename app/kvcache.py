@@ -1,19 +1,23 @@
 """The folder of KV snapshots (`kv/` in the cache folder) and what owns its files.
 
 One folder per conversation, named by its id (letters, digits, `-` and `_` only), holding that
-conversation's snapshot files (`*.kv`; the format: `app/engine/worker/snapshot_file.py`).
+conversation's snapshot files (`*.kv`; the format: `app/engine/worker/snapshot_file.py`), and
+one per tenant's prompt cache (`prompt_tag`: `prompts-local` for the desktop's user — the window,
+the terminal, a server without a key — `prompts-<hash of the key>` for a server's key), holding
+the states of prompts no conversation owns (a server's clients).
 Guarantees:
 `forget(root, tag)` removes a conversation's snapshots (the history calls it when the
 conversation is deleted or purged), `sweep` removes those of conversations the history no
-longer holds, `enforce_cap` removes the least recently used files (by modification time: a
-restore touches its file) until the folder holds at most its cap, and what a write cut short
-left behind, `listing` says what is
-there, `clear` removes everything. Nothing here reads a snapshot's contents.
+longer holds (never a prompt cache), `enforce_cap` removes the least recently used files (by
+modification time: a restore touches its file) until the folder holds at most its cap, and what
+a write cut short left behind, `listing` says what is there, `clear` removes everything.
+Nothing here reads a snapshot's contents.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import shutil
 import time
@@ -25,6 +29,22 @@ from app.paths import cache_dir
 SUFFIX = ".kv"
 STALE_S = 600.0  # a temporary file this old was left by a write that never ended
 _TAG = re.compile(r"[A-Za-z0-9_-]{1,128}")
+PROMPTS = "prompts-"
+
+
+def prompt_tag(tenant: str) -> str:
+    """The folder of `tenant`'s prompt cache ("": the desktop's user)."""
+    return PROMPTS + (tenant or "local")
+
+
+def is_prompt_tag(tag: str) -> bool:
+    return tag.startswith(PROMPTS)
+
+
+def tenant_of_key(key: str | None) -> str:
+    """The tenant of a server's API key (None: no key, the desktop's user): a hash, never
+    the key."""
+    return "" if not key else "key-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def kv_root() -> Path:
@@ -127,5 +147,5 @@ def clear(root: Path) -> int:
 def sweep(root: Path, keep: set[str]) -> None:
     """Remove the snapshots of conversations not in `keep` (deleted while the app was away)."""
     for folder in _listdir(root):
-        if folder.is_dir() and folder.name not in keep:
+        if folder.is_dir() and folder.name not in keep and not is_prompt_tag(folder.name):
             forget(root, folder.name)

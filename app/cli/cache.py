@@ -1,9 +1,12 @@
-"""`harmony-desk cache list|clear`: the KV snapshots of conversations (`app/kvcache.py`).
+"""`harmony-desk cache list|clear`: the KV states on disk (`app/kvcache.py`): conversations'
+snapshots and the prompt cache of clients no conversation owns.
 
-Guarantees: `list` shows each snapshot's conversation (its title when the history holds it),
-the tokens it holds, its size and when it was last used, most recent first, then the total
-against the cap in Settings; `clear` removes every snapshot (or one conversation's with
-`--conversation ID`) and says how much it freed. Neither touches the history: a snapshot is a
+Guarantees: `list` shows each state's owner — a conversation (its title when the history holds
+it) or a prompt cache (the desktop's user's, or a server key's, named by a hash, never the key) —
+the tokens it holds, its size and when it was last used, most recent first, then the totals of
+each kind against the cap in Settings; `clear` removes every state (or one conversation's with
+`--conversation ID`, or only the prompt caches with `--prompts`) and says how much it freed.
+Neither touches the history: a snapshot is a
 cache of what the model read, and a conversation without one is read again when it is reopened.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from app.kvcache import clear, forget, kv_root, listing
+from app.kvcache import clear, forget, is_prompt_tag, kv_root, listing, prompt_tag
 from app.settings import load_settings
 from app.store.history import HistoryStore
 
@@ -22,6 +25,7 @@ def add_arguments(cache: argparse.ArgumentParser) -> None:
     verbs.add_parser("list", help="the snapshots kept, most recently used first")
     drop = verbs.add_parser("clear", help="remove the snapshots (the conversations stay)")
     drop.add_argument("--conversation", metavar="ID", help="only this conversation's")
+    drop.add_argument("--prompts", action="store_true", help="only the prompt caches")
 
 
 def _size(n: int) -> str:
@@ -37,11 +41,19 @@ def _list() -> int:
         store.close()
     for s in found:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.used))
-        title = titles.get(s.tag, "(not in the history)")
+        if is_prompt_tag(s.tag):
+            title = "prompt cache" + (" (this desktop)" if s.tag == prompt_tag("") else "")
+        else:
+            title = titles.get(s.tag, "(not in the history)")
         print(f"{s.tag}  {when}  {s.n_tokens:7,d} tokens  {_size(s.size):>10}  {title}")
     cap = load_settings().kv_cache_gib
+    prompts = [s for s in found if is_prompt_tag(s.tag)]
+    chats = len(found) - len(prompts)
     total = sum(s.size for s in found)
-    print(f"{len(found)} snapshots, {_size(total)} of {cap} GiB in {kv_root()}")
+    print(
+        f"{chats} conversation snapshots, {len(prompts)} cached prompts:"
+        f" {_size(total)} of {cap} GiB in {kv_root()}"
+    )
     return 0
 
 
@@ -52,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if args.conversation:
         freed = sum(s.size for s in listing(root) if s.tag == args.conversation)
         forget(root, args.conversation)
+    elif args.prompts:
+        tags = {s.tag for s in listing(root) if is_prompt_tag(s.tag)}
+        freed = sum(s.size for s in listing(root) if s.tag in tags)
+        for tag in tags:
+            forget(root, tag)
     else:
         freed = clear(root)
     print(f"Freed {_size(freed)}.")

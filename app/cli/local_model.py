@@ -58,6 +58,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
+        "--cache-ram",
+        type=int,
+        default=2048,
+        metavar="MIB",
+        help="the prompt cache's RAM in MiB (states of prompts and conversations; the disk cache"
+        " takes what it lets go, under the cap in Settings); 0 keeps none in RAM",
+    )
+    parser.add_argument(
         "--gpu-layers",
         help="layers on the GPU: auto (all, where llama.cpp can offload), all, 0, or a number;"
         " remembered for the model",
@@ -184,7 +192,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             n_threads=args.threads,
             on_progress=progress,
             settings=choice.load_settings(settings.gpu_layers),
-            snapshots=SnapshotSettings.of(settings.kv_cache_gib),
+            snapshots=SnapshotSettings.of(settings.kv_cache_gib, getattr(args, "cache_ram", 2048)),
             sequences=getattr(args, "parallel", None) or 1,
             projector=projector_for(path, choice.projector),
         )

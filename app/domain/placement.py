@@ -17,7 +17,7 @@ class LoadSettings:
     gpu_layers: int | None = None  # None: auto (all that fit where offload is possible); -1: all
     flash_attn: bool = False
     kv_type: str = "f16"  # or "q8_0": half the cache memory
-    swa_full: bool | None = None  # None: a full-size window cache where prompts roll back (gpt-oss)
+    swa_full: bool | None = None  # None: a full-size window cache for a sliding-window model
     speculative: str = "lookup"  # "off", "lookup" (n-gram drafts from the context) or "draft"
     draft_model: str = ""  # the draft model's GGUF (same vocabulary) for "draft"
 

@@ -19,7 +19,7 @@ from app.constrain.constraint import Constraint
 from app.domain.events import GenerationEvent
 from app.domain.placement import LoadSettings
 from app.domain.sampling import Sampling
-from app.engine.protocol import ModelInfo, SnapshotSettings, Specials
+from app.engine.protocol import Keep, ModelInfo, SnapshotSettings, Specials
 
 
 class ModelBackend(Protocol):
@@ -37,6 +37,7 @@ class ModelBackend(Protocol):
         max_tokens: int = 512,
         constraint: Constraint | None = None,
         cancel: threading.Event | None = None,
+        keep: Keep | None = None,
     ) -> Iterator[GenerationEvent]: ...
 
     def tokenize(self, text: str, special: bool) -> list[int]: ...

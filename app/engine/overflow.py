@@ -12,12 +12,19 @@ each tool result or attached document larger than its share to that share, with 
 marker, then leaves whole exchanges out of the prompt — an exchange is a user message and
 everything up to the next one, so a tool call is never parted from its result — the oldest
 first (after the first exchange, under drop-middle), never the last one (the turn being
-answered), never the instructions or the tools. It leaves them out in steps of `DROP_STEP`
-exchanges: the fewest that make it fit, rounded up to a whole step (or all it may drop), so the
-kept prompt starts the same way turn after turn until the next step, and the model's KV cache of
-it is reused instead of the whole prompt being read again on every turn (as llama.cpp's context
-shift drops half the context at once for the same reason). What it changed is said in the
-returned `ContextFit`; when even that does not fit, the rest is sent as it is and refused.
+answered), never the instructions or the tools. The overflow is quantized: the tokens by which
+the prompt and the reserve exceed the context are rounded up to a whole multiple of the
+`margin` (`MARGIN_SHARE` of the room the history has — the context less the reserve, the
+instructions and the tools — and at least `MIN_MARGIN` tokens), and the fewest oldest
+exchanges whose leaving out takes at least that many tokens off the prompt are left out (or all
+it may drop). As the conversation grows by a turn its overflow grows but its rounded value
+does not until the overflow crosses the next multiple, so the same exchanges are left out and
+the kept prompt starts the same way turn after turn: the model's KV cache of it is reused, and
+the prompt is read again from where exchanges were left out once per margin's worth of growth,
+not on every turn (llama.cpp's context shift drops half the context at once for the same
+reason). What it changed
+is said in the returned `ContextFit`; when even that does not fit, the rest is sent as it is
+and refused.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ from app.templates.base import Template, Tokenizer
 _HEADER = (Role.SYSTEM, Role.DEVELOPER)
 _MEMO = 8  # header renders remembered (the header rarely changes from one turn to the next)
 
-DROP_STEP = 4  # exchanges left out at a time (see the module guarantees)
+MARGIN_SHARE = 0.5  # the overflow is rounded up to a multiple of this share of the room
+MIN_MARGIN = 64  # tokens: the least margin, however small the room
 
 
 @dataclass
@@ -163,21 +171,32 @@ def fit(conversation: Conversation, m: Measure, policy: Overflow) -> Fitted:
     head, exchanges = _header(conversation), _exchanges(conversation)
     first = 1 if policy is Overflow.DROP_MIDDLE else 0
     droppable = len(exchanges) - 1 - first  # the last exchange is the turn being answered
-    if droppable <= 0 or m.fits(conversation):
+    whole = m.prompt(conversation)
+    over = whole + m.reserve - m.n_ctx
+    if droppable <= 0 or over <= 0:
         return Fitted(conversation, ContextFit(measure(conversation, m), policy, cuts=cuts))
 
     def kept(k: int) -> Conversation:
         exchanges_kept = [*exchanges[:first], *exchanges[first + k :]]
         return Conversation(messages=(*head, *(x for e in exchanges_kept for x in e)))
 
-    low, high = 1, droppable  # the fewest exchanges dropped that make it fit (or all of them)
+    step = margin(budget)
+    target = -(-over // step) * step  # whole margins: see the guarantees
+    low, high = 1, droppable  # the fewest exchanges that take `target` off (or all of them)
     while low < high:
         mid = (low + high) // 2
-        low, high = (low, mid) if m.fits(kept(mid)) else (mid + 1, high)
-    gone = min(droppable, -(-low // DROP_STEP) * DROP_STEP)  # whole steps: see the guarantees
-    fitted = kept(gone)
-    dropped = sum(len(e) for e in exchanges[first : first + gone])
-    return Fitted(fitted, ContextFit(measure(fitted, m), policy, gone, dropped, cuts))
+        low, high = (low, mid) if whole - m.prompt(kept(mid)) >= target else (mid + 1, high)
+    fitted = kept(low)
+    dropped = sum(len(e) for e in exchanges[first : first + low])
+    return Fitted(fitted, ContextFit(measure(fitted, m), policy, low, dropped, cuts))
+
+
+def margin(budget: Budget) -> int:
+    """The tokens a policy's overflow is rounded up to a multiple of (see the module
+    guarantees): `MARGIN_SHARE` of the room, at least `MIN_MARGIN`. The room depends on the
+    context, the reserve, the instructions and the tools alone, so it stays put as the
+    conversation grows."""
+    return max(MIN_MARGIN, int(budget.room * MARGIN_SHARE))
 
 
 def kept_always(conversation: Conversation, policy: Overflow) -> Conversation:
@@ -269,12 +288,15 @@ def _shortened(text: str, total: int, share: int, m: Measure) -> tuple[str, int]
 
 
 __all__ = [
+    "MARGIN_SHARE",
+    "MIN_MARGIN",
     "Fitted",
     "Measure",
     "PromptIds",
     "estimated_measure",
     "fit",
     "kept_always",
+    "margin",
     "measure",
     "model_measure",
 ]

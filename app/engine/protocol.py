@@ -148,24 +148,29 @@ IMAGE_ID = -1
 
 @dataclass(frozen=True)
 class SnapshotSettings:
-    """Where the worker keeps KV snapshots on disk ("": RAM only) and how large they may grow."""
+    """Where the worker keeps KV snapshots on disk ("": RAM only) and how large they may grow,
+    on disk and in RAM (the prompt cache's states first; the disk takes what RAM lets go)."""
 
     folder: str = ""
     cap_bytes: int = 2 << 30
+    ram_bytes: int = 2 << 30
 
     @classmethod
-    def of(cls, cap_gib: int) -> SnapshotSettings:
-        """In the cache folder's `kv/`, at most `cap_gib` (the user's setting; 0: RAM only)."""
-        return cls(str(kv_root()) if cap_gib > 0 else "", cap_gib << 30)
+    def of(cls, cap_gib: int, ram_mib: int = 2048) -> SnapshotSettings:
+        """In the cache folder's `kv/`, at most `cap_gib` (the user's setting; 0: RAM only),
+        and at most `ram_mib` in RAM."""
+        return cls(str(kv_root()) if cap_gib > 0 else "", cap_gib << 30, ram_mib << 20)
 
 
 @dataclass(frozen=True)
 class Keep:
     """Whose KV state a generation leaves: it is kept after the reply (RAM; on disk for a
-    conversation of the history) and looked for before the prompt is evaluated."""
+    conversation of the history, and for a client's prompt once it leaves RAM) and looked for
+    before the prompt is evaluated, among the states of the same tenant only."""
 
-    conversation: str  # the conversation's id ("": not on disk)
+    conversation: str  # the conversation's id, or the tenant's prompt cache (`kvcache.prompt_tag`)
     template: str = ""  # the chat template that rendered the prompt
+    tenant: str = ""  # whose states it may be restored from ("": the desktop's user)
 
 
 # --- to the worker --------------------------------------------------------------------------

@@ -58,7 +58,8 @@ class GenerationRequest:
     response_format: ResponseFormat | None = None  # JSON mode
     effort: ReasoningEffort | None = None  # recorded on the conversation as its format says
     overflow: Overflow = Overflow.STOP  # what a prompt that outgrows the context does
-    keep: str = ""  # the history's conversation id whose KV state is kept ("": none)
+    keep: str = ""  # the history's conversation whose KV state is kept ("": the prompt cache's)
+    tenant: str = ""  # whose cached prompts it may reuse ("": the desktop's user; a server's key)
     sampling: SamplingAsk = field(default_factory=SamplingAsk)
     stops: tuple[str, ...] = ()  # text that ends the answer (cut by the reply's reader)
     top_logprobs: int = 0  # > 0: each token comes scored with this many alternatives

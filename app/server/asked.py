@@ -28,6 +28,7 @@ from app.constrain.constraint import ToolChoice
 from app.domain.messages import Conversation, ReasoningEffort, ToolDescription
 from app.engine.request import GenerationRequest
 from app.errors import RequestError
+from app.kvcache import tenant_of_key
 from app.server.errors import ApiError
 from app.server.options import ServeOptions
 from app.server.pictures import text_only
@@ -58,6 +59,7 @@ class Target:
     limit: int = 4096  # the most tokens an answer may ask for
     thinking_budget: int | None = None  # gpt-oss under a constraint, unless a request says
     sees: bool = False
+    tenant: str = ""  # whose cached prompts its requests reuse: the server's key's
 
     @classmethod
     def of(cls, served: ServedModel, options: ServeOptions) -> Target:
@@ -67,6 +69,7 @@ class Target:
             options.max_tokens,
             options.thinking_budget,
             served.sees_images,
+            tenant_of_key(options.token),
         )
 
     def seeing(self, param: str, what: str) -> None:

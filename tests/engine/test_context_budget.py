@@ -5,7 +5,6 @@ cuts, that a tool call never leaves without its result, and that every change is
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -29,11 +28,12 @@ from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
 from app.engine.overflow import (
-    DROP_STEP,
+    MIN_MARGIN,
     PromptIds,
     estimated_measure,
     fit,
     kept_always,
+    margin,
     measure,
     model_measure,
 )
@@ -149,7 +149,8 @@ def test_a_conversation_that_fits_is_never_touched_whatever_the_policy() -> None
 
 
 @pytest.mark.parametrize("policy", [Overflow.ROLLING, Overflow.DROP_MIDDLE])
-def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_oldest_exchanges_in_steps(policy: Overflow) -> None:
+def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_oldest_exchanges_by_whole_margins(
+        policy: Overflow) -> None:
     conversation, m = _long(), model_measure(_ids(), 600, 64)
     fitted = fit(conversation, m, policy)
     kept, event = fitted.conversation.messages, fitted.event
@@ -161,24 +162,64 @@ def test_rolling_and_drop_middle_keep_the_instructions_and_drop_the_oldest_excha
     first = ["Question 0"] if policy is Overflow.DROP_MIDDLE else []
     gone = event.exchanges + len(first)
     assert users == [*first, *[f"Question {n}" for n in range(gone, 12)], "The last question"]
-    # whole steps, the fewest: keeping one step more would not fit
-    assert event.exchanges % DROP_STEP == 0
-    back = DROP_STEP
-    one_step_more = Conversation(messages=(*kept[:2 + 2 * len(first)],
-                                           *conversation.messages[2 + 2 * (gone - back): 2 + 2 * gone],
-                                           *kept[2 + 2 * len(first):]))
-    assert not m.fits(one_step_more)
+    # the overflow rounded up to whole margins is taken off, by the fewest exchanges that do it
+    whole, step = m.prompt(conversation), margin(measure(conversation, m))
+    over = whole + m.reserve - m.n_ctx
+    rounded = -(-over // step) * step
+    assert 0 < over < rounded <= over + step and whole - event.budget.used >= rounded
+    one_fewer = Conversation(messages=(*kept[:2 + 2 * len(first)],
+                                       *conversation.messages[2 + 2 * (gone - 1): 2 + 2 * gone],
+                                       *kept[2 + 2 * len(first):]))
+    assert whole - m.prompt(one_fewer) < rounded
+
+
+def test_the_margin_is_half_the_room_the_history_has_and_at_least_64_tokens() -> None:
+    assert margin(Budget(4096, instructions=80, tools=16, history=9000, reserve=1024)) == (4096 - 1120) // 2
+    assert margin(Budget(512, instructions=40, history=900, reserve=256)) == 108
+    assert margin(Budget(512, instructions=300, history=900, reserve=100)) == MIN_MARGIN == 64
+    b = Budget(512, instructions=40, reserve=48)
+    assert margin(b) == margin(b.grown(5000))  # the history's own size never moves it
+
+
+def _growing(policy: Overflow, turns: int = 30) -> tuple[list[list[int]], list[ContextFit], list[int], int]:
+    """A chat at 512 tokens of context (64 for the answer) growing by an exchange of about 60
+    tokens a turn: each turn's fitted prompt ids (as sent), what the fit said, how far the
+    whole conversation was over the context, and the margin."""
+    ids = _ids()
+    m = model_measure(ids, 512, 64)
+    messages, prompts, fits, overs = _header(), [], [], []
+    for n in range(turns):
+        messages.append(Message.of(Role.USER, f"Question {n}: " + "tell me about rivers " * 4))
+        conversation = Conversation(messages=tuple(messages))
+        fitted = fit(conversation, m, policy)
+        prompts.append(list(ids(fitted.conversation)))
+        fits.append(fitted.event)
+        overs.append(-measure(conversation, m).left)
+        messages.append(Message.of(Role.ASSISTANT, f"Answer {n}: " + "rivers flow to the sea " * 4,
+                                   channel="final"))
+    return prompts, fits, overs, margin(measure(conversation, m))
 
 
 @pytest.mark.parametrize("policy", [Overflow.ROLLING, Overflow.DROP_MIDDLE])
-def test_a_growing_conversation_keeps_the_start_of_its_prompt_for_turns_at_a_time(policy: Overflow) -> None:
-    """What is left out moves a step at a time, so the kept prompt's start (and the model's
-    cache of it) stays the same for several turns, not a new cut on every turn."""
-    m = model_measure(_ids(), 600, 64)
-    gone = [fit(_long(n), m, policy).event.exchanges for n in range(12, 24)]
-    assert gone == sorted(gone) and gone[0] > 0
-    moves = sum(1 for a, b in itertools.pairwise(gone) if a != b)
-    assert moves <= len(gone) // 3, gone  # at most one move in three turns
+def test_a_growing_conversation_keeps_the_start_of_its_prompt_but_once_per_margin_of_growth(policy: Overflow) -> None:
+    """Turn after turn, the prompt sent starts with the whole of the previous one (so the
+    model's cache of it is reused) except on the turns where what is left out moves: the first
+    turn over the context, then once per margin's worth of growth — not on every turn."""
+    prompts, fits, overs, step = _growing(policy)
+    assert all(f.budget.fits and len(p) == f.budget.used for p, f in zip(prompts, fits, strict=True))
+    assert all(len(p) + 64 <= 512 for p in prompts)
+    turn = overs[-1] - overs[-2]
+    assert 50 <= turn <= 70 and step > 3 * turn, (turn, step)  # ~60 tokens a turn, a margin of ~190
+    moved = [t for t in range(1, len(prompts)) if prompts[t][:len(prompts[t - 1])] != prompts[t - 1]]
+    changed = [t for t in range(1, len(fits)) if fits[t].exchanges != fits[t - 1].exchanges]
+    assert moved == changed  # the prompt's start moves exactly when what is left out does
+    over = [t for t, x in enumerate(overs) if x > 0]
+    assert over[0] == moved[0] and over[-1] == len(prompts) - 1  # the first turn over moves it
+    multiples = overs[-1] // step - overs[over[0]] // step  # margins crossed after that
+    assert len(moved) <= 1 + multiples, (moved, overs, step)
+    assert len(moved) - 1 <= len(over) // 3, (moved, len(over))  # then at most one turn in three
+    if policy is Overflow.DROP_MIDDLE:  # the header and the first question never leave the cache
+        assert all(p[:len(prompts[0])] == prompts[0] for p in prompts)
 
 
 def test_a_tool_call_never_leaves_without_its_result() -> None:

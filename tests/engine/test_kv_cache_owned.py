@@ -56,10 +56,10 @@ def test_resume_restores_the_conversation_from_disk_and_cache_owns_it(tmp_path: 
 
     listed = app(["cache", "list"], env)
     assert listed.returncode == 0 and listed.stdout.count(doc_id) == 2, listed.stdout  # a file per turn
-    assert "Tell me about the sea" in listed.stdout and "2 snapshots" in listed.stdout
+    assert "Tell me about the sea" in listed.stdout and "2 conversation snapshots" in listed.stdout
     cleared = app(["cache", "clear", "--conversation", doc_id], env)
     assert cleared.returncode == 0 and "Freed" in cleared.stdout
-    assert kvcache.files(root) == []
+    assert kvcache.files(root, doc_id) == []
     store = HistoryStore(tmp_path / "data" / "history.db")
     try:
         assert store.load(doc_id) is not None  # the conversation stays

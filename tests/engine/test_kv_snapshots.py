@@ -3,10 +3,7 @@ files: on SmolLM2 and a tiny Llama 3.1, a prompt that continues a kept conversat
 from disk (or from memory after a switch) and its next logits equal a fresh evaluation; a
 damaged, cut-short, foreign or mismatched snapshot is removed and the prompt evaluated again.
 
-On a model with a sliding window (Gemma 3 with its small window cache and with the full-size
-one; the tiny gpt-oss), llama.cpp 0.3.36 does not restore a state past the window exactly, so
-no snapshot is kept or used and the prompt is evaluated (exact, as a fresh one); the last test
-fails once llama.cpp's restore is exact, to say that snapshots can be turned on for them."""
+Sliding-window models (Gemma 3, the tiny gpt-oss): `tests/engine/test_kv_windowed.py`."""
 
 from __future__ import annotations
 
@@ -29,7 +26,6 @@ from app.engine.worker import snapshot_file as files
 
 TOLERANCE = 1e-3  # as tests/engine/test_kv_reuse.py: a wrong state is off by 0.08 to 5.7
 RESTORED = ["smollm2", "tiny llama 3.1"]
-WINDOWED = ["gemma (small window cache)", "gemma (full-size window cache)", "tiny gpt-oss"]
 
 
 def _words(seed: int, count: int) -> list[int]:
@@ -44,19 +40,11 @@ def _model(request: pytest.FixtureRequest) -> tuple[Any, LoadSettings]:
         from tests.tiny_models import build
 
         return build("llama3"), LoadSettings()
-    if name == "tiny gpt-oss":
-        return request.getfixturevalue("tiny_model"), LoadSettings()
-    full = "full-size" in name
-    return request.getfixturevalue("gemma_model"), LoadSettings(swa_full=full)
+    raise AssertionError(name)
 
 
 @pytest.fixture(params=RESTORED)
 def model(request: pytest.FixtureRequest) -> tuple[Any, LoadSettings]:
-    return _model(request)
-
-
-@pytest.fixture(params=WINDOWED)
-def windowed(request: pytest.FixtureRequest) -> tuple[Any, LoadSettings]:
     return _model(request)
 
 
@@ -208,46 +196,3 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
     left = {p.parent.name for p in kvcache.files(tmp_path)}
     assert sum(p.stat().st_size for p in kvcache.files(tmp_path)) <= cap
     assert "chat-3" in left and "chat-1" not in left  # the oldest unused went first
-
-
-def test_a_sliding_window_model_keeps_no_snapshot_and_evaluates_exactly(windowed: Any, tmp_path: Path) -> None:
-    with Worker(windowed, tmp_path) as first:
-        first.evaluate(OLD, KEEP)
-        first.evaluate(_words(3, 100), Keep("chat-b", KEEP.template))
-        back = first.evaluate(OLD + NEW, KEEP)
-        assert (back.restored, back.reused) == (0, 0)
-        assert gap(back.logits, fresh(first, OLD + NEW)) < TOLERANCE
-    assert kvcache.files(tmp_path) == []
-
-
-def test_llama_cpp_still_restores_a_sliding_window_state_inexactly(gemma_model: Any) -> None:
-    """Gemma 3's state saved after 700 tokens (its window: 512) and set again: the next
-    logits are not those of a fresh evaluation. When this fails, llama.cpp's restore is exact:
-    let `snapshots_for` (app/engine/worker/kv_snapshots.py) keep snapshots of such models."""
-    import ctypes
-
-    import llama_cpp
-    import llama_cpp.llama_cpp as low
-
-    llm = llama_cpp.Llama(model_path=str(gemma_model), n_ctx=2048, n_batch=256, n_threads=1,
-                          verbose=False, swa_full=True)  # fmt: skip
-
-    def last() -> np.ndarray:
-        row = low.llama_get_logits_ith(llm._ctx.ctx, -1)
-        return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()
-
-    llm.eval(OLD)
-    size = low.llama_state_seq_get_size(llm._ctx.ctx, 0)
-    state = (ctypes.c_uint8 * size)()
-    assert low.llama_state_seq_get_data(llm._ctx.ctx, state, size, 0) == size
-    llm.reset()
-    llm._ctx.kv_cache_clear()
-    llm.eval(OLD + NEW)
-    truth = last()
-    llm.reset()
-    llm._ctx.kv_cache_clear()
-    assert low.llama_state_seq_set_data(llm._ctx.ctx, state, size, 0) == size
-    llm.input_ids[: len(OLD)] = OLD
-    llm.n_tokens = len(OLD)
-    llm.eval(NEW)
-    assert float(np.max(np.abs(last() - truth))) > 0.1

@@ -1,6 +1,6 @@
 """Each overflow policy on a conversation longer than the context, with real llama.cpp: the
-bundled SmolLM2 loaded with 512 tokens of context, through the engine (what the prompt kept),
-the terminal chat, the local server (the `openai` SDK on loopback) and the window."""
+bundled SmolLM2 loaded with 512 tokens of context, through the engine (what the prompt kept,
+and that past the context the KV cache is reused turn after turn), the terminal chat, the local server (the `openai` SDK on loopback) and the window."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import openai
 import pytest
 
 from app.domain.budget import Overflow
-from app.domain.events import ContextFit, PromptRendered, TurnFailed
+from app.domain.events import ContextFit, GenerationDone, PromptRendered, Timings, TurnFailed
 from app.domain.history import Reply
 from app.domain.messages import user_message
 from app.domain.reply import ReplyBuilder
+from app.engine.overflow import margin
 from app.engine.request import GenerationRequest, SamplingAsk
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import ErrorCode
@@ -87,6 +88,48 @@ def test_drop_middle_and_rolling_answer_every_question_within_the_context(small:
     prompt = _said(small, [e for e in events if isinstance(e, PromptRendered)][-1].ids)
     assert "Question 6" in prompt and "Question 1:" not in prompt
     assert ("Question 0:" in prompt) is (policy is Overflow.DROP_MIDDLE)  # the first exchange kept
+
+
+def _saturating(small: Any, policy: Overflow) -> tuple[list[int], list[ContextFit], list[Timings], int]:
+    """Twenty short questions (answers of at most 16 tokens) in one chat under `policy`: for
+    each turn, how far the whole conversation was over the context, what the fit said and the
+    generation's timings; and the margin."""
+    from app.engine.local.session import ChatSession
+    from app.templates.registry import get_template
+
+    session = ChatSession(small, get_template("smollm2"), max_tokens=16)
+    asked = GenerationRequest(overflow=policy, sampling=SamplingAsk(seed=1))
+    overs, fits, timings = [], [], []
+    for n in range(20):
+        message = user_message(f"Question {n}: name a river.")
+        whole = session.fit(session.conversation.with_message(message)).event.budget  # under stop
+        overs.append(-whole.left)
+        events = list(run_turn(session, TurnRequest(asked, message=message)))
+        fits.append([e for e in events if isinstance(e, ContextFit)][-1])
+        timings.append([e for e in events if isinstance(e, GenerationDone)][-1].timings)
+    return overs, fits, timings, margin(whole)
+
+
+@pytest.mark.parametrize("policy", [Overflow.DROP_MIDDLE, Overflow.ROLLING])
+def test_a_saturated_chat_reads_its_prompt_again_once_per_margin_not_on_every_turn(small: Any,
+                                                                                  policy: Overflow) -> None:
+    """Past the context, the turns whose left-out exchanges stay the same reuse the whole
+    previous prompt from the KV cache; the prompt is read again only where they move — the
+    first turn over, then once per margin of growth (none within this run: each turn grows the
+    conversation by under 40 tokens, six turns by less than the ~245-token margin)."""
+    overs, fits, timings, step = _saturating(small, policy)
+    assert all(f.budget.used + f.budget.reserve <= N_CTX for f in fits)
+    assert all(t.prompt_tokens == f.budget.used for t, f in zip(timings, fits, strict=True))
+    over = [t for t, x in enumerate(overs) if x > 0]
+    assert len(over) >= 5 and over[-1] == len(overs) - 1 and step > 200  # several turns past it
+    assert overs[-1] - overs[over[0]] < step - 40  # this run crosses no margin after the first
+    for t in over[1:]:
+        if fits[t].exchanges == fits[t - 1].exchanges:  # the same left out: the whole previous prompt reused
+            assert timings[t].prompt_reused + timings[t].prompt_restored >= timings[t - 1].prompt_tokens
+            assert timings[t].prompt_evaluated <= 40, timings[t]
+    read_again = [t for t in over if timings[t].prompt_evaluated > timings[t].prompt_tokens // 2]
+    assert read_again == [over[0]], [(t.prompt_tokens, t.prompt_evaluated) for t in timings]
+    assert len({f.exchanges for f in fits[over[0]:]}) == 1 and fits[-1].changed
 
 
 # --- the terminal ------------------------------------------------------------------------------

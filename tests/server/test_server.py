@@ -42,9 +42,13 @@ def _free_port() -> int:
 __all__ = ["secret_service"]
 
 
-def _serve(model: str, tmp: Path, *extra: str) -> Generator[str, None, None]:
+def _serve(model: str, tmp: Path, *extra: str, cache: Path | None = None) -> Generator[str, None, None]:
+    """A `serve` process on `model` (its history under `tmp`; its cache folder `cache` when
+    given, else the tests' shared one, where the bundled models are)."""
     port = _free_port()
     env = {**os.environ, "HARMONY_DESK_DATA": str(tmp / "data")}
+    if cache is not None:
+        env["HARMONY_DESK_CACHE"] = str(cache)
     log = (tmp / f"serve-{port}.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--model", model, "--port", str(port),
                              "--threads", "1", "--ctx", "2048", *extra],

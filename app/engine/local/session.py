@@ -65,6 +65,7 @@ from app.engine.session import (
     local_capabilities,
 )
 from app.errors import ContextError, ErrorCode, InvalidInputError
+from app.kvcache import prompt_tag
 from app.templates.base import GrammarRequest, Template
 
 
@@ -136,6 +137,11 @@ class ChatSession:
         out.conversation = conversation
         return out
 
+    def _keep(self, request: GenerationRequest) -> Keep:
+        """Whose KV state `request` leaves: its conversation's, else its tenant's prompt cache."""
+        tag = request.keep or prompt_tag(request.tenant)
+        return Keep(tag, self.template.name, request.tenant)
+
     def complete(
         self, prompt: str, request: GenerationRequest, cancel: threading.Event | None = None
     ) -> Iterator[str | GenerationDone | TurnFailed]:
@@ -154,6 +160,7 @@ class ChatSession:
             sampling=request.sampling.over(self.sampling) or self.sampling,
             max_tokens=min(request.max_tokens or self.max_tokens, self.n_ctx - len(ids)),
             cancel=cancel,
+            keep=self._keep(request),
         ):
             if isinstance(event, TokenStep):
                 yield decoder.decode(table[event.token] if event.token < len(table) else b"")
@@ -209,7 +216,7 @@ class ChatSession:
             cancel=cancel,
             constraint=constraint,
             **({"top_logprobs": request.top_logprobs} if request.top_logprobs else {}),
-            **({"keep": Keep(request.keep, self.template.name)} if request.keep else {}),
+            keep=self._keep(request),
             **({"reserved": True} if request.reserved else {}),
             **({"images": images} if images else {}),
         ):

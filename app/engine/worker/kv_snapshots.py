@@ -1,26 +1,35 @@
-"""The worker's KV snapshots: a conversation's cache kept in RAM and on disk, restored exactly.
+"""The worker's KV snapshots and prompt cache: states of a sequence's cache kept in RAM and on
+disk, restored exactly, for conversations and for any client.
 
 Guarantees:
-- `keep(keep)` runs after a generation's reply was sent: it copies the sequence's state
-  (llama.cpp's per-sequence state API) into RAM at once (the last `RAM_ENTRIES`, at most
-  `RAM_BYTES` together) and, for a conversation, writes it to disk on a background thread once
-  the model file's content hash is known (computed once on a thread, remembered in
-  `models.json` by path, size and modification time), then holds the folder to its cap. A
-  conversation keeps its `PER_TAG` newest files. A write that fails (a full disk) is logged and
-  nothing else changes.
-- `restore(prompt, live, keep)` looks for the snapshot (RAM first, then the conversation's
-  files) that holds the longest prefix of the prompt, all but its last token, and more of it
-  than the live cache does, cut back to that prefix. After setting the state, llama.cpp's own
-  positions are checked as a rollback checks them; a state llama.cpp refuses or that fails the
-  check leaves the cache cleared. It answers None when it did not touch the cache, else
+- `keep(keep, seq)` copies the sequence's state (llama.cpp's per-sequence state API) into RAM
+  (the newest `RAM_ENTRIES`, at most `SnapshotSettings.ram_bytes` together; least recently used
+  first out). A conversation's state is also written to disk at once, on a background thread,
+  once the model file's content hash is known (computed once on a thread, remembered in
+  `models.json` by path, size and modification time); the conversation keeps its `PER_TAG`
+  newest files. A state kept for a client's prompt (`kvcache.prompt_tag`: no conversation) is
+  written when it leaves RAM and when the model is unloaded (a restart), the most recent first,
+  so the prompt cache survives a restart. The folder is then held to its cap. A write that fails
+  (a full disk) is logged and nothing else changes. On a model without a sliding window a kept
+  state makes the same tenant's states it extends redundant: they leave RAM.
+- `restore(prompt, live, keep, seq)` looks for the state that holds the longest prefix of the
+  prompt, all but its last token, and more of it than the live cache does, among the RAM states
+  of the same tenant and template (any conversation: two chats or two agents that share their
+  instructions share them here), then the files of the conversation and of the tenant's prompt
+  cache; it is cut back to that prefix. Reuse never crosses tenants (`Keep.tenant`): another API
+  key's states are neither restored nor visible in timings. After setting the state, llama.cpp's
+  own positions are checked as a rollback checks them; a state llama.cpp refuses or that fails
+  the check leaves the cache cleared. It answers None when it did not touch the cache, else
   `Restored` (count 0: the cache was cleared).
-- Only models that attend to their whole context on every layer have snapshots
-  (`snapshots_for`): llama.cpp's state API (llama-cpp-python 0.3.36) does not give a
-  sliding-window model (Gemma 3, gpt-oss) back the state it saved once a conversation passes
-  the window — measured on Gemma 3 270M, the next logits were off by up to 2.3, whichever API
-  (per sequence or whole context) and wherever the restore was cut (llama.cpp issue 25295) —
-  so such a model is evaluated again, never continued from a wrong state;
-  `tests/engine/test_kv_snapshots.py` fails once llama.cpp restores them exactly.
+- Sliding-window models (Gemma 3, gpt-oss) keep states only with the full-size window cache
+  (`swa_full`): llama.cpp writes such a state without the cells outside the window and reads it
+  back into other cells than a fresh evaluation used, which moves the logits (by up to 2.3 on
+  Gemma 3); `state_layout.anchored` lays it back exactly as the evaluation had it, so restores
+  are bit-exact. Such a state can only be cut back where the window of the next token lies
+  within its real cells (`state_layout.cuttable`), so the scheduler also keeps one when the
+  prompt has been read (a checkpoint: a regenerated answer or a next turn that drops the
+  analysis restores it). With the small window cache no state is kept: what cannot be restored
+  exactly is evaluated. `tests/engine/test_kv_windowed.py` pins llama.cpp's inexact restore.
 - Every file is checked before its state reaches llama.cpp (`snapshot_file.py`): a
   damaged, cut-short, foreign or mismatched one is logged, removed and never used.
 """
@@ -35,6 +44,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,16 +54,17 @@ import app.kvcache as kvcache
 from app.domain.placement import Placement
 from app.engine.protocol import Keep, SnapshotSettings
 from app.engine.worker import snapshot_file as files
+from app.engine.worker import state_layout
 from app.engine.worker.snapshot_file import Stamp
 from app.errors import HarmonyDeskError
 from app.fileio import write_atomic_bytes
 
 log = logging.getLogger("engine")
 
-RAM_ENTRIES = 4
-RAM_BYTES = 1 << 30
+RAM_ENTRIES = 64
 PER_TAG = 2
 MIN_TOKENS = 16  # a shorter state is evaluated again in less time than it takes to keep
+SPILL_S = 4.0  # what an unload may spend writing the prompt cache to disk
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,8 @@ class Restored:
 
 @dataclass(frozen=True)
 class _Held:
-    tag: str
+    tag: str  # the conversation, or the tenant's prompt cache, the state is kept for
+    tenant: str
     template: str  # (the model is the loaded one: a held state dies with its load)
     tokens: tuple[int, ...]
     state: bytes
@@ -109,12 +121,13 @@ def snapshots_for(
     holds: Callable[[int, int], bool],
     projector: str = "",
 ) -> Snapshots | None:
-    """The snapshots of a loaded model, or None for a model with a sliding window (above)."""
+    """The snapshots of a loaded model, or None for a sliding-window model with the small
+    window cache (see the guarantees)."""
     window = placement.sliding_window
-    if window:
+    if window and not placement.swa_full:
         log.info(
-            "KV snapshots are off for this model: llama.cpp cannot restore the state of a"
-            " model with a %d-token sliding window exactly",
+            "KV snapshots are off for this model: its %d-token sliding window has the small"
+            " cache, whose state llama.cpp cannot restore exactly",
             window,
         )
         return None
@@ -126,7 +139,7 @@ def snapshots_for(
             model_sha256, n_ctx, p.kv_type, p.flash_attn, p.swa_full, template, build, projector
         )
 
-    return Snapshots(llm, low, settings, stamp, holds)
+    return Snapshots(llm, low, settings, stamp, holds, window)
 
 
 def llm_build(low: Any) -> str:
@@ -146,8 +159,10 @@ class Snapshots:
         settings: SnapshotSettings,
         stamp: Callable[[str, str], Stamp],
         holds: Callable[[int, int], bool],
+        window: int = 0,
     ) -> None:
         self.llm, self.low, self.settings = llm, low, settings
+        self.window = window  # the model's sliding window (0: none)
         self.root = Path(settings.folder) if settings.folder else None
         self._stamp = stamp  # (model sha256, template) → the stamp
         self._holds = holds
@@ -159,6 +174,11 @@ class Snapshots:
             self._digest_ready.set()
         else:
             threading.Thread(target=self._hash, daemon=True, name="model-digest").start()
+
+    @property
+    def checkpoints(self) -> bool:
+        """Whether a state is also kept once a prompt has been read (see the guarantees)."""
+        return self.window > 0
 
     def _hash(self) -> None:
         try:
@@ -176,8 +196,7 @@ class Snapshots:
     # --- keeping --------------------------------------------------------------------
 
     def keep(self, keep: Keep, seq: Any) -> None:
-        """Keep the current state of sequence `seq`'s cache for `keep.conversation` (see the
-        guarantees)."""
+        """Keep the current state of sequence `seq`'s cache for `keep` (see the guarantees)."""
         n = len(seq.tokens)
         if n < MIN_TOKENS or not self._holds(seq.id, n):
             return
@@ -189,18 +208,24 @@ class Snapshots:
         state = self._copy_state(seq.id)
         if state is None:
             return
-        self._ram[key] = _Held(keep.conversation, keep.template, tokens, state)
-        while (
-            len(self._ram) > RAM_ENTRIES
-            or sum(len(h.state) for h in self._ram.values()) > RAM_BYTES
-        ):
-            self._ram.popitem(last=False)
-        if self.root is not None and kvcache.valid_tag(keep.conversation):
-            writer = threading.Thread(
-                target=self._write, args=(keep, tokens, state), name="kv-snapshot-write"
-            )
-            self._writes = [t for t in self._writes if t.is_alive()] + [writer]
-            writer.start()
+        held = _Held(keep.conversation, keep.tenant, keep.template, tokens, state)
+        if not self.window:
+            for old, was in list(self._ram.items()):
+                if _same_reader(was, held) and tokens[: len(was.tokens)] == was.tokens:
+                    del self._ram[old]  # (its file, if any, stays: a cap removes it)
+        self._ram[key] = held
+        gone = []
+        while len(self._ram) > RAM_ENTRIES or self._ram_bytes() > self.settings.ram_bytes:
+            gone.append(self._ram.popitem(last=False)[1])
+        if kvcache.is_prompt_tag(held.tag):
+            for left in gone:
+                if kvcache.is_prompt_tag(left.tag):
+                    self._write_later(left)
+        else:
+            self._write_later(held)
+
+    def _ram_bytes(self) -> int:
+        return sum(len(h.state) for h in self._ram.values())
 
     def _copy_state(self, seq: int) -> bytes | None:
         ctx = self.llm._ctx.ctx
@@ -211,55 +236,80 @@ class Snapshots:
         written = int(self.low.llama_state_seq_get_data(ctx, buffer, size, seq))
         return ctypes.string_at(buffer, written) if written > 0 else None
 
-    def _write(self, keep: Keep, tokens: tuple[int, ...], state: bytes) -> None:
+    def _write_later(self, held: _Held) -> None:
+        if self.root is None or not kvcache.valid_tag(held.tag):
+            return
+        writer = threading.Thread(target=self._write, args=(held,), name="kv-snapshot-write")
+        self._writes = [t for t in self._writes if t.is_alive()] + [writer]
+        writer.start()
+
+    def _write(self, held: _Held) -> None:
         self._digest_ready.wait()
         if not self._digest or self.root is None:
             return
-        stamp = self.stamp(keep.template)
+        stamp = self.stamp(held.template)
         try:
-            path = files.write(self.root, keep.conversation, stamp, tokens, state)
+            path = files.write(self.root, held.tag, stamp, held.tokens, held.state)
         except HarmonyDeskError as exc:
             log.warning("a KV snapshot could not be saved: %s", exc.message)
             return
-        older = sorted(
-            (p for p in kvcache.files(self.root, keep.conversation) if p != path), key=_used
-        )
-        for stale in older[: max(0, len(older) - (PER_TAG - 1))]:
-            stale.unlink(missing_ok=True)
+        if not kvcache.is_prompt_tag(held.tag):
+            older = sorted((p for p in kvcache.files(self.root, held.tag) if p != path), key=_used)
+            for stale in older[: max(0, len(older) - (PER_TAG - 1))]:
+                stale.unlink(missing_ok=True)
         kvcache.enforce_cap(self.root, self.settings.cap_bytes)
 
     def flush(self, timeout: float) -> None:
-        """Wait (at most `timeout` seconds in all) for the snapshots being written."""
+        """Write the prompt cache's states not yet on disk (the most recent first, for at most
+        `SPILL_S`), and wait (at most `timeout` seconds in all) for the writes under way."""
+        deadline = time.monotonic() + SPILL_S
+        if self.root is not None and self._digest_ready.wait(SPILL_S):
+            for held in reversed(list(self._ram.values())):
+                if time.monotonic() > deadline:
+                    break
+                if kvcache.is_prompt_tag(held.tag):
+                    self._write(held)
         for writer in self._writes:
             writer.join(timeout)
 
     # --- restoring ------------------------------------------------------------------
 
     def restore(self, prompt: Sequence[int], live: int, keep: Keep, seq: Any) -> Restored | None:
-        """Restore the best snapshot for `prompt` into sequence `seq` (see the guarantees)."""
-        wanted, best = prompt[:-1], _Candidate(max(live, MIN_TOKENS - 1), "", (), _none)
+        """Restore the best state for `prompt` into sequence `seq` (see the guarantees)."""
+        wanted, usable = prompt[:-1], self._usable
+        best = _Candidate(max(live, MIN_TOKENS - 1), "", (), _none)
         for held in reversed(self._ram.values()):
-            if held.tag == keep.conversation and held.template == keep.template:
-                best = best.or_better(wanted, held.tokens, "memory", _const(held.state))
+            if held.tenant == keep.tenant and held.template == keep.template:
+                best = best.or_better(wanted, held.tokens, "memory", _const(held.state), usable)
         if best.source != "memory":
             for head in self._heads(keep, best.shared):
-                best = best.or_better(wanted, head.tokens, "disk", _reader(head))
+                best = best.or_better(wanted, head.tokens, "disk", _reader(head), usable)
         state = best.read()
         if state is None:
             return None
         count = self._set(state, best.tokens, best.shared, seq)
         return Restored(count, best.source if count else "")
 
+    def _usable(self, tokens: Sequence[int], count: int) -> bool:
+        """Whether a state of `tokens` may be cut back to `count` (a window's limit)."""
+        if not self.window:
+            return True
+        return state_layout.cuttable(count, max(0, len(tokens) - self.window), self.window)
+
     def _heads(self, keep: Keep, beaten: int) -> list[files.Head]:
-        """The usable snapshot files of `keep`'s conversation that hold more than `beaten`
-        tokens (a file's name says how many: a follow-up turn, whose live cache holds more
-        than any file, reads none and waits for nothing); the model's hash is awaited when
-        there are any (it is remembered: only a model hashed for the first time waits)."""
-        if self.root is None or not kvcache.valid_tag(keep.conversation):
+        """The usable files of `keep`'s conversation and of its tenant's prompt cache that hold
+        more than `beaten` tokens (a file's name says how many: a follow-up turn, whose live
+        cache holds more than any file, reads none and waits for nothing); the model's hash is
+        awaited when there are any (it is remembered: only a model hashed for the first time
+        waits)."""
+        if self.root is None:
             return []
+        tags = {keep.conversation, kvcache.prompt_tag(keep.tenant)}
         found = [
             p
-            for p in kvcache.files(self.root, keep.conversation)
+            for tag in sorted(tags)
+            if kvcache.valid_tag(tag)
+            for p in kvcache.files(self.root, tag)
             if (kvcache.held(p) or beaten + 1) > beaten
         ]  # (a name not ours: read, refused, removed)
         if not found:
@@ -274,6 +324,12 @@ class Snapshots:
         """Put `state` into sequence `seq`'s cache and keep its first `count` tokens; the count
         kept (0: llama.cpp refused it or its positions are not what they should be: cleared)."""
         ctx, low = self.llm._ctx.ctx, self.low
+        if self.window:
+            laid = state_layout.anchored(state, self.window)
+            if laid is None:
+                log.info("a KV state of a sliding-window model has another layout; evaluated")
+                return 0
+            state = laid
         memory = low.llama_get_memory(ctx)
         low.llama_memory_seq_rm(memory, seq.id, -1, -1)
         seq.tokens = []
@@ -288,9 +344,13 @@ class Snapshots:
         return 0
 
 
+def _same_reader(a: _Held, b: _Held) -> bool:
+    return a.tenant == b.tenant and a.template == b.template
+
+
 @dataclass(frozen=True)
 class _Candidate:
-    """A snapshot that holds the first `shared` tokens of the prompt (`read` gives its state)."""
+    """A state that holds the first `shared` tokens of the prompt (`read` gives its state)."""
 
     shared: int
     source: str
@@ -303,10 +363,14 @@ class _Candidate:
         tokens: tuple[int, ...],
         source: str,
         read: Callable[[], bytes | None],
+        usable: Callable[[Sequence[int], int], bool],
     ) -> _Candidate:
-        """This one, or the snapshot of `tokens` when it holds more of `wanted`."""
-        shared = common_prefix(tokens, wanted)  # a snapshot is cut back to what is shared
-        return _Candidate(shared, source, tokens, read) if shared > self.shared else self
+        """This one, or the state of `tokens` when it holds more of `wanted` and may be cut
+        back to what it shares with it."""
+        shared = common_prefix(tokens, wanted)  # a state is cut back to what is shared
+        if shared > self.shared and usable(tokens, shared):
+            return _Candidate(shared, source, tokens, read)
+        return self
 
 
 def _used(path: Path) -> float:

@@ -3,12 +3,13 @@ arguments.
 
 Guarantees: `gpu_layers` auto (None) offloads every layer when llama.cpp reports GPU offload
 (`llama_supports_gpu_offload`), else none; -1 is all, N is N (capped at the model's layers);
-a gpt-oss model keeps a full-size window cache (`swa_full`): its Harmony prompts drop the
-analysis of every finished turn, a rollback of hundreds of tokens each turn against a 128-token
-window, so the cache must be able to roll back exactly; other sliding-window models (Gemma 3,
-window 512) keep llama.cpp's small window cache, whose attention stays cheap as the
-conversation grows, and the worker evaluates the prompt again when a rollback (a regenerated
-or edited answer) crosses the window. Either way reuse is exact. A q8_0 cache turns flash
+a sliding-window model (gpt-oss, window 128; Gemma 3, window 512) keeps a full-size window
+cache (`swa_full`) unless the user turns it off: a rollback of any length stays exact in it
+(Harmony prompts drop the analysis of every finished turn, hundreds of tokens each turn), and
+only its states can be restored exactly (`kv_snapshots.py`: snapshots, the prompt cache); it
+costs the memory of the window layers' whole context and their attention over it. With the
+small window cache (`swa_full` off) the worker evaluates the prompt again when a rollback
+crosses the window, and keeps no states. Either way reuse is exact. A q8_0 cache turns flash
 attention on (llama.cpp quantizes the V cache only with it). Several sequences and speculative
 decoding leave it as chosen: llama.cpp's CPU attention takes other kernels by the rows of one
 sequence in a step with it on (a tile from 64 rows; a split of the cache for one row from 512
@@ -47,8 +48,7 @@ def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: boo
     gpu_layers = 0 if not offload else layers if wanted < 0 else min(wanted, layers)
     kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
     flash_attn = settings.flash_attn or kv_type != "f16"
-    rolls_back = arch == "gpt-oss"  # Harmony drops each finished turn's analysis
-    swa_full = settings.swa_full if settings.swa_full is not None else window > 0 and rolls_back
+    swa_full = settings.swa_full if settings.swa_full is not None else window > 0
     return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)
 
 

@@ -336,10 +336,18 @@ class Scheduler:
                 run.seq.tokens.extend(part.tokens)
                 del run.todo[: len(part.tokens)]
                 if part.ends:
+                    self._checkpoint(run)
                     self._sample(run, sampled[part.seq], Draft())
             else:
                 run.seq.tokens.append(part.token)
                 self._sample(run, sampled[part.seq], part.draft)
+
+    def _checkpoint(self, run: Running) -> None:
+        """A sliding-window model's state once its prompt is read: a later prompt that leaves
+        the answer out (a regenerate, Harmony's dropped analysis) restores it."""
+        snapshots = self.pool.snapshots
+        if run.req.keep is not None and snapshots is not None and snapshots.checkpoints:
+            snapshots.keep(run.req.keep, run.seq)
 
     def _sample(self, run: Running, rows: list[int], draft: Draft) -> None:
         """Sample `run` from its `rows`, keep the drafts matched, send, end it if it ended."""

@@ -247,6 +247,7 @@ def asked(request: CountRequest, target: Target) -> Asked:
     with checked():
         generation = GenerationRequest(
             max_tokens=target.max_tokens(wanted),
+            tenant=target.tenant,
             tool_choice=choice,
             tools={t.name: t.parameters for t in tools},
             response_format=_format(schema),

@@ -110,13 +110,14 @@ class MessagesRoute:
     async def count_tokens(self, request: Request) -> Response:
         """`{"input_tokens": N}`: the prompt a request with this body would render."""
         counted = parse(CountRequest, body_of(request))
-        conversation = (await self._asked(counted)).conversation
+        asked = await self._asked(counted)
+        conversation, tenant = asked.conversation, asked.generation.tenant
         served = self.served
 
         def make() -> Any:
             session = served.session()
             if any(m.images for m in conversation.messages):
-                yield _evaluated(session, conversation)
+                yield _evaluated(session, conversation, tenant)
             else:
                 yield session.prompt_size(conversation)
 
@@ -150,11 +151,11 @@ async def _events(
     yield sse("message_stop")
 
 
-def _evaluated(session: ModelSession, conversation: Conversation) -> int:
+def _evaluated(session: ModelSession, conversation: Conversation, tenant: str) -> int:
     """The tokens of a prompt with images, as the projector makes them: known only once it has
     read them, so the prompt is evaluated (one token generated; the KV cache keeps the prompt
     for the request that follows)."""
-    for event in session.generate(conversation, GenerationRequest(max_tokens=1)):
+    for event in session.generate(conversation, GenerationRequest(max_tokens=1, tenant=tenant)):
         if isinstance(event, TurnFailed):
             raise ApiError(400, event.reason, param="messages")
         if isinstance(event, GenerationDone):

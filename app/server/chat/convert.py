@@ -147,6 +147,7 @@ def asked(request: ChatRequest, target: Target) -> Asked:
     with checked():
         generation = GenerationRequest(
             max_tokens=target.max_tokens(request.budget),
+            tenant=target.tenant,
             tool_choice=choice,
             tools={t.name: t.parameters for t in tools},
             response_format=response_format_of(request.response_format),

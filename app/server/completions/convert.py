@@ -25,7 +25,9 @@ def prompt_of(request: CompletionRequest) -> str:
 def generation_of(request: CompletionRequest, target: Target) -> GenerationRequest:
     """How the prompt is continued."""
     return GenerationRequest(
-        max_tokens=target.max_tokens(request.budget), sampling=sampling_of(request)
+        max_tokens=target.max_tokens(request.budget),
+        sampling=sampling_of(request),
+        tenant=target.tenant,
     )
 
 

@@ -224,6 +224,7 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
     with checked():
         generation = GenerationRequest(
             max_tokens=max_tokens,
+            tenant=target.tenant,
             tool_choice=choice,
             tools={t.name: t.parameters for t in tools},
             response_format=response_format,
