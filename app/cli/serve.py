@@ -8,8 +8,8 @@ default), and every request goes to the worker at once, which decodes that many 
 and queues the rest in the order they came; the model's projector (the mmproj GGUF in its folder,
 or `--projector FILE`) loads with it, and then the server takes images (`app/server/pictures.py`)
 and says so in `/v1/models`; slow or idle connections are closed and web pages
-of other origins refused (`app.server.listen`, `app.server.app`); Ctrl+C stops it and the model
-worker with it.
+of other origins refused (`app.server.listen`, `app.server.app`); Ctrl+C or SIGTERM stops it
+and the model worker with it, which first writes its prompt cache to disk.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import logging
 import os
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -152,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
             sees_images=bool(loaded.info.projector),
         )
         server = uvicorn.Server(server_config(served, options))
+        # uvicorn stops on SIGTERM as on Ctrl+C, then raises the signal again: let that unwind
+        # as an exit, so the worker unloads (its prompt cache reaches the disk) before the end
+        signal.signal(signal.SIGTERM, _terminated)
         where = f"http://{args.host}:{args.port}/v1"
         print(f"Serving {served.name} at {where} (Ctrl+C stops)", file=sys.stderr, flush=True)
         try:
@@ -159,6 +163,10 @@ def run(args: argparse.Namespace) -> int:
         finally:
             engine.shutdown(wait=False, cancel_futures=True)
     return 0
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 __all__ = ["TOKEN_KEY", "add_arguments", "run", "server_token"]
