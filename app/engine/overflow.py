@@ -22,9 +22,8 @@ does not until the overflow crosses the next multiple, so the same exchanges are
 the kept prompt starts the same way turn after turn: the model's KV cache of it is reused, and
 the prompt is read again from where exchanges were left out once per margin's worth of growth,
 not on every turn (llama.cpp's context shift drops half the context at once for the same
-reason). What it changed
-is said in the returned `ContextFit`; when even that does not fit, the rest is sent as it is
-and refused.
+reason). What it changed is said in the returned `ContextFit`; when even that does not fit, the
+rest is sent as it is and refused.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""`bench/agent_replay.py`'s workload and arithmetic, without a server: the workload is the same
-on every run, a reply counts only when it ended whole with its usage, and the last line says what
-its docstring says."""
+"""`bench/agent_replay.py`'s workload (`bench/agent_workload.py`) and arithmetic, without a server:
+the workload is the same on every run, a reply counts only when it ended whole with its usage, and
+the last line says what its docstring says."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench import agent_replay
+from bench import agent_replay, agent_workload
 from bench.agent_replay import Phase, Reply, fault, figures, last_line, take
 
 
@@ -18,12 +18,27 @@ def whole(text: str = "ok", finish: str = "stop", prompt: int = 100, cached: int
 
 
 def test_the_workload_is_fixed_and_every_user_message_distinct() -> None:
-    assert agent_replay.system_prompt() == agent_replay.system_prompt()
-    assert len(agent_replay.tools()) == 10
-    assert '"name": "ask_user"' in agent_replay.system_prompt()
-    said = {agent_replay.user_message(s, t) for s in range(8) for t in range(6)}
+    assert agent_workload.system_prompt() == agent_workload.system_prompt()
+    assert len(agent_workload.tools()) == 10
+    assert '"name": "ask_user"' in agent_workload.system_prompt()
+    said = {agent_workload.user_message(s, t) for s in range(8) for t in range(6)}
     assert len(said) == 48
-    assert agent_replay.user_message(2, 3) == agent_replay.user_message(2, 3)
+    assert agent_workload.user_message(2, 3) == agent_workload.user_message(2, 3)
+
+
+def test_the_workload_has_the_sizes_its_docstring_says() -> None:
+    assert 12_000 < len(agent_workload.system_prompt()) < 13_000
+    said = [agent_workload.user_message(s, t) for s in range(8) for t in range(6)]
+    lengths = sorted(map(len, said))
+    assert 200 < lengths[0] <= lengths[-1] < 500
+    assert agent_workload.system_message() == {
+        "role": "system",
+        "content": agent_workload.system_prompt(),
+    }
+    assert agent_workload.user_turn(2, 3) == {
+        "role": "user",
+        "content": agent_workload.user_message(2, 3),
+    }
 
 
 def test_a_whole_reply_counts_and_says_what_it_evaluated() -> None:
