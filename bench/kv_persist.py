@@ -139,14 +139,15 @@ def measure(name: str, path: Path, args: argparse.Namespace, folder: Path) -> di
 
 
 def path_ratio(client: WorkerClient, old: list[int], new: list[int], repeat: int) -> float:
-    """The next turn's time to first token right after an answer: without snapshots / with."""
+    """The next turn's time to first token right after an answer: without snapshots / with
+    (each turn's new words its own, so no state kept before holds them: the live cache does)."""
     best: dict[bool, float] = {}
     for i in range(repeat):
         for on in (True, False):
             keep = Keep(f"path-{i}", "bench") if on else None  # a new conversation each time
             client.logits([old[0] + 1])
             turn(client, old, keep)
-            t = turn(client, old + new, keep)
+            t = turn(client, old + ids(50 + 2 * i + on, len(new)), keep)
             if t.prompt_reused < len(old) - 1:
                 raise Failed(f"the next turn did not continue the cache: {t}")
             best[on] = min(best.get(on, float("inf")), t.first_token_ms)

@@ -336,8 +336,8 @@ class Scheduler:
                 run.seq.tokens.extend(part.tokens)
                 del run.todo[: len(part.tokens)]
                 if part.ends:
-                    self._checkpoint(run)
                     self._sample(run, sampled[part.seq], Draft())
+                    self._checkpoint(run)  # (after the first token went out: not in its way)
             else:
                 run.seq.tokens.append(part.token)
                 self._sample(run, sampled[part.seq], part.draft)
@@ -346,7 +346,9 @@ class Scheduler:
         """A sliding-window model's state once its prompt is read: a later prompt that leaves
         the answer out (a regenerate, Harmony's dropped analysis) restores it."""
         snapshots = self.pool.snapshots
-        if run.req.keep is not None and snapshots is not None and snapshots.checkpoints:
+        if run.req.keep is None or snapshots is None or not snapshots.checkpoints:
+            return
+        if run in self.active and len(run.seq.tokens) == len(run.prompt):
             snapshots.keep(run.req.keep, run.seq)
 
     def _sample(self, run: Running, rows: list[int], draft: Draft) -> None:

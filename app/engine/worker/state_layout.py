@@ -31,15 +31,17 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 _HEADER = 8  # llama.cpp's io magic and the sequence id
-_CELL = struct.Struct("<iIi")  # position, sequence count (1), sequence id
+_CELL = np.dtype([("pos", "<i4"), ("n_seq", "<u4"), ("seq", "<i4")])  # one sequence a cell
 
 
 @dataclass(frozen=True)
 class Stream:
     """One stream of one cache section: its cells and each layer's key and value blocks."""
 
-    positions: tuple[int, ...]
+    positions: range  # ascending, contiguous
     seq: int
     v_trans: int
     keys: tuple[tuple[bytes, int, bytes], ...]  # (type and row head, row bytes, rows)
@@ -106,15 +108,13 @@ def _section(r: _Reader) -> Section:
 
 
 def _stream(r: _Reader, count: int) -> Stream:
-    positions, seq = [], None
-    for _ in range(count):
-        pos, n_seq, seq_id = _CELL.unpack(r.take(_CELL.size))
-        if n_seq != 1 or (seq is not None and seq_id != seq):
-            raise ValueError("cells of several sequences")
-        positions.append(pos)
-        seq = seq_id
-    if positions != list(range(positions[0], positions[0] + count)) or positions[0] < 0:
+    cells = np.frombuffer(r.take(_CELL.itemsize * count), dtype=_CELL)
+    if (cells["n_seq"] != 1).any() or (cells["seq"] != cells["seq"][0]).any():
+        raise ValueError("cells of several sequences")
+    first = int(cells["pos"][0])
+    if first < 0 or (cells["pos"] != np.arange(first, first + count)).any():
         raise ValueError("positions not ascending and contiguous")
+    positions, seq = range(first, first + count), int(cells["seq"][0])
     v_trans, n_layer = r.u32(), r.u32()
     if v_trans > 1 or not 0 < n_layer <= 4096:
         raise ValueError("layers")
@@ -133,8 +133,7 @@ def _stream(r: _Reader, count: int) -> Stream:
             head = r.take(12)
             row = int(struct.unpack_from("<Q", head, 4)[0])
             values.append((head, row, 1, r.take(row * count)))
-    assert seq is not None
-    return Stream(tuple(positions), seq, v_trans, tuple(keys), tuple(values))
+    return Stream(positions, seq, v_trans, tuple(keys), tuple(values))
 
 
 def encode(layout: Layout) -> bytes:
@@ -147,7 +146,9 @@ def encode(layout: Layout) -> bytes:
                 out.append(struct.pack("<I", 0))
                 continue
             out.append(struct.pack("<I", len(stream.positions)))
-            out.extend(_CELL.pack(p, 1, stream.seq) for p in stream.positions)
+            cells = np.empty(len(stream.positions), dtype=_CELL)
+            cells["pos"], cells["n_seq"], cells["seq"] = stream.positions, 1, stream.seq
+            out.append(cells.tobytes())
             out.append(struct.pack("<II", stream.v_trans, len(stream.keys)))
             for head, _, rows in stream.keys:
                 out += [head, rows]
@@ -163,14 +164,13 @@ def _filled(stream: Stream, first: int) -> Stream:
     values = []
     for head, unit, rows, data in stream.values:
         if stream.v_trans:  # one run of `count` units per element: each run grows in front
-            runs = [data[i * unit * count : (i + 1) * unit * count] for i in range(rows)]
-            data = b"".join(bytes(unit * first) + run for run in runs)
+            runs = np.frombuffer(data, dtype=np.uint8).reshape(rows, unit * count)
+            front = np.zeros((rows, unit * first), dtype=np.uint8)
+            data = np.concatenate((front, runs), axis=1).tobytes()
         else:
             data = bytes(unit * first) + data
         values.append((head, unit, rows, data))
-    return Stream(
-        tuple(range(first)) + stream.positions, stream.seq, stream.v_trans, keys, tuple(values)
-    )
+    return Stream(range(stream.positions.stop), stream.seq, stream.v_trans, keys, tuple(values))
 
 
 def _starts(section: Section) -> list[tuple[int, int]]:
