@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,21 @@ def test_resume_restores_the_conversation_from_disk_and_cache_owns_it(tmp_path: 
         assert store.load(doc_id) is not None  # the conversation stays
     finally:
         store.close()
+
+
+def test_resume_restores_a_gpt_oss_conversation_past_its_window(tmp_path: Path, tiny_model: Any) -> None:
+    """gpt-oss (a 128-token sliding window): the resumed prompt leaves the first answer's
+    analysis out, so it continues the checkpoint kept when the first prompt had been read."""
+    env = _env(tmp_path)
+    chat = ["chat", "--model", str(tiny_model), "--threads", "1", "--max-tokens", "8", "--temperature", "0"]
+    first = app([*chat, "--save", "--prompt", LONG], env)
+    assert first.returncode == 0, first.stderr
+    again = app([*chat, "--resume", "last", "--prompt", "And then?"], env)
+    assert again.returncode == 0, again.stderr
+    summary = re.search(r"prompt (\d+) evaluated, (\d+) reused, (\d+) restored from disk", again.stderr)
+    assert summary is not None, again.stderr
+    evaluated, restored = int(summary[1]), int(summary[3])
+    assert restored > 300 and evaluated < 60, again.stderr  # the first prompt came back
 
 
 def test_resume_names_what_it_cannot_find(tmp_path: Path) -> None:
