@@ -27,7 +27,7 @@ from app.domain.terminal import raw_terminal
 from app.engine.cores import default_threads
 from app.engine.local.client import WorkerClient
 from app.engine.protocol import SnapshotSettings
-from app.errors import InvalidInputError, validation_problems
+from app.errors import HarmonyDeskError, InvalidInputError, validation_problems
 from app.library.projectors import projector_for
 from app.settings import load_settings
 from app.templates.base import Template
@@ -176,6 +176,38 @@ class Loaded:
     sampling: Sampling
 
 
+def _default_context(path: str, args: argparse.Namespace, projector: Path | None) -> int:
+    """The context a load without `--ctx` gets: 4,096 for a chat; for `serve` (which has
+    `--parallel`: agents send prompts of 6k-25k tokens), the model's trained context, halved
+    until a cache for each answer at once fits the free memory — said on stderr."""
+    parallel = getattr(args, "parallel", None)
+    if parallel is None:
+        return 4096
+    from app.engine.local.memory import context_that_fits, with_projector
+    from app.gguf.info import read_model
+
+    try:
+        model = read_model(path)
+    except HarmonyDeskError:
+        return 4096  # the load says what is wrong with the file
+    trained = model.context_length
+    n_ctx, estimate = context_that_fits(
+        with_projector(model, projector), trained, sequences=parallel
+    )
+    why = (
+        "the model's trained context"
+        if n_ctx == trained
+        else (
+            f"the model is trained for {trained:,}; {n_ctx:,} is what fits the free memory"
+            if trained
+            else "the model's file names no context"
+        )
+    )
+    said = f"Context: {n_ctx:,} tokens for each of {parallel} answers at once ({why};"
+    print(f"{said} {estimate.short()}). --ctx N chooses another.", file=sys.stderr)
+    return n_ctx
+
+
 def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     """Load the model `args` choose into `client` (see the module guarantees)."""
     path = _model_path(args.model)
@@ -188,7 +220,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     try:
         info = client.load(
             path,
-            n_ctx=args.ctx or 4096,
+            n_ctx=args.ctx or _default_context(path, args, projector_for(path, choice.projector)),
             n_threads=args.threads,
             on_progress=progress,
             settings=choice.load_settings(settings.gpu_layers),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.domain.library import MemoryEstimate
+from app.domain.library import Fit, MemoryEstimate
 from app.domain.placement import LoadSettings
 from app.engine.protocol import N_BATCH
 
@@ -111,6 +111,31 @@ def estimate_memory(
         gpu_share=gpu_share,
         sequences=max(1, sequences),
     )
+
+
+SMALLEST_CONTEXT = 2048  # a server's context is not halved below this to fit
+
+
+def context_that_fits(
+    model: Sized,
+    trained: int,
+    *,
+    sequences: int = 1,
+    available: int | None = -1,
+    gpu_share: float = 0.0,
+) -> tuple[int, MemoryEstimate]:
+    """The model's trained context (4,096 when its file says none), halved until the estimate
+    for `sequences` answers at once fits the free memory (not below `SMALLEST_CONTEXT`: that one
+    is tried and refused with its figures by the load); the context and its estimate."""
+    n_ctx = trained if trained > 0 else 4096
+    free = available_memory() if available == -1 else available
+    while True:
+        estimate = estimate_memory(
+            model, n_ctx, available=free, gpu_share=gpu_share, sequences=sequences
+        )
+        if estimate.verdict is not Fit.TOO_BIG or n_ctx <= SMALLEST_CONTEXT:
+            return n_ctx, estimate
+        n_ctx = max(SMALLEST_CONTEXT, n_ctx // 2)
 
 
 def gpu_share_of(settings: LoadSettings, layers: int, offload: bool) -> float:
