@@ -47,6 +47,7 @@ class Asked:
     conversation: Conversation
     generation: GenerationRequest
     ignored: tuple[str, ...] = ()  # fields given that this model does not apply
+    notes: tuple[str, ...] = ()  # what is taken otherwise than asked, for the warning header
 
 
 @dataclass(frozen=True)
@@ -104,15 +105,15 @@ class Target:
         return None, (field,)
 
     def max_tokens(self, asked: int | None, param: str = "max_tokens") -> int:
-        """The answer's budget: what the request asks, at most the limit, else the limit."""
-        if asked is not None and asked > self.limit:
-            raise ApiError(
-                400,
-                f"{param} {asked} is over this server's limit of {self.limit}",
-                param=param,
-                code="max_tokens_too_large",
-            )
-        return asked or self.limit
+        """The answer's budget: what the request asks, at most the limit (clients mean a
+        ceiling: Claude Code, OpenCode and Qwen Code ask 32,000), else the limit."""
+        return min(asked, self.limit) if asked else self.limit
+
+    def clamped(self, asked: int | None, param: str = "max_tokens") -> tuple[str, ...]:
+        """What the warning header says of a budget over the limit (nothing when within)."""
+        if asked is None or asked <= self.limit:
+            return ()
+        return (f"{param} {asked} is over this server's limit: {self.limit} used",)
 
 
 def stops_of(stop: str | Sequence[str] | None, param: str) -> tuple[str, ...]:

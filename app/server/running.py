@@ -87,6 +87,7 @@ class Running:
     events: AsyncIterator[list[Item]]
     watcher: asyncio.Future[None]
     ignored: tuple[str, ...] = ()  # the request's fields that were not applied
+    notes: tuple[str, ...] = ()  # what was taken otherwise than asked (a clamped max_tokens)
 
     async def pieces(self) -> AsyncIterator[Piece]:
         """What each batch of items adds, then what was held back; the generation stops if
@@ -125,7 +126,7 @@ class Running:
 
     def headers(self, problem: str | None = None) -> dict[str, str]:
         """The warning header of this answer (`problem`: what its JSON check found)."""
-        return warnings(self.ignored, self.fitted(), problem)
+        return warnings(self.ignored, *self.notes, self.fitted(), problem)
 
 
 def stopped(reason: str) -> ApiError:
@@ -141,7 +142,7 @@ async def start(served: ServedModel, asked: Asked, disconnected: Disconnected) -
     form = asked.generation.response_format
     held = form is not None and form.type in ("json_object", "json_schema")
     answer = Answer(list(asked.generation.stops), cancel, hold_json=held)
-    return Running(answer, first, events, watcher, asked.ignored)
+    return Running(answer, first, events, watcher, asked.ignored, asked.notes)
 
 
 __all__ = [

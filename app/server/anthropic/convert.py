@@ -1,6 +1,12 @@
 """An Anthropic Messages request as the app's own `Asked`, converted straight from its blocks.
 
-Guarantees: `system` (a string or text blocks) becomes the developer instructions; text blocks
+Guarantees: `system` (a string or text blocks) becomes the developer instructions — Claude Code's
+billing line made the same on every request (`steady`), so its prompts can be reused — and so does
+each `system` message, wherever it stands among the messages (a string or text blocks; any
+other block is a 400 naming it): its text is appended to the instructions in the order given,
+after `system`, as the shared transcript gathers a chat request's system messages — one
+developer message first, whatever the model's template (llama-server instead passes such a
+message on in place, for the model's template to render there or to refuse); text blocks
 are joined; an assistant's `tool_use` blocks become its tool calls (their `input` as the
 arguments' JSON) and its `thinking` blocks its reasoning (kept before calls only); a user's
 `tool_result` blocks become tool results paired by `tool_use_id`, before the user's own text;
@@ -13,8 +19,10 @@ engine. Every problem is a 400 naming the field as this API spells it (`messages
 `tools.I.input_schema`, `output_config.format`, `stop_sequences`): an image to a model that
 reads text only, one by `url` (this server never fetches one) or by `file` id, an image anywhere
 but a user's own content (a tool result, an assistant message, the system prompt), document
-blocks, server tools and a final assistant message (a prefill) are refused, never dropped
-silently.
+blocks, server tools, `mcp_servers` naming a server, a request with no user or assistant
+message and a last such message from the assistant (a prefill) are refused, never dropped
+silently; the fields given and not applied (`wire`: `ignored`) go with the `Asked`, to be said
+in the warning header.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from app.server.anthropic.wire import (
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
+    ToolChoiceParam,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -146,29 +155,86 @@ def _assistant(m: MessageParam, i: int, transcript: Transcript) -> None:
     transcript.assistant(_text(texts, f"messages.{i}.content"), thought, calls)
 
 
-def _transcript(request: CountRequest, target: Target) -> Transcript:
-    transcript = Transcript()
-    system = request.system or ""
-    transcript.instruct(
-        system if isinstance(system, str) else _text(list(enumerate(system)), "system")
-    )
-    for i, m in enumerate(request.messages):
-        if m.role == "user":
-            _user(m, i, transcript, target)
-        else:
-            _assistant(m, i, transcript)
-    last = len(request.messages) - 1
-    if request.messages[last].role == "assistant":
+def _system(m: MessageParam, i: int) -> str:
+    """A system message's text (a block other than text is a 400 naming it)."""
+    if isinstance(m.content, str):
+        return m.content
+    for j, block in enumerate(m.content):
+        if not isinstance(block, TextBlock):
+            raise ApiError(
+                400,
+                f"a system message holds text blocks only, not {block.type} blocks",
+                param=f"messages.{i}.content.{j}",
+            )
+    return _text(list(enumerate(m.content)), f"messages.{i}.content")
+
+
+def _check_last(messages: Sequence[MessageParam]) -> None:
+    """The last message but system ones must be the user's (a 400 naming it otherwise)."""
+    turns = [i for i, m in enumerate(messages) if m.role != "system"]
+    if not turns:
+        raise ApiError(
+            400,
+            "messages hold no user message: a system message only adds to the system prompt",
+            param=f"messages.{len(messages) - 1}.role",
+        )
+    if messages[turns[-1]].role == "assistant":
         raise ApiError(
             400,
             "the last message must be the user's: continuing an assistant message (a prefill)"
             " is not supported here",
-            param=f"messages.{last}.role",
+            param=f"messages.{turns[-1]}.role",
         )
+
+
+BILLING = "x-anthropic-billing-header:"
+
+
+def steady(text: str) -> str:
+    """`text` with Claude Code's billing line made the same on every request: it starts the
+    system prompt with a checksum of the request (`cch=` and five characters, then `;`) that
+    would change the prompt's first tokens each turn, so no cached prompt would ever be reused;
+    the checksum is written `fffff`, as llama-server does (any other text is left as it is)."""
+    if not text.startswith(BILLING):
+        return text
+    at = text.find("cch=", len(BILLING)) + len("cch=")
+    if at < len("cch=") or text[at + 5 : at + 6] != ";":
+        return text
+    return f"{text[:at]}fffff{text[at + 5 :]}"
+
+
+def _system_prompt(request: CountRequest) -> str:
+    """The request's `system`, each text block's billing line made steady."""
+    system = request.system or ""
+    if isinstance(system, str):
+        return steady(system)
+    _text(list(enumerate(system)), "system")  # (a block other than text: a 400 naming it)
+    return "".join(steady(b.text) for b in system if isinstance(b, TextBlock))
+
+
+def _transcript(request: CountRequest, target: Target) -> Transcript:
+    transcript = Transcript()
+    transcript.instruct(_system_prompt(request))
+    for i, m in enumerate(request.messages):
+        if m.role == "system":
+            transcript.instruct(_system(m, i))
+        elif m.role == "user":
+            _user(m, i, transcript, target)
+        else:
+            _assistant(m, i, transcript)
+    _check_last(request.messages)
     return transcript
 
 
 def _tools(request: CountRequest) -> list[ToolDescription]:
+    if request.mcp_servers:
+        raise ApiError(
+            400,
+            "MCP servers are not supported here: this server connects to none; give their tools"
+            " as client tools (name, input_schema) and run them yourself",
+            param="mcp_servers",
+            code="unsupported_tool",
+        )
     for i, t in enumerate(request.tools or ()):
         if t.type not in (None, "custom") or t.input_schema is None:
             raise ApiError(
@@ -185,16 +251,15 @@ def _tools(request: CountRequest) -> list[ToolDescription]:
     ]
 
 
-def _choice(choice: dict[str, object] | None) -> ToolChoice:
+def _choice(choice: ToolChoiceParam | None) -> ToolChoice:
     if choice is None:
         return "auto"
-    kind, name = choice.get("type"), choice.get("name")
-    if kind in ("auto", "none"):
-        return str(kind)
-    if kind == "any":
+    if choice.type in ("auto", "none"):
+        return choice.type
+    if choice.type == "any":
         return "required"
-    if kind == "tool" and isinstance(name, str):
-        return name
+    if choice.name is not None:
+        return choice.name
     raise ApiError(
         400, "tool_choice is {type: auto | any | none} or {type: tool, name}", param="tool_choice"
     )
@@ -257,7 +322,8 @@ def asked(request: CountRequest, target: Target) -> Asked:
             stops=stops_of(stop, "stop_sequences"),
             thinking_budget=budget or target.thinking_budget,
         )
-    return Asked(transcript.conversation(tools), generation, (*dropped, *unapplied))
+    ignored = (*request.ignored(), *dropped, *unapplied)
+    return Asked(transcript.conversation(tools), generation, ignored, target.clamped(wanted))
 
 
 __all__ = ["asked"]

@@ -9,7 +9,9 @@ content blocks (`blocks`); a stream's events (`message_start`, `ping`, the block
 `count_tokens` counts the very prompt ids a request renders (with images, on the prompt the
 projector made of them: it is evaluated to know, so `message_start` of a stream, which comes
 before that, counts each image as one token and `message_delta` says the real count), so the
-usage's `input_tokens` and `cache_read_input_tokens` add up to it. Every error on these routes
+usage's `input_tokens` and `cache_read_input_tokens` add up to it. The fields a request gives
+that are not applied (`wire`) are named in the `X-Harmony-Desk-Warning` header of its answer,
+streamed or whole, and of its count. Every error on these routes
 (the guard's and the fallback's too) is Anthropic's `{"type": "error", "error": {"type",
 "message"}}` with its status, the field at fault named in the message (`shape`); one found
 after the first byte of a stream is an `error` event that ends it.
@@ -37,7 +39,7 @@ from app.server.asked import Asked, Target, off_loop
 from app.server.errors import ApiError, parse
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
-from app.server.running import Running, start, stopped
+from app.server.running import Running, start, stopped, warnings
 from app.server.served import ServedModel, on_engine
 
 PATHS = ("/v1/messages", "/messages")
@@ -123,7 +125,7 @@ class MessagesRoute:
 
         counts = on_engine(served.engine, make, threading.Event(), served.stats)
         sizes = [n async for batch in counts for n in batch]
-        return JSONResponse({"input_tokens": sizes[0]})
+        return JSONResponse({"input_tokens": sizes[0]}, headers=warnings(asked.ignored))
 
 
 async def _events(

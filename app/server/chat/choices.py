@@ -51,12 +51,14 @@ async def choices(
     n: int,
     stream: bool,
     disconnected: Disconnected,
+    note: str | None = None,
 ) -> Response:
-    """The answer to a chat request with `n` choices (see the guarantees)."""
+    """The answer to a chat request with `n` choices (see the guarantees); `note` is said in
+    the warning header beside what the first choice's says."""
     runs = list(
         await asyncio.gather(*(start(served, seeded(asked, i), disconnected) for i in range(n)))
     )
-    warned = runs[0].headers()
+    warned = runs[0].headers(note)
     if stream:
         for run in runs:
             run.watcher.cancel()

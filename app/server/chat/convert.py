@@ -12,7 +12,9 @@ only: `app/server/pictures.py`) become its images, in the parts' order among its
 checked and held for the engine; an image in any other role's message, an image to a model
 that reads text only, and any other non-text part are refused with a 400 naming the part
 (`messages.I.content.J`), never dropped silently; an image's `detail` is not applied (the
-projector reads the picture at its own size) and says so.
+projector reads the picture at its own size) and says so. A reasoning effort the template has
+no word for is asked as its nearest (`effort.nearest`); audio out (`modalities` with "audio",
+or `audio`) is a 400 naming the field: this server answers in text.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.messages import Conversation, ImageContent, ToolDescription
 from app.engine.request import GenerationRequest
 from app.server.asked import Asked, Target, checked, choice_named, choice_word
+from app.server.chat.effort import nearest
 from app.server.chat.wire import ChatMessage, ChatRequest
 from app.server.errors import ApiError
 from app.server.intake import check_schema
@@ -119,6 +122,17 @@ def response_format_of(raw: dict[str, object] | None) -> ResponseFormat | None:
         ) from None
 
 
+def _check_text_out(request: ChatRequest) -> None:
+    """A 400 for audio out: this server answers in text only."""
+    said = "this server answers in text only"
+    if "audio" in (request.modalities or ()):
+        raise ApiError(
+            400, f'{said}: modalities may be ["text"]', param="modalities", code="unsupported_value"
+        )
+    if request.audio is not None:
+        raise ApiError(400, f"{said}: no audio", param="audio", code="unsupported_parameter")
+
+
 def _check_schemas(request: ChatRequest) -> None:
     spec = (request.response_format or {}).get("json_schema")
     if isinstance(spec, dict):
@@ -130,6 +144,7 @@ def _check_schemas(request: ChatRequest) -> None:
 def asked(request: ChatRequest, target: Target) -> Asked:
     """The conversation for the served model and the one `GenerationRequest` that answers it,
     built and checked here (see the guarantees)."""
+    _check_text_out(request)
     _check_schemas(request)
     choice = _choice(request)
     declared = [
@@ -142,7 +157,7 @@ def asked(request: ChatRequest, target: Target) -> Asked:
     ]
     tools, dropped = target.callable(declared, choice)
     conversation = conversation_of(request, target, tools)
-    effort, unapplied = target.effort(request.reasoning_effort)
+    effort, unapplied = target.effort(nearest(request.reasoning_effort))
     top = (request.top_logprobs or 0) if request.logprobs else 0
     with checked():
         generation = GenerationRequest(
@@ -159,7 +174,7 @@ def asked(request: ChatRequest, target: Target) -> Asked:
             thinking_budget=request.thinking_budget or target.thinking_budget,
         )
     ignored = (*request.ignored(), *_details(request), *dropped, *unapplied)
-    return Asked(conversation, generation, ignored)
+    return Asked(conversation, generation, ignored, target.clamped(request.budget))
 
 
 __all__ = ["asked", "conversation_of", "response_format_of"]

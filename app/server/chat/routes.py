@@ -8,7 +8,8 @@ or its chunks (`completion`); `n` > 1 asks for several choices decoded side by s
 (`choices`); an answer not streamed whose JSON (or a call's arguments) failed the app's check
 after generation — cut off by `max_tokens`, say — says why in an `X-Harmony-Desk-Warning`
 header, as does a prompt the request's overflow policy fitted to the context (what was left out
-or cut) and a field that is not applied.
+or cut), a field that is not applied and a reasoning effort taken as its nearest
+(`effort.taken_as`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.server.asked import Target, off_loop
 from app.server.chat.choices import choices
 from app.server.chat.completion import Shape, chunks, whole
 from app.server.chat.convert import asked
+from app.server.chat.effort import said, taken_as
 from app.server.chat.wire import ChatRequest
 from app.server.errors import parse
 from app.server.options import ServeOptions
@@ -48,18 +50,20 @@ class ChatRoute:
         what = await off_loop(partial(asked, asked_for, self.target), asked_for.has_images)
         shape = Shape.of(asked_for, self.served.name, self.field)
         disconnected = request.is_disconnected
+        note = taken_as(asked_for.reasoning_effort, "reasoning_effort", what.ignored)
         if asked_for.n > 1:
             return await choices(
-                self.served, what, shape, asked_for.n, asked_for.stream, disconnected
+                self.served, what, shape, asked_for.n, asked_for.stream, disconnected, note
             )
         run = await start(self.served, what, disconnected)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             stream = chunks(run, shape)
-            return StreamingResponse(stream, media_type="text/event-stream", headers=run.headers())
+            headers = run.headers(note)
+            return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
         await run.drain()
-        said = whole(run, shape)
-        return JSONResponse(said, headers=run.headers(run.answer.problem()))
+        headers = run.headers(said(note, run.answer.problem()))
+        return JSONResponse(whole(run, shape), headers=headers)
 
 
 def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:

@@ -7,6 +7,14 @@ the field; messages are read leniently (clients send back what they received, wi
 their own). A request's overflow policy is its `overflow` field (stop, drop-middle, rolling),
 else Databricks' `error_behavior` ("truncate" is drop-middle: the instructions, the tools and
 the first exchange stay, as OpenAI's `truncation: "auto"` drops from the middle), else stop.
+Every field OpenAI's chat API defines that coding agents send is taken: one that changes
+nothing here is honoured as it is (`store`, `metadata`, `user`, `safety_identifier`: nothing is
+kept or tracked; `prompt_cache_key`, `prompt_cache_retention`: every prompt is cached by its
+content anyway; `modalities: ["text"]`); one not applied is said in the
+`X-Harmony-Desk-Warning` header (`ignored`: `verbosity`, `prediction`, `web_search_options`, a
+`service_tier` other than auto or default, `stream_options.include_obfuscation` true, with the
+penalties of `Sampled`); audio out is refused (`modalities` with "audio", `audio`), never
+answered as text silently.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.budget import Overflow, OverflowName
-from app.server.asked import TOOL_NAME, Effort
+from app.server.asked import TOOL_NAME
+from app.server.chat.effort import OpenAIEffort
 from app.server.options import ReasoningField
-from app.server.sampled import Sampled
+from app.server.sampled import Sampled, StreamOptions
 
 
 class _Lenient(BaseModel):
@@ -77,6 +86,11 @@ class ToolSpec(_Lenient):
 
 
 MAX_CHOICES = 8  # a chat request's `n` at most
+AS_ASKED_TIERS = ("auto", "default")  # the tiers every answer here is served at
+
+
+class ChatStreamOptions(StreamOptions):
+    include_obfuscation: bool | None = None  # padding against length side channels: none here
 
 
 class ChatRequest(Sampled):
@@ -86,13 +100,36 @@ class ChatRequest(Sampled):
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     response_format: dict[str, Any] | None = None
-    reasoning_effort: Effort | None = None
     reasoning_format: ReasoningField | None = None  # ours: where the reasoning is returned
     thinking_budget: int | None = Field(None, ge=1)  # ours: tokens per reasoning message (gpt-oss)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
     overflow: OverflowName | None = None  # ours: what a prompt that outgrows the context does
     error_behavior: Literal["error", "truncate"] | None = None  # Databricks' word for it
+    stream_options: ChatStreamOptions | None = None
+    reasoning_effort: OpenAIEffort | None = None  # the nearest effort the template takes
+    verbosity: Literal["low", "medium", "high"] | None = None
+    service_tier: str | None = None  # any other than auto or default: not applied
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "in-memory", "24h"] | None = None
+    safety_identifier: str | None = None
+    prediction: dict[str, Any] | None = None
+    modalities: list[Literal["text", "audio"]] | None = None
+    audio: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+
+    def ignored(self) -> list[str]:
+        """The fields given that this server does not apply (said in a warning header)."""
+        tier = self.service_tier not in (None, *AS_ASKED_TIERS)
+        obfuscated = self.stream_options is not None and self.stream_options.include_obfuscation
+        unapplied = {
+            "verbosity": self.verbosity is not None,
+            "prediction": self.prediction is not None,
+            "web_search_options": self.web_search_options is not None,
+            "service_tier": tier,
+            "stream_options.include_obfuscation": bool(obfuscated),
+        }
+        return [*super().ignored(), *(field for field, given in unapplied.items() if given)]
 
     @property
     def has_images(self) -> bool:
@@ -107,4 +144,4 @@ class ChatRequest(Sampled):
         return Overflow.DROP_MIDDLE if self.error_behavior == "truncate" else Overflow.STOP
 
 
-__all__ = ["ChatMessage", "ChatRequest", "ToolSpec"]
+__all__ = ["ChatMessage", "ChatRequest", "ChatStreamOptions", "ToolSpec"]

@@ -94,7 +94,7 @@ class CompletionsRoute:
         cancel = threading.Event()
         make = self._job(prompt, generation_of(asked_for, self.target), cancel)
         events = on_engine(self.served.engine, make, cancel, self.served.stats)
-        warn = warnings(asked_for.ignored())
+        warn = warnings(asked_for.ignored(), *self.target.clamped(asked_for.budget))
         head = {
             "id": f"cmpl-{uuid.uuid4().hex[:24]}",
             "object": "text_completion",

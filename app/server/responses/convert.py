@@ -3,32 +3,42 @@
 Guarantees: `instructions` and `system`/`developer` messages become the developer instructions;
 messages, `function_call` items (one assistant turn for calls side by side) and their
 `function_call_output` items (paired by `call_id`) become the shared conversation
-(`app/server/transcript.py`), a `reasoning` item kept before the calls that follow it; a
-message's `input_image` parts (a `data:` URL in `image_url`) become its images in their place
-among its text, checked and held for the engine; function tools, `tool_choice`,
-`reasoning.effort`, `text.format`, `max_output_tokens`, `temperature`, `top_p` and
+(`app/server/transcript.py`), a `reasoning` item's text (its `content`, else its `summary`) kept
+before the calls that follow it — its `encrypted_content`, which only OpenAI can read, is not
+applied and said so; a message's `input_image` parts (a `data:` URL in `image_url`) become its
+images in their place among its text, checked and held for the engine; function tools,
+`tool_choice`, `reasoning.effort` (one the template has no word for as the nearest it has:
+`chat.effort`), `text.format`, `max_output_tokens`, `temperature`, `top_p` and
 `truncation: "auto"` (drop-middle) become the one `GenerationRequest` under the rules every API
-shares (`app/server/asked.py`). Every problem is a 400 naming the field as this API spells it
-(`input.I.content.J`, `tools.I.name`, `text.format.schema`, `max_output_tokens`): an image by
-`file_id` (this server keeps no files), an image in any message but a user's, an image to a model
-that reads text only, an `input_file` or `input_audio` part, a tool of another type than
-`function`, an item type it does not know, content of a wrong type (a number, a boolean), or a
-schema nested too deep (`intake.check_schema`).
+shares (`app/server/asked.py`). A tool of a type the API defines but this server does not run
+(`web_search`, `namespace`, `custom`, `mcp`, ...: `wire.HOSTED`) is left out of the prompt and
+named in the warning header, never dropped silently; a `tool_choice` that forces one (by its
+type, or `required` when no function is left) is a 400 that says so. Every problem is a 400
+naming the field as this API spells it (`input.I.content.J`, `tools.I.name`,
+`text.format.schema`, `max_output_tokens`): a field that needs state this server does not keep
+(`previous_response_id`, ...: `wire.STATEFUL`), an image by `file_id` (this server keeps no
+files), an image in any message but a user's, an image to a model that reads text only, an
+`input_file` or `input_audio` part, a tool of a type the API does not have, an item type it
+does not know, content of a wrong type (a number, a boolean), or a schema nested too deep
+(`intake.check_schema`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, get_args
 
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, ToolChoice
 from app.domain.budget import Overflow
 from app.domain.messages import ImageContent, ToolDescription
 from app.engine.request import GenerationRequest, SamplingAsk
-from app.server.asked import Asked, Effort, Target, checked, choice_named, choice_word
+from app.server.asked import Asked, Target, checked, choice_named, choice_word
+from app.server.chat.effort import OpenAIEffort, nearest
 from app.server.errors import ApiError, validated
 from app.server.intake import check_schema
 from app.server.pictures import image_of, no_files
 from app.server.responses.wire import (
+    HOSTED,
     NOT_TEXT,
     FunctionCallItem,
     FunctionOutputItem,
@@ -92,6 +102,7 @@ class _Reading:
         self.reasoning = ""  # kept for the calls that follow
         self.calling = False  # the last message is an assistant's calls
         self.details = False  # an image asked for a detail that is not applied
+        self.encrypted = False  # a reasoning item came encrypted (not applied)
 
     def message(self, item: dict[str, Any], i: int) -> None:
         role, content, param = item.get("role", "user"), item.get("content"), f"input.{i}.content"
@@ -128,6 +139,11 @@ class _Reading:
         else:
             t.tool("", text)
 
+    def ignored(self) -> tuple[str, ...]:
+        """What the input asked that is not applied."""
+        details = ("input_image.detail",) if self.details else ()
+        return (*details, *(("encrypted_content of reasoning items",) if self.encrypted else ()))
+
     def item(self, item: dict[str, Any], i: int) -> None:
         kind = item.get("type", "message")
         if kind == "message":
@@ -136,6 +152,7 @@ class _Reading:
             self.reasoning += _text(item.get("content"), f"input.{i}.content") or _text(
                 item.get("summary"), f"input.{i}.summary"
             )
+            self.encrypted |= item.get("encrypted_content") is not None
         elif kind == "function_call":
             call = validated(FunctionCallItem, item, f"input.{i}")
             said = Call(call.call_id, call.name, call.arguments)
@@ -157,41 +174,81 @@ def check_schemas(request: ResponsesRequest) -> None:
     if isinstance(form, dict):
         check_schema(form.get("schema"), "text.format.schema")
     for i, tool in enumerate(request.tools or ()):
-        check_schema(tool.get("parameters"), f"tools.{i}.parameters")
+        if tool.get("type") in ("function", None):
+            check_schema(tool.get("parameters"), f"tools.{i}.parameters")
 
 
-def _tools(request: ResponsesRequest) -> list[ToolDescription]:
+def _tools(request: ResponsesRequest) -> tuple[list[ToolDescription], tuple[str, ...]]:
+    """The function tools declared, and the other tools, left out, as the header names them."""
+    functions, left_out = [], []
     for i, t in enumerate(request.tools or ()):
-        if t.get("type") != "function":  # built-in tools (web search, files…) are not here
+        kind = t.get("type")
+        if kind in ("function", None):  # without a type: refused by `FunctionTool`, named
+            functions.append(validated(FunctionTool, t, f"tools.{i}"))
+        elif kind in HOSTED:
+            left_out.append(f"{kind} tool")
+        else:
             raise ApiError(
                 400,
-                f"tools of type {t.get('type')!r} are not supported here: only functions",
+                f"tools.{i}.type: {kind!r} is no tool type of the Responses API",
                 param=f"tools.{i}.type",
                 code="unsupported_tool",
             )
-    declared = [validated(FunctionTool, t, f"tools.{i}") for i, t in enumerate(request.tools or ())]
-    return [
+    described = [
         ToolDescription(name=t.name, description=t.description, parameters=t.parameters)
-        for t in declared
+        for t in functions
     ]
+    return described, tuple(dict.fromkeys(left_out))
 
 
-def _choice(choice: str | dict[str, Any] | None) -> ToolChoice:
+def _unrun(said: str) -> ApiError:
+    return ApiError(
+        400,
+        f"{said}, which this server does not run: only function tools are called",
+        param="tool_choice",
+        code="unsupported_tool",
+    )
+
+
+def _choice(
+    choice: str | dict[str, Any] | None, functions: int, left_out: Sequence[str]
+) -> ToolChoice:
+    """The choice asked; one that forces a tool left out is a 400 (see the guarantees)."""
     if choice is None:
         return "auto"
-    return choice_named(choice.get("name")) if isinstance(choice, dict) else choice_word(choice)
+    if isinstance(choice, str):
+        if choice == "required" and left_out and not functions:
+            raise _unrun(f'tool_choice "required" forces a call to a {" or ".join(left_out)}')
+        return choice_word(choice)
+    kind = choice.get("type")
+    if kind in HOSTED:
+        raise _unrun(f"tool_choice forces a {kind} tool")
+    return choice_named(choice.get("name"))
 
 
 def _effort(request: ResponsesRequest) -> str | None:
-    effort = (request.reasoning or {}).get("effort")
+    effort = request.effort
     if not effort:
         return None
-    if effort not in get_args(Effort):
-        said = "Input should be 'low', 'medium' or 'high'"
+    if effort not in get_args(OpenAIEffort):
+        said = f"Input should be one of {', '.join(map(repr, get_args(OpenAIEffort)))}"
         raise ApiError(
             400, f"reasoning.effort: {said}", param="reasoning.effort", code="invalid_value"
         )
     return str(effort)
+
+
+def _stateless(request: ResponsesRequest) -> None:
+    """A 400 for a field whose meaning needs state this server does not keep."""
+    refused = request.stateless()
+    if refused is not None:
+        field, why = refused
+        raise ApiError(
+            400,
+            f"{field} is not supported: {why}; send the whole conversation as input",
+            param=field,
+            code="unsupported_parameter",
+        )
 
 
 def _format(request: ResponsesRequest) -> ResponseFormat | None:
@@ -210,15 +267,16 @@ def _format(request: ResponsesRequest) -> ResponseFormat | None:
 def asked(request: ResponsesRequest, target: Target) -> Asked:
     """The conversation and the one `GenerationRequest` the request asks for (see the
     module guarantees)."""
+    _stateless(request)
     check_schemas(request)
     reading = _Reading(target)
     reading.transcript.instruct(request.instructions or "")
     for i, item in enumerate(request.items):
         reading.item(item, i)
-    declared, effort_asked = _tools(request), _effort(request)
-    choice = _choice(request.tool_choice)
+    (declared, left_out), effort_asked = _tools(request), _effort(request)
+    choice = _choice(request.tool_choice, len(declared), left_out)
     tools, dropped = target.callable(declared, choice)
-    effort, unapplied = target.effort(effort_asked, "reasoning.effort")
+    effort, unapplied = target.effort(nearest(effort_asked), "reasoning.effort")
     max_tokens = target.max_tokens(request.max_output_tokens, "max_output_tokens")
     response_format = _format(request)
     with checked():
@@ -233,9 +291,10 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
             sampling=SamplingAsk(temperature=request.temperature, top_p=request.top_p),
             thinking_budget=target.thinking_budget,
         )
-    details = ("input_image.detail",) if reading.details else ()
     conversation = reading.transcript.conversation(tools)
-    return Asked(conversation, generation, (*details, *dropped, *unapplied))
+    ignored = (*request.ignored(), *reading.ignored(), *left_out, *dropped, *unapplied)
+    clamped = target.clamped(request.max_output_tokens, "max_output_tokens")
+    return Asked(conversation, generation, ignored, clamped)
 
 
 __all__ = ["asked", "check_schemas"]

@@ -52,8 +52,8 @@ def _tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _text_part(text: str = "") -> dict[str, Any]:
-    """An `output_text` content part (no log-probabilities: the Responses API here takes no
-    `include`)."""
+    """An `output_text` content part (no log-probabilities: `include` asking for them is not
+    applied, and the warning header says so)."""
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 

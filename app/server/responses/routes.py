@@ -4,8 +4,12 @@ unprefixed path).
 Guarantees: a request is read once (`wire`) and converted straight into the app's own `Asked`
 (`convert`: no other API's body in between), so it is answered by the same turn driver, parser
 and reply builder as every other API (`app/server/running.py`), written as a `response` or its
-events (`output`); a field this server does not take, or one of a wrong type, is a 400 naming
-it; a model that stopped before answering anything is a 503.
+events (`output`); a field the API does not have, or one of a wrong type, is a 400 naming it;
+the `X-Harmony-Desk-Warning` header of an answer, streamed or whole, names the fields given
+that are not applied (tools left out of the prompt among them), says what fitting the context
+left out or cut, a reasoning effort taken as its nearest (`chat.effort`) and, for a whole
+answer, a JSON answer that failed its check; a model that stopped before answering anything is
+a 503.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.server.asked import Target, off_loop
+from app.server.chat.effort import said, taken_as
 from app.server.errors import parse
 from app.server.options import ServeOptions
 from app.server.responses.convert import asked
@@ -37,16 +42,21 @@ class ResponsesRoute:
     async def __call__(self, request: Request) -> Response:
         asked_for = parse(ResponsesRequest, body_of(request))
         what = await off_loop(partial(asked, asked_for, self.target), asked_for.has_images)
+        note = taken_as(asked_for.effort, "reasoning.effort", what.ignored)
         run = await start(self.served, what, request.is_disconnected)
         started = shell(self.served.name, asked_for)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            return StreamingResponse(Stream(run, started).events(), media_type="text/event-stream")
+            events = Stream(run, started).events()
+            return StreamingResponse(
+                events, media_type="text/event-stream", headers=run.headers(note)
+            )
         await run.drain()
         failure = run.failure()
         if failure is not None:
             raise failure
-        return JSONResponse(whole(started, run.answer))
+        headers = run.headers(said(note, run.answer.problem()))
+        return JSONResponse(whole(started, run.answer), headers=headers)
 
 
 def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:

@@ -1,12 +1,22 @@
 """The Responses API request as the server accepts it, and the function tools it declares.
 
-Guarantees: validated before anything runs (`errors.parse`): a field this server does not take
-(`previous_response_id`, `include`, ...) is a 400 naming it, as is a value of a wrong type or
-out of range (`temperature` 0 to 2, `top_p` above 0 to 1, `max_output_tokens` at least 1);
-input items are read leniently here and checked one by one where they are converted
-(`convert`), each error naming the item (`input.I...`); a function tool is checked where it is
-converted (`FunctionTool`: its name letters, digits, `_` and `-`, 1 to 64), so another type of
-tool is refused by its type, not by its fields.
+Guarantees: validated before anything runs (`errors.parse`): a field the Responses API does not
+have is a 400 naming it (`code: "unknown_field"`), as is a value of a wrong type or out of range
+(`temperature` 0 to 2, `top_p` above 0 to 1, `max_output_tokens` at least 1, an `include` the
+API does not define); input items are read leniently here and checked one by one where they are
+converted (`convert`), each error naming the item (`input.I...`); a function tool is checked
+where it is converted (`FunctionTool`: its name letters, digits, `_` and `-`, 1 to 64). Every
+field the API defines that coding agents send is taken: one that changes nothing here is
+honoured as it is (`store`, `metadata`, `client_metadata`, `user`, `safety_identifier`: nothing
+is kept or tracked; `prompt_cache_key`, `prompt_cache_retention`: every prompt is cached by its
+content anyway; `include: ["reasoning.encrypted_content"]`: reasoning items carry their text in
+`content`, which a client sends back as it does the encrypted form; `max_tool_calls`: it counts
+calls to built-in tools, and none run here); one not applied is named by `ignored` for the
+`X-Harmony-Desk-Warning` header (`reasoning.summary`, `text.verbosity`, `top_logprobs`,
+`include` of `message.output_text.logprobs`, a `service_tier` other than auto or default,
+`stream_options.include_obfuscation` true); one whose meaning cannot be kept without state this
+server does not keep (`previous_response_id`, `conversation`, `prompt`, `background: true`) is
+a 400 that says why (`stateless`).
 """
 
 from __future__ import annotations
@@ -16,8 +26,51 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.server.asked import TOOL_NAME
+from app.server.chat.wire import AS_ASKED_TIERS
 
 NOT_TEXT = ("input_image", "input_file", "input_audio")  # content parts that are no text
+HOSTED = (  # the tool types the API defines besides functions: none of them runs here
+    "file_search",
+    "computer",
+    "computer_use",
+    "computer_use_preview",
+    "web_search",
+    "web_search_2025_08_26",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
+    "mcp",
+    "code_interpreter",
+    "programmatic_tool_calling",
+    "image_generation",
+    "local_shell",
+    "shell",
+    "custom",
+    "namespace",
+    "tool_search",
+    "apply_patch",
+)
+Includable = Literal[
+    "reasoning.encrypted_content",  # reasoning comes back as text in `content`: kept the same
+    "message.output_text.logprobs",  # not applied
+    "message.input_image.image_url",  # the rest: in items this server never returns
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+]
+STATEFUL = {  # fields whose meaning needs what this server does not keep, and why
+    "previous_response_id": "this server keeps no responses",
+    "conversation": "this server keeps no conversations",
+    "prompt": "this server keeps no prompt templates",
+    "background": "this server keeps no responses to poll",
+}
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    include_obfuscation: bool | None = None  # padding against length side channels: none here
 
 
 class ResponsesRequest(BaseModel):
@@ -39,6 +92,47 @@ class ResponsesRequest(BaseModel):
     metadata: dict[str, Any] | None = None
     user: str | None = None
     truncation: Literal["auto", "disabled"] | None = None  # auto: drop from the middle
+    include: list[Includable] | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "in-memory", "24h"] | None = None
+    client_metadata: dict[str, Any] | None = None
+    safety_identifier: str | None = None
+    service_tier: str | None = None  # any other than auto or default: not applied
+    stream_options: StreamOptions | None = None
+    top_logprobs: int | None = Field(None, ge=0, le=20)
+    max_tool_calls: int | None = Field(None, ge=1)
+    background: bool | None = None  # true: refused (`stateless`)
+    previous_response_id: str | None = None  # refused (`stateless`)
+    conversation: str | dict[str, Any] | None = None  # refused (`stateless`)
+    prompt: dict[str, Any] | None = None  # refused (`stateless`)
+
+    def stateless(self) -> tuple[str, str] | None:
+        """The first field given whose meaning needs kept state, and why it is refused."""
+        for field, why in STATEFUL.items():
+            if getattr(self, field) not in (None, False):
+                return field, why
+        return None
+
+    def ignored(self) -> list[str]:
+        """The fields given that this server does not apply (said in a warning header)."""
+        reasoning, text = self.reasoning or {}, self.text or {}
+        summary = reasoning.get("summary") or reasoning.get("generate_summary")
+        obfuscated = self.stream_options is not None and self.stream_options.include_obfuscation
+        unapplied = {
+            "reasoning.summary": summary not in (None, "none"),
+            "text.verbosity": text.get("verbosity") is not None,
+            "top_logprobs": bool(self.top_logprobs),
+            'include "message.output_text.logprobs"': "message.output_text.logprobs"
+            in (self.include or ()),
+            "service_tier": self.service_tier not in (None, *AS_ASKED_TIERS),
+            "stream_options.include_obfuscation": bool(obfuscated),
+        }
+        return [field for field, given in unapplied.items() if given]
+
+    @property
+    def effort(self) -> Any:
+        """`reasoning.effort` as given (checked where it is converted)."""
+        return (self.reasoning or {}).get("effort")
 
     @property
     def items(self) -> list[dict[str, Any]]:
@@ -89,6 +183,7 @@ class FunctionOutputItem(BaseModel):
 
 
 __all__ = [
+    "HOSTED",
     "NOT_TEXT",
     "FunctionCallItem",
     "FunctionOutputItem",
