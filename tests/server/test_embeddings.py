@@ -194,7 +194,7 @@ def test_dimensions_are_refused_on_a_model_not_trained_for_them(gguf: str) -> No
     ({"input": "x", "encoding_format": "int8"}, 400, "invalid_value"),
     ({"input": "x", "dimensions": 0}, 400, "invalid_value"),
     ({"input": "x", "dimensions": 10_000}, 400, "invalid_value"),
-    ({"input": "x", "model": "text-embedding-3-small"}, 404, "model_not_found"),
+    ({"input": "x", "model": "text-embedding-4-huge"}, 404, "model_not_found"),
     ({"input": "x", "model": "SmolLM2-135M-Instruct.Q4_1"}, 400, "model_cannot_embed"),
     ({"input": "x", "pooling": "none"}, 400, "unknown_field"),
     ({"input": ["x"] * 2049}, 400, None),
@@ -206,6 +206,14 @@ def test_bad_inputs_are_4xx_with_a_reason(gguf: str, body: Any, status: int, cod
     assert error["message"] and error["code"] == code and error["type"] == "invalid_request_error"
     if code == "context_length_exceeded":
         assert "too large" in error["message"] and "512" in error["message"]
+
+
+def test_a_name_clients_hardcode_is_answered_by_the_embedding_model_and_said(gguf: str) -> None:
+    answer = _post(gguf, {"input": "hello", "model": "text-embedding-3-small"})
+    assert answer.status_code == 200, answer.text
+    name = answer.json()["model"]
+    assert answer.headers["X-Harmony-Desk-Warning"] == (
+        f"model text-embedding-3-small is answered by {name}: its vectors, not OpenAI's")
 
 
 def test_the_unprefixed_path_answers_too(gguf: str) -> None:

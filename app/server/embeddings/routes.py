@@ -4,10 +4,12 @@ llama-server's unprefixed path and Databricks' SDK path).
 Guarantees: the answer is OpenAI's shape exactly — `{"object": "list", "data": [{"object":
 "embedding", "index", "embedding"}], "model", "usage": {"prompt_tokens", "total_tokens"}}`, one
 entry per input in order — with unit-length vectors (`convert`); the same input gives the same
-vector. A request is answered 4xx with a reason, never a 500: an unknown model is a 404
-(`model_not_found`), the chat model a 400 (`model_cannot_embed`) — and so is every request when
-no embedding model is loaded — an input the model cannot embed (empty, too long for its context,
-token ids it does not have) a 400 naming the input; a worker that fails is a 503.
+vector. The embedding model names clients hardcode (OpenAI's, `ALIASES`) are answered by the
+server's embedding model, and the warning header says so. A request is answered 4xx with a
+reason, never a 500: any other unknown model is a 404 (`model_not_found`), the chat model a 400
+(`model_cannot_embed`) — and so is every request when no embedding model is loaded — an input
+the model cannot embed (empty, too long for its context, token ids it does not have) a 400
+naming the input; a worker that fails is a 503.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from app.server.embeddings.wire import EmbeddingRequest
 from app.server.errors import ApiError, parse
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
+from app.server.running import warnings
 from app.server.served import ServedModel
 
 PATHS = (
@@ -40,10 +43,17 @@ _CODES = {
 }
 
 
-def _check_model(facts: EmbedderFacts, chat_name: str, model: str) -> None:
+ALIASES = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
+
+
+def _check_model(facts: EmbedderFacts, chat_name: str, model: str) -> str | None:
+    """None for the embedding model itself; for a name clients hardcode (`ALIASES`), what the
+    warning header says: another model's vectors answer it; else a 4xx naming the model."""
     name = facts.name
     if model in ("", name):
-        return
+        return None
+    if model in ALIASES:
+        return f"model {model} is answered by {name}: its vectors, not OpenAI's"
     if model == chat_name:
         said = f"{model} is a chat model: it has no embeddings here; ask for {name}"
         raise ApiError(400, said, param="model", code="model_cannot_embed")
@@ -72,7 +82,7 @@ class EmbeddingsRoute:
         embedder = self._embedder()
         asked = parse(EmbeddingRequest, body_of(request))
         facts = embedder.facts
-        _check_model(facts, self.served.name, asked.model)
+        alias = _check_model(facts, self.served.name, asked.model)
         check_dimensions(facts, asked.dimensions)
         inputs = inputs_of(asked.input)
         try:
@@ -90,7 +100,8 @@ class EmbeddingsRoute:
                 "data": data_of(cut(rows, asked.dimensions), asked.encoding_format),
                 "model": facts.name,
                 "usage": {"prompt_tokens": used, "total_tokens": used},
-            }
+            },
+            headers=warnings((), alias),
         )
 
 
