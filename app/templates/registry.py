@@ -154,7 +154,9 @@ def default_template_name(metadata: dict[str, Any]) -> str:
     text = metadata.get("tokenizer.chat_template")
     if arch == "gpt-oss":
         return "harmony"
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip():  # none of its own: its family's, if known
+        if arch.startswith("gemma"):
+            return "gemma"  # (as llama-server's `--chat-template gemma`; Gemma 3 270M has none)
         return "internlm" if arch.startswith("internlm") else "completion"
     if "<|im_start|>" in text:
         if "<function=" in text and "<parameter=" in text:

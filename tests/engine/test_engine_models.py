@@ -40,11 +40,11 @@ def test_gemma_is_assembled_with_progress_and_checked(tmp_path: Path, monkeypatc
     assert not list(tmp_path.glob("models/*.partial"))
 
 
-def test_gemma_is_a_base_model_with_the_completion_template(gemma_client: Any) -> None:
+def test_gemma_without_a_template_of_its_own_gets_its_familys_and_completion_still_works(gemma_client: Any) -> None:
     info = gemma_client.info
-    assert info.architecture == "gemma3"
-    assert default_template_name(info.metadata) == "completion"
-    template = get_template("completion")
+    assert info.architecture == "gemma3" and not info.metadata.get("tokenizer.chat_template")
+    assert default_template_name(info.metadata) == "gemma"  # tools and system prompts work
+    template = get_template("completion")  # a base model: plain continuation, when chosen
     session = ChatSession(gemma_client, template, sampling=Sampling(temperature=0.0), max_tokens=16)
     events = list(send(session, "The capital of France is"))
     answer = "".join(e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER)

@@ -72,6 +72,7 @@ def test_registry_names_and_errors() -> None:
      ({"general.architecture": "gemma3", "tokenizer.chat_template": "<start_of_turn>"}, "gemma"),
      ({"general.architecture": "llama", "tokenizer.chat_template": "<|start_header_id|>"}, "llama-3"),
      ({"general.architecture": "llama"}, "completion"),
+     ({"general.architecture": "gemma3"}, "gemma"),
      ({"general.architecture": "phi3", "tokenizer.chat_template": "{{ messages }}"}, "gguf-jinja")],
 )
 def test_default_template_from_metadata(metadata: dict[str, str], name: str) -> None:
