@@ -39,6 +39,7 @@ from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import SchemaError
+from app.server import request_log
 from app.server.asked import Asked
 from app.server.errors import ApiError
 from app.server.served import ServedModel
@@ -222,6 +223,7 @@ class Answer:
                 self.scored += piece.scored
         elif isinstance(event, GenerationDone):
             self.done = event
+            request_log.noted(event)
         elif isinstance(event, TurnFailed):
             self.failed = event.reason
         elif isinstance(event, JsonChecked):

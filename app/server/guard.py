@@ -10,7 +10,8 @@ this machine or a host the user allowed — a DNS-rebinding page gets 403; when 
 `x-api-key` (401 otherwise; it is never logged), which a rebinding page cannot, so the LAN
 names clients use are not refused; a body over the size limit is 413 and not read past it;
 each refusal is written in the shape of the API the path belongs to (`Routes.error_body`);
-every request is logged (method, path, status, tokens, duration; control characters escaped)
+every request is logged (method, path, status, duration, and each answer's prompt tokens —
+evaluated, reused, restored — and generated ones: `request_log`; control characters escaped)
 and counted.
 """
 
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 
+from app.server import request_log
 from app.server.errors import ApiError
 from app.server.intake import printable
 from app.server.options import LOOPBACK, ServeOptions
@@ -93,6 +95,7 @@ class Guard:
                 status[0] = message["status"]
             await send(message)
 
+        record = request_log.opened()
         try:
             await self._checked(scope, receive, sending, headers)
         finally:
@@ -102,8 +105,9 @@ class Guard:
                 printable(scope["path"]),
                 status[0],
                 (time.monotonic() - began) * 1000,
-                scope.get("harmony_desk_tokens", ""),
+                request_log.said(),
             )
+            request_log.closed(record)
 
     async def _checked(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
         token = self.options.token

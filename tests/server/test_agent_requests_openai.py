@@ -17,6 +17,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import copy
 import json
+import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -298,3 +300,15 @@ def test_what_a_chat_request_cannot_mean_here_is_a_400_that_names_it(
     asked = len(model.prompts)
     _refused(client.post("/v1/chat/completions", json={**OPENCODE, **change}), param, code)
     assert len(model.prompts) == asked
+
+
+def test_each_requests_log_line_says_what_its_answer_read_and_wrote(
+        served: tuple[TestClient, ScriptedClient], caplog: pytest.LogCaptureFixture) -> None:
+    client, _ = served
+    with caplog.at_level(logging.INFO, logger="server"):
+        client.post("/v1/chat/completions", json={**OPENCODE, "stream": True, "max_tokens": 32})
+        client.post("/v1/chat/completions", json={**OPENCODE, "stream": False, "max_tokens": 32, "n": 2})
+    lines = [r.getMessage() for r in caplog.records if r.name == "server" and "/v1/chat/completions" in r.getMessage()]
+    streamed, two = lines[-2:]
+    assert re.search(r"; prompt \d+ \(evaluated \d+, reused \d+, restored \d+\), generated \d+$", streamed), streamed
+    assert two.count("; prompt ") == 2, two  # one for each choice
