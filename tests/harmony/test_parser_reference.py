@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.domain.messages import Message
@@ -61,6 +61,7 @@ def test_whole_conversations_parse_like_the_reference(name: str, renderer: Rende
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tokens=special_heavy_tokens, role=st.sampled_from(["assistant", None]))
+@example(tokens=[200008, 200018], role="assistant")  # id 200018 as content: named as the app names it
 def test_strict_mode_agrees_with_reference_wherever_it_accepts(
     tokens: list[int], role: str | None, oracle: Any, encoding: HarmonyEncoding
 ) -> None:
