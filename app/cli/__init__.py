@@ -38,6 +38,7 @@ GROUPS = {
     "models": ("models", "the model library"),
     "mcp": ("mcp", "MCP servers: configuration and secrets"),
     "serve": ("serve", "an OpenAI-compatible server for the loaded model"),
+    "connect": ("connect", "point a coding agent's configuration at the server"),
     "documents": ("documents", "the documents library: index and search your files"),
     "templates": ("templates", "chat templates: the registry and template files"),
     "cache": ("cache", "KV snapshots of conversations, kept on disk"),

@@ -100,6 +100,7 @@ MAP = {
     "server": {"domain", "engine", "constrain", "templates", "images"},  # HTTP in, a turn out
     "documents": {"domain"},  # files to text, chunks, the index: no model, no window
     "images": {"domain", "documents"},  # image files checked and decoded, kept by content
+    "clients": set(),  # agent clients' configuration files, built and merged: pure
     # the window serves its own model: the server is one more thing the controllers drive
     "controllers": {
         "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store",
@@ -109,7 +110,7 @@ MAP = {
     # headless commands: anything below the window (the terminal chat loads no Qt)
     "cli": {
         "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store",
-        "library", "server", "documents", "images", "startup", "self_test",
+        "library", "server", "documents", "images", "startup", "self_test", "clients",
     },
 }
 # The two commands that open the window (`harmony-desk`, `replay --frontend window`) reach it
