@@ -86,21 +86,30 @@ class TerminalReply:
             self._said(event)
         self.out.flush()
 
-    def _show(self, index: int) -> None:
+    def _shows(self, index: int) -> bool:
         segment = self.builder.reply.segments[index]
-        if segment.kind not in ("answer", "preamble") or (
+        return segment.kind in ("answer", "preamble") and not (
             self.json_mode and segment.kind == "answer"
-        ):
+        )
+
+    def _show(self, index: int) -> None:
+        """Print what the segment gained; its trailing whitespace waits for what follows it
+        (a message that turns out to be a call spelt out keeps none of it)."""
+        if not self._shows(index):
             return
-        printed = self._printed.get(index, 0)
-        if len(segment.text) > printed:
-            self.out.write(segment.text[printed:])
-            self._printed[index] = len(segment.text)
+        text = self.builder.reply.segments[index].text
+        printed, upto = self._printed.get(index, 0), len(text.rstrip())
+        if upto > printed:
+            self.out.write(text[printed:upto])
+            self._printed[index] = upto
 
     def _end(self, event: MessageDone) -> None:
         index = self.builder.segments.get(event.index)
-        if index is not None and self._printed.get(index):
-            self.out.write("\n")
+        if index is not None and self._shows(index):
+            text = self.builder.reply.segments[index].text
+            if text:  # (what was held back, then the line's end)
+                self.out.write(text[self._printed.get(index, 0) :] + "\n")
+                self._printed[index] = len(text)
         elif event.lane is Lane.ANALYSIS and self.show_analysis:
             self.err.write("\n")
 

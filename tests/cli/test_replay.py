@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.cli.replay import replay_terminal
@@ -87,6 +87,7 @@ pieces = st.lists(st.one_of(st.sampled_from(SPECIALS).map(lambda t: [t]), st.sam
 
 @settings(max_examples=150, deadline=None)
 @given(pieces)
+@example([[200005], "final", [200008], " to=functions.get_weather"])  # a call spelt out: no space shown
 def test_generated_outputs_keep_the_visibility_rules(parts: list[Any]) -> None:
     encoding = enc.load_encoding()
     ids = [t for p in parts for t in (p if isinstance(p, list) else encoding.encode_ordinary(p))]

@@ -61,7 +61,7 @@ def test_a_scan_describes_each_model_from_its_header(
         g.parameters == read_gguf(gemma_model).parameter_count
         and g.file_size == gemma_model.stat().st_size
     )
-    assert g.template == "completion" and not g.has_chat_template and g.usable  # a base model
+    assert g.template == "gemma" and not g.has_chat_template and g.usable  # no template of its own: its family's
     t = entries["tiny"]
     assert (t.architecture, t.template, t.vocab_size) == ("gpt-oss", "harmony", 201088)
     assert not entries["broken"].usable and entries["broken"].problem == (

@@ -83,7 +83,7 @@ def test_ctrl_l_lists_every_model_with_badges_filters_and_enter_loads(
     by_title = {r["title"]: r for r in rows.values()}
     smol, gemma = by_title["SmolLM2 135M Instruct"], by_title["Gemma 3 270M"]
     assert smol["badges"] == ["tools"] and smol["facts"].startswith("Bundled · llama · 135M · Q4_1 · 8K context")
-    assert gemma["badges"] == [] and "prepared on first use" in gemma["facts"]  # listed before it is assembled
+    assert gemma["badges"] == ["tools"] and "prepared on first use" in gemma["facts"]  # Gemma's template: tools
     assert not (home / "cache" / "models" / "gemma-3-270m-q4_k_m.gguf").exists()
     tools, plain = rows[str(models["tools"])], rows[str(models["plain"])]
     assert tools["badges"] == ["tools", "reasoning"]  # qwen3's template: hermes calls, <think>
