@@ -21,9 +21,8 @@ Guarantees:
 - `anchored(state, window)` is the state with every section after the first filled down to
   position 0, only where every filled position is outside the window of the next token; the
   first section (the whole-attention cache) must already start at 0. None when it cannot be.
-- `floor(state)` is the lowest position from which every section holds real cells: a restore
-  may be cut back to `count` tokens only when the window of the token at `count` starts at or
-  above it (`cuttable`).
+- `cuttable(count, floor, window)`: a state whose real cells start at `floor` may be cut back to
+  `count` tokens only when the window of the token at `count` starts at or above it.
 """
 
 from __future__ import annotations
@@ -196,15 +195,6 @@ def anchored(state: bytes, window: int) -> bytes | None:
             streams.append(_filled(stream, first))
         sections.append(Section(tuple(streams)))
     return encode(Layout(layout.header, tuple(sections)))
-
-
-def floor(state: bytes) -> int | None:
-    """The lowest position from which every section holds real cells (None: not parsed)."""
-    layout = parse(state)
-    if layout is None:
-        return None
-    starts = [first for section in layout.sections for first, _ in _starts(section)]
-    return max(starts, default=0)
 
 
 def cuttable(count: int, floor: int, window: int) -> bool:
