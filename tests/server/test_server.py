@@ -254,6 +254,7 @@ def test_the_guard_host_size_and_embeddings(smol: str) -> None:
 def test_two_clients_are_served_side_by_side_and_a_disconnect_stops_the_generation(smol: str) -> None:
     times: dict[str, list[float]] = {"a": [], "b": []}
     texts = {"a": "", "b": ""}
+    began = threading.Event()
 
     def stream(name: str) -> None:
         for chunk in _client(smol).chat.completions.create(
@@ -262,10 +263,11 @@ def test_two_clients_are_served_side_by_side_and_a_disconnect_stops_the_generati
             if chunk.choices and chunk.choices[0].delta.content:
                 times[name].append(time.monotonic())
                 texts[name] += chunk.choices[0].delta.content
+                began.set()
 
     first = threading.Thread(target=stream, args=("a",))
     first.start()
-    time.sleep(0.3)  # a asked first
+    assert began.wait(60)  # a asked first, and is answering (not a fixed sleep: a fast machine ends it)
     second = threading.Thread(target=stream, args=("b",))
     second.start()
     first.join(120)
