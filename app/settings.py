@@ -31,7 +31,9 @@ log = logging.getLogger("store")
 
 APPEARANCE = SettingsPage("Appearance", ("Look",), "palette-outline")
 CHAT = SettingsPage("Chat", ("New messages",), "chat-outline")
-MODEL = SettingsPage("Model & performance", ("Loading a model", "Generation", "Downloads"), "chip")
+MODEL = SettingsPage(
+    "Model & performance", ("Loading a model", "Generation", "Downloads", "Local server"), "chip"
+)
 PRIVACY = SettingsPage(
     "Privacy & data", ("Deleted chats", "Conversation cache"), "shield-lock-outline"
 )
@@ -138,6 +140,22 @@ class Settings(Declared):
         "auto",
         description="Layers on the GPU for models without their own choice (auto: all, where"
         " llama.cpp can offload).",
+    )
+
+    server_idle_minutes: Annotated[
+        int, Shown("Unload idle models after", MODEL, "Local server", unit=" min", zero="Never")
+    ] = Field(
+        15,
+        ge=0,
+        le=10_080,
+        description="A model the local server loaded for a client is unloaded when no request"
+        " has used it for this long (0: kept until the server stops); the server's own model"
+        " and pinned ones stay.",
+    )
+    server_aliases: Annotated[tuple[str, ...], Shown("Model names", None)] = Field(
+        ("*=",),
+        description="Names clients ask for, as PATTERN=MODEL (MODEL empty: the server's default"
+        " model), tried in order; without `*=` a name the server does not serve is refused.",
     )
 
     def endpoint(self, name: str) -> Endpoint | None:

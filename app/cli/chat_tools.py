@@ -22,7 +22,7 @@ from app.tools.mcp.tools import MCP_PREFIX, McpPool
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
 
 if TYPE_CHECKING:
-    from app.cli.local_model import Loaded
+    from app.engine.local.serving import Loaded
     from app.engine.local.session import ChatSession
     from app.engine.remote.session import RemoteSession
     from app.tools.mcp.sampling import SampleRequest

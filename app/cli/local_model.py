@@ -14,28 +14,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from app.cli.progress import Progress
 from app.domain.declared import setting
-from app.domain.sampling import Sampling
 from app.domain.terminal import raw_terminal
 from app.engine.cores import default_threads
 from app.engine.local.client import WorkerClient
-from app.engine.protocol import SnapshotSettings
+from app.engine.local.serving import Loaded, load_chosen
 from app.errors import HarmonyDeskError, InvalidInputError, validation_problems
 from app.library.projectors import projector_for
 from app.settings import load_settings
-from app.templates.base import Template
 from app.templates.choices import ChoiceStore, ModelChoice
 from app.templates.files import TemplateFileError
 from app.templates.registry import (
     TemplateError,
-    default_template_name,
     get_template,
     register_file,
 )
@@ -166,16 +161,6 @@ def _projector_arg(given: str | None) -> str | None:
     return str(path.resolve())
 
 
-@dataclass(frozen=True)
-class Loaded:
-    """What was loaded: the worker's report, the template and the sampling for the model."""
-
-    path: str
-    info: Any
-    template: Template
-    sampling: Sampling
-
-
 def _default_context(path: str, args: argparse.Namespace, projector: Path | None) -> int:
     """The context a load without `--ctx` gets: 4,096 for a chat; for `serve` (which has
     `--parallel`: agents send prompts of 6k-25k tokens), the model's trained context, halved
@@ -214,33 +199,34 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     choice = ChoiceStore().remember(path, _choice(args))
     if getattr(args, "chat_template", None) is not None:  # this run's template, from its file
         choice = choice.model_copy(update={"template": args.template})
-    settings = load_settings()
     progress = Progress(f"Loading {Path(path).name}")
     progress.start()
+    projector = projector_for(path, choice.projector)
     try:
-        info = client.load(
+        loaded = load_chosen(
+            client,
             path,
-            n_ctx=args.ctx or _default_context(path, args, projector_for(path, choice.projector)),
-            n_threads=args.threads,
-            on_progress=progress,
-            settings=choice.load_settings(settings.gpu_layers),
-            snapshots=SnapshotSettings.of(settings.kv_cache_gib, getattr(args, "cache_ram", 2048)),
+            choice,
+            n_ctx=args.ctx or _default_context(path, args, projector),
+            threads=args.threads,
             sequences=getattr(args, "parallel", None) or 1,
-            projector=projector_for(path, choice.projector),
+            cache_ram=getattr(args, "cache_ram", 2048),
+            projector=projector,
+            seed=args.seed,
+            on_progress=progress,
         )
     except BaseException:
         progress.abandon()
         raise
-    name = choice.template or default_template_name(info.metadata)
+    info = loaded.info
     where = info.placement.words() if info.placement else "CPU"
     sees = f", with its projector {Path(info.projector).name}" if info.projector else ""
     progress.end(
         f"Loaded {info.architecture} model {Path(path).name}{sees} in {progress.elapsed:.1f} s"
-        f" ({info.n_ctx} context, template {name}, on {where}, {info.n_threads} threads)."
+        f" ({info.n_ctx} context, template {loaded.template.name}, on {where},"
+        f" {info.n_threads} threads)."
     )
-    template = get_template(name).for_model(info.metadata)
-    sampling = choice.apply(template.defaults).sampling(seed=args.seed)
-    return Loaded(path, info, template, sampling)
+    return loaded
 
 
-__all__ = ["Loaded", "add_model_arguments", "load_model", "status"]
+__all__ = ["add_model_arguments", "load_model", "status"]

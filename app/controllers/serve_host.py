@@ -7,8 +7,12 @@ turns run on the window's engine thread and the worker's reserved sequence, neve
 behind a client; it binds to 127.0.0.1 only, with the same
 deadlines and connection limit as `serve` (`app.server.listen`); `start` says why
 it could not (the port taken, no model loaded) and leaves nothing running; `stop` ends it and
-its thread; the request count is what the server counted. Importing this module loads nothing
-of the server (`app.server`, starlette, uvicorn): `start` does.
+its thread, and unloads the models it loaded; the request count is what the server counted.
+A request naming another model of the library loads it in a worker of its own (`fleet`:
+within the memory free when the server started, idle ones unloaded after the settings' time,
+the settings' aliases), while the window's model is the server's default, shared with the
+window and never unloaded by the server. Importing this module loads nothing of the server
+(`app.server`, starlette, uvicorn): `start` does.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:  # the server package (starlette, uvicorn) loads when a server
     from app.controllers.bridge import EngineBridge
     from app.controllers.model_host import ModelHost
     from app.engine.local.session import ChatSession
+    from app.server.fleet import Fleet
     from app.server.served import ServedModel
 
 START_S = 10.0
@@ -43,6 +48,7 @@ class ServeHost:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.served: ServedModel | None = None
+        self.fleet: Fleet | None = None
         self.address = ""
 
     @property
@@ -57,9 +63,16 @@ class ServeHost:
         import uvicorn
 
         from app.documents.embedder import WordLlamaEmbedder
+        from app.engine.local.memory import available_memory
+        from app.engine.local.serving import Models
+        from app.server.aliases import Aliases
+        from app.server.claims import Resident
+        from app.server.fleet import Fleet
+        from app.server.library_models import LibraryModels
         from app.server.listen import server_config  # uvicorn loads when a server starts
         from app.server.options import ServeOptions
         from app.server.served import ServedModel
+        from app.settings import load_settings
 
         template = self.host.template
         if not self.host.ready or template is None:
@@ -67,9 +80,10 @@ class ServeHost:
         if self.running:
             return self.address
         name = Path(self.host.path).stem or self.host.name
+        engine = cf.ThreadPoolExecutor(max_workers=CLIENTS_AT_ONCE, thread_name_prefix="client")
         served = ServedModel(
             name=name,
-            engine=cf.ThreadPoolExecutor(max_workers=CLIENTS_AT_ONCE, thread_name_prefix="client"),
+            engine=engine,
             session=self._session,
             template=template,
             n_ctx=self.host.n_ctx or 4096,
@@ -77,8 +91,16 @@ class ServeHost:
             use=self.host.worker.sequence_use if self.host.worker is not None else None,
             embedder=WordLlamaEmbedder(),  # /v1/embeddings: the app's document embedding model
         )
+        settings = load_settings()
+        fleet = Fleet(
+            Resident(served, 0, self.host.path),  # counted in what is free already; the window's
+            loader=LibraryModels(Models(settings.threads or None, settings.parallel), engine),
+            budget=available_memory(),
+            idle_s=settings.server_idle_minutes * 60 or None,
+            aliases=Aliases.of(settings.server_aliases),
+        )
         options = ServeOptions(port=port)
-        server = uvicorn.Server(server_config(served, options))
+        server = uvicorn.Server(server_config(fleet, options))
         thread = threading.Thread(target=server.run, name="local-server", daemon=True)
         thread.start()
         deadline = time.monotonic() + START_S
@@ -90,7 +112,7 @@ class ServeHost:
             raise ServeError(
                 f"the server could not listen on 127.0.0.1:{port} (is the port in use?)"
             )
-        self._server, self._thread, self.served = server, thread, served
+        self._server, self._thread, self.served, self.fleet = server, thread, served, fleet
         self.address = f"http://127.0.0.1:{port}/v1"
         return self.address
 
@@ -104,6 +126,9 @@ class ServeHost:
             server.should_exit = True
         if thread is not None:
             thread.join(5)
+        if self.fleet is not None:
+            self.fleet.close()
+            self.fleet = None
         if self.served is not None:
             self.served.engine.shutdown(wait=False, cancel_futures=True)
 

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.server.errors import ApiError
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
-from app.server.served import ServedModel
 
 PATH = "/serving-endpoints/{name}/invocations"
 _BY_FIELD = (  # the field a body has → the path whose handler answers it
@@ -25,7 +25,7 @@ _BY_FIELD = (  # the field a body has → the path whose handler answers it
 )
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
     """Add the invocations route to `routes` (the APIs it answers for already attached)."""
     handlers = [(field, routes.handler(path)) for field, path in _BY_FIELD]
 

@@ -18,6 +18,7 @@ from uvicorn import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.server.app import make_app
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.served import ServedModel
 
@@ -53,8 +54,9 @@ class _HeadDeadline(H11Protocol):
         super().connection_lost(exc)
 
 
-def server_config(served: ServedModel, options: ServeOptions, **extra: Any) -> Config:
-    """The uvicorn configuration serving `served` (see the module guarantees)."""
+def server_config(served: ServedModel | Fleet, options: ServeOptions, **extra: Any) -> Config:
+    """The uvicorn configuration serving `served`: one model, or several (see the module
+    guarantees)."""
     protocol = type("HeadDeadline", (_HeadDeadline,), {"head_timeout_s": options.head_timeout_s})
     return Config(
         make_app(served, options),

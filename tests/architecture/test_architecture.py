@@ -97,7 +97,7 @@ MAP = {
     "engine": {"domain", "harmony", "templates", "tools", "constrain", "gguf", "images"},
     "store": {"domain", "harmony"},
     "library": {"domain", "gguf", "templates"},
-    "server": {"domain", "engine", "constrain", "templates", "images"},  # HTTP in, a turn out
+    "server": {"domain", "engine", "constrain", "templates", "images", "library"},  # HTTP in, a turn out
     "documents": {"domain"},  # files to text, chunks, the index: no model, no window
     "images": {"domain", "documents"},  # image files checked and decoded, kept by content
     "clients": set(),  # agent clients' configuration files, built and merged: pure

@@ -124,7 +124,8 @@ def left_midway(base: str, path: str, body: dict[str, Any], lines: int) -> tuple
 def test_chat_whole_and_streamed_on_the_default_model(smol: str) -> None:
     client = _client(smol)
     models = client.models.list().data
-    assert [m.id for m in models][1:] == ["wordllama-l2-supercat-256"]  # the chat model, then the embedding one
+    assert [m.id for m in models][1] == "wordllama-l2-supercat-256"  # the chat model, then the embedding one
+    assert all((m.model_extra or {})["status"] == {"value": "unloaded"} for m in models[2:])  # the library's
     assert "SmolLM2" in models[0].id
     ask = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Say hello."}]
     whole = client.chat.completions.create(model=models[0].id, messages=ask, max_tokens=24, seed=7, temperature=0)

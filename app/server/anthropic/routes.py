@@ -37,6 +37,7 @@ from app.server.anthropic.convert import asked
 from app.server.anthropic.wire import CountRequest, MessagesRequest
 from app.server.asked import Asked, Target, off_loop
 from app.server.errors import ApiError, parse
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import Running, start, stopped, warnings
@@ -70,22 +71,25 @@ def shape(error: ApiError) -> dict[str, Any]:
 
 
 class MessagesRoute:
-    """The Messages endpoints of one served model (see the module guarantees)."""
+    """The Messages endpoints of the models served (see the module guarantees)."""
 
-    def __init__(self, served: ServedModel, options: ServeOptions) -> None:
-        self.served, self.target = served, Target.of(served, options)
+    def __init__(self, fleet: Fleet, options: ServeOptions) -> None:
+        self.fleet, self.options = fleet, options
 
-    async def _asked(self, request: CountRequest) -> Asked:
-        return await off_loop(partial(asked, request, self.target), request.has_images)
+    async def _asked(self, request: CountRequest) -> tuple[ServedModel, Asked]:
+        served = await self.fleet.claim(request.model)
+        target = Target.of(served, self.options)
+        return served, await off_loop(partial(asked, request, target), request.has_images)
 
     async def messages(self, request: Request) -> Response:
         asked_for = parse(MessagesRequest, body_of(request))
-        run = await start(self.served, await self._asked(asked_for), request.is_disconnected)
+        served, what = await self._asked(asked_for)
+        run = await start(served, what, request.is_disconnected)
         head = {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
-            "model": self.served.name,
+            "model": served.name,
         }
         blocks = Blocks(asked_for.thinks)
         if asked_for.stream:
@@ -112,9 +116,8 @@ class MessagesRoute:
     async def count_tokens(self, request: Request) -> Response:
         """`{"input_tokens": N}`: the prompt a request with this body would render."""
         counted = parse(CountRequest, body_of(request))
-        asked = await self._asked(counted)
+        served, asked = await self._asked(counted)
         conversation, tenant = asked.conversation, asked.generation.tenant
-        served = self.served
 
         def make() -> Any:
             session = served.session()
@@ -179,9 +182,10 @@ async def _prompt_size(run: Running) -> int:
             return 0
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
-    """Add the Messages routes of `served` to `routes`, their errors in Anthropic's shape."""
-    api = MessagesRoute(served, options)
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
+    """Add the Messages routes of `fleet`'s models to `routes`, their errors in Anthropic's
+    shape."""
+    api = MessagesRoute(fleet, options)
     routes.post(PATHS, api.messages, shape)
     routes.post(COUNT_PATHS, api.count_tokens, shape)
 

@@ -26,10 +26,10 @@ from app.server.chat.convert import asked
 from app.server.chat.effort import said, taken_as
 from app.server.chat.wire import ChatRequest
 from app.server.errors import parse
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import start
-from app.server.served import ServedModel
 
 PATHS = (
     "/v1/chat/completions",
@@ -39,23 +39,25 @@ PATHS = (
 
 
 class ChatRoute:
-    """The chat endpoint of one served model (see the module guarantees)."""
+    """The chat endpoint of the models served (see the module guarantees)."""
 
-    def __init__(self, served: ServedModel, options: ServeOptions) -> None:
-        self.served, self.target = served, Target.of(served, options)
+    def __init__(self, fleet: Fleet, options: ServeOptions) -> None:
+        self.fleet, self.options = fleet, options
         self.field = options.reasoning_field
 
     async def __call__(self, request: Request) -> Response:
         asked_for = parse(ChatRequest, body_of(request))
-        what = await off_loop(partial(asked, asked_for, self.target), asked_for.has_images)
-        shape = Shape.of(asked_for, self.served.name, self.field)
+        served = await self.fleet.claim(asked_for.model)
+        target = Target.of(served, self.options)
+        what = await off_loop(partial(asked, asked_for, target), asked_for.has_images)
+        shape = Shape.of(asked_for, served.name, self.field)
         disconnected = request.is_disconnected
         note = taken_as(asked_for.reasoning_effort, "reasoning_effort", what.ignored)
         if asked_for.n > 1:
             return await choices(
-                self.served, what, shape, asked_for.n, asked_for.stream, disconnected, note
+                served, what, shape, asked_for.n, asked_for.stream, disconnected, note
             )
-        run = await start(self.served, what, disconnected)
+        run = await start(served, what, disconnected)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             stream = chunks(run, shape)
@@ -66,9 +68,9 @@ class ChatRoute:
         return JSONResponse(whole(run, shape), headers=headers)
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
-    """Add the chat routes of `served` to `routes`."""
-    routes.post(PATHS, ChatRoute(served, options))
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
+    """Add the chat routes of `fleet`'s models to `routes`."""
+    routes.post(PATHS, ChatRoute(fleet, options))
 
 
 __all__ = ["PATHS", "ChatRoute", "attach"]

@@ -27,6 +27,7 @@ from app.server.asked import Target
 from app.server.completions.convert import generation_of, prompt_of
 from app.server.completions.wire import CompletionRequest
 from app.server.errors import ApiError, parse
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import event, fingerprint, first_of, warnings
@@ -72,15 +73,21 @@ class Text:
 
 
 class CompletionsRoute:
-    """The completions endpoint of one served model (see the module guarantees)."""
+    """The completions endpoint of the models served (see the module guarantees)."""
 
-    def __init__(self, served: ServedModel, options: ServeOptions) -> None:
-        self.served, self.target = served, Target.of(served, options)
+    def __init__(self, fleet: Fleet, options: ServeOptions) -> None:
+        self.fleet, self.options = fleet, options
 
-    def _job(self, prompt: str, generation: GenerationRequest, cancel: threading.Event) -> Any:
+    def _job(
+        self,
+        served: ServedModel,
+        prompt: str,
+        generation: GenerationRequest,
+        cancel: threading.Event,
+    ) -> Any:
         def make() -> Iterator[Any]:
             try:
-                yield from self.served.session().complete(prompt, generation, cancel)
+                yield from served.session().complete(prompt, generation, cancel)
             except ContextError as exc:
                 raise ApiError(
                     400, exc.message, param=exc.field, code="context_length_exceeded"
@@ -90,17 +97,19 @@ class CompletionsRoute:
 
     async def __call__(self, request: Request) -> Response:
         asked_for: CompletionRequest = parse(CompletionRequest, body_of(request))
+        served = await self.fleet.claim(asked_for.model)
+        target = Target.of(served, self.options)
         prompt = prompt_of(asked_for)
         cancel = threading.Event()
-        make = self._job(prompt, generation_of(asked_for, self.target), cancel)
-        events = on_engine(self.served.engine, make, cancel, self.served.stats)
-        warn = warnings(asked_for.ignored(), *self.target.clamped(asked_for.budget))
+        make = self._job(served, prompt, generation_of(asked_for, target), cancel)
+        events = on_engine(served.engine, make, cancel, served.stats)
+        warn = warnings(asked_for.ignored(), *target.clamped(asked_for.budget))
         head = {
             "id": f"cmpl-{uuid.uuid4().hex[:24]}",
             "object": "text_completion",
             "created": int(time.time()),
-            "model": self.served.name,
-            "system_fingerprint": fingerprint(self.served.name),
+            "model": served.name,
+            "system_fingerprint": fingerprint(served.name),
         }
         text = Text(asked_for.stops, cancel)
         first, watcher = await first_of(events, request.is_disconnected, cancel)
@@ -151,9 +160,9 @@ async def _chunks(
     yield b"data: [DONE]\n\n"
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
-    """Add the completions routes of `served` to `routes`."""
-    routes.post(PATHS, CompletionsRoute(served, options))
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
+    """Add the completions routes of `fleet`'s models to `routes`."""
+    routes.post(PATHS, CompletionsRoute(fleet, options))
 
 
 __all__ = ["PATHS", "CompletionsRoute", "Text", "attach"]

@@ -25,10 +25,10 @@ from app.errors import WorkerError
 from app.server.embeddings.convert import check_dimensions, cut, data_of, inputs_of
 from app.server.embeddings.wire import EmbeddingRequest
 from app.server.errors import ApiError, parse
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import warnings
-from app.server.served import ServedModel
 
 PATHS = (
     "/v1/embeddings",
@@ -46,7 +46,7 @@ _CODES = {
 ALIASES = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
 
 
-def _check_model(facts: EmbedderFacts, chat_name: str, model: str) -> str | None:
+def _check_model(facts: EmbedderFacts, fleet: Fleet, model: str) -> str | None:
     """None for the embedding model itself; for a name clients hardcode (`ALIASES`), what the
     warning header says: another model's vectors answer it; else a 4xx naming the model."""
     name = facts.name
@@ -54,7 +54,7 @@ def _check_model(facts: EmbedderFacts, chat_name: str, model: str) -> str | None
         return None
     if model in ALIASES:
         return f"model {model} is answered by {name}: its vectors, not OpenAI's"
-    if model == chat_name:
+    if fleet.serves(model):
         said = f"{model} is a chat model: it has no embeddings here; ask for {name}"
         raise ApiError(400, said, param="model", code="model_cannot_embed")
     said = f"the model {model!r} does not exist here; the embedding model is {name}"
@@ -62,27 +62,28 @@ def _check_model(facts: EmbedderFacts, chat_name: str, model: str) -> str | None
 
 
 class EmbeddingsRoute:
-    """The embeddings endpoint beside one served chat model (see the module guarantees)."""
+    """The embeddings endpoint beside the served chat models (see the module guarantees)."""
 
-    def __init__(self, served: ServedModel) -> None:
-        self.served = served
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
 
     def _embedder(self) -> Embedder:
-        if self.served.embedder is None:
+        served = self.fleet.default
+        if served.embedder is None:
             raise ApiError(
                 400,
-                f"{self.served.name} is a chat model: it has no embeddings here; load an"
+                f"{served.name} is a chat model: it has no embeddings here; load an"
                 " embedding model to use /v1/embeddings",
                 param="model",
                 code="model_cannot_embed",
             )
-        return self.served.embedder
+        return served.embedder
 
     async def __call__(self, request: Request) -> Response:
         embedder = self._embedder()
         asked = parse(EmbeddingRequest, body_of(request))
         facts = embedder.facts
-        alias = _check_model(facts, self.served.name, asked.model)
+        alias = _check_model(facts, self.fleet, asked.model)
         check_dimensions(facts, asked.dimensions)
         inputs = inputs_of(asked.input)
         try:
@@ -105,9 +106,9 @@ class EmbeddingsRoute:
         )
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
-    """Add the embeddings routes of `served` to `routes`."""
-    routes.post(PATHS, EmbeddingsRoute(served))
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
+    """Add the embeddings routes beside `fleet`'s models to `routes`."""
+    routes.post(PATHS, EmbeddingsRoute(fleet))
 
 
 __all__ = ["PATHS", "EmbeddingsRoute", "attach"]

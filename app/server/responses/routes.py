@@ -22,29 +22,31 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from app.server.asked import Target, off_loop
 from app.server.chat.effort import said, taken_as
 from app.server.errors import parse
+from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.responses.convert import asked
 from app.server.responses.output import Stream, shell, whole
 from app.server.responses.wire import ResponsesRequest
 from app.server.routing import Routes, body_of
 from app.server.running import start
-from app.server.served import ServedModel
 
 PATHS = ("/v1/responses", "/responses")  # `/responses`: llama-server's unprefixed path
 
 
 class ResponsesRoute:
-    """The Responses endpoint of one served model (see the module guarantees)."""
+    """The Responses endpoint of the models served (see the module guarantees)."""
 
-    def __init__(self, served: ServedModel, options: ServeOptions) -> None:
-        self.served, self.target = served, Target.of(served, options)
+    def __init__(self, fleet: Fleet, options: ServeOptions) -> None:
+        self.fleet, self.options = fleet, options
 
     async def __call__(self, request: Request) -> Response:
         asked_for = parse(ResponsesRequest, body_of(request))
-        what = await off_loop(partial(asked, asked_for, self.target), asked_for.has_images)
+        served = await self.fleet.claim(asked_for.model)
+        target = Target.of(served, self.options)
+        what = await off_loop(partial(asked, asked_for, target), asked_for.has_images)
         note = taken_as(asked_for.effort, "reasoning.effort", what.ignored)
-        run = await start(self.served, what, request.is_disconnected)
-        started = shell(self.served.name, asked_for)
+        run = await start(served, what, request.is_disconnected)
+        started = shell(served.name, asked_for)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
             events = Stream(run, started).events()
@@ -59,9 +61,9 @@ class ResponsesRoute:
         return JSONResponse(whole(started, run.answer), headers=headers)
 
 
-def attach(routes: Routes, served: ServedModel, options: ServeOptions) -> None:
-    """Add the Responses routes of `served` to `routes`."""
-    routes.post(PATHS, ResponsesRoute(served, options))
+def attach(routes: Routes, fleet: Fleet, options: ServeOptions) -> None:
+    """Add the Responses routes of `fleet`'s models to `routes`."""
+    routes.post(PATHS, ResponsesRoute(fleet, options))
 
 
 __all__ = ["PATHS", "ResponsesRoute", "attach"]
