@@ -1,6 +1,7 @@
 """What coding agents send to the OpenAI routes in good faith is taken: Codex's first Responses
 request (`include`, `prompt_cache_key`, `client_metadata`, `store: false`, a reasoning summary,
-`text.verbosity`, a `web_search` and a `namespace` tool beside its functions, a stream) and the
+`text.verbosity`, a `web_search` tool and a `namespace` of MCP tools beside its functions — the
+namespace offered flattened, `test_responses_codex_tools.py` —, a stream) and the
 chat request of OpenCode, Qwen Code, aider and the `openai` SDK (`prompt_cache_key`,
 `verbosity`, `service_tier`, `stream_options.include_obfuscation`, `reasoning_effort:
 "minimal"`, `safety_identifier`, `prediction`, `store`, `metadata`, `modalities: ["text"]`,
@@ -156,8 +157,7 @@ def test_codexs_first_request_is_answered_with_the_tools_it_cannot_run_named(ser
     answer = client.post("/v1/responses", json=CODEX)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/event-stream")
-    assert answer.headers[WARNING] == ("reasoning.summary, text.verbosity, web_search tool, namespace tool"
-                                       " are not supported: ignored")
+    assert answer.headers[WARNING] == "reasoning.summary, text.verbosity, web_search tool are not supported: ignored"
     events = _events(answer.text)
     assert [v for e in events for v in event_violations(e)] == []
     assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
@@ -168,7 +168,7 @@ def test_codexs_first_request_is_answered_with_the_tools_it_cannot_run_named(ser
     prompt = model.encoding.decode(model.prompts[-1])
     assert INSTRUCTIONS in prompt and PERMISSIONS in prompt and ENVIRONMENT in prompt and TASK in prompt
     assert "type shell = " in prompt and "type update_plan = " in prompt and "type view_image = " in prompt
-    assert "lookup_quagga" not in prompt and "web_search" not in prompt and "zebradocs" not in prompt
+    assert "type mcp__zebradocs__lookup_quagga = " in prompt and "web_search" not in prompt
     assert "Reasoning: medium" in prompt
 
 
@@ -190,7 +190,7 @@ def test_codexs_next_request_sends_back_its_reasoning_call_and_output(served: tu
 
 @pytest.mark.parametrize(("change", "said"), [
     ({"reasoning": {"effort": "minimal", "summary": "auto"}},
-     'reasoning.summary, text.verbosity, web_search tool, namespace tool are not supported: ignored; '
+     'reasoning.summary, text.verbosity, web_search tool are not supported: ignored; '
      'reasoning.effort "minimal" is taken as "low", the nearest this server has'),
     ({"reasoning": {"effort": "high", "summary": "none"}, "text": {"format": {"type": "text"}}, "tools": [SHELL],
       "service_tier": "priority", "top_logprobs": 3, "include": ["message.output_text.logprobs"],
@@ -199,8 +199,9 @@ def test_codexs_next_request_sends_back_its_reasoning_call_and_output(served: tu
      'top_logprobs, include "message.output_text.logprobs", service_tier, stream_options.include_obfuscation'
      " are not supported: ignored"),
     ({"reasoning": {"effort": "low"}, "text": {"format": {"type": "text"}}, "tools": [SHELL, {"type": "custom",
-      "name": "apply_patch", "description": "Applies a patch.", "format": {"type": "text"}}]},
-     "custom tool is not supported: ignored"),
+      "name": "apply_patch", "description": "Applies a patch.",
+      "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}]},
+     "custom tool grammars (apply_patch) are described to the model, not enforced"),
 ])
 def test_what_a_responses_request_gives_and_is_not_applied_is_named(
         served: tuple[TestClient, ScriptedClient], change: dict[str, Any], said: str) -> None:
@@ -213,9 +214,8 @@ def test_what_a_responses_request_gives_and_is_not_applied_is_named(
 @pytest.mark.parametrize(("change", "param", "code", "said"), [
     ({"frobnicate": True}, "frobnicate", "unknown_field", "unknown field 'frobnicate'"),
     ({"tool_choice": {"type": "web_search"}}, "tool_choice", "unsupported_tool", "forces a web_search tool"),
-    ({"tool_choice": {"type": "custom", "name": "apply_patch"}}, "tool_choice", "unsupported_tool", "custom"),
-    ({"tools": [WEB_SEARCH, NAMESPACE], "tool_choice": "required"}, "tool_choice", "unsupported_tool",
-     "web_search tool or namespace tool"),
+    ({"tool_choice": {"type": "custom", "name": "apply_patch"}}, "tool_choice", None, "not among the tools"),
+    ({"tools": [WEB_SEARCH], "tool_choice": "required"}, "tool_choice", "unsupported_tool", "web_search tool"),
     ({"tool_choice": {"type": "function", "name": "lookup_quagga"}}, "tool_choice", None, "not among the tools"),
     ({"tools": [SHELL, {"type": "frobnicator"}]}, "tools.1.type", "unsupported_tool", "'frobnicator'"),
     ({"include": ["reasoning.everything"]}, "include.0", "invalid_value", "include.0"),

@@ -1,19 +1,24 @@
 """A Responses API request as the app's own `Asked`, converted straight from its input items.
 
 Guarantees: `instructions` and `system`/`developer` messages become the developer instructions;
-messages, `function_call` items (one assistant turn for calls side by side) and their
-`function_call_output` items (paired by `call_id`) become the shared conversation
+messages, `function_call` and `custom_tool_call` items (one assistant turn for calls side by
+side; a custom tool's `input` as the one string argument it is offered with, a namespaced
+call under its flattened name: `tools`) and their `function_call_output` and
+`custom_tool_call_output` items (paired by `call_id`) become the shared conversation
 (`app/server/transcript.py`), a `reasoning` item's text (its `content`, else its `summary`) kept
 before the calls that follow it — its `encrypted_content`, which only OpenAI can read, is not
 applied and said so; a message's `input_image` parts (a `data:` URL in `image_url`) become its
-images in their place among its text, checked and held for the engine; function tools,
-`tool_choice`, `reasoning.effort` (one the template has no word for as the nearest it has:
+images in their place among its text, checked and held for the engine; the tools as
+`tools.offered` offers them (functions, custom tools, namespaces), `tool_choice` (a
+`{"type": "custom", "name": ...}` forces that custom tool as a named function is forced),
+`reasoning.effort` (one the template has no word for as the nearest it has:
 `chat.effort`), `text.format`, `max_output_tokens`, `temperature`, `top_p` and
 `truncation: "auto"` (drop-middle) become the one `GenerationRequest` under the rules every API
 shares (`app/server/asked.py`). A tool of a type the API defines but this server does not run
-(`web_search`, `namespace`, `custom`, `mcp`, ...: `wire.HOSTED`) is left out of the prompt and
-named in the warning header, never dropped silently; a `tool_choice` that forces one (by its
-type, or `required` when no function is left) is a 400 that says so. Every problem is a 400
+(`web_search`, `mcp`, ...: `wire.HOSTED`) is left out of the prompt and named in the warning
+header, never dropped silently, as a custom tool's grammar that is described to the model but
+not enforced is noted there; a `tool_choice` that forces a hosted tool (by its type, or
+`required` when no function is left) is a 400 that says so. Every problem is a 400
 naming the field as this API spells it (`input.I.content.J`, `tools.I.name`,
 `text.format.schema`, `max_output_tokens`): a field that needs state this server does not keep
 (`previous_response_id`, ...: `wire.STATEFUL`), an image by `file_id` (this server keeps no
@@ -30,19 +35,20 @@ from typing import Any, get_args
 
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, ToolChoice
 from app.domain.budget import Overflow
-from app.domain.messages import ImageContent, ToolDescription
+from app.domain.messages import ImageContent
 from app.engine.request import GenerationRequest, SamplingAsk
 from app.server.asked import Asked, Target, checked, choice_named, choice_word
 from app.server.chat.effort import OpenAIEffort, nearest
 from app.server.errors import ApiError, validated
 from app.server.intake import check_schema
 from app.server.pictures import image_of, no_files
+from app.server.responses import tools
 from app.server.responses.wire import (
     HOSTED,
     NOT_TEXT,
+    CustomCallItem,
     FunctionCallItem,
     FunctionOutputItem,
-    FunctionTool,
     ResponsesRequest,
 )
 from app.server.transcript import Call, Transcript
@@ -144,6 +150,10 @@ class _Reading:
         details = ("input_image.detail",) if self.details else ()
         return (*details, *(("encrypted_content of reasoning items",) if self.encrypted else ()))
 
+    def _called(self, call: Call) -> None:
+        self.transcript.assistant("", "" if self.calling else self.reasoning, [call])
+        self.reasoning, self.calling = "", True
+
     def item(self, item: dict[str, Any], i: int) -> None:
         kind = item.get("type", "message")
         if kind == "message":
@@ -155,10 +165,12 @@ class _Reading:
             self.encrypted |= item.get("encrypted_content") is not None
         elif kind == "function_call":
             call = validated(FunctionCallItem, item, f"input.{i}")
-            said = Call(call.call_id, call.name, call.arguments)
-            self.transcript.assistant("", "" if self.calling else self.reasoning, [said])
-            self.reasoning, self.calling = "", True
-        elif kind == "function_call_output":
+            self._called(Call(call.call_id, tools.flat(call.namespace, call.name), call.arguments))
+        elif kind == "custom_tool_call":
+            custom = validated(CustomCallItem, item, f"input.{i}")
+            name = tools.flat(custom.namespace, custom.name)
+            self._called(Call(custom.call_id, name, tools.arguments_of(custom.input)))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = _text(item.get("output"), f"input.{i}.output")
             call_id = validated(FunctionOutputItem, item, f"input.{i}").call_id
             self.transcript.tool(call_id or "", output)
@@ -173,38 +185,13 @@ def check_schemas(request: ResponsesRequest) -> None:
     form = (request.text or {}).get("format")
     if isinstance(form, dict):
         check_schema(form.get("schema"), "text.format.schema")
-    for i, tool in enumerate(request.tools or ()):
-        if tool.get("type") in ("function", None):
-            check_schema(tool.get("parameters"), f"tools.{i}.parameters")
-
-
-def _tools(request: ResponsesRequest) -> tuple[list[ToolDescription], tuple[str, ...]]:
-    """The function tools declared, and the other tools, left out, as the header names them."""
-    functions, left_out = [], []
-    for i, t in enumerate(request.tools or ()):
-        kind = t.get("type")
-        if kind in ("function", None):  # without a type: refused by `FunctionTool`, named
-            functions.append(validated(FunctionTool, t, f"tools.{i}"))
-        elif kind in HOSTED:
-            left_out.append(f"{kind} tool")
-        else:
-            raise ApiError(
-                400,
-                f"tools.{i}.type: {kind!r} is no tool type of the Responses API",
-                param=f"tools.{i}.type",
-                code="unsupported_tool",
-            )
-    described = [
-        ToolDescription(name=t.name, description=t.description, parameters=t.parameters)
-        for t in functions
-    ]
-    return described, tuple(dict.fromkeys(left_out))
+    tools.check_schemas(request.tools)
 
 
 def _unrun(said: str) -> ApiError:
     return ApiError(
         400,
-        f"{said}, which this server does not run: only function tools are called",
+        f"{said}, which this server does not run: only function and custom tools are called",
         param="tool_choice",
         code="unsupported_tool",
     )
@@ -273,9 +260,10 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
     reading.transcript.instruct(request.instructions or "")
     for i, item in enumerate(request.items):
         reading.item(item, i)
-    (declared, left_out), effort_asked = _tools(request), _effort(request)
-    choice = _choice(request.tool_choice, len(declared), left_out)
-    tools, dropped = target.callable(declared, choice)
+    declared, effort_asked = tools.offered(request.tools), _effort(request)
+    left_out = declared.left_out
+    choice = _choice(request.tool_choice, len(declared.functions), left_out)
+    functions, dropped = target.callable(declared.functions, choice)
     effort, unapplied = target.effort(nearest(effort_asked), "reasoning.effort")
     max_tokens = target.max_tokens(request.max_output_tokens, "max_output_tokens")
     response_format = _format(request)
@@ -284,17 +272,18 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
             max_tokens=max_tokens,
             tenant=target.tenant,
             tool_choice=choice,
-            tools={t.name: t.parameters for t in tools},
+            tools={t.name: t.parameters for t in functions},
             response_format=response_format,
             effort=effort,
             overflow=Overflow.DROP_MIDDLE if request.truncation == "auto" else Overflow.STOP,
             sampling=SamplingAsk(temperature=request.temperature, top_p=request.top_p),
             thinking_budget=target.thinking_budget,
         )
-    conversation = reading.transcript.conversation(tools)
+    conversation = reading.transcript.conversation(functions)
     ignored = (*request.ignored(), *reading.ignored(), *left_out, *dropped, *unapplied)
     clamped = target.clamped(request.max_output_tokens, "max_output_tokens")
-    return Asked(conversation, generation, ignored, clamped)
+    described = declared.notes if functions else ()  # none when the tools are left out
+    return Asked(conversation, generation, ignored, (*clamped, *described))
 
 
 __all__ = ["asked", "check_schemas"]

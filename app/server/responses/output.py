@@ -1,24 +1,31 @@
 """A Responses API answer: the `response` object and, streamed, its event sequence.
 
-Guarantees: the answer is a `reasoning` item, `function_call` items and a `message` item with
-`output_text`, in the order they came; streamed, it is the Responses event sequence
-(`response.created`, output items added, text and reasoning deltas as the tokens come, items
-done, then `response.completed` — or `response.incomplete`, status `incomplete`, when
-`max_output_tokens` cut it), whose deltas add up to the items the response ends with; every
-object and event has the fields OpenAI's published schema requires
-(`tests/server/test_schema.py`).
+Guarantees: the answer is a `reasoning` item, call items and a `message` item with
+`output_text`, in the order they came; a call is answered as its tool was declared
+(`tools.names`, read from the tools the response echoes): a `custom_tool_call` whose `input` is
+the one string a custom tool takes (`tools.input_of`), never a `function_call`; a namespaced
+tool's call under the tool's own `name` with its `namespace`; any other a `function_call`.
+Streamed, it is the Responses event sequence (`response.created`, output items added, text and
+reasoning deltas as the tokens come, a call's `function_call_arguments` or
+`custom_tool_call_input` delta and done, items done, then `response.completed` — or
+`response.incomplete`, status `incomplete`, when `max_output_tokens` cut it), whose deltas
+add up to the items the response ends with; every object and event has the fields OpenAI's
+published schema requires (`tests/server/test_schema.py`).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from app.server.answer import Answer, Piece, dumps
+from app.server.responses.tools import Named, input_of, names
 from app.server.responses.wire import ResponsesRequest
 from app.server.running import Running
+
+PREFIXES = {"reasoning": "rs", "message": "msg", "function_call": "fc", "custom_tool_call": "ctc"}
 
 
 def shell(model: str, request: ResponsesRequest) -> dict[str, Any]:
@@ -58,15 +65,16 @@ def _text_part(text: str = "") -> dict[str, Any]:
 
 
 class Output:
-    """A response's output items as they grow: reasoning, function calls, the message."""
+    """A response's output items as they grow: reasoning, calls, the message (`named`: the
+    offered names whose calls are answered otherwise than as a `function_call`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, named: Mapping[str, Named] | None = None) -> None:
         self.items: list[dict[str, Any]] = []
+        self.named = named or {}
         self._open: dict[str, dict[str, Any]] = {}
 
     def _item(self, kind: str, **fields: Any) -> dict[str, Any]:
-        prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc"}[kind]
-        item = {"type": kind, "id": f"{prefix}_{uuid.uuid4().hex[:24]}", **fields}
+        item = {"type": kind, "id": f"{PREFIXES[kind]}_{uuid.uuid4().hex[:24]}", **fields}
         self.items.append(item)
         return item
 
@@ -95,13 +103,27 @@ class Output:
         )
 
     def call(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The item of one call, answered as its tool was declared."""
         function = call["function"]
+        name, arguments = function["name"], function["arguments"]
+        declared = self.named.get(name, Named(name))
+        spaced = {"namespace": declared.namespace} if declared.namespace else {}
+        if declared.custom:
+            return self._item(
+                "custom_tool_call",
+                call_id=call["id"],
+                name=declared.name,
+                input=input_of(arguments),
+                status="completed",
+                **spaced,
+            )
         return self._item(
             "function_call",
             call_id=call["id"],
-            name=function["name"],
-            arguments=function["arguments"],
+            name=declared.name,
+            arguments=arguments,
             status="completed",
+            **spaced,
         )
 
 
@@ -131,7 +153,8 @@ class Stream:
     """The Responses events of an answer, sent as it is made."""
 
     def __init__(self, run: Running, started: dict[str, Any]) -> None:
-        self.run, self.started, self.out, self.number = run, started, Output(), 0
+        self.run, self.started, self.number = run, started, 0
+        self.out = Output(names(started["tools"]))
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         self.number += 1
@@ -148,7 +171,7 @@ class Stream:
             for data in self._piece(piece):
                 yield data
         for item in self.out.items:
-            if item["type"] != "function_call":
+            if item["type"] in ("reasoning", "message"):  # a call's item is done as it came
                 for data in self._close(item):
                     yield data
         answer = self.run.answer
@@ -192,34 +215,31 @@ class Stream:
                 )
             )
         for call in piece.calls:
-            item = self.out.call(call)
-            said.append(self._added(item))
-            said.append(
-                self._event(
-                    "response.function_call_arguments.delta",
-                    **self._at(item),
-                    delta=item["arguments"],
-                )
-            )
-            said.append(
-                self._event(
-                    "response.function_call_arguments.done",
-                    **self._at(item),
-                    name=item["name"],
-                    arguments=item["arguments"],
-                )
-            )
-            said.append(
-                self._event(
-                    "response.output_item.done", output_index=self.out.items.index(item), item=item
-                )
-            )
+            said += self._called(self.out.call(call))
         return said
+
+    def _called(self, item: dict[str, Any]) -> list[bytes]:
+        """A call's events: its item added, its whole input as one delta, done."""
+        at = self._at(item)
+        if item["type"] == "custom_tool_call":
+            kind, text = "response.custom_tool_call_input", item["input"]
+            done = {"input": text}
+        else:
+            kind, text = "response.function_call_arguments", item["arguments"]
+            done = {"name": item["name"], "arguments": text}
+        return [
+            self._added(item),
+            self._event(f"{kind}.delta", **at, delta=text),
+            self._event(f"{kind}.done", **at, **done),
+            self._event("response.output_item.done", output_index=at["output_index"], item=item),
+        ]
 
     def _added(self, item: dict[str, Any]) -> bytes:
         shown = {**item, "status": "in_progress"}
         if item["type"] in ("reasoning", "message"):
             shown["content"] = [{**item["content"][0], "text": ""}]
+        elif item["type"] == "custom_tool_call":
+            shown["input"] = ""  # the delta brings it
         return self._event(
             "response.output_item.added", output_index=self.out.items.index(item), item=shown
         )
@@ -248,7 +268,7 @@ class Stream:
 
 def whole(started: dict[str, Any], answer: Answer) -> dict[str, Any]:
     """The response of an answer made whole."""
-    out = Output()
+    out = Output(names(started["tools"]))
     if answer.reasoning:
         out.reasoning(answer.reasoning)
     for call in answer.calls:

@@ -1,11 +1,13 @@
-"""The Responses API request as the server accepts it, and the function tools it declares.
+"""The Responses API request as the server accepts it, the tools it declares and the calls it
+sends back.
 
 Guarantees: validated before anything runs (`errors.parse`): a field the Responses API does not
 have is a 400 naming it (`code: "unknown_field"`), as is a value of a wrong type or out of range
 (`temperature` 0 to 2, `top_p` above 0 to 1, `max_output_tokens` at least 1, an `include` the
 API does not define); input items are read leniently here and checked one by one where they are
-converted (`convert`), each error naming the item (`input.I...`); a function tool is checked
-where it is converted (`FunctionTool`: its name letters, digits, `_` and `-`, 1 to 64). Every
+converted (`convert`), each error naming the item (`input.I...`); a tool is checked where it
+is offered (`tools`): a function's, a custom tool's and a namespace's name letters, digits,
+`_` and `-`, 1 to 64 (`FunctionTool`, `CustomTool`, `NamespaceTool`). Every
 field the API defines that coding agents send is taken: one that changes nothing here is
 honoured as it is (`store`, `metadata`, `client_metadata`, `user`, `safety_identifier`: nothing
 is kept or tracked; `prompt_cache_key`, `prompt_cache_retention`: every prompt is cached by its
@@ -29,7 +31,7 @@ from app.server.asked import TOOL_NAME
 from app.server.chat.wire import AS_ASKED_TIERS
 
 NOT_TEXT = ("input_image", "input_file", "input_audio")  # content parts that are no text
-HOSTED = (  # the tool types the API defines besides functions: none of them runs here
+HOSTED = (  # the API's tool types besides function, custom and namespace: none runs here
     "file_search",
     "computer",
     "computer_use",
@@ -44,8 +46,6 @@ HOSTED = (  # the tool types the API defines besides functions: none of them run
     "image_generation",
     "local_shell",
     "shell",
-    "custom",
-    "namespace",
     "tool_search",
     "apply_patch",
 )
@@ -164,6 +164,39 @@ class FunctionTool(BaseModel):
     strict: bool | None = None
 
 
+class CustomFormat(BaseModel):
+    """A custom tool's input format: free text, or text a grammar describes."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text", "grammar"] = "text"
+    syntax: Literal["lark", "regex"] | None = None
+    definition: str = ""
+
+
+class CustomTool(BaseModel):
+    """A custom (freeform) tool the request declares: it takes one string, not JSON."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["custom"]
+    name: str = Field(pattern=TOOL_NAME)
+    description: str = ""
+    format: CustomFormat | None = None
+
+
+class NamespaceTool(BaseModel):
+    """A group of function and custom tools under one name (Codex's MCP servers); its tools are
+    read one by one where they are offered (`tools`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["namespace"]
+    name: str = Field(pattern=TOOL_NAME)
+    description: str = ""
+    tools: list[dict[str, Any]]
+
+
 class FunctionCallItem(BaseModel):
     """A call the model made, sent back as input."""
 
@@ -172,10 +205,23 @@ class FunctionCallItem(BaseModel):
     call_id: str = ""
     name: str = ""
     arguments: str = "{}"
+    namespace: str | None = None  # a namespaced tool's: offered under its flattened name
+
+
+class CustomCallItem(BaseModel):
+    """A call the model made to a custom tool, sent back as input."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    call_id: str = ""
+    name: str = ""
+    input: str = ""
+    namespace: str | None = None
 
 
 class FunctionOutputItem(BaseModel):
-    """A call's result (`output` is read apart: a string or text parts)."""
+    """A call's result, of a function or a custom tool (`output` is read apart: a string or
+    text parts)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -185,8 +231,12 @@ class FunctionOutputItem(BaseModel):
 __all__ = [
     "HOSTED",
     "NOT_TEXT",
+    "CustomCallItem",
+    "CustomFormat",
+    "CustomTool",
     "FunctionCallItem",
     "FunctionOutputItem",
     "FunctionTool",
+    "NamespaceTool",
     "ResponsesRequest",
 ]
