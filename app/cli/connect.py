@@ -1,45 +1,28 @@
 """`harmony-desk connect CLIENT [--print] [--base-url URL] [--model NAME] [--undo]`: point a
-coding agent's own user-level configuration at the local server (`app/clients/`).
+coding agent's own user-level configuration at the local server.
 
 Guarantees: the key is the server's token when the keyring holds one (read, never made), else
 a placeholder a keyless loopback server takes; the model is the one `serve` would load (its
 file's stem, the name the server gives it), with the context `serve` would choose for it now
-and answers capped at `serve`'s limit or a quarter of that context, whichever is less.
-Every file is read and merged before any is written, so a file that cannot be read changes
-nothing anywhere; a file is merged into, never replaced, and written atomically; before its
-first change a file with anything of the user's in it is copied next to it as
-`NAME.harmony-desk.bak` (its bytes and mode, written atomically), which later runs keep. What
-changed is printed key by key, with how to undo it; no key is ever printed, the server's token
-or one of the user's (`--print` shows where each would go). `--undo` restores each backup, or,
-for a file connect made, removes what it added (the file too when nothing else is left in it).
+and answers capped at `serve`'s limit or a quarter of that context, whichever is less. The
+files are merged, backed up, reported and undone by `app.clients.connecting`, the same code
+the window's Serve page runs (its guarantees: nothing is written when a file cannot be read,
+comments and layout are kept, `--undo` takes out only what connect set and keeps the backup);
+what changed is printed key by key, with how to undo it, and no key is ever printed.
 `--print` writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from app.clients import CLIENTS, PLACEHOLDER_KEY, Client, FileEdit, Target, client
-from app.clients.formats import dump, load
-from app.clients.merge import MISSING, Change, empty, merge, unmerge
-from app.fileio import private_folder, write_atomic, write_atomic_bytes
-from app.inputs import read_text_file
+from app.clients import CLIENTS, PLACEHOLDER_KEY, Target, connecting
 
 DEFAULT_ROOT = "http://127.0.0.1:8080"
-BACKUP_SUFFIX = ".harmony-desk.bak"
 FALLBACK_CONTEXT = 4096  # a model known by name only: the app's own default context
-OUTPUT_SHARE = 4  # an answer may take at most a quarter of the context (and serve's cap)
-MASK = "<the server's token, from the keyring>"
-UNDO_KEY = "(undo)"  # a key that names every file a client may have, so that undo finds each
-SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|password)$")  # names of keys' keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,54 +49,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     either.add_argument(
         "--undo",
         action="store_true",
-        help="restore the files' backups (or remove what connect added)",
+        help="take out what connect set, putting back the values it replaced",
     )
 
 
-@dataclass(frozen=True)
-class Planned:
-    """One file's merge, before anything is written."""
-
-    path: Path
-    edit: FileEdit
-    before: str | None  # the file's text (None: no file)
-    after: Any
-    made: list[Change]
-
-
 def run(args: argparse.Namespace) -> int:
-    chosen = client(args.client)
+    env, home = os.environ, Path.home()
     if args.undo:
-        return _undo(chosen, _target(args, key=UNDO_KEY)[0])
-    target, facts = _target(args, key=None)
-    plans = [_plan(edit) for edit in chosen.edits(target, os.environ, Path.home())]
+        report = connecting.undo(args.client, env, home)
+        print(report.text)
+        return 0
+    target, facts = _target(args)
     if args.print_only:
-        return _print(plans, target)
+        print(connecting.preview(args.client, target, env, home).text)
+        print("Nothing was written (--print).", file=sys.stderr)
+        return 0
+    report = connecting.connect(args.client, target, env, home)
     print("\n".join([f"Connected {args.client} to Harmony Desk at {target.root}", *facts]))
-    for plan in plans:
-        _report(plan, _write(plan), target)
-    print(chosen.NOTE)
+    print(report.text)
+    print(report.note)
     print(f"Undo: harmony-desk connect {args.client} --undo")
     return 0
 
 
-def _target(args: argparse.Namespace, key: str | None) -> tuple[Target, list[str]]:
-    """What the client is pointed at (with `key`, else the one `_key` finds), and lines saying
-    where each part came from."""
+def _target(args: argparse.Namespace) -> tuple[Target, list[str]]:
+    """What the client is pointed at, and lines saying where each part came from."""
     from app.server.options import ServeOptions
 
-    root = re.sub(r"/v1$", "", args.base_url.rstrip("/"))
     name, path = _model(args.model)
     context, how = _context(path)
-    whose = ""
-    if key is None:
-        key, whose = _key()
-    max_tokens = min(ServeOptions().max_tokens, context // OUTPUT_SHARE)  # the prompt keeps 3/4
+    key, whose = _key()
+    target = connecting.target_for(args.base_url, key, name, context, ServeOptions().max_tokens)
     facts = [
-        f"  model: {name} (context {context:,} tokens, {how}; answers up to {max_tokens:,} tokens)",
+        f"  model: {name} (context {context:,} tokens, {how};"
+        f" answers up to {target.max_tokens:,} tokens)",
         f"  key: {whose}",
     ]
-    return Target(root, key, name, context, max_tokens), facts
+    return target, facts
 
 
 def _key() -> tuple[str, str]:
@@ -170,138 +142,4 @@ def _context(path: Path | None) -> tuple[int, str]:
     return n_ctx, f"as serve would load it now for {parallel} answers at once"
 
 
-def _plan(edit: FileEdit) -> Planned:
-    """`edit` merged into its file's data; an `InvalidInputError` naming the file if it cannot
-    be read or holds a value of another kind where a change goes."""
-    from app.errors import InvalidInputError
-
-    path = edit.path.resolve() if edit.path.is_symlink() else edit.path  # a dotfile's link stays
-    before = read_text_file(path) if path.exists() else None
-    data = None if before is None else load(edit.format, before, path)
-    try:
-        after, made = merge(empty(edit.changes) if data is None else data, edit.changes)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{path}: {exc.message}; nothing was changed") from exc
-    return Planned(path, edit, before, after, made)
-
-
-def _write(plan: Planned) -> Path | None:
-    """Write `plan` (its backup first, where one is due); the backup made now, if any."""
-    if not plan.made:
-        return None
-    backup = _backup(plan.path)
-    made = None
-    if plan.before is not None and not backup.exists() and not _ours_only(plan):
-        _copy_exact(plan.path, backup)
-        made = backup
-    private_folder(plan.path.parent)
-    write_atomic(plan.path, dump(plan.edit.format, plan.after))
-    return made
-
-
-def _ours_only(plan: Planned) -> bool:
-    """Whether the file holds nothing but what connect adds (it made the file): no backup."""
-    data = load(plan.edit.format, plan.before or "", plan.path)
-    return data is None or unmerge(data, plan.edit.changes)[0] is None
-
-
-def _backup(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
-
-
-def _copy_exact(source: Path, target: Path) -> None:
-    """`source`'s bytes and mode to `target`, atomically."""
-    write_atomic_bytes(target, source.read_bytes())
-    os.chmod(target, stat.S_IMODE(source.stat().st_mode))
-
-
-def _report(plan: Planned, backup: Path | None, target: Target) -> None:
-    if not plan.made:
-        print(f"{plan.path}: already set; nothing changed")
-        return
-    saved = f" (the original was copied to {backup} first)" if backup else ""
-    if not backup and _backup(plan.path).exists():
-        saved = f" (the original from before connect's first change stays in {_backup(plan.path)})"
-    print(f"{plan.path}{saved}:")
-    for change in plan.made:
-        print(f"  {_said(change, plan.edit, target)}")
-    if plan.before is not None and plan.edit.format != "json" and _has_comments(plan.before):
-        print(f"  (its comments were not kept: the original is in {_backup(plan.path)})")
-
-
-def _said(change: Change, edit: FileEdit, target: Target) -> str:
-    name = change.where.rsplit(".", 1)[-1]
-    old, new = (_shown(v, name, edit, target) for v in (change.old, change.new))
-    if change.old is MISSING:
-        return f"{change.where}: added {new}"
-    if change.new is MISSING:
-        return f"{change.where}: removed (was {old})"
-    return f"{change.where}: {old} → {new}"
-
-
-def _shown(value: Any, name: str, edit: FileEdit, target: Target) -> str:
-    return json.dumps(_hidden(value, name, edit, target), ensure_ascii=False, default=str)
-
-
-def _hidden(value: Any, name: str, edit: FileEdit, target: Target) -> Any:
-    """`value` with every key in it masked: strings under a key's name (`apiKey`,
-    `…_TOKEN`; every one in a file of keys), and the server's token wherever it is."""
-    if isinstance(value, dict):
-        return {k: _hidden(v, k, edit, target) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_hidden(v, name, edit, target) for v in value]
-    if not isinstance(value, str) or value == PLACEHOLDER_KEY:
-        return value
-    if value == target.key:
-        return MASK
-    if edit.all_secret or SECRET_NAME.search(name):
-        return "<a key, not shown>"
-    return value
-
-
-def _has_comments(text: str) -> bool:
-    return re.search(r"^\s*#", text, re.MULTILINE) is not None
-
-
-def _print(plans: list[Planned], target: Target) -> int:
-    for plan in plans:
-        state = "unchanged" if not plan.made else f"{len(plan.made)} change(s)"
-        print(f"--- {plan.path} ({state}; as it would be written, keys not shown)")
-        print(dump(plan.edit.format, _hidden(plan.after, "", plan.edit, target)), end="")
-    print("Nothing was written (--print).", file=sys.stderr)
-    return 0
-
-
-def _undo(chosen: Client, target: Target) -> int:
-    for edit in chosen.edits(target, os.environ, Path.home()):
-        path = edit.path.resolve() if edit.path.is_symlink() else edit.path
-        backup = _backup(path)
-        if backup.exists():
-            _copy_exact(backup, path)
-            backup.unlink()
-            print(f"{path}: restored from {backup} (the backup is removed)")
-        elif path.exists():
-            _remove_ours(path, edit, target)
-        else:
-            print(f"{path}: no such file; nothing to undo")
-    return 0
-
-
-def _remove_ours(path: Path, edit: FileEdit, target: Target) -> None:
-    """Undo in a file connect made (no backup): take out what it added."""
-    data = load(edit.format, read_text_file(path), path)
-    left, removed = unmerge(empty(edit.changes) if data is None else data, edit.changes)
-    if not removed:
-        print(f"{path}: nothing of Harmony Desk's in it; left as it is")
-        return
-    if left is None:
-        path.unlink()
-        print(f"{path}: removed (it held only what connect added)")
-        return
-    write_atomic(path, dump(edit.format, left))
-    print(f"{path}:")
-    for change in removed:
-        print(f"  {_said(change, edit, target)}")
-
-
-__all__ = ["BACKUP_SUFFIX", "add_arguments", "run"]
+__all__ = ["add_arguments", "run"]

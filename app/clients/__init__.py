@@ -1,17 +1,19 @@
 """Coding agents' own configuration files, pointed at Harmony Desk's local server.
 
-One small pure module per client (`CLIENTS`), each with `NAME`, `SOURCE` (where its format was
-checked), `NOTE` (what the user should know that no file of the client can say) and
-`edits(target, env, home)`: the files it reads and what to set in each, as values; beside
-them `formats` (the files' text to data and back) and `merge` (changes into data, and out).
-Nothing here reads or writes a file, or looks at the process's environment: `env` and `home`
-come in, so the same call answers for any user; `app/cli/connect.py` reads and writes.
+One small pure module per client (`CLIENTS`), each with `NAME`, `TITLE`, `SOURCE` (where its
+format was checked), `NOTE` (what the user should know that no file of the client can say) and
+`edits(target, env, home)`: the files it reads and what to set in each, as values; beside them
+`formats` (the files' text to documents that keep their comments, and back), `nodes` (edits
+inside such a document), `merge` (changes into a document, and out) and `connecting`, the only
+module here that reads and writes files: connect, preview and undo, run by both `harmony-desk
+connect` and the window's Serve page. Nothing here looks at the process's environment: `env` and
+`home` come in, so the same call answers for any user.
 
-Guarantees: every edit names a user-level file the client reads (its own override variable,
-such as `CODEX_HOME`, wins over `home`); an edit sets leaves, adds (or replaces) one entry of a
-list by its key (`Upsert`), writes its own provider's table as a whole (`Whole`) and sets a
-value only where the file has none (`Default`), so the user's other settings are never in its
-way; the base URL is the server's root for Anthropic clients and `…/v1` for OpenAI ones.
+Guarantees: every edit names a user-level file the client reads (its own override variable, such
+as `CODEX_HOME`, wins over `home`); an edit sets leaves, adds (or replaces) one entry of a list
+by its key (`Upsert`), writes its own provider's table as a whole (`Whole`) and sets a value
+only where the file has none (`Default`), so the user's other settings are never in its way; the
+base URL is the server's root for Anthropic clients and `…/v1` for OpenAI ones.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class FileEdit:
 
 class Client(Protocol):
     NAME: str
+    TITLE: str  # the client's own name, as its makers write it
     SOURCE: str
     NOTE: str
 

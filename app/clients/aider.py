@@ -18,6 +18,7 @@ from typing import Any
 from app.clients import FileEdit, Target, Whole
 
 NAME = "aider"
+TITLE = "aider"
 SOURCE = (
     "aider-chat 0.86.2 aider/args.py and main.py (home ~/.aider.conf.yml; --openai-api-base,"
     " --openai-api-key, --model, --weak-model, --editor-model, --analytics, --analytics-disable,"
@@ -69,4 +70,4 @@ def _ours(entry: Any) -> bool:
     )
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "edits"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "edits"]

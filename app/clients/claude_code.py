@@ -15,6 +15,7 @@ from pathlib import Path
 from app.clients import FileEdit, Target, folder
 
 NAME = "claude-code"
+TITLE = "Claude Code"
 SOURCE = (
     "code.claude.com/docs/en/env-vars and /settings (the `env` object of settings.json;"
     " ANTHROPIC_AUTH_TOKEN is sent as a bearer token; ANTHROPIC_SMALL_FAST_MODEL is the"
@@ -48,4 +49,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     return (FileEdit(settings_path(env, home), "json", {"env": variables}),)
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "edits", "settings_path"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "edits", "settings_path"]

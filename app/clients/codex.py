@@ -15,6 +15,7 @@ from pathlib import Path
 from app.clients import PROVIDER_ID, FileEdit, Target, Whole, folder
 
 NAME = "codex"
+TITLE = "Codex"
 SOURCE = (
     "openai/codex codex-rs/core/config.schema.json (ConfigToml: model, model_provider,"
     " model_context_window, analytics.enabled, feedback.enabled, check_for_update_on_startup,"
@@ -48,4 +49,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     return (FileEdit(config_path(env, home), "toml", changes),)
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "config_path", "edits"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "config_path", "edits"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from app.clients import Default, FileEdit, Target, Upsert, folder
 
 NAME = "continue"
+TITLE = "Continue"
 SOURCE = (
     "continuedev/continue docs/reference.mdx (config.yaml: name, version, schema required;"
     " models[]: name, provider, model, apiBase, apiKey, roles, capabilities,"
@@ -54,4 +55,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     return (FileEdit(config_path(env, home), "yaml", changes),)
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "config_path", "edits"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "config_path", "edits"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from app.clients import PLACEHOLDER_KEY, PROVIDER_ID, Default, FileEdit, Target, Upsert, xdg_config
 
 NAME = "llm"
+TITLE = "llm"
 SOURCE = (
     "llm 0.36 llm/default_plugins/openai_models.py (extra-openai-models.yaml: model_id,"
     " model_name, api_base, api_key_name, supports_tools, supports_schema; an api_base with no"
@@ -60,4 +61,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     )
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "edits", "user_dir"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "edits", "user_dir"]

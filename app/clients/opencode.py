@@ -14,6 +14,7 @@ from pathlib import Path
 from app.clients import PROVIDER_ID, Default, FileEdit, Target, Whole, xdg_config
 
 NAME = "opencode"
+TITLE = "OpenCode"
 SOURCE = (
     "anomalyco/opencode packages/web/src/content/docs/providers.mdx (Custom provider: npm,"
     " name, options.baseURL, options.apiKey, models.<id>.limit.context/output) and config.mdx"
@@ -55,4 +56,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     return (FileEdit(config_path(env, home), "json", changes),)
 
 
-__all__ = ["NAME", "NOTE", "SOURCE", "config_path", "edits"]
+__all__ = ["NAME", "NOTE", "SOURCE", "TITLE", "config_path", "edits"]

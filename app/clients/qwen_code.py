@@ -16,6 +16,7 @@ from pathlib import Path
 from app.clients import FileEdit, Target, Upsert, folder
 
 NAME = "qwen-code"
+TITLE = "Qwen Code"
 SOURCE = (
     "@qwen-code/qwen-code 0.15.10 README.md (modelProviders.openai[]: id, name, baseUrl,"
     " description, envKey, generationConfig.contextWindowSize; env; security.auth.selectedType;"
@@ -54,4 +55,4 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
     return (FileEdit(settings_path(env, home), "json", changes),)
 
 
-__all__ = ["KEY_VARIABLE", "NAME", "NOTE", "SOURCE", "edits", "settings_path"]
+__all__ = ["KEY_VARIABLE", "NAME", "NOTE", "SOURCE", "TITLE", "edits", "settings_path"]

@@ -105,6 +105,7 @@ MAP = {
     "controllers": {
         "domain", "harmony", "constrain", "gguf", "templates", "engine", "tools", "store",
         "library", "server", "documents", "images",
+        "clients",  # the Serve page points a coding agent at the window's server, as `connect` does
     },
     "ui": {"controllers", "domain"},
     # headless commands: anything below the window (the terminal chat loads no Qt)

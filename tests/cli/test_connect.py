@@ -1,8 +1,10 @@
 """`harmony-desk connect CLIENT`: each client's file, read back with the parser the client uses
 (json, tomllib, PyYAML), holds the base URL, key and model where that client reads them; a
-user's own settings survive, the original is backed up once and `--undo` puts it back; `--print`
-writes nothing; no key is ever printed. Every run is a real `python -m app` with HOME, the XDG
-folders, the keyring and the app's own folders pointed into tmp_path (no network)."""
+user's own settings and comments survive, the original is backed up once, and `--undo` takes
+out what connect set and puts back what it replaced, keeping what the user changed since (the
+file comes back byte for byte when nothing was) and the backup; `--print` writes nothing; no
+key is ever printed. Every run is a real `python -m app` with HOME, the XDG folders, the keyring
+and the app's own folders pointed into tmp_path (no network)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ import yaml
 from keyring.backend import KeyringBackend
 
 from app.clients import CLIENTS, PLACEHOLDER_KEY, Default, Upsert, Whole
-from app.clients.formats import dump_toml, load
-from app.clients.merge import MISSING, merge, unmerge
+from app.clients.formats import dump, load, start
+from app.clients.merge import MISSING, merge, only_defaults, unmerge
+from app.clients.nodes import append, drop, plain, pop, put
 from app.errors import InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,12 +191,12 @@ def test_an_answer_leaves_the_prompt_most_of_the_context(env: dict[str, str]) ->
     assert options == {"contextLength": 4096, "maxTokens": 1024}
 
 
-# --- a user's own settings: kept, backed up once, restored by --undo
+# --- a user's own settings and comments: kept, backed up once; --undo takes out only connect's
 
 SEEDS: dict[str, tuple[str, str]] = {
     "claude-code": (".claude/settings.json", json.dumps({
         "permissions": {"allow": ["Bash(ls)"]}, "env": {"FOO": "bar", "ANTHROPIC_MODEL": "claude-x"}})),
-    "codex": (".codex/config.toml", '# mine\nmodel = "gpt-5"\napproval_policy = "on-request"\n\n'
+    "codex": (".codex/config.toml", '# mine\nmodel = "gpt-5"  # the best\napproval_policy = "on-request"\n\n'
               '[model_providers.other]\nname = "Other"\nbase_url = "https://example.com/v1"\n'
               f'experimental_bearer_token = "{USER_SECRET}"\n\n[profiles.fast]\nmodel = "o4"\n'),
     "opencode": (".config/opencode/opencode.json", json.dumps({
@@ -202,18 +205,19 @@ SEEDS: dict[str, tuple[str, str]] = {
         "modelProviders": {"openai": [{"id": "qwen3", "name": "Qwen", "baseUrl": "https://example.com/v1",
                                        "envKey": "DASHSCOPE_API_KEY"}]},
         "env": {"DASHSCOPE_API_KEY": USER_SECRET}, "ui": {"theme": "dark"}})),
-    "aider": (".aider.conf.yml", "# mine\ndark-mode: true\nmodel: gpt-4o\n"),
-    "continue": (".continue/config.yaml", "name: Mine\nversion: 0.0.1\nschema: v1\nmodels:\n"
-                 f"  - name: GPT\n    provider: openai\n    model: gpt-4o\n    apiKey: {USER_SECRET}\n"),
+    "aider": (".aider.conf.yml", "# mine\ndark-mode: true\nmodel: gpt-4o  # the usual\n\n# the end\n"),
+    "continue": (".continue/config.yaml", "name: Mine  # mine\nversion: 0.0.1\nschema: v1\nmodels:\n"
+                 f"  # my models\n  - name: GPT\n    provider: openai\n    model: 'gpt-4o'\n    apiKey: {USER_SECRET}\n"
+                 "\n# the end\n"),
     "llm": (".config/io.datasette.llm/extra-openai-models.yaml",
-            "- model_id: other\n  model_name: m\n  api_base: http://example.com/v1\n"),
+            "# mine\n- model_id: other  # the other one\n  model_name: m\n  api_base: http://example.com/v1\n"),
 }  # fmt: skip
 
 
 def theirs(client: str, path: Path) -> Any:
     """What the seed put there that must survive."""
     kind = {".toml": "toml", ".yml": "yaml", ".yaml": "yaml"}.get(path.suffix, "json")
-    data = load(kind, path.read_text(), path)  # type: ignore[arg-type]
+    data = plain(load(kind, path.read_text(), path))  # type: ignore[arg-type]
     return {
         "claude-code": lambda: (data["permissions"], data["env"]["FOO"]),
         "codex": lambda: (data["approval_policy"], data["model_providers"]["other"], data["profiles"]),
@@ -225,30 +229,108 @@ def theirs(client: str, path: Path) -> Any:
     }[client]()
 
 
-@pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_a_users_settings_survive_are_backed_up_once_and_undo_restores_them(client: str, env: dict[str, str]) -> None:
-    home = Path(env["HOME"])
+def seed(client: str, home: Path) -> tuple[Path, str]:
     relative, text = SEEDS[client]
     path = home / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     os.chmod(path, 0o644)
+    return path, text
+
+
+def comments(text: str) -> list[str]:
+    return [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_users_settings_and_comments_survive_are_backed_up_once_and_undo_gives_the_file_back(client: str, env: dict[str, str]) -> None:
+    home = Path(env["HOME"])
+    path, text = seed(client, home)
     kept = theirs(client, path)
 
     done = connect(client, with_token(env))
     backup = path.with_name(path.name + ".harmony-desk.bak")
     assert backup.read_text() == text and backup.stat().st_mode & 0o777 == 0o644
-    assert str(backup) in done.stdout
-    assert theirs(client, path) == kept
-    assert READ[client](home)[1] == TOKEN
+    assert str(backup) in done.stdout and "comments were not kept" not in done.stdout
+    assert theirs(client, path) == kept and READ[client](home)[1] == TOKEN
+    assert set(comments(text)) <= set(comments(path.read_text()))  # every comment is still there
 
     connect(client, env, "--model", "another")  # a second run: the first backup stays
     assert backup.read_text() == text and READ[client](home)[2] == "another"
 
     undone = connect(client, env, "--undo")
-    assert path.read_text() == text and path.stat().st_mode & 0o777 == 0o644
-    assert not backup.exists() and "restored" in undone.stdout
-    assert not [p for p in home.rglob("*") if p.is_file() and p != path]  # all it made is gone
+    assert path.read_text() == text and path.stat().st_mode & 0o777 == 0o644  # byte for byte
+    old = path.with_name(path.name + ".harmony-desk.old")
+    assert not backup.exists() and old.read_text() == text  # the backup, kept as a safety copy
+    assert "what connect added taken out" in undone.stdout and str(old) in undone.stdout
+    assert not [p for p in home.rglob("*") if p.is_file() and p not in (path, old)]  # all it made is gone
+    connect(client, env, "--undo")  # a second undo changes nothing
+    assert path.read_text() == text
+
+
+# an edit a user makes after connect: (text before, text after) for a file of comments, else data
+EDITS: dict[str, Callable[[str], str]] = {
+    "claude-code": lambda t: json.dumps({**json.loads(t), "model": "opus"}),
+    "codex": lambda t: '# added since\nsandbox_mode = "read-only"\n' + t,
+    "opencode": lambda t: json.dumps({**json.loads(t), "username": "me"}),
+    "qwen-code": lambda t: json.dumps({**json.loads(t), "vimMode": True}),
+    "aider": lambda t: t.replace("dark-mode: true\n", "dark-mode: true\n# added since\nauto-commits: false\n"),
+    "continue": lambda t: t.replace("schema: v1\n", "schema: v1\n# added since\nrules:\n  - Be brief\n"),
+    "llm": lambda t: t.replace("# mine\n", "# mine\n# added since\n- model_id: third\n  model_name: t\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_undo_keeps_what_the_user_changed_after_connect(client: str, env: dict[str, str]) -> None:
+    home = Path(env["HOME"])
+    path, text = seed(client, home)
+    connect(client, env)
+    path.write_text(EDITS[client](path.read_text()))
+    connect(client, env, "--undo")
+    if path.suffix == ".json":
+        assert json.loads(path.read_text()) == json.loads(EDITS[client](text))
+    else:
+        assert path.read_text() == EDITS[client](text)  # comments and layout too
+
+
+def test_connect_after_an_undo_backs_up_the_file_as_it_is_then(env: dict[str, str]) -> None:
+    home = Path(env["HOME"])
+    path, text = seed("codex", home)
+    connect("codex", env)
+    connect("codex", env, "--undo")
+    path.write_text(path.read_text().replace('model = "gpt-5"', 'model = "gpt-6"'))
+    connect("codex", env)  # a fresh backup: the one from before the first connect is old now
+    assert path.with_name("config.toml.harmony-desk.bak").read_text() == text.replace("gpt-5", "gpt-6")
+    connect("codex", env, "--undo")
+    assert path.read_text() == text.replace("gpt-5", "gpt-6")
+
+
+def test_a_file_with_only_one_of_connects_keys_is_the_users_and_comes_back(env: dict[str, str]) -> None:
+    home = Path(env["HOME"])
+    path = home / ".aider.conf.yml"
+    path.write_text("model: gpt-4o\n")  # the user's own choice, one of the keys connect sets
+    connect("aider", env)
+    assert path.with_name(".aider.conf.yml.harmony-desk.bak").read_text() == "model: gpt-4o\n"
+    connect("aider", env, "--undo")
+    assert path.read_text() == "model: gpt-4o\n"
+
+
+def test_a_layout_the_round_trip_writer_gets_wrong_is_written_anew_with_the_right_settings(tmp_path: Path) -> None:
+    from app.clients import connecting
+
+    home = tmp_path / "home"
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    text = 'model_providers.other.name = "x"  # dotted keys\nmodel_providers.other.base_url = "u"\n'
+    path.write_text(text)
+    target = connecting.target_for(URL, PLACEHOLDER_KEY, "m", 8192, 4096)
+    report = connecting.connect("codex", target, {}, home)
+    written = tomllib.loads(path.read_text())
+    assert written["model_providers"]["other"] == {"name": "x", "base_url": "u"}
+    assert written["model_providers"]["harmony-desk"]["base_url"] == f"{URL}/v1" and written["model"] == "m"
+    assert "its comments and layout could not be kept: the file as it was is in" in report.text
+    connecting.undo("codex", {}, home)
+    assert tomllib.loads(path.read_text()) == tomllib.loads(text)
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
@@ -334,7 +416,9 @@ def test_toml_written_reads_back_equal() -> None:
         "model": "m", "n": 3, "f": 1.5, "on": True, "list": [1, "two", {"x": 1}], "odd key": "q\"\n",
         "empty": {}, "a": {"b": {"c": 1}, "d": "e"}, "arr": [{"x": 1}, {"x": 2, "y": {"z": 3}}],
     }  # fmt: skip
-    assert tomllib.loads(dump_toml(doc)) == doc
+    assert tomllib.loads(dump("toml", doc)) == doc
+    merged = merge(start("toml", "table"), doc)[0]
+    assert tomllib.loads(dump("toml", merged)) == doc
 
 
 def test_merge_is_idempotent_and_unmerge_takes_out_only_what_it_named() -> None:
@@ -354,7 +438,74 @@ def test_merge_is_idempotent_and_unmerge_takes_out_only_what_it_named() -> None:
     left, removed = unmerge(merged, changes)
     assert left == {"name": "Theirs", "env": {"B": "2"}, "models": [{"name": "gpt"}]}
     assert len(removed) == 3
-    assert unmerge(merge({}, changes)[0], changes)[0] is None  # only ours (and defaults) in it
+    assert only_defaults(unmerge(merge({}, changes)[0], changes)[0], changes)  # only ours in it
+    assert not only_defaults(left, changes)
+
+
+def test_unmerge_puts_back_what_the_original_had_and_keeps_later_edits() -> None:
+    changes = {
+        "model": "ours",
+        "env": {"A": "1"},
+        "providers": {"ours": Whole({"url": "u"}, ours=lambda v: isinstance(v, dict) and v.get("url") == "u")},
+        "models": Upsert("name", {"name": "ours", "model": "m"}),
+    }
+    original = {"model": "theirs", "models": [{"name": "ours", "model": "their own"}], "providers": {"x": {"url": "u"}}}
+    merged = merge(original, changes)[0]
+    merged["later"] = True  # the user's edit after connect
+    merged["providers"]["y"] = {"url": "u"}  # an entry `ours` accepts that the original lacked
+    left, done = unmerge(merged, changes, original)
+    assert left == {**original, "later": True}
+    assert [(c.where, c.new) for c in done] == [
+        ("model", "theirs"), ("env.A", MISSING), ("providers.ours", MISSING), ("providers.y", MISSING),
+        ("models[name=ours]", {"name": "ours", "model": "their own"}),
+    ]  # fmt: skip
+    assert merged["model"] == "ours"  # neither mutates what it is given
+
+
+YAML_FILE = """\
+# my settings
+name: Mine  # the name
+models:
+  - name: GPT   # the usual
+    roles: [chat]
+
+# the end
+"""
+
+
+def test_yaml_items_added_and_taken_out_leave_the_text_as_it_was() -> None:
+    path = Path("config.yaml")
+    doc = load("yaml", YAML_FILE, path)
+    append(doc["models"], {"name": "ours", "roles": ["chat", "edit"], "on": "yes", "n": "1.0"})
+    put(doc, "added", {"deep": {"er": 1}})
+    put(doc, "name", "Ours")
+    text = dump("yaml", doc, YAML_FILE)
+    assert yaml.safe_load(text)["models"][1] == {"name": "ours", "roles": ["chat", "edit"], "on": "yes", "n": "1.0"}
+    assert text.endswith("added:\n  deep:\n    er: 1\n\n# the end\n") and "name: Ours  # the name" in text
+    assert "  - name: ours\n    roles:\n      - chat\n" in text  # the file's own indentation
+    again = load("yaml", text, path)
+    pop(again["models"], 1)
+    drop(again, "added")
+    put(again, "name", "Mine")
+    assert dump("yaml", again, text) == YAML_FILE
+
+
+def test_toml_tables_added_and_taken_out_leave_the_text_as_it_was() -> None:
+    text = '# top\nmodel = "m"  # mine\n\n[providers.a]\nurl = "a"\n\n[other]\nx = 1\n'
+    path = Path("config.toml")
+    doc = merge(load("toml", text, path), {"providers": {"ours": Whole({"url": "u"})}, "new": {"on": True}, "k": 1})[0]
+    written = dump("toml", doc, text)
+    assert '[providers.ours]\nurl = "u"\n\n[other]' in written and written.startswith('# top\nmodel = "m"  # mine\nk = 1\n')
+    left = unmerge(load("toml", written, path), {"providers": {"ours": Whole({})}, "new": {"on": True}, "k": 1})[0]
+    assert dump("toml", left, written) == text
+
+
+def test_a_comment_only_file_keeps_its_comments_and_json_keeps_its_indentation() -> None:
+    doc = merge(start("yaml", "list", "# models\n"), Upsert("id", {"id": "x"}))[0]
+    assert dump("yaml", doc, "# models\n") == "# models\n- id: x\n"
+    assert dump("json", {"a": [1]}, '{\n    "b": 2\n}\n') == '{\n    "a": [\n        1\n    ]\n}\n'
+    assert dump("json", {"a": 1}, '{"b": 2}') == '{"a": 1}'
+    assert dump("json", {"a": 1}) == '{\n  "a": 1\n}\n'  # a new file
 
 
 def test_merge_refuses_to_write_over_a_value_of_another_kind() -> None:

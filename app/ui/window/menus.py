@@ -4,7 +4,8 @@ Guarantees: Ctrl+N (new chat), Ctrl+O (open a model), Ctrl+M (models), Ctrl+, (s
 Ctrl+B (sidebar), Ctrl+D (debug pane), Ctrl+K (search chats) and Ctrl+Q (quit) are added to
 the window itself, so they work wherever the keyboard focus is; everything the command line
 does with the window's data is in the File menu too (import and export of conversations,
-adding files and folders to the documents library: `exchange_dialogs.py`); File ▸
+adding files and folders to the documents library: `exchange_dialogs.py`); File ▸ Serve…
+opens the Serve page beside the quick switch (`serve.page_action`); File ▸
 Endpoints… is there only when the window has remote endpoints; each action is kept on the
 window under the name the window's docs and tests use (`new_action`, `open_action`,
 `models_action`, `settings_action`, `preferences_action`, `debug_action`, `search_action`,
@@ -121,6 +122,7 @@ def _file_menu(window: Window, files: WindowFiles) -> None:
     file_menu.addAction(window.settings_action)
     window.serve = ServeSwitch(widget, window.statusBar(), ServeHost(host, host.bridge))
     file_menu.addAction(window.serve.action)
+    file_menu.addAction(window.serve.page_action)  # File ▸ Serve…: the Serve page
     mcp = QAction("MCP servers…", widget)
     mcp.triggered.connect(window.show_mcp)
     file_menu.addAction(mcp)
