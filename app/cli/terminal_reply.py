@@ -19,6 +19,8 @@ from typing import TextIO, assert_never
 from app.domain.budget import notice
 from app.domain.events import (
     CallOutcome,
+    Compacted,
+    Compacting,
     ContentDelta,
     ContextFit,
     GenerationDone,
@@ -125,6 +127,12 @@ class TerminalReply:
                 self._said_of_json(event)
             case ContextFit():
                 self._said_of_context(event)
+            case Compacting():
+                plural = "" if event.exchanges == 1 else "s"
+                said = f"compacting: summarising {event.exchanges} older exchange{plural}"
+                self.err.write(f"[{said} ({event.tokens:,} tokens)…]\n")
+            case Compacted():
+                pass  # the builder's notice says it
             case (
                 MessageStarted()
                 | ContentDelta()

@@ -106,18 +106,25 @@ class TurnOwner(Protocol):
 
 
 def generation_of(
-    chat: TurnOwner, doc: ChatDoc, version: Version, prefix: Sequence[int], tools: bool
+    chat: TurnOwner,
+    doc: ChatDoc,
+    index: int,
+    prefix: Sequence[int],
+    tools: bool,
 ) -> GenerationRequest:
     """The knobs of a window turn, built once: the version's JSON mode and effort, the chat's
     tool choice (with tools) and answer budget, the conversation's overflow policy (else the
     settings' default, which the chat keeps: nothing is read from disk on the GUI thread), its
-    KV snapshots kept under its id, scored tokens for the debug pane."""
+    KV snapshots kept under its id, scored tokens for the debug pane; under summarise, the
+    latest compaction of the turns before it."""
+    version = doc.turns[index].version
     return GenerationRequest(
         max_tokens=chat.max_tokens,
         tool_choice=chat.tool_choice if tools else "auto",
         response_format=json_mode(version),
         effort=version.effort,
         overflow=doc.overflow or chat.overflow,
+        compaction=doc.compaction(upto=index),
         keep=doc.id,
         top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0,
         prefix=tuple(prefix),
@@ -139,7 +146,7 @@ def turn_spec(
     version = doc.turns[turn_index].version
     prefix, kept = resumed
     request = TurnRequest(
-        generation_of(chat, doc, version, prefix or (), policy is not None),
+        generation_of(chat, doc, turn_index, prefix or (), policy is not None),
         message=user_message(version.user_text, version.images),
         approve=policy if policy is not None else allow_all,
         context=ToolContext(call_id="", conversation_id=doc.id, offline=doc.offline),

@@ -25,7 +25,8 @@ NEARLY_FULL = 0.85  # the share of the context (used + the answer's reserve) tha
 RESERVE_SHARE = 0.5  # the answer's reserve is at most this share of the context
 CUT_SHARE = 0.5  # one tool result or document may take at most this share of the room
 
-OverflowName = Literal["stop", "drop-middle", "rolling"]  # the settings' and the server's words
+# the settings' and the server's words
+OverflowName = Literal["stop", "drop-middle", "rolling", "summarise"]
 
 
 class Overflow(StrEnum):
@@ -34,6 +35,7 @@ class Overflow(StrEnum):
     STOP = "stop"  # stop with a clear message; nothing is left out
     DROP_MIDDLE = "drop-middle"  # keep instructions, tools and the first exchange
     ROLLING = "rolling"  # keep instructions and tools; the oldest exchanges go first
+    SUMMARISE = "summarise"  # past a threshold, the older exchanges stand as a summary
 
     @property
     def said(self) -> str:
@@ -45,6 +47,7 @@ _SAID = {
     Overflow.STOP: "Stop and say so",
     Overflow.DROP_MIDDLE: "Drop the middle (keep the instructions and the first exchange)",
     Overflow.ROLLING: "Rolling window (drop the oldest exchanges)",
+    Overflow.SUMMARISE: "Summarise (the older exchanges become a summary you can undo)",
 }
 
 
@@ -52,6 +55,7 @@ _FULL = {
     Overflow.STOP: "the chat stops (overflow: stop)",
     Overflow.DROP_MIDDLE: "older exchanges are left out (overflow: drop-middle)",
     Overflow.ROLLING: "the oldest exchanges are left out (overflow: rolling)",
+    Overflow.SUMMARISE: "the older exchanges are summarised (overflow: summarise)",
 }
 
 
@@ -180,7 +184,7 @@ def notice(policy: Overflow, exchanges: int, dropped: int, cuts: tuple[Cut, ...]
     """What a policy changed to fit the context, in one notice ("" when nothing)."""
     said = []
     if dropped:
-        where = "from the middle" if policy is Overflow.DROP_MIDDLE else "oldest first"
+        where = "oldest first" if policy is Overflow.ROLLING else "from the middle"
         plural = "s" if exchanges != 1 else ""
         said.append(
             f"{exchanges} earlier exchange{plural} ({dropped} messages) left out of the prompt"

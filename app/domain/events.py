@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.domain.budget import Budget, Cut, Overflow
+from app.domain.compaction import Compaction
 from app.domain.messages import Conversation, Message, Role
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
@@ -333,6 +334,23 @@ class ContextFit:
         return bool(self.dropped or self.cuts)
 
 
+@dataclass(frozen=True)
+class Compacting:
+    """The conversation passed the compaction threshold: `exchanges` older exchanges (of
+    `tokens` prompt tokens in all) are being summarised before the turn is answered."""
+
+    exchanges: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The conversation was compacted (`app/domain/compaction.py`): from now on its prompt
+    carries `compaction`'s summary in place of the exchanges it covers; the messages stay."""
+
+    compaction: Compaction
+
+
 GenerationEvent = TokenStep | GenerationDone | TurnFailed
 TurnEvent = (
     MessageStarted
@@ -354,6 +372,8 @@ TurnEvent = (
     | ToolsRan
     | TurnResult
     | ContextFit
+    | Compacting
+    | Compacted
 )
 # what the window's turn source yields: the turn's events, then what its session says about
 # itself (the reply builder folds only `TurnEvent`: these carry nothing of the reply)

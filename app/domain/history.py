@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from app.domain import attachments
 from app.domain.budget import Overflow
+from app.domain.compaction import Compaction, recorded
 from app.domain.listing import Excerpt, attached_excerpt, excerpt
 from app.domain.messages import (
     DeveloperContent,
@@ -232,6 +233,16 @@ class ChatDoc:
         """What a turn answers after: the conversation's instructions (a developer message,
         when it has any), then `messages(upto)`."""
         return instructions_header(self.instructions) + self.messages(upto)
+
+    def compaction(self, upto: int | None = None) -> Compaction | None:
+        """The latest compaction recorded on the replies of the turns before `upto` (None:
+        all), on the branch chosen; undone ones are gone from their replies."""
+        found = None
+        for turn in self.turns[:upto]:
+            reply = turn.version.reply
+            made = recorded(reply.segments) if reply is not None else None
+            found = made or found
+        return found
 
     def visible_text(self) -> str:
         parts = [self.title]

@@ -11,7 +11,9 @@ a prompt the context cannot hold, with E-CONTEXT); under drop-middle or rolling 
 each tool result or attached document larger than its share to that share, with a visible
 marker, then leaves whole exchanges out of the prompt — an exchange is a user message and
 everything up to the next one, so a tool call is never parted from its result — the oldest
-first (after the first exchange, under drop-middle), never the last one (the turn being
+first (after the first exchange, under drop-middle and under summarise, whose compacted
+prompt carries its summary there: `app/engine/turn/compaction.py` summarises before this fits what
+is left), never the last one (the turn being
 answered), never the instructions or the tools. The overflow is quantized: the tokens by which
 the prompt and the reserve exceed the context are rounded up to a whole multiple of the
 `margin` (`MARGIN_SHARE` of the room the history has — the context less the reserve, the
@@ -123,10 +125,12 @@ def model_measure(ids: PromptIds, n_ctx: int, max_tokens: int) -> Measure:
 
 def estimated_measure(n_ctx: int, max_tokens: int) -> Measure:
     """Estimated at four characters a token (a remote endpoint's tokenizer is not ours)."""
-    return Measure(_estimated, estimate, n_ctx, reserve_for(max_tokens, n_ctx), estimated=True)
+    return Measure(
+        estimated_prompt, estimate, n_ctx, reserve_for(max_tokens, n_ctx), estimated=True
+    )
 
 
-def _estimated(conversation: Conversation) -> int:
+def estimated_prompt(conversation: Conversation) -> int:
     """About how many tokens a conversation is: its texts, its headers as JSON, and four tokens
     of wrapping per message."""
     return sum(estimate(_text_of(m)) + 4 for m in conversation.messages)
@@ -168,7 +172,7 @@ def fit(conversation: Conversation, m: Measure, policy: Overflow) -> Fitted:
         return Fitted(conversation, ContextFit(budget, policy))
     conversation, cuts = _cut(conversation, m, budget.share)
     head, exchanges = _header(conversation), _exchanges(conversation)
-    first = 1 if policy is Overflow.DROP_MIDDLE else 0
+    first = 0 if policy is Overflow.ROLLING else 1  # summarise: the exchange with the summary
     droppable = len(exchanges) - 1 - first  # the last exchange is the turn being answered
     whole = m.prompt(conversation)
     over = whole + m.reserve - m.n_ctx
@@ -203,7 +207,7 @@ def kept_always(conversation: Conversation, policy: Overflow) -> Conversation:
     the first exchange, under drop-middle) otherwise — the room a new message has."""
     if policy is Overflow.STOP:
         return conversation
-    first = _exchanges(conversation)[:1] if policy is Overflow.DROP_MIDDLE else []
+    first = _exchanges(conversation)[:1] if policy is not Overflow.ROLLING else []
     kept = (*_header(conversation), *(m for e in first for m in e))
     return Conversation(messages=kept)
 
@@ -293,6 +297,7 @@ __all__ = [
     "Measure",
     "PromptIds",
     "estimated_measure",
+    "estimated_prompt",
     "fit",
     "kept_always",
     "margin",

@@ -19,6 +19,7 @@ from typing import Any
 
 from app.constrain.constraint import CallSpec, ResponseFormat, ToolChoice
 from app.domain.budget import Overflow
+from app.domain.compaction import Compaction
 from app.domain.messages import ReasoningEffort
 from app.domain.sampling import Sampling
 from app.errors import RequestError
@@ -66,6 +67,10 @@ class GenerationRequest:
     thinking_budget: int | None = None  # reasoning tokens a message (None: the session's)
     prefix: tuple[int, ...] = ()  # continue a cut answer from the ids it had produced
     reserved: bool = False  # the window's own turn: never queued behind the server's clients
+    compaction: Compaction | None = None  # summarise: the conversation's latest compaction
+    compact_at: float = 0.8  # summarise: the share of the context whose passing compacts
+    keep_recent: float = 0.4  # summarise: the share of the room kept verbatim
+    compact_now: bool = False  # compact before answering, whatever the prompt's size
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -75,6 +80,9 @@ class GenerationRequest:
         if not 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS:
             said = f"top_logprobs must be between 0 and {MAX_TOP_LOGPROBS}, not {self.top_logprobs}"
             raise RequestError(said, "top_logprobs")
+        if not (0 < self.compact_at <= 1 and 0 <= self.keep_recent < 1):
+            said = "compact_at must be in (0, 1] and keep_recent in [0, 1)"
+            raise RequestError(said, "compact_at")
         if self.tools is not None and self.names_a_tool and self.tool_choice not in self.offered:
             said = f"tool_choice names {self.tool_choice!r}, which is not among the tools"
             raise RequestError(f"{said}: {sorted(self.offered)}", "tool_choice")

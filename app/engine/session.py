@@ -113,6 +113,20 @@ class Session(Protocol):
         """The model, as the user knows it: its GGUF file's name, or the endpoint's model."""
         ...
 
+    @property
+    def n_ctx(self) -> int:
+        """The context, in tokens (a remote endpoint's as the app knows it)."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """The answer's budget when a request names none."""
+        ...
+
+    def prompt_size(self, conversation: Conversation) -> int:
+        """The tokens of `conversation`'s prompt (estimated where the tokenizer is not ours)."""
+        ...
+
     def generate(
         self,
         conversation: Conversation,
@@ -146,8 +160,4 @@ class ModelSession(Session, Protocol):
         self, prompt: str, request: GenerationRequest, cancel: threading.Event | None = None
     ) -> Iterator[str | GenerationDone | TurnFailed]:
         """`prompt` continued as text, then how it ended (`ContextError`: it does not fit)."""
-        ...
-
-    def prompt_size(self, conversation: Conversation) -> int:
-        """The tokens of `conversation`'s prompt."""
         ...

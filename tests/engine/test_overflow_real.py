@@ -226,8 +226,13 @@ def test_the_window_shows_the_budget_and_keeps_the_conversations_policy(qtbot: A
             if reply.state == "failed":
                 break
             assert reply.state in ("done", "incomplete") and reply.visible_text().strip()  # cut at 32
-        assert warned
-        if policy is Overflow.STOP:
+        assert warned or policy is Overflow.SUMMARISE  # summarise compacts before it is full
+        if policy is Overflow.SUMMARISE:
+            replies = [t.version.reply for t in controller.doc.turns if t.version.reply is not None]
+            marks = [s for r in replies for s in r.segments if "compaction" in s.data]
+            assert replies[-1].state != "failed" and marks and "exchanges summarised" in marks[0].text
+            assert [w for t in window.transcript.turns for w in t.segments if w.objectName() == "notice"]
+        elif policy is Overflow.STOP:
             assert reply.state == "failed" and "no longer fits the model's context" in reply.segments[-1].text
             assert not [s for s in reply.segments if s.kind == "notice"]
         else:

@@ -28,6 +28,8 @@ from typing import Any, assert_never
 
 from app.domain.budget import notice
 from app.domain.events import (
+    Compacted,
+    Compacting,
     ContentDelta,
     ContextFit,
     GenerationDone,
@@ -122,6 +124,11 @@ class ReplyBuilder:
                 return self.fail(event.reason, event.code)
             case ContextFit():
                 return self._fitted(event)
+            case Compacting():
+                self.debug.line(f"compacting: {event.exchanges} exchanges, {event.tokens} tokens")
+                return []
+            case Compacted():
+                return self._compacted(event)
             case _:
                 assert_never(event)
 
@@ -331,6 +338,17 @@ class ReplyBuilder:
         self._fit_said.add(said)
         self.debug.line(said)
         return self.notice(said)
+
+    def _compacted(self, event: Compacted) -> list[Change]:
+        """The compaction said on the reply, where it happened, carrying its record (the
+        summary, readable from the marker, and what undoing it needs: `compaction_of`)."""
+        c = event.compaction
+        self.debug.line(f"compacted: {c.said()}; the summary: {c.summary}")
+        said = (
+            f"Compacted: {c.said()}. The model now reads a summary of them; undo gives them back."
+        )
+        data = {"compaction": c.to_dict()}
+        return add(self.reply, Segment("notice", said, data=data, complete=True))
 
     def notice(self, text: str) -> list[Change]:
         """Something the user should read on the reply (not model text)."""

@@ -39,7 +39,7 @@ from app.domain.events import (
 )
 from app.domain.messages import Conversation, Message, Role
 from app.domain.sampling import Sampling
-from app.engine.overflow import estimated_measure, fit
+from app.engine.overflow import estimated_measure, estimated_prompt, fit
 from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
 from app.engine.remote.wire import for_the_record, openai_client, request_body
@@ -80,6 +80,9 @@ class RemoteSession:
 
     def count(self, text: str) -> int:
         return estimate(text)
+
+    def prompt_size(self, conversation: Conversation) -> int:
+        return estimated_prompt(conversation)
 
     def room(self, text: str, conversation: Conversation | None = None) -> int:
         return estimated_room(text, self.max_tokens)

@@ -21,10 +21,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from app.domain.budget import Overflow
 from app.domain.events import ParseIssue, TurnEvent, TurnFailed
 from app.domain.messages import Conversation, Message
 from app.engine.request import GenerationRequest
 from app.engine.session import Session, TurnRecord
+from app.engine.turn.compaction import compact, prompt_of
 from app.engine.turn.tools import run_tool_turn
 from app.errors import ErrorCode
 from app.tools.api import ToolContext
@@ -70,10 +72,17 @@ def run_turn(
     conversation = request.conversation or session.conversation
     if request.message is not None:
         conversation = conversation.with_message(request.message)
+    prompt = conversation
+    if generation.overflow is Overflow.SUMMARISE or generation.compact_now:
+        force = generation.compact_now
+        held = yield from compact(
+            session, conversation, generation, generation.compaction, cancel, force=force
+        )
+        prompt = prompt_of(conversation, held)
     if request.tools is not None:
         yield from run_tool_turn(
             session,
-            conversation,
+            prompt,
             request.tools,
             generation,
             approve=request.approve,
@@ -81,12 +90,22 @@ def run_turn(
             cancel=cancel,
             context=request.context,
         )
+        session.conversation = _whole(conversation, prompt, session.conversation)
         return
-    out = yield from session.generate(conversation, generation, cancel)
-    session.conversation = (out.conversation or conversation).with_messages(out.messages)
+    out = yield from session.generate(prompt, generation, cancel)
+    asked = out.conversation or prompt
+    session.conversation = _whole(conversation, prompt, asked.with_messages(out.messages))
     if request.message is not None:
         index = len(conversation.messages) - 1
         session.turns.append(TurnRecord(index, generation.effort, out.timings, out.failed))
+
+
+def _whole(conversation: Conversation, prompt: Conversation, after: Conversation) -> Conversation:
+    """What the turn leaves: `after` (the prompt and what the turn added), with the whole
+    conversation in place of a compacted prompt — the messages stay; only the prompt changed."""
+    if prompt is conversation:
+        return after
+    return conversation.with_messages(after.messages[len(prompt.messages) :])
 
 
 __all__ = ["TurnRequest", "run_turn"]
