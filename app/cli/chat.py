@@ -28,8 +28,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.cli.attachments import add_image, checked, prepare, save_images, sources
+from app.cli.chat_compaction import TerminalCompactions
 from app.cli.chat_tools import close_tools, conversation_tools, local_sessions, remote_sessions
-from app.cli.checkpoints import ChatCheckpoints, resumed
+from app.cli.checkpoints import ChatCheckpoints, saved_chat
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.mcp_asks import TerminalAsks
 from app.cli.terminal_reply import TerminalReply
@@ -49,7 +50,6 @@ from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import InvalidInputError, validation_problems
 from app.images.decode import Picture
 from app.settings import load_settings
-from app.store.history import HistoryStore
 from app.tools.api import ToolContext
 from app.tools.approval import ApprovalPolicy, ApprovalStore, terminal_ask
 from app.tools.calls import allow_all
@@ -283,13 +283,17 @@ def _converse(
     pending = list(pictures)  # the images the next message carries
     prompts = [args.prompt] if args.prompt is not None else _interactive(session, pending)
     status = 0
-    saved = _saved(args)
+    saved = saved_chat(args.save, args.resume)
     generation = _generation(args, tools is not None, response_format, saved)
     # a resumed conversation's messages come first; later turns continue the session's own
     conversation = session.conversation.with_messages(saved.history) if saved is not None else None
+    compactions = TerminalCompactions(saved.doc.compaction() if saved is not None else None)
     try:
         attached = None
         for number, text in enumerate(prompts):
+            now = conversation or session.conversation
+            if compactions.command(text, session, now, generation, sys.stderr, saved):
+                continue  # /compact, /compact undo
             files = [Path(a) for a in args.attach] if number == 0 else []  # the first message's
             images, pending[:] = tuple(pending), []  # this message's; the next starts bare
             contents = tuple(p.content() for p in images)
@@ -300,7 +304,7 @@ def _converse(
                 keep_files(files, saved.doc.id, saved.doc.turns[-1].version.id)
                 save_images(saved, images)
             request = TurnRequest(
-                generation,
+                compactions.request(generation),
                 message=user_message(text, contents),
                 conversation=conversation,
                 tools=tools.registry if tools is not None else None,
@@ -309,7 +313,9 @@ def _converse(
                 context=context,
             )
             conversation = None
-            status = max(status, _follow(run_turn(session, request), printer, saved))
+            events = compactions.events(run_turn(session, request), saved is not None)
+            status = max(status, _follow(events, printer, saved))
+            compactions.after(printer.builder.reply)
             if printer.json_failed:  # cut or invalid: nothing was printed on stdout
                 status = max(status, 1)
             if attached is not None:
@@ -348,21 +354,6 @@ def _generation(
         overflow=Overflow(args.overflow or load_settings().overflow),
         keep=saved.doc.id if saved is not None else "",
     )
-
-
-def _saved(args: argparse.Namespace) -> ChatCheckpoints | None:
-    """Where the conversation is saved: a new one with --save, the resumed one with --resume
-    (`ChatCheckpoints.history`: its messages, which the first turn continues)."""
-    if not args.resume:
-        return ChatCheckpoints() if args.save else None
-    store = HistoryStore()
-    try:
-        doc = resumed(args.resume, store)
-    except InvalidInputError:
-        store.close()
-        raise
-    sys.stderr.write(f"[resumed {doc.id}: {doc.title}, {len(doc.turns)} turns]\n")
-    return ChatCheckpoints(store, doc, doc.prompt_messages())
 
 
 def _follow(

@@ -10,6 +10,7 @@ builder folds while the terminal prints it: the history holds what the terminal 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 
@@ -73,8 +74,28 @@ class ChatCheckpoints:
         self.store.save(self.doc)
         self._saved = time.monotonic()
 
+    def undo_compaction(self) -> None:
+        """Undo the conversation's latest compaction in the history (`ChatDoc.undo_compaction`)."""
+        if self.doc.undo_compaction() is not None:
+            self._save()
+
     def close(self) -> None:
         self.store.close()
+
+
+def saved_chat(save: bool, resume: str | None) -> ChatCheckpoints | None:
+    """Where the conversation is saved: a new one with --save, the resumed one with --resume
+    (`ChatCheckpoints.history`: its messages, which the first turn continues)."""
+    if not resume:
+        return ChatCheckpoints() if save else None
+    store = HistoryStore()
+    try:
+        doc = resumed(resume, store)
+    except InvalidInputError:
+        store.close()
+        raise
+    sys.stderr.write(f"[resumed {doc.id}: {doc.title}, {len(doc.turns)} turns]\n")
+    return ChatCheckpoints(store, doc, doc.prompt_messages())
 
 
 def resumed(which: str, store: HistoryStore) -> ChatDoc:
@@ -95,4 +116,4 @@ def resumed(which: str, store: HistoryStore) -> ChatDoc:
 
 _CUT = f"{ErrorCode.STREAM_TRUNCATED.value}: the chat stopped before the answer was complete"
 
-__all__ = ["CHECKPOINT_S", "ChatCheckpoints", "resumed"]
+__all__ = ["CHECKPOINT_S", "ChatCheckpoints", "resumed", "saved_chat"]

@@ -132,7 +132,8 @@ class TerminalReply:
                 said = f"compacting: summarising {event.exchanges} older exchange{plural}"
                 self.err.write(f"[{said} ({event.tokens:,} tokens)…]\n")
             case Compacted():
-                pass  # the builder's notice says it
+                said = event.compaction.said()
+                self.err.write(f"[compacted: {said}; /compact undo gives them back]\n")
             case (
                 MessageStarted()
                 | ContentDelta()

@@ -76,9 +76,11 @@ class Compaction:
 
 
 class Marked(Protocol):
-    """A reply's segment: where a compaction's record is kept (`data["compaction"]`)."""
+    """A reply's segment: where a compaction's record is kept (`data["compaction"]`), and the
+    marker's text."""
 
     data: dict[str, Any]
+    text: str
 
 
 def recorded(segments: Iterable[Marked]) -> Compaction | None:
@@ -91,6 +93,20 @@ def recorded(segments: Iterable[Marked]) -> Compaction | None:
             except InvalidInputError:
                 continue
     return found
+
+
+def undo(latest_first: Iterable[Marked]) -> Compaction | None:
+    """Undo the first compaction recorded among `latest_first` (segments, the latest first):
+    its record leaves the segment (kept as `undone`, for the export and the debug pane) and
+    the marker says it was undone; what was undone (None: there was none)."""
+    for segment in latest_first:
+        made = recorded([segment])
+        if made is not None:
+            del segment.data["compaction"]
+            segment.data["undone"] = made.to_dict()
+            segment.text = f"Compaction undone ({made.said()}): the model reads them all again."
+            return made
+    return None
 
 
 def header_of(conversation: Conversation) -> list[Message]:
@@ -158,4 +174,5 @@ __all__ = [
     "folded",
     "header_of",
     "recorded",
+    "undo",
 ]

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from app.domain import attachments
 from app.domain.budget import Overflow
-from app.domain.compaction import Compaction, recorded
+from app.domain.compaction import Compaction, recorded, undo
 from app.domain.listing import Excerpt, attached_excerpt, excerpt
 from app.domain.messages import (
     DeveloperContent,
@@ -173,6 +173,11 @@ class Turn:
         return self.versions[self.chosen]
 
 
+def _segments(turn: Turn) -> list[Segment]:
+    reply = turn.version.reply
+    return reply.segments if reply is not None else []
+
+
 def snippet(text: str, needle: str, width: int = 40) -> str | None:
     """`text` around the first case-insensitive match of `needle`, or None without one."""
     at = text.lower().find(needle.lower())
@@ -237,12 +242,12 @@ class ChatDoc:
     def compaction(self, upto: int | None = None) -> Compaction | None:
         """The latest compaction recorded on the replies of the turns before `upto` (None:
         all), on the branch chosen; undone ones are gone from their replies."""
-        found = None
-        for turn in self.turns[:upto]:
-            reply = turn.version.reply
-            made = recorded(reply.segments) if reply is not None else None
-            found = made or found
-        return found
+        return recorded(s for t in self.turns[:upto] for s in _segments(t))
+
+    def undo_compaction(self) -> Compaction | None:
+        """Undo the latest compaction on the chosen branch (`compaction.undo`): the next turn
+        sends every message again; what was undone (None: there was none)."""
+        return undo(s for t in reversed(self.turns) for s in reversed(_segments(t)))
 
     def visible_text(self) -> str:
         parts = [self.title]

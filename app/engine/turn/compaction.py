@@ -43,6 +43,7 @@ COMPACT_AT = 0.8  # the share of the context whose passing compacts
 KEEP_RECENT = 0.4  # the share of the room the most recent exchanges keep verbatim
 SUMMARY_TOKENS = 768  # the longest summary
 SUMMARY_SHARE = 0.2  # of the room: a summary in a small context is shorter
+# and at most half of what it newly stands for, so that it always saves room
 TOOL_SHARE = 2000  # characters of one tool result or document a summary reads
 ASK = (
     "Summarise the conversation above so that it can go on from your summary alone. Keep every"
@@ -97,7 +98,8 @@ def plan(
         kept += _tokens(session, exchanges[start])
     if start <= done:
         return None
-    longest = max(64, min(SUMMARY_TOKENS, int(room * SUMMARY_SHARE)))
+    summarised = sum(_tokens(session, e) for e in exchanges[done:start])
+    longest = max(32, min(SUMMARY_TOKENS, int(room * SUMMARY_SHARE), summarised // 2))
     return Plan(sum(len(e) for e in exchanges[:start]), start, tokens, longest)
 
 
