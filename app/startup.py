@@ -5,9 +5,9 @@ Guarantees:
   `library`, `llama` for llama.cpp's own lines, `crash`) to a rotating log file in the data
   folder (`logs/harmony-desk.log`, rotated at `MAX_BYTES` with `BACKUPS` older files kept,
   made at the first line, each file — the rotated ones too — 0600 in a 0700 folder whatever
-  the umask), every line redacted of secrets first; calling it again does not add a second
-  handler; a file that cannot be written is reported by `logging` itself and never stops the
-  app;
+  the umask), every line cut to `LINE_CHARS` and redacted of secrets first; calling it again
+  does not add a second handler; a file that cannot be written is reported by `logging` itself
+  and never stops the app;
 - the file records INFO and above unless `HARMONY_DESK_LOG_LEVEL` names another level
   (`DEBUG`: everything, llama.cpp's load chatter included); llama.cpp's own info lines arrive
   at DEBUG (`app/engine/local/client.py`), so loading a model writes nothing at INFO: a normal
@@ -41,9 +41,17 @@ MAX_BYTES = 1 << 20
 BACKUPS = 3
 
 
+LINE_CHARS = 8000  # a log line is cut to this before it is redacted
+
+
 class _Redacted(logging.Filter):
+    """Each record cut to `LINE_CHARS` (what is left is counted), then redacted."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        said = record.getMessage()
+        if len(said) > LINE_CHARS:
+            said = f"{said[:LINE_CHARS]} […{len(said) - LINE_CHARS:,} characters not logged]"
+        record.msg, record.args = redact(said), None
         return True
 
 
