@@ -102,6 +102,24 @@ class Settings(Declared):
         " out the oldest exchanges after the first; rolling: leave out the oldest exchanges);"
         " each conversation can choose its own.",
     )
+    compact_at_percent: Annotated[
+        int, Shown("Summarise past", CHAT, "New messages", unit=" % of the context")
+    ] = Field(
+        80,
+        ge=50,
+        le=95,
+        description="Under summarise, the older exchanges are summarised when the conversation"
+        " with the answer's reserve would pass this share of the context.",
+    )
+    keep_recent_percent: Annotated[
+        int, Shown("Keep verbatim", CHAT, "New messages", unit=" % of the room")
+    ] = Field(
+        40,
+        ge=10,
+        le=80,
+        description="When a conversation is summarised, the most recent exchanges that fit in"
+        " this share of the room stay as they were written.",
+    )
     kv_cache_gib: Annotated[
         int,
         Shown(

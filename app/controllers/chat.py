@@ -21,7 +21,8 @@ Guarantees:
 - a message's images are on its `Version` (an edited one keeps them), held in memory for the
   turn, and their bytes kept with the conversation's version on the store's thread;
 - a tool call waits for the user's decision (run, run with edited arguments, allow for this
-  chat, always, deny) shown on its card; stop denies what is still waiting.
+  chat, always, deny) shown on its card; stop denies what is still waiting;
+- Compact now and Undo compaction are `compactions` (`compactions.py`), held like a turn.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from app.constrain.constraint import ToolChoice, check_schema
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.attachments import keep_images, remember_images
 from app.controllers.bridge import StreamCrashed
+from app.controllers.compactions import Compactions, compacting_said
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
@@ -47,6 +49,7 @@ from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_
 from app.controllers.turn_source import turn_events
 from app.domain.budget import Overflow
 from app.domain.events import (
+    Compacting,
     GenerationDone,
     JsonRetried,
     MessageDone,
@@ -86,7 +89,6 @@ class ChatController(ConversationsController):
     segmentText = Signal(int, int, str)  # turn, segment, appended text (coalesced)
     segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
     replyFinished = Signal(int)  # turn index
-    busyChanged = Signal(bool)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
 
     def __init__(
@@ -102,8 +104,10 @@ class ChatController(ConversationsController):
         self.tool_choice: ToolChoice = "auto"  # Tools… ▸ Require a tool call: "required"
         self.json_schema: dict[str, Any] | None = None
         self.max_tokens = 1024
-        self.overflow = Overflow(load_settings().overflow)  # a conversation's own policy wins
-        self._cancel: threading.Event | None = None
+        settings = load_settings()
+        self.overflow = Overflow(settings.overflow)  # a conversation's own policy wins
+        self.compact_at = settings.compact_at_percent / 100  # summarise: when it compacts
+        self.keep_recent = settings.keep_recent_percent / 100  # and what it keeps verbatim
         self._task: asyncio.Task[None] | None = None
         self.approvals = WindowApprovals()  # each conversation's policy, the waiting calls
         self.tools = WindowTools()  # plugins, and each conversation's enabled tools
@@ -115,6 +119,7 @@ class ChatController(ConversationsController):
         self.score_tokens = False  # the debug pane is open: tokens come with probabilities
         self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
         self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
+        self.compactions = Compactions(self)  # compact now, undo (`compactions.py`)
         self._io(self._latest_or_new, partial(self._show, instead_of=self.doc))
 
     # --- conversations ---------------------------------------------------------------
@@ -141,22 +146,10 @@ class ChatController(ConversationsController):
         """Whether the conversation's model sees images (`turn_inputs.sees_images`)."""
         return sees_images(self.host, self.doc.endpoint is not None and self.remote is not None)
 
-    def set_endpoint(self, name: str | None) -> None:
-        """Answer this conversation from endpoint `name` (None: the model on this computer)."""
-        if name != self.doc.endpoint and not self.busy:
-            self.doc.endpoint = name
-            self.persist()
-            self.refresh_list()
-
     def set_offline(self, offline: bool) -> None:
         """Mark the selected conversation offline: its tools may not use the network."""
         self.doc.offline = offline
         self.tools.forget(self.doc.id)
-
-    def set_library(self, on: bool) -> None:
-        """Whether the selected conversation's messages carry the documents library's passages."""
-        self.doc.library = on
-        self.persist()
 
     def set_tools(self, names: tuple[str, ...]) -> None:
         """The tools enabled for the selected conversation."""
@@ -257,10 +250,8 @@ class ChatController(ConversationsController):
         self.approvals.decide(call_id, allow, arguments, remember)
 
     def _start(self, turn_index: int, resume: Reply | None = None) -> None:
-        self.answering = self.doc
-        self.busy = True
-        self.busyChanged.emit(True)
-        self._task = asyncio.ensure_future(self._run(turn_index, resume))
+        cancel = self.hold(self.doc)
+        self._task = asyncio.ensure_future(self._run(turn_index, cancel, resume))
 
     async def wait(self) -> None:
         """Until the running turn (if any) ends."""
@@ -278,13 +269,14 @@ class ChatController(ConversationsController):
 
         return self.approvals.policy(doc_id, ask)
 
-    async def _run(self, turn_index: int, resume: Reply | None = None) -> None:
+    async def _run(
+        self, turn_index: int, cancel: threading.Event, resume: Reply | None = None
+    ) -> None:
         doc = self.answering or self.doc
         version = doc.turns[turn_index].version
-        self._cancel = cancel = threading.Event()
         loop = asyncio.get_running_loop()
         # what a loaded conversation has not read yet is read on the store's thread
-        await loop.run_in_executor(self._writer, read_stored, doc, turn_index, resume)
+        await self.stored(partial(read_stored, doc, turn_index, resume))
         reply, prefix, kept = reply_for(version, resume, self.host.name)
         policy = self._policy(loop, doc.id) if doc.tools else None
         prefix_ids = prefix if resume is not None else None
@@ -323,11 +315,8 @@ class ChatController(ConversationsController):
             self._add(turn, reply, notice)
         self.persist(version, reply, doc=state.doc)
         self.painter.streaming = None
-        self._cancel = None
         shown = self.shows_answer
-        self.answering = None
-        self.busy = False
-        self.busyChanged.emit(False)
+        self.release()
         if shown:
             self.replyFinished.emit(turn)
         self.refresh_list()
@@ -370,6 +359,8 @@ class ChatController(ConversationsController):
                 self.painter.message_ended()  # a message boundary: saved at the next flush
             case ParseIssue(code=ErrorCode.NETWORK):
                 self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
+            case Compacting():
+                self.notice.emit(compacting_said(event))  # the summary comes before the answer
         for change in state.builder.apply(event):
             self.painter.paint(turn, change)
             if isinstance(change, Added) and not self.shows_answer:

@@ -7,12 +7,16 @@ the order asked, and its results come back as signals (`listChanged` with `listi
 so later edits cannot tear it; after `close` nothing more is asked of the store. The user may
 switch chats or start a new one while a reply streams: the streaming conversation (`answering`)
 is kept as the one object its reply is written to, shown again when selected, and cannot be
-deleted until its reply ends.
+deleted until its reply ends. Work that holds a conversation (a turn, a compaction: `hold`)
+makes it `answering` and the window `busy` until `release`, and Stop sets the cancel event
+`hold` gave it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -39,6 +43,7 @@ class ConversationsController(QObject):
     debugChanged = Signal(int)  # turn index whose debug record grew
     analysisFound = Signal(list)  # [(turn index, snippet)]: the debug pane's search
     notice = Signal(str)  # something the user should know now (a remote endpoint is waiting)
+    busyChanged = Signal(bool)  # a reply streams (or a compaction runs), or no longer
     _delivered = Signal(object)  # a store call's result, handed to the GUI thread
 
     def __init__(self, conversations: ConversationList | HistoryStore | None = None) -> None:
@@ -53,6 +58,7 @@ class ConversationsController(QObject):
         self.search_text = ""
         self.busy = False  # a reply streams (set by the turn side)
         self.answering: ChatDoc | None = None  # the conversation whose reply streams
+        self._cancel: threading.Event | None = None  # what Stop sets, while `busy`
         self._inflight = 0  # store calls whose result is not yet shown
         self._closed = False
         self._list_asked = 0
@@ -85,6 +91,11 @@ class ConversationsController(QObject):
     def _deliver(self, landed: Callable[[], None]) -> None:
         self._inflight -= 1
         landed()
+
+    async def stored(self, work: Callable[[], T]) -> T:
+        """`work`'s result, run on the store's thread after every save asked before it (what a
+        loaded conversation has not read yet is read there, never on the GUI thread)."""
+        return await asyncio.get_running_loop().run_in_executor(self._writer, work)
 
     def settle(self, timeout_s: float = 30.0) -> None:
         """Wait until every store call asked so far is done and its result shown (tests)."""
@@ -127,10 +138,37 @@ class ConversationsController(QObject):
 
         self._io(lambda: (self.conversations.listed(text), self.conversations.trash()), shown)
 
+    def hold(self, doc: ChatDoc) -> threading.Event:
+        """`doc` is busy with work that Stop ends (a turn, a compaction): its cancel event."""
+        self.answering = doc
+        self.busy = True
+        self._cancel = threading.Event()
+        self.busyChanged.emit(True)
+        return self._cancel
+
+    def release(self) -> None:
+        """The work `hold` started has ended."""
+        self._cancel = None
+        self.answering = None
+        self.busy = False
+        self.busyChanged.emit(False)
+
     @property
     def shows_answer(self) -> bool:
         """Whether the selected conversation is the one whose reply streams."""
         return self.answering is not None and self.doc is self.answering
+
+    def set_endpoint(self, name: str | None) -> None:
+        """Answer this conversation from endpoint `name` (None: the model on this computer)."""
+        if name != self.doc.endpoint and not self.busy:
+            self.doc.endpoint = name
+            self.persist()
+            self.refresh_list()
+
+    def set_library(self, on: bool) -> None:
+        """Whether the selected conversation's messages carry the documents library's passages."""
+        self.doc.library = on
+        self.persist()
 
     def set_overflow(self, policy: Overflow) -> None:
         """What the selected conversation does once it outgrows the context (saved with it)."""

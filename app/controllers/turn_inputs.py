@@ -101,6 +101,8 @@ class TurnOwner(Protocol):
     tool_choice: ToolChoice
     max_tokens: int
     overflow: Overflow  # the settings' default policy
+    compact_at: float  # summarise: the share of the context whose passing compacts
+    keep_recent: float  # summarise: the share of the room kept verbatim
     score_tokens: bool
     vocab_of: object
 
@@ -116,7 +118,7 @@ def generation_of(
     tool choice (with tools) and answer budget, the conversation's overflow policy (else the
     settings' default, which the chat keeps: nothing is read from disk on the GUI thread), its
     KV snapshots kept under its id, scored tokens for the debug pane; under summarise, the
-    latest compaction of the turns before it."""
+    latest compaction of the turns before it and the settings' threshold and share kept."""
     version = doc.turns[index].version
     return GenerationRequest(
         max_tokens=chat.max_tokens,
@@ -125,6 +127,8 @@ def generation_of(
         effort=version.effort,
         overflow=doc.overflow or chat.overflow,
         compaction=doc.compaction(upto=index),
+        compact_at=chat.compact_at,
+        keep_recent=chat.keep_recent,
         keep=doc.id,
         top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0,
         prefix=tuple(prefix),
@@ -167,10 +171,41 @@ def turn_spec(
     )
 
 
+def compaction_spec(chat: TurnOwner, doc: ChatDoc, cancel: threading.Event) -> TurnSpec:
+    """All of `doc` (its chosen branch) to compact at once, for the engine thread
+    (`turn_source.compaction_events`): forced whatever its size, carrying its latest compaction
+    forward, with a turn's answer reserve and the settings' share kept verbatim; there is no
+    message, so its latest exchange is the one kept whatever the share."""
+    generation = GenerationRequest(
+        max_tokens=chat.max_tokens,
+        overflow=Overflow.SUMMARISE,
+        compaction=doc.compaction(),
+        compact_at=chat.compact_at,
+        keep_recent=chat.keep_recent,
+        compact_now=True,
+        keep=doc.id,
+        reserved=True,
+    )
+    return TurnSpec(
+        host=chat.host,
+        remote=chat.remote,
+        endpoint=doc.endpoint,
+        offline=doc.offline,
+        history=doc.prompt_messages(),
+        request=TurnRequest(generation),
+        kept=(),
+        continued=False,
+        tools=None,
+        need_vocab=False,
+        cancel=cancel,
+    )
+
+
 __all__ = [
     "TOP_ALTERNATIVES",
     "TurnOwner",
     "TurnState",
+    "compaction_spec",
     "generation_of",
     "json_mode",
     "read_stored",

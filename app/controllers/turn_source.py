@@ -5,7 +5,9 @@ Guarantees: an offline conversation never opens a remote session (the turn fails
 a missing endpoint or key is the turn's failure, said; the vocabulary crosses to the GUI thread
 once (`VocabularyRead`, for the debug pane); nothing here sets a session's attributes: the
 turn's knobs travel in its `TurnRequest`; the last event is `TurnCommitted` with the
-conversation the turn left.
+conversation the turn left. `compaction_events` compacts a conversation at once, with no
+turn (Compact now): only the compaction's own events (`Compacting`, then `Compacted` or the
+`ParseIssue` that says why not; none when there is nothing to compact yet).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from app.controllers.remote_host import EndpointError, RemoteHost
 from app.domain.events import SessionEvent, TurnCommitted, TurnFailed, VocabularyRead
 from app.domain.messages import Message
 from app.engine.session import Session
+from app.engine.turn.compaction import compact
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import ErrorCode, HarmonyDeskError
 from app.tools.registry import ToolRegistry
@@ -84,8 +87,20 @@ def turn_events(spec: TurnSpec) -> Iterator[SessionEvent]:
     yield TurnCommitted(session.conversation, start)
 
 
+def compaction_events(spec: TurnSpec) -> Iterator[SessionEvent]:
+    """Compact the conversation of `spec` at once (see the module guarantees), on the engine
+    thread; `spec.request.generation` carries the knobs and the compaction carried forward."""
+    session = _session(spec)
+    if isinstance(session, TurnFailed):
+        yield session
+        return
+    conversation = session.conversation.with_messages(spec.history)
+    asked = spec.request.generation
+    yield from compact(session, conversation, asked, asked.compaction, spec.cancel, force=True)
+
+
 def _message(request: TurnRequest) -> list[Message]:
     return [request.message] if request.message is not None else []
 
 
-__all__ = ["TurnSpec", "turn_events"]
+__all__ = ["TurnSpec", "compaction_events", "turn_events"]

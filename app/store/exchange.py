@@ -6,6 +6,13 @@ Guarantees:
   and call ids, analysis included: importing them gives back the same messages;
 - Markdown holds only what a reader of the chat saw: user messages, answers and preambles, and
   one line per tool call (tool, outcome); never analysis;
+- a compaction is in every format, at its place: in Markdown its marker's sentence and the
+  summary the model read in place of the older exchanges (quoted), undone or not; in OpenChatML
+  and JSON the header's `harmony_desk.compactions` lists each record (`turn`: the turn whose
+  reply holds it, `segment`: its place among that reply's segments, `undone`, `compaction`:
+  the record) while every message stays in the body, so the conversation before compaction is
+  there whole; importing puts each marker back on its turn's reply (a record that is not
+  valid is a `TranscriptError`);
 - an interrupted answer (the app or the stream stopped mid-answer) is in every format: its
   text as a `final` message, which in OpenChatML is left unterminated as the last frame when it
   is the last message (E-STREAM-TRUNCATED, as the spec allows), and in JSON marked `truncated`;
@@ -34,8 +41,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.domain.events import MessageDone
-from app.domain.history import ChatDoc, Reply, Turn, Version
+from app.domain.compaction import Compaction, undo
+from app.domain.events import Compacted, MessageDone
+from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
 from app.domain.messages import (
     IMAGE_MARKER,
     Conversation,
@@ -57,6 +65,7 @@ from app.harmony.ocm.interop import EXTENSION_KEY, from_conversation, to_convers
 FORMATS = ("ocm", "json", "md")
 ATTACHMENTS = "attachments"
 IMAGES = "images"
+COMPACTIONS = "compactions"
 
 
 INTERRUPTED = ("incomplete", "stopped", "failed")
@@ -119,6 +128,9 @@ def export(doc: ChatDoc, fmt: str, attachments: Sequence[Mapping[str, Any]] = ()
         extension[IMAGES] = images
     if attachments:
         extension[ATTACHMENTS] = [dict(a) for a in attachments]
+    compactions = _compactions(doc)
+    if compactions:
+        extension[COMPACTIONS] = compactions
     if extension:
         header[EXTENSION_KEY] = extension
     messages = transcript.messages
@@ -147,9 +159,83 @@ def markdown(doc: ChatDoc) -> str:
             elif segment.kind == "tool":
                 outcome = segment.data.get("state", "")
                 lines += [f"> tool call: `{segment.data.get('tool', '?')}` ({outcome})", ""]
+            elif (found := record_of(segment)) is not None:
+                lines += _marker_lines(*found)
         if reply.state in ("stopped", "failed", "incomplete"):
             lines += [f"*(this answer is {reply.state})*", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def record_of(segment: Segment) -> tuple[Compaction, bool] | None:
+    """The compaction a notice segment records and whether it applies (not undone); None for
+    any other segment, or a record that is not valid."""
+    for key in ("compaction", "undone"):
+        if segment.kind == "notice" and key in segment.data:
+            try:
+                return Compaction.from_dict(segment.data[key]), key == "compaction"
+            except InvalidInputError:
+                return None
+    return None
+
+
+def _marker_lines(compaction: Compaction, applies: bool) -> list[str]:
+    """A compaction's marker in Markdown: its sentence, then the summary, quoted."""
+    if applies:
+        said = f"*Compacted: {compaction.said()}.* From here on the model read this summary in"
+        said += " place of those exchanges:"
+    else:
+        said = f"*Compaction undone: {compaction.said()}.* The model read them again; the"
+        said += " summary it had made:"
+    quoted = [f"> {line}" if line.strip() else ">" for line in compaction.summary.splitlines()]
+    return ["---", "", said, "", *quoted, "", "---", ""]
+
+
+def _compactions(doc: ChatDoc) -> list[dict[str, Any]]:
+    """The compaction records of the chosen branch, by turn and place (the header's list)."""
+    out = []
+    for index, turn in enumerate(doc.turns):
+        reply = turn.version.reply
+        for place, segment in enumerate(reply.segments if reply is not None else []):
+            found = record_of(segment)
+            if found is not None:
+                compaction, applies = found
+                entry = {"turn": index, "segment": place, "undone": not applies}
+                out.append({**entry, "compaction": compaction.to_dict()})
+    return out
+
+
+def _with_compactions(doc: ChatDoc, extension: Any) -> None:
+    """Each listed compaction's marker back on its turn's reply, at its place (see the module
+    guarantees)."""
+    listed = extension.get(COMPACTIONS) if isinstance(extension, Mapping) else None
+    if listed is None:
+        return
+    where = f"the header's {EXTENSION_KEY}.{COMPACTIONS}"
+    if not isinstance(listed, list):
+        raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where} is not a list")
+    for j, entry in enumerate(listed):
+        reply = _reply_of(doc, entry)
+        if reply is None or not isinstance(entry, Mapping):
+            raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}[{j}] names no reply")
+        try:
+            compaction = Compaction.from_dict(entry.get("compaction"))
+        except InvalidInputError as exc:
+            raise TranscriptError(ErrorCode.INPUT_INVALID, f"{where}[{j}]: {exc}") from exc
+        ReplyBuilder(reply).apply(Compacted(compaction))
+        marker = reply.segments.pop()
+        place = entry.get("segment")
+        at = place if isinstance(place, int) and place >= 0 else len(reply.segments)
+        reply.segments.insert(min(at, len(reply.segments)), marker)
+        if entry.get("undone"):
+            undo([marker])
+
+
+def _reply_of(doc: ChatDoc, entry: Any) -> Reply | None:
+    """The reply of the turn a listed compaction names (None: no such turn, or no reply)."""
+    turn = entry.get("turn") if isinstance(entry, Mapping) else None
+    if not isinstance(turn, int) or not 0 <= turn < len(doc.turns):
+        return None
+    return doc.turns[turn].version.reply
 
 
 def import_text(text: str, fmt: str | None = None) -> ChatDoc:
@@ -170,6 +256,7 @@ def import_carrying(text: str, fmt: str | None = None) -> tuple[ChatDoc, Any]:
     if cut and last is not None:  # an answer that was interrupted stays interrupted
         last.state = "incomplete"
         last.error = f"{ErrorCode.STREAM_TRUNCATED.value}: the answer was cut off"
+    _with_compactions(doc, extension)
     return doc, listed
 
 

@@ -61,6 +61,7 @@ ALLOWED = (
     "app.ui.composer.mcp_offers", "app.ui.mcp.elicit_dialog", "app.ui.mcp.sign_in", "app.ui.composer.prompt_form",
     "app.ui.mcp.sampling_dialog",
     "app.domain.budget", "app.domain.compaction", "app.engine.overflow", "app.engine.turn.compaction", "app.ui.window.budget_bar", "app.ui.composer.overflow_menu",
+    "app.controllers.compactions", "app.ui.transcript.compaction_marker", "app.ui.window.compaction_controls",
     "app.engine", "app.engine.backend", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",
     "app.engine.remote", "app.engine.remote.reply", "app.engine.remote.retry",
     "app.engine.remote.session", "app.engine.remote.wire", "app.engine.request", "app.engine.session",

@@ -58,6 +58,7 @@ def test_every_setting_is_declared_and_every_shown_one_is_on_a_dialog_page() -> 
         "endpoints",
         "model_folders",
         "default_model",
+        "server_aliases",  # `serve --alias` and the settings file (README: Model names)
     }
     fields = preferences.fields()
     assert [f.name for f in fields] and {f.name for f in fields} == {s.name for s in shown}

@@ -68,7 +68,8 @@ ToolEvent = ToolCallRequested | ToolCallDecided | ToolProgress | ToolsRan | Turn
 JsonEvent = JsonChecked | JsonRetried
 
 
-_SAID = (ErrorCode.CALL_SCHEMA, ErrorCode.TOOLS_UNAVAILABLE)  # issues the reply shows
+# issues the reply shows: a call that was not valid, tools not offered, a compaction not made
+_SAID = (ErrorCode.CALL_SCHEMA, ErrorCode.TOOLS_UNAVAILABLE, ErrorCode.CONTEXT)
 
 
 class ReplyBuilder:

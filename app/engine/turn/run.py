@@ -11,7 +11,11 @@ the reasoning effort is recorded on the conversation as the model's format says.
 for a model whose template has no tool-call format are said (an issue the reply shows; a failed
 turn when `tool_choice` needs a call), never dropped silently; a continuation a session cannot
 make fails saying so — the `tools` and `continues_prefix` capabilities are asked here and
-nowhere else. When it returns, `session.conversation` holds the turn.
+nowhere else. The conversation's latest compaction (`generation.compaction`) lays its summary
+over the prompt under any policy, until it is undone; under summarise (or when asked,
+`compact_now`) one that is due is made first (`app/engine/turn/compaction.py`). When it
+returns, `session.conversation` holds the turn, every message of it (a compaction changes the
+prompt only).
 """
 
 from __future__ import annotations
@@ -72,13 +76,11 @@ def run_turn(
     conversation = request.conversation or session.conversation
     if request.message is not None:
         conversation = conversation.with_message(request.message)
-    prompt = conversation
+    held = generation.compaction  # applies under any policy, until it is undone
     if generation.overflow is Overflow.SUMMARISE or generation.compact_now:
         force = generation.compact_now
-        held = yield from compact(
-            session, conversation, generation, generation.compaction, cancel, force=force
-        )
-        prompt = prompt_of(conversation, held)
+        held = yield from compact(session, conversation, generation, held, cancel, force=force)
+    prompt = prompt_of(conversation, held)
     if request.tools is not None:
         yield from run_tool_turn(
             session,

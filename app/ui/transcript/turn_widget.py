@@ -12,7 +12,8 @@ pointer is over the turn or one of them has the keyboard focus, and stay in the 
 while hidden (Enter or Space presses a focused one); under a finished answer, its figures
 (`answer_footer.py`); the files a message carried open from its Files button; the images it
 carried show as thumbnails above its bubble (`Pictures`: each opens large; one no longer kept
-here shows its name), and stay with it when it is edited.
+here shows its name), and stay with it when it is edited; a compaction's notice is its marker
+(`compaction_marker.py`: the summary on click, Undo through the controller).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from app.ui.markdown.view import MarkdownView
 from app.ui.theme import mark
 from app.ui.transcript.answer_footer import AnswerFooter
 from app.ui.transcript.cards import JsonCard, ToolCard
+from app.ui.transcript.compaction_marker import CompactionMarker, is_marker
 from app.ui.transcript.sources import SourcesRow
 from app.ui.transcript.turn_parts import ActionButton, Bubble, Pictures
 
@@ -295,6 +297,10 @@ class TurnWidget(QFrame):
             widget = JsonCard(segment.text, segment.data, self)
             if self.segments and isinstance(self.segments[-1], MarkdownView):
                 self.segments[-1].hide()  # the card shows the same answer, pretty-printed
+        elif is_marker(segment):
+            index, undo = len(self.segments), self.controller.compactions.undo
+            widget = CompactionMarker(segment, lambda: undo(self.index, index), self)
+            widget.set_busy(self.controller.busy)
         else:
             label = QLabel(segment.text, self)
             label.setWordWrap(True)
@@ -325,6 +331,9 @@ class TurnWidget(QFrame):
         self.next_version.setEnabled(not busy and v < w)
         for b in (self.copy, self.regenerate, self.edit_button):
             b.setEnabled(not busy)
+        for marker in self.segments:
+            if isinstance(marker, CompactionMarker):
+                marker.set_busy(busy)
         self.continue_.setVisible(reply is not None and reply.continuable)
         self.continue_.setEnabled(not busy)
         self.update_footer()

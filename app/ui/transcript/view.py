@@ -22,6 +22,7 @@ from app.controllers.chat import ChatController
 from app.ui.column import Centred
 from app.ui.markdown.view import MarkdownView
 from app.ui.transcript.cards import ToolCard
+from app.ui.transcript.compaction_marker import CompactionMarker
 from app.ui.transcript.empty_state import EmptyState
 from app.ui.transcript.turn_widget import TurnWidget
 from app.ui.window.about import EMPTY_NO_MODEL, EMPTY_READY
@@ -177,10 +178,12 @@ class TranscriptView(QScrollArea):
         if index >= len(widget.segments):
             return
         shown = widget.segments[index]
+        reply = widget.turn.version.reply
         if isinstance(shown, ToolCard):
             shown.refresh()
+        elif isinstance(shown, CompactionMarker) and reply is not None:
+            shown.refresh(reply.segments[index])  # undone
         elif isinstance(shown, MarkdownView):  # a message's text decided when it closed
-            reply = widget.turn.version.reply
             text = reply.segments[index].text if reply is not None else shown.source_text
             if text != shown.source_text:
                 shown.set_text(text)

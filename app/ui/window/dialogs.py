@@ -120,12 +120,17 @@ def follow_settings(window: Window) -> None:
         c.overflow = Overflow(s.overflow)
         window.overflow_menu.set_default(c.overflow)
 
+    def compaction(s: Settings) -> None:
+        c.compact_at = s.compact_at_percent / 100
+        c.keep_recent = s.keep_recent_percent / 100
+
     on = window.settings_watch.subscribe
     on(answer_length, "max_tokens")
     on(effort, "reasoning_effort")
     on(context_length, "context_length")
     on(threads, "threads")
     on(overflow, "overflow")
+    on(compaction, "compact_at_percent", "keep_recent_percent")
 
 
 def choose_tools(window: Window) -> QMenu:

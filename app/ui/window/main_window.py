@@ -47,6 +47,7 @@ from app.ui.sidebar.sidebar import Sidebar
 from app.ui.transcript.view import TranscriptView
 from app.ui.window import dialogs, menus
 from app.ui.window.about import Welcome
+from app.ui.window.compaction_controls import CompactionControls
 from app.ui.window.file_menus import RecentMenu, TrashMenu
 from app.ui.window.header import Header
 from app.ui.window.instructions_fold import InstructionsFold
@@ -189,6 +190,7 @@ class MainWindow(QMainWindow):
         comp.offline.toggled.connect(c.set_offline)
         comp.library.toggled.connect(c.set_library)
         self.overflow_menu = OverflowMenu(comp.field.more_menu, c)  # saved with the chat
+        self.compaction = CompactionControls(self.status, c, self.overflow_menu)  # /compact
         self.open_model.clicked.connect(lambda: dialogs.open_model_file(self))
         self.cancel_load.clicked.connect(host.cancel_load)
         self.instructions_fold.edited.connect(lambda text: setattr(c.doc, "instructions", text))
@@ -217,6 +219,9 @@ class MainWindow(QMainWindow):
 
     def send(self) -> None:
         comp = self.composer
+        if self.compaction.command(comp.box.toPlainText()):  # /compact, /compact undo
+            comp.box.clear()
+            return
         effort = comp.effort_value()
         self.controller.effort = ReasoningEffort(effort) if effort else None
         schema = None

@@ -6,7 +6,9 @@ token's latency, prompt plus generated against the context); the context is spli
 small bar (`budget_bar.py`: instructions, tools, documents, history, the answer's reserve, room
 left), its tooltip the budget's sentence, its figure in the error colour and saying so from
 nearly full; a remote answer says its endpoint (☁) and never claims a context figure it was
-not told.
+not told. Beside the figure: "compacted" while the open chat's latest compaction applies (its
+tooltip, and the bar's, say how many exchanges stand as a summary and the prompt's tokens
+before and after), and the Compact now button (`compaction_controls.py` wires it).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from app.domain.budget import Budget
+from app.domain.compaction import Compaction
 from app.domain.figures import Figures
 from app.ui.theme import mark
+from app.ui.transcript.turn_parts import ActionButton
 from app.ui.window.budget_bar import BudgetBar, figure
 from app.ui.window.endpoints import where
 
@@ -40,6 +44,20 @@ class StatusLine:
         ):
             label.setAccessibleName(name)
             bar.addPermanentWidget(label)
+        self.compacted = QLabel("compacted", bar)
+        self.compacted.setAccessibleName("Compaction")
+        mark(self.compacted, "muted")
+        self.compacted.hide()
+        bar.addPermanentWidget(self.compacted)
+        self.compact = ActionButton(
+            "Compact now",
+            "Compact now: summarise the older exchanges at once (/compact); every message stays,"
+            " and Undo on the marker gives them back",
+            "arrow-collapse-vertical",
+            bar,
+        )
+        bar.addPermanentWidget(self.compact)
+        self._compaction = ""  # what the bar's tooltip adds: the compaction that applies
 
     def busy(self, busy: bool) -> None:
         self.worker.setText("worker: generating" if busy else "worker: ready")
@@ -70,10 +88,29 @@ class StatusLine:
         if budget is not None:
             self.context.setText(figure(budget))
             self.context.setToolTip(budget.sentence())
+            if self._compaction:
+                self.budget.setToolTip(f"{budget.sentence()}\n{self._compaction}")
             mark(self.context, "error" if budget.nearly_full else "")
         else:
             self.context.setToolTip("")
             mark(self.context, "")
 
+    def show_compaction(self, compaction: Compaction | None) -> None:
+        """The open chat's latest compaction (None: none applies), said beside the figure."""
+        self._compaction = said_of(compaction) if compaction is not None else ""
+        self.compacted.setVisible(compaction is not None)
+        self.compacted.setToolTip(self._compaction)
+        self.compacted.setAccessibleDescription(self._compaction)
+        self.show_budget(self.budget.budget)
 
-__all__ = ["StatusLine"]
+
+def said_of(compaction: Compaction) -> str:
+    """ "compacted: 12 exchanges as a summary (the prompt 9,400 → 610 tokens)"."""
+    plural = "" if compaction.exchanges == 1 else "s"
+    return (
+        f"compacted: {compaction.exchanges} exchange{plural} as a summary (the prompt"
+        f" {compaction.tokens_before:,} → {compaction.tokens_after:,} tokens)"
+    )
+
+
+__all__ = ["StatusLine", "said_of"]
