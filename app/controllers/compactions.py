@@ -34,11 +34,10 @@ from app.controllers.bridge import StreamCrashed
 from app.controllers.turn_inputs import TurnOwner, compaction_spec, read_stored
 from app.controllers.turn_source import compaction_events
 from app.domain.budget import Overflow
-from app.domain.compaction import Compaction, undo
+from app.domain.compaction import Compaction, record_of, undo
 from app.domain.events import Compacted, Compacting, ParseIssue, SessionEvent, TurnFailed
-from app.domain.history import ChatDoc, Reply, Segment, Version
+from app.domain.history import ChatDoc, Reply, Version
 from app.domain.reply import Added, ReplyBuilder
-from app.errors import InvalidInputError
 
 NOTHING_YET = "Nothing to compact yet: the latest exchange is always kept as it is."
 BUSY = "An answer is still coming: compact or undo once it has ended."
@@ -225,18 +224,6 @@ def compacting_said(event: Compacting) -> str:
     return f"Compacting: summarising {exchanges} ({event.tokens:,} tokens)…"
 
 
-def record_of(segment: Segment) -> tuple[Compaction, bool] | None:
-    """The compaction a notice segment records (`data["compaction"]`, or `data["undone"]`
-    once undone) and whether it applies; None for any other segment, or a malformed record."""
-    for key in ("compaction", "undone"):
-        if segment.kind == "notice" and key in segment.data:
-            try:
-                return Compaction.from_dict(segment.data[key]), key == "compaction"
-            except InvalidInputError:
-                return None
-    return None
-
-
 def _replies(doc: ChatDoc, start: int) -> Iterator[tuple[int, Version, Reply]]:
     """The chosen branch's turns from `start` on that have a reply, with it."""
     for t in range(start, len(doc.turns)):
@@ -264,5 +251,4 @@ __all__ = [
     "CompactingChat",
     "Compactions",
     "compacting_said",
-    "record_of",
 ]

@@ -82,6 +82,9 @@ class Marked(Protocol):
     data: dict[str, Any]
     text: str
 
+    @property
+    def kind(self) -> str: ...
+
 
 def recorded(segments: Iterable[Marked]) -> Compaction | None:
     """The last compaction recorded among `segments` (a malformed record is passed over)."""
@@ -93,6 +96,18 @@ def recorded(segments: Iterable[Marked]) -> Compaction | None:
             except InvalidInputError:
                 continue
     return found
+
+
+def record_of(segment: Marked) -> tuple[Compaction, bool] | None:
+    """The compaction a notice segment records (`data["compaction"]`, or `data["undone"]` once
+    undone) and whether it applies; None for any other segment, or a malformed record."""
+    for key in ("compaction", "undone"):
+        if segment.kind == "notice" and key in segment.data:
+            try:
+                return Compaction.from_dict(segment.data[key]), key == "compaction"
+            except InvalidInputError:
+                return None
+    return None
 
 
 def undo(latest_first: Iterable[Marked]) -> Compaction | None:
@@ -173,6 +188,7 @@ __all__ = [
     "fingerprint",
     "folded",
     "header_of",
+    "record_of",
     "recorded",
     "undo",
 ]

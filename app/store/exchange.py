@@ -41,9 +41,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.domain.compaction import Compaction, undo
+from app.domain.compaction import Compaction, record_of, undo
 from app.domain.events import Compacted, MessageDone
-from app.domain.history import ChatDoc, Reply, Segment, Turn, Version
+from app.domain.history import ChatDoc, Reply, Turn, Version
 from app.domain.messages import (
     IMAGE_MARKER,
     Conversation,
@@ -164,18 +164,6 @@ def markdown(doc: ChatDoc) -> str:
         if reply.state in ("stopped", "failed", "incomplete"):
             lines += [f"*(this answer is {reply.state})*", ""]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def record_of(segment: Segment) -> tuple[Compaction, bool] | None:
-    """The compaction a notice segment records and whether it applies (not undone); None for
-    any other segment, or a record that is not valid."""
-    for key in ("compaction", "undone"):
-        if segment.kind == "notice" and key in segment.data:
-            try:
-                return Compaction.from_dict(segment.data[key]), key == "compaction"
-            except InvalidInputError:
-                return None
-    return None
 
 
 def _marker_lines(compaction: Compaction, applies: bool) -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.controllers.compactions import record_of
+from app.domain.compaction import record_of
 from app.domain.history import Segment
 from app.ui.markdown.view import MarkdownView
 from app.ui.theme import mark
