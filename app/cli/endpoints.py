@@ -4,8 +4,10 @@ Guarantees: endpoints are kept in the settings file (no key there); a key is rea
 that does not echo, or from standard input when it is not a terminal, never from an argument,
 and goes to the OS keyring only (`app.secrets`); without a usable keyring the command says so
 and fails rather than pretend the key was kept; `list` shows every endpoint redacted (an old
-settings file may still hold a key in a URL); `test` lists the server's models (or sends a
-one-token request) and says plainly what went wrong.
+settings file may still hold a key in a URL); `add --context N` sets the model's context on the
+endpoint (else the server's model list is asked when the endpoint is first used); `test` lists
+the server's models (or sends a one-token request), says the context the app will use and where
+it comes from (set, said by the server, or assumed), and says plainly what went wrong.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--top-p", type=float)
     add.add_argument("--top-k", type=int)
     add.add_argument("--max-tokens", type=int)
+    add.add_argument(
+        "--context",
+        type=int,
+        metavar="N",
+        help="the model's context on this endpoint, in tokens (default: what its server says"
+        " when asked, else 8,192)",
+    )
     add.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     add.add_argument("--retries", type=int, default=3)
     add.add_argument(
@@ -81,6 +90,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
                 timeout_s=args.timeout,
                 retries=args.retries,
                 tool_calls=args.tool_calls,
+                context=args.context,
             )
         except ValidationError as exc:
             problems = validation_problems(exc)
@@ -95,7 +105,8 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
             key = "no key" if e.key_name is None else f"key {e.key_name}"
             if e.key_name is not None and secrets.get(e.key_name) is None:
                 key += " (not set)"
-            print(redact(f"{e.name}  {e.base_url}  {e.model}  {key}"))
+            context = f"  context {e.context:,}" if e.context is not None else ""
+            print(redact(f"{e.name}  {e.base_url}  {e.model}  {key}{context}"))
         return 0
     endpoint = _endpoint(settings, args.name)
     if args.verb == "remove":

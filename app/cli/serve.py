@@ -133,6 +133,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " 0 never)",
     )
     parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="summarise the older exchanges of a prompt past 80%% of the context (a request that"
+        " names its own overflow policy, or truncation, keeps it); the summaries are reused by"
+        " the requests that resend the conversation",
+    )
+    parser.add_argument(
         "--memory",
         type=float,
         default=None,
@@ -170,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         reasoning_field=args.reasoning_field,
         thinking_budget=args.thinking_budget,
+        compact=args.compact,
     )
     logging.getLogger("server").setLevel(logging.INFO)
     from app.settings import load_settings

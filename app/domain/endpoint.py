@@ -4,8 +4,9 @@ Guarantees: names are short and plain (they name keyring entries and command-lin
 the base URL is http(s) and carries no secret — no `user:password@`, no query or fragment
 parameter named like a key (`?api_key=`, `#token=`), nothing secret-shaped in its path, query
 or fragment (`/sk-…/`, `hf_…`: `app.domain.redact.looks_secret`); parameters are in the ranges
-the chat-completion API accepts; there is no field for the API key: it lives in the OS keyring,
-under `key_name`.
+the chat-completion API accepts; `context`, when set, is the model's context on this endpoint
+(between `MIN_CONTEXT` and `MAX_CONTEXT` tokens), and wins over what its server says; there is
+no field for the API key: it lives in the OS keyring, under `key_name`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.domain.redact import looks_secret
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+MIN_CONTEXT, MAX_CONTEXT = 256, 1 << 24  # tokens an endpoint's context may be set to
 
 
 class Endpoint(BaseModel):
@@ -38,6 +40,13 @@ class Endpoint(BaseModel):
     # the call format the model writes, for a server that passes calls through as text
     # (`hermes`, `llama3`, …: a template family's); None: the server returns tool_calls itself
     tool_calls: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
+    context: int | None = Field(
+        default=None,
+        ge=MIN_CONTEXT,
+        le=MAX_CONTEXT,
+        description="The model's context on this endpoint, in tokens (none: what its server"
+        " says when asked, else 8,192)",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -73,4 +82,4 @@ def url_without_credentials(url: str) -> str:
     return url
 
 
-__all__ = ["NAME_PATTERN", "Endpoint", "url_without_credentials"]
+__all__ = ["MAX_CONTEXT", "MIN_CONTEXT", "NAME_PATTERN", "Endpoint", "url_without_credentials"]

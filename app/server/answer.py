@@ -8,14 +8,19 @@ tolerant parser recovered is a tool call, and output it could not read is what t
 of it — never an HTTP 500; a stop sequence ends the content before it (and the generation);
 log-probabilities are those of the tokens that wrote the answer's text; the turn is `run_turn`'s, as
 every frontend's: the prompt is fitted once to the context under the request's overflow policy,
-and a prompt that still does not fit is a 400 `context_length_exceeded` (saying what would make
-it fit) before anything is generated. A JSON-mode answer
+and a prompt that still does not fit is a 400 `context_length_exceeded` with the counts
+(`ContextTooLong`: the context, the prompt, the answer's reserve, and what would make it fit)
+before anything is generated. Under summarise, the server's kept compaction that applies to the
+conversation (`app/server/compactions.py`) is the request's, and each one the turn makes is kept;
+the answer records the compaction its prompt carried (made now, or reused) for the usage's
+`compacted` object. A JSON-mode answer
 (`hold_json`) is given out whole once its verdict came — JSON mode may back up and retry a
 value, so nothing is streamed that could be taken back.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import uuid
@@ -24,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.budget import Overflow
+from app.domain.compaction import Compaction
 from app.domain.events import (
+    Compacted,
     ContentDelta,
     ContextFit,
     GenerationDone,
@@ -37,11 +44,13 @@ from app.domain.events import (
 from app.domain.history import Reply
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
+from app.engine.request import GenerationRequest
 from app.engine.turn.run import TurnRequest, run_turn
 from app.errors import SchemaError
-from app.server import request_log
+from app.server import compactions, request_log
 from app.server.asked import Asked
-from app.server.errors import ApiError
+from app.server.compactions import Reused, carried
+from app.server.errors import ApiError, ContextTooLong
 from app.server.served import ServedModel
 
 
@@ -54,20 +63,36 @@ class Scored:
     top: tuple[tuple[str, float], ...]
 
 
-Item = TurnEvent | Scored  # what a job hands the server's loop
+Item = TurnEvent | Scored | Reused  # what a job hands the server's loop
 
 
-def too_long(fit: ContextFit) -> ApiError:
-    """The 400 for a prompt the context cannot hold, saying what would make it fit."""
-    said = f"the prompt is {fit.budget.used} tokens; the context holds {fit.budget.n_ctx}"
+def too_long(fit: ContextFit, asked: Asked) -> ContextTooLong:
+    """The 400 for a prompt the context cannot hold, with the counts and what would make it
+    fit (the request's own words for leaving older messages out, `Asked.fits_by`)."""
+    n_ctx = fit.budget.n_ctx
     if fit.policy is Overflow.STOP:
-        said += (
-            ': shorten the conversation, or ask for "overflow": "drop-middle" or "rolling"'
-            ' (or "error_behavior": "truncate") to leave older messages out'
-        )
+        hint = f"Here the context holds {n_ctx} tokens: shorten the conversation"
+        if asked.fits_by:
+            hint += f", or ask for {asked.fits_by} to leave older messages out"
+        hint += " (a server started with --compact summarises them)."
     else:
-        said += f" even with the older exchanges left out (overflow: {fit.policy.value})"
-    return ApiError(400, said, param="messages", code="context_length_exceeded")
+        done = "summarised" if fit.policy is Overflow.SUMMARISE else "left out"
+        hint = (
+            f"Here the context holds {n_ctx} tokens even with the older exchanges {done}"
+            f" (overflow: {fit.policy.value})."
+        )
+    return ContextTooLong(
+        fit.budget.used, n_ctx, fit.budget.reserve, param=asked.prompt_param, hint=hint
+    )
+
+
+def generation_of(served: ServedModel, asked: Asked) -> GenerationRequest:
+    """`asked`'s generation, with the kept compaction that applies under summarise."""
+    generation = asked.generation
+    if generation.overflow is not Overflow.SUMMARISE or generation.compaction is not None:
+        return generation
+    kept = served.compactions.find(generation.tenant, asked.conversation)
+    return dataclasses.replace(generation, compaction=kept) if kept else generation
 
 
 def job(served: ServedModel, asked: Asked, cancel: threading.Event) -> Callable[[], Iterator[Item]]:
@@ -83,11 +108,14 @@ def job(served: ServedModel, asked: Asked, cancel: threading.Event) -> Callable[
         def text(token: int) -> str:
             return table[token].decode("utf-8", errors="replace") if token < len(table) else ""
 
-        turn = TurnRequest(asked.generation, conversation=asked.conversation)
+        generation = generation_of(served, asked)
+        turn = TurnRequest(generation, conversation=asked.conversation)
+        events = run_turn(session, turn, cancel)
+        kept = served.compactions
         try:
-            for event in run_turn(session, turn, cancel):
+            for event in carried(kept, generation.tenant, generation.compaction, events):
                 if isinstance(event, ContextFit) and event.budget.used >= event.budget.n_ctx:
-                    raise too_long(event)
+                    raise too_long(event, asked)
                 if isinstance(event, TokenScored):
                     alternatives = tuple((text(t), lp) for t, lp in event.top[:top])
                     yield Scored(text(event.token), event.logprob, alternatives)
@@ -177,6 +205,7 @@ class Answer:
         self._sent: dict[int, int] = {}  # segment → characters given out
         self._pending: list[Scored] = []  # scored tokens not yet placed in a message
         self._said = ""  # the raw text of the message being written
+        self.compaction: tuple[Compaction, bool] | None = None  # the prompt's, and reused?
 
     def feed_all(self, items: list[Item]) -> Piece:
         """What a batch of items adds, as one piece."""
@@ -193,6 +222,9 @@ class Answer:
         piece = Piece()
         if isinstance(item, Scored):
             self._pending.append(item)
+            return piece
+        if isinstance(item, Reused):
+            self._compacted(item.compaction, True)
             return piece
         event = item
         self._record(event, piece)
@@ -228,6 +260,13 @@ class Answer:
             self.failed = event.reason
         elif isinstance(event, JsonChecked):
             self.verdicts.append(event)
+        elif isinstance(event, Compacted):
+            self._compacted(event.compaction, False)
+
+    def _compacted(self, compaction: Compaction, reused: bool) -> None:
+        """The summary the prompt carries, for the usage and the request's log line."""
+        self.compaction = (compaction, reused)
+        request_log.remarked(f"compacted: {compactions.said(compaction, reused)}")
 
     def _released(self) -> list[Scored]:
         """The pending tokens that wrote the end of the answer's text: header and control
@@ -282,7 +321,11 @@ class Answer:
         return "tool_calls" if self.calls else finish_of(self.done, self.stopped)
 
     def usage(self) -> dict[str, Any]:
-        return usage_of(self.done, self.reasoning_tokens)
+        """OpenAI's usage, with the `compacted` object when the prompt carried a summary."""
+        usage = usage_of(self.done, self.reasoning_tokens)
+        if self.compaction is not None:
+            usage["compacted"] = compactions.usage(*self.compaction)
+        return usage
 
     def logprobs(self, scored: list[Scored]) -> dict[str, Any]:
         return {
@@ -327,6 +370,7 @@ __all__ = [
     "StopCut",
     "dumps",
     "finish_of",
+    "generation_of",
     "job",
     "too_long",
     "usage_of",

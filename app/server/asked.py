@@ -1,19 +1,20 @@
 """What one request asks of the model, as the app's own values, and the rules every API's
 conversion shares.
 
-Guarantees: each API (chat completions, Anthropic's Messages, the Responses API) converts its
-own wire model straight into one `Asked` — the app's `Conversation` (`transcript`), the one
-`GenerationRequest` and the fields given that are not applied — with no other API's body in
-between and no second parse; a problem is a 400 raised where the value is read, naming the
-field as the client's own API spells it. Each rule below is written once, here: a model whose
-template has no tool-call format refuses tools with a 400 naming the model, unless the
-`tool_choice` is `none` (then the tools are left out and said to be ignored, and the answer is
-plain text); a `tool_choice` word is auto, none or required, and a named choice names a function;
-a reasoning effort is asked where the template takes one and said to be ignored otherwise; an
-answer's budget is what the request asks, at most the server's limit (a 400 over it), else the
-limit; a request has at most 4 stop sequences; a named tool that is not declared (the
-`GenerationRequest`'s own check) is a 400 naming `tool_choice`; a request with images is
-converted off the server's loop, which goes on serving others while pictures are decoded.
+Guarantees: each API (chat completions, Anthropic's Messages, the Responses API) converts its own
+wire model straight into one `Asked` — the app's `Conversation` (`transcript`), the one
+`GenerationRequest` and the fields given that are not applied — with no other API's body in between
+and no second parse; a problem is a 400 raised where the value is read, naming the field as the
+client's own API spells it. Each rule below is written once, here: a model whose template has no
+tool-call format refuses tools with a 400 naming the model, unless the `tool_choice` is `none` (then
+the tools are left out and said to be ignored, and the answer is plain text); a `tool_choice` word
+is auto, none or required, and a named choice names a function; a reasoning effort is asked where
+the template takes one and said to be ignored otherwise; an answer's budget is what the request
+asks, at most the server's limit (a 400 over it), else the limit; the overflow policy is the
+request's where it asks one, else summarise on a server started with `--compact`
+(`Target.overflow`), else stop; a request has at most 4 stop sequences; a named tool that is not
+declared (the `GenerationRequest`'s own check) is a 400 naming `tool_choice`; a request with images
+is converted off the server's loop, which goes on serving others while pictures are decoded.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from app.constrain.constraint import ToolChoice
+from app.domain.budget import Overflow
 from app.domain.messages import Conversation, ReasoningEffort, ToolDescription
 from app.engine.request import GenerationRequest
 from app.errors import RequestError
@@ -48,6 +50,9 @@ class Asked:
     generation: GenerationRequest
     ignored: tuple[str, ...] = ()  # fields given that this model does not apply
     notes: tuple[str, ...] = ()  # what is taken otherwise than asked, for the warning header
+    # how its API words a refusal, not what is asked (two APIs asking the same are equal):
+    prompt_param: str = field(default="messages", compare=False)  # the field holding the prompt
+    fits_by: str = field(default="", compare=False)  # what asks to leave older messages out
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Target:
     thinking_budget: int | None = None  # gpt-oss under a constraint, unless a request says
     sees: bool = False
     tenant: str = ""  # whose cached prompts its requests reuse: the server's key's
+    compact: bool = False  # `serve --compact`: summarise unless a request asks otherwise
 
     @classmethod
     def of(cls, served: ServedModel, options: ServeOptions) -> Target:
@@ -71,7 +77,15 @@ class Target:
             options.thinking_budget,
             served.sees_images,
             tenant_of_key(options.token),
+            options.compact,
         )
+
+    def overflow(self, asked: Overflow | None) -> Overflow:
+        """The overflow policy of a request: what it asked (None: nothing), else summarise
+        on a server started with `--compact`, else stop."""
+        if asked is not None:
+            return asked
+        return Overflow.SUMMARISE if self.compact else Overflow.STOP
 
     def seeing(self, param: str, what: str) -> None:
         """A 400 naming `param` unless the model sees images (`what`: the client's word)."""

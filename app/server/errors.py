@@ -6,7 +6,11 @@ as the client's own API spells it) and its code; its default body is OpenAI's
 the same error: `app/server/routing.py`). A body is validated before anything runs — a field
 its API does not have is a 400 naming it (`code: "unknown_field"`), a value out of range or of
 the wrong type a 400 naming the field (`code: "invalid_value"`), a body that is no JSON object
-a 400 that says so.
+a 400 that says so. A prompt the context cannot hold is a `ContextTooLong`: a 400
+`context_length_exceeded` whose message says the counts as OpenAI's does ("This model's maximum
+context length is N tokens. However, ...") and, for Anthropic's Messages API, as Anthropic's
+does ("prompt is too long: M tokens > N maximum", which Claude Code's auto-compact reads); what
+would make it fit follows those words, never before them.
 """
 
 from __future__ import annotations
@@ -48,6 +52,37 @@ class ApiError(HarmonyDeskError):
         }
 
 
+class ContextTooLong(ApiError):
+    """A prompt the context cannot hold: `prompt` tokens, `n_ctx` the context, `completion`
+    the tokens held for the answer; `hint`: what would make it fit (see the module
+    guarantees). `param` is the field that holds the prompt, as the client's API spells it
+    (`prompt`: the completions API, with OpenAI's wording for it)."""
+
+    def __init__(
+        self, prompt: int, n_ctx: int, completion: int, *, param: str = "messages", hint: str = ""
+    ) -> None:
+        self.prompt, self.n_ctx, self.completion, self.hint = prompt, n_ctx, completion, hint
+        total = prompt + completion
+        if param == "prompt":  # OpenAI's completions say it so
+            said = (
+                f"This model's maximum context length is {n_ctx} tokens, however you requested"
+                f" {total} tokens ({prompt} in your prompt; {completion} for the completion)."
+                " Please reduce your prompt; or completion length."
+            )
+        else:
+            said = (
+                f"This model's maximum context length is {n_ctx} tokens. However, your messages"
+                f" resulted in {total} tokens ({prompt} in the messages, {completion} for the"
+                " completion). Please reduce the length of the messages or completion."
+            )
+        super().__init__(400, f"{said} {hint}".strip(), param=param, code="context_length_exceeded")
+
+    def anthropic(self) -> str:
+        """The message as Anthropic's Messages API says it."""
+        said = f"prompt is too long: {self.prompt} tokens > {self.n_ctx} maximum"
+        return f"{said}. {self.hint}" if self.hint else said
+
+
 def refused(exc: ValidationError, where: str = "") -> ApiError:
     """The first problem of a request body (or of its part at `where`), as a 400 that names
     the field."""
@@ -76,4 +111,4 @@ def validated(model: type[Model], value: Any, where: str) -> Model:
         raise refused(exc, where) from None
 
 
-__all__ = ["ApiError", "parse", "refused", "validated"]
+__all__ = ["ApiError", "ContextTooLong", "parse", "refused", "validated"]

@@ -2,7 +2,8 @@
 
 Guarantees: one frozen value, read by the guard (addresses, token, origins, body size and
 deadlines), by `listen` (connection deadlines and limit) and by the APIs (the most tokens an
-answer may ask for, where the reasoning goes, gpt-oss's thinking budget under a constraint).
+answer may ask for, where the reasoning goes, gpt-oss's thinking budget under a constraint,
+whether a prompt past the threshold is compacted when its request names no overflow policy).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class ServeOptions:
     body_timeout_s: float = 30.0  # a request's body must come by then (408)
     idle_timeout_s: int = 5  # a kept-alive connection with no new request is closed
     max_connections: int = 64  # open at once; past it a request is answered 503
+    compact: bool = False  # summarise a prompt past 80 % of the context (unless a request says)
 
 
 __all__ = ["LOOPBACK", "ReasoningField", "ServeOptions"]

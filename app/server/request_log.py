@@ -3,7 +3,8 @@
 Guarantees: the guard opens a record for each request (`opened`), in the request's context; an
 answer that ends adds its figures to it (`noted`: prompt tokens, of them evaluated, reused from
 a live cache and restored from a kept state, and the tokens generated) — several for `n` > 1 —
-and the guard's line ends with them (`said`). Outside a request (a test driving an answer
+as does what else it did (`remarked`: the summary its prompt carries, made or reused), and the
+guard's line ends with them (`said`). Outside a request (a test driving an answer
 directly) nothing is recorded.
 """
 
@@ -38,6 +39,13 @@ def noted(done: GenerationDone) -> None:
         f" restored {t.prompt_restored}{' from ' + t.restored_from if t.restored_from else ''}),"
         f" generated {t.generated}"
     )
+
+
+def remarked(text: str) -> None:
+    """Add `text` (what else the answer did: a compaction) to the request's record, if any."""
+    figures = _FIGURES.get()
+    if figures is not None:
+        figures.append(text)
 
 
 def said() -> str:

@@ -1,13 +1,17 @@
 """An answer being made: what one `Asked` becomes on the engine, whichever API asked it.
 
 Guarantees: the turn is queued as one job on the engine (`answer.job`, through `run_turn`) and
-`start` returns once its first item has come, so a problem found before generating (a prompt
-too long, a schema refused) is raised as the request's error, not written into a stream; a
+`start` returns once the prompt is fitted (its `ContextFit` has come: after a compaction, if one
+was due) or the turn ended, so a problem found before generating (a prompt too long, a schema
+refused) is raised as the request's error, not written into a stream, and every header is known
+before the first byte; a
 client that leaves while its job waits or runs stops it (`watch`, and the consumer that stops
 early); every API folds the same items with the same `Answer`, so what a client gets is what
 the window shows for the same tokens; a JSON-mode answer is held until its verdict; the
 `X-Harmony-Desk-Warning` header says which fields were not applied, what fitting the context
-left out or cut, and a JSON answer or call that failed its check after generation.
+left out or cut, a compaction that could not be made, and a JSON answer or call that failed
+its check after generation; the `X-Harmony-Desk-Compacted` header says the summary the prompt
+carries (made for this request, or a kept one reused: `app/server/compactions.py`).
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ from typing import Any, TypeVar
 
 from app import __version__
 from app.domain.budget import notice
-from app.domain.events import ContextFit
+from app.domain.events import Compacted, ContextFit, ParseIssue, TurnFailed
+from app.errors import ErrorCode
+from app.server import compactions
 from app.server.answer import Answer, Item, Piece, dumps, job
 from app.server.asked import Asked
+from app.server.compactions import Reused
 from app.server.errors import ApiError
 from app.server.served import ServedModel, on_engine
 
@@ -117,6 +124,24 @@ class Running:
                     return notice(item.policy, item.exchanges, item.dropped, item.cuts)
         return ""
 
+    def compacted(self) -> dict[str, str]:
+        """The `X-Harmony-Desk-Compacted` header: the summary the prompt carries (none: {})."""
+        for batch in self.first:
+            for item in batch:
+                if isinstance(item, Compacted):
+                    return {compactions.HEADER: compactions.said(item.compaction, False)}
+                if isinstance(item, Reused):
+                    return {compactions.HEADER: compactions.said(item.compaction, True)}
+        return {}
+
+    def not_compacted(self) -> str:
+        """Why a compaction that was due was not made ("" when none failed)."""
+        for batch in self.first:
+            for item in batch:
+                if isinstance(item, ParseIssue) and item.code is ErrorCode.CONTEXT:
+                    return item.message
+        return ""
+
     def failure(self) -> ApiError | None:
         """The 503 of a model that stopped before it answered anything."""
         a = self.answer
@@ -126,7 +151,13 @@ class Running:
 
     def headers(self, problem: str | None = None) -> dict[str, str]:
         """The warning header of this answer (`problem`: what its JSON check found)."""
-        return warnings(self.ignored, *self.notes, self.fitted(), problem)
+        said = warnings(self.ignored, *self.notes, self.not_compacted(), self.fitted(), problem)
+        return {**said, **self.compacted()}
+
+
+def _fitted(batches: list[list[Item]]) -> bool:
+    """Whether the prompt was fitted (or the turn failed before it was)."""
+    return any(isinstance(i, ContextFit | TurnFailed) for batch in batches for i in batch)
 
 
 def stopped(reason: str) -> ApiError:
@@ -139,6 +170,14 @@ async def start(served: ServedModel, asked: Asked, disconnected: Disconnected) -
     cancel = threading.Event()
     events = on_engine(served.engine, job(served, asked, cancel), cancel, served.stats)
     first, watcher = await first_of(events, disconnected, cancel)
+    try:
+        while first and not _fitted(first):  # a compaction first, say: its summary is made
+            first.append(await anext(events))
+    except StopAsyncIteration:
+        pass
+    except BaseException:
+        watcher.cancel()
+        raise
     form = asked.generation.response_format
     held = form is not None and form.type in ("json_object", "json_schema")
     answer = Answer(list(asked.generation.stops), cancel, hold_json=held)

@@ -20,6 +20,7 @@ from typing import Generic, TypeVar, cast
 from app.domain.embedding import Embedder
 from app.domain.events import FinishReason, GenerationDone
 from app.engine.session import ModelSession
+from app.server.compactions import Compactions
 from app.templates.base import Template
 
 _END = object()
@@ -37,7 +38,8 @@ class ServedModel:
     on it (`session()`, called on the engine thread; a request's knobs travel in its
     `GenerationRequest`) and its chat template
     (which says what a request may ask of it before the request waits its turn), and whether it
-    sees images (a projector loaded with it)."""
+    sees images (a projector loaded with it); the compactions made for its requests are kept
+    with it (`compactions`: the next request that resends the conversation reuses them)."""
 
     name: str
     engine: cf.Executor
@@ -48,6 +50,7 @@ class ServedModel:
     use: Callable[[], dict[str, int]] | None = None  # the worker's sequences, busy and queued
     embedder: Embedder | None = None  # what answers /v1/embeddings (None: it is refused)
     sees_images: bool = False  # a projector is loaded with the model (`ModelInfo.projector`)
+    compactions: Compactions = field(default_factory=Compactions)  # made for its requests
     stats: collections.Counter[str] = field(
         default_factory=lambda: collections.Counter(
             dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)

@@ -63,7 +63,7 @@ ALLOWED = (
     "app.domain.budget", "app.domain.compaction", "app.engine.overflow", "app.engine.turn.compaction", "app.ui.window.budget_bar", "app.ui.composer.overflow_menu",
     "app.controllers.compactions", "app.ui.transcript.compaction_marker", "app.ui.window.compaction_controls",
     "app.engine", "app.engine.backend", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",
-    "app.engine.remote", "app.engine.remote.reply", "app.engine.remote.retry",
+    "app.engine.remote", "app.engine.remote.context", "app.engine.remote.reply", "app.engine.remote.retry",
     "app.engine.remote.session", "app.engine.remote.wire", "app.engine.request", "app.engine.session",
     "app.engine.turn", "app.engine.turn.loop", "app.engine.turn.run", "app.engine.turn.tools",
     "app.errors",

@@ -82,7 +82,9 @@ def proxy(server: int) -> Iterator[FaultProxy]:
 
 
 def endpoint(url: str, **values: Any) -> Endpoint:
-    return Endpoint(name="loopback", base_url=url, model="gemma", **values)
+    """The loopback endpoint; its context set, so no request but the test's own is sent (the
+    context a server says is learned in `tests/engine/test_remote_context.py`)."""
+    return Endpoint(name="loopback", base_url=url, model="gemma", **{"context": 8192, **values})
 
 
 def run(session: RemoteSession, text: str, **kwargs: Any) -> list[Any]:

@@ -187,7 +187,9 @@ def test_the_window_adds_an_endpoint_keeps_its_key_in_the_keyring_and_chats_with
         window.controller.settle()
         assert window.controller.doc.endpoint == "lab"
         window.controller.max_tokens = 8
-        proxy.faults = ["429"]  # the endpoint is busy first: the window says it waits
+        # the model list passes (the endpoint's context, asked on first use), then the endpoint
+        # is busy: the window says it waits
+        proxy.faults = ["", "429"]
         with qtbot.waitSignal(window.controller.notice, timeout=30_000) as waited:
             send(qtbot, window, "The capital of France is", timeout=60_000)
         assert "rate limiting (429); waiting 1 s" in waited.args[0]

@@ -8,8 +8,10 @@ Guarantees:
   `functions.NAME` messages on `commentary` with their JSON arguments, so approval, deadlines
   and the turn loop are shared with local models (`remote_reply` reads the stream);
 - what is sent is the conversation the user sees (`remote_wire`), fitted first to the context
-  under the request's `overflow` policy, estimated at four characters a token in `n_ctx`
-  (8,192 unless told): the `ContextFit` before the request says what was left out or cut; its
+  under the request's `overflow` policy, estimated at four characters a token in `n_ctx`: the
+  endpoint's `context` when the user set one, else what its server's model list says, asked
+  once when the session first needs it (`remote_context`), else 8,192; the `ContextFit`
+  before the request says what was left out or cut; its
   images go as `data:` URLs of their kept bytes, and an image no longer kept fails the turn
   (`TurnFailed`, E-INPUT-INVALID, naming it) before anything is sent; `RequestSent` carries
   the body with each image's data shortened (`for_the_record`);
@@ -26,7 +28,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from app.constrain.constraint import validate_json
-from app.domain.attachments import ESTIMATED_CONTEXT, estimate, estimated_room
+from app.domain.attachments import ESTIMATED_CONTEXT, estimate
 from app.domain.endpoint import Endpoint
 from app.domain.events import (
     FinishReason,
@@ -40,6 +42,7 @@ from app.domain.events import (
 from app.domain.messages import Conversation, Message, Role
 from app.domain.sampling import Sampling
 from app.engine.overflow import estimated_measure, estimated_prompt, fit
+from app.engine.remote.context import Learned, entries, learn, listed_context
 from app.engine.remote.reply import ReplyStream
 from app.engine.remote.retry import Opener, RemoteError
 from app.engine.remote.wire import for_the_record, openai_client, request_body
@@ -72,7 +75,19 @@ class RemoteSession:
         self.conversation = Conversation(messages=())
         self.turns: list[TurnRecord] = []
         self._open = Opener(endpoint, self.client, key, sleep)
-        self.n_ctx = ESTIMATED_CONTEXT  # the endpoint's context, as the app assumes it
+        self.learned: Learned | None = None  # the context its server said, once asked
+        self._asked = endpoint.context is not None  # the user's figure wins: never asked
+
+    @property
+    def n_ctx(self) -> int:
+        """The endpoint's context: the user's, else its server's (asked on first use), else
+        `ESTIMATED_CONTEXT`."""
+        if self.endpoint.context is not None:
+            return self.endpoint.context
+        if not self._asked:
+            self._asked = True
+            self.learned = learn(self.endpoint, self.client)
+        return self.learned.tokens if self.learned is not None else ESTIMATED_CONTEXT
 
     @property
     def capabilities(self) -> Capabilities:
@@ -85,7 +100,11 @@ class RemoteSession:
         return estimated_prompt(conversation)
 
     def room(self, text: str, conversation: Conversation | None = None) -> int:
-        return estimated_room(text, self.max_tokens)
+        """The room for `text` in the context known so far (the server is never asked here:
+        this may be called off the engine thread)."""
+        learned = self.learned.tokens if self.learned is not None else ESTIMATED_CONTEXT
+        known = self.endpoint.context or learned
+        return max(0, known - estimate(text) - self.max_tokens)
 
     @property
     def name(self) -> str:
@@ -227,21 +246,41 @@ def _truncated(words: str) -> TurnFailed:
 
 
 def check_connection(endpoint: Endpoint, key: str | None, client: Any = None) -> tuple[bool, str]:
-    """Whether `endpoint` answers, and what it said: its models when it lists them, else the
-    outcome of a one-token request (Databricks serving endpoints do not list models)."""
+    """Whether `endpoint` answers, and what it said: its models when it lists them (and the
+    context its model has, where the server says), else the outcome of a one-token request
+    (Databricks serving endpoints do not list models)."""
     session = RemoteSession(endpoint, key, max_tokens=1, client=client)
     try:
-        names = sorted(m.id for m in session.client.models.list())
+        listed = entries(session.client)
     except Exception:  # not every server lists models: ask for one token instead
-        names = []
+        listed = []
+    session._asked = True  # the list was read: the one-token request does not ask again
+    names = sorted(str(e.get("id")) for e in listed)
     if names:
         offered = "offered" if endpoint.model in names else "NOT offered"
-        return endpoint.model in names, (
+        said = (
             f"{endpoint.name} answers; its models: {', '.join(names)} ({endpoint.model} {offered})"
         )
+        heard = listed_context(endpoint, listed, session.client)
+        return endpoint.model in names, f"{said}; {context_said(endpoint, heard)}"
     ping = Conversation(messages=(Message.of(Role.USER, "ping"),))
     one = GenerationRequest(max_tokens=1)
     failed = [e.reason for e in session.generate(ping, one) if isinstance(e, TurnFailed)]
     if failed:
         return False, failed[0]
-    return True, f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"
+    said = f"{endpoint.name} answers ({endpoint.model} replied to a one-token request)"
+    return True, f"{said}; {context_said(endpoint, None)}"
+
+
+def context_said(endpoint: Endpoint, heard: Learned | None) -> str:
+    """The context the app uses for `endpoint`, and where it comes from (`heard`: what its
+    server says)."""
+    if endpoint.context is not None:
+        server = f"; its server says {heard.said()}" if heard is not None else ""
+        return f"context {endpoint.context:,} tokens (set for this endpoint{server})"
+    if heard is not None:
+        return f"context {heard.said()}"
+    return (
+        f"context not said by the server: {ESTIMATED_CONTEXT:,} tokens assumed"
+        f" (set it with `harmony-desk endpoints add {endpoint.name} ... --context N`)"
+    )

@@ -116,16 +116,18 @@ def stop_of(answer: Answer) -> tuple[str, str | None]:
     return ("max_tokens" if answer.finish_reason == "length" else "end_turn"), None
 
 
-def usage_of(answer: Answer) -> dict[str, int]:
-    """Anthropic's usage from OpenAI's: the cached prompt tokens apart from the rest."""
+def usage_of(answer: Answer) -> dict[str, Any]:
+    """Anthropic's usage from OpenAI's: the cached prompt tokens apart from the rest (and the
+    `compacted` object, when the prompt carried a summary)."""
     usage = answer.usage()
     cached = usage["prompt_tokens_details"]["cached_tokens"]
-    return {
+    said = {
         "input_tokens": usage["prompt_tokens"] - cached,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": cached,
         "output_tokens": usage["completion_tokens"],
     }
+    return {**said, **({"compacted": usage["compacted"]} if "compacted" in usage else {})}
 
 
 __all__ = ["Blocks", "input_of", "signature_of", "sse", "stop_of", "usage_of"]

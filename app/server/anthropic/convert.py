@@ -31,7 +31,6 @@ import json
 from collections.abc import Sequence
 
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, ToolChoice
-from app.domain.budget import Overflow
 from app.domain.messages import ImageContent, ToolDescription
 from app.engine.request import GenerationRequest, SamplingAsk
 from app.server.anthropic.wire import (
@@ -317,7 +316,7 @@ def asked(request: CountRequest, target: Target) -> Asked:
             tools={t.name: t.parameters for t in tools},
             response_format=_format(schema),
             effort=effort,
-            overflow=Overflow.STOP,
+            overflow=target.overflow(None),  # the Messages API names no policy
             sampling=sampling,
             stops=stops_of(stop, "stop_sequences"),
             thinking_budget=budget or target.thinking_budget,

@@ -13,8 +13,10 @@ usage's `input_tokens` and `cache_read_input_tokens` add up to it. The fields a 
 that are not applied (`wire`) are named in the `X-Harmony-Desk-Warning` header of its answer,
 streamed or whole, and of its count. Every error on these routes
 (the guard's and the fallback's too) is Anthropic's `{"type": "error", "error": {"type",
-"message"}}` with its status, the field at fault named in the message (`shape`); one found
-after the first byte of a stream is an `error` event that ends it.
+"message"}}` with its status, the field at fault named in the message (`shape`); a prompt the
+context cannot hold is a 400 `invalid_request_error` whose message starts as Anthropic's does,
+"prompt is too long: M tokens > N maximum" (what Claude Code's auto-compact reads), streamed or
+not; one found after the first byte of a stream is an `error` event that ends it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from app.server.anthropic.blocks import Blocks, sse, stop_of, usage_of
 from app.server.anthropic.convert import asked
 from app.server.anthropic.wire import CountRequest, MessagesRequest
 from app.server.asked import Asked, Target, off_loop
-from app.server.errors import ApiError, parse
+from app.server.errors import ApiError, ContextTooLong, parse
 from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
@@ -63,7 +65,9 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 
 def shape(error: ApiError) -> dict[str, Any]:
     """`error` in Anthropic's shape, which has no field for the field at fault: it is named in
-    the message."""
+    the message; a prompt too long is said as Anthropic says it ("prompt is too long: ...")."""
+    if isinstance(error, ContextTooLong):
+        return error_body(error.status, error.anthropic())
     message, param = error.message, error.param
     if param and param not in message:
         message = f"{param}: {message}"

@@ -6,7 +6,8 @@ cache (the worker evaluates it once and copies it: `app/engine/worker/scheduler.
 `seed`, choice i uses `seed + i`, so the choices differ and a repeated request gives the same
 ones; the whole answer holds the choices in order with the prompt counted once in `usage`; a
 stream interleaves the choices' chunks as they come, each with its `index`, all under one id;
-a client that leaves stops them all.
+a client that leaves stops them all; under summarise the first choice's prompt is compacted
+before the others start, and they carry the same summary.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app.domain.budget import Overflow
 from app.server.asked import Asked
 from app.server.chat.completion import Shape, choice_chunks, usage_chunk, whole
 from app.server.running import Disconnected, Running, start
@@ -37,11 +39,26 @@ def seeded(asked: Asked, i: int) -> Asked:
     return dataclasses.replace(asked, generation=generation)
 
 
-def _usage(runs: list[Running]) -> dict[str, int]:
-    prompt = runs[0].answer.usage()["prompt_tokens"]
+def _usage(runs: list[Running]) -> dict[str, Any]:
+    first = runs[0].answer.usage()
+    prompt = first["prompt_tokens"]
     generated = sum(run.answer.usage()["completion_tokens"] for run in runs)
     total = prompt + generated
-    return {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": total}
+    said = {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": total}
+    return {**said, **({"compacted": first["compacted"]} if "compacted" in first else {})}
+
+
+async def _started(
+    served: ServedModel, asked: Asked, n: int, disconnected: Disconnected
+) -> list[Running]:
+    """The `n` choices' answers, started together; under summarise the first alone until its
+    prompt is fitted, so that the others reuse the compaction it made, not make their own."""
+    runs = []
+    if asked.generation.overflow is Overflow.SUMMARISE:
+        runs.append(await start(served, asked, disconnected))
+    rest = range(len(runs), n)
+    runs += await asyncio.gather(*(start(served, seeded(asked, i), disconnected) for i in rest))
+    return runs
 
 
 async def choices(
@@ -55,9 +72,7 @@ async def choices(
 ) -> Response:
     """The answer to a chat request with `n` choices (see the guarantees); `note` is said in
     the warning header beside what the first choice's says."""
-    runs = list(
-        await asyncio.gather(*(start(served, seeded(asked, i), disconnected) for i in range(n)))
-    )
+    runs = await _started(served, asked, n, disconnected)
     warned = runs[0].headers(note)
     if stream:
         for run in runs:

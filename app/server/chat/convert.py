@@ -141,6 +141,9 @@ def _check_schemas(request: ChatRequest) -> None:
         check_schema(tool.function.parameters, f"tools.{i}.function.parameters")
 
 
+FITS_BY = '"overflow": "drop-middle" or "rolling" (or "error_behavior": "truncate")'
+
+
 def asked(request: ChatRequest, target: Target) -> Asked:
     """The conversation for the served model and the one `GenerationRequest` that answers it,
     built and checked here (see the guarantees)."""
@@ -167,14 +170,15 @@ def asked(request: ChatRequest, target: Target) -> Asked:
             tools={t.name: t.parameters for t in tools},
             response_format=response_format_of(request.response_format),
             effort=effort,
-            overflow=request.policy,
+            overflow=target.overflow(request.policy if request.asks_policy else None),
             sampling=sampling_of(request),
             stops=request.stops,
             top_logprobs=max(top, 1) if request.logprobs else 0,
             thinking_budget=request.thinking_budget or target.thinking_budget,
         )
     ignored = (*request.ignored(), *_details(request), *dropped, *unapplied)
-    return Asked(conversation, generation, ignored, target.clamped(request.budget))
+    notes = target.clamped(request.budget)
+    return Asked(conversation, generation, ignored, notes, fits_by=FITS_BY)
 
 
 __all__ = ["asked", "conversation_of", "response_format_of"]

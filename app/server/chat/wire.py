@@ -6,7 +6,8 @@ does not have is a 400 naming it (`code: "unknown_field"`), a value out of range
 the field; messages are read leniently (clients send back what they received, with fields of
 their own). A request's overflow policy is its `overflow` field (stop, drop-middle, rolling),
 else Databricks' `error_behavior` ("truncate" is drop-middle: the instructions, the tools and
-the first exchange stay, as OpenAI's `truncation: "auto"` drops from the middle), else stop.
+the first exchange stay, as OpenAI's `truncation: "auto"` drops from the middle), else stop
+(else summarise, on a server started with `--compact`).
 Every field OpenAI's chat API defines that coding agents send is taken: one that changes
 nothing here is honoured as it is (`store`, `metadata`, `user`, `safety_identifier`: nothing is
 kept or tracked; `prompt_cache_key`, `prompt_cache_retention`: every prompt is cached by its
@@ -134,6 +135,11 @@ class ChatRequest(Sampled):
     @property
     def has_images(self) -> bool:
         return any(m.images for m in self.messages)
+
+    @property
+    def asks_policy(self) -> bool:
+        """Whether the request names an overflow policy (`overflow` or `error_behavior`)."""
+        return self.overflow is not None or self.error_behavior is not None
 
     @property
     def policy(self) -> Overflow:

@@ -5,7 +5,8 @@ Guarantees: the prompt is the client's own text, tokenized as it is — control 
 spells are control tokens (a raw prompt is the client's to shape; the chat endpoints never do
 this); `echo` puts the prompt before the text; `suffix` is not supported and says so in an
 `X-Harmony-Desk-Warning` header, never silently; a stop sequence ends the text before it; one
-prompt per request (a list of several is a 400); the same context check as chat.
+prompt per request (a list of several is a 400); a prompt the context cannot hold is a 400
+`context_length_exceeded` whose message gives the counts as OpenAI's completions do.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.domain.events import GenerationDone
 from app.engine.request import GenerationRequest
+from app.engine.session import ModelSession
 from app.errors import ContextError
 from app.server.answer import StopCut, finish_of, usage_of
 from app.server.asked import Target
 from app.server.completions.convert import generation_of, prompt_of
 from app.server.completions.wire import CompletionRequest
-from app.server.errors import ApiError, parse
+from app.server.errors import ContextTooLong, parse
 from app.server.fleet import Fleet
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
@@ -86,12 +88,11 @@ class CompletionsRoute:
         cancel: threading.Event,
     ) -> Any:
         def make() -> Iterator[Any]:
+            session = served.session()
             try:
-                yield from served.session().complete(prompt, generation, cancel)
-            except ContextError as exc:
-                raise ApiError(
-                    400, exc.message, param=exc.field, code="context_length_exceeded"
-                ) from None
+                yield from session.complete(prompt, generation, cancel)
+            except ContextError:
+                raise _too_long(session, prompt, generation) from None
 
         return make
 
@@ -127,6 +128,16 @@ class CompletionsRoute:
         shown = (prompt if asked_for.echo else "") + text.text + text.flush()
         choice = {"index": 0, "text": shown, "finish_reason": text.finish_reason, "logprobs": None}
         return JSONResponse({**head, "choices": [choice], "usage": text.usage()}, headers=warn)
+
+
+def _too_long(session: ModelSession, prompt: str, generation: GenerationRequest) -> ContextTooLong:
+    """The 400 for a raw prompt the context cannot hold, with the counts (the prompt counted
+    as text: the refusal said it does not fit, not by how much)."""
+    n_ctx, asked = session.n_ctx, generation.max_tokens or session.max_tokens
+    hint = f"Here the context holds {n_ctx} tokens: shorten the prompt."
+    return ContextTooLong(
+        max(session.count(prompt), n_ctx), n_ctx, asked, param="prompt", hint=hint
+    )
 
 
 async def _chunks(

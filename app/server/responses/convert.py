@@ -1,31 +1,30 @@
 """A Responses API request as the app's own `Asked`, converted straight from its input items.
 
 Guarantees: `instructions` and `system`/`developer` messages become the developer instructions;
-messages, `function_call` and `custom_tool_call` items (one assistant turn for calls side by
-side; a custom tool's `input` as the one string argument it is offered with, a namespaced
-call under its flattened name: `tools`) and their `function_call_output` and
-`custom_tool_call_output` items (paired by `call_id`) become the shared conversation
-(`app/server/transcript.py`), a `reasoning` item's text (its `content`, else its `summary`) kept
-before the calls that follow it — its `encrypted_content`, which only OpenAI can read, is not
-applied and said so; a message's `input_image` parts (a `data:` URL in `image_url`) become its
-images in their place among its text, checked and held for the engine; the tools as
-`tools.offered` offers them (functions, custom tools, namespaces), `tool_choice` (a
-`{"type": "custom", "name": ...}` forces that custom tool as a named function is forced),
-`reasoning.effort` (one the template has no word for as the nearest it has:
-`chat.effort`), `text.format`, `max_output_tokens`, `temperature`, `top_p` and
-`truncation: "auto"` (drop-middle) become the one `GenerationRequest` under the rules every API
-shares (`app/server/asked.py`). A tool of a type the API defines but this server does not run
-(`web_search`, `mcp`, ...: `wire.HOSTED`) is left out of the prompt and named in the warning
-header, never dropped silently, as a custom tool's grammar that is described to the model but
-not enforced is noted there; a `tool_choice` that forces a hosted tool (by its type, or
-`required` when no function is left) is a 400 that says so. Every problem is a 400
-naming the field as this API spells it (`input.I.content.J`, `tools.I.name`,
-`text.format.schema`, `max_output_tokens`): a field that needs state this server does not keep
-(`previous_response_id`, ...: `wire.STATEFUL`), an image by `file_id` (this server keeps no
-files), an image in any message but a user's, an image to a model that reads text only, an
-`input_file` or `input_audio` part, a tool of a type the API does not have, an item type it
-does not know, content of a wrong type (a number, a boolean), or a schema nested too deep
-(`intake.check_schema`).
+messages, `function_call` and `custom_tool_call` items (one assistant turn for calls side by side; a
+custom tool's `input` as the one string argument it is offered with, a namespaced call under its
+flattened name: `tools`) and their `function_call_output` and `custom_tool_call_output` items
+(paired by `call_id`) become the shared conversation (`app/server/transcript.py`), a `reasoning`
+item's text (its `content`, else its `summary`) kept before the calls that follow it — its
+`encrypted_content`, which only OpenAI can read, is not applied and said so; a message's
+`input_image` parts (a `data:` URL in `image_url`) become its images in their place among its text,
+checked and held for the engine; the tools as `tools.offered` offers them (functions, custom tools,
+namespaces), `tool_choice` (a `{"type": "custom", "name": ...}` forces that custom tool as a named
+function is forced), `reasoning.effort` (one the template has no word for as the nearest it has:
+`chat.effort`), `text.format`, `max_output_tokens`, `temperature`, `top_p` and `truncation` ("auto":
+drop-middle, "disabled": stop; not given: the server's policy, summarise under `--compact`) become
+the one `GenerationRequest` under the rules every API shares (`app/server/asked.py`); a prompt too
+long is refused naming `input`. A tool of a type the API defines but this server does not run
+(`web_search`, `mcp`, ...: `wire.HOSTED`) is left out of the prompt and named in the warning header,
+never dropped silently, as a custom tool's grammar that is described to the model but not enforced
+is noted there; a `tool_choice` that forces a hosted tool (by its type, or `required` when no
+function is left) is a 400 that says so. Every problem is a 400 naming the field as this API spells
+it (`input.I.content.J`, `tools.I.name`, `text.format.schema`, `max_output_tokens`): a field that
+needs state this server does not keep (`previous_response_id`, ...: `wire.STATEFUL`), an image by
+`file_id` (this server keeps no files), an image in any message but a user's, an image to a model
+that reads text only, an `input_file` or `input_audio` part, a tool of a type the API does not have,
+an item type it does not know, content of a wrong type (a number, a boolean), or a schema nested too
+deep (`intake.check_schema`).
 """
 
 from __future__ import annotations
@@ -215,7 +214,7 @@ def _choice(
 
 def _effort(request: ResponsesRequest) -> str | None:
     effort = request.effort
-    if not effort:
+    if effort is None or effort == "":  # an empty list or object is a wrong value: a 400
         return None
     if effort not in get_args(OpenAIEffort):
         said = f"Input should be one of {', '.join(map(repr, get_args(OpenAIEffort)))}"
@@ -275,7 +274,7 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
             tools={t.name: t.parameters for t in functions},
             response_format=response_format,
             effort=effort,
-            overflow=Overflow.DROP_MIDDLE if request.truncation == "auto" else Overflow.STOP,
+            overflow=target.overflow(_policy(request)),
             sampling=SamplingAsk(temperature=request.temperature, top_p=request.top_p),
             thinking_budget=target.thinking_budget,
         )
@@ -283,7 +282,15 @@ def asked(request: ResponsesRequest, target: Target) -> Asked:
     ignored = (*request.ignored(), *reading.ignored(), *left_out, *dropped, *unapplied)
     clamped = target.clamped(request.max_output_tokens, "max_output_tokens")
     described = declared.notes if functions else ()  # none when the tools are left out
-    return Asked(conversation, generation, ignored, (*clamped, *described))
+    notes = (*clamped, *described)
+    return Asked(conversation, generation, ignored, notes, "input", '"truncation": "auto"')
+
+
+def _policy(request: ResponsesRequest) -> Overflow | None:
+    """The overflow policy `truncation` asks for (None: it says nothing)."""
+    if request.truncation is None:
+        return None
+    return Overflow.DROP_MIDDLE if request.truncation == "auto" else Overflow.STOP
 
 
 __all__ = ["asked", "check_schemas"]

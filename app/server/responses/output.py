@@ -145,6 +145,7 @@ def finished(
             "output_tokens": usage["completion_tokens"],
             "output_tokens_details": usage["completion_tokens_details"],
             "total_tokens": usage["total_tokens"],
+            **({"compacted": usage["compacted"]} if "compacted" in usage else {}),
         },
     }
 
