@@ -27,6 +27,7 @@ from app.fileio import private_folder, write_atomic
 from app.paths import cache_dir
 
 if TYPE_CHECKING:
+    from app.controllers.remote_host import RemoteHost
     from app.domain.history import ChatDoc
     from app.domain.messages import Conversation
     from app.engine.local.session import ChatSession
@@ -66,9 +67,20 @@ class Counted(Protocol):
 
     doc: ChatDoc
     host: ModelHost
+    remote: RemoteHost | None
     max_tokens: int
     overflow: Overflow  # the settings' default policy
     busy: bool
+
+
+def estimated_context(controller: Counted) -> int:
+    """The context a count is estimated against: the chat's endpoint's, when it says (set on
+    the endpoint: `endpoints add --context`), else the loaded model's, else `ESTIMATED_CONTEXT`."""
+    name, remote = controller.doc.endpoint, controller.remote
+    if name is not None:
+        found = next((e for e in remote.endpoints if e.name == name), None) if remote else None
+        return found.context if found is not None and found.context else ESTIMATED_CONTEXT
+    return controller.host.n_ctx or ESTIMATED_CONTEXT
 
 
 def conversation_session(controller: Counted, max_tokens: int) -> tuple[ChatSession, Conversation]:
@@ -90,8 +102,10 @@ def measure(controller: Counted, text: str) -> Fit:
         return Fit(
             session.count(text), session.room("", kept), host.n_ctx, trained, estimated=False
         )
-    room = ESTIMATED_CONTEXT - controller.max_tokens - estimate("")
-    return Fit(estimate(text), room, ESTIMATED_CONTEXT, 0, estimated=True)
+    n_ctx = estimated_context(controller)
+    return Fit(
+        estimate(text), n_ctx - controller.max_tokens - estimate(""), n_ctx, 0, estimated=True
+    )
 
 
 async def fit_of(controller: Counted, text: str) -> Fit:
@@ -99,8 +113,8 @@ async def fit_of(controller: Counted, text: str) -> Fit:
     estimated while an answer streams (the engine thread is busy) or for an endpoint."""
     host = controller.host
     if controller.busy or controller.doc.endpoint is not None or not host.ready:
-        room = (host.n_ctx or ESTIMATED_CONTEXT) - controller.max_tokens
-        return Fit(estimate(text), room, host.n_ctx or ESTIMATED_CONTEXT, 0, estimated=True)
+        n_ctx = estimated_context(controller)
+        return Fit(estimate(text), n_ctx - controller.max_tokens, n_ctx, 0, estimated=True)
     return await host.bridge.call(partial(measure, controller, text))
 
 
