@@ -183,6 +183,23 @@ def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_mod
     assert queued["first"] < staying["end"]  # it started while the other still decoded
 
 
+def test_a_short_prompt_is_answered_while_a_long_one_is_still_being_read(smol4: WorkerClient) -> None:
+    """Prompts share each step's room, the shortest first: a short request that comes while a
+    long prompt is being read is read whole in the next step and answered before the long
+    prompt's first token (it used to wait for the whole long prompt)."""
+    long_prompt = _ids(smol4, "The history of the lighthouse, told at length. " * 120)[:900]
+    short_prompt = _ids(smol4, "Say hi.")
+    long_out: dict[str, Any] = {}
+    short_out: dict[str, Any] = {}
+    reading = threading.Thread(target=_run, args=(smol4, long_prompt, 4, long_out))
+    reading.start()
+    time.sleep(0.2)  # the long prompt's first chunks are being read
+    _run(smol4, short_prompt, 4, short_out)
+    reading.join(300)
+    assert len(long_prompt) == 900 and long_out["done"].timings.prompt_tokens == 900
+    assert short_out["end"] < long_out["first"], (short_out, long_out)
+
+
 def test_the_windows_turn_starts_while_eight_clients_are_busy(smollm_model: Any) -> None:
     client = _client(smollm_model, sequences=3, reserved=1)
     try:

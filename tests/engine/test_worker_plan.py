@@ -204,15 +204,24 @@ def test_a_prompt_beside_decoding_answers_takes_a_shared_chunk() -> None:
     assert [len(p.tokens) for p in alone.parts if isinstance(p, Chunk)] == [500]
 
 
-def test_chunks_fill_the_room_left_and_the_first_left_out_stops_the_rest() -> None:
+def test_chunks_fill_the_room_left_shared_fairly_the_shortest_first() -> None:
     runs = [
         active(0, todo=tuple(range(10))),
         active(1, todo=tuple(range(10))),
         active(2, todo=(1,)),
     ]
     step = batch(runs, {}, n_batch=14, chunk=8)
-    assert [(p.seq, len(p.tokens)) for p in step.parts if isinstance(p, Chunk)] == [(0, 8), (1, 6)]
-    assert step.stepping == (0, 1, 2)  # the last is in the step (a cancel aborts it) without a part
+    assert [(p.seq, len(p.tokens)) for p in step.parts if isinstance(p, Chunk)] == [(0, 6), (1, 7), (2, 1)]
+    assert step.stepping == (0, 1, 2)
+
+
+def test_a_short_prompt_beside_a_long_one_is_read_whole_in_the_next_step() -> None:
+    long, short = active(0, todo=tuple(range(3000))), active(1, todo=tuple(range(40)))
+    step = batch([long, short], {}, n_batch=256, chunk=256)
+    assert [(p.seq, len(p.tokens), p.ends) for p in step.parts if isinstance(p, Chunk)] == [
+        (0, 216, False), (1, 40, True)]  # the short one answers after this step
+    crowd = batch([active(s, todo=tuple(range(1000))) for s in range(4)], {}, n_batch=256, chunk=256)
+    assert [len(p.tokens) for p in crowd.parts] == [64, 64, 64, 64]  # none starves
     full = batch(
         [active(0, next=1, held=5), active(1, todo=(3, 4))],
         {0: Draft(0, (2, 3))},
@@ -229,7 +238,7 @@ def test_a_chunk_stops_before_an_image() -> None:
         n_batch=64,
         chunk=64,
     )
-    assert step.parts == (Chunk(0, 0, (1, 2), ends=False),)  # the image left, the next stopped
+    assert step.parts == (Chunk(0, 0, (1, 2), ends=False), Chunk(2, 0, (5,), ends=True))  # 1 waits
 
 
 def test_a_step_with_nothing_to_do_is_empty() -> None:

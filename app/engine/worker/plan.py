@@ -12,9 +12,12 @@ Guarantees:
   `prelude`: the generations whose request was cancelled end; those whose prompt reached an
   image have it evaluated.
   `batch`: one `llama_decode` batch — each decoding generation's next token and its drafts,
-  then prompt chunks in the room left (at most `SHARED_CHUNK` tokens while others decode, never
-  past an image; the first that gets no room stops the rest), every row in the order of its
-  sequence (llama.cpp splits a batch whose sequences come out of order into more passes).
+  then prompt chunks in the room left (at most `SHARED_CHUNK` tokens each while others decode,
+  never past an image), shared fairly: the prompts wanting least are served first and each gets
+  at least an equal share of what is left, so a short prompt that comes while a long one is
+  being read is read whole in the next step (it never waits for the long one to end) and no
+  prompt starves; every row in the order of its sequence (llama.cpp splits a batch whose
+  sequences come out of order into more passes).
 - How many drafts a generation checks is `lookup_length` / `model_length`'s choice, within
   `draft_limit`; which tokens they are comes from the lookup or the draft model.
 """
@@ -299,14 +302,22 @@ def batch(active: Sequence[Active], drafts: Mapping[int, Draft], n_batch: int, c
 def chunk_sizes(
     prompting: Sequence[Active], room: int, decoding: bool, chunk: int
 ) -> dict[int, int]:
-    """How many prompt tokens each of `prompting` evaluates (by sequence), in their order,
-    while `room` is left; the first that can take none stops the rest."""
+    """How many prompt tokens each of `prompting` evaluates (by sequence) in `room`: what each
+    wants (its prompt up to an image, at most `chunk`, and `SHARED_CHUNK` while others decode),
+    the least wanting first, each at most an equal share of the room still left among those
+    still to serve (see the guarantees); one at an image takes none this step."""
+    cap = SHARED_CHUNK if decoding else room
+    wants = {
+        a.seq: min(next((i for i, t in enumerate(a.todo) if is_image(t)), len(a.todo)), chunk, cap)
+        for a in prompting
+    }
+    order = sorted((seq for seq, want in wants.items() if want > 0), key=lambda s: (wants[s], s))
     takes: dict[int, int] = {}
-    for a in prompting:
-        text = next((i for i, t in enumerate(a.todo) if is_image(t)), len(a.todo))
-        take = min(room, SHARED_CHUNK if decoding else room, text, chunk)
+    for served, seq in enumerate(order):
+        share = max(1, room // (len(order) - served))
+        take = min(wants[seq], share, room)
         if take <= 0:
             break
-        takes[a.seq] = take
+        takes[seq] = take
         room -= take
     return takes
