@@ -2,8 +2,13 @@
 
 Guarantees (each failure is an `InvalidInputError` that names what was wrong, for that input
 only):
-- `read_text_file` reads only regular files (never a FIFO, a device such as `/dev/zero`, or a
-  folder), at most `limit` bytes, as UTF-8;
+- `open_regular` opens only a regular file, read-only and non-blocking: what the path names is
+  checked before it is opened (a FIFO or a device such as `/dev/zero` is never opened, so
+  nothing blocks and no device is touched) and again on the open descriptor (a swap meanwhile is
+  refused); without `follow`, a symbolic link is refused, never followed; a missing file is
+  `FileNotFoundError`, for the caller to treat as "none";
+- `read_text_file` reads only regular files (never a FIFO, a device or a folder), at most
+  `limit` bytes, its size known before anything is read, as UTF-8;
 - `load_json` never raises `RecursionError`: nesting deeper than `MAX_DEPTH` is refused, and a
   lone surrogate (`"\\ud800"`) becomes U+FFFD, so what was read can always be written back;
 - `load_yaml` is `yaml.safe_load` without anchors and aliases (no "billion laughs") and with
@@ -27,17 +32,50 @@ MAX_DEPTH = 200
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-def read_text_file(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a regular file of at most `limit` bytes."""
+def open_regular(
+    path: str | os.PathLike[str], *, follow: bool = True
+) -> tuple[int, os.stat_result]:
+    """A read-only, non-blocking descriptor of the regular file at `path`, and its status (see
+    the guarantees); the caller closes it."""
     target = Path(path)
     try:
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        _check_regular(target, os.stat(target, follow_symlinks=follow))
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(target, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise InvalidInputError(f"cannot read {target}: {exc.strerror}") from exc
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
+    try:
+        _check_regular(target, info)
+    except InvalidInputError:
         os.close(fd)
+        raise
+    return fd, info
+
+
+def _check_regular(target: Path, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise InvalidInputError(f"{target} is a symbolic link, not a file")
+    if not stat.S_ISREG(info.st_mode):
         raise InvalidInputError(f"{target} is not a regular file")
+
+
+def read_text_file(
+    path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES, *, follow: bool = True
+) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes (`follow`: `open_regular`)."""
+    target = Path(path)
+    try:
+        fd, info = open_regular(target, follow=follow)
+    except FileNotFoundError as exc:
+        raise InvalidInputError(f"cannot read {target}: {exc.strerror}") from exc
+    return read_opened_text(fd, info, target, limit)
+
+
+def read_opened_text(fd: int, info: os.stat_result, target: Path, limit: int) -> str:
+    """The UTF-8 text of the file `open_regular` opened as `fd` (closed here)."""
     with os.fdopen(fd, "rb") as f:
         if info.st_size > limit:
             raise InvalidInputError(f"{target} is larger than {limit:,} bytes")
@@ -114,4 +152,11 @@ def load_yaml(text: str) -> Any:
         raise yaml.YAMLError(f"the YAML is nested deeper than {MAX_DEPTH} levels") from exc
 
 
-__all__ = ["MAX_DEPTH", "load_json", "load_yaml", "read_text_file"]
+__all__ = [
+    "MAX_DEPTH",
+    "load_json",
+    "load_yaml",
+    "open_regular",
+    "read_opened_text",
+    "read_text_file",
+]

@@ -1,4 +1,5 @@
-"""The folder of KV snapshots (`kv/` in the cache folder) and what owns its files.
+"""The folder of KV snapshots (`kv/` in the cache folder), what owns its files, and the key
+that authenticates them.
 
 One folder per conversation, named by its id (letters, digits, `-` and `_` only), holding that
 conversation's snapshot files (`*.kv`; the format: `app/engine/worker/snapshot_file.py`), and
@@ -9,27 +10,50 @@ Guarantees:
 `forget(root, tag)` removes a conversation's snapshots (the history calls it when the
 conversation is deleted or purged), `sweep` removes those of conversations the history no
 longer holds (never a prompt cache), `enforce_cap` removes the least recently used files (by
-modification time: a restore touches its file) until the folder holds at most its cap, and what
-a write cut short left behind, `listing` says what is there, `clear` removes everything.
-Nothing here reads a snapshot's contents.
+modification time: a restore touches its file) until the folder holds at most its cap — files
+set aside as unusable (`NAME.kv.unusable-…`) count in it and go first — and what a write cut
+short left behind, `listing` says what is there, `clear` removes everything. `files` never
+lists what is inside a folder that is a symbolic link. Nothing here reads a snapshot's contents.
+`snapshot_key()` is this install's key for the snapshots' MACs (32 random bytes): kept in the
+keyring (`kv.snapshot-key`), made the first time; where the keyring cannot keep one (no Secret
+Service), in `kv-snapshot.key` (0600, made whole or not at all) in the config folder, said once
+in the log; None when neither can keep it, and the snapshots then stay in RAM. It is read in the
+app's process only: the worker is handed it with the load (`SnapshotSettings.key`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.paths import cache_dir
+from app.errors import InvalidInputError
+from app.fileio import private_folder
+from app.inputs import read_text_file
+from app.paths import cache_dir, config_dir
+from app.readback import ASIDE, set_aside
+
+if TYPE_CHECKING:
+    from app.secrets import Secrets
+
+log = logging.getLogger("engine")
 
 SUFFIX = ".kv"
 STALE_S = 600.0  # a temporary file this old was left by a write that never ended
 _TAG = re.compile(r"[A-Za-z0-9_-]{1,128}")
 PROMPTS = "prompts-"
+KEY_NAME = "kv.snapshot-key"  # in the keyring
+KEY_FILE = "kv-snapshot.key"  # in the config folder, where the keyring cannot keep the key
+KEY_BYTES = 32
+_said: set[str] = set()
 
 
 def prompt_tag(tenant: str) -> str:
@@ -58,8 +82,18 @@ def valid_tag(tag: str) -> bool:
 
 def files(root: Path, tag: str | None = None) -> list[Path]:
     """Every snapshot file under `root` (of one tag when given)."""
-    folders = [root / tag] if tag is not None else [p for p in _listdir(root) if p.is_dir()]
-    return [p for folder in folders for p in _listdir(folder) if p.suffix == SUFFIX]
+    return [p for folder in _folders(root, tag) for p in _listdir(folder) if p.suffix == SUFFIX]
+
+
+def aside(root: Path) -> list[Path]:
+    """The snapshot files set aside as unusable (never read again; kept until the cap)."""
+    return [p for folder in _folders(root) for p in _listdir(folder) if SUFFIX + ASIDE in p.name]
+
+
+def _folders(root: Path, tag: str | None = None) -> list[Path]:
+    """The tag folders under `root` (one when `tag` is given), none that is a link."""
+    found = [root / tag] if tag is not None else _listdir(root)
+    return [p for p in found if p.is_dir() and not p.is_symlink()]
 
 
 def _listdir(folder: Path) -> list[Path]:
@@ -81,13 +115,14 @@ def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
     `.NAME.kv.*` file) goes once it is `STALE_S` old."""
     _drop_stale(root)
     found = []
-    for p in files(root):
+    for p in files(root) + aside(root):
         with contextlib.suppress(OSError):
-            st = p.stat()
-            found.append((st.st_mtime, st.st_size, p))
-    total = sum(size for _, size, _ in found)
+            st = p.lstat()
+            first = ASIDE in p.name  # never used again: they go first
+            found.append((not first, st.st_mtime, st.st_size, p))
+    total = sum(size for _, _, size, _ in found)
     removed = []
-    for _, size, path in sorted(found):
+    for _, _, size, path in sorted(found):
         if total <= cap_bytes:
             break
         with contextlib.suppress(OSError):
@@ -102,11 +137,11 @@ def enforce_cap(root: Path, cap_bytes: int) -> list[Path]:
 
 def _drop_stale(root: Path) -> None:
     now = time.time()
-    for folder in (p for p in _listdir(root) if p.is_dir()):
+    for folder in _folders(root):
         for p in _listdir(folder):
             if p.name.startswith(".") and SUFFIX in p.name:
                 with contextlib.suppress(OSError):
-                    if now - p.stat().st_mtime > STALE_S:
+                    if now - p.lstat().st_mtime > STALE_S:
                         p.unlink()
 
 
@@ -139,7 +174,7 @@ def listing(root: Path) -> list[Listed]:
 def clear(root: Path) -> int:
     """Remove every snapshot; how many bytes were freed."""
     freed = sum(s.size for s in listing(root))
-    for folder in {p.parent for p in files(root)}:
+    for folder in {p.parent for p in files(root) + aside(root)}:
         shutil.rmtree(folder, ignore_errors=True)
     return freed
 
@@ -149,3 +184,66 @@ def sweep(root: Path, keep: set[str]) -> None:
     for folder in _listdir(root):
         if folder.is_dir() and folder.name not in keep and not is_prompt_tag(folder.name):
             forget(root, folder.name)
+
+
+def snapshot_key(secrets: Secrets | None = None) -> bytes | None:
+    """This install's key for the snapshots' MACs (see the guarantees); `secrets`: the keyring
+    (`app.secrets.Secrets`, made here when not given)."""
+    from app.secrets import Secrets
+
+    keyring = secrets if secrets is not None else Secrets()
+    key = keyring.install_key(KEY_NAME, KEY_BYTES)
+    if key is not None:
+        return key
+    path = config_dir() / KEY_FILE
+    key = _key_file(path)
+    _say_once(
+        f"the keyring cannot keep the KV snapshots' key ({keyring.problem}); it is kept in {path}"
+        " (0600) instead"
+        if key is not None
+        else "no key to authenticate KV snapshots could be kept: they stay in RAM"
+    )
+    return key
+
+
+def _say_once(sentence: str) -> None:
+    if sentence not in _said:
+        _said.add(sentence)
+        log.warning("%s", sentence)
+
+
+def _key_file(path: Path) -> bytes | None:
+    """The key kept in `path`, made (whole, or not at all) when there is none or it is not one."""
+    for _ in range(2):
+        if os.path.lexists(path):
+            try:
+                key = bytes.fromhex(read_text_file(path, 4 * KEY_BYTES, follow=False).strip())
+            except (InvalidInputError, ValueError) as exc:
+                key, why = b"", getattr(exc, "message", "it is not hexadecimal")
+            else:
+                why = f"it holds {len(key)} bytes, not {KEY_BYTES}"
+            if len(key) == KEY_BYTES:
+                return key
+            set_aside(path, why, log)
+        try:
+            _make_key_file(path)
+        except FileExistsError:
+            continue  # made meanwhile by another process: read it
+        except OSError as exc:
+            log.warning("the KV snapshots' key could not be kept in %s: %s", path, exc.strerror)
+            return None
+    return None
+
+
+def _make_key_file(path: Path) -> None:
+    """A new key in `path`, written whole to a temporary file and linked there only if none is."""
+    private_folder(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(os.urandom(KEY_BYTES).hex())
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)  # FileExistsError when another process made one first
+    finally:
+        Path(tmp).unlink(missing_ok=True)

@@ -7,10 +7,13 @@ file, logged, printed or put in an error message: every value set or read here i
 Where there is no usable keyring (a headless
 Linux without a Secret Service, a locked or failing one), `problem` says so in plain words and
 keys are kept in memory for this run only: never a silent fallback to plain text.
+`install_key` gives a random key the app makes for itself (the KV snapshots' MAC key), kept
+the same way; where the keyring cannot keep it, it gives none rather than one for this run.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -83,6 +86,24 @@ class Secrets:
             return None
         remember(value)
         return value
+
+    def install_key(self, name: str, size: int) -> bytes | None:
+        """This install's random key of `size` bytes kept under `name` (made and stored the
+        first time; one stored that is not such a key is replaced); None when the keyring
+        cannot keep it (`problem` says why): a key that would not outlive this run is none."""
+        stored = self.get(name) if self.saved else None
+        if stored is not None:
+            try:
+                key = bytes.fromhex(stored)
+            except ValueError:
+                key = b""
+            if len(key) == size:
+                return key
+        if not self.saved:
+            return None
+        key = os.urandom(size)
+        self.set(name, key.hex())
+        return key if self.saved else None
 
     def key_for(self, endpoint: Endpoint) -> str | None:
         """The key `endpoint` is used with (None: it needs none); `MissingKey` says how to set

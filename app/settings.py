@@ -2,18 +2,19 @@
 
 Guarantees: values are validated (a bad value in the file is reported and the default used, the
 rest kept; an invalid endpoint is left out, the others kept; the file as written is first copied
-to `settings.json.invalid`, so nothing the user wrote is lost); writes go to a temporary file,
-are fsynced and renamed over the old one; the model forbids unknown fields, and it has no field
-for secrets: API keys live in the OS keyring only. Each setting is declared once, here: its type,
-default, bounds and help, and how it is shown (`Shown`: label, unit, page and section or none,
-what 0 means, whether it applies at the next load); a field without that declaration is refused
-when the module loads (`app/domain/declared.py`), and the Settings dialog, the terminal and the
-consumers read the declaration instead of naming the setting again.
+to `settings.json.invalid`, so nothing the user wrote is lost); a file that cannot be read as
+settings at all (not a regular file, too large, not JSON, nested too deep, not an object) gives
+the defaults and is set aside, never a crash or a hang (`app/readback.py`); writes go to a
+temporary file, are fsynced and renamed over the old one; the model forbids unknown fields, and
+it has no field for secrets: API keys live in the OS keyring only. Each setting is declared
+once, here: its type, default, bounds and help, and how it is shown (`Shown`: label, unit, page
+and section or none, what 0 means, whether it applies at the next load); a field without that
+declaration is refused when the module loads (`app/domain/declared.py`), and the Settings
+dialog, the terminal and the consumers read the declaration instead of naming the setting again.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,10 +24,14 @@ from pydantic import ConfigDict, Field, ValidationError
 from app.domain.budget import Overflow, OverflowName
 from app.domain.declared import Declared, SettingsPage, Shown
 from app.domain.endpoint import Endpoint
+from app.errors import HarmonyDeskError
 from app.fileio import write_atomic
+from app.inputs import read_text_file
 from app.paths import config_dir
+from app.readback import read_back, set_aside
 
 log = logging.getLogger("store")
+SETTINGS_LIMIT = 8 << 20  # bytes: a settings file is a few kilobytes
 
 
 APPEARANCE = SettingsPage("Appearance", ("Look",), "palette-outline")
@@ -195,19 +200,14 @@ def settings_path() -> Path:
 
 
 def load_settings(path: Path | None = None) -> Settings:
-    """The saved settings; a missing file gives the defaults, a bad value its default."""
+    """The saved settings; a missing file gives the defaults, a bad value its default, a file
+    that cannot be read as settings the defaults (it is set aside: `app/readback.py`)."""
     path = path or settings_path()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return Settings()
-    except (OSError, ValueError) as exc:
-        log.warning("settings file %s is unreadable (%s); using the defaults", path, exc)
-        if isinstance(exc, ValueError):
-            _keep_copy(path)
+    raw = read_back(path, SETTINGS_LIMIT)
+    if raw is None:
         return Settings()
     if not isinstance(raw, dict):
-        _keep_copy(path)
+        set_aside(path, "it holds no settings object")
         return Settings()
     kept = dict(raw)
     if isinstance(kept.get("endpoints"), list):  # one bad endpoint does not drop the others
@@ -241,8 +241,8 @@ def _keep_copy(path: Path) -> None:
     rewritten without its bad parts."""
     copy = path.with_name(path.name + ".invalid")
     try:
-        write_atomic(copy, path.read_bytes().decode("utf-8", errors="replace"))
-    except OSError as exc:
+        write_atomic(copy, read_text_file(path, SETTINGS_LIMIT, follow=False))
+    except (HarmonyDeskError, OSError) as exc:
         log.warning("could not keep a copy of %s (%s)", path, exc)
 
 

@@ -35,8 +35,11 @@ from app.engine.session import Capabilities, local_capabilities
 from app.errors import HarmonyDeskError, InvalidInputError, LoadProblem, ModelLoadError
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.readback import read_back
 from app.settings import load_settings
 from app.templates.choices import ChoiceStore, ModelChoice
+
+RECENT_LIMIT = 1 << 20  # bytes: ten paths
 
 if TYPE_CHECKING:  # the templates and the session load with the first model, not the window
     from collections.abc import Callable
@@ -53,11 +56,8 @@ class RecentModels:
         self.path = path or config_dir() / "recent-models.json"
 
     def load(self) -> list[str]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            return [str(p) for p in data if isinstance(p, str)][:10]
-        except (OSError, ValueError, TypeError):
-            return []
+        data = read_back(self.path, RECENT_LIMIT)
+        return [str(p) for p in data if isinstance(p, str)][:10] if isinstance(data, list) else []
 
     def add(self, path: str) -> list[str]:
         recent = [path, *[p for p in self.load() if p != path]][:10]

@@ -12,12 +12,18 @@ that changed (size or modification time differ, then the content is compared) an
 those that are gone — cheap when nothing changed (one `stat` per file), so it runs before each
 use of the library. No file stops the others: whatever one holds (a decompression bomb, a
 damaged or unreadable file) is that file's notice, kept, and the folder's other files are
-indexed. The index file is 0600 in a 0700 folder, whatever the umask.
+indexed. A folder's walk (`walk`) indexes only the files whose real path lies inside it: a
+link leading out (to `/etc/passwd`, or a linked folder elsewhere) is never read, never indexed,
+and is said — an `Added` of kind `SKIPPED` with its notice from `add_folder`, a log line from
+`refresh` — so nothing outside the folder the user added can reach a prompt. The index file is
+0600 in a 0700 folder, whatever the umask.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import re
 import sqlite3
 import time
@@ -32,7 +38,10 @@ from app.documents.extract import SUFFIXES, Extracted, extract
 from app.fileio import connect_private
 from app.paths import data_dir
 
+log = logging.getLogger("store")
+
 RRF_K = 60
+SKIPPED = "skipped"  # the kind of an `Added` for a link leading out of a folder: not indexed
 POOL = 50  # candidates taken from each ranking before fusing
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -89,16 +98,51 @@ def _stamp(path: Path) -> str:
 
 
 def files_in(paths: list[Path]) -> list[Path]:
-    """The files named, and the readable files under the folders named (sorted)."""
+    """The files named, and the readable files inside the folders named (sorted; `walk`)."""
     out: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            out += sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
-            )
-        else:
-            out.append(path)
+        out += walk(path).files if path.is_dir() else [path]
     return out
+
+
+@dataclass(frozen=True)
+class Walked:
+    """What a folder holds for the library: its files, and the links leading out of it, each
+    with the sentence that says why it was skipped."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def walk(folder: Path) -> Walked:
+    """The files of a kind the library reads under `folder` whose real path lies inside it
+    (sorted), and those that lie outside (a link to `/etc/passwd`) with the links to folders
+    leading out (never followed), skipped and said (see the module guarantees)."""
+    root = folder.resolve()
+    files: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for here, dirs, names in os.walk(folder, followlinks=False):
+        for name in dirs:
+            path = Path(here) / name
+            if path.is_symlink() and _outside(path, root):
+                said = f"a link to the folder {path.resolve()}, outside {folder}: not looked in"
+                skipped.append((path, said))
+        for name in names:
+            path = Path(here) / name
+            if path.suffix.lower() not in SUFFIXES:
+                continue
+            if _outside(path, root):
+                said = f"a link to {path.resolve()}, outside {folder}: not indexed"
+                skipped.append((path, said))
+            elif path.is_file():
+                files.append(path)
+    return Walked(sorted(files), sorted(skipped))
+
+
+def _outside(path: Path, root: Path) -> bool:
+    """Whether `path`, links followed, lies outside the folder `root` (resolved)."""
+    real = Path(os.path.realpath(path))
+    return real != root and root not in real.parents
 
 
 class DocumentIndex:
@@ -120,11 +164,15 @@ class DocumentIndex:
         self.db.close()
 
     def add_folder(self, folder: Path) -> list[Added]:
-        """Index the files under `folder` and remember it, so `refresh` finds new files."""
+        """Index the files inside `folder` and remember it, so `refresh` finds new files; the
+        links leading out of it are skipped, each an `Added` of kind `SKIPPED` whose notice
+        says so (nothing of them is read)."""
         folder = folder.resolve()
         with self.db:
             self.db.execute("INSERT OR IGNORE INTO folders VALUES (?)", (str(folder),))
-        return [self.add(p) for p in files_in([folder])]
+        walked = walk(folder)
+        skipped = [Added(str(p), SKIPPED, 0, said) for p, said in walked.skipped]
+        return [self.add(p) for p in walked.files] + skipped
 
     def folders(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT path FROM folders ORDER BY path")]
@@ -194,8 +242,13 @@ class DocumentIndex:
         gone = sorted(str(p) for p in paths if not p.is_file())
         for path in gone:
             self.remove(Path(path))
-        present = [Path(f) for f in self.folders() if Path(f).is_dir()]
-        paths = {p for p in paths if p.is_file()} | {p.resolve() for p in files_in(present)}
+        found: list[Path] = []
+        for folder in (Path(f) for f in self.folders() if Path(f).is_dir()):
+            walked = walk(folder)
+            found += walked.files
+            for link, said in walked.skipped:
+                log.info("the library skips %s: %s", link, said)
+        paths = {p for p in paths if p.is_file()} | {p.resolve() for p in found}
         return [self.add(p) for p in sorted(paths)], gone
 
     def remove(self, path: Path) -> bool:
@@ -265,4 +318,4 @@ class DocumentIndex:
         return hits
 
 
-__all__ = ["Added", "DocumentIndex", "Hit", "files_in"]
+__all__ = ["SKIPPED", "Added", "DocumentIndex", "Hit", "Walked", "files_in", "walk"]

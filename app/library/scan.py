@@ -5,7 +5,11 @@ names, its size and parameters those of all parts; a missing part or an unreadab
 listed with a sentence saying why, never dropped silently; partial downloads are not models;
 a header is read once per file version (a cache keyed by path, size and modification time,
 in the cache folder), so rescanning an unchanged folder reads no header; folders are walked
-four levels deep (publisher/model/file layouts), without following links or hidden folders.
+four levels deep (publisher/model/file layouts), without following links to folders or hidden
+folders; a link leading out of the folder added is followed only to a GGUF model (a model
+linked into the folder): a link out to anything else (`/etc/passwd`) or to a folder is listed
+with a sentence saying so, and nothing of it is read beyond the four bytes that say it is not
+a model.
 `listing` adds what the picker shows: each model's card (friendly name, capabilities, read
 from the same header and cached with it), where it was found (bundled, a models folder, the
 recent files), the bundled models whether assembled or not. Image projectors (`mmproj` GGUFs,
@@ -30,15 +34,18 @@ from app.domain.library import ModelEntry
 from app.errors import HarmonyDeskError, InvalidInputError
 from app.fileio import OutputError, write_atomic
 from app.gguf.info import SPLIT_NAME, GgufInfo, model_parts, read_model
+from app.inputs import open_regular
 from app.library.bundled import Bundled, bundled_header
 from app.library.cards import ModelCard, card_of, strip_quant
 from app.library.projectors import Projectors
 from app.paths import cache_dir
+from app.readback import read_back
 from app.templates.registry import default_template_name
 
 log = logging.getLogger("library")
 MAX_DEPTH = 4
 _CACHE_VERSION = 2
+CACHE_LIMIT = 64 << 20  # bytes: a few kilobytes a model
 
 
 class Found(NamedTuple):
@@ -127,21 +134,59 @@ def signature(parts: Iterable[Path]) -> list[list[int]]:
     return out
 
 
-def model_files(folder: Path) -> Iterator[Path]:
+def model_files(folder: Path, skipped: list[ModelEntry] | None = None) -> Iterator[Path]:
     """The first (or only) file of every model under `folder`; a split model whose first
-    part is missing is named by the first part it should have."""
+    part is missing is named by the first part it should have. A file whose real path lies
+    outside `folder` (a link leading out) is one only when it is a GGUF model (a model linked
+    into the folder); any other (a link to `/etc/passwd`), and a linked folder leading out,
+    are added to `skipped`, when given, as an entry whose problem says so, and never read."""
+    root = folder.resolve()
     seen: set[Path] = set()
-    for path in _gguf_files(folder):
-        first = model_parts(path)[0]
-        if first not in seen:
-            seen.add(first)
-            yield first
+    links: list[Path] = []
+    for path in _gguf_files(folder, links):
+        parts = model_parts(path)
+        if parts[0] in seen:
+            continue
+        seen.add(parts[0])
+        out = next((p for p in parts if _outside(p, root) and not _is_gguf(p)), None)
+        if out is None:
+            yield parts[0]
+        elif skipped is not None:
+            said = f"its file {out.name} is a link to {out.resolve()}, outside {folder}"
+            skipped.append(_skipped(parts[0], f"{said}, and not a model"))
+    for link in links:
+        if skipped is not None and _outside(link, root):
+            said = f"this folder is a link to {link.resolve()}, outside {folder}: not looked in"
+            skipped.append(_skipped(link, f"{said} (add that folder to use its models)"))
 
 
-def _gguf_files(folder: Path) -> Iterator[Path]:
+def _outside(path: Path, root: Path) -> bool:
+    """Whether `path`, links followed, lies outside the folder `root` (resolved)."""
+    real = Path(os.path.realpath(path))
+    return real != root and root not in real.parents
+
+
+def _is_gguf(path: Path) -> bool:
+    """Whether `path` is a regular file that starts as a GGUF does (4 bytes read, never
+    blocking: `inputs.open_regular`)."""
+    try:
+        fd, _ = open_regular(path)
+    except (OSError, InvalidInputError):
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return f.read(4) == b"GGUF"
+
+
+def _skipped(path: Path, said: str) -> ModelEntry:
+    return ModelEntry(_display_name(path), str(path), (str(path),), 0, problem=said)
+
+
+def _gguf_files(folder: Path, links: list[Path]) -> Iterator[Path]:
+    """The GGUF files under `folder` (links to folders are never followed: added to `links`)."""
     root_depth = len(folder.parts)
     for here, dirs, files in os.walk(folder, followlinks=False):
         depth = len(Path(here).parts) - root_depth
+        links += [Path(here) / d for d in dirs if os.path.islink(os.path.join(here, d))]
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < MAX_DEPTH)
         for name in sorted(files):
             if name.lower().endswith(".gguf") and not name.startswith("."):
@@ -158,12 +203,11 @@ class ScanCache:
         self._dirty = False
 
     def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        ok = isinstance(data, dict) and data.get("version") == _CACHE_VERSION
-        return data.get("entries", {}) if ok else {}
+        data = read_back(self.path, CACHE_LIMIT)
+        if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION:
+            return {}  # none, set aside, or another version's: the headers are read again
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
 
     def get(self, first: Path, bundled: bool = False) -> ModelEntry:
         return self.read(first, bundled)[0]
@@ -216,9 +260,11 @@ def scan(
     for folder in folders:
         if not folder.is_dir():
             continue
-        for first in model_files(folder):
+        skipped: list[ModelEntry] = []
+        for first in model_files(folder, skipped):
             if str(first) not in entries:
                 entries[str(first)] = cache.get(first)
+        entries.update((e.path, e) for e in skipped if e.path not in entries)
     cache.save()
     models = (e for e in entries.values() if not is_projector_entry(e))
     return sorted(models, key=lambda e: (not e.bundled, e.name.lower(), e.path))
@@ -255,9 +301,10 @@ def listing(
     for model in bundled:
         entry, card = cache.read_bundled(model)
         found[str(model.path)] = (entry, card, "bundled")
+    skipped: list[ModelEntry] = []
     for folder in folders:
         if folder.is_dir():
-            for first in model_files(folder):
+            for first in model_files(folder, skipped):
                 if str(first) not in found:
                     found[str(first)] = (*cache.read(first), "folder")
     for path in recent:
@@ -271,6 +318,11 @@ def listing(
         for entry, card, where in found.values()
         if not is_projector_entry(entry)
     ]
+    out += [
+        Found(e, ModelCard(strip_quant(Path(e.path).name)), "folder")
+        for e in skipped
+        if e.path not in found
+    ]  # said, never read: their files lie outside the folder added
     rest = sorted(
         (f for f in out if f.where != "bundled"), key=lambda f: (f.card.title.lower(), f.entry.path)
     )

@@ -21,9 +21,11 @@ from app.domain.placement import LoadSettings
 from app.domain.sampling import Sampling
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.readback import read_back
 from app.templates.base import TemplateDefaults
 
 MODEL_SETTINGS = SettingsPage("Model settings", ("Chat template", "Sampling", "Context", "Loading"))
+CHOICES_LIMIT = 16 << 20  # bytes: a few hundred bytes a model
 SPECULATIVE_WORDS = (("off", "Off"), ("lookup", "Prompt lookup"), ("draft", "Draft model"))
 
 
@@ -131,10 +133,7 @@ class ChoiceStore:
         self.path = path or config_dir() / "models.json"
 
     def _all(self) -> dict[str, dict[str, object]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
+        data = read_back(self.path, CHOICES_LIMIT)
         return data if isinstance(data, dict) else {}
 
     def get(self, model: str | Path) -> ModelChoice:

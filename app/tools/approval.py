@@ -21,6 +21,7 @@ from pathlib import Path
 
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.readback import read_back
 from app.tools.api import Tool
 from app.tools.calls import Decision, PendingCall
 
@@ -34,6 +35,7 @@ class Mode(StrEnum):
 
 Ask = Callable[[PendingCall], tuple[Mode | None, Decision]]
 log = logging.getLogger("tools")
+APPROVALS_LIMIT = 16 << 20  # bytes
 _SAVED = (Mode.ALWAYS, Mode.DENY)
 
 
@@ -50,12 +52,12 @@ class ApprovalStore:
         self.path = path or config_dir() / "tool-approvals.json"
 
     def load(self) -> dict[str, Mode]:
+        data = read_back(self.path, APPROVALS_LIMIT)
+        if data is None:
+            return {}  # none, or set aside and said
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
             return {str(k): Mode(v) for k, v in data.items() if Mode(v) in _SAVED}
-        except FileNotFoundError:
-            return {}
-        except (ValueError, AttributeError, OSError) as exc:
+        except (ValueError, AttributeError) as exc:
             log.warning("ignoring the saved tool approvals in %s: %s", self.path, exc)
             return {}
 

@@ -3,7 +3,8 @@
 Guarantees: a plugin is trusted only when the user said so for exactly this name, this path
 and this content hash; a new plugin, or one whose files changed since, is *pending* and is
 never imported; the trust file (`plugin-trust.json` in the config folder) is written
-atomically with mode 0600, and an unreadable one trusts nothing.
+atomically with mode 0600, and an unreadable one trusts nothing (read back bounded, never
+blocking; one that is not a file the app wrote is set aside: `app/readback.py`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Literal
 
 from app.fileio import write_atomic
 from app.paths import config_dir
+from app.readback import read_back
 
 Kind = Literal["entry point", "folder", "file"]
+TRUST_LIMIT = 16 << 20  # bytes
 _HASHED_SUFFIXES = {".py", ".toml", ".txt", ".json", ".cfg", ".pth", ".so", ".pyd", ".dylib"}
 
 
@@ -61,10 +64,12 @@ class TrustStore:
         self.path = path or config_dir() / "plugin-trust.json"
 
     def load(self) -> dict[str, PluginIdentity]:
+        raw = read_back(self.path, TRUST_LIMIT)
+        if not isinstance(raw, dict):
+            return {}  # none, or set aside: nothing is trusted
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
             return {name: PluginIdentity(**entry) for name, entry in raw.items()}
-        except (OSError, ValueError, TypeError, AttributeError):
+        except TypeError:  # not the shape written here: nothing is trusted
             return {}
 
     def is_trusted(self, identity: PluginIdentity) -> bool:

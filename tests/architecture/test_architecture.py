@@ -85,9 +85,9 @@ def test_the_store_depends_on_domain_and_harmony_only() -> None:
 
 
 # The map in ARCHITECTURE.md: which package may import which. The small shared modules (errors,
-# paths, atomic files, bounded input readers, bundled resources, settings, the keyring, the folder
-# of KV snapshots) serve all.
-SHARED = {"errors", "paths", "fileio", "inputs", "resources", "settings", "secrets", "kvcache"}
+# paths, atomic files, bounded input readers, the app's own files read back, bundled resources,
+# settings, the keyring, the folder of KV snapshots) serve all.
+SHARED = {"errors", "paths", "fileio", "inputs", "readback", "resources", "settings", "secrets", "kvcache"}
 MAP = {
     "harmony": {"domain"},
     "constrain": {"domain"},  # JSON mode and grammars: pure, no engine, no template, no model
@@ -132,9 +132,10 @@ def test_each_package_imports_only_what_the_map_allows(package: str) -> None:
 
 ENGINE = APP / "engine"
 # What the worker process may import of the app: the pipe's values, the core count, JSON mode,
-# and the files its KV snapshots are kept in.
+# and the files its KV snapshots are kept in (read back bounded).
 WORKER_MAY = ("app.engine.protocol", "app.engine.cores", "app.engine.worker", "app.constrain",
-              "app.domain", "app.errors", "app.fileio", "app.kvcache")  # fmt: skip
+              "app.domain", "app.errors", "app.fileio", "app.kvcache", "app.inputs",
+              "app.readback")  # fmt: skip
 # Which engine side may import which (a side never reaches into another's modules).
 SIDES = {
     "local": {"local", "worker"},  # the worker only from local/process.py, deferred (below)

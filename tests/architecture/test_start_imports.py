@@ -73,10 +73,11 @@ ALLOWED = (
     "app.harmony.parser", "app.harmony.renderer", "app.harmony.schema_ts", "app.harmony.stream",
     "app.harmony.strict", "app.harmony.text_stream",
     "app.inputs",
-    "app.kvcache",  # the history deletes a conversation's KV snapshots: stdlib and app.paths only
+    "app.kvcache",  # the history deletes a conversation's KV snapshots: stdlib and root modules only
     "app.library", "app.library.bundled", "app.library.catalog", "app.library.download",
     "app.library.folders", "app.library.http_get", "app.library.queue",
     "app.paths",
+    "app.readback",  # the app's own files read back: stdlib and app.inputs only
     "app.resources",
     "app.secrets",
     "app.settings",

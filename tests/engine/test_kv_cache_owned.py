@@ -99,7 +99,7 @@ def test_a_cap_of_zero_keeps_nothing_on_disk(tmp_path: Path) -> None:
 
 def _snapshot(root: Path, tag: str, n: int = 40) -> Path:
     stamp = files.Stamp("sha", 4096, "f16", False, False, "smollm2", "build")
-    return files.write(root, tag, stamp, list(range(n)), b"state" * 100)
+    return files.write(root, tag, stamp, list(range(n)), b"state" * 100, bytes(range(32)))
 
 
 def test_deleting_or_purging_a_conversation_removes_its_snapshots(tmp_path: Path) -> None:

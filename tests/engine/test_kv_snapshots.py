@@ -1,7 +1,8 @@
 """KV snapshots survive a restart and a chat switch, exactly, with real llama.cpp on real GGUF
 files: on SmolLM2 and a tiny Llama 3.1, a prompt that continues a kept conversation is restored
 from disk (or from memory after a switch) and its next logits equal a fresh evaluation; a
-damaged, cut-short, foreign or mismatched snapshot is removed and the prompt evaluated again.
+damaged, cut-short, foreign or mismatched snapshot is taken away (set aside; hostile files:
+`tests/engine/test_kv_snapshots_hostile.py`) and the prompt evaluated again.
 
 Sliding-window models (Gemma 3, the tiny gpt-oss): `tests/engine/test_kv_windowed.py`."""
 
@@ -23,6 +24,8 @@ from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.protocol import Keep, SnapshotSettings
 from app.engine.worker import snapshot_file as files
+
+KEY = bytes(range(32))  # the install's snapshot key (the app reads it from the keyring)
 
 TOLERANCE = 1e-3  # as tests/engine/test_kv_reuse.py: a wrong state is off by 0.08 to 5.7
 RESTORED = ["smollm2", "tiny llama 3.1"]
@@ -54,7 +57,7 @@ class Worker:
     def __init__(self, model: tuple[Any, LoadSettings], folder: Path) -> None:
         self.client = WorkerClient()
         self.client.load(model[0], n_ctx=2048, n_threads=1, settings=model[1],
-                         snapshots=SnapshotSettings(str(folder)))  # fmt: skip
+                         snapshots=SnapshotSettings(str(folder), key=KEY))  # fmt: skip
 
     def __enter__(self) -> WorkerClient:
         return self.client
@@ -188,7 +191,7 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
     cap = sizes["chat-1"] + sizes["chat-2"]
     client = WorkerClient()
     try:
-        client.load(smollm_model, n_ctx=2048, n_threads=1, snapshots=SnapshotSettings(str(tmp_path), cap))
+        client.load(smollm_model, n_ctx=2048, n_threads=1, snapshots=SnapshotSettings(str(tmp_path), cap, key=KEY))
         client.evaluate(_words(10, 200) + NEW, Keep("chat-0", KEEP.template))  # chat-0: used now
         client.evaluate(_words(13, 200), Keep("chat-3", KEEP.template))
     finally:

@@ -28,6 +28,8 @@ from app.engine.local.client import WorkerClient
 from app.engine.protocol import Keep, SnapshotSettings
 from app.engine.worker.state_layout import anchored
 
+KEY = bytes(range(32))  # the install's snapshot key (the app reads it from the keyring)
+
 TOLERANCE = 1e-3
 GREEDY = Sampling(temperature=0.0)
 WINDOWS = {"gemma": 512, "tiny gpt-oss": 128}
@@ -51,7 +53,7 @@ def windowed(request: pytest.FixtureRequest) -> tuple[Any, int]:
 def _worker(model: Any, folder: Path, settings: LoadSettings | None = None) -> WorkerClient:
     client = WorkerClient()
     client.load(model, n_ctx=2048, n_threads=1, settings=settings or LoadSettings(),
-                snapshots=SnapshotSettings(str(folder)))  # fmt: skip
+                snapshots=SnapshotSettings(str(folder), key=KEY))  # fmt: skip
     return client
 
 

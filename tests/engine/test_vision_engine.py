@@ -27,6 +27,8 @@ from app.templates.registry import get_template
 from tests import tiny_vision
 from tests.turns import send
 
+KEY = bytes(range(32))  # the install's snapshot key (the app reads it from the keyring)
+
 GREEDY = Sampling(temperature=0.0)
 
 
@@ -55,7 +57,7 @@ def vision(pair: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) ->
     client = WorkerClient()
     folder = tmp_path_factory.mktemp("kv")
     client.load(pair[0], n_ctx=512, n_threads=1, projector=pair[1],
-                snapshots=SnapshotSettings(str(folder)))  # fmt: skip
+                snapshots=SnapshotSettings(str(folder), key=KEY))  # fmt: skip
     yield client
     client.close()
 
@@ -126,7 +128,7 @@ def test_a_restart_restores_a_conversation_with_an_image_from_disk(
         client = WorkerClient()
         try:
             client.load(pair[0], n_ctx=512, n_threads=1, projector=projector,
-                        snapshots=SnapshotSettings(str(tmp_path)))  # fmt: skip
+                        snapshots=SnapshotSettings(str(tmp_path), key=KEY))  # fmt: skip
             session = ChatSession(client, get_template("smollm2"), max_tokens=6, sampling=GREEDY)
             events = list(send(session, message, keep="chat-disk", conversation=history))
             return done_of(events), session.conversation

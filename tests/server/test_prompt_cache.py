@@ -21,6 +21,8 @@ from app.server.asked import Target
 from app.server.options import ServeOptions
 from tests.server.test_server import _serve
 
+KEY = bytes(range(32))  # the install's snapshot key (the app reads it from the keyring)
+
 TOPICS = ["lighthouses", "glaciers", "beekeeping", "railways"]
 
 
@@ -88,7 +90,7 @@ def test_a_servers_key_is_its_own_tenant(smollm_model: Any, tmp_path: Path) -> N
     def worker() -> WorkerClient:
         client = WorkerClient()
         client.load(smollm_model, n_ctx=2048, n_threads=1, settings=LoadSettings(),
-                    snapshots=SnapshotSettings(str(tmp_path)))  # fmt: skip
+                    snapshots=SnapshotSettings(str(tmp_path), key=KEY))  # fmt: skip
         return client
 
     client = worker()

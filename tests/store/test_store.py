@@ -224,7 +224,8 @@ def test_settings_are_validated_and_saved_atomically(tmp_path: Path) -> None:
     assert (tmp_path / "settings.json.invalid").read_text() == '{"trash_retention_days": -3}'
     path.write_text("{half a file")
     assert load_settings(path) == Settings()
-    assert (tmp_path / "settings.json.invalid").read_text() == "{half a file"  # kept as written
+    [aside] = tmp_path.glob("settings.json.unusable-*")  # set aside, never read again
+    assert aside.read_text() == "{half a file" and not path.exists()  # kept as written
     good = {"name": "lab", "base_url": "http://127.0.0.1:8000/v1", "model": "m"}
     path.write_text(json.dumps({"endpoints": [good, {"name": "bad name!", "model": ""}]}))
     assert [e.name for e in load_settings(path).endpoints] == ["lab"]  # the others are kept

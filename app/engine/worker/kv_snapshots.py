@@ -6,12 +6,13 @@ Guarantees:
   (the newest `RAM_ENTRIES`, at most `SnapshotSettings.ram_bytes` together; least recently used
   first out). A conversation's state is also written to disk at once, on a background thread,
   once the model file's content hash is known (computed once on a thread, remembered in
-  `models.json` by path, size and modification time); the conversation keeps its `PER_TAG`
-  newest files. A state kept for a client's prompt (`kvcache.prompt_tag`: no conversation) is
-  written when it leaves RAM and when the model is unloaded (a restart), the most recent first,
-  so the prompt cache survives a restart. The folder is then held to its cap. A write that fails
-  (a full disk) is logged and nothing else changes. On a model without a sliding window a kept
-  state makes the same tenant's states it extends redundant: they leave RAM.
+  `models.json` by path, size and modification time, under a MAC); the conversation keeps its
+  `PER_TAG` newest files. A state kept for a client's prompt (`kvcache.prompt_tag`: no
+  conversation) is written when it leaves RAM and when the model is unloaded (a restart), the
+  most recent first, so the prompt cache survives a restart. The folder is then held to its
+  cap. A write that fails (a full disk) is logged and nothing else changes. On a model without
+  a sliding window a kept state makes the same tenant's states it extends redundant: they leave
+  RAM.
 - `restore(prompt, live, keep, seq)` looks for the state that holds the longest prefix of the
   prompt, all but its last token, and more of it than the live cache does, among the RAM states
   of the same tenant and template (any conversation: two chats or two agents that share their
@@ -30,19 +31,19 @@ Guarantees:
   prompt has been read (a checkpoint: a regenerated answer or a next turn that drops the
   analysis restores it). With the small window cache no state is kept: what cannot be restored
   exactly is evaluated. `tests/engine/test_kv_windowed.py` pins llama.cpp's inexact restore.
-- Every file is checked before its state reaches llama.cpp (`snapshot_file.py`): a
-  damaged, cut-short, foreign or mismatched one is logged, removed and never used.
+- Every file is checked and authenticated before its state reaches llama.cpp
+  (`snapshot_file.py`: bounded, non-blocking, an HMAC under the install's key handed over with
+  the load, `SnapshotSettings.key`): a malformed, cut-short, forged or another conversation's
+  one is logged, set aside and never used, an authentic one made for another model or build is
+  removed; the prompt is then evaluated. Without a key nothing is kept on disk (RAM only,
+  said in the log); the worker never reads the keyring.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
-import hashlib
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -57,7 +58,6 @@ from app.engine.worker import snapshot_file as files
 from app.engine.worker import state_layout
 from app.engine.worker.snapshot_file import Stamp
 from app.errors import HarmonyDeskError
-from app.fileio import write_atomic_bytes
 
 log = logging.getLogger("engine")
 
@@ -98,27 +98,6 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
         else:
             high = mid
     return low
-
-
-def model_digest(path: str, memo: Path | None) -> str:
-    """The sha256 of the model file, remembered in `memo` by path, size and modification time."""
-    st = os.stat(path)
-    key = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}"
-    known: dict[str, str] = {}
-    if memo is not None:
-        with contextlib.suppress(OSError, ValueError):
-            known = dict(json.loads(memo.read_text()))
-        if key in known:
-            return known[key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 23):
-            digest.update(block)
-    known[key] = digest.hexdigest()
-    if memo is not None:
-        with contextlib.suppress(HarmonyDeskError, OSError):
-            write_atomic_bytes(memo, json.dumps(known, indent=1).encode())
-    return known[key]
 
 
 def snapshots_for(
@@ -171,7 +150,9 @@ class Snapshots:
     ) -> None:
         self.llm, self.low, self.settings = llm, low, settings
         self.window = window  # the model's sliding window (0: none)
-        self.root = Path(settings.folder) if settings.folder else None
+        self.root = Path(settings.folder) if settings.folder and settings.key else None
+        if settings.folder and not settings.key:
+            log.warning("KV snapshots stay in RAM: no key was given to authenticate their files")
         self._stamp = stamp  # (model sha256, template) → the stamp
         self._holds = holds
         self._ram: collections.OrderedDict[tuple[str, str], _Held] = collections.OrderedDict()
@@ -191,7 +172,7 @@ class Snapshots:
     def _hash(self) -> None:
         try:
             memo = self.root / "models.json" if self.root is not None else None
-            self._digest = model_digest(self.llm.model_path, memo)
+            self._digest = files.model_digest(self.llm.model_path, memo, self.settings.key)
         except OSError as exc:
             log.warning("the model file cannot be hashed (%s): no KV snapshots on disk", exc)
         finally:
@@ -257,7 +238,9 @@ class Snapshots:
             return
         stamp = self.stamp(held.template)
         try:
-            path = files.write(self.root, held.tag, stamp, held.tokens, held.state)
+            path = files.write(
+                self.root, held.tag, stamp, held.tokens, held.state, self.settings.key
+            )
         except HarmonyDeskError as exc:
             log.warning("a KV snapshot could not be saved: %s", exc.message)
             return
@@ -291,7 +274,8 @@ class Snapshots:
                 best = best.or_better(wanted, held.tokens, "memory", _const(held.state), usable)
         if best.source != "memory":
             for head in self._heads(keep, best.shared):
-                best = best.or_better(wanted, head.tokens, "disk", _reader(head), usable)
+                read = _reader(head, self.settings.key)
+                best = best.or_better(wanted, head.tokens, "disk", read, usable)
         state = best.read()
         if state is None:
             return None
@@ -314,19 +298,20 @@ class Snapshots:
             return []
         tags = {keep.conversation, kvcache.prompt_tag(keep.tenant)}
         found = [
-            p
+            (tag, p)
             for tag in sorted(tags)
             if kvcache.valid_tag(tag)
             for p in kvcache.files(self.root, tag)
             if (kvcache.held(p) or beaten + 1) > beaten
-        ]  # (a name not ours: read, refused, removed)
+        ]  # (a name not ours: read, refused, set aside)
         if not found:
             return []
         self._digest_ready.wait()
         if not self._digest:
             return []
-        stamp = self.stamp(keep.template)
-        return [h for h in (files.read_head(p, stamp) for p in found) if h is not None]
+        stamp, key, cap = self.stamp(keep.template), self.settings.key, self.settings.cap_bytes
+        heads = (files.read_head(p, stamp, key, tag, cap) for tag, p in found)
+        return [h for h in heads if h is not None]
 
     def _set(self, state: bytes, tokens: tuple[int, ...], count: int, seq: Any) -> int:
         """Put `state` into sequence `seq`'s cache and keep its first `count` tokens; the count
@@ -397,5 +382,5 @@ def _const(state: bytes) -> Callable[[], bytes | None]:
     return lambda: state
 
 
-def _reader(head: files.Head) -> Callable[[], bytes | None]:
-    return lambda: files.read_state(head)
+def _reader(head: files.Head, key: bytes) -> Callable[[], bytes | None]:
+    return lambda: files.read_state(head, key)
