@@ -104,8 +104,9 @@ class Settings(Declared):
     ] = Field(
         "stop",
         description="When a conversation outgrows the context (stop: say so; drop-middle: leave"
-        " out the oldest exchanges after the first; rolling: leave out the oldest exchanges);"
-        " each conversation can choose its own.",
+        " out the oldest exchanges after the first; rolling: leave out the oldest exchanges;"
+        " summarise: the model summarises the older exchanges, which you can undo); each"
+        " conversation can choose its own.",
     )
     compact_at_percent: Annotated[
         int, Shown("Summarise past", CHAT, "New messages", unit=" % of the context")
