@@ -36,6 +36,10 @@ def document_filter() -> str:
 
 def summary(added: Sequence[Added]) -> tuple[str, str]:
     """The sentence for what was added, and the notices of files that could not be read."""
+    from app.documents.index import SKIPPED
+
+    skipped = [a for a in added if a.kind == SKIPPED]
+    added = [a for a in added if a.kind != SKIPPED]
     fresh = [a for a in added if not a.unchanged]
     unread = [a for a in added if a.notice and not a.chunks]
     passages = sum(a.chunks for a in fresh)
@@ -45,7 +49,10 @@ def summary(added: Sequence[Added]) -> tuple[str, str]:
     said += "; type @ in the message box to attach one."
     if unread:
         said = f"{said} {len(unread)} could not be read."
-    notes = "\n".join(f"{a.path}: {a.notice}" for a in unread)
+    if skipped:
+        plural = "s lead" if len(skipped) != 1 else " leads"
+        said = f"{said} {len(skipped)} link{plural} out of the folder: not read."
+    notes = "\n".join(f"{a.path}: {a.notice}" for a in (*unread, *skipped))
     return said, notes
 
 
@@ -71,7 +78,7 @@ class LibraryFiles(QObject):
         self.running = True
 
         def work() -> list[Added]:
-            from app.documents.index import DocumentIndex, files_in
+            from app.documents.index import SKIPPED, DocumentIndex, files_in
 
             missing = [str(p) for p in chosen if not p.exists()]
             if missing:
@@ -85,7 +92,8 @@ class LibraryFiles(QObject):
                     self._jobs.later(partial(self.progressed.emit, said))
                     added.append(index.add(file))
                 for folder in (p for p in chosen if p.is_dir()):
-                    index.add_folder(folder)  # remembered; its files were just read
+                    # remembered; its files were just read; the links leading out are said
+                    added += [a for a in index.add_folder(folder) if a.kind == SKIPPED]
             finally:
                 index.close()
             return added

@@ -130,3 +130,12 @@ def test_the_models_library_follows_a_link_out_only_to_a_model(
     assert "not a model" in entries["pipe"].problem
     found = {f.entry.name: f for f in listing([models], cache=cache)}
     assert set(found) == set(entries) and found["passwd"].entry.problem == passwd.problem
+
+
+def test_the_windows_summary_says_the_links_it_skipped_apart_from_the_documents() -> None:
+    from app.controllers.library_files import summary
+    from app.documents.index import SKIPPED, Added
+
+    said, notes = summary([Added("/lib/a.txt", "text", 3, ""), Added("/lib/passwd", SKIPPED, 0, "a link to /etc/passwd")])
+    assert said.startswith("1 document in the library (1 read now, 3 passages)")
+    assert "1 link leads out of the folder: not read." in said and "/lib/passwd: a link to /etc/passwd" in notes
