@@ -3,15 +3,22 @@ chat's model answers, after the person approves it at a prompt) and elicitation 
 field of the server's form, or an address to open).
 
 Guarantees: every question goes to stderr and its answer comes from stdin, one question at a
-time; a sampling request shows the server, the system prompt, each message (a long one cut
-on screen at `SHOWN_CHARS`, said) and the token limit, and is approved like a tool call — [y]es,
+time; everything the server wrote (its name, the system prompt, each message, a form's
+message, labels, descriptions and choices, an address) is shown inert (`app.domain.inert`:
+escapes, controls and bidi characters shown escaped, never acted on; a message's body keeps
+its lines, each indented so none can pose as the host's own line), a long one cut at
+`SHOWN_CHARS` with how much more there was; a sampling request shows the server, the system
+prompt, each message and the token limit, and is approved like a tool call — [y]es,
 [n]o, [a]llow in this chat, [A]lways, [N]ever — under the chat's own choices (saved ones
 included); it is answered by a fresh session over the chat's model (`session`). A form asks
 field by field: its label (* when required), what it takes, its description; a value that does
 not fit is said and asked again (`TRIES` times, then the form is cancelled); a secret-looking
 field is read without echo on a terminal; end of input cancels. An address is shown and opened
-only on [y]es. A `--yes` run asks nothing: sampling is allowed (as its tool calls are) and said,
-a request for input is declined and said. A question the deadline passed is withdrawn where
+only on [y]es: its canonical form is shown with its real host set apart (`Site: evil.example
+(the link says accounts.google.com…)`), and that very string is what opens. A `--yes` run asks
+nothing: sampling is allowed (as its tool calls are) and said, a request for input is declined
+and said; the caps on both (`app/tools/mcp/caps.py`) hold there too, and reaching one is said
+once (`told`). A question the deadline passed is withdrawn where
 stdin is a terminal; from a pipe, its line is read and dropped.
 """
 
@@ -26,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.domain.elicit_form import Form, FormField, Reply, UrlAsk, parse, problem
+from app.domain.inert import inert
 from app.errors import HarmonyDeskError
 from app.tools.approval import ApprovalPolicy, ApprovalStore, Mode
 from app.tools.calls import Approve, Decision, PendingCall, allow_all
@@ -67,6 +75,10 @@ class TerminalAsks:
         self.out.write(text)
         self.out.flush()
 
+    def told(self, server: str, sentence: str) -> None:
+        """A cap on what `server` may ask was reached (said once per cap)."""
+        self._say(f"[mcp] {inert(sentence)}\n")
+
     def _line(self, prompt: str, cancel: threading.Event, secret: bool = False) -> str | None:
         """A line typed after `prompt` (without its newline); None at end of input or when
         `cancel` comes first (see the module guarantees)."""
@@ -92,7 +104,7 @@ class TerminalAsks:
         with self._turn:
             self._cancel = cancel
             if self.yes:
-                server = call.tool.namespace.removeprefix("mcp:")
+                server = _one(call.tool.namespace.removeprefix("mcp:"))
                 self._say(
                     f"[sampling] “{server}” asks the model; allowed without asking (--yes).\n"
                 )
@@ -100,7 +112,7 @@ class TerminalAsks:
 
     def _asked(self, call: PendingCall) -> tuple[Mode | None, Decision]:
         """The prompt for a sampling request (under the chat's policy, in ASK mode)."""
-        shown, server = call.arguments, call.tool.namespace.removeprefix("mcp:")
+        shown, server = call.arguments, _one(call.tool.namespace.removeprefix("mcp:"))
         limit, asked = shown.get("max_tokens", 0), shown.get("asked_tokens", 0)
         more = f"; it asked for {asked:,}" if asked > limit else ""
         lines = [
@@ -108,9 +120,10 @@ class TerminalAsks:
             f" (at most {limit:,} tokens{more}):"
         ]
         if shown.get("system_prompt"):
-            lines.append(f"  System: {_cut(shown['system_prompt'])}")
+            lines.append(f"  System: {_body(shown['system_prompt'])}")
         lines += [
-            f"  {m['role'].capitalize()}: {_cut(m['text'])}" for m in shown.get("messages", ())
+            f"  {_one(m['role'].capitalize())}: {_body(m['text'])}"
+            for m in shown.get("messages", ())
         ]
         self._say("\n".join(lines) + "\n")
         question = "Allow? [y]es [n]o [a]llow in this chat [A]lways [N]ever: "
@@ -142,22 +155,22 @@ class TerminalAsks:
             return Refusal(f"The model could not answer the sampling request: {exc.message}")
         said = answer(session, request, model, cancel)
         if isinstance(said, SampleAnswer):
-            self._say(
-                f"[sampling] {model} answered “{request.server}” ({len(said.text)} characters).\n"
-            )
+            server = _one(request.server)
+            self._say(f"[sampling] {model} answered “{server}” ({len(said.text)} characters).\n")
         return said
 
     # --- elicitation --------------------------------------------------------------------
 
     def fill(self, form: Form, cancel: threading.Event) -> Reply:
         with self._turn:
+            server, message = _one(form.server), _body(form.message)
             if self.yes:
                 self._say(
-                    f"[input] The MCP server “{form.server}” asked: {form.message}\n"
+                    f"[input] The MCP server “{server}” asked: {message}\n"
                     "  Declined: a --yes run never asks for input.\n"
                 )
                 return Reply("decline", why="a --yes run never asks")
-            self._say(f"[input] The MCP server “{form.server}” asks: {form.message}\n")
+            self._say(f"[input] The MCP server “{server}” asks: {message}\n")
             raw = (self._line("  Answer it? [y]es [d]ecline [c]ancel: ", cancel) or "c").strip()
             if raw[:1].lower() != "y":
                 return Reply("decline" if raw[:1].lower() == "d" else "cancel")
@@ -171,8 +184,8 @@ class TerminalAsks:
 
     def _field(self, field: FormField, cancel: threading.Event) -> Any:
         if field.description:
-            self._say(f"  {field.description}\n")
-        prompt = f"  {field.label}{' *' if field.required else ''} ({field.hint()}): "
+            self._say(f"  {_body(field.description)}\n")
+        prompt = f"  {_one(field.label)}{' *' if field.required else ''} ({_one(field.hint())}): "
         for _ in range(TRIES):
             line = self._line(prompt, cancel, secret=field.secret)
             if line is None:
@@ -181,21 +194,22 @@ class TerminalAsks:
             wrong = problem(field, value)
             if not wrong:
                 return value
-            self._say(f"  {wrong}\n")
+            self._say(f"  {_one(wrong)}\n")
         self._say("  The form is cancelled.\n")
         return _CANCELLED
 
     def visit(self, ask: UrlAsk, cancel: threading.Event) -> Reply:
         with self._turn:
-            said = f"[input] The MCP server “{ask.server}” asks you to open a page"
-            self._say(f"{said}: {ask.message}\n  {ask.url}\n")
+            said = f"[input] The MCP server “{_one(ask.server)}” asks you to open a page"
+            shown = f"{said}: {_body(ask.message)}\n  {inert(ask.url)}\n"
+            self._say(f"{shown}  Site: {ask.link.site}\n")
             if self.yes:
                 self._say("  Declined: a --yes run never asks.\n")
                 return Reply("decline", why="a --yes run never asks")
             raw = self._line("  Open it in your browser? [y]es [d]ecline [c]ancel: ", cancel) or "c"
             choice = raw.strip()[:1].lower()
             if choice == "y":
-                self.open_url(ask.url)
+                self.open_url(ask.url)  # the very string shown above
                 return Reply("accept")
             return Reply("decline" if choice == "d" else "cancel")
 
@@ -203,10 +217,14 @@ class TerminalAsks:
 _CANCELLED = object()
 
 
-def _cut(text: str) -> str:
-    if len(text) <= SHOWN_CHARS:
-        return text
-    return f"{text[:SHOWN_CHARS]}… ({len(text) - SHOWN_CHARS:,} more characters not shown)"
+def _one(text: str) -> str:
+    """A server's short text (a name, a label) as one inert line."""
+    return inert(text, SHOWN_CHARS)
+
+
+def _body(text: str) -> str:
+    """A server's long text (a prompt, a message) inert, its lines kept and indented."""
+    return inert(text, SHOWN_CHARS, lines=True).replace("\n", "\n    │ ")
 
 
 __all__ = ["TerminalAsks"]

@@ -8,9 +8,11 @@ its minimum and maximum), yes/no, one choice or several (each option a value and
 `problem` says in one sentence what is wrong with a value (a required field left empty, a
 number out of range, an address that is no email address) and is the one check the dialog,
 the terminal and the host make; `parse` turns typed text into a field's value (a choice also
-by its number or label); `shown` gives the values fit for the audit log: the value of a field
+by its number or label); `shown` gives the values fit to show again: the value of a field
 whose name, title or description says it is secret (password, token, key, PIN…), or of any
-value shaped like a secret, as `HIDDEN`.
+value shaped like a secret, as `HIDDEN` (the audit log keeps no value at all, only the names
+of the fields answered: `app/tools/mcp/elicit.py`). A URL-mode request holds its address read
+once (`app.domain.links.Link`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from app.domain.links import Link
 from app.domain.redact import SECRET_NAME, looks_secret
 
 MAX_TEXT_CHARS = 10_000  # a text field's value, whatever its schema allows
@@ -92,11 +95,16 @@ class Form:
 
 @dataclass(frozen=True)
 class UrlAsk:
-    """A URL-mode request: the person is asked to open `url` (nothing travels back)."""
+    """A URL-mode request: the person is asked to open `link` (nothing travels back); its
+    canonical `url` is both what is shown and what is opened (`app.domain.links`)."""
 
     server: str
     message: str
-    url: str
+    link: Link
+
+    @property
+    def url(self) -> str:
+        return self.link.url
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,7 @@ def _choose(field: FormField, text: str) -> str:
 
 
 def shown(form: Form, content: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The values for the audit log: a secret-looking field's (or value's) as `HIDDEN`."""
+    """The values fit to show again: a secret-looking field's (or value's) as `HIDDEN`."""
     if content is None:
         return None
     secret = {f.name for f in form.fields if f.secret}

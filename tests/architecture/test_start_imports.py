@@ -59,7 +59,7 @@ ALLOWED = (
     "app.tools.mcp.hooks", "app.tools.mcp.answers", "app.controllers.mcp_asks", "app.controllers.mcp_context",
     "app.domain.elicit_form", "app.tools.mcp.asks", "app.tools.mcp.elicit", "app.tools.mcp.sampling",
     "app.ui.composer.mcp_offers", "app.ui.mcp.elicit_dialog", "app.ui.mcp.sign_in", "app.ui.composer.prompt_form",
-    "app.ui.mcp.sampling_dialog",
+    "app.ui.mcp.sampling_dialog", "app.domain.inert", "app.domain.links", "app.tools.mcp.caps", "app.ui.mcp.plain",
     "app.domain.budget", "app.domain.compaction", "app.engine.overflow", "app.engine.turn.compaction", "app.ui.window.budget_bar", "app.ui.composer.overflow_menu",
     "app.controllers.compactions", "app.ui.transcript.compaction_marker", "app.ui.window.compaction_controls",
     "app.engine", "app.engine.backend", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",

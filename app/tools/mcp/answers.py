@@ -1,12 +1,14 @@
 """The hooks a host with a person at it gives its MCP pool: a server's sampling requests and its
 requests for input, asked of `host` (the window's or the terminal chat's), each noted in the
-server's log and approved under the server's identity."""
+server's log, approved under the server's identity, and counted against one `Caps` for both
+(`caps.py`) — a host that can tell the person (`Telling`) is told when a cap is reached."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from app.tools.mcp.caps import Caps
 from app.tools.mcp.config import server_identity
 from app.tools.mcp.elicit import Elicitor
 from app.tools.mcp.hooks import McpHooks
@@ -14,6 +16,13 @@ from app.tools.mcp.sampling import Sampler
 
 if TYPE_CHECKING:
     from app.tools.mcp.tools import McpPool
+
+
+@runtime_checkable
+class Telling(Protocol):
+    """A host that can say one sentence to the person (the terminal's stderr)."""
+
+    def told(self, server: str, sentence: str) -> None: ...
 
 
 def asking_hooks(host: Any, pool: Callable[[], McpPool]) -> McpHooks:
@@ -25,9 +34,12 @@ def asking_hooks(host: Any, pool: Callable[[], McpPool]) -> McpHooks:
     def identity(server: str) -> str:
         return server_identity(pool().server(server))
 
+    caps = Caps(told=host.told if isinstance(host, Telling) else None)
     return McpHooks(
-        sampling=Sampler(host, identity, note=note), elicitation=Elicitor(host, note=note)
+        sampling=Sampler(host, identity, note=note, caps=caps),
+        elicitation=Elicitor(host, note=note, caps=caps),
+        caps=caps,
     )
 
 
-__all__ = ["asking_hooks"]
+__all__ = ["Telling", "asking_hooks"]

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from app.domain.events import CallOutcome, CallRecord
 from app.tools.audit import AuditLog
@@ -91,6 +91,26 @@ class Audited:
         return CallRecord(self.call_id, self.tool, sent, outcome)
 
 
+class _Conversing(Protocol):
+    def conversation(self) -> str: ...
+
+
+async def over_cap(
+    host: _Conversing,
+    server: str,
+    entry: Audited,
+    over: Any,
+    refused: Callable[[str, Audited, Any], Any],
+) -> Any:
+    """A request past a cap (`caps.OverCap`): the first is audited under the host's
+    conversation and logged (`refused`), the rest only answered with their error."""
+    if not over.first:
+        return over.error_data()
+    entry.decision = "over the cap"
+    entry.conversation = await asyncio.to_thread(host.conversation)
+    return refused(server, entry, over)
+
+
 def audit(log_file: AuditLog | None, entry: Audited, record: CallRecord) -> None:
     """Append `record` under its conversation; a log that cannot be written is said, never
     fatal to the server's request."""
@@ -109,4 +129,5 @@ __all__ = [
     "Refusal",
     "audit",
     "bounded",
+    "over_cap",
 ]

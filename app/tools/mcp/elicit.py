@@ -9,13 +9,17 @@ anything else (a nested object, a field of no known type) is refused with a sent
 names the field. The person's answer is `accept` with the values, `decline` or `cancel`, as
 the protocol defines; accepted values are checked against the schema
 (`app.domain.elicit_form.problems`, the check the dialog and the terminal make before they
-accept) and only the form's own fields go back. A URL request (`mode: url`) is shown with its
-address, which opens only if the person accepts; an address that is not http(s) is refused.
-Where no person is asked (a `--yes` run) the host answers `decline` and says why. The whole
-answer is bounded by `ELICIT_S` (then the server gets an error that says so, and the dialog
-goes); every request is one audit record — what was asked and the action, never the value of
-a field that looks secret (`app.domain.elicit_form.shown`), the rest redacted like any
-record — and one line of the server's log.
+accept) and only the form's own fields go back. A URL request (`mode: url`) is read once
+(`app.domain.links.read_link`: https, or http to this computer, only): its canonical address
+is what the person is shown, with its real host set apart, and the very string that opens,
+only if the person accepts; any other address is refused with the sentence that says why.
+Where no person is asked (a `--yes` run) the host answers `decline` and says why. At most 5
+requests in one call and 20 in a server's session are asked (`caps.py`, `--yes` included):
+later ones are refused before anything is shown. The whole answer is bounded by `ELICIT_S`
+(then the server gets an error that says so, and the dialog goes); every request is one audit
+record — what was asked (the message, the fields' names, the address shown), the action and
+the names of the fields answered, never a value the person typed — and one line of the
+server's log (past a cap, only the first refused is recorded).
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
-from urllib.parse import urlparse
 
-from app.domain.elicit_form import FORMATS, Form, FormField, Reply, UrlAsk, problems, shown
+from app.domain.elicit_form import FORMATS, Form, FormField, Reply, UrlAsk, problems
+from app.domain.links import read_link
 from app.tools.audit import AuditLog
 from app.tools.mcp.asks import (
     INTERNAL_ERROR,
@@ -36,7 +40,9 @@ from app.tools.mcp.asks import (
     Refusal,
     audit,
     bounded,
+    over_cap,
 )
+from app.tools.mcp.caps import Caps
 
 ELICIT_S = 300.0
 MAX_FIELDS = 20
@@ -145,19 +151,26 @@ class Elicitor:
         deadline_s: float = ELICIT_S,
         audit_log: AuditLog | None = None,
         note: Callable[[str, str], None] | None = None,
+        caps: Caps | None = None,
     ) -> None:
         self.host, self.deadline_s, self.audit_log, self.note = host, deadline_s, audit_log, note
+        self.caps = caps
 
     async def __call__(self, server: str, params: Any) -> Any:
         entry = Audited(f"elicit-{uuid.uuid4().hex[:12]}", f"mcp:{server}.elicitation", {})
+        over = self.caps.admit(server, "input") if self.caps is not None else None
+        if over is not None:
+            return await over_cap(self.host, server, entry, over, self._refused)
         message = str(getattr(params, "message", ""))[:MAX_MESSAGE_CHARS]
         if getattr(params, "mode", "form") == "url":
             url = str(getattr(params, "url", ""))
             entry.sent = {"mode": "url", "message": message, "url": url}
-            if urlparse(url).scheme not in ("http", "https"):
-                said = "Only an http or https address is opened for a request for input."
+            link = read_link(url)
+            if isinstance(link, str):
+                said = f"The address is not opened: {link}"
                 return self._refused(server, entry, Refusal(said, INVALID_PARAMS))
-            ask: Form | UrlAsk = UrlAsk(server, message, url)
+            entry.sent["url"] = link.url  # what the person is shown, and what opens
+            ask: Form | UrlAsk = UrlAsk(server, message, link)
         else:
             form = read_form(server, message, getattr(params, "requested_schema", None))
             entry.sent = {"mode": "form", "message": message, "fields": _names(params)}
@@ -187,9 +200,9 @@ class Elicitor:
                 said = "The answer to the form did not fit its schema."
                 return self._refused(server, entry, Refusal(said, INTERNAL_ERROR))
         entry.decision = reply.action + (f" ({reply.why})" if reply.why else "")
-        kept = {"action": reply.action}
-        if isinstance(ask, Form) and content is not None:
-            kept["content"] = shown(ask, content)  # type: ignore[assignment]
+        kept: dict[str, Any] = {"action": reply.action}
+        if content is not None:
+            kept["answered"] = list(content)  # the fields' names: never what was typed
         audit(self.audit_log, entry, entry.record(True, kept))
         self._note(server, f"elicitation: {entry.decision}")
         return types.ElicitResult(action=reply.action, content=content)

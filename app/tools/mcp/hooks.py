@@ -11,14 +11,19 @@ thread with the server's name first; a hook that must wait for a person or a mod
 work to another thread and is bounded by its own deadline (`asks.bounded`). The host's
 answers: `sampling.Sampler` and `elicit.Elicitor`, each over the window's or the
 terminal chat's way of asking (`app/controllers/mcp_asks.py`, `app/cli/mcp_asks.py`); a pool
-made without them (`mcp` commands, the MCP page's test) declares neither.
+made without them (`mcp` commands, the MCP page's test) declares neither. `caps` is what both
+count against (`caps.Caps`): the pool starts a new call on it at each tool call, and a new
+session when it stops a server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.tools.mcp.caps import Caps
 
 Sampling = Callable[[str, Any], Awaitable[Any]]  # (server, CreateMessageRequestParams) → result
 Elicitation = Callable[[str, Any], Awaitable[Any]]  # (server, ElicitRequestParams) → ElicitResult
@@ -34,6 +39,7 @@ class McpHooks:
     elicitation: Elicitation | None = None
     logged: Logged | None = None
     changed: Changed | None = None
+    caps: Caps | None = None
 
 
 NO_HOOKS = McpHooks()

@@ -8,8 +8,10 @@ keyring only (`mcp.NAME.oauth-tokens`, `mcp.NAME.oauth-client`, `app/secrets.py`
 file, and every token read or stored is redacted from all the app writes; a token is refreshed
 before it expires (a minute ahead, or halfway through a shorter lifetime), in a later run too:
 its expiry and the authorization server's metadata are kept beside it. `login` is the one place
-a browser opens: it waits on a loopback redirect (`http://127.0.0.1:PORT/callback`, the first
-callback only, under a deadline) and says to which scopes it signed in. `connect_auth`, which
+a browser opens: it waits on a loopback redirect (`http://127.0.0.1:PORT/callback`, only the
+callback carrying the state it sent, under a deadline) and says to which scopes it signed in.
+Every endpoint the servers' metadata names is checked before it is used (`endpoints.py`:
+https or loopback http only, the token endpoint on the issuer's origin). `connect_auth`, which
 every connection uses, never opens a browser nor waits on a person: without stored tokens, or
 when the server refuses them and they cannot be refreshed, the connection fails at once with
 the `SignInError` "sign in to NAME first: …" (the connection's `McpError` says it), and the
@@ -34,6 +36,7 @@ from urllib.parse import urlsplit
 from app.domain.redact import redact, remember
 from app.secrets import Secrets
 from app.tools.mcp.config import OAUTH_ENTRIES, McpServer, secret_name
+from app.tools.mcp.endpoints import check_authorization_url, guard
 from app.tools.mcp.redirect import REQUEST_S, Receiver, SignInError
 from app.tools.mcp.words import leaf, said, why
 
@@ -211,6 +214,10 @@ def _provider(
         def update_token_expiry(self, token: Any) -> None:
             self.token_expiry_time = _valid_until(token.expires_in)
 
+        def __setattr__(self, key: str, value: Any) -> None:
+            guard(storage.name, key, value)  # an endpoint is checked before it is used
+            super().__setattr__(key, value)
+
     class Provider(OAuthClientProvider):
         async def _initialize(self) -> None:
             await super()._initialize()
@@ -318,6 +325,8 @@ async def _login(
             storage.forget((CLIENT,))
 
         async def redirect(url: str) -> None:
+            check_authorization_url(name, url)
+            receiver.expect(url)  # only the callback with this URL's state is taken
             told(url)
             await asyncio.to_thread(opener, url)
 

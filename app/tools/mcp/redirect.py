@@ -1,16 +1,21 @@
 """The loopback redirect of an OAuth sign-in (RFC 8252): a tiny HTTP server on 127.0.0.1.
 
 Guarantees: it listens on 127.0.0.1 only, on the port the client registered or, when that is
-taken, on a free one; it takes the first request to `/callback` only (its code and state, or
-the authorization server's error) and answers each browser a page that says the tab can be
-closed; any other path is 404; a request that does not arrive whole within `REQUEST_S` is
-dropped; `code` waits for the callback no longer than its deadline. `SignInError`, the error
-of a sign-in that failed or is needed, is drawn here, below the other sign-in modules.
+taken, on a free one; it takes one request to `/callback` only: the first that carries the
+state of the authorization URL the browser was sent to (`expect`), with its code or the
+authorization server's error, answered with a page that says the tab can be closed; a
+callback without that state (none, another, or before any was sent) is answered 400 with a
+page that claims nothing, and the receiver goes on waiting for the real one — a forged first
+callback can neither end the sign-in nor be thanked for it; any other path is 404; a request
+that does not arrive whole within `REQUEST_S` is dropped; `code` waits for the callback no
+longer than its deadline. `SignInError`, the error of a sign-in that failed or is needed, is
+drawn here, below the other sign-in modules.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -32,14 +37,20 @@ class SignInError(HarmonyDeskError):
 
 class Receiver:
     """The loopback redirect: a tiny HTTP server on 127.0.0.1 that takes the first request to
-    `/callback` (its code and state, or the authorization server's error) and answers a page
-    that says the tab can be closed; any other path is 404."""
+    `/callback` carrying the expected state (its code, or the authorization server's error)
+    and answers a page that says the tab can be closed (see the module guarantees)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.port = 0
         self._got: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._server: asyncio.Server | None = None
+        self._state: bytes | None = None  # the state the browser was sent with
+
+    def expect(self, authorization_url: str) -> None:
+        """The browser is sent to `authorization_url`: only a callback with its state counts."""
+        states = parse_qs(urlsplit(authorization_url).query).get("state") or [""]
+        self._state = states[0].encode() or None
 
     async def start(self, port: int = 0) -> None:
         """Listen on `port` (the registered one), or on a free one where it is taken."""
@@ -79,9 +90,12 @@ class Receiver:
     def _took(self, url: Any) -> tuple[str, str]:
         if url.path != CALLBACK:
             return "404 Not Found", "Nothing here."
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        state = query.get("state", "").encode()
+        if self._state is None or not hmac.compare_digest(state, self._state):
+            return "400 Bad Request", "This address is not a sign-in in progress."
         if self._got.done():
             return "200 OK", "This sign-in was already received. You can close this tab."
-        query = {k: v[0] for k, v in parse_qs(url.query).items()}
         if "error" in query:
             error = query.get("error_description") or query["error"]
             self._got.set_exception(

@@ -14,7 +14,9 @@ conversation's backend). A denial, a missing model, a failed generation or the d
 (`SAMPLING_S` for the whole, the person's wait included) is an `ErrorData` for the server
 with one sentence; the answer is a `CreateMessageResult` (assistant, text of at most
 `MAX_ANSWER_CHARS`, the model's name, its stop reason). Every request is one audit record
-and one line of the server's log.
+and one line of the server's log — but past a cap (`caps.py`: at most 10 in one call and 50
+in the server's session, whoever answers, `--yes` included) a request is refused before it is
+read, shown or answered, and only the first refused is recorded.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ from app.tools.mcp.asks import (
     Refusal,
     audit,
     bounded,
+    over_cap,
 )
+from app.tools.mcp.caps import Caps
 
 MAX_TOKENS = 1024  # the host's cap on an answer, whatever the server asks
 MAX_REQUEST_CHARS = 32_000
@@ -178,13 +182,17 @@ class Sampler:
         deadline_s: float = SAMPLING_S,
         audit_log: AuditLog | None = None,
         note: Callable[[str, str], None] | None = None,
+        caps: Caps | None = None,
     ) -> None:
         self.host, self.identity, self.cap, self.deadline_s = host, identity, cap, deadline_s
-        self.audit_log, self.note = audit_log, note
+        self.audit_log, self.note, self.caps = audit_log, note, caps
 
     async def __call__(self, server: str, params: Any) -> Any:
-        request = read_request(server, params, self.cap)
         entry = Audited(f"sampling-{uuid.uuid4().hex[:12]}", f"mcp:{server}.sampling", {})
+        over = self.caps.admit(server, "sampling") if self.caps is not None else None
+        if over is not None:
+            return await over_cap(self.host, server, entry, over, self._refused)
+        request = read_request(server, params, self.cap)
         if isinstance(request, Refusal):
             entry.sent = {"messages": len(getattr(params, "messages", ()) or ())}
             return self._refused(server, entry, request)

@@ -20,7 +20,10 @@ Guarantees:
   stops it if the app is killed. An offline conversation never gets a remote (`url`) server.
 - Each server keeps a log of its last 200 events (started, stopped, died with its stderr,
   calls and their outcome, the log messages it sends, its notices that a list changed) for the
-  window's MCP page; every line redacted, a log message cut at `LOG_CHARS`.
+  window's MCP page; every line redacted and inert (`app.domain.inert`: no control, escape or
+  bidi character acts on a terminal or a widget), a log message cut at `LOG_CHARS`.
+- What a server may ask beside calls is counted against `hooks.caps` (`caps.py`): each call
+  starts a new per-call count, and stopping a server starts a new session.
 - MCP's own notices: the pool answers a server's log messages and list changes itself (its
   own `logged` and `changed` hooks, which then call the hooks it was given); a list change is
   told to each `listen`er on a thread of its own (never the connection's: a listener may ask
@@ -42,6 +45,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.domain.inert import inert
 from app.domain.redact import redact
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
@@ -49,7 +53,7 @@ from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
 from app.tools.mcp.client import McpConnection, McpError
 from app.tools.mcp.config import McpServer, load_servers, server_identity
 from app.tools.mcp.hooks import NO_HOOKS, Changed, McpHooks
-from app.tools.mcp.results import envelope, log_line
+from app.tools.mcp.results import LOG_CHARS, envelope, log_line
 from app.tools.registry import ToolRegistry
 
 MCP_PREFIX = "mcp:"  # a conversation's tool choice names a server as "mcp:NAME"
@@ -97,7 +101,8 @@ class McpPool:
         )
 
     def note(self, name: str, line: str) -> None:
-        self.logs[name].append(f"{time.strftime('%H:%M:%S')} {redact(line)}")
+        line = inert(redact(line), 2 * LOG_CHARS)
+        self.logs[name].append(f"{time.strftime('%H:%M:%S')} {line}")
 
     def _log_message(self, name: str, params: Any) -> None:
         """A server's log message (on its connection's loop): into its log."""
@@ -205,6 +210,8 @@ class McpPool:
         """One call's envelope; `McpError` when the server could not be reached or answer.
         `progress` hears the server's progress notifications (see the module guarantees)."""
         connection = self._connection(name)
+        if self.hooks.caps is not None:
+            self.hooks.caps.begin(name)  # what the server asks now counts toward this call
         try:
             limit = connection.server.timeout
             heard = _throttled(progress) if progress is not None else None
@@ -225,6 +232,8 @@ class McpPool:
             if live is not None:
                 live.close()
                 self.note(name, "stopped")
+        if self.hooks.caps is not None:
+            self.hooks.caps.forget(name)  # a new session: its caps start again
 
     def configured(self) -> list[str]:
         """The servers in the configuration (an unreadable file: none)."""

@@ -7,7 +7,11 @@ name), a required one marked with *, its description under it, a secret-looking 
 hidden as it is typed — and Send checks every value against the schema first
 (`app.domain.elicit_form.problems`): what is wrong is said and nothing is sent until it fits.
 Send answers `accept` with the values, Decline `decline`, Cancel, Esc or closing the dialog
-`cancel`, as the protocol defines. An address is shown whole and opens only on Open (accept).
+`cancel`, as the protocol defines. An address is shown in its canonical form with its real
+host set apart ("Site: evil.example (the link says accounts.google.com…)"), and Open opens
+that very string (accept), nothing re-read from the server. Everything the server wrote —
+its name, the message, labels, descriptions, choices, the address — is shown inert and as
+plain text (`app/ui/mcp/plain.py`): no markup rendered, no control or bidi character acting.
 Each dialog answers once; a request withdrawn at its deadline closes its dialog. The dialogs are
 window-modal and never block the window's loop.
 """
@@ -37,6 +41,8 @@ from PySide6.QtWidgets import (
 
 from app.controllers.mcp_asks import Asked, SamplingAsk, WindowAsks
 from app.domain.elicit_form import Action, Form, FormField, Reply, UrlAsk, parse, problems
+from app.domain.inert import inert
+from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sampling_dialog import SamplingDialog
 
 Widget = QLineEdit | QCheckBox | QComboBox | QListWidget
@@ -76,11 +82,7 @@ class _Answering(QDialog):
 
 
 def _said(text: str, name: str) -> QLabel:
-    label = QLabel(text)
-    label.setObjectName(name)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    return label
+    return plain_label(text, name, lines=True)
 
 
 class FormDialog(_Answering):
@@ -91,7 +93,7 @@ class FormDialog(_Answering):
     ) -> None:
         super().__init__(parent, answer)
         self.form = form
-        self.setWindowTitle(f"{form.server} asks for input")
+        self.setWindowTitle(f"{inert(form.server, 80)} asks for input")
         layout = QVBoxLayout(self)
         layout.addWidget(_said(f"The MCP server “{form.server}” asks:", "asker"))
         layout.addWidget(_said(form.message, "message"))
@@ -100,9 +102,9 @@ class FormDialog(_Answering):
         for field in form.fields:
             widget = self.widgets[field.name] = _widget(field)
             widget.setObjectName(field.name)
-            label = QLabel(field.label + (" *" if field.required else ""))
-            label.setToolTip(field.description)
-            widget.setToolTip(field.description)
+            label = plain_label(field.label + (" *" if field.required else ""), wrap=False)
+            label.setToolTip(plain_tip(field.description))
+            widget.setToolTip(plain_tip(field.description))
             fields.addRow(label, widget)
             if field.description:
                 fields.addRow("", _said(field.description, f"{field.name}_description"))
@@ -131,7 +133,7 @@ class FormDialog(_Answering):
         values = self.values()
         wrong = problems(self.form, values)
         if wrong:
-            self.problem.setText("\n".join(wrong.values()))
+            set_plain(self.problem, "\n".join(wrong.values()), lines=True)
             self.problem.show()
             self.widgets[next(iter(wrong))].setFocus()
             return
@@ -148,14 +150,14 @@ def _widget(field: FormField) -> Widget:
             combo = QComboBox()
             combo.addItem("— choose —", None)
             for value, label in field.options:
-                combo.addItem(label, value)
+                combo.addItem(inert(label, 200), value)
             combo.setCurrentIndex(max(0, combo.findData(field.default)))
             return combo
         case "choices":
             listed = QListWidget()
             chosen = field.default if isinstance(field.default, list) else []
             for value, label in field.options:
-                item = QListWidgetItem(label)
+                item = QListWidgetItem(inert(label, 200))
                 item.setData(Qt.ItemDataRole.UserRole, value)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 checked = Qt.CheckState.Checked if value in chosen else Qt.CheckState.Unchecked
@@ -164,7 +166,7 @@ def _widget(field: FormField) -> Widget:
             listed.setMaximumHeight(24 * min(6, len(field.options)) + 8)
             return listed
     edit = QLineEdit("" if field.default is None else str(field.default))
-    edit.setPlaceholderText(field.hint())
+    edit.setPlaceholderText(inert(field.hint(), 200))
     if field.secret:
         edit.setEchoMode(QLineEdit.EchoMode.Password)
     if field.max_length:
@@ -199,13 +201,14 @@ class UrlDialog(_Answering):
     ) -> None:
         super().__init__(parent, answer)
         self.ask, self._open_url = ask, open_url
-        self.setWindowTitle(f"{ask.server} asks you to open a page")
+        self.setWindowTitle(f"{inert(ask.server, 80)} asks you to open a page")
         layout = QVBoxLayout(self)
         layout.addWidget(
             _said(f"The MCP server “{ask.server}” asks you to open this page:", "asker")
         )
         layout.addWidget(_said(ask.message, "message"))
-        layout.addWidget(_said(ask.url, "url"))
+        layout.addWidget(_said(ask.url, "url"))  # canonical: what Open opens
+        layout.addWidget(_said(f"Site: {ask.link.site}", "site"))
         self.open_button = QPushButton("Open in browser")
         self.decline_button = QPushButton("Decline")
         self.cancel_button = QPushButton("Cancel")
@@ -215,7 +218,7 @@ class UrlDialog(_Answering):
         layout.addLayout(self._buttons(self.cancel_button, self.decline_button, self.open_button))
 
     def _open(self) -> None:
-        self._open_url(self.ask.url)
+        self._open_url(self.ask.url)  # the very string shown
         self.reply("accept")
 
 

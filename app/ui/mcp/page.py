@@ -46,6 +46,7 @@ from shiboken6 import isValid
 from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
+from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
 
@@ -200,9 +201,7 @@ class McpPage(QDialog):
         self._log_timer = QTimer(self)  # the server's log as it grows (its messages, restarts)
         self._log_timer.timeout.connect(self._show_log)
         self._log_timer.start(LOG_REFRESH_MS)
-        self.status = QLabel("", self)
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status = plain_label("")  # what a server said shows as written (plain, inert)
         self.problem_banner = ProblemBanner(self)
         for label, widget in (
             ("Tools", self.tools),
@@ -233,7 +232,7 @@ class McpPage(QDialog):
 
     def say(self, text: str) -> None:
         self.problem_banner.hide()
-        self.status.setText(text)
+        set_plain(self.status, text, lines=True)
         self._show_log()
 
     def problem(self, text: str, details: str = "") -> None:
@@ -299,7 +298,7 @@ class McpPage(QDialog):
         self.tools.clear()
         for own, description, allowed in probe.tools:
             item = QListWidgetItem(own, self.tools)
-            item.setToolTip(description)
+            item.setToolTip(plain_tip(description))
             item.setCheckState(Qt.CheckState.Checked if allowed else Qt.CheckState.Unchecked)
         self.offers.setText(
             f"{len(probe.tools)} tools; the checked ones add about {probe.tokens:,} tokens to"

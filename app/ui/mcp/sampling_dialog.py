@@ -5,7 +5,9 @@ Guarantees: the dialog shows the server, the conversation, the system prompt, ev
 of the request with its role, and the token limit (the host's cap beside what the server
 asked); its choices are those of a tool call — Allow (this once), Allow in this chat, Always
 allow, Deny — and closing it (Esc, the close button) denies; it answers once, and a request
-withdrawn at its deadline closes it answering nothing.
+withdrawn at its deadline closes it answering nothing. Everything the server wrote is shown
+inert and as plain text (`app/ui/mcp/plain.py`): no markup is rendered, no control or bidi
+character acts, a long text is cut with how much more there was.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.mcp_asks import Choice, SamplingAsk
+from app.domain.inert import inert
+from app.ui.mcp.plain import plain_label
+
+SHOWN_CHARS = 8000  # of the system prompt, or of the messages together
 
 
 def _text(text: str, name: str, lines: int) -> QPlainTextEdit:
-    box = QPlainTextEdit(text)
+    box = QPlainTextEdit(inert(text, SHOWN_CHARS, lines=True))
     box.setObjectName(name)
     box.setReadOnly(True)
     box.setMaximumHeight(box.fontMetrics().lineSpacing() * lines + 12)
@@ -36,7 +42,7 @@ def _text(text: str, name: str, lines: int) -> QPlainTextEdit:
 
 def transcript(ask: SamplingAsk) -> str:
     """The request's messages as the person reads them."""
-    return "\n\n".join(f"{role.capitalize()}: {text}" for role, text in ask.messages)
+    return "\n\n".join(f"{inert(role.capitalize())}: {text}" for role, text in ask.messages)
 
 
 class SamplingDialog(QDialog):
@@ -50,14 +56,14 @@ class SamplingDialog(QDialog):
         self._answer: Callable[[Choice], None] | None = answer
         self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(520)
-        self.setWindowTitle(f"{ask.server} asks the model")
+        self.setWindowTitle(f"{inert(ask.server, 80)} asks the model")
         layout = QVBoxLayout(self)
         where = f" in “{ask.conversation}”" if ask.conversation else ""
-        said = QLabel(
+        said = plain_label(
             f"The MCP server “{ask.server}” asks the conversation's model{where} to answer"
-            " this. What the model writes goes to the server."
+            " this. What the model writes goes to the server.",
+            "asker",
         )
-        said.setWordWrap(True)
         layout.addWidget(said)
         if ask.system_prompt:
             layout.addWidget(QLabel("System prompt:"))

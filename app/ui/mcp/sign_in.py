@@ -6,7 +6,8 @@ is the sign-in, which opens the browser and waits for it (up to its deadline) wi
 the window, Sign in disabled until it ends; what comes of a sign-in or sign-out is said in the
 page (its status line, or its problem banner with the details); a state that comes back for a
 server no longer shown is dropped, and a keyring that cannot be read shows as an unknown state,
-never as a loop of errors.
+never as a loop of errors. What the authorization server chose (its scopes, its host) is shown
+inert and as plain text (`app/ui/mcp/plain.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+
+from app.domain.inert import inert
+from app.ui.mcp.plain import set_plain
 
 if TYPE_CHECKING:
     from app.controllers.background import Background
@@ -39,6 +44,7 @@ class SignInRow(QWidget):
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         self.state = QLabel("", self)
+        self.state.setTextFormat(Qt.TextFormat.PlainText)
         self.state.setAccessibleName("Sign-in")
         self.sign_in_button = QPushButton("Sign in", self)
         self.sign_in_button.setToolTip("Sign in in the browser; the tokens go to the keyring")
@@ -72,14 +78,14 @@ class SignInRow(QWidget):
 
     def _signed(self, name: str, sign: SignIn | None, said: str = "") -> None:
         if said:
-            self.say(said)
+            self.say(inert(said, lines=True))
         if self._name() != name:
             return
         if sign is None:
             self.state.setText("Sign-in state unknown (the keyring could not be read)")
             return
         scopes = f" (scopes: {sign.scopes})" if sign.scopes else ""
-        self.state.setText(sign.state.value.capitalize() + scopes)
+        set_plain(self.state, sign.state.value.capitalize() + scopes, 400)
         self.sign_in_button.setEnabled(True)
         self.sign_out_button.setEnabled(sign.state.value != "not signed in")
 
