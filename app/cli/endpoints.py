@@ -51,6 +51,12 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(FORMATS),
         help="the call format the model writes, for a server that passes calls through as text",
     )
+    add.add_argument(
+        "--text-calls",
+        action="store_true",
+        help="read tool calls from Harmony markup in the answer's text, for a server that passes"
+        " gpt-oss output through unparsed (default: calls come only from the API's tool_calls)",
+    )
     verbs.add_parser("list", help="the configured endpoints")
     test = verbs.add_parser("test", help="list the models, or send a one-token request")
     test.add_argument("name")
@@ -90,6 +96,7 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
                 timeout_s=args.timeout,
                 retries=args.retries,
                 tool_calls=args.tool_calls,
+                text_calls=args.text_calls,
                 context=args.context,
             )
         except ValidationError as exc:
@@ -106,7 +113,8 @@ def run_endpoints(args: argparse.Namespace, secrets: Secrets | None = None) -> i
             if e.key_name is not None and secrets.get(e.key_name) is None:
                 key += " (not set)"
             context = f"  context {e.context:,}" if e.context is not None else ""
-            print(redact(f"{e.name}  {e.base_url}  {e.model}  {key}{context}"))
+            calls = "  calls from text" if e.text_calls else ""
+            print(redact(f"{e.name}  {e.base_url}  {e.model}  {key}{context}{calls}"))
         return 0
     endpoint = _endpoint(settings, args.name)
     if args.verb == "remove":

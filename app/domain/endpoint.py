@@ -40,6 +40,12 @@ class Endpoint(BaseModel):
     # the call format the model writes, for a server that passes calls through as text
     # (`hermes`, `llama3`, …: a template family's); None: the server returns tool_calls itself
     tool_calls: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
+    text_calls: bool = Field(
+        default=False,
+        description="Read tool calls from Harmony markup in the answer's text, for a server that"
+        " passes gpt-oss output through unparsed (off: calls come only from the API's tool_calls;"
+        " markup that writes one stays text and is never run)",
+    )
     context: int | None = Field(
         default=None,
         ge=MIN_CONTEXT,

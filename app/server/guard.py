@@ -1,18 +1,22 @@
 """The guard every request passes before any route (a Starlette middleware).
 
-Guarantees: a request from a web page (one with an `Origin` header) is served only when the
-origin is the server's own or one the user listed (`--cors-origin`), else 403 — a page cannot
-post to it blind; a request without `Origin` (a non-browser client) is not refused for it; a
-POST body must say `Content-Type: application/json` (415 otherwise, so no "simple" cross-site
-form or `text/plain` post is read); without a token (loopback) the `Host` header must name
-this machine or a host the user allowed — a DNS-rebinding page gets 403; when a token is set
-(always, off loopback) every request must carry it as a bearer token or Anthropic's
-`x-api-key` (401 otherwise; it is never logged), which a rebinding page cannot, so the LAN
-names clients use are not refused; a body over the size limit is 413 and not read past it;
-each refusal is written in the shape of the API the path belongs to (`Routes.error_body`);
-every request is logged (method, path, status, duration, and each answer's prompt tokens —
-evaluated, reused, restored — and generated ones: `request_log`; control characters escaped)
-and counted.
+Guarantees: past `ServeOptions.max_connections` requests in flight at once (idle kept-alive
+connections do not count: `listen` bounds those) a request is answered 503 at once, with
+`Retry-After`; a request that carries `Host`, `Origin`, `Content-Type`, `Content-Length`,
+`Authorization` or `x-api-key` more than once is a 400 — no "last one wins" for the headers
+the checks below read; a request from a web page (one with an `Origin` header) is served only
+when the origin is the server's own or one the user listed (`--cors-origin`), else 403 — a
+page cannot post to it blind; a request without `Origin` (a non-browser client) is not refused
+for it; a POST body must say `Content-Type: application/json` (415 otherwise, so no "simple"
+cross-site form or `text/plain` post is read); without a token (loopback) the `Host` header
+must name this machine or a host the user allowed — a DNS-rebinding page gets 403; when a
+token is set (always, off loopback) every request must carry it as a bearer token or
+Anthropic's `x-api-key` (401 otherwise; it is never logged), which a rebinding page cannot, so
+the LAN names clients use are not refused; a body over the size limit is 413 and not read past
+it; each refusal is written in the shape of the API the path belongs to (`Routes.error_body`);
+each request has its own image budget (`pictures.request_images`); every request is logged
+(method, path, status, duration, and each answer's prompt tokens — evaluated, reused, restored
+— and generated ones: `request_log`; control characters escaped) and counted.
 """
 
 from __future__ import annotations
@@ -31,9 +35,24 @@ from app.server import request_log
 from app.server.errors import ApiError
 from app.server.intake import printable
 from app.server.options import LOOPBACK, ServeOptions
+from app.server.pictures import request_images
 from app.server.routing import ErrorBody
 
 log = logging.getLogger("server")
+SINGLE = ("host", "origin", "content-type", "content-length", "authorization", "x-api-key")
+_SPELLED = {"x-api-key": "x-api-key"}  # how a refusal names each (else title case)
+
+
+def duplicated(raw: list[tuple[bytes, bytes]]) -> str | None:
+    """The first of the `SINGLE` headers a request carries more than once, if any."""
+    seen: set[str] = set()
+    for key, _ in raw:
+        name = key.decode("latin-1").lower()
+        if name in SINGLE:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
 
 
 def _hostname(header: str) -> str:
@@ -77,10 +96,14 @@ class Guard:
         self.app, self.options, self.stats = app, options, stats
         self.error_body = error_body
         self.hosts = {*LOOPBACK, options.host, *options.allowed_hosts}
+        self.in_flight = 0  # requests between their arrival and their answer's end
 
-    async def _refuse(self, scope: Any, send: Any, status: int, message: str, code: str) -> None:
+    async def _refuse(
+        self, scope: Any, send: Any, status: int, message: str, code: str, **headers: str
+    ) -> None:
         body = self.error_body(scope["path"], ApiError(status, message, code=code))
-        await JSONResponse(body, status_code=status)(scope, None, send)  # type: ignore[arg-type]
+        answer = JSONResponse(body, status_code=status, headers=headers or None)
+        await answer(scope, None, send)  # type: ignore[arg-type]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -96,9 +119,12 @@ class Guard:
             await send(message)
 
         record = request_log.opened()
+        self.in_flight += 1
         try:
-            await self._checked(scope, receive, sending, headers)
+            with request_images():
+                await self._checked(scope, receive, sending, headers)
         finally:
+            self.in_flight -= 1
             log.info(
                 "%s %s %s %.0f ms%s",
                 printable(scope["method"]),
@@ -109,7 +135,24 @@ class Guard:
             )
             request_log.closed(record)
 
+    async def _busy_or_doubled(self, scope: Any, send: Any) -> bool:
+        """Whether the request was refused: too many in flight, or a header given twice."""
+        most = self.options.max_connections
+        if self.in_flight > most:
+            said = f"the server is answering {most} requests at once; try again in a moment"
+            await self._refuse(scope, send, 503, said, "server_busy", **{"retry-after": "1"})
+            return True
+        twice = duplicated(scope["headers"])
+        if twice is not None:
+            named = _SPELLED.get(twice, twice.title())
+            said = f"the request has more than one {named} header; send it once"
+            await self._refuse(scope, send, 400, said, "duplicate_header")
+            return True
+        return False
+
     async def _checked(self, scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
+        if await self._busy_or_doubled(scope, send):
+            return
         token = self.options.token
         if token is None and _hostname(headers.get("host", "")) not in self.hosts:
             await self._refuse(
@@ -178,4 +221,4 @@ class Guard:
         return limited
 
 
-__all__ = ["Guard", "origin_allowed"]
+__all__ = ["SINGLE", "Guard", "duplicated", "origin_allowed"]

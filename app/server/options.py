@@ -29,7 +29,7 @@ class ServeOptions:
     head_timeout_s: float = 10.0  # a connection's request line and headers must come by then
     body_timeout_s: float = 30.0  # a request's body must come by then (408)
     idle_timeout_s: int = 5  # a kept-alive connection with no new request is closed
-    max_connections: int = 64  # open at once; past it a request is answered 503
+    max_connections: int = 64  # requests in flight at once; past it a request is answered 503
     compact: bool = False  # summarise a prompt past 80 % of the context (unless a request says)
 
 

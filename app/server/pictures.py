@@ -3,27 +3,47 @@
 Guarantees: only a `data:` URL is read (base64, or percent-encoded) — an `http(s)` or any other
 URL is a 400 that says the server never fetches one (it works offline), and a file id a 400
 that says it keeps no files; the bytes are checked by the app's one image decoder
-(`app.images.decode.read`: not an image, damaged or cut short, animated, over the limits), its
-sentence the 400's message, the part at fault its `param` (`code: "invalid_image"`); a checked
-picture is held for this run (`app.images.kept.remember`), so the engine finds it by its sha256.
-A model that reads text only (no
-projector loaded) refuses images with a 400 that says how to load it to see them.
+(`app.images.decode.read`, in its bounded helper process: not an image, damaged or cut short,
+animated, over the limits), its sentence the 400's message, the part at fault its `param`
+(`code: "invalid_image"`); each request has one `ImageBudget` (`request_images`, opened by the
+guard for every request): past `MAX_REQUEST_IMAGES` images, or `MAX_REQUEST_PIXELS` decoded
+pixels in all, an image is a 400 with the figures, its pixels refused from its header before
+any is decoded; a checked picture is held for this run (`app.images.kept.remember`), so the
+engine finds it by its sha256. A model that reads text only (no projector loaded) refuses
+images with a 400 that says how to load it to see them.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from urllib.parse import unquote_to_bytes
 
 from app.domain.messages import ImageContent
+from app.images.budget import ImageBudget
 from app.images.decode import ImageError, read
 from app.images.kept import remember
 from app.server.errors import ApiError
 
 _DATA_URL = re.compile(r"data:(?P<mime>[^,;]*)(?P<params>(?:;[^,;]*)*),", re.I)
 _SPACE = re.compile(r"\s+")
+_BUDGET: ContextVar[ImageBudget | None] = ContextVar("request_images", default=None)
+
+
+@contextlib.contextmanager
+def request_images() -> Iterator[ImageBudget]:
+    """One request's image budget, for every image read while it is open (the guard opens it
+    around each request; the conversion's thread inherits it)."""
+    budget = ImageBudget()
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
 
 
 def text_only(model: str, param: str, what: str = "images") -> ApiError:
@@ -96,7 +116,7 @@ def image_of(url: object, param: str) -> ImageContent:
         )
     data = _bytes_of(url, param)
     try:
-        picture = read(data)
+        picture = read(data, budget=_BUDGET.get())
     except ImageError as exc:
         raise ApiError(400, exc.message, param=param, code="invalid_image") from None
     remember(picture)
@@ -109,4 +129,4 @@ def url_of(part: dict[str, object]) -> object:
     return given.get("url") if isinstance(given, dict) else given
 
 
-__all__ = ["image_of", "no_files", "not_fetched", "text_only", "url_of"]
+__all__ = ["image_of", "no_files", "not_fetched", "request_images", "text_only", "url_of"]

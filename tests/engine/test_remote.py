@@ -322,7 +322,7 @@ def test_markup_passed_through_as_text_reads_as_local_ids_read(proxy: FaultProxy
     local_done = [e for e in local.events if isinstance(e, MessageDone)]
     proxy.faults = ["canned"]
     proxy.canned = [wild[i:i + 5] for i in range(0, len(wild), 5)]
-    session = RemoteSession(endpoint(proxy.url), None)
+    session = RemoteSession(endpoint(proxy.url, text_calls=True), None)  # a raw server: calls as text
     events = run(session, "Go")
     done = [e for e in events if isinstance(e, MessageDone)]
     assert [(e.lane, e.message.recipient, e.message.text) for e in done] == [
@@ -345,8 +345,9 @@ def test_a_gpt_oss_endpoint_that_parses_harmony_itself_streams_its_plain_answer(
     deltas = [e for e in events if isinstance(e, ContentDelta)]
     assert deltas and all(e.lane is Lane.ANSWER for e in deltas) and len(deltas) > 1  # it streamed
     assert [(m.channel, m.text) for m in session.conversation.messages[1:]] == [("final", answer)]
-    raw = RemoteSession(gpt_oss, None, client=ScriptedServer([[" to=functions.f<|channel|>commentary",
-                                                               " json<|message|>{}<|call|>"]]))
+    raw_server = gpt_oss.model_copy(update={"text_calls": True})  # its server passes markup through
+    raw = RemoteSession(raw_server, None, client=ScriptedServer([[" to=functions.f<|channel|>commentary",
+                                                                  " json<|message|>{}<|call|>"]]))
     called = [e for e in run(raw, "Go") if isinstance(e, MessageDone)]
     assert [(e.lane, e.message.recipient) for e in called] == [(Lane.TOOL_CALL, "functions.f")]
 

@@ -6,10 +6,13 @@ and Harmony markup that a server passes through as text each become `MessageStar
 by the same token parser as local output (`HarmonyText`), so analysis never shows as answer
 text; a gpt-oss reply's first text waits for markup only up to `_GPT_OSS_WAIT` characters;
 `end` closes what the stream left open (complete or cut) and emits the server's tool calls.
-With a call format (`calls`: the endpoint's model writes calls as text the server passes
-through), plain answer text goes through that format's scanner, as a local model's does: a
-call becomes a call message, markup that is no valid call an error `ParseIssue`, never answer
-text.
+Calls come from the API's structured `tool_calls`; a call written as text becomes one only
+where the user said so for the endpoint: with a call format (`calls`: the endpoint's model
+writes calls as text the server passes through), plain answer text goes through that format's
+scanner, as a local model's does — a call becomes a call message, markup that is no valid call
+an error `ParseIssue`, never answer text; Harmony markup's calls are calls only with
+`harmony_calls` (`Endpoint.text_calls`), else they stay text (`text_calls.TextCalls`: shown,
+said, never run).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.domain.events import (
     ContentDelta,
@@ -38,6 +41,9 @@ from app.errors import ErrorCode
 from app.harmony.text_stream import HarmonyText
 from app.templates.calls.format import recipient_of
 from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
+
+if TYPE_CHECKING:
+    from app.engine.remote.text_calls import TextCalls
 
 _MARKERS = (
     "<|channel|>",
@@ -93,13 +99,22 @@ class ReplyStream:
     harmony: HarmonyText | None = None  # the token parser, once the text shows it is markup
     harmony_index: dict[int, int] = field(default_factory=dict)  # parser's index → the reply's
     scanner: CallScanner | None = None  # the model's call format, for calls passed as text
-    text_calls: bool = False  # calls were read from the text
+    scanned_calls: bool = False  # calls were read from the text by `scanner`
+    harmony_calls: bool = False  # Harmony markup's calls are calls (else they stay text)
+    text_calls: TextCalls = field(init=False)
+
+    def __post_init__(self) -> None:
+        from app.engine.remote.text_calls import TextCalls  # not on the window's start path
+
+        self.text_calls = TextCalls(allowed=self.harmony_calls)
 
     @property
     def ended_in_calls(self) -> bool:
-        """Calls the server returned as tool_calls, or markup that ended in `<|call|>`."""
-        text_call = self.harmony is not None and self.harmony.parser.stop is StopReason.CALL
-        return bool(self.calls) or text_call or self.text_calls
+        """Calls the server returned as tool_calls, markup that ended in `<|call|>` (where
+        Harmony calls are read), or calls the endpoint's call format read."""
+        stop = self.harmony.parser.stop if self.harmony is not None else None
+        markup_call = self.harmony_calls and stop is StopReason.CALL
+        return bool(self.calls) or markup_call or self.scanned_calls
 
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index → id, name, arguments
     finish: str | None = None
@@ -190,7 +205,7 @@ class ReplyStream:
     def _parsed(self, events: list[ParseEvent], start: float) -> Iterator[ChatEvent]:
         """The token parser's events as this reply's (indices counted in the reply); its
         `TurnDone` says how the model's output ended, as a local parser's does."""
-        for event in events:
+        for event in self.text_calls.events(events):
             if isinstance(event, ParseIssue | TurnDone):
                 yield event
                 continue
@@ -224,7 +239,7 @@ class ReplyStream:
                 continue
             yield from self._close_open(complete=True)
             for call in piece.calls:
-                self.text_calls = True
+                self.scanned_calls = True
                 yield from self._start("commentary", recipient_of(call.name), "json")
                 yield from self._append(call.arguments, start)
                 yield from self._close_open(complete=True)

@@ -6,7 +6,9 @@ Guarantees:
   `ContentDelta`, `MessageDone`, then one `GenerationDone` or `TurnFailed`) and returns a
   `Generation`: answers on `final`, reasoning the server returns on `analysis`, tool calls as
   `functions.NAME` messages on `commentary` with their JSON arguments, so approval, deadlines
-  and the turn loop are shared with local models (`remote_reply` reads the stream);
+  and the turn loop are shared with local models (`remote_reply` reads the stream); a call
+  comes only from the API's `tool_calls`, unless the endpoint says its model's calls come as
+  text (`tool_calls`: a family's format; `text_calls`: Harmony markup) — else text stays text;
 - what is sent is the conversation the user sees (`remote_wire`), fitted first to the context
   under the request's `overflow` policy, estimated at four characters a token in `n_ctx`: the
   endpoint's `context` when the user set one, else what its server's model list says, asked
@@ -153,7 +155,11 @@ class RemoteSession:
         yield RequestSent(self.endpoint.name, for_the_record(body))
         start = time.monotonic()
         fmt = call_format(self.endpoint.tool_calls)
-        state = ReplyStream(gpt_oss=self.gpt_oss, scanner=CallScanner(fmt) if fmt else None)
+        state = ReplyStream(
+            gpt_oss=self.gpt_oss,
+            scanner=CallScanner(fmt) if fmt else None,
+            harmony_calls=self.endpoint.text_calls,
+        )
         failed = yield from self._stream(body, cancel, state, start)
         complete = failed is None and state.finish not in ("length", "cancelled", None)
         yield from state.end(start, complete)

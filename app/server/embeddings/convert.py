@@ -5,13 +5,16 @@ one vector asked for each, 1 to `MAX_INPUTS` of them (a 400 naming `input` other
 `dimensions` is honoured only by a model trained for shorter vectors
 (`EmbedderFacts.truncatable`: cut short and renormalised to unit length) and is a 400 that says
 so on any other; vectors are written as floats or, for `encoding_format: "base64"`, as
-little-endian float32 bytes in base64 (OpenAI's encoding: the same numbers).
+little-endian float32 bytes in base64 (OpenAI's encoding: the same numbers); `answer_of` writes
+the whole answer a few rows at a time (`ROWS_A_CHUNK`), so an answer's memory is its vectors'
+and one chunk's text, never every vector as Python numbers at once.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,7 @@ from app.domain.embedding import EmbedderFacts, EmbedInput
 from app.server.errors import ApiError
 
 MAX_INPUTS = 2048  # inputs one request may hold (OpenAI's limit)
+ROWS_A_CHUNK = 64  # vectors written to the answer at a time
 
 
 def inputs_of(given: str | list[str] | list[int] | list[list[int]]) -> list[EmbedInput]:
@@ -72,4 +76,31 @@ def data_of(rows: np.ndarray, encoding: str) -> list[dict[str, Any]]:
     return [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
 
 
-__all__ = ["MAX_INPUTS", "check_dimensions", "cut", "data_of", "inputs_of"]
+def _json(value: Any) -> bytes:
+    """`value` as JSON the way the server's other answers write it (compact, UTF-8)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def answer_of(rows: np.ndarray, encoding: str, head: dict[str, Any]) -> Iterator[bytes]:
+    """The whole answer, `{"object": "list", "data": [...]}` then `head`'s fields (`model`,
+    `usage`: at least one), written `ROWS_A_CHUNK` vectors at a time."""
+    yield b'{"object":"list","data":['
+    for start in range(0, len(rows), ROWS_A_CHUNK):
+        entries = data_of(rows[start : start + ROWS_A_CHUNK], encoding)
+        for entry in entries:
+            entry["index"] += start
+        piece = b",".join(_json(e) for e in entries)
+        yield piece if start == 0 else b"," + piece
+    rest = _json({k: v for k, v in head.items() if k not in ("object", "data")})
+    yield b"]," + rest[1:]
+
+
+__all__ = [
+    "MAX_INPUTS",
+    "ROWS_A_CHUNK",
+    "answer_of",
+    "check_dimensions",
+    "cut",
+    "data_of",
+    "inputs_of",
+]

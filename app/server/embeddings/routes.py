@@ -9,7 +9,11 @@ server's embedding model, and the warning header says so. A request is answered 
 reason, never a 500: any other unknown model is a 404 (`model_not_found`), the chat model a 400
 (`model_cannot_embed`) — and so is every request when no embedding model is loaded — an input
 the model cannot embed (empty, too long for its context, token ids it does not have) a 400
-naming the input; a worker that fails is a 503.
+naming the input; a worker that fails is a 503. What one request may cost is bounded before
+any model sees it (`limits`: its text and token ids in all, a 413; a text past what the
+context could hold, a 400), at most `limits.AT_ONCE` requests embed at once with
+`limits.WAITING` more in line (past both, a 429 with `Retry-After`), and the answer is written
+a few vectors at a time.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import asyncio
 
 import numpy as np
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.domain.embedding import Embedded, Embedder, EmbedderFacts, Refusal
 from app.errors import WorkerError
-from app.server.embeddings.convert import check_dimensions, cut, data_of, inputs_of
+from app.server.embeddings.convert import answer_of, check_dimensions, cut, inputs_of
+from app.server.embeddings.limits import RETRY_AFTER_S, Admission, Busy, check_size
 from app.server.embeddings.wire import EmbeddingRequest
 from app.server.errors import ApiError, parse
 from app.server.fleet import Fleet
@@ -66,6 +71,7 @@ class EmbeddingsRoute:
 
     def __init__(self, fleet: Fleet) -> None:
         self.fleet = fleet
+        self.admission = Admission()
 
     def _embedder(self) -> Embedder:
         served = self.fleet.default
@@ -81,7 +87,18 @@ class EmbeddingsRoute:
 
     async def __call__(self, request: Request) -> Response:
         embedder = self._embedder()
-        asked = parse(EmbeddingRequest, body_of(request))
+        body = body_of(request)
+        facts = embedder.facts
+        check_size(body.get("input") if isinstance(body, dict) else None, facts.name, facts.context)
+        try:
+            async with self.admission.turn():
+                return await self._answer(embedder, body)
+        except Busy as busy:
+            headers = {"retry-after": str(RETRY_AFTER_S)}
+            return JSONResponse(busy.body(), status_code=busy.status, headers=headers)
+
+    async def _answer(self, embedder: Embedder, body: object) -> Response:
+        asked = parse(EmbeddingRequest, body)
         facts = embedder.facts
         alias = _check_model(facts, self.fleet, asked.model)
         check_dimensions(facts, asked.dimensions)
@@ -95,13 +112,10 @@ class EmbeddingsRoute:
             raise ApiError(400, done.reason, param="input", code=_CODES[done.why])
         rows = np.frombuffer(done.vectors, dtype="<f4").reshape(len(inputs), done.dims)
         used = sum(done.tokens)
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": data_of(cut(rows, asked.dimensions), asked.encoding_format),
-                "model": facts.name,
-                "usage": {"prompt_tokens": used, "total_tokens": used},
-            },
+        head = {"model": facts.name, "usage": {"prompt_tokens": used, "total_tokens": used}}
+        return StreamingResponse(
+            answer_of(cut(rows, asked.dimensions), asked.encoding_format, head),
+            media_type="application/json",
             headers=warnings((), alias),
         )
 
