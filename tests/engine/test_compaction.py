@@ -142,3 +142,23 @@ def test_the_tiny_gpt_oss_compacts_through_the_real_harmony_path(tiny_client: An
     assert len(made) + len(issues) == 1  # random weights: a summary, or the reason there is none
     assert any(isinstance(e, GenerationDone) for e in events)  # the turn was answered either way
     assert session.conversation.messages[:5] == _history(2).messages
+
+
+def test_a_second_compaction_reads_the_summary_so_far_and_only_what_came_after_it() -> None:
+    from app.engine.local.scripted import ScriptedClient
+    from app.engine.local.session import ChatSession
+    from app.templates.registry import get_template
+
+    client = ScriptedClient(["<|channel|>final<|message|>Both summaries in one.<|return|>",
+                             "<|channel|>final<|message|>Marisol.<|return|>"])
+    session = ChatSession(client, get_template("harmony"), max_tokens=64)  # type: ignore[arg-type]
+    history = _history(6)
+    first = Compaction("First summary: goats in Tromsø.", 4, fingerprint(history.messages[1:5]), 2, 900, 300)
+    asked = GenerationRequest(overflow=Overflow.SUMMARISE, compact_now=True, compaction=first)
+    events, _reply = _turn(session, TurnRequest(asked, message=user_message("The boat?"), conversation=history))
+    made = next(e.compaction for e in events if isinstance(e, Compacted))
+    summary_prompt = client.encoding.decode(client.prompts[0])
+    assert "First summary: goats in Tromsø." in summary_prompt
+    assert FACTS[0] not in summary_prompt and FACTS[1] not in summary_prompt  # covered already: not read again
+    assert FACTS[2] in summary_prompt  # what came after the first summary
+    assert made.covered > first.covered and made.fingerprint == fingerprint(history.messages[1 : 1 + made.covered])

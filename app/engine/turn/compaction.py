@@ -130,10 +130,10 @@ def compact(
     yield Compacting(planned.exchanges, planned.tokens)
     head = len(header_of(conversation))
     covered = conversation.messages[head : head + planned.covered]
-    earlier = (
-        compaction.summary if compaction is not None and applies(conversation, compaction) else ""
-    )
-    asked = _asked(earlier, covered)
+    holds = compaction is not None and applies(conversation, compaction)
+    earlier = compaction.summary if compaction is not None and holds else ""
+    since = compaction.covered if compaction is not None and holds else 0
+    asked = _asked(earlier, covered[since:])  # the summary so far, and only what came after it
     summary, why = _summary(session, asked, request, planned.summary_tokens, cancel)
     made = _made(session, conversation, planned, covered, summary) if summary else None
     if made is None or made.tokens_after >= made.tokens_before:
