@@ -1,0 +1,326 @@
+"""Agent clients, measured: real coding agents talking to the app's server and to llama.cpp's own
+llama-server on the same GGUF, three turns each, in one run.
+
+Usage: python bench/agent_clients.py [--clients claude-code,codex,...] [--quick] [--record]
+                                     [--threads 2] [--turn-timeout 600]
+
+Clients (`bench/agent_clients_kit.py`, installed from npm and PyPI into
+`~/.cache/harmony-desk-bench/clients/` when missing): Claude Code (Anthropic Messages API),
+Codex (Responses API), OpenCode, Qwen Code, aider and llm (chat completions). Each runs, on each
+server in turn (never both at once; a fresh server per client), a session of three turns:
+"Read hello.py and tell me what it prints.", "Add a docstring to hello.py.", "What did you
+change?", in a scratch git repository, each later turn continuing the session (the client's
+own `--continue`, `resume --last`, `-c`, `--restore-chat-history`), each under
+`--turn-timeout` seconds of wall time (600 by default: on 2 shared cores Gemma reads a first
+prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qwen Code send
+prompts of 9,000-21,000 tokens and run on Gemma 3 270M with 32,768 tokens of context; aider
+and llm on SmolLM2-135M with 8,192 (`bench/agent_clients_servers.py`). The model is tiny: what
+counts is that requests are taken and answered and that the prefix is reused, not the answers.
+
+Measured: between client and server sits a recording proxy (`bench/agent_clients_proxy.py`)
+that passes every byte through and reads each response's usage. Prompt tokens of a request,
+in all and evaluated (= in all - read from the cache), as each API says them, the same way for
+both servers (both send these fields; checked on llama.cpp's `server-task.cpp` and ours):
+chat completions `usage.prompt_tokens` and `usage.prompt_tokens_details.cached_tokens`;
+Responses `usage.input_tokens` and `usage.input_tokens_details.cached_tokens`; Messages
+`usage.input_tokens` (+ `cache_creation_input_tokens`) evaluated, plus
+`cache_read_input_tokens` in all. A chat stream asked without `stream_options.include_usage`
+(aider's) carries no usage: then llama-server's `timings` (`prompt_n` evaluated, `cache_n`
+cached) and ours' request log line (`prompt N (evaluated E, ...)`, paired with the requests in
+the order they ended) say it. A turn's figures are its answered requests' sums (`?` after
+them: one had none, as a request cut off by a time-out); its seconds the client process's
+wall time. A turn is completed when the client exits 0 in time having had at least one model
+request answered 200. An HTTP error: a POST answered 400 or over (or a stream that ended in an
+error event), or any 5xx; a GET or HEAD answered 4xx (a probe, such as Claude Code's `HEAD /`)
+is listed, not counted. A client's first error is its first HTTP error, else why its first
+unfinished turn stopped (time-out, exit status, with the end of its output); a session stops
+at a turn that did not complete.
+Checked before printing (exit status 1 and no figures otherwise): every session ran its turns
+or recorded its first error, and every completed turn's model requests were seen by the proxy,
+read to their end, each with its prompt figures.
+The last line: `agent clients: K/N clients work (llama-server K'/N), turn-3 evaluated X of Y
+tokens (llama-server X'), seconds per turn X.XX× llama-server`: K clients did every turn on
+ours without an HTTP error (K' on llama-server); X and Y are ours' evaluated and total prompt
+tokens of the last turn, X' llama-server's evaluated, summed over the clients that did that
+turn on both; the seconds ratio is ours' over llama-server's turn seconds, summed over the
+turns both completed (goals: K = N, X ≤ X', ratio ≤ 1.0).
+`--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
+`tests/fixtures/agent_requests/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.agent_clients_kit import (
+    AGENTS,
+    TURNS,
+    Agent,
+    Ran,
+    Unusable,
+    configure,
+    environment,
+    install,
+    run_turn,
+    scratch_repo,
+)
+from bench.agent_clients_proxy import Exchange, Recorder, proxying
+from bench.agent_clients_servers import (
+    CONTEXTS,
+    MAX_TOKENS,
+    SERVERS,
+    fill_from_log,
+    model_path,
+    starter,
+)
+from bench.llama_server import Unavailable, machine_note, running, say
+
+MODEL_PATHS = ("messages", "responses", "chat")  # Exchange.api of a model request
+
+
+class Failed(Exception):
+    """The run did not do what it reports."""
+
+
+def http_error(x: Exchange) -> bool:
+    return x.error is not None and (x.method == "POST" or x.status >= 500)
+
+
+@dataclass
+class Turn:
+    """One turn of a session: the client's run and the requests it made."""
+
+    index: int
+    ran: Ran
+    exchanges: list[Exchange]
+    failures: list[str] = field(default_factory=list)  # its HTTP errors, as the turn ended
+
+    @classmethod
+    def ended(cls, index: int, ran: Ran, exchanges: list[Exchange]) -> Turn:
+        """The turn as its client's run ended: a request it left in flight that fails later
+        (the server stopped under it) is no error of the turn's."""
+        said = [f"{x.method} {x.path}: {x.error}" for x in exchanges if http_error(x)]
+        return cls(index, ran, exchanges, said)
+
+    @property
+    def answered(self) -> list[Exchange]:
+        return [x for x in self.exchanges if x.api in MODEL_PATHS and x.status == 200]
+
+    @property
+    def completed(self) -> bool:
+        return self.ran.status == 0 and bool(self.answered) and not self.stopped
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the client's run did not finish (None when it exited 0 with an answer)."""
+        number = f"turn {self.index + 1}"
+        if self.ran.status is None:
+            return f"{number}: timed out after {self.ran.seconds:.0f} s: {self._tail()}"
+        if self.ran.status != 0:
+            return f"{number}: exit status {self.ran.status}: {self._tail()}"
+        if not self.answered:
+            return f"{number}: exited 0 with no model request answered: {self._tail()}"
+        return None
+
+    def _tail(self) -> str:
+        return " | ".join(self.ran.output.strip().splitlines()[-6:])[-600:] or "(no output)"
+
+    @property
+    def prompt(self) -> tuple[int, int]:
+        """(prompt tokens in all, evaluated), summed over the turn's answered requests."""
+        figures = [p for x in self.answered if (p := x.prompt()) is not None]
+        return sum(p[0] for p in figures), sum(p[1] for p in figures)
+
+    def said(self) -> str:
+        """The prompt figures as `evaluated/total`, `?` where an answer carried none."""
+        total, evaluated = self.prompt
+        whole = all(x.prompt() is not None for x in self.answered)
+        return f"{evaluated}/{total}" if whole else f"{evaluated}/{total}?"
+
+
+@dataclass
+class Session:
+    """One client's turns on one server."""
+
+    client: str
+    server: str
+    turns: list[Turn] = field(default_factory=list)
+    setup_error: str | None = None
+
+    @property
+    def first_error(self) -> str | None:
+        if self.setup_error:
+            return self.setup_error
+        for turn in self.turns:
+            if turn.failures:
+                return f"turn {turn.index + 1}: {turn.failures[0]}"
+            if turn.stopped:
+                return turn.stopped
+        return None
+
+    def works(self, turns: int) -> bool:
+        done = len(self.turns) == turns and all(t.completed for t in self.turns)
+        return done and not any(t.failures for t in self.turns)
+
+    def probes(self) -> list[str]:
+        """GET/HEAD requests refused (listed, not counted as errors)."""
+        said = {f"{x.method} {x.path} {x.status}" for t in self.turns for x in t.exchanges
+                if x.error and not http_error(x)}  # fmt: skip
+        return sorted(said)
+
+
+def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Session:
+    """`agent`'s turns against a fresh `server_name` on its model, through a recording proxy."""
+    session = Session(agent.name, server_name)
+    with tempfile.TemporaryDirectory(prefix=f"agent-{agent.name}-") as tmp:
+        folder = Path(tmp)
+        server = starter(server_name, agent.model, args.threads, folder)()
+        recorder = Recorder()
+        with running(server), proxying(server.base, recorder) as base:
+            env = environment(agent, folder / "home")
+            try:
+                configure(agent, env, base, model_path(agent.model))
+            except Unusable as exc:
+                session.setup_error = str(exc)
+                return session
+            repo = scratch_repo(folder / "repo", env)
+            for index, prompt in enumerate(TURNS[: args.turns]):
+                start = len(recorder)
+                ran = run_turn(agent.argv(index, prompt), repo, env, args.turn_timeout)
+                turn = Turn.ended(index, ran, recorder.since(start))
+                session.turns.append(turn)
+                say(f"  {agent.name} on {server_name}, turn {index + 1}: {ran.seconds:.1f} s,"
+                    f" {len(turn.exchanges)} requests, evaluated/total {turn.said()},"
+                    f" {'done' if turn.completed else turn.stopped}")  # fmt: skip
+                if not turn.completed:
+                    break
+        if server_name == "ours":
+            fill_from_log(folder, recorder.since(0))
+        if args.record and server_name == "ours" and session.turns:
+            from bench.agent_clients_record import record
+
+            record(agent, session.turns[0].exchanges, folder, base)
+    return session
+
+
+def check(sessions: list[Session], turns: int) -> None:
+    """The run did what it reports (see the module docstring), or `Failed`."""
+    for s in sessions:
+        who = f"{s.client} on {s.server}"
+        if len(s.turns) != turns and s.first_error is None:
+            raise Failed(f"{who}: {len(s.turns)} of {turns} turns and no error recorded")
+        for t in s.turns:
+            if not t.completed:
+                continue
+            for x in t.answered:
+                if not x.ended:
+                    raise Failed(f"{who}, turn {t.index + 1}: {x.path}'s answer was cut off")
+                if x.prompt() is None:
+                    said = f"usage {x.usage or 'none'}"
+                    raise Failed(f"{who}, turn {t.index + 1}: {x.path}: no prompt figures ({said})")
+
+
+def _cell(s: Session, what: str) -> str:
+    if what == "seconds":
+        return ", ".join(f"{t.ran.seconds:.1f}" for t in s.turns) or "—"
+    return ", ".join(t.said() for t in s.turns) or "—"
+
+
+def table(sessions: list[Session], turns: int) -> None:
+    print("| client | server | model | turns completed | first error | seconds per turn |"
+          " prompt tokens evaluated/total per turn | requests per turn |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for s in sessions:
+        done = sum(t.completed for t in s.turns)
+        error = (s.first_error or "—").replace("|", "/").replace("\n", " ")
+        short = error if len(error) <= 90 else error[:87] + "..."
+        requests = ", ".join(str(len(t.exchanges)) for t in s.turns) or "—"
+        print(f"| {s.client} | {s.server} | {AGENTS[s.client].model} | {done}/{turns} | {short} |"
+              f" {_cell(s, 'seconds')} | {_cell(s, 'tokens')} | {requests} |")  # fmt: skip
+    print("\nfirst errors, verbatim:")
+    for s in sessions:
+        if s.first_error:
+            print(f"- {s.client} on {s.server}: {s.first_error}")
+        if s.probes():
+            print(f"- {s.client} on {s.server}, probes refused (not counted): {s.probes()}")
+
+
+def last_line(sessions: list[Session], clients: list[str], turns: int) -> str:
+    """The figures of the last line (see the module docstring)."""
+    by = {(one.client, one.server): one for one in sessions}
+    works = {name: sum(by[(c, name)].works(turns) for c in clients) for name in SERVERS}
+    last = {"x": 0, "y": 0, "x2": 0}
+    seconds = {name: 0.0 for name in SERVERS}
+    for c in clients:
+        mine, theirs = by[(c, "ours")], by[(c, "llama-server")]
+        for a, b in zip(mine.turns, theirs.turns, strict=False):
+            if a.completed and b.completed:
+                seconds["ours"] += a.ran.seconds
+                seconds["llama-server"] += b.ran.seconds
+                if a.index == turns - 1:
+                    last["y"] += a.prompt[0]
+                    last["x"] += a.prompt[1]
+                    last["x2"] += b.prompt[1]
+    ratio = seconds["ours"] / seconds["llama-server"] if seconds["llama-server"] else float("nan")
+    n, k2 = len(clients), works["llama-server"]
+    return (
+        f"agent clients: {works['ours']}/{n} clients work (llama-server {k2}/{n}),"
+        f" turn-{turns} evaluated {last['x']} of {last['y']} tokens (llama-server {last['x2']}),"
+        f" seconds per turn {ratio:.2f}× llama-server"
+    )
+
+
+def options(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", default=",".join(AGENTS), help="a subset, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="one turn per client")
+    parser.add_argument("--record", action="store_true", help="write the fixtures (see above)")
+    parser.add_argument("--threads", type=int, default=2, help="in each server")
+    parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds per turn")
+    args = parser.parse_args(argv)
+    args.clients = [c for c in args.clients.split(",") if c]
+    if unknown := [c for c in args.clients if c not in AGENTS]:
+        parser.error(f"unknown clients {unknown}; expected some of {', '.join(AGENTS)}")
+    args.turns = 1 if args.quick else len(TURNS)
+    return args
+
+
+def main() -> int:
+    args = options()
+    note = machine_note()
+    say(f"before the bench: {note}")
+    agents = [AGENTS[c] for c in args.clients]
+    try:
+        versions = install(agents)
+        sessions = []
+        for agent in agents:
+            for name in SERVERS:
+                say(f"{agent.name} {versions[agent.name]} on {name} ({agent.model})")
+                sessions.append(run_session(agent, name, args))
+        check(sessions, args.turns)
+    except (Failed, Unavailable, Unusable) as exc:
+        say(f"no figures: {exc}")
+        return 1
+    print(f"before the bench: {note}")
+    print("clients: " + ", ".join(f"{a.name} {versions[a.name]}" for a in agents))
+    print(
+        f"{args.turns} turn(s) per client and server, {args.turn_timeout:.0f} s each at most;"
+        f" contexts {CONTEXTS}, one slot, {args.threads} thread(s), answers capped at"
+        f" {MAX_TOKENS} tokens; evaluated = prompt tokens - cached, from each response's usage\n"
+    )
+    table(sessions, args.turns)
+    print()
+    print(last_line(sessions, args.clients, args.turns))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

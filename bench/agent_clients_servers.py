@@ -1,0 +1,127 @@
+"""The two servers `bench/agent_clients.py` runs each client against, on the same GGUF.
+
+Guarantees: both get the same model file, context (`CONTEXTS`: 32,768 tokens for Gemma 3 270M,
+whose clients' prompts need it; 8,192 for SmolLM2-135M), one slot, `--threads`, and the same
+cap on an answer (`MAX_TOKENS`: ours `--max-tokens`, llama-server `-n`; a client asking for
+more is clamped by both). Ours is `python -m app serve` with temporary config, data and cache
+folders (a run never reuses what an earlier one kept on disk, nor touches the user's), and
+picks its chat template from the model itself. llama-server runs with `--jinja`: on the
+GGUF's own template for SmolLM2; Gemma 3 270M base's GGUF has none, and llama.cpp's built-in
+`gemma` template refuses `tools`, so it is given `GEMMA_TOOLS`, Gemma's turns with tools
+declared and called as ours does for Gemma (`app/templates/calls/gemma.py`: the declaration
+after the system text, leading the first user turn; calls in ```` ```tool_call ```` blocks,
+results in ```` ```tool_output ```` blocks in a user turn), so both read about the same prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from app.library.bundled import default_model_path, gemma_model_path
+from bench.agent_clients_proxy import Exchange
+from bench.llama_server import Server, llama_server, ours
+
+MODELS: dict[str, Callable[[], Path]] = {"smollm2": default_model_path, "gemma": gemma_model_path}
+CONTEXTS = {"smollm2": 8192, "gemma": 32768}
+MAX_TOKENS = 128
+SERVERS = ("ours", "llama-server")
+
+GEMMA_TOOLS = r"""{{- bos_token -}}
+{%- set ns = namespace(lead="", results="") -%}
+{%- for message in messages -%}
+{%- if message.role == "system" or message.role == "developer" -%}
+{%- if message.content is string -%}{%- set ns.lead = ns.lead + message.content + "\n\n" -%}
+{%- else -%}{%- for part in message.content -%}{%- if part.type == "text" -%}
+{%- set ns.lead = ns.lead + part.text + "\n\n" -%}{%- endif -%}{%- endfor -%}{%- endif -%}
+{%- endif -%}
+{%- endfor -%}
+{%- if tools -%}
+{%- set ns.lead = ns.lead + "You can use these tools (each a JSON schema):\n" -%}
+{%- for tool in tools -%}
+{%- set ns.lead = ns.lead + ((tool.function if tool.function is defined else tool) | tojson) + "\n" -%}
+{%- endfor -%}
+{%- set ns.lead = ns.lead + "\nTo call a tool, reply with only this block, nothing after it:\n```tool_call\n{\"name\": \"<tool name>\", \"arguments\": {<argument name>: <value>, ...}}\n```\nFor several calls, write one block after another. Each result comes back to you in a ```tool_output block; then answer the user. If no tool helps, answer directly.\n\n" -%}
+{%- endif -%}
+{%- for message in messages -%}
+{%- if message.role == "tool" -%}
+{%- set ns.results = ns.results + "```tool_output\n" + (message.content if message.content is string else (message.content | map(attribute="text") | join(""))) + "\n```\n" -%}
+{%- if loop.last or messages[loop.index0 + 1].role != "tool" -%}
+{{- "<start_of_turn>user\n" + ns.results + "<end_of_turn>\n" -}}{%- set ns.results = "" -%}
+{%- endif -%}
+{%- elif message.role == "user" -%}
+{{- "<start_of_turn>user\n" + ns.lead -}}{%- set ns.lead = "" -%}
+{%- if message.content is string -%}{{- message.content -}}
+{%- else -%}{%- for part in message.content -%}{%- if part.type == "text" -%}{{- part.text -}}{%- endif -%}{%- endfor -%}{%- endif -%}
+{{- "<end_of_turn>\n" -}}
+{%- elif message.role == "assistant" -%}
+{{- "<start_of_turn>model\n" -}}
+{%- if message.content is string -%}{{- message.content -}}
+{%- elif message.content -%}{%- for part in message.content -%}{%- if part.type == "text" -%}{{- part.text -}}{%- endif -%}{%- endfor -%}{%- endif -%}
+{%- if message.tool_calls -%}{%- for call in message.tool_calls -%}
+{{- "```tool_call\n{\"name\": " + (call.function.name | tojson) + ", \"arguments\": " + (call.function.arguments if call.function.arguments is string else (call.function.arguments | tojson)) + "}\n```\n" -}}
+{%- endfor -%}{%- endif -%}
+{{- "<end_of_turn>\n" -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- "<start_of_turn>model\n" -}}{%- endif -%}
+"""  # noqa: E501
+
+
+def model_path(model: str) -> Path:
+    return Path(MODELS[model]())
+
+
+def starter(name: str, model: str, threads: int, folder: Path) -> Callable[[], Server]:
+    """A function that makes server `name` (one of `SERVERS`) for `model`; `folder` is a
+    temporary folder of the run's (ours keeps its data and cache under it, llama-server's
+    template file is written there)."""
+    path, ctx = model_path(model), CONTEXTS[model]
+    if name == "ours":
+        cap = ("--max-tokens", str(MAX_TOKENS))
+        cache, data = str(folder / "cache"), str(folder / "data")
+        keep = {"HARMONY_DESK_CACHE": cache, "HARMONY_DESK_DATA": data}
+        made = ours(path, threads=threads, parallel=1, ctx=ctx, extra=cap)
+        return lambda: replace(made, env=keep)
+    template: tuple[str, ...] = ()
+    if model == "gemma":
+        file = folder / "gemma-tools.jinja"
+        file.write_text(GEMMA_TOOLS)
+        template = ("--chat-template-file", str(file))
+    spec = ("--jinja", *template, "-n", str(MAX_TOKENS))
+    return lambda: llama_server(path, threads=threads, slots=1, ctx=ctx, spec=spec)
+
+
+LOGGED = re.compile(r" (POST) (/\S*) (\d{3}) \d+ ms; prompt (\d+) \(evaluated (\d+)")
+
+
+def fill_from_log(folder: Path, exchanges: list[Exchange]) -> None:
+    """Ours' own figures for the requests whose answers carried none (a chat stream asked
+    without `stream_options.include_usage`): its request log (under the data folder
+    `starter` gave it) has one line per request as it ends, with the prompt tokens and those
+    evaluated; the lines are paired in order with the POSTs answered 200 in the order their
+    answers ended, and only where the paths agree all along."""
+    log = folder / "data" / "logs" / "harmony-desk.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    lines = [m.groups() for m in LOGGED.finditer(text) if m.group(3) == "200"]
+    posts = sorted((x for x in exchanges if x.method == "POST" and x.status == 200 and x.finished),
+                   key=lambda x: x.finished)  # fmt: skip
+    answered = [x for x in posts if x.api in ("messages", "responses", "chat")]
+    if [x.path for x in answered] != [line[1] for line in lines]:
+        return
+    for x, line in zip(answered, lines, strict=True):
+        x.logged = int(line[3]), int(line[4])
+
+
+__all__ = [
+    "CONTEXTS",
+    "GEMMA_TOOLS",
+    "MAX_TOKENS",
+    "MODELS",
+    "SERVERS",
+    "fill_from_log",
+    "model_path",
+    "starter",
+]
