@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import sys
 import warnings
 from multiprocessing.connection import Connection
 from typing import Any
+
+from app.rlimits import limit_cpu, limit_memory
 
 FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")  # the parsers that may read the bytes
 _JPEGS = ("JPEG", "MPO")  # MPO: a camera's JPEG with more pictures after it; the first is read
@@ -181,40 +181,6 @@ def answer(head: Head, data: bytes, max_pixels: int) -> tuple[Head, bytes | None
     return {**facts, "payload": True}, out.getvalue()
 
 
-def _limit(kind: int, soft: int) -> None:
-    import resource
-
-    _, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(kind, (soft, hard))
-
-
-def _limit_memory(memory_mb: int) -> None:
-    if sys.platform == "win32":  # no rlimits there: the app's wall deadline alone holds
-        return
-    import resource
-
-    try:
-        with open("/proc/self/statm") as f:
-            base = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        base = 0
-    if base:
-        _limit(resource.RLIMIT_AS, base + memory_mb * 2**20)
-    else:  # no /proc (macOS): the data segment is what RLIMIT_DATA bounds there
-        _limit(resource.RLIMIT_DATA, memory_mb * 2**20)
-
-
-def _limit_cpu() -> None:
-    if sys.platform == "win32":
-        return
-    import resource
-
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    _limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + CPU_MARGIN_S)
-
-
 def serve(conn: Connection, memory_mb: int, max_pixels: int) -> None:
     """Process entry point: answer requests (a JSON head, then the bytes) until the pipe
     closes (see the module guarantees)."""
@@ -222,14 +188,14 @@ def serve(conn: Connection, memory_mb: int, max_pixels: int) -> None:
 
     Image.MAX_IMAGE_PIXELS = max_pixels
     Image.init()
-    _limit_memory(memory_mb)
+    limit_memory(memory_mb)
     conn.send_bytes(b'{"ready": true}')
     while True:
         try:
             head, data = json.loads(conn.recv_bytes()), conn.recv_bytes()
         except (EOFError, OSError, ValueError):
             return
-        _limit_cpu()
+        limit_cpu(CPU_MARGIN_S)
         try:
             said, payload = answer(head, data, max_pixels)
         except MemoryError:

@@ -22,14 +22,13 @@ Compiled templates are cached per source.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from datetime import datetime
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 from app.errors import HarmonyDeskError
+from app.rlimits import limit_cpu, limit_memory
 
 CPU_MARGIN_S = 3  # RLIMIT_CPU past the time used so far (whole seconds; the wall deadline is first)
 
@@ -140,61 +139,20 @@ def _rendered(source: str, context: dict[str, Any], max_chars: int) -> dict[str,
         return {"kind": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
 
 
-def _limit(kind: int, soft: int) -> None:
-    if sys.platform == "win32":  # no rlimits there: the app's wall deadline alone holds
-        return
-    import resource
-
-    _, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(kind, (soft, hard))
-
-
-def _address_space() -> int:
-    """This process's address space now (bytes; 0 where /proc does not say)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _limit_memory(memory_mb: int) -> None:
-    if sys.platform == "win32":
-        return
-    import resource
-
-    base = _address_space()
-    if base:
-        _limit(resource.RLIMIT_AS, base + memory_mb * 2**20)
-    else:  # no /proc (macOS): the data segment is what RLIMIT_DATA bounds there
-        _limit(resource.RLIMIT_DATA, memory_mb * 2**20)
-
-
-def _limit_cpu() -> None:
-    if sys.platform == "win32":
-        return
-    import resource
-
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    _limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + CPU_MARGIN_S)
-
-
 def serve(conn: Connection, memory_mb: int, max_chars: int) -> None:
     """Process entry point: answer render requests `(source, context)` until the pipe closes."""
     import jinja2.sandbox  # noqa: F401 - imported before the address space is measured
 
     _LIMITS["chars"] = max_chars
     _compiled("warm {{ 1 }}").render()
-    _limit_memory(memory_mb)
+    limit_memory(memory_mb)
     conn.send_bytes(b'{"ready": true}')
     while True:
         try:
             source, context = conn.recv()
         except (EOFError, OSError):
             return
-        _limit_cpu()
+        limit_cpu(CPU_MARGIN_S)
         conn.send_bytes(json.dumps(_rendered(source, context, max_chars)).encode())
 
 

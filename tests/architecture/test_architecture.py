@@ -87,7 +87,7 @@ def test_the_store_depends_on_domain_and_harmony_only() -> None:
 # The map in ARCHITECTURE.md: which package may import which. The small shared modules (errors,
 # paths, atomic files, bounded input readers, the app's own files read back, bundled resources,
 # settings, the keyring, the folder of KV snapshots) serve all.
-SHARED = {"errors", "paths", "fileio", "inputs", "readback", "resources", "settings", "secrets", "kvcache"}
+SHARED = {"errors", "paths", "fileio", "inputs", "readback", "resources", "settings", "secrets", "kvcache", "rlimits"}
 MAP = {
     "harmony": {"domain"},
     "constrain": {"domain"},  # JSON mode and grammars: pure, no engine, no template, no model
