@@ -54,8 +54,15 @@ def source_of(obj: Any, encoding: enc.HarmonyEncoding) -> Source:
 
 
 def endpoint_of() -> Endpoint:
-    """The endpoint the scripted server of a `remote-text` replay stands for."""
-    return Endpoint(name="replay", base_url="http://replay.invalid/v1", model="gpt-oss-replay")
+    """The endpoint the scripted server of a `remote-text` replay stands for: a raw server
+    that passes the model's output through as text, so its calls are read from the text
+    (`text_calls`, as a user who replays raw output through it asks)."""
+    return Endpoint(
+        name="replay",
+        base_url="http://replay.invalid/v1",
+        model="gpt-oss-replay",
+        text_calls=True,
+    )
 
 
 def session_for(source: Source, via: str) -> ChatSession | RemoteSession:
