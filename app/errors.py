@@ -44,6 +44,8 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     ├── LibraryError                    INPUT-INVALID  the model library's folders
     ├── VisibilityError                 PERM-VISIBILITY  OpenChatML's visibility policy
     ├── ApiError                        (per status) the local server's 4xx answers
+    │   └── ContextTooLong, Busy         a prompt past the context (with its counts); embeddings
+    │                                    busy (429)
     ├── Warned                                       a self-test check that passed with a remark
     ├── UnknownSettingError, UndeclaredSettingError  bugs: a setting's name or declaration
     │                                                (domain/declared)

@@ -207,9 +207,11 @@ def snapshot_key(secrets: Secrets | None = None) -> bytes | None:
 
 
 def _say_once(sentence: str) -> None:
+    """Said once a process, at INFO: a machine with no keyring (a server, CI) is expected, and
+    a load is not alarming for it (the snapshots stay authenticated either way)."""
     if sentence not in _said:
         _said.add(sentence)
-        log.warning("%s", sentence)
+        log.info("%s", sentence)
 
 
 def _key_file(path: Path) -> bytes | None:
