@@ -14,8 +14,10 @@ own `--continue`, `resume --last`, `-c`, `--restore-chat-history`), each under
 `--turn-timeout` seconds of wall time (600 by default: on 2 shared cores Gemma reads a first
 prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qwen Code send
 prompts of 9,000-21,000 tokens and run on Gemma 3 270M with 32,768 tokens of context; aider
-and llm on SmolLM2-135M with 8,192 (`bench/agent_clients_servers.py`). The model is tiny: what
-counts is that requests are taken and answered and that the prefix is reused, not the answers.
+and llm on SmolLM2-135M with 8,192 (`bench/agent_clients_servers.py`); answers are capped at
+128 tokens by both servers alike (the clients that ask for a cap of their own are set to ask
+for that one). The model is tiny: what counts is that requests are taken and answered and that
+the prefix is reused, not the answers.
 
 Measured: between client and server sits a recording proxy (`bench/agent_clients_proxy.py`)
 that passes every byte through and reads each response's usage. Prompt tokens of a request,
@@ -64,6 +66,7 @@ from bench.agent_clients_kit import (
     Agent,
     Ran,
     Unusable,
+    cap_answers,
     configure,
     environment,
     install,
@@ -186,6 +189,7 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
             env = environment(agent, folder / "home")
             try:
                 configure(agent, env, base, model_path(agent.model))
+                cap_answers(agent, Path(env["HOME"]), MAX_TOKENS)
             except Unusable as exc:
                 session.setup_error = str(exc)
                 return session

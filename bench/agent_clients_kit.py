@@ -24,9 +24,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.llama_server import CACHE, ROOT, say
 
@@ -50,7 +51,9 @@ class Unusable(Exception):
 class Agent:
     """One client: its package, the model it is measured on (`gemma` where its prompts need
     32k tokens, else `smollm2`), its command's arguments for the first turn and for the later
-    ones (`PROMPT` marks the prompt) and the variables it needs besides the private home's."""
+    ones (`PROMPT` marks the prompt), the variables it needs besides the private home's, and,
+    for a client that asks for as many tokens as its configuration says, that file (JSON,
+    relative to the home) and how to set the cap in it."""
 
     name: str  # as `harmony-desk connect` names it
     package: str
@@ -60,6 +63,8 @@ class Agent:
     first: tuple[str, ...]
     later: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
+    config: str = ""
+    cap: Callable[[Any, int], None] | None = None
 
     @property
     def bin(self) -> Path:
@@ -72,24 +77,40 @@ class Agent:
         return [str(self.bin / self.command), *(prompt if a == PROMPT else a for a in given)]
 
 
+def _claude_cap(settings: Any, tokens: int) -> None:
+    settings["env"]["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(tokens)
+
+
+def _opencode_cap(config: Any, tokens: int) -> None:
+    for model in config["provider"]["harmony-desk"]["models"].values():
+        model["limit"]["output"] = tokens
+
+
+def _qwen_cap(settings: Any, tokens: int) -> None:
+    for provider in settings["modelProviders"]["openai"]:
+        provider["generationConfig"]["samplingParams"]["max_tokens"] = tokens
+
+
 _CLAUDE = ("-p", PROMPT, "--permission-mode", "acceptEdits")
 _CODEX = ("-c", 'sandbox_mode="workspace-write"', "-c", 'approval_policy="never"', PROMPT)
 _QWEN = ("--approval-mode", "auto-edit")
 _AIDER = ("--no-git", "--yes-always", "--no-suggest-shell-commands", "--no-show-model-warnings",
           "--no-pretty", "--no-fancy-input", "--no-detect-urls")  # fmt: skip
+_OPENCODE_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                 "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}  # fmt: skip
 AGENTS = {
     a.name: a
     for a in (
         Agent("claude-code", "@anthropic-ai/claude-code", "npm", "gemma", "claude",
-              _CLAUDE, (*_CLAUDE, "--continue")),
+              _CLAUDE, (*_CLAUDE, "--continue"), {}, ".claude/settings.json", _claude_cap),
         Agent("codex", "@openai/codex", "npm", "gemma", "codex",
               ("exec", *_CODEX), ("exec", "resume", "--last", *_CODEX)),
         Agent("opencode", "opencode-ai", "npm", "gemma", "opencode",
               ("run", PROMPT), ("run", "--continue", PROMPT),
-              {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-               "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}),
+              _OPENCODE_ENV, ".config/opencode/opencode.json", _opencode_cap),
         Agent("qwen-code", "@qwen-code/qwen-code", "npm", "gemma", "qwen",
-              (*_QWEN, PROMPT), (*_QWEN, "--continue", PROMPT)),
+              (*_QWEN, PROMPT), (*_QWEN, "--continue", PROMPT), {}, ".qwen/settings.json",
+              _qwen_cap),
         Agent("aider", "aider-chat", "pypi", "smollm2", "aider",
               (*_AIDER, "--message", PROMPT, "hello.py"),
               (*_AIDER, "--restore-chat-history", "--message", PROMPT, "hello.py")),
@@ -176,6 +197,19 @@ def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path) -> s
     return done.stdout
 
 
+def cap_answers(agent: Agent, home: Path, tokens: int) -> None:
+    """The most tokens `agent` asks for in an answer set to `tokens` in the file connect wrote
+    (llama-server takes a request's `max_tokens` over its own `-n`, so both servers cap
+    answers alike only when the client asks for the cap); a client that asks for none is
+    capped by each server's own limit, the same."""
+    if agent.cap is None:
+        return
+    path = home / agent.config
+    data = json.loads(path.read_text(encoding="utf-8"))
+    agent.cap(data, tokens)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
 def scratch_repo(folder: Path, env: Mapping[str, str]) -> Path:
     """A git repository holding `hello.py`, committed."""
     folder.mkdir(parents=True)
@@ -222,6 +256,7 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 __all__ = [
-    "AGENTS", "TURNS", "Agent", "Ran", "Unusable", "app_version", "configure", "environment",
+    "AGENTS", "TURNS", "Agent", "Ran", "Unusable", "app_version", "cap_answers", "configure",
+    "environment",
     "install", "run_turn", "scratch_repo", "version",
 ]  # fmt: skip

@@ -2,10 +2,12 @@
 
 Guarantees: both get the same model file, context (`CONTEXTS`: 32,768 tokens for Gemma 3 270M,
 whose clients' prompts need it; 8,192 for SmolLM2-135M), one slot, `--threads`, and the same
-cap on an answer (`MAX_TOKENS`: ours `--max-tokens`, llama-server `-n`; a client asking for
-more is clamped by both). Ours is `python -m app serve` with temporary config, data and cache
-folders (a run never reuses what an earlier one kept on disk, nor touches the user's), and
-picks its chat template from the model itself. llama-server runs with `--jinja`: on the
+cap on an answer (`MAX_TOKENS`): ours `--max-tokens`, llama-server `-n`, which is only a
+default there (a request's `max_tokens` wins over it), so the clients that ask for a number
+of their own are set to ask for this one (`agent_clients_kit.cap_answers`). Ours is
+`python -m app serve` with temporary config, data and cache folders (a run never reuses what
+an earlier one kept on disk, nor touches the user's), and picks its chat template from the
+model itself. llama-server runs with `--jinja`: on the
 GGUF's own template for SmolLM2; Gemma 3 270M base's GGUF has none, and llama.cpp's built-in
 `gemma` template refuses `tools`, so it is given `GEMMA_TOOLS`, Gemma's turns with tools
 declared and called as ours does for Gemma (`app/templates/calls/gemma.py`: the declaration
