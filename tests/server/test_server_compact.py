@@ -7,6 +7,7 @@ bundled SmolLM2 at `--ctx 1024` through the `openai` SDK (and Anthropic's)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,16 @@ def _asked(sdk: openai.OpenAI, messages: list[dict[str, str]], **extra: Any) -> 
     return raw.parse(), dict(raw.headers)
 
 
+def _logged(log: Path, path: str, count: int) -> list[str]:
+    """The log's lines for `path`, once `count` are written (the line follows the answer's last byte)."""
+    deadline = time.monotonic() + 30
+    while True:
+        lines = [line for line in log.read_text().splitlines() if path in line]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
 def test_a_long_conversation_is_compacted_then_its_summary_reused(served: tuple[openai.OpenAI, Path]) -> None:
     sdk, log = served
     asked = [*_history(), {"role": "user", "content": "Which river did I ask about first?"}]
@@ -131,7 +142,7 @@ def test_a_long_conversation_is_compacted_then_its_summary_reused(served: tuple[
     details = second.usage.prompt_tokens_details
     assert details is not None and details.cached_tokens
     assert details.cached_tokens >= answer.usage.prompt_tokens // 2  # the summary's prefix was cached
-    lines = [line for line in log.read_text().splitlines() if "/v1/chat/completions" in line]
+    lines = _logged(log, "/v1/chat/completions", 2)
     assert f"compacted: {said};" in lines[-2] and f"compacted: {said} (the kept summary, reused);" in lines[-1]
 
 
