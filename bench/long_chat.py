@@ -14,24 +14,32 @@ locker code is 4-7-1-9."); questions, sums, small writing tasks and remarks abou
 (stating nothing a probe asks) in rotation; the last five turns ask the facts back, one each,
 the last one turn 3's. Greedy (`temperature=0, seed=1`), answers of at most 48 tokens kept as
 the model wrote them. Under summarise the last `Compacted` event's compaction is carried into
-every later turn's request, as the window does. `--quick`: 30 turns, a 1,024-token context.
+every later turn's request, as the window does, and each turn is asked to compact ahead
+(`compact_ahead`, as the window and the terminal chat ask; `--no-ahead` leaves it out): a
+compaction the next turn would need is made after the answer, and its prompt read once.
+`--quick`: 30 turns, a 1,024-token context.
 Measured per policy:
 - turns completed (answered); a `TurnFailed` ends the policy's run. Stop by design fails once
   the conversation outgrows the context: its count is reported and left out of the goal;
 - time to first token, p50 / p95 (nearest rank) over the last 50 turns answered: wall time
   from the turn's start (`run_turn` called) to its first visible answer text (to its end for
   an answer with none), alike for every policy, so a compacting turn includes the summary's
-  generation; the worker's own `first_token_ms` of the answer is printed beside it;
+  generation; the worker's own `first_token_ms` of the answer is printed beside it. The time a
+  turn took after its answer ended (a compaction made ahead, and its prompt read) is in no
+  TTFT: it is printed apart (mean and longest), the wait of a person who sends the next message
+  before it ends;
 - prompt tokens evaluated (`Timings.prompt_evaluated`; not those reused from the live cache or
   restored from a snapshot), mean per turn and total, counted at the worker for every
-  generation: under summarise the summaries' prompts too (also said apart);
+  generation: under summarise the summaries' prompts and the compacted prompts read ahead too
+  (also said apart);
 - under summarise, compactions made and failed (a `Compacting` with no `Compacted`);
 - recall: of the five facts asked back, how many answers say them (one of the fact's spellings,
   case-insensitive), and whether the last said turn 3's. Reported, never asserted: a 135M
   model's recall is weak, and only a summary can keep turn 3 in the prompt by turn 200.
 Checked before printing (no figures otherwise, exit status 1): every turn a policy reports
-yielded exactly one `GenerationDone`, the worker was asked one generation per turn and one per
-compaction tried, and every answer was non-empty or cut by its length.
+yielded exactly one `GenerationDone`, the worker was asked one generation per turn, one per
+compaction tried and one per compacted prompt read ahead, and every answer was non-empty or
+cut by its length.
 The thread count is printed with the load average before the run; what else shares the CPU
 during it cannot be known here: the figures mean something on a quiet machine only.
 The last line: `long chat: summarise TTFT p95 X.XX× rolling, evaluated X.XX× rolling, N/M
@@ -224,12 +232,15 @@ class Turn:
     """One answered turn, as measured."""
 
     wall_ms: float  # the turn's start to its first visible answer text
+    after_ms: float  # the answer's end to the turn's end (a compaction made ahead)
     engine_ms: float  # the answer's first_token_ms, as the worker timed it
     evaluated: int  # prompt tokens the worker evaluated for the turn (its summary's included)
-    summary_evaluated: int  # of those, the summary's
+    summary_evaluated: int  # of those, the summaries' and the compacted prompt read ahead
     answers: int  # GenerationDone events the turn yielded
     generations: int  # generations asked of the worker for it (a summary's that failed too)
     compacting: int  # compactions tried
+    warmed: int  # compacted prompts read ahead
+    ahead: bool  # the compaction was tried after the answer
     compacted: Compaction | None
     not_compacted: str  # why a compaction tried made none
     answer: str
@@ -270,15 +281,16 @@ def one_turn(
     before = len(metered.done)
     start = time.perf_counter()
     first, said, done = 0.0, [], []
-    compacting, made, why = 0, None, ""
+    compacting, made, why, answered, answer_at, later = 0, None, "", 0.0, -1, False
     for event in run_turn(session, TurnRequest(asked, message=user_message(text))):
         if isinstance(event, ContentDelta) and shows_text(event.lane) and event.text:
             first = first or time.perf_counter()
             said.append(event.text)
         elif isinstance(event, GenerationDone):
             done.append(event)
+            answered, answer_at = time.perf_counter(), len(metered.done) - 1
         elif isinstance(event, Compacting):
-            compacting += 1
+            compacting, later = compacting + 1, later or bool(done)
         elif isinstance(event, Compacted):
             made = event.compaction
         elif isinstance(event, ParseIssue) and compacting and made is None:
@@ -289,15 +301,19 @@ def one_turn(
         raise Failed(f"a turn yielded no GenerationDone: {text!r}")
     ended = time.perf_counter()
     kept = metered.done[before:]
-    summaries = [t for t in kept[:-1] if t is not None]
+    others = [t for n, t in enumerate(kept, before) if n != answer_at and t is not None]
+    warmed = 1 if later and made is not None and session.capabilities.keeps_prompt else 0
     return Turn(
         wall_ms=((first or ended) - start) * 1000,
+        after_ms=(ended - answered) * 1000,
         engine_ms=done[-1].timings.first_token_ms,
-        evaluated=sum(t.prompt_evaluated for t in [*summaries, done[-1].timings]),
-        summary_evaluated=sum(t.prompt_evaluated for t in summaries),
+        evaluated=sum(t.prompt_evaluated for t in [*others, done[-1].timings]),
+        summary_evaluated=sum(t.prompt_evaluated for t in others),
         answers=len(done),
         generations=len(kept),
         compacting=compacting,
+        warmed=warmed,
+        ahead=later,
         compacted=made,
         not_compacted=why,
         answer="".join(said),
@@ -318,7 +334,11 @@ def converse(policy: Overflow, args: argparse.Namespace, script: list[str]) -> R
         compaction: Compaction | None = None
         for n, text in enumerate(script, 1):
             asked = GenerationRequest(
-                max_tokens=MAX_TOKENS, overflow=policy, sampling=GREEDY, compaction=compaction
+                max_tokens=MAX_TOKENS,
+                overflow=policy,
+                sampling=GREEDY,
+                compaction=compaction,
+                compact_ahead=args.ahead,
             )
             got = one_turn(session, metered, asked, text)
             if isinstance(got, TurnFailed):
@@ -337,8 +357,9 @@ def check(run: Run) -> None:
         where = f"{run.policy.value}, turn {n}"
         if t.answers != 1:
             raise Failed(f"{where}: {t.answers} GenerationDone events for one answer")
-        if t.generations != 1 + t.compacting:
-            raise Failed(f"{where}: {t.generations} generations for {t.compacting} compactions")
+        if t.generations != 1 + t.compacting + t.warmed:
+            said = f"{t.compacting} compactions and {t.warmed} read ahead"
+            raise Failed(f"{where}: {t.generations} generations for {said}")
         if not t.answer.strip() and t.reason is not FinishReason.LENGTH:
             raise Failed(f"{where}: an empty answer ended by {t.reason.value}")
 
@@ -361,7 +382,14 @@ def row(run: Run) -> str:
         made = sum(t.compacted is not None for t in run.turns)
         tried = sum(t.compacting for t in run.turns)
         summaries = sum(t.summary_evaluated for t in run.turns)
-        said += f" (summaries {summaries:,}); {made} compactions, {tried - made} failed"
+        after = [t.after_ms for t in run.turns if t.ahead]
+        said += f" (summaries and read ahead {summaries:,})"
+        said += f"; {made} compactions, {tried - made} failed"
+        if after:
+            said += (
+                f"; {len(after)} made after the answer, {sum(after) / len(after) / 1000:.1f} s"
+                f" each, longest {max(after) / 1000:.1f} s (in no TTFT)"
+            )
         said += next(
             (f" (first: {t.not_compacted[:160]})" for t in run.turns if t.not_compacted), ""
         )
@@ -398,6 +426,9 @@ def options() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--quick", action="store_true", help="30 turns, a 1,024-token context")
+    parser.add_argument(
+        "--no-ahead", dest="ahead", action="store_false", help="compact only before answers"
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.ctx = 30, 1024

@@ -345,7 +345,8 @@ def _generation(
     saved: ChatCheckpoints | None,
 ) -> GenerationRequest:
     """The knobs of every turn of this chat, built once from its arguments: a saved
-    conversation's KV state is kept for it."""
+    conversation's KV state is kept for it; the interactive loop (a person between turns)
+    compacts ahead under summarise."""
     return GenerationRequest(
         max_tokens=args.max_tokens,
         tool_choice=args.tool_choice if tools else "auto",
@@ -353,6 +354,7 @@ def _generation(
         effort=ReasoningEffort(args.reasoning_effort) if args.reasoning_effort else None,
         overflow=Overflow(args.overflow or load_settings().overflow),
         keep=saved.doc.id if saved is not None else "",
+        compact_ahead=args.prompt is None,
     )
 
 

@@ -118,7 +118,8 @@ def generation_of(
     tool choice (with tools) and answer budget, the conversation's overflow policy (else the
     settings' default, which the chat keeps: nothing is read from disk on the GUI thread), its
     KV snapshots kept under its id, scored tokens for the debug pane; under summarise, the
-    latest compaction of the turns before it and the settings' threshold and share kept."""
+    latest compaction of the turns before it and the settings' threshold and share kept, and
+    the compaction the next turn would need made after the answer (a person reads it)."""
     version = doc.turns[index].version
     return GenerationRequest(
         max_tokens=chat.max_tokens,
@@ -129,6 +130,7 @@ def generation_of(
         compaction=doc.compaction(upto=index),
         compact_at=chat.compact_at,
         keep_recent=chat.keep_recent,
+        compact_ahead=True,
         keep=doc.id,
         top_logprobs=TOP_ALTERNATIVES if chat.score_tokens else 0,
         prefix=tuple(prefix),

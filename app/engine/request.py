@@ -71,6 +71,7 @@ class GenerationRequest:
     compact_at: float = 0.8  # summarise: the share of the context whose passing compacts
     keep_recent: float = 0.4  # summarise: the share of the room kept verbatim
     compact_now: bool = False  # compact before answering, whatever the prompt's size
+    compact_ahead: bool = False  # summarise: after the answer, compact for the next turn
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and self.max_tokens < 1:

@@ -57,6 +57,7 @@ class Capabilities:
     images: bool = False  # takes images in a message (a remote endpoint's server decides)
     tools: bool = True  # the model can call tools (its family has a tool-call format)
     effort: bool = True  # a reasoning effort means something to the model
+    keeps_prompt: bool = False  # a prompt read now is kept for the next turn (a local cache)
 
 
 REMOTE = Capabilities(continues_prefix=False, vocabulary=False, images=True)  # its server decides
@@ -72,6 +73,7 @@ def local_capabilities(template: Template, info: ModelInfo | None) -> Capabiliti
         tools=template.tool_calls is not None,
         effort=template.takes_effort,
         images=info is not None and bool(info.projector),
+        keeps_prompt=True,
     )
 
 

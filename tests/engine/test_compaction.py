@@ -2,13 +2,16 @@
 tokens of context): a conversation pushed past the threshold compacts once, says so on the reply
 with its record, keeps every message, sends the summary in place of the older exchanges, and the
 next three turns reuse the compacted prefix (reused tokens > 0 each) without compacting again;
-undoing it (dropping the record) gives back the exact conversation. With the tiny random-weight
+undoing it (dropping the record) gives back the exact conversation. Asked to compact ahead,
+the compaction the next turn would need is made after the answer, its prompt read once, and the
+next turn neither compacts nor reads more than its own message. With the tiny random-weight
 gpt-oss, a compaction asked for runs through the real Harmony path. With a scripted Harmony
 source, the summary keeps the final answer and never the analysis. The overlay itself: applied
 only to the messages it was made on, recorded on a reply and read back."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,6 +95,34 @@ def test_a_conversation_past_the_threshold_compacts_once_and_reuses_its_prefix(s
         done = [e for e in events if isinstance(e, GenerationDone)]
         assert done and done[-1].timings.prompt_reused > 0, done[-1].timings
     assert compacted(session.conversation, None) == session.conversation  # undone: all of it
+
+
+def test_a_compaction_made_ahead_comes_after_the_answer_and_the_next_turn_reads_only_its_message(
+    small: Any,
+) -> None:
+    from app.engine.local.session import ChatSession
+    from app.templates.registry import get_template
+
+    session = ChatSession(small, get_template("smollm2"), max_tokens=32)
+    history = _history(6)
+    asked = GenerationRequest(
+        overflow=Overflow.SUMMARISE, sampling=SamplingAsk(seed=1), compact_ahead=True, keep="ahead"
+    )
+    message = user_message("What is the boat called?")
+    whole = history.with_message(message)
+    assert session.prompt_size(whole) + 32 <= 0.8 * N_CTX  # this turn fits: no summary first
+    events, reply = _turn(session, TurnRequest(asked, message=message, conversation=history))
+    kinds = [type(e) for e in events]
+    assert GenerationDone in kinds and Compacted in kinds, [e for e in events if isinstance(e, ParseIssue)]
+    assert kinds.index(Compacting) > kinds.index(GenerationDone)  # made after the answer
+    compaction = recorded(reply.segments)
+    assert compaction is not None and compaction.tokens_after < compaction.tokens_before
+    later = dataclasses.replace(asked, compaction=compaction)
+    events, _ = _turn(session, TurnRequest(later, message=user_message("And the cat?")))
+    assert Compacting not in [type(e) for e in events[: [type(e) for e in events].index(GenerationDone)]]
+    done = next(e for e in events if isinstance(e, GenerationDone)).timings
+    # the compacted prompt was read ahead: only the new message (and its opening) is read now
+    assert done.prompt_evaluated <= 40 < done.prompt_reused + done.prompt_restored, done
 
 
 def test_a_compaction_applies_only_to_the_messages_it_was_made_on() -> None:

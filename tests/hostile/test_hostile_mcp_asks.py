@@ -23,13 +23,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.cli.mcp_asks import TerminalAsks
+from app.domain.events import ToolsRan, TurnEvent
 from app.domain.inert import inert
 from app.domain.links import Link, read_link
+from app.domain.messages import user_message
+from app.engine.local.scripted import ScriptedClient
+from app.engine.local.session import ChatSession
+from app.engine.turn.run import TurnRequest, run_turn
 from app.secrets import Secrets
+from app.templates.registry import get_template
+from app.tools.api import ToolContext
 from app.tools.audit import AuditLog
+from app.tools.mcp.caps import Caps, Kind
 from app.tools.mcp.config import McpServer
 from app.tools.mcp.oauth import SignInError, SignInState, login
 from app.tools.mcp.tools import McpPool
+from app.tools.registry import ToolRegistry
 from tests.oauth_server import OAuthServers
 
 HOSTILE = r'''
@@ -234,12 +243,13 @@ def test_caps_on_sampling_and_forms_hold_under_yes(folders: Path, hostile: McpSe
         forms = json.loads(
             _result(pool.call("hostile", "flood", {"kind": "input", "count": 8}, None))
         )
-        later = [
-            json.loads(
-                _result(pool.call("hostile", "flood", {"kind": "sampling", "count": 10}, None))
-            )
-            for _ in range(5)
-        ]
+        caps = pool.hooks.caps
+        assert caps is not None
+        later = []
+        for _ in range(5):  # each call in a turn of its own: the turn's cap (20) is not reached
+            caps.begin_turn()
+            called = pool.call("hostile", "flood", {"kind": "sampling", "count": 10}, None)
+            later.append(json.loads(_result(called)))
     finally:
         pool.close()
     reached = [s for s in first if "No model is loaded" in s]  # allowed (--yes), then no model
@@ -256,6 +266,129 @@ def test_caps_on_sampling_and_forms_hold_under_yes(folders: Path, hostile: McpSe
     assert told.count("since it was started") == 1
     entries = AuditLog().read("cli-flood").entries
     assert len([e for e in entries if e["decision"] == "over the cap"]) == 3  # the first of each
+
+
+def _counted(caps: Caps, server: str, kind: Kind, count: int) -> list[str]:
+    """`count` requests of `kind` from `server`: "ok", or the refusal's sentence (marked * when
+    it is the first past its cap)."""
+    said = []
+    for _ in range(count):
+        over = caps.admit(server, kind)
+        said.append("ok" if over is None else ("*" if over.first else "") + over.message)
+    return said
+
+
+def test_the_turns_cap_counts_every_server_and_call_of_one_turn() -> None:
+    told: list[tuple[str, str]] = []
+    caps = Caps(told=lambda server, sentence: told.append((server, sentence)))
+    caps.begin_turn()
+    said = []
+    for server, count in (("a", 8), ("b", 8), ("a", 4), ("b", 3), ("a", 2)):
+        caps.begin(server)  # a call of its own: the per-call cap (10) is never reached
+        said += _counted(caps, server, "sampling", count)
+    assert said[:20] == ["ok"] * 20 and all("during this turn" in s for s in said[20:]), said
+    assert said[20].startswith("*The servers have sent 20 sampling requests together during")
+    assert "from “b” and later ones are refused until the next turn" in said[20]
+    assert not any(s.startswith("*") for s in said[21:])  # the first past it only
+    assert [server for server, _ in told] == ["b"] and told[0][1] == said[20][1:]
+    forms = []
+    for _ in range(2):  # requests for input: a cap of their own, 10 a turn
+        caps.begin("c")
+        forms += _counted(caps, "c", "input", 5)
+    assert forms == ["ok"] * 10
+    assert "requests for input together during this turn" in _counted(caps, "c", "input", 1)[0]
+    caps.forget("a")  # a server's new session: the turn's count, every server's, goes on
+    assert "during this turn" in _counted(caps, "a", "sampling", 1)[0]
+    assert len(told) == 2  # once per cap reached
+
+
+def test_a_new_turn_starts_the_count_again_and_the_session_cap_still_holds() -> None:
+    told: list[str] = []
+    caps = Caps(told=lambda _server, sentence: told.append(sentence))
+    for turn in range(3):  # 20, 20, then 10 before the session's 50
+        caps.begin_turn()
+        caps.begin("a")
+        said = _counted(caps, "a", "sampling", 10)
+        caps.begin("a")
+        said += _counted(caps, "a", "sampling", 12)
+        if turn < 2:
+            assert said[:20] == ["ok"] * 20 and said[20].startswith("*The servers have sent 20")
+    assert said[:10] == ["ok"] * 10 and said[10].startswith("*“a” has sent 50 sampling requests")
+    assert "since it was started" in said[11] and not said[11].startswith("*")
+    assert len(told) == 3 and told[2] == said[10][1:]  # once in each turn the cap was reached
+    assert all("during this turn" in s for s in told[:2])
+    caps.begin_turn()  # the session's cap outlasts any turn
+    assert "since it was started" in _counted(caps, "a", "sampling", 1)[0]
+    assert _counted(caps, "b", "sampling", 1) == ["ok"]  # another server's session is its own
+
+
+def test_the_widest_cap_reached_is_the_one_said() -> None:
+    caps = Caps(per_call={"input": 2}, per_turn={"input": 2}, per_server={"input": 2})
+    caps.begin_turn()
+    assert _counted(caps, "a", "input", 3)[2].startswith("*“a” has sent 2 requests for input since")
+    caps = Caps(per_call={"input": 2}, per_turn={"input": 2})
+    caps.begin_turn()
+    assert "*The servers have sent 2" in _counted(caps, "a", "input", 3)[2]
+
+
+def test_the_turns_cap_holds_across_servers_through_the_turn_driver_under_yes(
+    folders: Path, hostile: McpServer
+) -> None:
+    """Two real servers flood one terminal chat turn (`--yes`) through `run_turn`: 20 sampling
+    requests in all are answered, then refused; the next turn starts the count again."""
+    out = io.StringIO()
+    asks = TerminalAsks(True, stdin=io.StringIO(""), out=out)
+    asks.conversation_id = "cli-turns"
+    made: list[McpPool] = []
+    pool = McpPool(lambda: {"one": hostile, "two": hostile}, hooks=asks.hooks(lambda: made[0]))
+    made.append(pool)
+    said = [
+        _flood("one", "sampling", 10),
+        _flood("two", "sampling", 8),
+        _flood("one", "sampling", 4),  # the 21st and 22nd of the turn are refused
+        _flood("two", "input", 2),  # forms have their own cap
+        "<|channel|>final<|message|>Done.<|return|>",
+        _flood("two", "sampling", 10),  # the next turn: its own 20
+        "<|channel|>final<|message|>Done again.<|return|>",
+    ]
+    client = ScriptedClient(said)
+    session = ChatSession(client, get_template("harmony"))  # type: ignore[arg-type]
+    try:
+        registry = ToolRegistry([*pool.tools("one"), *pool.tools("two")])
+        context = ToolContext(call_id="", conversation_id="cli-turns")
+        turns = [
+            _flooded(run_turn(session, TurnRequest(message=user_message(text), tools=registry,
+                                                   context=context)))
+            for text in ("Flood me.", "Again.")
+        ]  # fmt: skip
+    finally:
+        pool.close()
+    first, second = turns
+    assert [len(said) for said in first] == [10, 8, 4, 2]
+    assert all("No model is loaded" in s for s in first[0] + first[1] + first[2][:2]), first
+    assert all("during this turn, the most this host answers" in s for s in first[2][2:]), first
+    assert first[3] == ["decline", "decline"]
+    assert len(second) == 1 and len(second[0]) == 10
+    assert all("No model is loaded" in s for s in second[0]), second
+    assert out.getvalue().count("during this turn") == 1  # told once
+    entries = AuditLog().read("cli-turns").entries
+    assert len([e for e in entries if e["decision"] == "over the cap"]) == 1
+
+
+def _flood(server: str, kind: str, count: int) -> str:
+    """The model's call of `server`'s `flood` tool."""
+    arguments = json.dumps({"kind": kind, "count": count})
+    return (
+        f"<|channel|>commentary to=functions.{server}__flood <|constrain|>json<|message|>"
+        f"{arguments}<|call|>"
+    )
+
+
+def _flooded(events: Iterator[TurnEvent]) -> list[list[str]]:
+    """What came of each request in each `flood` call of a turn run to its end."""
+    outcomes = [o for e in events if isinstance(e, ToolsRan) for o in e.outcomes]
+    assert all(o.ok for o in outcomes), outcomes
+    return [json.loads(_result({"content": o.content})) for o in outcomes]
 
 
 # --- the audit keeps names and actions, never typed values -------------------------------

@@ -15,6 +15,11 @@ tool result and document in what it reads is cut to `TOOL_SHARE` characters with
 marker. What it says: `Compacting` before, `Compacted` with the record after; a summary that
 fails (the model failed, wrote nothing, or was stopped) makes no compaction and says why in a
 `ParseIssue`, and the turn goes on under the drop-middle rules.
+Ahead (`ahead`, after an answer, for the doors with a person between turns): it compacts when
+the next turn would pass the threshold — the prompt now, the reserve and one more exchange the
+size of the last — so that turn does not wait for a summary; the compacted prompt is then read
+once (`warm`: one token generated and dropped, its state kept as the conversation's), so the
+next turn reuses it rather than reading it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from app.domain.compaction import (
 from app.domain.events import Compacted, Compacting, ParseIssue
 from app.domain.messages import Conversation, Message, ReasoningEffort, Role, TextContent
 from app.engine.request import GenerationRequest, SamplingAsk
-from app.engine.session import ChatEvent, Session
+from app.engine.session import ChatEvent, Generation, Session
 from app.errors import ErrorCode
 
 COMPACT_AT = 0.8  # the share of the context whose passing compacts
@@ -77,15 +82,18 @@ def plan(
     compaction: Compaction | None,
     *,
     force: bool = False,
+    ahead: bool = False,
 ) -> Plan | None:
-    """The compaction to make now (None: none is due, or nothing more can be summarised)."""
+    """The compaction to make now (None: none is due, or nothing more can be summarised);
+    `ahead`: due if one more exchange like the last would pass the threshold."""
     view = prompt_of(conversation, compaction)
     tokens = session.prompt_size(view)
     n_ctx = session.n_ctx
     reserve = reserve_for(request.max_tokens or session.max_tokens, n_ctx)
-    if not force and tokens + reserve <= request.compact_at * n_ctx:
-        return None
     exchanges = exchanges_of(conversation)
+    coming = _tokens(session, exchanges[-1]) if ahead and exchanges else 0
+    if not force and tokens + reserve + coming <= request.compact_at * n_ctx:
+        return None
     done = _covered_exchanges(conversation, compaction)
     header = session.prompt_size(Conversation(messages=tuple(header_of(conversation))))
     room = max(0, n_ctx - reserve - header)
@@ -121,10 +129,11 @@ def compact(
     cancel: threading.Event | None = None,
     *,
     force: bool = False,
+    ahead: bool = False,
 ) -> Generator[ChatEvent | Compacting | Compacted, None, Compaction | None]:
     """Compact `conversation` if it is due (see the module guarantees): the compaction that
     holds for the turn (the new one, else `compaction`)."""
-    planned = plan(session, conversation, request, compaction, force=force)
+    planned = plan(session, conversation, request, compaction, force=force, ahead=ahead)
     if planned is None:
         return compaction
     yield Compacting(planned.exchanges, planned.tokens)
@@ -197,6 +206,35 @@ def _cut(text: str) -> str:
     return text[:TOOL_SHARE] + f" […{len(text) - TOOL_SHARE:,} characters cut for the summary]"
 
 
+def warm(
+    session: Session,
+    conversation: Conversation,
+    compaction: Compaction,
+    request: GenerationRequest,
+    cancel: threading.Event | None,
+) -> None:
+    """Read the compacted prompt of `conversation` once, as the next turn will send it: one
+    token generated and dropped, the state kept as the conversation's (`request.keep`)."""
+    once = GenerationRequest(
+        max_tokens=1,
+        sampling=SamplingAsk(temperature=0.0),
+        keep=request.keep,
+        tenant=request.tenant,
+        reserved=request.reserved,
+    )
+    _drained(session.generate(prompt_of(conversation, compaction), once, cancel))
+
+
+def _drained(events: Generator[ChatEvent, None, Generation]) -> Generation:
+    """The outcome of a generation whose events are not the turn's: none is passed on."""
+    while True:
+        try:
+            next(events)
+        except StopIteration as stop:
+            done: Generation = stop.value
+            return done
+
+
 def _summary(
     session: Session,
     asked: Conversation,
@@ -213,13 +251,7 @@ def _summary(
         tenant=request.tenant,
         reserved=request.reserved,
     )
-    events = session.generate(asked, summary, cancel)
-    while True:  # its events are the summary's own, not the turn's: none is passed on
-        try:
-            next(events)
-        except StopIteration as stop:
-            out = stop.value
-            break
+    out = _drained(session.generate(asked, summary, cancel))
     if out.failed is not None:
         return "", f"the summary failed ({out.failed})"
     if cancel is not None and cancel.is_set():
@@ -234,4 +266,4 @@ def _summary(
     return (said, "") if said else ("", "the model wrote no summary")
 
 
-__all__ = ["COMPACT_AT", "KEEP_RECENT", "Plan", "compact", "plan", "prompt_of"]
+__all__ = ["COMPACT_AT", "KEEP_RECENT", "Plan", "compact", "plan", "prompt_of", "warm"]

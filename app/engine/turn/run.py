@@ -13,9 +13,14 @@ turn when `tool_choice` needs a call), never dropped silently; a continuation a 
 make fails saying so — the `tools` and `continues_prefix` capabilities are asked here and
 nowhere else. The conversation's latest compaction (`generation.compaction`) lays its summary
 over the prompt under any policy, until it is undone; under summarise (or when asked,
-`compact_now`) one that is due is made first (`app/engine/turn/compaction.py`). When it
-returns, `session.conversation` holds the turn, every message of it (a compaction changes the
-prompt only).
+`compact_now`) one that is due is made first (`app/engine/turn/compaction.py`); asked to
+(`compact_ahead`, the doors with a person between turns), one the next turn would need is made
+after the answer — its events last — and its prompt read once where the session keeps it, so
+the next turn neither waits for a summary nor reads the compacted prompt. When it returns,
+`session.conversation` holds the turn, every message of it (a compaction changes the prompt
+only). A turn that offers MCP servers' tools starts a new turn on the caps behind them
+(`app.tools.mcp.caps.begin_turns`), so what the servers ask while it runs — sampling, requests
+for input — counts toward this turn's cap, whichever door drives it.
 """
 
 from __future__ import annotations
@@ -26,15 +31,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from app.domain.budget import Overflow
+from app.domain.compaction import Compaction
 from app.domain.events import ParseIssue, TurnEvent, TurnFailed
 from app.domain.messages import Conversation, Message
 from app.engine.request import GenerationRequest
 from app.engine.session import Session, TurnRecord
-from app.engine.turn.compaction import compact, prompt_of
+from app.engine.turn.compaction import compact, prompt_of, warm
 from app.engine.turn.tools import run_tool_turn
 from app.errors import ErrorCode
 from app.tools.api import ToolContext
 from app.tools.calls import Approve, allow_all
+from app.tools.mcp.caps import begin_turns
 from app.tools.registry import ToolRegistry
 
 
@@ -73,6 +80,8 @@ def run_turn(
         )
         yield TurnFailed(reason, ErrorCode.INPUT_INVALID)
         return
+    if request.tools is not None:
+        begin_turns(request.tools)  # what MCP servers ask from now on counts toward this turn
     conversation = request.conversation or session.conversation
     if request.message is not None:
         conversation = conversation.with_message(request.message)
@@ -93,6 +102,7 @@ def run_turn(
             context=request.context,
         )
         session.conversation = _whole(conversation, prompt, session.conversation)
+        yield from _ahead(session, generation, held, cancel)
         return
     out = yield from session.generate(prompt, generation, cancel)
     asked = out.conversation or prompt
@@ -100,6 +110,25 @@ def run_turn(
     if request.message is not None:
         index = len(conversation.messages) - 1
         session.turns.append(TurnRecord(index, generation.effort, out.timings, out.failed))
+    if out.failed is None:
+        yield from _ahead(session, generation, held, cancel)
+
+
+def _ahead(
+    session: Session,
+    generation: GenerationRequest,
+    held: Compaction | None,
+    cancel: threading.Event | None,
+) -> Iterator[TurnEvent]:
+    """After the answer: the compaction the next turn would need, made now and read once."""
+    if not generation.compact_ahead or generation.overflow is not Overflow.SUMMARISE:
+        return
+    if cancel is not None and cancel.is_set():
+        return
+    conversation = session.conversation
+    made = yield from compact(session, conversation, generation, held, cancel, ahead=True)
+    if made is not None and made is not held and session.capabilities.keeps_prompt:
+        warm(session, conversation, made, generation, cancel)
 
 
 def _whole(conversation: Conversation, prompt: Conversation, after: Conversation) -> Conversation:

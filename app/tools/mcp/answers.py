@@ -1,7 +1,8 @@
 """The hooks a host with a person at it gives its MCP pool: a server's sampling requests and its
 requests for input, asked of `host` (the window's or the terminal chat's), each noted in the
 server's log, approved under the server's identity, and counted against one `Caps` for both
-(`caps.py`) — a host that can tell the person (`Telling`) is told when a cap is reached."""
+(`caps.py`: per call, per server, and per chat turn across all the pool's servers) — a host
+that can tell the person (`Telling`) is told when a cap is reached."""
 
 from __future__ import annotations
 

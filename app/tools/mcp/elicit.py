@@ -14,8 +14,9 @@ accept) and only the form's own fields go back. A URL request (`mode: url`) is r
 is what the person is shown, with its real host set apart, and the very string that opens,
 only if the person accepts; any other address is refused with the sentence that says why.
 Where no person is asked (a `--yes` run) the host answers `decline` and says why. At most 5
-requests in one call and 20 in a server's session are asked (`caps.py`, `--yes` included):
-later ones are refused before anything is shown. The whole answer is bounded by `ELICIT_S`
+requests in one call, 10 from all servers together in one chat turn and 20 in a server's
+session are asked (`caps.py`, `--yes` included): later ones are refused before anything is
+shown. The whole answer is bounded by `ELICIT_S`
 (then the server gets an error that says so, and the dialog goes); every request is one audit
 record — what was asked (the message, the fields' names, the address shown), the action and
 the names of the fields answered, never a value the person typed — and one line of the

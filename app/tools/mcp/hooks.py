@@ -13,7 +13,8 @@ answers: `sampling.Sampler` and `elicit.Elicitor`, each over the window's or the
 terminal chat's way of asking (`app/controllers/mcp_asks.py`, `app/cli/mcp_asks.py`); a pool
 made without them (`mcp` commands, the MCP page's test) declares neither. `caps` is what both
 count against (`caps.Caps`): the pool starts a new call on it at each tool call, and a new
-session when it stops a server.
+session when it stops a server; `run_turn` starts a new turn on it when a chat turn that offers
+the pool's tools starts (`caps.begin_turns`: each of those tools carries these caps).
 """
 
 from __future__ import annotations

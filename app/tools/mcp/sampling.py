@@ -14,9 +14,10 @@ conversation's backend). A denial, a missing model, a failed generation or the d
 (`SAMPLING_S` for the whole, the person's wait included) is an `ErrorData` for the server
 with one sentence; the answer is a `CreateMessageResult` (assistant, text of at most
 `MAX_ANSWER_CHARS`, the model's name, its stop reason). Every request is one audit record
-and one line of the server's log — but past a cap (`caps.py`: at most 10 in one call and 50
-in the server's session, whoever answers, `--yes` included) a request is refused before it is
-read, shown or answered, and only the first refused is recorded.
+and one line of the server's log — but past a cap (`caps.py`: at most 10 in one call, 20 from
+all servers together in one chat turn and 50 in the server's session, whoever answers, `--yes`
+included) a request is refused before it is read, shown or answered, and only the first
+refused is recorded.
 """
 
 from __future__ import annotations

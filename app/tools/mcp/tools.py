@@ -23,7 +23,9 @@ Guarantees:
   window's MCP page; every line redacted and inert (`app.domain.inert`: no control, escape or
   bidi character acts on a terminal or a widget), a log message cut at `LOG_CHARS`.
 - What a server may ask beside calls is counted against `hooks.caps` (`caps.py`): each call
-  starts a new per-call count, and stopping a server starts a new session.
+  starts a new per-call count, and stopping a server starts a new session; each of the pool's
+  tools carries those caps (its function's `caps`), so that a turn that offers it starts a new
+  per-turn count, shared by all the pool's servers (`caps.begin_turns`, from `run_turn`).
 - MCP's own notices: the pool answers a server's log messages and list changes itself (its
   own `logged` and `changed` hooks, which then call the hooks it was given); a list change is
   told to each `listen`er on a thread of its own (never the connection's: a listener may ask
@@ -50,6 +52,7 @@ from app.domain.redact import redact
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
+from app.tools.mcp.caps import Caps
 from app.tools.mcp.client import McpConnection, McpError
 from app.tools.mcp.config import McpServer, load_servers, server_identity
 from app.tools.mcp.hooks import NO_HOOKS, Changed, McpHooks
@@ -285,7 +288,7 @@ class McpPool:
                 raise ToolError(said["error"]["message"])
             return said["content"]
 
-        call = _Identified(run, server_identity(server))
+        call = _Identified(run, server_identity(server), self.hooks.caps)
         return Tool(
             name=function_name(name, original),
             namespace="functions",
@@ -319,10 +322,11 @@ def _logged(exc: McpError) -> str:
 
 
 class _Identified:
-    """A tool's function that carries its server's identity, for its approvals."""
+    """A tool's function that carries its server's identity, for its approvals, and the caps
+    what its server asks counts against, for the turn that offers it (`caps.begin_turns`)."""
 
-    def __init__(self, run: Callable[..., Any], identity: str) -> None:
-        self._run, self.approval_identity = run, identity
+    def __init__(self, run: Callable[..., Any], identity: str, caps: Caps | None) -> None:
+        self._run, self.approval_identity, self.caps = run, identity, caps
 
     def __call__(self, ctx: ToolContext | None = None, **arguments: Any) -> Any:
         return self._run(ctx, **arguments)
