@@ -7,7 +7,9 @@ again); `list` prints one JSON line per document; `search "QUERY" [--k 5] [--wor
 refreshes the library (new, changed and removed files), then prints one JSON line per hit,
 best first: `file`, `page` (1-based) or `lines`, `text`, `score`; `refresh` says what it
 did; `remove PATH` forgets a file, or a folder and the files under it. A path that does not
-exist is exit 2.
+exist is exit 2. `add`, `search` and `refresh` say on stderr how many files indexed before
+through a link leading out of their folder they removed (`refresh` and `add` name each, with
+the sentence that says why).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.documents.contained import removed_count
 from app.documents.index import Added, DocumentIndex
 from app.errors import InvalidInputError
 
@@ -42,6 +45,13 @@ def _added(index: DocumentIndex, paths: list[Path]) -> list[Added]:
     return out
 
 
+def _removed(added: list[Added]) -> None:
+    """How many files indexed through a link leading out were removed, when any were."""
+    removed = sum(a.removed for a in added)
+    if removed:
+        print(removed_count(removed), file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     index = DocumentIndex()
     try:
@@ -49,15 +59,17 @@ def run(args: argparse.Namespace) -> int:
             missing = [str(p) for p in args.paths if not p.exists()]
             if missing:
                 raise InvalidInputError(f"no such file or folder: {', '.join(missing)}")
-            for added in _added(index, args.paths):
+            done = _added(index, args.paths)
+            for added in done:
                 said = "unchanged" if added.unchanged else f"{added.chunks} chunks"
                 notice = f" — {added.notice}" if added.notice else ""
                 print(f"{added.path}: {said}{notice}", file=sys.stderr)
+            _removed(done)
         elif args.verb == "list":
             for document in index.documents():
                 print(json.dumps(document, ensure_ascii=False))
         elif args.verb == "search":
-            index.refresh()
+            _removed(index.refresh()[0])
             for hit in index.search(args.query, max(1, args.k), hybrid=not args.words_only):
                 where = {"page": hit.page} if hit.page is not None else {"lines": list(hit.lines)}
                 row = {"file": hit.file, **where, "text": hit.text, "score": hit.score}
@@ -66,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
             kept, gone = index.refresh()
             for added in kept:
                 said = "unchanged" if added.unchanged else f"read again, {added.chunks} chunks"
-                print(f"{added.path}: {said}", file=sys.stderr)
+                print(f"{added.path}: {added.notice if added.removed else said}", file=sys.stderr)
             for name in gone:
                 print(f"{name}: gone, forgotten", file=sys.stderr)
+            _removed(kept)
         else:
             had = index.remove(args.path)
             print(f"{args.path}: {'removed' if had else 'was not indexed'}", file=sys.stderr)

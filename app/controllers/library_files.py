@@ -6,8 +6,10 @@ later are indexed by the next refresh; an unchanged file is not read again; a fi
 be read is kept with its notice and the others are indexed all the same. The work runs on its
 own thread; its progress comes back to the GUI thread as `progressed` sentences ("Adding to
 the library: 2 of 5 — report.pdf"), its end as `finished` (a sentence, and the notices of
-the files that could not be read, one per line), a failure as `failed` (a sentence and its
-details). Importing this module loads nothing of `app.documents` (numpy, the extractors).
+the files that could not be read, one per line, then the links leading out of the folder,
+each with why it was skipped — and removed, when it had been indexed before), a failure as
+`failed` (a sentence and its details). Importing this module loads nothing of `app.documents`
+(numpy, the extractors).
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def summary(added: Sequence[Added]) -> tuple[str, str]:
     if skipped:
         plural = "s lead" if len(skipped) != 1 else " leads"
         said = f"{said} {len(skipped)} link{plural} out of the folder: not read."
+    removed = sum(a.removed for a in skipped)
+    if removed:
+        from app.documents.contained import removed_count
+
+        said = f"{said} {removed_count(removed)}."
     notes = "\n".join(f"{a.path}: {a.notice}" for a in (*unread, *skipped))
     return said, notes
 

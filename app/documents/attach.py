@@ -8,8 +8,10 @@ fit; passages are numbered `[1]`, `[2]`, … across the message, each with its f
 lines, so the answer can cite them; a file that cannot be read is a notice and the message is
 still sent; a conversation that uses the documents library also gets the library's passages
 most relevant to the message (refreshed first), in the room the files left, said as
-"library: 4 passages from 2 documents"; the context is plain text of the message — what a
-document spells (control tokens included) stays text, as everything a user writes does.
+"library: 4 passages from 2 documents" (and how many files the refresh removed as reached
+through a link leading out of their folder, when any were); the context is plain text of the
+message — what a document spells (control tokens included) stays text, as everything a user
+writes does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from app.documents.contained import removed_count
 from app.documents.extract import Extracted, extract
 from app.documents.index import DocumentIndex, Hit
 from app.domain.attachments import HEAD, compose
@@ -59,7 +62,8 @@ class Attachment:
             return f"{self.name}: {self.notice}"
         if self.mode == "library":
             found, documents = len(self.passages), len({p.file for p in self.passages})
-            return f"library: {_many(found, 'passage')} from {_many(documents, 'document')}"
+            said = f"library: {_many(found, 'passage')} from {_many(documents, 'document')}"
+            return said + (f" ({self.notice})" if self.notice else "")
         said = (
             f"whole file, {self.tokens:,} tokens"
             if self.mode == "whole"
@@ -113,9 +117,10 @@ LIBRARY_K = 8  # the library's passages considered for one message
 def _library(
     library: DocumentIndex, question: str, room: int, count: Count, first: int
 ) -> Attachment:
-    library.refresh()
+    removed = sum(a.removed for a in library.refresh()[0])
+    notice = removed_count(removed) if removed else None
     chosen, used = _fitting(library.search(question, LIBRARY_K), room, count, first)
-    return Attachment("library", "library", used, passages=tuple(chosen))
+    return Attachment("library", "library", used, passages=tuple(chosen), notice=notice)
 
 
 def attach(

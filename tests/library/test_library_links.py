@@ -139,3 +139,118 @@ def test_the_windows_summary_says_the_links_it_skipped_apart_from_the_documents(
     said, notes = summary([Added("/lib/a.txt", "text", 3, ""), Added("/lib/passwd", SKIPPED, 0, "a link to /etc/passwd")])
     assert said.startswith("1 document in the library (1 read now, 3 passages)")
     assert "1 link leads out of the folder: not read." in said and "/lib/passwd: a link to /etc/passwd" in notes
+
+
+def _stale(shelf: Path, db: Path) -> DocumentIndex:
+    """The index an older version left: `shelf` added, and the note outside that the link
+    `inner/borrowed.md` leads to indexed as one of the folder's files (that version's walk
+    followed links), in a real SQLite file."""
+    index = DocumentIndex(db)
+    index.add_folder(shelf)
+    index.add(shelf / "inner" / "borrowed.md", folder=shelf.resolve())
+    return index
+
+
+def test_a_file_indexed_through_a_link_leading_out_is_never_retrieved_and_a_rescan_removes_it(
+    tmp_path: Path, shelf: Path, outside: Path
+) -> None:
+    from app.controllers.library_files import summary
+
+    db = tmp_path / "data" / "documents.sqlite3"
+    private = str((outside / "private.md").resolve())
+    index = _stale(shelf, db)
+    try:
+        assert private in {d["path"] for d in index.documents()}  # the stale entry is there
+        hits = index.search("vault code 4711", k=8)
+        assert private not in {h.file for h in hits} and not any("4711" in h.text for h in hits)
+        assert index.search("vault code 4711", k=8, hybrid=False) == []  # its words only: none
+    finally:
+        index.close()
+    index = DocumentIndex(db)  # the next start: the folder scanned again
+    try:
+        added = index.add_folder(shelf)
+        removed = [a for a in added if a.removed]
+        assert [a.path for a in removed] == [str(shelf / "inner" / "borrowed.md")]
+        assert removed[0].kind == SKIPPED and removed[0].notice == (
+            f"a link to {private}, outside {shelf.resolve()}: not indexed, and removed from the library"
+        )
+        assert sum(a.path == removed[0].path for a in added) == 1  # said once, as removed
+        assert private not in {d["path"] for d in index.documents()}
+        orphans = index.db.execute("SELECT count(*) FROM chunks WHERE document NOT IN (SELECT id FROM documents)")
+        assert orphans.fetchone()[0] == 0  # its chunks and their embeddings went with it
+        fts = index.db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '4711'")
+        assert fts.fetchone()[0] == 0
+        said, notes = summary(added)
+        assert "1 file removed from the library: reached through a link leading out" in said
+        assert f"{removed[0].path}: {removed[0].notice}" in notes
+        kept, gone = index.refresh()
+        assert not any(a.removed for a in kept) and gone == []  # nothing left to remove
+    finally:
+        index.close()
+
+
+def test_a_folder_inside_that_became_a_link_leading_out_is_withheld_then_removed(
+    tmp_path: Path, outside: Path
+) -> None:
+    shelf = tmp_path / "shelf"
+    (shelf / "sub").mkdir(parents=True)
+    (shelf / "sub" / "plan.md").write_text("The garden plan: tulips by the wall.\n")
+    (outside / "plan.md").write_text("The vault code is 4711, said the plan.\n")
+    index = DocumentIndex(tmp_path / "documents.sqlite3")
+    try:
+        index.add_folder(shelf)
+        assert [h.file for h in index.search("tulips garden plan", k=1)] == [str(shelf.resolve() / "sub" / "plan.md")]
+        (shelf / "sub" / "plan.md").unlink()
+        (shelf / "sub").rmdir()
+        (shelf / "sub").symlink_to(outside, target_is_directory=True)  # the same path now leads out
+        assert index.search("tulips garden plan", k=5) == []  # before any rescan: withheld
+        kept, gone = index.refresh()
+        assert [a.path for a in kept if a.removed] == [str(shelf.resolve() / "sub" / "plan.md")]
+        assert index.documents() == [] and gone == []  # and what it leads to is never read
+        assert not any("4711" in h.text for h in index.search("vault code 4711 plan", k=5))
+    finally:
+        index.close()
+
+
+def test_an_index_from_before_origins_were_recorded_learns_them_and_says_what_it_removed(
+    tmp_path: Path, shelf: Path, outside: Path
+) -> None:
+    from app.documents.attach import attach
+
+    data = tmp_path / "data"
+    loose = tmp_path / "loose.md"
+    loose.write_text("A loose note on the lantern oil.\n")
+    index = _stale(shelf, data / "documents.sqlite3")
+    index.add(loose)  # a file named on its own: no folder holds it, and none ever will
+    index.db.execute("ALTER TABLE documents DROP COLUMN source")  # as that version wrote it
+    index.db.execute("ALTER TABLE documents DROP COLUMN via")
+    index.close()
+    index = DocumentIndex(data / "documents.sqlite3")
+    try:
+        hits = index.search("vault code 4711", k=8)
+        assert not any("4711" in h.text for h in hits)  # held to the folder whose link reached it
+        assert [h.file for h in index.search("lantern oil", k=1)] == [str(loose.resolve())]
+        attached = attach([], "vault code 4711 frost kiln", 4000, lambda text: len(text) // 4 + 1, index)
+        assert "4711" not in attached.context and "frost on the kiln" in attached.context
+        assert attached.files[-1].note().endswith(
+            "(1 file removed from the library: reached through a link leading out of its folder)"
+        )
+        assert str((outside / "private.md").resolve()) not in {d["path"] for d in index.documents()}
+        assert str(loose.resolve()) in {d["path"] for d in index.documents()}
+    finally:
+        index.close()
+
+
+def test_documents_refresh_says_what_it_removed_and_why(tmp_path: Path, shelf: Path, outside: Path) -> None:
+    _stale(shelf, tmp_path / "data" / "documents.sqlite3").close()
+    env = {
+        **os.environ,
+        "HARMONY_DESK_DATA": str(tmp_path / "data"),
+        "HARMONY_DESK_CONFIG": str(tmp_path / "config"),
+    }
+    done = subprocess.run([sys.executable, "-m", "app", "documents", "refresh"], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    link, private = shelf / "inner" / "borrowed.md", (outside / "private.md").resolve()
+    assert f"{link}: a link to {private}, outside {shelf.resolve()}: not indexed, and removed" in done.stderr
+    assert "1 file removed from the library: reached through a link leading out of its folder" in done.stderr
