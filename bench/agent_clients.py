@@ -16,8 +16,9 @@ prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qw
 prompts of 9,000-21,000 tokens and run on Gemma 3 270M with 32,768 tokens of context; aider
 and llm on SmolLM2-135M with 8,192 (`bench/agent_clients_servers.py`); answers are capped at
 128 tokens by both servers alike (the clients that ask for a cap of their own are set to ask
-for that one). The model is tiny: what counts is that requests are taken and answered and that
-the prefix is reused, not the answers.
+for that one), 1,024 for Claude Code and Codex, which fail a turn whose answer a cap cut, as
+their APIs define a cut (`agent_clients_kit.CUT_IS_AN_ERROR`). The model is tiny: what counts
+is that requests are taken and answered and that the prefix is reused, not the answers.
 
 Measured: between client and server sits a recording proxy (`bench/agent_clients_proxy.py`)
 that passes every byte through and reads each response's usage. Prompt tokens of a request,
@@ -62,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.agent_clients_kit import (
     AGENTS,
+    CUT_IS_AN_ERROR,
     TURNS,
     Agent,
     Ran,
@@ -183,13 +185,13 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
     session = Session(agent.name, server_name)
     with tempfile.TemporaryDirectory(prefix=f"agent-{agent.name}-") as tmp:
         folder = Path(tmp)
-        server = starter(server_name, agent.model, args.threads, folder)()
+        server = starter(server_name, agent.model, args.threads, folder, agent.answers)()
         recorder = Recorder()
         with running(server), proxying(server.base, recorder) as base:
             env = environment(agent, folder / "home")
             try:
                 configure(agent, env, base, model_path(agent.model))
-                cap_answers(agent, Path(env["HOME"]), MAX_TOKENS)
+                cap_answers(agent, Path(env["HOME"]), agent.answers or MAX_TOKENS)
             except Unusable as exc:
                 session.setup_error = str(exc)
                 return session
@@ -318,7 +320,8 @@ def main() -> int:
     print(
         f"{args.turns} turn(s) per client and server, {args.turn_timeout:.0f} s each at most;"
         f" contexts {CONTEXTS}, one slot, {args.threads} thread(s), answers capped at"
-        f" {MAX_TOKENS} tokens; evaluated = prompt tokens - cached, from each response's usage\n"
+        f" {MAX_TOKENS} tokens ({CUT_IS_AN_ERROR} for claude-code and codex);"
+        " evaluated = prompt tokens - cached, from each response's usage\n"
     )
     table(sessions, args.turns)
     print()

@@ -65,6 +65,7 @@ class Agent:
     env: Mapping[str, str] = field(default_factory=dict)
     config: str = ""
     cap: Callable[[Any, int], None] | None = None
+    answers: int = 0  # the cap on an answer on both servers (0: the bench's, `MAX_TOKENS`)
 
     @property
     def bin(self) -> Path:
@@ -98,13 +99,19 @@ _AIDER = ("--no-git", "--yes-always", "--no-suggest-shell-commands", "--no-show-
           "--no-pretty", "--no-fancy-input", "--no-detect-urls")  # fmt: skip
 _OPENCODE_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
                  "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}  # fmt: skip
+# Claude Code and Codex end a turn whose answer a cap cut as failed, as their APIs define a cut
+# (Messages `stop_reason: max_tokens`, Responses `incomplete`): they get room for the model to
+# end its answer itself, on both servers alike.
+CUT_IS_AN_ERROR = 1024
 AGENTS = {
     a.name: a
     for a in (
         Agent("claude-code", "@anthropic-ai/claude-code", "npm", "gemma", "claude",
-              _CLAUDE, (*_CLAUDE, "--continue"), {}, ".claude/settings.json", _claude_cap),
+              _CLAUDE, (*_CLAUDE, "--continue"), {}, ".claude/settings.json", _claude_cap,
+              CUT_IS_AN_ERROR),
         Agent("codex", "@openai/codex", "npm", "gemma", "codex",
-              ("exec", *_CODEX), ("exec", "resume", "--last", *_CODEX)),
+              ("exec", *_CODEX), ("exec", "resume", "--last", *_CODEX),
+              answers=CUT_IS_AN_ERROR),
         Agent("opencode", "opencode-ai", "npm", "gemma", "opencode",
               ("run", PROMPT), ("run", "--continue", PROMPT),
               _OPENCODE_ENV, ".config/opencode/opencode.json", _opencode_cap),
@@ -256,7 +263,6 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 __all__ = [
-    "AGENTS", "TURNS", "Agent", "Ran", "Unusable", "app_version", "cap_answers", "configure",
-    "environment",
-    "install", "run_turn", "scratch_repo", "version",
+    "AGENTS", "CUT_IS_AN_ERROR", "TURNS", "Agent", "Ran", "Unusable", "app_version",
+    "cap_answers", "configure", "environment", "install", "run_turn", "scratch_repo", "version",
 ]  # fmt: skip

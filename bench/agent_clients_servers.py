@@ -76,13 +76,16 @@ def model_path(model: str) -> Path:
     return Path(MODELS[model]())
 
 
-def starter(name: str, model: str, threads: int, folder: Path) -> Callable[[], Server]:
+def starter(
+    name: str, model: str, threads: int, folder: Path, answers: int = 0
+) -> Callable[[], Server]:
     """A function that makes server `name` (one of `SERVERS`) for `model`; `folder` is a
     temporary folder of the run's (ours keeps its data and cache under it, llama-server's
-    template file is written there)."""
+    template file is written there); `answers`: the cap on an answer (0: `MAX_TOKENS`)."""
+    cap_tokens = str(answers or MAX_TOKENS)
     path, ctx = model_path(model), CONTEXTS[model]
     if name == "ours":
-        cap = ("--max-tokens", str(MAX_TOKENS))
+        cap = ("--max-tokens", cap_tokens)
         cache, data = str(folder / "cache"), str(folder / "data")
         keep = {"HARMONY_DESK_CACHE": cache, "HARMONY_DESK_DATA": data}
         made = ours(path, threads=threads, parallel=1, ctx=ctx, extra=cap)
@@ -92,7 +95,7 @@ def starter(name: str, model: str, threads: int, folder: Path) -> Callable[[], S
         file = folder / "gemma-tools.jinja"
         file.write_text(GEMMA_TOOLS)
         template = ("--chat-template-file", str(file))
-    spec = ("--jinja", *template, "-n", str(MAX_TOKENS))
+    spec = ("--jinja", *template, "-n", cap_tokens)
     return lambda: llama_server(path, threads=threads, slots=1, ctx=ctx, spec=spec)
 
 
