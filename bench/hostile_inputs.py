@@ -16,11 +16,14 @@ their decoded pixels (a 2.5 KB WebP that decodes to 8,000 × 8,000; more images 
 one request may hold), embeddings by the text they hold (an 8 MiB string, two million token
 ids), a remote answer whose text is Harmony call markup (refused: no call made) — and, marked
 "served", the largest embeddings request still taken, on WordLlama (the server's default).
+Last, the delay a 3,000-token prompt adds to another client's first token on the app's server
+(`bench/hostile_delay.py`: SmolLM2, 2 threads, 2 sequences; beside llama-server's, in the same
+run; goal ≤ 1 s on 2 cores; a few minutes).
 Goal: each under 2 s and 200 MB over the idle process (an image is decoded in the helper
 process, under its own limits: not counted here). Checked before printing (no figures
 otherwise, exit status 1): each of our timed imports read the one conversation it was given,
 from the right source, with its one turn; each hostile class was refused, each served one
-served.
+served; the delay's requests were all answered whole, each long prompt read anew.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.store.importers import import_any
+from bench.hostile_delay import main as delay
 from bench.hostile_refusals import main as refusals
 from bench.hostile_refusals import run as run_child
 
@@ -221,6 +225,8 @@ def main() -> None:
     print()
     refusals()
     costs()
+    print()
+    delay()
 
 
 if __name__ == "__main__":
