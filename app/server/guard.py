@@ -15,8 +15,11 @@ Anthropic's `x-api-key` (401 otherwise; it is never logged), which a rebinding p
 the LAN names clients use are not refused; a body over the size limit is 413 and not read past
 it; each refusal is written in the shape of the API the path belongs to (`Routes.error_body`);
 each request has its own image budget (`pictures.request_images`); every request is logged
-(method, path, status, duration, and each answer's prompt tokens — evaluated, reused, restored
-— and generated ones: `request_log`; control characters escaped) and counted.
+in one line (method, path, status, duration, and each answer's prompt tokens — evaluated,
+reused, restored — and generated ones: `request_log`; control characters escaped) and counted;
+a client that goes away before its answer's last byte (mid-stream, or before its body was
+read) gets that one INFO line saying so, after how long, and whether its answer had begun —
+never a traceback — and its generation stops as it would (the app learns it as before).
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
 
 from app.server import request_log
@@ -87,6 +92,41 @@ def origin_allowed(origin: str, host: str, scheme: str, listed: tuple[str, ...])
     return mine is not None and _place(origin, scheme) == mine
 
 
+@dataclass
+class Exchange:
+    """What the guard sees of one request's answer: the status sent, whether its last byte went,
+    and when the client went away before it did."""
+
+    began: float = field(default_factory=time.monotonic)
+    status: int = 0
+    ended: bool = False  # the answer's last byte was sent
+    left: tuple[float, int] | None = None  # (seconds in, status sent by then): the client went
+
+    def sent(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.ended = True
+
+    def received(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.disconnect":
+            self.went()
+
+    def went(self) -> None:
+        """The client has gone: noted once, and only before the answer's last byte."""
+        if not self.ended and self.left is None:
+            self.left = (time.monotonic() - self.began, self.status)
+
+    def line(self, method: str, path: str) -> str:
+        """The request's log line (control characters escaped), but for its answer's figures."""
+        where = f"{printable(method)} {printable(path)}"
+        if self.left is None:
+            return f"{where} {self.status} {(time.monotonic() - self.began) * 1000:.0f} ms"
+        after, status = self.left
+        when = f"mid-answer ({status} sent)" if status else "before the answer"
+        return f"{where}: the client went away after {after * 1000:.0f} ms, {when}"
+
+
 class Guard:
     """The checks every request passes (see the module guarantees)."""
 
@@ -109,30 +149,29 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        began, status = time.monotonic(), [0]
+        exchange = Exchange()
         self.stats["requests"] += 1  # counted as it arrives
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
         async def sending(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
+            exchange.sent(message)
             await send(message)
+
+        async def receiving() -> Any:
+            message = await receive()
+            exchange.received(message)
+            return message
 
         record = request_log.opened()
         self.in_flight += 1
         try:
             with request_images():
-                await self._checked(scope, receive, sending, headers)
+                await self._checked(scope, receiving, sending, headers)
+        except ClientDisconnect:  # read from a client that had gone: nothing to answer
+            exchange.went()
         finally:
             self.in_flight -= 1
-            log.info(
-                "%s %s %s %.0f ms%s",
-                printable(scope["method"]),
-                printable(scope["path"]),
-                status[0],
-                (time.monotonic() - began) * 1000,
-                request_log.said(),
-            )
+            log.info("%s%s", exchange.line(scope["method"], scope["path"]), request_log.said())
             request_log.closed(record)
 
     async def _busy_or_doubled(self, scope: Any, send: Any) -> bool:
@@ -221,4 +260,4 @@ class Guard:
         return limited
 
 
-__all__ = ["SINGLE", "Guard", "duplicated", "origin_allowed"]
+__all__ = ["SINGLE", "Exchange", "Guard", "duplicated", "origin_allowed"]

@@ -1,13 +1,14 @@
 """The server's route table: every API adds its own routes here, with the shape its errors take.
 
 Guarantees: a path has one route (a second is refused, never a silent overwrite); a POST body
-is read within `ServeOptions.body_timeout_s` and passes the boundary checks of `intake` before
-its handler runs (the handler finds it with `body_of`); an `ApiError` a handler raises is
-answered with its status in its API's shape (OpenAI's unless the route says otherwise, as
-Anthropic's do), and so are the guard's refusals and the fallback's 404 and 405 on that path
-(`error_body`); any other exception is a 500 in that shape, logged with its traceback, and
-never reaches the window. A handler is found again by its path (`handler`), for a route that
-answers in another's place (Databricks' invocations).
+is read within `ServeOptions.body_timeout_s` and passes the boundary checks of `intake` (off
+the event loop for a large one: `intake.json_of`) before its handler runs (the handler finds it
+with `body_of`); an `ApiError` a handler raises is answered with its status in its API's shape
+(OpenAI's unless the route says otherwise, as Anthropic's do), and so are the guard's refusals
+and the fallback's 404 and 405 on that path (`error_body`); any other exception (but a client's
+going away, which the guard logs) is a 500 in that shape, logged with its traceback, and never
+reaches the window. A handler is found again by its path (`handler`), for a route that answers
+in another's place (Databricks' invocations).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.server.errors import ApiError
-from app.server.intake import parsed, printable, read_within
+from app.server.intake import json_of, printable
 
 log = logging.getLogger("server")
 
@@ -44,10 +45,12 @@ def _answering(handler: Handler, body_timeout_s: float, shape: Shape) -> Handler
     async def endpoint(request: Request) -> Response:
         try:
             if request.method == "POST":
-                request.state.json = parsed(await read_within(request.body(), body_timeout_s))
+                request.state.json = await json_of(request.body(), body_timeout_s)
             return await handler(request)
         except ApiError as exc:
             return JSONResponse(shape(exc), status_code=exc.status)
+        except ClientDisconnect:
+            raise  # the client went away: no error of the server's (the guard logs it)
         except Exception as exc:
             log.exception("the server failed on %s", printable(request.url.path))
             said = f"internal error: {type(exc).__name__}: {exc}"

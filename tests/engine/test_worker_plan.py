@@ -219,7 +219,7 @@ def test_a_short_prompt_beside_a_long_one_is_read_whole_in_the_next_step() -> No
     long, short = active(0, todo=tuple(range(3000))), active(1, todo=tuple(range(40)))
     step = batch([long, short], {}, n_batch=256, chunk=256)
     assert [(p.seq, len(p.tokens), p.ends) for p in step.parts if isinstance(p, Chunk)] == [
-        (0, 216, False), (1, 40, True)]  # the short one answers after this step
+        (0, SHARED_CHUNK, False), (1, 40, True)]  # the short one answers after this short step
     crowd = batch([active(s, todo=tuple(range(1000))) for s in range(4)], {}, n_batch=256, chunk=256)
     assert [len(p.tokens) for p in crowd.parts] == [64, 64, 64, 64]  # none starves
     full = batch(

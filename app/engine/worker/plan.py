@@ -15,9 +15,10 @@ Guarantees:
   then prompt chunks in the room left (at most `SHARED_CHUNK` tokens each while others decode,
   never past an image), shared fairly: the prompts wanting least are served first and each gets
   at least an equal share of what is left, so a short prompt that comes while a long one is
-  being read is read whole in the next step (it never waits for the long one to end) and no
-  prompt starves; every row in the order of its sequence (llama.cpp splits a batch whose
-  sequences come out of order into more passes).
+  being read is read whole in the next step (it never waits for the long one to end), beside at
+  most `SHARED_CHUNK` of each other prompt (that step stays short), and no prompt starves;
+  every row in the order of its sequence (llama.cpp splits a batch whose sequences come out of
+  order into more passes).
 - How many drafts a generation checks is `lookup_length` / `model_length`'s choice, within
   `draft_limit`; which tokens they are comes from the lookup or the draft model.
 """
@@ -305,12 +306,17 @@ def chunk_sizes(
     """How many prompt tokens each of `prompting` evaluates (by sequence) in `room`: what each
     wants (its prompt up to an image, at most `chunk`, and `SHARED_CHUNK` while others decode),
     the least wanting first, each at most an equal share of the room still left among those
-    still to serve (see the guarantees); one at an image takes none this step."""
+    still to serve (see the guarantees); one at an image takes none this step. A step that
+    reads a prompt to its end (its first token comes after it) reads at most `SHARED_CHUNK`
+    of the others, so that token is not held up by a long prompt's full chunk."""
     cap = SHARED_CHUNK if decoding else room
     wants = {
         a.seq: min(next((i for i, t in enumerate(a.todo) if is_image(t)), len(a.todo)), chunk, cap)
         for a in prompting
     }
+    ending = {a.seq for a in prompting if 0 < wants[a.seq] == len(a.todo)}
+    if ending and len(ending) < len(wants):  # a first token after this step: keep it short
+        wants = {s: w if s in ending else min(w, SHARED_CHUNK) for s, w in wants.items()}
     order = sorted((seq for seq, want in wants.items() if want > 0), key=lambda s: (wants[s], s))
     takes: dict[int, int] = {}
     for served, seq in enumerate(order):
