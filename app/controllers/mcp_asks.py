@@ -11,7 +11,8 @@ a request for input declined, both saying so. A sampling request belongs to the 
 being answered (else the one shown): it is approved under that conversation's tool approvals
 (`WindowApprovals.server_request`) and answered by a fresh session over its model — the
 model loaded here, or its remote endpoint (never for an offline conversation) — and refused
-with a sentence when there is none.
+with a sentence when there is none. A cap on what servers may ask (`app/tools/mcp/caps.py`)
+reached is said once, as `told` (the server's name, the sentence), for the window to show.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class WindowAsks(QObject):
 
     asked = Signal(object)  # an `Asked`
     withdrawn = Signal(str)  # its id: not answered in time
+    capped = Signal(str, str)  # a server, and the sentence saying which cap it reached
     _hop = Signal(object)  # a function for the GUI thread
 
     def __init__(self) -> None:
@@ -147,6 +149,10 @@ class WindowAsks(QObject):
         return doc.id
 
     # --- on a request's own thread ------------------------------------------------------
+
+    def told(self, server: str, sentence: str) -> None:
+        """A cap reached by `server`: said to the person once (`Telling`), on the GUI thread."""
+        self._hop.emit(partial(self.capped.emit, server, sentence))
 
     def _on_gui(self, work: Callable[[], Any]) -> Any:
         future: cf.Future[Any] = cf.Future()

@@ -13,7 +13,8 @@ that very string (accept), nothing re-read from the server. Everything the serve
 its name, the message, labels, descriptions, choices, the address — is shown inert and as
 plain text (`app/ui/mcp/plain.py`): no markup rendered, no control or bidi character acting.
 Each dialog answers once; a request withdrawn at its deadline closes its dialog. The dialogs are
-window-modal and never block the window's loop.
+window-modal and never block the window's loop. A cap on what servers may ask, once reached, is
+said in the window's status bar (once per cap: the caps tell once).
 """
 
 from __future__ import annotations
@@ -240,6 +241,13 @@ class Presenter(QObject):
         self.dialogs: dict[str, QDialog] = {}
         asks.asked.connect(self._present)
         asks.withdrawn.connect(self._withdraw)
+        asks.capped.connect(self._capped)
+
+    def _capped(self, _server: str, sentence: str) -> None:
+        """A cap reached: said in the window's status bar, once per cap (the caps tell once)."""
+        status = getattr(self.parent_widget, "statusBar", None)
+        if callable(status):
+            status().showMessage(sentence, 30_000)
 
     def _present(self, asked: Asked) -> None:
         answer = partial(self._answered, asked.id)

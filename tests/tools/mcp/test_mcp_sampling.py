@@ -151,7 +151,8 @@ def test_the_window_asks_before_its_model_answers_a_server_and_withdraws_what_wa
     save_servers({"asker": SERVER})
     scripts = [_call("haiku", '{"topic": "tea"}'), _final("Steam over the cup."), _final("Done."),
                _call("haiku", '{"topic": "tea"}'), _final("Leaves settle."), _final("Done again."),
-               _call("haiku", '{"topic": "tea"}'), _final("It did not answer.")]  # fmt: skip
+               _call("haiku", '{"topic": "tea"}'), _final("It did not answer."),
+               _call("haiku", '{"topic": "tea"}'), _final("Refused.")]  # fmt: skip
     window, _ = make_window(qtbot, tmp_path, scripts)
     presenter = attach(window)
     controller = window.controller
@@ -194,6 +195,13 @@ def test_the_window_asks_before_its_model_answers_a_server_and_withdraws_what_wa
     assert decisions == ["asked: allow for this conversation", "allow for this conversation"]
     late = [e for e in AuditLog().read(controller.doc.id).entries if e["tool"] == "mcp:asker.sampling"]
     assert len(late) == 1 and late[0]["decision"] == "not answered in time" and late[0]["error"]["code"] == "-32001"
+    controller.tools.mcp.hooks.caps.per_turn["sampling"] = 0  # type: ignore[union-attr]
+    card = turn("Past the cap.")
+    with qtbot.waitSignal(controller.replyFinished, timeout=30_000):
+        card.run.click()
+    assert "the most this host answers in one turn" in card.result.toPlainText()
+    qtbot.waitUntil(lambda: "in one turn" in window.statusBar().currentMessage(), timeout=5_000)
+    assert not presenter.dialogs  # refused before anyone was asked
     controller.tools.close()
 
 
