@@ -102,7 +102,7 @@ class Settings(Declared):
             words=tuple((p.value, p.said) for p in Overflow),
         ),
     ] = Field(
-        "stop",
+        "summarise",
         description="When a conversation outgrows the context (stop: say so; drop-middle: leave"
         " out the oldest exchanges after the first; rolling: leave out the oldest exchanges;"
         " summarise: the model summarises the older exchanges, which you can undo); each"

@@ -7,10 +7,11 @@ Guarantees:
   chat's own model on the engine thread (`turn_source.compaction_events`); it holds the chat
   like a turn does (Stop or Esc ends it, nothing else starts meanwhile), and its record is the
   notice the one reply builder makes of `Compacted`, added to the reply of the chat's latest
-  turn and saved with it, so every later turn of that branch is sent compacted. A chat whose
-  policy is not summarise is set to summarise when it is compacted (said): it is the policy
-  whose turns carry a compaction. What was not done is said (`notice`): nothing to compact
-  yet, the summary failed, the model was stopped;
+  turn and saved with it, so every later turn of that branch is sent compacted. A compacted
+  chat keeps summarise as its own policy (said when it had another; a later change of the
+  settings' default does not change it): it is the policy whose turns carry a compaction.
+  What was not done is said (`notice`): nothing to compact yet, the summary failed, the model
+  was stopped;
 - Undo (`undo`) takes the record out of the marker's segment (the domain's `undo`: it is
   kept as `undone`, the marker says it was undone) and out of every later marker of the
   chosen branch (they carry its summary forward), saves each reply it changed and repaints
@@ -163,15 +164,16 @@ class Compactions(QObject):
 
     def _record(self, doc: ChatDoc, turn: int, version: Version, event: Compacted) -> None:
         """The compaction's marker on the latest reply (the one reply builder writes it),
-        saved with the chat, whose policy becomes summarise if it was not."""
+        saved with the chat, whose own policy becomes summarise (said if it was another)."""
         chat, reply = self.chat, version.reply
         assert reply is not None
         for change in ReplyBuilder(reply).apply(event):
             if isinstance(change, Added) and chat.shows_answer:
                 chat.segmentAdded.emit(turn, change.index)
         said = f"Compacted: {event.compaction.said()}."
-        if (doc.overflow or chat.overflow) is not Overflow.SUMMARISE:
-            doc.overflow = Overflow.SUMMARISE
+        changed = (doc.overflow or chat.overflow) is not Overflow.SUMMARISE
+        doc.overflow = Overflow.SUMMARISE  # its own now: a later default does not undo it
+        if changed:
             said += (
                 " This chat now summarises when it nears full, so its next messages are sent"
                 " compacted (When the context is full ▸ Summarise)."

@@ -214,7 +214,7 @@ def test_the_window_shows_the_budget_and_keeps_the_conversations_policy(qtbot: A
     with real_model_window(qtbot, tmp_path, smollm_model, max_tokens=32) as window:
         status, menu, controller = window.status, window.overflow_menu, window.controller
         assert status.budget.isVisible() and "instructions" in status.budget.toolTip()
-        assert status.context.text().startswith("context ") and menu.chosen() is Overflow.STOP
+        assert status.context.text().startswith("context ") and menu.chosen() is Overflow.SUMMARISE
         menu.actions[policy].trigger()
         assert controller.doc.overflow is policy and menu.chosen() is policy
         warned = False
@@ -244,7 +244,7 @@ def test_the_window_shows_the_budget_and_keeps_the_conversations_policy(qtbot: A
             assert widths["history"] > widths["instructions"] and sum(widths.values()) == pytest.approx(120, abs=6)
         chosen = controller.doc.id
         controller.new_chat()  # another chat: the settings' default; back: its own, read from the store
-        assert menu.chosen() is Overflow.STOP
+        assert menu.chosen() is Overflow.SUMMARISE
         with qtbot.waitSignal(controller.docChanged, timeout=10_000):
             controller.select(chosen)
         assert controller.doc.overflow is policy and menu.chosen() is policy
