@@ -196,3 +196,35 @@ def test_llama_cpp_lines_cross_the_pipe_to_the_app_log(tiny_model: Any, tmp_path
         logging.getLogger("llama").removeHandler(handler)
     assert lines and seen and set(lines) <= set(seen)
     assert any("gpt-oss" in line or "llama" in line or "model" in line for line in lines), lines[:5]
+
+
+def test_the_tokenizer_asks_the_worker_once_per_text_and_again_after_a_load(tiny_model: Any) -> None:
+    from app.engine.local.tokenizer import MEMO_CHARS, ModelTokenizer
+
+    client = WorkerClient()
+    try:
+        client.load(tiny_model, n_ctx=256, n_threads=1)
+        asked: list[str] = []
+        real = client.tokenize
+
+        def counted(text: str, special: bool) -> list[int]:
+            asked.append(text)
+            return real(text, special)
+
+        client.tokenize = counted  # type: ignore[method-assign]
+        tok = ModelTokenizer(client)
+        first = tok.tokenize("Hello there, river.", special=False)
+        assert first == tok.tokenize("Hello there, river.", special=False) == real("Hello there, river.", False)
+        assert asked == ["Hello there, river."]  # the second time, remembered
+        tok.tokenize("<|start|>", special=True)
+        tok.tokenize("<|start|>", special=False)
+        assert asked.count("<|start|>") == 2  # remembered apart: specials parsed or not
+        long = "river " * (MEMO_CHARS // 6 + 1)
+        tok.tokenize(long, special=False)
+        tok.tokenize(long, special=False)
+        assert asked.count(long) == 2  # too long to remember: asked each time
+        client.load(tiny_model, n_ctx=256, n_threads=1)  # another load: nothing remembered holds
+        assert tok.tokenize("Hello there, river.", special=False) == first
+        assert asked.count("Hello there, river.") == 2
+    finally:
+        client.close()

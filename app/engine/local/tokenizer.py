@@ -3,16 +3,24 @@
 Guarantees: text is tokenized by the model itself; each `IMAGE_MARKER` in it becomes one
 `IMAGE_ID` in its place (the text on either side tokenized apart, as llama.cpp's own
 multimodal tokenizer splits a prompt at its images), so every template writes images where
-they stand without knowing of them."""
+they stand without knowing of them. A text's ids are remembered (`MEMO` texts of at most
+`MEMO_CHARS` characters, the least recently used forgotten first, all of them when another
+model is loaded): a conversation rendered again each turn, and several times while it is
+fitted to the context, asks the worker only for what is new — each question is a round trip
+to its process."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
+from typing import Any
 
 from app.domain.messages import IMAGE_MARKER
 from app.engine.backend import ModelBackend
 from app.engine.protocol import IMAGE_ID, Specials
+
+MEMO = 4096  # texts whose ids are remembered
+MEMO_CHARS = 8192  # the longest text remembered
 
 
 class ModelTokenizer:
@@ -22,6 +30,19 @@ class ModelTokenizer:
         self._client = client
         info = client.info
         self.n_vocab = info.n_vocab if info else 0
+        self._model: Any = info
+        self._remembered = lru_cache(maxsize=MEMO)(self._asked)
+
+    def _asked(self, text: str, special: bool) -> tuple[int, ...]:
+        return tuple(self._client.tokenize(text, special))
+
+    def _ids(self, text: str, special: bool) -> list[int]:
+        if len(text) > MEMO_CHARS:
+            return self._client.tokenize(text, special)
+        if self._client.info is not self._model:  # another model: none of its answers hold
+            self._model = self._client.info
+            self._remembered.cache_clear()
+        return list(self._remembered(text, special))
 
     @cached_property
     def _specials(self) -> Specials:
@@ -40,13 +61,13 @@ class ModelTokenizer:
         if not text:
             return []
         if IMAGE_MARKER not in text:
-            return self._client.tokenize(text, special)
+            return self._ids(text, special)
         out: list[int] = []
         for i, part in enumerate(text.split(IMAGE_MARKER)):
             if i:
                 out.append(IMAGE_ID)
             if part:
-                out += self._client.tokenize(part, special)
+                out += self._ids(part, special)
         return out
 
     @cached_property
