@@ -36,3 +36,26 @@ def test_compact_now_and_undo_in_a_saved_terminal_chat(tmp_path: Path, smollm_mo
     assert notices and "Compaction undone" in notices[0].text  # recorded on the next reply, then undone
     assert recorded(marked.segments) is None and doc.compaction() is None
     assert [t.version.user_text for t in doc.turns][4] == "What is the boat called?"
+
+
+def test_the_interactive_chat_compacts_after_an_answer_so_the_next_turn_does_not_wait(
+    tmp_path: Path, smollm_model: Any
+) -> None:
+    lines = [LONG.format(f) for f in FACTS] + ["What is the boat called?", "Thanks."]
+    data = tmp_path / "data"
+    done = chat(data, smollm_model, "--ctx", "512", "--max-tokens", "32", "--overflow", "summarise",
+                "--save", stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[compacted: " in done.stderr, done.stderr[-3000:]
+    store = HistoryStore(data / "history.db")
+    doc = store.load(saved_id(done.stderr))
+    store.close()
+    assert doc is not None and len(doc.turns) == len(lines)
+    marked = [t.version.reply for t in doc.turns if t.version.reply and recorded(t.version.reply.segments)]
+    assert marked, "no reply carries the compaction"
+    reply = marked[0]
+    assert reply is not None
+    kinds = [s.kind for s in reply.segments]
+    notice = next(i for i, s in enumerate(reply.segments) if "compaction" in s.data)
+    assert "answer" in kinds[:notice]  # made after that turn's answer, not before it
+    assert doc.compaction() is not None and all(t.version.reply.state != "failed" for t in doc.turns)  # type: ignore[union-attr]

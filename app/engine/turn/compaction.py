@@ -29,7 +29,7 @@ import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 
-from app.domain.budget import reserve_for
+from app.domain.budget import Overflow, reserve_for
 from app.domain.compaction import (
     Compaction,
     applies,
@@ -213,14 +213,20 @@ def warm(
     request: GenerationRequest,
     cancel: threading.Event | None,
 ) -> None:
-    """Read the compacted prompt of `conversation` once, as the next turn will send it: one
-    token generated and dropped, the state kept as the conversation's (`request.keep`)."""
-    once = GenerationRequest(
+    """Read the compacted prompt of `conversation` once, as the next turn will send it (the
+    turn's tools, effort and format, which its prompt carries): one token generated and
+    dropped, the state kept as the conversation's (`request.keep`)."""
+    once = replace(
+        request,
         max_tokens=1,
         sampling=SamplingAsk(temperature=0.0),
-        keep=request.keep,
-        tenant=request.tenant,
-        reserved=request.reserved,
+        tool_choice="auto",
+        prefix=(),
+        top_logprobs=0,
+        overflow=Overflow.STOP,
+        compaction=None,
+        compact_now=False,
+        compact_ahead=False,
     )
     _drained(session.generate(prompt_of(conversation, compaction), once, cancel))
 
