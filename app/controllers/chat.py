@@ -49,6 +49,7 @@ from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_
 from app.controllers.turn_source import turn_events
 from app.domain.budget import Overflow
 from app.domain.events import (
+    Compacted,
     Compacting,
     GenerationDone,
     JsonRetried,
@@ -360,7 +361,9 @@ class ChatController(ConversationsController):
             case ParseIssue(code=ErrorCode.NETWORK):
                 self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
             case Compacting():
-                self.notice.emit(compacting_said(event))  # the summary comes before the answer
+                self.notice.emit(compacting_said(event))  # a summary is being written
+            case Compacted():
+                self.notice.emit(f"Compacted: {event.compaction.said()}.")  # in its place
         for change in state.builder.apply(event):
             self.painter.paint(turn, change)
             if isinstance(change, Added) and not self.shows_answer:

@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from app.domain.budget import Overflow
-from app.domain.compaction import SUMMARY_OPENS
+from app.domain.compaction import SUMMARY_OPENS, recorded
 from app.engine.protocol import ModelInfo
 from app.harmony import encoding as enc
 from app.store.exchange import export, import_text
@@ -245,6 +245,33 @@ def test_a_real_compacted_window_reuses_its_prefix(
             reused.append(reply.debug.timings.get("prompt_reused", 0))
         assert all(r > 0 for r in reused), reused  # the compacted prefix is reused
         assert reused[-1] > reused[0], reused  # the second turn after it: the summary too
+
+
+def test_a_real_window_compacts_after_an_answer_and_says_it_in_the_status_bar(
+    qtbot: Any, qloop: Any, tmp_path: Path, smollm_model: Any
+) -> None:
+    from tests.gui_helpers import real_model_window
+
+    long = "Remember this, please: {}. " + "It matters for later. " * 10
+    facts = ("the boat is called Marisol", "my sister keeps nine goats", "the code is HX-31",
+             "the meeting is on Thursday")  # fmt: skip
+    with real_model_window(qtbot, tmp_path, smollm_model, max_tokens=32) as window:
+        c = window.controller
+        notices: list[str] = []
+        c.notice.connect(notices.append)  # what the status bar is told
+        for fact in facts:  # summarise is the default: no policy chosen
+            send(qtbot, window, long.format(fact), timeout=120_000)
+        marked = [t for t in c.doc.turns if t.version.reply and recorded(t.version.reply.segments)]
+        assert marked and markers(window), "no compaction was made"
+        reply = marked[0].version.reply
+        assert reply is not None
+        kinds = [s.kind for s in reply.segments]
+        notice = next(i for i, s in enumerate(reply.segments) if "compaction" in s.data)
+        assert "answer" in kinds[:notice]  # made after that turn's answer, while it was read
+        compacting = next(i for i, n in enumerate(notices) if n.startswith("Compacting: "))
+        done = [n for n in notices[compacting:] if n.startswith("Compacted: ")]
+        assert done and "exchanges summarised" in done[0], notices  # "Compacting…" does not stay
+        assert all(t.version.reply.state != "failed" for t in c.doc.turns)  # type: ignore[union-attr]
 
 
 def test_undo_on_an_earlier_marker_undoes_the_later_ones_that_carry_its_summary(
