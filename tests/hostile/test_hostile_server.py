@@ -9,7 +9,6 @@ import concurrent.futures as cf
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
 from app.engine.local.session import ChatSession
 from app.server.guard import origin_allowed
@@ -28,6 +26,7 @@ from app.server.listen import server_config
 from app.server.options import ServeOptions
 from app.server.served import ServedModel
 from app.templates.registry import get_template
+from tests.server.in_process import scripted_server
 from tests.server.test_server import _free_port, _serve
 
 ASK = [{"role": "user", "content": "Hi"}]
@@ -49,27 +48,10 @@ def _refused(answer: httpx.Response, status: int, param: str | None = None) -> d
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[tuple[str, ScriptedClient]]:
     """A server on a scripted source (every generation ends at once), with short deadlines."""
-    import uvicorn
-
     client = ScriptedClient([])
-    template = get_template("harmony")
-
-    def session() -> ChatSession:
-        return ChatSession(client, template, sampling=Sampling(), max_tokens=16)
-
-    engine = cf.ThreadPoolExecutor(max_workers=1)
-    served = ServedModel(name="scripted", engine=engine, session=session, template=template, n_ctx=8192)
     options = ServeOptions(port=_free_port(), head_timeout_s=1.0, body_timeout_s=1.0, max_tokens=16)
-    server = uvicorn.Server(server_config(served, options))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{options.port}", client
-    server.should_exit = True
-    thread.join(5)
-    engine.shutdown()
+    with scripted_server(client, options) as base:
+        yield base, client
 
 
 def test_v26_a_cross_origin_page_cannot_post_blind(scripted: tuple[str, ScriptedClient]) -> None:

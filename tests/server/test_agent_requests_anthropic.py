@@ -12,11 +12,8 @@ its clients.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import copy
 import json
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,17 +22,14 @@ import httpx2 as httpx
 import pytest
 
 from app.domain.messages import DeveloperContent, Role
-from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
-from app.engine.local.session import ChatSession
 from app.server.anthropic.convert import asked
 from app.server.anthropic.wire import CountRequest, MessagesRequest
 from app.server.asked import Asked, Target
 from app.server.errors import ApiError, parse
-from app.server.listen import server_config
 from app.server.options import ServeOptions
-from app.server.served import ServedModel
 from app.templates.registry import get_template
+from tests.server.in_process import scripted_server
 from tests.server.test_server import _free_port
 
 WARNING = "X-Harmony-Desk-Warning"
@@ -102,27 +96,9 @@ HI = [{"role": "user", "content": "Hi"}]
 def served() -> Iterator[tuple[str, ScriptedClient]]:
     """A server on a scripted gpt-oss source that answers every request with reasoning and a
     final answer, taking answers of up to 4096 tokens."""
-    import uvicorn
-
     client = ScriptedClient([ANSWER] * 12)
-    template = get_template("harmony")
-
-    def session() -> ChatSession:
-        return ChatSession(client, template, sampling=Sampling(), max_tokens=4096)
-
-    engine = cf.ThreadPoolExecutor(max_workers=1)
-    model = ServedModel(name="scripted", engine=engine, session=session, template=template, n_ctx=8192)
-    options = ServeOptions(port=_free_port(), max_tokens=4096)
-    server = uvicorn.Server(server_config(model, options))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{options.port}", client
-    server.should_exit = True
-    thread.join(5)
-    engine.shutdown()
+    with scripted_server(client, ServeOptions(port=_free_port(), max_tokens=4096)) as base:
+        yield base, client
 
 
 def _post(base: str, body: dict[str, Any], path: str = "/v1/messages") -> httpx.Response:

@@ -7,7 +7,6 @@ document order."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import re
 import threading
@@ -22,16 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.messages import IMAGE_MARKER
-from app.domain.sampling import Sampling
 from app.engine.local.scripted import ScriptedClient
-from app.engine.local.session import ChatSession
 from app.server import intake
 from app.server.errors import ApiError
 from app.server.intake import depth_of, depth_of_raw, parsed, unsaid_in_raw
-from app.server.listen import server_config
 from app.server.options import ServeOptions
-from app.server.served import ServedModel
-from app.templates.registry import get_template
+from tests.server.in_process import scripted_server
 from tests.server.test_server import _free_port
 
 JSON = {"content-type": "application/json"}
@@ -40,26 +35,9 @@ JSON = {"content-type": "application/json"}
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, ServeOptions]]:
     """A server on a scripted source, in this process, on loopback."""
-    import uvicorn
-
-    client, template = ScriptedClient([]), get_template("harmony")
-
-    def session() -> ChatSession:
-        return ChatSession(client, template, sampling=Sampling(), max_tokens=16)
-
-    engine = cf.ThreadPoolExecutor(max_workers=1)
-    model = ServedModel(name="scripted", engine=engine, session=session, template=template, n_ctx=8192)
     options = ServeOptions(port=_free_port(), max_tokens=16)
-    server = uvicorn.Server(server_config(model, options))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{options.port}", options
-    server.should_exit = True
-    thread.join(5)
-    engine.shutdown()
+    with scripted_server(ScriptedClient([]), options) as base:
+        yield base, options
 
 
 def _strings_at_the_limit(limit: int) -> tuple[bytes, int]:
