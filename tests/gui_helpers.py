@@ -42,10 +42,16 @@ def all_text(root: QWidget) -> str:
 
 @contextmanager
 def real_model_window(
-    qtbot: Any, tmp_path: Any, model: Any, max_tokens: int, prompt: str = "Hi"
+    qtbot: Any,
+    tmp_path: Any,
+    model: Any,
+    max_tokens: int,
+    prompt: str = "Hi",
+    seed: int | None = None,
 ) -> Iterator[Any]:
     """A window on a real GGUF (one thread, 512 tokens of context), the debug pane open, one
-    message answered; the window and its worker are closed afterwards."""
+    message answered (sampled with `seed` when given: the same answers every run); the window
+    and its worker are closed afterwards."""
     from app.controllers.bridge import EngineBridge
     from app.controllers.chat import ChatController
     from app.controllers.model_host import ModelHost
@@ -60,6 +66,8 @@ def real_model_window(
         with qtbot.waitSignal(host.loaded, timeout=120_000):
             window.load_model(str(model), n_ctx=512, threads=1)
         window.set_debug(True, remember=False)
+        if seed is not None and host.sampling is not None:
+            host.sampling = host.sampling.model_copy(update={"seed": seed})
         window.controller.max_tokens = max_tokens
         send(qtbot, window, prompt, timeout=60_000)
         yield window
