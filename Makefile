@@ -47,7 +47,18 @@ keyring-daemon:
 # file runs whole on one of them: see pyproject.toml). `make test WORKERS=0`: all in one process.
 WORKERS ?= 2
 
-test: lint keyring-daemon
+# Real MCP servers from npm that the tests start (versions pinned by tests/mcp_npm's lock file),
+# installed into the virtual environment, never into the project.
+NPM_DIR := $(VENV)/npm
+
+$(NPM_DIR)/.installed: tests/mcp_npm/package.json tests/mcp_npm/package-lock.json | $(BIN)/python
+	@command -v npm >/dev/null || { echo "npm is needed by the MCP tests (Debian: apt-get install nodejs npm)"; exit 1; }
+	mkdir -p $(NPM_DIR)
+	cp tests/mcp_npm/package.json tests/mcp_npm/package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --silent --no-audit --no-fund --ignore-scripts
+	touch $@
+
+test: lint keyring-daemon $(NPM_DIR)/.installed
 	$(BIN)/pytest -n $(WORKERS)
 
 # The README's pictures: the sample conversation in both themes, an empty chat and a 640x480
