@@ -16,8 +16,9 @@ data; `looks_secret` says whether a text holds a secret shape. Linear time: no s
 over its input (a name's letters around its secret word are bounded, and it is tried at the
 start of a word only), and a shape is looked for only in a text holding the words it cannot
 match without; a megabyte of any text is redacted in a fraction of a second (the redaction
-corpus test holds the bound). An error's class is not a secret's name (`OAuthTokenError:
-Token exchange failed` stays as it is).
+corpus test holds the bound). An error's words are never rewritten: its class is not a
+secret's name (`OAuthTokenError: Token exchange failed` stays as it is), nor is an OAuth error
+code (`invalid_token: The access token expired`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any
 MARK = "[redacted]"
 _NAME = r"(?:api[_-]?key|access[_-]?key|token|secret|passw(?:or)?d|credentials?|private[_-]?key)"
 SECRET_NAME = re.compile(_NAME, re.I)  # a name that says its value is secret
+# an OAuth error code names no secret: `invalid_token: The access token expired` keeps its words
+_CODES = r"(?:invalid|insufficient|expired|unsupported|unauthorized)_"
 _AROUND = 40  # characters a secret's name may have around the word that says so
 _PATTERNS = [
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
@@ -51,7 +54,7 @@ _PATTERNS = [
     # long word is tried once, not at each of its letters: linear time) and is not an error's
     # class (`OAuthTokenError: Token exchange failed` keeps its words)
     re.compile(
-        rf"(?i)((?<![A-Za-z0-9_.-])[\"']?[A-Za-z0-9_.-]{{0,{_AROUND}}}{_NAME}"
+        rf"(?i)((?<![A-Za-z0-9_.-])[\"']?(?!{_CODES})[A-Za-z0-9_.-]{{0,{_AROUND}}}{_NAME}"
         rf"[A-Za-z0-9_.-]{{0,{_AROUND}}}(?<!tokens)(?<!error)(?<!exception)[\"']?\s{{0,8}}[:=]"
         r"\s{0,8}[\"']?)[^\s\"',}&\[{][^\s\"',}&]*"
     ),

@@ -169,6 +169,52 @@ def test_an_error_s_class_is_not_a_secret_s_name() -> None:
     assert MARK in redact("token: abcd1234efgh")
 
 
+def _sdk_errors() -> list[BaseException]:
+    """Errors as the SDKs the app uses raise them (their own classes, their own wording)."""
+    import anthropic
+    import httpx2 as httpx
+    import openai
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+    def response(status: int, url: str, body: dict[str, Any]) -> httpx.Response:
+        return httpx.Response(status, request=httpx.Request("POST", url), json=body)
+
+    expired = response(401, "https://auth.example/token",
+                       {"error": "invalid_token", "error_description": "The access token expired"})
+    try:
+        expired.raise_for_status()
+    except httpx.HTTPStatusError as exc:
+        status_error = exc
+    key = response(401, "https://api.openai.com/v1/chat/completions", {"error": {
+        "message": "Incorrect API key provided: sk-proj-ab***wxyz.", "code": "invalid_api_key"}})
+    scope = response(403, "https://api.anthropic.com/v1/messages", {"type": "error", "error": {
+        "type": "permission_error", "message": "Token does not have the required scope"}})
+    return [
+        OAuthTokenError('Token exchange failed (400): {"error":"invalid_grant"}'),
+        OAuthTokenError("Token refresh failed: 401"),
+        OAuthRegistrationError("Registration failed: 404 Not Found"),
+        OAuthFlowError("Protected resource metadata discovery failed: 500"),
+        status_error,
+        openai.AuthenticationError(f"Error code: 401 - {key.json()}", response=key, body=key.json()),
+        anthropic.PermissionDeniedError(f"Error code: 403 - {scope.json()}", response=scope, body=scope.json()),
+        ValueError("invalid_token: The access token expired"),
+        ValueError("insufficient_scope: Token lacks scope mcp:write"),
+    ]
+
+
+def test_sdk_errors_keep_every_word() -> None:
+    for error in _sdk_errors():
+        said = f"{type(error).__name__}: {error}"
+        assert redact(said) == said
+
+
+def test_a_secret_inside_an_sdk_error_goes_and_its_words_stay() -> None:
+    from mcp.client.auth import OAuthTokenError
+
+    said = str(OAuthTokenError('Token exchange failed (400): {"access_token": "eyJhbGciOi.J9abc.def"}'))
+    assert redact(said) == 'Token exchange failed (400): {"access_token": "[redacted]"}'
+
+
 def test_known_values_and_the_environment_s_secrets_are_redacted_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_API_KEY", "plainvalue-of-no-shape")
     remember("remembered-value-xyz")
