@@ -11,14 +11,18 @@ its lines, each indented so none can pose as the host's own line), a long one cu
 prompt, each message and the token limit, and is approved like a tool call — [y]es,
 [n]o, [a]llow in this chat, [A]lways, [N]ever — under the chat's own choices (saved ones
 included); it is answered by a fresh session over the chat's model (`session`). A form asks
-field by field: its label (* when required), what it takes, its description; a value that does
-not fit is said and asked again (`TRIES` times, then the form is cancelled); a secret-looking
-field is read without echo on a terminal; end of input cancels. An address is shown and opened
-only on [y]es: its canonical form is shown with its real host set apart (`Site: evil.example
-(the link says accounts.google.com…)`), and that very string is what opens. A `--yes` run asks
-nothing: sampling is allowed (as its tool calls are) and said, a request for input is declined
-and said; the caps on both (`app/tools/mcp/caps.py`) hold there too, and reaching one is said
-once (`told`). A question the deadline passed is withdrawn where
+field by field: its label (* when required), what it takes, its description, and its default
+in brackets (`(text) [Ada]`; yes/no as `[Y/n]` or `[y/N]`; a choice's default marked among
+the choices, `(one of: red, [green], blue)`; a secret's as `[default hidden]`): Enter takes
+the default, and a required field without one is asked again; a value that does not fit is
+said and asked again (`TRIES` times, then the form is cancelled); a secret-looking field is
+read without echo on a terminal; end of input cancels. A form the host asks again (its answer
+did not fit: `app/tools/mcp/elicit.py`) says what was wrong and asks only those fields. An
+address is shown and opened only on [y]es: its canonical form is shown with its real host set
+apart (`Site: evil.example (the link says accounts.google.com…)`), and that very string is what
+opens. A `--yes` run asks nothing: sampling is allowed (as its tool calls are) and said, a
+request for input is declined and said; the caps on both (`app/tools/mcp/caps.py`) hold there
+too, and reaching one is said once (`told`). A question the deadline passed is withdrawn where
 stdin is a terminal; from a pipe, its line is read and dropped.
 """
 
@@ -170,27 +174,45 @@ class TerminalAsks:
                     "  Declined: a --yes run never asks for input.\n"
                 )
                 return Reply("decline", why="a --yes run never asks")
+            if form.wrong:
+                return self._fix(form, cancel)
             self._say(f"[input] The MCP server “{server}” asks: {message}\n")
             raw = (self._line("  Answer it? [y]es [d]ecline [c]ancel: ", cancel) or "c").strip()
             if raw[:1].lower() != "y":
                 return Reply("decline" if raw[:1].lower() == "d" else "cancel")
-            values: dict[str, Any] = {}
-            for field in form.fields:
-                value = self._field(field, cancel)
-                if value is _CANCELLED:
-                    return Reply("cancel")
-                values[field.name] = value
-            return Reply("accept", {k: v for k, v in values.items() if v is not None})
+            return self._answer(form.fields, {}, cancel)
+
+    def _fix(self, form: Form, cancel: threading.Event) -> Reply:
+        """The form asked again: what was wrong is said, and only those fields are asked."""
+        self._say(f"[input] The answer to “{_one(form.server)}” does not fit its form yet:\n")
+        for _, said in form.wrong:
+            self._say(f"  {_one(said)}\n")
+        wrong = {name for name, _ in form.wrong}
+        fields = tuple(f for f in form.fields if f.name in wrong)
+        return self._answer(fields, dict(form.given or {}), cancel)
+
+    def _answer(
+        self, fields: tuple[FormField, ...], values: dict[str, Any], cancel: threading.Event
+    ) -> Reply:
+        for field in fields:
+            value = self._field(field, cancel)
+            if value is _CANCELLED:
+                return Reply("cancel")
+            values[field.name] = value
+        return Reply("accept", {k: v for k, v in values.items() if v is not None})
 
     def _field(self, field: FormField, cancel: threading.Event) -> Any:
+        """A field's value: Enter takes its default, if it has one."""
         if field.description:
             self._say(f"  {_body(field.description)}\n")
-        prompt = f"  {_one(field.label)}{' *' if field.required else ''} ({_one(field.hint())}): "
+        prompt = f"  {_one(field.label)}{' *' if field.required else ''} {_asks(field)}: "
         for _ in range(TRIES):
             line = self._line(prompt, cancel, secret=field.secret)
             if line is None:
                 return _CANCELLED
             value = parse(field, line)
+            if value is None and field.default is not None:
+                return list(field.default) if field.kind == "choices" else field.default
             wrong = problem(field, value)
             if not wrong:
                 return value
@@ -215,6 +237,22 @@ class TerminalAsks:
 
 
 _CANCELLED = object()
+
+
+def _asks(field: FormField) -> str:
+    """What a field takes, its default in brackets: `(text) [Ada]`, `[Y/n]`, `(one of: red,
+    [green], blue)` — a choice's default marked among the choices."""
+    default = field.default
+    if field.kind == "boolean":
+        return "(yes or no)" if default is None else ("[Y/n]" if default else "[y/N]")
+    if field.kind in ("choice", "choices"):
+        marked = default if isinstance(default, list) else [default]
+        labels = [f"[{_one(lb)}]" if v in marked else _one(lb) for v, lb in field.options]
+        return f"({'one' if field.kind == 'choice' else 'any'} of: {', '.join(labels)})"
+    asks = f"({_one(field.hint())})"
+    if default is None:
+        return asks
+    return f"{asks} [{'default hidden' if field.secret else _one(str(default))}]"
 
 
 def _one(text: str) -> str:

@@ -4,10 +4,16 @@ and the terminal's prompts.
 
 Guarantees: a form is a flat list of fields, each text (with its `format`: email, uri, date,
 date-time, and length limits, never more than `MAX_TEXT_CHARS`), a number or an integer (with
-its minimum and maximum), yes/no, one choice or several (each option a value and its label);
+its minimum and maximum), yes/no, one choice or several (each option a value and its label),
+each with the server's `default` where it gave one that fits the field (SEP-1034);
 `problem` says in one sentence what is wrong with a value (a required field left empty, a
-number out of range, an address that is no email address) and is the one check the dialog,
-the terminal and the host make; `parse` turns typed text into a field's value (a choice also
+number out of range, an address that is no email address, a date that is not YYYY-MM-DD, a
+date-time without its time) and `settle` is the one place an answer is made ready to send:
+only the form's own fields, in its order, each omitted optional field that has a default
+filled with it, then every value checked (`problems`) — the dialog, the terminal and the
+host all settle the same way, and nothing is sent while a field is wrong. A form asked again
+carries what was answered (`given`) and what was wrong with it (`wrong`, field by field), so
+the person can fix it. `parse` turns typed text into a field's value (a choice also
 by its number or label); `shown` gives the values fit to show again: the value of a field
 whose name, title or description says it is secret (password, token, key, PIN…), or of any
 value shaped like a secret, as `HIDDEN` (the audit log keeps no value at all, only the names
@@ -20,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -34,6 +40,9 @@ Action = Literal["accept", "decline", "cancel"]
 FORMATS = ("email", "uri", "date", "date-time")
 _SECRETISH = re.compile(r"pass(?:code|phrase)|\bpin\b|\botp\b|one[- ]time|\bcvv\b|2fa", re.I)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_SPACE = re.compile(r"\s")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # RFC 3339 full-date
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")  # a date and its time, at least
 
 
 @dataclass(frozen=True)
@@ -88,9 +97,22 @@ class FormField:
 
 @dataclass(frozen=True)
 class Form:
+    """A form to fill; asked again, it carries the answer given and what was wrong with it."""
+
     server: str
     message: str
     fields: tuple[FormField, ...]
+    given: Mapping[str, Any] | None = None  # the answer that did not fit, to fix
+    wrong: tuple[tuple[str, str], ...] = ()  # (field name, the sentence that says why)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """An answer made ready to send (`settle`): `content` the form's fields only, in its
+    order, defaults filled; `wrong` each field that does not fit and why (empty: it fits)."""
+
+    content: dict[str, Any]
+    wrong: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -122,6 +144,13 @@ def _range(low: float | None, high: float | None) -> str:
     if low is not None:
         return f" of at least {low:g}"
     return f" of at most {high:g}" if high is not None else ""
+
+
+def _amount(low: int | None, high: int | None, noun: str) -> str:
+    """How many of `noun` a field takes ("from 3 to 20 characters", "at most 2 choices")."""
+    if low is not None and high is not None:
+        return f"from {low} to {high} {noun}"
+    return f"at least {low} {noun}" if low is not None else f"at most {high} {noun}"
 
 
 def _number(value: Any) -> float | None:
@@ -156,16 +185,18 @@ def _choices_problem(field: FormField, value: Any) -> str:
         return f"“{field.label}” takes {field.hint()}."
     low, high = field.min_items, field.max_items
     if (low is not None and len(value) < low) or (high is not None and len(value) > high):
-        return f"“{field.label}” takes{_range(low, high)} choices."
+        return f"“{field.label}” takes {_amount(low, high, 'choices')}."
     return ""
 
 
 def _text_problem(field: FormField, value: Any) -> str:
     if not isinstance(value, str):
         return f"“{field.label}” takes text."
-    low, high = field.min_length, min(field.max_length or MAX_TEXT_CHARS, MAX_TEXT_CHARS)
-    if (low is not None and len(value) < low) or len(value) > high:
-        return f"“{field.label}” takes{_range(low, high)} characters."
+    low, high = field.min_length, field.max_length
+    if len(value) > MAX_TEXT_CHARS and (high is None or high > MAX_TEXT_CHARS):
+        high = MAX_TEXT_CHARS  # the most this host takes, whatever the schema allows
+    if (low is not None and len(value) < low) or (high is not None and len(value) > high):
+        return f"“{field.label}” takes {_amount(low, high, 'characters')}."
     if field.format and not _formatted(field.format, value):
         return f"“{field.label}” takes {field.hint()}."
     return ""
@@ -174,16 +205,16 @@ def _text_problem(field: FormField, value: Any) -> str:
 def _formatted(fmt: str, value: str) -> bool:
     try:
         if fmt == "date":
-            dt.date.fromisoformat(value)
-        elif fmt == "date-time":
-            dt.datetime.fromisoformat(value)
+            return bool(_DATE.match(value)) and bool(dt.date.fromisoformat(value))
+        if fmt == "date-time":
+            return bool(_DATE_TIME.match(value)) and bool(dt.datetime.fromisoformat(value))
     except ValueError:
         return False
     if fmt == "email":
         return bool(_EMAIL.match(value))
     if fmt == "uri":
         parts = urlparse(value)
-        return bool(parts.scheme and (parts.netloc or parts.path))
+        return bool(parts.scheme and (parts.netloc or parts.path)) and not _SPACE.search(value)
     return True
 
 
@@ -191,6 +222,34 @@ def problems(form: Form, values: Mapping[str, Any]) -> dict[str, str]:
     """Each field whose value does not fit, with the sentence that says why."""
     found = {f.name: problem(f, values.get(f.name)) for f in form.fields}
     return {name: said for name, said in found.items() if said}
+
+
+def fitting_default(field: FormField) -> Any:
+    """The field's `default` if it is a value the field takes (an integer's 2.0 as 2), else
+    None: a default that does not fit is neither shown nor filled in."""
+    value = field.default
+    if field.kind == "integer" and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value is None or problem(replace(field, required=True), value):
+        return None
+    return list(value) if isinstance(value, list) else value
+
+
+def _omitted(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def settle(form: Form, content: Mapping[str, Any]) -> Settled:
+    """`content` ready to send, or what is wrong with it (see the module guarantees); an
+    empty multiple choice is an answer (nothing chosen), not an omission."""
+    values: dict[str, Any] = {}
+    for field in form.fields:
+        value = content.get(field.name)
+        if _omitted(value) and not field.required and field.default is not None:
+            value = list(field.default) if isinstance(field.default, list) else field.default
+        if not _omitted(value):
+            values[field.name] = value
+    return Settled(values, problems(form, values))
 
 
 def parse(field: FormField, text: str) -> Any:
@@ -254,9 +313,12 @@ __all__ = [
     "FormField",
     "Kind",
     "Reply",
+    "Settled",
     "UrlAsk",
+    "fitting_default",
     "parse",
     "problem",
     "problems",
+    "settle",
     "shown",
 ]

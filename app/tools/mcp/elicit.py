@@ -6,21 +6,26 @@ most `MAX_FIELDS` properties, each text (with its `format`: email, uri, date, da
 length limits), a number or integer (with its minimum and maximum), yes/no, one choice
 (`enum`, with `enumNames`, or `oneOf` consts with titles) or several (an array of such);
 anything else (a nested object, a field of no known type) is refused with a sentence that
-names the field. The person's answer is `accept` with the values, `decline` or `cancel`, as
-the protocol defines; accepted values are checked against the schema
-(`app.domain.elicit_form.problems`, the check the dialog and the terminal make before they
-accept) and only the form's own fields go back. A URL request (`mode: url`) is read once
-(`app.domain.links.read_link`: https, or http to this computer, only): its canonical address
-is what the person is shown, with its real host set apart, and the very string that opens,
-only if the person accepts; any other address is refused with the sentence that says why.
-Where no person is asked (a `--yes` run) the host answers `decline` and says why. At most 5
-requests in one call, 10 from all servers together in one chat turn and 20 in a server's
-session are asked (`caps.py`, `--yes` included): later ones are refused before anything is
-shown. The whole answer is bounded by `ELICIT_S`
-(then the server gets an error that says so, and the dialog goes); every request is one audit
-record — what was asked (the message, the fields' names, the address shown), the action and
-the names of the fields answered, never a value the person typed — and one line of the
-server's log (past a cap, only the first refused is recorded).
+names the field; a field's `default` (SEP-1034) is kept where it is a value the field takes,
+else dropped (`fitting_default`). The person's answer is `accept` with the values, `decline`
+or `cancel`, as the protocol defines; a decline or a cancel goes back as it is, with no
+content. An accepted answer is settled here, the one place every frontend's answer passes
+(`app.domain.elicit_form.settle`, the check the dialog and the terminal also make): only the
+form's own fields, each omitted optional field that has a default filled with it, every value
+checked against the schema (type, choice, range, length, format). An answer that does not fit
+is never sent: the form is asked again (`Form.wrong`: which field, and why; `Form.given`: what
+was answered), at most `ROUNDS` times, then the request is answered `cancel`. A URL request
+(`mode: url`) is read once (`app.domain.links.read_link`: https, or http to this computer,
+only): its canonical address is what the person is shown, with its real host set apart, and
+the very string that opens, only if the person accepts; any other address is refused with the
+sentence that says why. Where no person is asked (a `--yes` run) the host answers `decline`
+and says why (nothing is filled in for a person who was not asked). At most 5 requests in one
+call, 10 from all servers together in one chat turn and 20 in a server's session are asked
+(`caps.py`, `--yes` included): later ones are refused before anything is shown. The whole
+answer is bounded by `ELICIT_S` (then the server gets an error that says so, and the dialog
+goes); every request is one audit record — what was asked (the message, the fields' names,
+the address shown), the action and the names of the fields answered, never a value the person
+typed — and one line of the server's log (past a cap, only the first refused is recorded).
 """
 
 from __future__ import annotations
@@ -28,13 +33,13 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
-from app.domain.elicit_form import FORMATS, Form, FormField, Reply, UrlAsk, problems
+from app.domain.elicit_form import FORMATS, Form, FormField, Reply, UrlAsk, fitting_default, settle
 from app.domain.links import read_link
 from app.tools.audit import AuditLog
 from app.tools.mcp.asks import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     REQUEST_TIMEOUT,
     Audited,
@@ -48,11 +53,13 @@ from app.tools.mcp.caps import Caps
 ELICIT_S = 300.0
 MAX_FIELDS = 20
 MAX_MESSAGE_CHARS = 2000
+ROUNDS = 3  # a form asked again this many times at most while its answer does not fit
 
 
 class ElicitHost(Protocol):
     """What asks the person: the window's dialog or the terminal's prompts. Each method blocks
-    and runs on a thread of its own; `cancel` is set at the deadline."""
+    and runs on a thread of its own; `cancel` is set at the deadline. `fill` may be called
+    again for the same request with a form that carries what was wrong (`Form.wrong`)."""
 
     def conversation(self) -> str: ...
 
@@ -80,7 +87,12 @@ def _bound(value: Any) -> float | None:
 
 
 def _field(name: str, schema: Any, required: bool) -> FormField | str:
-    """One property as a field, or why it cannot be one."""
+    """One property as a field (its default kept only if it fits), or why it cannot be one."""
+    field = _kind(name, schema, required)
+    return field if isinstance(field, str) else replace(field, default=fitting_default(field))
+
+
+def _kind(name: str, schema: Any, required: bool) -> FormField | str:
     if not isinstance(schema, dict):
         return f"the field “{name}” has no schema"
     kind = schema.get("type")
@@ -186,20 +198,29 @@ class Elicitor:
 
     def _ask(self, ask: Form | UrlAsk, entry: Audited, cancel: threading.Event) -> Reply:
         entry.conversation = self.host.conversation()
-        return (
-            self.host.fill(ask, cancel) if isinstance(ask, Form) else self.host.visit(ask, cancel)
-        )
+        return self._fill(ask, cancel) if isinstance(ask, Form) else self.host.visit(ask, cancel)
+
+    def _fill(self, form: Form, cancel: threading.Event) -> Reply:
+        """The person's answer, settled; asked again while it does not fit (see the module
+        guarantees)."""
+        asked = form
+        for _ in range(ROUNDS):
+            reply = self.host.fill(asked, cancel)
+            if reply.action != "accept":
+                return Reply(reply.action, why=reply.why)  # declined or cancelled, as it was
+            settled = settle(form, reply.content or {})
+            if not settled.wrong:
+                return Reply("accept", settled.content, reply.why)
+            if cancel.is_set():
+                break
+            asked = replace(form, given=settled.content, wrong=tuple(settled.wrong.items()))
+        return Reply("cancel", why=f"the answer did not fit the form after {ROUNDS} tries")
 
     def _replied(self, server: str, entry: Audited, ask: Form | UrlAsk, reply: Reply) -> Any:
         from mcp import types
 
-        content = None
-        if reply.action == "accept" and isinstance(ask, Form):
-            given = reply.content or {}
-            content = {f.name: given[f.name] for f in ask.fields if given.get(f.name) is not None}
-            if problems(ask, content):
-                said = "The answer to the form did not fit its schema."
-                return self._refused(server, entry, Refusal(said, INTERNAL_ERROR))
+        is_form = reply.action == "accept" and isinstance(ask, Form)
+        content = (reply.content or {}) if is_form else None  # settled in `_fill`
         entry.decision = reply.action + (f" ({reply.why})" if reply.why else "")
         kept: dict[str, Any] = {"action": reply.action}
         if content is not None:
@@ -226,4 +247,4 @@ def _names(params: Any) -> list[str]:
     return [str(k) for k in properties] if isinstance(properties, dict) else []
 
 
-__all__ = ["ELICIT_S", "MAX_FIELDS", "ElicitHost", "Elicitor", "read_form"]
+__all__ = ["ELICIT_S", "MAX_FIELDS", "ROUNDS", "ElicitHost", "Elicitor", "read_form"]

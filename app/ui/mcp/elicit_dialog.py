@@ -4,8 +4,13 @@ input (elicitation), an address to open, and the approval of a sampling request
 
 Guarantees: a form is built from its fields alone — each labelled by its title (else its
 name), a required one marked with *, its description under it, a secret-looking one's text
-hidden as it is typed — and Send checks every value against the schema first
-(`app.domain.elicit_form.problems`): what is wrong is said and nothing is sent until it fits.
+hidden as it is typed — each prefilled with the server's default (SEP-1034: a text's, a
+number's in its spin box, a yes/no's check, a choice's in its list, a multiple choice's
+checks) or, for a form asked again, with the answer given and what was wrong with it said;
+Send settles the answer as the host does (`app.domain.elicit_form.settle`: defaults filled,
+every value checked against the schema): what is wrong is said, field by field, the first
+wrong field takes the focus, and nothing is sent until it fits. A number's spin box holds its
+range; its lowest step, shown as "—", is "not given".
 Send answers `accept` with the values, Decline `decline`, Cancel, Esc or closing the dialog
 `cancel`, as the protocol defines. An address is shown in its canonical form with its real
 host set apart ("Site: evil.example (the link says accounts.google.com…)"), and Open opens
@@ -29,6 +34,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
+    QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -41,12 +47,54 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.mcp_asks import Asked, SamplingAsk, WindowAsks
-from app.domain.elicit_form import Action, Form, FormField, Reply, UrlAsk, parse, problems
+from app.domain.elicit_form import Action, Form, FormField, Reply, UrlAsk, parse, settle
 from app.domain.inert import inert
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sampling_dialog import SamplingDialog
 
-Widget = QLineEdit | QCheckBox | QComboBox | QListWidget
+NOT_GIVEN = "—"  # a spin box's lowest step: no number given
+SPAN = 1e15  # an unbounded number's range either side of zero (whole numbers exact in a float)
+
+
+class NumberSpin(QDoubleSpinBox):
+    """A number's or a whole number's spin box over its field's range; its lowest step, one
+    below the range and shown as `NOT_GIVEN`, is "not given" (`number()` None); stepping from
+    it starts at the default, else at the value in range nearest zero."""
+
+    def __init__(self, field: FormField, value: Any) -> None:
+        super().__init__()
+        self.whole = field.kind == "integer"
+        span = max(SPAN, abs(float(field.default or 0)))  # an unbounded default is in range
+        low = field.minimum if field.minimum is not None else -span
+        high = field.maximum if field.maximum is not None else span
+        self.setDecimals(0 if self.whole else 6)
+        self.setRange(low - 1, max(low, high))
+        self.setSpecialValueText(NOT_GIVEN)
+        start = min(max(0.0, low), high)
+        self._start = float(field.default) if field.default is not None else start
+        given = isinstance(value, int | float) and not isinstance(value, bool)
+        self.setValue(float(value) if given else self.minimum())
+
+    def number(self) -> int | float | None:
+        """The number given, or None."""
+        value = self.value()
+        if value <= self.minimum():
+            return None
+        return round(value) if self.whole else value
+
+    def stepBy(self, steps: int) -> None:
+        if self.value() <= self.minimum() and steps > 0:
+            self.setValue(self._start)
+            return
+        super().stepBy(steps)
+
+    def textFromValue(self, value: float) -> str:
+        text = super().textFromValue(value)
+        point = self.locale().decimalPoint()
+        return text.rstrip("0").rstrip(point) if not self.whole and point in text else text
+
+
+Widget = QLineEdit | QCheckBox | QComboBox | QListWidget | NumberSpin
 
 
 class _Answering(QDialog):
@@ -100,8 +148,10 @@ class FormDialog(_Answering):
         layout.addWidget(_said(form.message, "message"))
         fields = QFormLayout()
         self.widgets: dict[str, Widget] = {}
+        given = form.given or {}
         for field in form.fields:
-            widget = self.widgets[field.name] = _widget(field)
+            value = given.get(field.name, field.default) if form.given else field.default
+            widget = self.widgets[field.name] = _widget(field, value)
             widget.setObjectName(field.name)
             label = plain_label(field.label + (" *" if field.required else ""), wrap=False)
             label.setToolTip(plain_tip(field.description))
@@ -116,6 +166,8 @@ class FormDialog(_Answering):
         self.problem.setStyleSheet("color: #b3261e;")
         self.problem.hide()
         layout.addWidget(self.problem)
+        if form.wrong:
+            self._show_wrong(dict(form.wrong))
         self.send_button = QPushButton("Send")
         self.send_button.setDefault(True)
         self.decline_button = QPushButton("Decline")
@@ -130,43 +182,52 @@ class FormDialog(_Answering):
         return {f.name: _value(f, self.widgets[f.name]) for f in self.form.fields}
 
     def send(self) -> None:
-        """Accept with the values, if they fit the schema; else say what does not."""
-        values = self.values()
-        wrong = problems(self.form, values)
-        if wrong:
-            set_plain(self.problem, "\n".join(wrong.values()), lines=True)
-            self.problem.show()
-            self.widgets[next(iter(wrong))].setFocus()
+        """Accept with the answer settled (defaults filled), if it fits the schema; else say
+        what does not."""
+        settled = settle(self.form, self.values())
+        if settled.wrong:
+            self._show_wrong(settled.wrong)
             return
-        self.reply("accept", {k: v for k, v in values.items() if v is not None})
+        self.reply("accept", settled.content)
+
+    def _show_wrong(self, wrong: dict[str, str]) -> None:
+        """Say what is wrong, field by field; the first wrong field takes the focus."""
+        set_plain(self.problem, "\n".join(wrong.values()), lines=True)
+        self.problem.show()
+        first = self.widgets.get(next(iter(wrong)))
+        if first is not None:
+            first.setFocus()
 
 
-def _widget(field: FormField) -> Widget:
+def _widget(field: FormField, value: Any) -> Widget:
+    """The field's widget, showing `value` (its default, or the answer given)."""
     match field.kind:
         case "boolean":
             box = QCheckBox()
-            box.setChecked(field.default is True)
+            box.setChecked(value is True)
             return box
         case "choice":
             combo = QComboBox()
             combo.addItem("— choose —", None)
-            for value, label in field.options:
-                combo.addItem(inert(label, 200), value)
-            combo.setCurrentIndex(max(0, combo.findData(field.default)))
+            for option, label in field.options:
+                combo.addItem(inert(label, 200), option)
+            combo.setCurrentIndex(max(0, combo.findData(value)))
             return combo
+        case "number" | "integer":
+            return NumberSpin(field, value)
         case "choices":
             listed = QListWidget()
-            chosen = field.default if isinstance(field.default, list) else []
-            for value, label in field.options:
+            chosen = value if isinstance(value, list) else []
+            for option, label in field.options:
                 item = QListWidgetItem(inert(label, 200))
-                item.setData(Qt.ItemDataRole.UserRole, value)
+                item.setData(Qt.ItemDataRole.UserRole, option)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                checked = Qt.CheckState.Checked if value in chosen else Qt.CheckState.Unchecked
+                checked = Qt.CheckState.Checked if option in chosen else Qt.CheckState.Unchecked
                 item.setCheckState(checked)
                 listed.addItem(item)
             listed.setMaximumHeight(24 * min(6, len(field.options)) + 8)
             return listed
-    edit = QLineEdit("" if field.default is None else str(field.default))
+    edit = QLineEdit("" if value is None else str(value))
     edit.setPlaceholderText(inert(field.hint(), 200))
     if field.secret:
         edit.setEchoMode(QLineEdit.EchoMode.Password)
@@ -176,6 +237,8 @@ def _widget(field: FormField) -> Widget:
 
 
 def _value(field: FormField, widget: Widget) -> Any:
+    if isinstance(widget, NumberSpin):
+        return widget.number()
     if isinstance(widget, QCheckBox):
         return widget.isChecked()
     if isinstance(widget, QComboBox):
@@ -286,4 +349,4 @@ def attach(window: Any, open_url: Callable[[str], object] | None = None) -> Pres
     return Presenter(window, asks, open_url or _browse)
 
 
-__all__ = ["FormDialog", "Presenter", "UrlDialog", "attach"]
+__all__ = ["NOT_GIVEN", "FormDialog", "NumberSpin", "Presenter", "UrlDialog", "attach"]

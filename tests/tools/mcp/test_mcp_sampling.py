@@ -208,7 +208,7 @@ def test_the_window_asks_before_its_model_answers_a_server_and_withdraws_what_wa
 def test_the_window_asks_for_input_with_a_dialog_built_from_the_schema(
     qtbot: Any, qloop: Any, tmp_path: Path, folders: dict[str, str]
 ) -> None:
-    from app.ui.mcp.elicit_dialog import FormDialog, UrlDialog, attach
+    from app.ui.mcp.elicit_dialog import FormDialog, NumberSpin, UrlDialog, attach
 
     save_servers({"asker": SERVER})
     scripts = [_call("order"), _final("Ordered."), _call("sign_up"), _final("Signed up."),
@@ -234,11 +234,10 @@ def test_the_window_asks_for_input_with_a_dialog_built_from_the_schema(
     assert isinstance(colour, QComboBox) and [colour.itemText(i) for i in range(colour.count())][1:] == ["red", "green", "blue"]
     colour.setCurrentIndex(colour.findData("green"))
     count = form.widgets["count"]
-    assert isinstance(count, QLineEdit)
-    count.setText("9")
+    assert isinstance(count, NumberSpin) and (count.minimum(), count.maximum()) == (0, 5)  # 0: not given
     form.send_button.click()
-    assert form.isVisible() and "“How many” takes a whole number from 1 to 5." in form.problem.text()
-    count.setText("3")
+    assert form.isVisible() and "“How many” is required." in form.problem.text()
+    count.setValue(3)
     form.widgets["gift"].setChecked(True)
     with qtbot.waitSignal(controller.replyFinished, timeout=30_000):
         form.send_button.click()
