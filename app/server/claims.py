@@ -37,12 +37,13 @@ class Resident:
     def entry(self) -> dict[str, Any]:
         s = self.served
         inputs = ["text", "image"] if s.sees_images else ["text"]  # as llama-server's router says
+        outputs = ["text"] if s.chats else ["embeddings"]
         return {
             "id": s.name,
             "object": "model",
             "created": s.created,
             "owned_by": "harmony-desk",
-            "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
+            "architecture": {"input_modalities": inputs, "output_modalities": outputs},
             "status": {"value": "loaded"},
             "pinned": not self.evictable,
             "n_ctx": s.n_ctx,

@@ -4,18 +4,21 @@ unloaded when idle or when another needs the room.
 Guarantees: a request's `model` is found (`resolve`), in this order, among the models loaded,
 the models the server may load (`Loader.offers`: the library's, by file stem or title, without
 regard to case) and the aliases (`app.server.aliases`); a name none of them knows is a 404 that
-says where the list is. A model not loaded is loaded on the first request that names it, in a
+says where the list is. Embedding models are served the same way, each of its kind: a chat
+request finds chat models only (one naming an embedding model is a 400 that says so), and
+/v1/embeddings embedding models only (`claim(..., embeds=True)`); loading, the budget, unloading
+and pins treat both alike. A model not loaded is loaded on the first request that names it, in a
 worker of its own, one load at a time, within the memory budget: its estimate (`Loader.need`:
-weights, a cache for each answer at once, buffers, projector — the fit check of the models
-page, at the context that fits what the kept models leave) must fit what the pinned and the
-window's models leave, else a 400 with the figures; the idle models loaded here are unloaded,
-least recently used first, until it fits, and if busy ones are still in the way the request
-gets a 429 that names them (clients retry). A model is busy while any request that claimed it is
-being answered, its stream included (`Claims`, an ASGI middleware around every request, gives
-each claim back when the response has ended, so a model is never unloaded under an answer). A
-model idle for `idle_s` is unloaded (`sweeping`), unless pinned; the default model is pinned,
-and a model the window owns (`Resident.close` None) is never unloaded here. A failed load is a
-400 that says why, remembered in the listing (`failed`) until a load succeeds.
+weights, a cache for each answer at once, buffers, projector — the fit check of the models page,
+at the context that fits what the kept models leave) must fit what the pinned and the window's
+models leave, else a 400 with the figures; the idle models loaded here are unloaded, least
+recently used first, until it fits, and if busy ones are still in the way the request gets a 429
+that names them (clients retry). A model is busy while any request that claimed it is being
+answered, its stream included (`Claims`, an ASGI middleware around every request, gives each
+claim back when the response has ended, so a model is never unloaded under an answer). A model
+idle for `idle_s` is unloaded (`sweeping`), unless pinned; the default model is pinned, and a
+model the window owns (`Resident.close` None) is never unloaded here. A failed load is a 400
+that says why, remembered in the listing (`failed`) until a load succeeds.
 """
 
 from __future__ import annotations
@@ -42,12 +45,14 @@ OFFERS_S = 5.0  # the library's list is read again after this long
 @dataclass(frozen=True)
 class Offer:
     """A model the server may load: the name clients use (its file's stem), its file, the
-    library's title for it and its entry (what the estimate is made from; None: read it)."""
+    library's title for it, its entry (what the estimate is made from; None: read it) and
+    whether it is made for embeddings (served at /v1/embeddings only)."""
 
     name: str
     path: str
     title: str = ""
     entry: ModelEntry | None = None
+    embeds: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,13 +117,18 @@ class Fleet:
             self._offers = (now, list(self.loader.offers()))
         return self._offers[1]
 
-    def _known(self, name: str) -> str | None:
+    def _known(self, name: str, embeds: bool | None = False) -> str | None:
+        """The loaded or offered model `name` names, of the kind asked (`embeds`: an embedding
+        model; False: a chat model; None: either)."""
         lowered = name.lower()
-        for known in self.residents:
-            if known.lower() == lowered:
+        for known, resident in self.residents.items():
+            if known.lower() == lowered and embeds in (None, not resident.served.chats):
                 return known
         for offer in self.offers():
-            if lowered in (offer.name.lower(), offer.title.lower()):
+            if lowered in (offer.name.lower(), offer.title.lower()) and embeds in (
+                None,
+                offer.embeds,
+            ):
                 return offer.name
         return None
 
@@ -126,17 +136,28 @@ class Fleet:
         """Whether `name` is one of the chat models (loaded or offered), not an alias."""
         return self._known(name) is not None
 
-    def resolve(self, name: str | None) -> str:
+    def embeds(self, name: str) -> bool:
+        """Whether `name` is one of the embedding models loaded or offered here."""
+        return self._known(name, embeds=True) is not None
+
+    def resolve(self, name: str | None, embeds: bool | None = False) -> str:
         """The name of the model that answers a request for `name` (see the guarantees)."""
         if not name:
             return self.default_name
-        known = self._known(name)
+        known = self._known(name, embeds)
         if known is not None:
             return known
-        target = self.aliases.target(name)
+        if not embeds and self.embeds(name):
+            raise ApiError(
+                400,
+                f"{name} is an embedding model: it answers /v1/embeddings, not chat requests",
+                param="model",
+                code="model_cannot_chat",
+            )
+        target = self.aliases.target(name) if embeds is not True else None
         if target == "":
             return self.default_name
-        named = self._known(target) if target is not None else None
+        named = self._known(target, embeds) if target is not None else None
         if named is None:
             why = f" (its alias names {target}, which is not served)" if target else ""
             raise ApiError(
@@ -147,9 +168,10 @@ class Fleet:
             )
         return named
 
-    async def claim(self, name: str | None) -> ServedModel:
-        """The model that answers `name`, loaded if it is not, held until the response ends."""
-        resolved = self.resolve(name)
+    async def claim(self, name: str | None, embeds: bool = False) -> ServedModel:
+        """The model that answers `name` (an embedding model if `embeds`), loaded if it is not,
+        held until the response ends."""
+        resolved = self.resolve(name, embeds)
         resident = self.residents.get(resolved)
         if resident is None:
             async with self._guard():
@@ -233,7 +255,7 @@ class Fleet:
 
     async def load(self, name: str, pin: bool = False) -> Resident:
         """Load the model `name` stands for (if it is not), pinned if asked."""
-        resolved = self.resolve(name)
+        resolved = self.resolve(name, embeds=None)
         async with self._guard():
             resident = self.residents.get(resolved) or await self._bring(resolved)
         resident.pinned = resident.pinned or pin
@@ -241,7 +263,7 @@ class Fleet:
 
     async def unload(self, name: str) -> str:
         """Unload the model `name` stands for; its name (a 4xx says why it cannot be)."""
-        resolved = self.resolve(name)
+        resolved = self.resolve(name, embeds=None)
         resident = self.residents.get(resolved)
         if resident is None:
             raise ApiError(400, f"{resolved} is not loaded", param="model", code="not_loaded")
@@ -313,15 +335,11 @@ class Fleet:
             if offer.name in self.failed:
                 status.update(failed=True, reason=self.failed[offer.name])
             created = int(offer.entry.modified) if offer.entry is not None else 0
-            entries.append(
-                {
-                    "id": offer.name,
-                    "object": "model",
-                    "created": created,
-                    "owned_by": "harmony-desk",
-                    "status": status,
-                }
-            )
+            entry = {"id": offer.name, "object": "model", "created": created}
+            entry.update(owned_by="harmony-desk", status=status)
+            if offer.embeds:
+                entry["architecture"] = {"output_modalities": ["embeddings"]}
+            entries.append(entry)
         return entries
 
     def listing(self) -> list[dict[str, Any]]:

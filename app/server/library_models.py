@@ -3,7 +3,9 @@
 Guarantees: `offers` is what the library lists now (`app.library.scan.listing`: the bundled
 models, the model folders; read again at each call, from the scan's cache) and the extra files
 given, each by its file's stem, without a model that cannot be used (a part missing, an unreadable
-header) or one made for embeddings only (an encoder architecture); a bundled model is prepared
+header); a model made for embeddings (an encoder architecture) is offered as one (`Offer.embeds`)
+and loaded in llama.cpp's embedding mode in a worker of its own, served at /v1/embeddings only
+(`embedding_served`); a bundled model is prepared
 (Gemma assembled) when first loaded; `need` and `load` go through the engine's opener (`Opener`,
 `app.engine.local.serving.Models`), so a model loads exactly as `serve --model` loads it (its
 remembered choices, its projector, the prompt cache), in a worker of its own whose generations
@@ -22,6 +24,7 @@ from app.domain.embedding import Embedder
 from app.domain.library import MemoryEstimate, ModelEntry
 from app.engine.protocol import ModelInfo
 from app.engine.session import ModelSession
+from app.errors import HarmonyDeskError
 from app.library.bundled import bundled_models, prepare
 from app.library.folders import library_folders
 from app.library.scan import listing
@@ -45,11 +48,18 @@ class Opened(Protocol):
     def close(self) -> None: ...
 
 
+class Embedding(Embedder, Protocol):
+    """An embedding model loaded in a worker of its own (`EmbeddingClient`)."""
+
+    def close(self) -> None: ...
+
+
 class Opener(Protocol):
     """What loads models for a server (`app.engine.local.serving.Models`)."""
 
     def need(self, model: ModelEntry, projector: Path | None, room: int) -> MemoryEstimate: ...
     def open(self, path: str, projector: Path | None, n_ctx: int) -> Opened: ...
+    def embedder(self, path: str) -> Embedding: ...
 
 
 def served_of(opened: Opened, engine: cf.Executor, embedder: Embedder | None = None) -> ServedModel:
@@ -66,6 +76,31 @@ def served_of(opened: Opened, engine: cf.Executor, embedder: Embedder | None = N
         use=opened.sequence_use,
         embedder=embedder,
         sees_images=bool(info.projector),
+    )
+
+
+def _chats_not(name: str) -> ModelSession:
+    said = f"{name} is an embedding model: it answers /v1/embeddings, not chat requests"
+    raise HarmonyDeskError(said)
+
+
+def embedding_served(embedder: Embedder, engine: cf.Executor) -> ServedModel:
+    """The server's view of an embedding model: it embeds (`embedder`) and never chats — the
+    fleet sends it no chat request (`Fleet.resolve`); its template is never read."""
+    from functools import partial
+
+    from app.templates.registry import get_template
+
+    facts = embedder.facts
+    return ServedModel(
+        name=facts.name,
+        engine=engine,
+        session=partial(_chats_not, facts.name),
+        template=get_template("completion"),
+        n_ctx=facts.context,
+        created=facts.created,
+        embedder=embedder,
+        chats=False,
     )
 
 
@@ -88,12 +123,13 @@ class LibraryModels:
         if self.library:
             for model in listing(library_folders(load_settings()), bundled=bundled_models()):
                 entry = model.entry
-                if entry.usable and entry.architecture not in ENCODERS:
-                    name = Path(entry.path).stem
-                    found.setdefault(name, Offer(name, entry.path, model.card.title, entry))
+                if entry.usable:
+                    name, embeds = Path(entry.path).stem, entry.architecture in ENCODERS
+                    offer = Offer(name, entry.path, model.card.title, entry, embeds)
+                    found.setdefault(name, offer)
         for file in self.files:
-            path = Path(file).expanduser().resolve()
-            found.setdefault(path.stem, Offer(path.stem, str(path), path.stem))
+            offer = _file_offer(file)
+            found.setdefault(offer.name, offer)
         return list(found.values())
 
     def need(self, offer: Offer, room: int) -> MemoryEstimate:
@@ -108,8 +144,25 @@ class LibraryModels:
         from app.library.projectors import projector_for
 
         path = str(prepare(offer.path))
+        if offer.embeds:
+            embedder = self.opener.embedder(path)
+            return Started(embedding_served(embedder, self.engine), embedder.close)
         opened = self.opener.open(path, projector_for(path, _chosen_projector(path)), need.n_ctx)
         return Started(served_of(opened, self.engine), opened.close)
+
+
+def _file_offer(file: str) -> Offer:
+    """A file given to the server, as an offer (an embedding model if its architecture is an
+    encoder's; a file that cannot be read is offered all the same: its load says why)."""
+    from app.library.scan import ScanCache
+
+    path = Path(file).expanduser().resolve()
+    try:
+        entry: ModelEntry | None = ScanCache().read(path)[0]
+    except (OSError, HarmonyDeskError):
+        entry = None
+    embeds = entry is not None and entry.architecture in ENCODERS
+    return Offer(path.stem, str(path), path.stem, entry, embeds)
 
 
 def _chosen_projector(path: str) -> str | None:
@@ -118,4 +171,12 @@ def _chosen_projector(path: str) -> str | None:
     return ChoiceStore().get(path).projector
 
 
-__all__ = ["ENCODERS", "LibraryModels", "Opened", "Opener", "served_of"]
+__all__ = [
+    "ENCODERS",
+    "Embedding",
+    "LibraryModels",
+    "Opened",
+    "Opener",
+    "embedding_served",
+    "served_of",
+]

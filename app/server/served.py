@@ -51,6 +51,7 @@ class ServedModel:
     embedder: Embedder | None = None  # what answers /v1/embeddings (None: it is refused)
     sees_images: bool = False  # a projector is loaded with the model (`ModelInfo.projector`)
     compactions: Compactions = field(default_factory=Compactions)  # made for its requests
+    chats: bool = True  # False: an embedding model, served at /v1/embeddings only
     stats: collections.Counter[str] = field(
         default_factory=lambda: collections.Counter(
             dict.fromkeys(("requests", "waiting", "generated", "stopped"), 0)

@@ -61,3 +61,40 @@ def test_models_load_on_request_and_the_idle_one_makes_room(tmp_path: Path, smol
         status = httpx.get(f"{base}/harmony-desk/status", timeout=10).json()
         assert {m["name"] for m in status["models"]} == {Path(smollm_model).stem, second.stem}
         client.close()
+
+
+def test_an_embedding_model_loads_on_request_and_answers_embeddings_only(
+    tmp_path: Path, smollm_model: Any
+) -> None:
+    import llama_cpp
+    import numpy as np
+
+    from tests import tiny_embedding
+
+    bert = tiny_embedding.build("mean")
+    reference = llama_cpp.Llama(str(bert), embedding=True, verbose=False)
+    expected = np.asarray(reference.create_embedding("This is a test")["data"][0]["embedding"])
+    reference.close()
+    for base in _serve(str(smollm_model), tmp_path, "--parallel", "1", "--models", str(bert),
+                       "--idle-unload", "0"):
+        listed = {e["id"]: e for e in httpx.get(f"{base}/v1/models", timeout=10).json()["data"]}
+        assert listed[bert.stem]["status"]["value"] == "unloaded"
+        assert listed[bert.stem]["architecture"]["output_modalities"] == ["embeddings"]
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0, timeout=60)
+        got = client.embeddings.create(model=bert.stem, input="This is a test")
+        assert got.model == bert.stem
+        vector = np.asarray(got.data[0].embedding)
+        assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-3)
+        assert _loaded(base)[bert.stem] == "loaded"
+        said = [{"role": "user", "content": "Hello"}]
+        chat = httpx.post(f"{base}/v1/chat/completions", timeout=60,
+                          json={"model": bert.stem, "messages": said})
+        assert chat.status_code == 400 and chat.json()["error"]["code"] == "model_cannot_chat"
+        embed = httpx.post(f"{base}/v1/embeddings", timeout=60,
+                           json={"model": Path(smollm_model).stem, "input": "x"})
+        assert embed.status_code == 400 and embed.json()["error"]["code"] == "model_cannot_embed"
+        gone = httpx.post(f"{base}/models/unload", timeout=60, json={"model": bert.stem})
+        assert gone.status_code == 200 and _loaded(base)[bert.stem] == "unloaded"
+        own = client.embeddings.create(model="text-embedding-3-small", input="This is a test")
+        assert own.model != bert.stem  # the server's own embedding model answers the alias
+        client.close()

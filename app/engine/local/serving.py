@@ -8,7 +8,8 @@ Gemma's), specialised for the model, and the sampling is the choice's over the t
 defaults; `Models.need` is the fit check's estimate for a file and its projector at the context
 that fits `room` bytes (its trained context, halved until it fits, `memory.context_that_fits`);
 `Models.open` starts a worker for one model and loads it there (`Opened`), and if the load fails
-the worker is stopped before the error is raised; `Opened.close` stops it.
+the worker is stopped before the error is raised; `Opened.close` stops it. `Models.embedder`
+does the same for an embedding model (`EmbeddingClient`, in llama.cpp's embedding mode).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from app.domain.library import MemoryEstimate, ModelEntry
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
+from app.engine.local.embedder import EmbeddingClient
 from app.engine.local.memory import context_that_fits, with_projector
 from app.engine.local.session import ChatSession
 from app.engine.local.tokenizer import ModelTokenizer
@@ -134,6 +136,16 @@ class Models:
             client.close()
             raise
         return Opened(client, loaded, ModelTokenizer(client))
+
+    def embedder(self, path: str) -> EmbeddingClient:
+        """An embedding model loaded in a worker of its own (stopped if the load fails)."""
+        client = EmbeddingClient()
+        try:
+            client.load_embedding_model(path, n_threads=self.threads)
+        except BaseException:
+            client.close()
+            raise
+        return client
 
 
 __all__ = ["Loaded", "Models", "Opened", "load_chosen"]

@@ -5,7 +5,9 @@ Guarantees: the answer is OpenAI's shape exactly — `{"object": "list", "data":
 "embedding", "index", "embedding"}], "model", "usage": {"prompt_tokens", "total_tokens"}}`, one
 entry per input in order — with unit-length vectors (`convert`); the same input gives the same
 vector. The embedding model names clients hardcode (OpenAI's, `ALIASES`) are answered by the
-server's embedding model, and the warning header says so. A request is answered 4xx with a
+server's embedding model, and the warning header says so; an embedding model of the library
+named by the request is loaded on it like a chat model (`Fleet.claim(..., embeds=True)`: the
+budget, idle unloading and pins hold) and answers it. A request is answered 4xx with a
 reason, never a 500: any other unknown model is a 404 (`model_not_found`), the chat model a 400
 (`model_cannot_embed`) — and so is every request when no embedding model is loaded — an input
 the model cannot embed (empty, too long for its context, token ids it does not have) a 400
@@ -24,7 +26,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.domain.embedding import Embedded, Embedder, EmbedderFacts, Refusal
+from app.domain.embedding import Embedded, Embedder, Refusal
 from app.errors import WorkerError
 from app.server.embeddings.convert import answer_of, check_dimensions, cut, inputs_of
 from app.server.embeddings.limits import RETRY_AFTER_S, Admission, Busy, check_size
@@ -51,21 +53,6 @@ _CODES = {
 ALIASES = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
 
 
-def _check_model(facts: EmbedderFacts, fleet: Fleet, model: str) -> str | None:
-    """None for the embedding model itself; for a name clients hardcode (`ALIASES`), what the
-    warning header says: another model's vectors answer it; else a 4xx naming the model."""
-    name = facts.name
-    if model in ("", name):
-        return None
-    if model in ALIASES:
-        return f"model {model} is answered by {name}: its vectors, not OpenAI's"
-    if fleet.serves(model):
-        said = f"{model} is a chat model: it has no embeddings here; ask for {name}"
-        raise ApiError(400, said, param="model", code="model_cannot_embed")
-    said = f"the model {model!r} does not exist here; the embedding model is {name}"
-    raise ApiError(404, said, param="model", code="model_not_found")
-
-
 class EmbeddingsRoute:
     """The embeddings endpoint beside the served chat models (see the module guarantees)."""
 
@@ -73,34 +60,44 @@ class EmbeddingsRoute:
         self.fleet = fleet
         self.admission = Admission()
 
-    def _embedder(self) -> Embedder:
-        served = self.fleet.default
-        if served.embedder is None:
-            raise ApiError(
-                400,
-                f"{served.name} is a chat model: it has no embeddings here; load an"
-                " embedding model to use /v1/embeddings",
-                param="model",
-                code="model_cannot_embed",
-            )
-        return served.embedder
+    async def _embedder(self, model: str) -> tuple[Embedder, str | None]:
+        """The embedding model that answers a request for `model`, and for a name clients
+        hardcode (`ALIASES`) what the warning header says; else a 4xx naming the model."""
+        own = self.fleet.default.embedder
+        if own is not None and model in ("", own.facts.name):
+            return own, None
+        if own is not None and model in ALIASES:
+            return own, f"model {model} is answered by {own.facts.name}: its vectors, not OpenAI's"
+        if model and self.fleet.embeds(model):
+            served = await self.fleet.claim(model, embeds=True)  # loaded if it is not
+            assert served.embedder is not None  # an embedding model's `ServedModel` has one
+            return served.embedder, None
+        if own is None or (model and self.fleet.serves(model)):
+            name = model or self.fleet.default.name
+            ask = f"; ask for {own.facts.name}" if own is not None else ""
+            said = f"{name} is a chat model: it has no embeddings here{ask}"
+            if own is None:
+                said += "; load an embedding model to use /v1/embeddings"
+            raise ApiError(400, said, param="model", code="model_cannot_embed")
+        said = f"the model {model!r} does not exist here; the embedding model is {own.facts.name}"
+        raise ApiError(404, said, param="model", code="model_not_found")
 
     async def __call__(self, request: Request) -> Response:
-        embedder = self._embedder()
         body = body_of(request)
+        model = body.get("model") if isinstance(body, dict) else None
+        embedder, alias = await self._embedder(model if isinstance(model, str) else "")
         facts = embedder.facts
         check_size(body.get("input") if isinstance(body, dict) else None, facts.name, facts.context)
         try:
             async with self.admission.turn():
-                return await self._answer(embedder, body)
+                return await self._answer(embedder, body, alias)
         except Busy as busy:
             headers = {"retry-after": str(RETRY_AFTER_S)}
             return JSONResponse(busy.body(), status_code=busy.status, headers=headers)
 
-    async def _answer(self, embedder: Embedder, body: object) -> Response:
+    async def _answer(self, embedder: Embedder, body: object, alias: str | None) -> Response:
         asked = parse(EmbeddingRequest, body)
         facts = embedder.facts
-        alias = _check_model(facts, self.fleet, asked.model)
         check_dimensions(facts, asked.dimensions)
         inputs = inputs_of(asked.input)
         try:
