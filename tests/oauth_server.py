@@ -160,8 +160,8 @@ class OAuthServers:
                         self._serve(_resource(self.grants, self.issuer, self.url), mcp_sock)]  # fmt: skip
 
     @staticmethod
-    def _serve(app: Any, sock: socket.socket) -> tuple[uvicorn.Server, threading.Thread]:
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    def _serve(app: Any, sock: socket.socket, **options: Any) -> tuple[uvicorn.Server, threading.Thread]:
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **options))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30

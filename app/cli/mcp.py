@@ -17,7 +17,10 @@ add; `resources NAME` / `prompts NAME` print one JSON line each, and `read NAME 
 NAME PROMPT [--arg K=V]` print a resource's text or a prompt's messages. `add NAME --url URL
 --oauth` is a server that needs a sign-in: `login NAME` opens the browser on its authorization
 server (the address is printed too), waits for the loopback redirect and says "Signed in to
-NAME" with the scopes granted, its tokens in the keyring only; `logout NAME` forgets them;
+NAME" with the scopes granted, its tokens in the keyring only (`--scope` asks for more; a
+client-credentials server signs in with no browser); `logout NAME` forgets them; the OAuth
+client's options of `add` and the wider sign-in a server asks for mid-command are
+`app/cli/mcp_signin.py`'s;
 `list` and `test` say an OAuth server's `sign_in` state. A server that cannot start or answer,
 or one that needs a sign-in first, is exit 2 with the reason (and its stderr).
 """
@@ -32,6 +35,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from app.cli.mcp_signin import add_client_arguments, client_values, following, told
 from app.domain.redact import redact_data
 from app.errors import InvalidInputError
 from app.harmony.renderer import tool_tokens
@@ -65,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument(
         "--oauth", action="store_true", help="a remote server that signs in (then: mcp login NAME)"
     )
+    add_client_arguments(add)
     add.add_argument(
         "--call-timeout",
         type=float,
@@ -86,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds to wait for the browser (default 300)",
     )
+    login.add_argument("--scope", metavar="SCOPES", help="ask for these scopes too")
     verbs.add_parser("logout", help="forget an OAuth server's sign-in").add_argument("name")
     verbs.add_parser("test", help="start a server: what it offers").add_argument("name")
     verbs.add_parser("tools", help="a server's tools, one JSON line each").add_argument("name")
@@ -113,6 +119,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " or VS Code (secrets moved to the keyring)",
     )
     imported.add_argument("file", type=Path)
+    for verb in USES:
+        verbs.choices[verb].add_argument(
+            "--yes", action="store_true", help="ask nothing: a wider sign-in is refused"
+        )
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -134,7 +144,8 @@ def _ask(name: str) -> str:
 def _add(args: argparse.Namespace, secrets: Secrets) -> int:
     command = [c for c in args.server_command if c != "--"] if args.server_command else []
     hidden = [*args.secret_env, *args.secret_header]
-    if hidden and not secrets.saved:
+    client, client_secrets = client_values(args)
+    if (hidden or client_secrets) and not secrets.saved:
         print(f"not stored: {secrets.problem}", file=sys.stderr)
         return 1
     try:
@@ -149,10 +160,12 @@ def _add(args: argparse.Namespace, secrets: Secrets) -> int:
             timeout=args.call_timeout,
             enabled_tools=tuple(t.strip() for t in args.tools.split(",")) if args.tools else None,
             oauth=args.oauth,
+            oauth_client=client,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"the server is not valid: {exc.errors()[0]['msg']}") from None
-    add_server(args.name, server, secrets, {name: _ask(name) for name in hidden})
+    values = {name: _ask(name) for name in hidden}
+    add_server(args.name, server, secrets, {**values, **client_secrets})
     then = f"; sign in with `harmony-desk mcp login {args.name}`" if args.oauth else ""
     print(f"MCP server {args.name} saved{then}", file=sys.stderr)
     return 0
@@ -165,14 +178,8 @@ def _login(args: argparse.Namespace, secrets: Secrets) -> int:
         print(f"not signed in: {secrets.problem}", file=sys.stderr)
         return 1
     server = McpPool(secrets=secrets).server(args.name)
-
-    def told(url: str) -> None:
-        print(
-            f"Opening the browser to sign in to {args.name}; if it does not open, visit:\n{url}",
-            file=sys.stderr,
-        )
-
-    signed = login(args.name, server, secrets, timeout=args.timeout, told=told)
+    said = told(args.name)
+    signed = login(args.name, server, secrets, timeout=args.timeout, told=said, scope=args.scope)
     print(signed.sentence(args.name), file=sys.stderr)
     return 0
 
@@ -204,9 +211,16 @@ def _use(args: argparse.Namespace, secrets: Secrets) -> int:
     pool = McpPool(secrets=secrets)
     pool.server(args.name)  # a clear error for a name that is not configured
     arguments = _arguments(args.arguments) if args.verb == "call" else {}
-    connection: McpConnection = pool.connection(args.name)
+    server = pool.server(args.name)
     try:
-        return _with(args, pool, connection, arguments, secrets)
+        return following(
+            args.name,
+            server,
+            secrets,
+            args.yes,
+            lambda: _with(args, pool, pool.connection(args.name), arguments, secrets),
+            lambda: pool.stop(args.name),
+        )
     finally:
         pool.close()
 

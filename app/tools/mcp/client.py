@@ -10,7 +10,9 @@ call that times out or is cancelled through its `cancel` event is abandoned with
 protocol's `notifications/cancelled`; a local server runs under the guard with the environment
 of `app/tools/mcp/env.py`; a remote server gets its headers with their secrets read from the
 keyring at connect (never from a file), and an OAuth server its stored sign-in, which never
-opens a browser (`app/tools/mcp/oauth.py`); a server that cannot start says so in one sentence
+opens a browser (`oauth.py`: a 401 on any request says "sign in to NAME first", a 403 asking
+for a wider scope says so and keeps the sign-in, either as the `McpError`'s `sign_in`); a
+server that cannot start says so in one sentence
 that names it once and says what happened in words ("The MCP server “git” could not start: the
 command “uvx” was not found.", "…: it exited with code 1 before answering.",
 `app/tools/mcp/words.py`) — no exception class, no `PATH` — with the technical facts and a
@@ -47,14 +49,19 @@ PING_S = 3.0
 
 
 class McpError(HarmonyDeskError):
-    """A server that cannot start, answer in time, or that failed a request."""
+    """A server that cannot start, answer in time, or that failed a request; `sign_in` is
+    the sign-in that stopped it (a `SignInError`: needed, wider, stopped), None otherwise."""
 
     def __init__(
-        self, message: str, code: ErrorCode = ErrorCode.TOOL_ERROR, details: str = ""
+        self,
+        message: str,
+        code: ErrorCode = ErrorCode.TOOL_ERROR,
+        details: str = "",
+        sign_in: HarmonyDeskError | None = None,
     ) -> None:
         message = redact(message)  # a server's words, an exception's text: never a secret
         super().__init__(message, redact(details))
-        self.code = code
+        self.code, self.sign_in = code, sign_in
 
 
 class McpConnection:
@@ -77,6 +84,7 @@ class McpConnection:
         self._session: Any = None
         self._gone = False
         self._refused = ""
+        self._oauth: Any = None  # an OAuth server's httpx auth (`oauth.connect_auth`)
         self._answering, self._answered = 0, 0.0  # the server's requests the host is answering
         self._stderr = StderrTail()
         self._thread.start()
@@ -102,8 +110,11 @@ class McpConnection:
             except McpError:
                 raise
             except Exception as exc:  # the SDK and the transport raise many kinds
+                stopped = (
+                    self._oauth.follow.take() if self._oauth else None
+                )  # before the ping, which may sign in too
                 self._check_transport()
-                raise self._failed(exc) from None
+                raise self._failed(exc, stopped) from None
             if cancel is not None and cancel.is_set():
                 future.cancel()  # the SDK sends notifications/cancelled to the server
                 raise McpError("the user cancelled the call", ErrorCode.TOOL_CANCELLED)
@@ -130,8 +141,11 @@ class McpConnection:
             future.cancel()
             self._gone = True
 
-    def _failed(self, exc: BaseException) -> McpError:
+    def _failed(self, exc: BaseException, stopped: HarmonyDeskError | None = None) -> McpError:
         """A request that failed, in a sentence; what the server wrote, in the details."""
+        if stopped is not None:  # a sign-in is needed, or a wider one: said as it is
+            text = f"The MCP server “{self.name}” failed: {stopped.message}."
+            return McpError(text, details=stopped.details, sign_in=stopped)
         status = self._stderr.status(wait=0.2) if self.server.transport == "stdio" else None
         if status is not None:
             clause = ended(status).removesuffix(" before answering")
@@ -145,6 +159,8 @@ class McpConnection:
             from app.tools.mcp.oauth import needs_sign_in
 
             return needs_sign_in(self.name, expired=True).message
+        if self._refused.startswith("HTTP 401"):  # a server the configuration says is open
+            return f"it asks for a sign-in ({self._refused}): add it again with --oauth, sign in"
         if self._refused:
             return f"the server refused the connection ({self._refused})"
         return why(exc, None if self.server.transport == "stdio" else str(self.server.url))
@@ -154,8 +170,7 @@ class McpConnection:
         return f"It wrote to its standard error:\n{tail}" if tail else ""
 
     def said(self) -> str:
-        """A short, redacted excerpt of the end of what a local server wrote to stderr, as a
-        clause ("" when nothing)."""
+        """A short, redacted excerpt of what a local server wrote to stderr, as a clause."""
         text = self._stderr.excerpt()
         return f" (it wrote: {text})" if text else ""
 
@@ -214,7 +229,8 @@ class McpConnection:
         from app.tools.mcp.oauth import connect_auth, sign_in_error
 
         stack.push_async_exit(sign_in_error)
-        return connect_auth(self.name, self.server, self._secrets or Secrets())
+        self._oauth = connect_auth(self.name, self.server, self._secrets or Secrets())
+        return self._oauth
 
     async def _answer(self, work: Awaitable[T]) -> T:
         """A hook's answer to the server's request; while it is being made, the server's calls
@@ -285,6 +301,9 @@ class McpConnection:
                 await stack.aclose()
             except BaseException as inner:  # the transport's own failure, behind a cancel
                 first = inner if isinstance(exc, asyncio.CancelledError) else exc
+            stopped = self._oauth.follow.take() if self._oauth else None
+            if stopped is not None:  # a sign-in is needed (a 401 on initialize or a list)
+                raise McpError(stopped.message, details=stopped.details, sign_in=stopped) from None
             if isinstance(first, HarmonyDeskError):  # a clause: the command, a secret, a header
                 raise McpError(first.message, details=first.details) from None
             raise McpError(self._why(first), details=said(first)) from None
@@ -305,7 +324,7 @@ class McpConnection:
             else:
                 clause = ended(status) if status is not None else exc.message
             message = f"The MCP server “{self.name}” could not start: {clause}."
-            raise McpError(message, details=details) from None
+            raise McpError(message, details=details, sign_in=exc.sign_in) from None
         self._stderr.started()
         return self
 

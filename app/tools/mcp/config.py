@@ -4,7 +4,8 @@ other apps use, with every secret in the OS keyring.
 Guarantees: the file is validated with pydantic (`extra="forbid"`; an error names the server
 and the field); a server is local (`command`, `args`, `env`) or remote (`url`, `headers`),
 never both; only a remote one may sign in with OAuth 2.1 (`oauth`; its tokens and client
-registration are kept in the keyring by `oauth.py` and go when the server is removed); a
+registration are kept in the keyring by `oauth.py` and go when the server is removed; a
+pre-registered client's secret or private key, `oauth_client.py`, is kept there too); a
 secret (`--secret-env`, `--secret-header`, or an imported value that looks like one) is stored
 in the keyring under `mcp.SERVER.NAME` and the file keeps only its name, so no file the app
 writes holds it; the file is written atomically and readable by the user only;
@@ -39,6 +40,7 @@ from app.fileio import write_atomic
 from app.inputs import load_json, read_text_file
 from app.paths import config_dir
 from app.secrets import Secrets
+from app.tools.mcp.oauth_client import CLIENT_ENTRIES, OAuthClient, signing_algorithm
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 SECRET_WORDS = re.compile(r"key|token|secret|password|passwd|auth|credential|bearer", re.I)
@@ -70,6 +72,9 @@ class McpServer(BaseModel):
     oauth: bool = Field(
         False, description="Sign in with OAuth 2.1 (a remote server; tokens in the keyring)."
     )
+    oauth_client: OAuthClient | None = Field(
+        None, description="Who the app is to its authorization server (None: it registers)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServer:
@@ -79,6 +84,8 @@ class McpServer(BaseModel):
             raise ValueError("url must start with http:// or https://")
         if self.oauth and self.url is None:
             raise ValueError("oauth is for a remote server (a url), not a command")
+        if self.oauth_client is not None and not self.oauth:
+            raise ValueError("an OAuth client is for a server that signs in with OAuth (--oauth)")
         if (self.type == "stdio") != (self.command is not None) and self.type is not None:
             raise ValueError(
                 f"type {self.type!r} does not fit a {'url' if self.url else 'command'}"
@@ -203,7 +210,26 @@ def add_server(
         if key not in values:
             raise InvalidInputError(f"no value was given for the secret {key!r}")
         secrets.set(secret_name(name, key), values[key])
+    _client_secret(name, server, secrets, values)
     save_servers({**load_servers(path), name: server}, path)
+
+
+def _client_secret(name: str, server: McpServer, secrets: Secrets, values: dict[str, str]) -> None:
+    """Store the OAuth client's secret or private key (`values` under its entry name); one
+    already stored is kept when none is given; none at all is an error that says which."""
+    entry = server.oauth_client.entry if server.oauth_client is not None else None
+    if entry is None:
+        return
+    if values.get(entry):
+        if entry == CLIENT_ENTRIES[1]:  # a private key the app cannot sign with is refused
+            try:
+                signing_algorithm(values[entry])
+            except ValueError as exc:
+                raise InvalidInputError(f"{name}'s private key is not usable: {exc}") from None
+        secrets.set(secret_name(name, entry), values[entry])
+    elif secrets.get(secret_name(name, entry)) is None:
+        what = "private key" if entry == CLIENT_ENTRIES[1] else "client secret"
+        raise InvalidInputError(f"no {what} was given for {name}'s OAuth client")
 
 
 def remove_server(name: str, secrets: Secrets, path: Path | None = None) -> bool:
@@ -212,7 +238,7 @@ def remove_server(name: str, secrets: Secrets, path: Path | None = None) -> bool
     server = servers.pop(name, None)
     if server is None:
         return False
-    for key in (*server.secret_env, *server.secret_headers, *OAUTH_ENTRIES):
+    for key in (*server.secret_env, *server.secret_headers, *OAUTH_ENTRIES, *CLIENT_ENTRIES):
         secrets.delete(secret_name(name, key))
     save_servers(servers, path)
     return True

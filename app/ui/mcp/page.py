@@ -10,16 +10,17 @@ tool it offers with a check box (the allow-list), the prompt tokens the checked 
 resources and prompts; the log shows the server's last events; "Use in this conversation"
 enables it for the selected conversation only, and conversations using a server take its saved
 changes on their next turn; an OAuth server shows its sign-in ("Signed in", "Not signed in",
-"Sign-in expired") with Sign in (the browser opens; the wait is off the GUI thread) and Sign
-out; an answer that comes back after the page has gone is dropped.
+"Sign-in expired", "Wider sign-in asked" with the scopes a server asked for) with Sign in (the
+browser opens; the wait is off the GUI thread) and Sign out, and its OAuth client
+(`client_box.py`: a pre-registered client id with its secret or private key for the keyring,
+a client metadata URL, client credentials); an answer that comes back after the page has gone
+is dropped.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, QTimer
@@ -41,69 +42,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from shiboken6 import isValid
 
-from app.controllers.background import Background
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
+from app.ui.mcp.client_box import ClientBox, read_key
+from app.ui.mcp.page_jobs import PageJobs, named, pairs
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
-
-
-def _pairs(text: str) -> dict[str, str]:
-    """KEY=VALUE lines (blank lines skipped; a line without `=` is a key with no value)."""
-    out = {}
-    for line in text.splitlines():
-        if line.strip():
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _named(widget: QWidget, name: str, tip: str = "") -> None:
-    widget.setAccessibleName(name)
-    if tip:
-        widget.setToolTip(tip)
-
-
-class _Failed:
-    """A background job's failure as a value: the error's sentence and its details."""
-
-    def __init__(self, exc: Exception) -> None:
-        self.text = getattr(exc, "message", None) or str(exc) or "Something went wrong."
-        self.details = getattr(exc, "details", None)
-        if self.details is None:  # not one of the app's errors: its class and words
-            self.details = f"{type(exc).__name__}: {exc}"
-
-
-class _PageJobs(Background):
-    """The page's background work: an answer that comes after the page is gone is dropped; a
-    failure goes to the page's problem banner with its details."""
-
-    def __init__(self, page: McpPage) -> None:
-        super().__init__(
-            "mcp-page", lambda text, details: page.problem(text, details) if isValid(page) else None
-        )
-        self.page = page
-
-    def run(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
-        def attempt() -> Any:
-            try:
-                return work()
-            except Exception as exc:  # said in the page, never raised on the job's thread
-                return _Failed(exc)
-
-        def back(result: Any) -> None:
-            if not isValid(self.page):
-                return
-            if isinstance(result, _Failed):
-                self.page.problem(result.text, result.details or "")
-            else:
-                then(result)
-
-        super().run(attempt, back)
-
 
 LOG_REFRESH_MS = 1000  # how often an open page reads the server's log again
 
@@ -115,18 +61,18 @@ class McpPage(QDialog):
         super().__init__(parent)
         self.host, self.controller = host, controller
         self.setWindowTitle("MCP servers")
-        self.jobs = _PageJobs(self)
+        self.jobs = PageJobs(self)
         layout = QHBoxLayout(self)
         left = QVBoxLayout()
         self.servers = QListWidget(self)
-        _named(self.servers, "MCP servers")
+        named(self.servers, "MCP servers")
         self.servers.currentTextChanged.connect(self.show_server)
         left.addWidget(self.servers)
         row = QHBoxLayout()
         self.add_button = QPushButton("Add", self)
         self.import_button = QPushButton("Import…", self)
         self.remove_button = QPushButton("Remove", self)
-        _named(
+        named(
             self.import_button,
             "Import servers",
             "Servers from Claude Desktop, Cursor, LM Studio or VS Code",
@@ -173,31 +119,25 @@ class McpPage(QDialog):
             (self.headers, "Headers", "KEY=VALUE per line (a remote server's plain headers)"),
             (self.timeout, "Call timeout", "How long a call may go without a result or progress"),
         ):
-            _named(box, name, tip)
+            named(box, name, tip)
             if isinstance(box, QPlainTextEdit):
                 box.setFixedHeight(56)
             form.addRow(name, box)
-        self.oauth = QCheckBox("Sign in with OAuth", self)
-        _named(
-            self.oauth,
-            "Sign in with OAuth",
-            "A remote server that needs a sign-in in the"
-            " browser; its tokens are kept in the keyring",
-        )
-        form.addRow("", self.oauth)
+        self._oauth_rows(form)
         right.addLayout(form)
+        right.addWidget(self.client_box)
         self.sign_row = SignInRow(self.name, self.host, self.jobs, self.say, self)
         right.addWidget(self.sign_row)
         self.tools = QListWidget(self)
-        _named(self.tools, "Its tools", "Unchecked tools are never offered to the model")
+        named(self.tools, "Its tools", "Unchecked tools are never offered to the model")
         self.offers = QLabel("Test the connection to see what it offers.", self)
         self.offers.setWordWrap(True)
         self.use = QCheckBox("Use in this conversation", self)
-        _named(self.use, "Use in this conversation")
+        named(self.use, "Use in this conversation")
         self.use.toggled.connect(self._use)
         self.log = QPlainTextEdit(self)
         self.log.setReadOnly(True)
-        _named(self.log, "Server log")
+        named(self.log, "Server log")
         self._log_timer = QTimer(self)  # the server's log as it grows (its messages, restarts)
         self._log_timer.timeout.connect(self._show_log)
         self._log_timer.start(LOG_REFRESH_MS)
@@ -227,6 +167,19 @@ class McpPage(QDialog):
             buttons.addWidget(button)
         right.addLayout(buttons)
         return right
+
+    def _oauth_rows(self, form: QFormLayout) -> None:
+        self.oauth = QCheckBox("Sign in with OAuth", self)
+        named(
+            self.oauth,
+            "Sign in with OAuth",
+            "A remote server that needs a sign-in in the"
+            " browser; its tokens are kept in the keyring",
+        )
+        form.addRow("", self.oauth)
+        self.client_box = ClientBox(self)  # who the app is to its authorization server
+        self.client_box.hide()
+        self.oauth.toggled.connect(self.client_box.setVisible)
 
     # --- what is shown ---------------------------------------------------------------------
 
@@ -277,6 +230,8 @@ class McpPage(QDialog):
         self.headers.setPlainText("\n".join(f"{k}={v}" for k, v in server.headers.items()))
         self.timeout.setValue(server.timeout)
         self.oauth.setChecked(server.oauth)
+        self.client_box.show_for(server.oauth_client)
+        self.client_box.setVisible(server.oauth)
         self.use.blockSignals(True)
         self.use.setChecked(MCP_PREFIX + name in self.controller.doc.tools)
         self.use.blockSignals(False)
@@ -316,6 +271,7 @@ class McpPage(QDialog):
         for box in (self.name, self.where, self.env, self.secrets, self.headers):
             box.clear()
         self.oauth.setChecked(False)
+        self.client_box.show_for(None)
         self.sign_row.hide()
         self.tools.clear()
         self.offers.setText("Test the connection to see what it offers.")
@@ -326,26 +282,30 @@ class McpPage(QDialog):
     def server(self) -> tuple[str, McpServer, dict[str, str]]:
         """The form as a server and its secrets' values (a ValueError says what is wrong)."""
         name, where = self.name.text().strip(), self.where.text().strip()
-        secrets = _pairs(self.secrets.toPlainText())
+        secrets = pairs(self.secrets.toPlainText())
         remote = where.startswith(("http://", "https://"))
         words = [] if remote else shlex.split(where)
         checked = [self.tools.item(i) for i in range(self.tools.count())]
         allowed = tuple(i.text() for i in checked if i.checkState() == Qt.CheckState.Checked)
+        oauth = self.oauth.isChecked()
         try:
-            server = McpServer(
-                command=words[0] if words else None,
-                args=tuple(words[1:]),
-                env=_pairs(self.env.toPlainText()),
-                secret_env=() if remote else tuple(secrets),
-                url=where if remote else None,
-                headers=_pairs(self.headers.toPlainText()),
-                secret_headers=tuple(secrets) if remote else (),
-                timeout=self.timeout.value(),
-                enabled_tools=None if len(allowed) == len(checked) else allowed,
-                oauth=self.oauth.isChecked(),
+            server = McpServer.model_validate(
+                {
+                    "command": words[0] if words else None,
+                    "args": tuple(words[1:]),
+                    "env": pairs(self.env.toPlainText()),
+                    "secret_env": () if remote else tuple(secrets),
+                    "url": where if remote else None,
+                    "headers": pairs(self.headers.toPlainText()),
+                    "secret_headers": tuple(secrets) if remote else (),
+                    "timeout": self.timeout.value(),
+                    "enabled_tools": None if len(allowed) == len(checked) else allowed,
+                    "oauth": oauth,
+                    "oauth_client": self.client_box.client() if oauth else None,
+                }
             )
         except ValidationError as exc:
-            raise ValueError(exc.errors()[0]["msg"]) from None
+            raise ValueError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
         return name, server, secrets
 
     def save(self) -> None:
@@ -355,7 +315,16 @@ class McpPage(QDialog):
             self.problem(f"Not saved: {exc}")
             return
         self.secrets.setPlainText("\n".join(f"{k}=" for k in values))  # the values are gone
-        self.jobs.run(lambda: self.host.save(name, server, values), lambda _: self._saved(name))
+        secret, key_path = self.client_box.given()
+        self.client_box.saved()
+        client, host = server.oauth_client, self.host
+
+        def save() -> None:  # off the GUI thread: the key file, the keyring, the file
+            if client is not None and client.entry is not None and (secret or key_path):
+                values[client.entry] = read_key(key_path) if key_path else secret
+            host.save(name, server, values)
+
+        self.jobs.run(save, lambda _: self._saved(name))
 
     def _saved(self, name: str) -> None:
         self.controller.tools.forget_server(name)  # conversations using it take the change

@@ -1,7 +1,9 @@
 """The sign-in row of an OAuth MCP server on File ▸ MCP servers…: its state, Sign in, Sign out.
 
 Guarantees: the row shows only for a saved server that signs in with OAuth; its state ("Signed
-in", with the scopes granted, "Not signed in", "Sign-in expired") is read off the GUI thread, as
+in", with the scopes granted, "Not signed in", "Sign-in expired", "Wider sign-in asked" with the
+scopes the server asked for — Sign in is then the person's agreement to them, and the earlier
+sign-in stands until the new one arrives) is read off the GUI thread, as
 is the sign-in, which opens the browser and waits for it (up to its deadline) without holding
 the window, Sign in disabled until it ends; what comes of a sign-in or sign-out is said in the
 page (its status line, or its problem banner with the details); a state that comes back for a
@@ -84,7 +86,8 @@ class SignInRow(QWidget):
         if sign is None:
             self.state.setText("Sign-in state unknown (the keyring could not be read)")
             return
-        scopes = f" (scopes: {sign.scopes})" if sign.scopes else ""
+        shown = sign.wanted or sign.scopes  # a wider sign-in asked: the scopes it asks for
+        scopes = f" (scopes: {shown})" if shown else ""
         set_plain(self.state, sign.state.value.capitalize() + scopes, 400)
         self.sign_in_button.setEnabled(True)
         self.sign_out_button.setEnabled(sign.state.value != "not signed in")
