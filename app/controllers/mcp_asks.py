@@ -115,8 +115,15 @@ class WindowAsks(QObject):
         self._hop.connect(self._run, Qt.ConnectionType.QueuedConnection)
 
     def hooks(self, pool: Callable[[], McpPool]) -> McpHooks:
-        """The hooks for the window's MCP pool (`pool()`: it, for its servers and logs)."""
-        return asking_hooks(self, pool)
+        """The hooks for the window's MCP pool (`pool()`: it, for its servers and logs); the
+        window declares MCP Apps when Qt WebEngine is there to render them."""
+        import dataclasses
+        import importlib.util
+
+        from app.tools.mcp.apps import extension
+
+        renders = importlib.util.find_spec("PySide6.QtWebEngineWidgets") is not None
+        return dataclasses.replace(asking_hooks(self, pool), extensions=extension(renders))
 
     # --- on the GUI thread ------------------------------------------------------------
 

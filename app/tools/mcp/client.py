@@ -37,7 +37,7 @@ from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
 from app.tools.mcp.config import McpServer, secret_name
 from app.tools.mcp.env import environment, guarded
-from app.tools.mcp.hooks import NO_HOOKS, McpHooks
+from app.tools.mcp.hooks import NO_HOOKS, McpHooks, sdk_callbacks
 from app.tools.mcp.stderr import StderrTail
 from app.tools.mcp.words import ended, facts, said, why
 
@@ -242,44 +242,6 @@ class McpConnection:
             self._answering -= 1
             self._answered = time.monotonic()
 
-    def _callbacks(self) -> dict[str, Any]:
-        """The SDK's callbacks for the hooks that are set (`hooks.py`): the session
-        declares sampling and elicitation only when the host answers them."""
-        hooks, name = self.hooks, self.name
-        out: dict[str, Any] = {}
-        if hooks.sampling is not None:
-            sampling = hooks.sampling
-
-            async def sample(_context: Any, params: Any) -> Any:
-                return await self._answer(sampling(name, params))
-
-            out["sampling_callback"] = sample
-        if hooks.elicitation is not None:
-            elicitation = hooks.elicitation
-
-            async def elicit(_context: Any, params: Any) -> Any:
-                return await self._answer(elicitation(name, params))
-
-            out["elicitation_callback"] = elicit
-        if hooks.logged is not None:
-            logged = hooks.logged
-
-            async def log(params: Any) -> None:
-                logged(name, params)
-
-            out["logging_callback"] = log
-        if hooks.changed is not None:
-            changed = hooks.changed
-
-            async def handle(message: Any) -> None:
-                method = str(getattr(getattr(message, "root", message), "method", ""))
-                for what in ("tools", "resources", "prompts"):
-                    if method == f"notifications/{what}/list_changed":
-                        changed(name, what)
-
-            out["message_handler"] = handle
-        return out
-
     async def _heard(self, response: Any) -> None:
         """Keep a remote server's last HTTP error: the SDK reports it only as "an error"."""
         if response.status_code >= 400:
@@ -292,7 +254,7 @@ class McpConnection:
         try:
             read, write = await self._transport(stack)
             self._session = await stack.enter_async_context(
-                ClientSession(read, write, **self._callbacks())
+                ClientSession(read, write, **sdk_callbacks(self.hooks, self.name, self._answer))
             )
             await self._session.initialize()
         except BaseException as exc:

@@ -181,6 +181,9 @@ class TranscriptView(QScrollArea):
         reply = widget.turn.version.reply
         if isinstance(shown, ToolCard):
             shown.refresh()
+            from app.ui.mcp_apps.hook import follow  # MCP Apps: the tool's view, in its card
+
+            follow(shown, self.controller)
         elif isinstance(shown, CompactionMarker) and reply is not None:
             shown.refresh(reply.segments[index])  # undone
         elif isinstance(shown, MarkdownView):  # a message's text decided when it closed
