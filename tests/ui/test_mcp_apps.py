@@ -242,8 +242,8 @@ def _js(qtbot: Any, view: Any, box: list[str], script: str) -> str:
 
 
 def _text_shown(qtbot: Any, view: Any, element: str, dark: bool) -> bool:
-    """Whether the grab shows element `element`'s text in the theme's text colour (light on
-    dark, dark on light) once the page has painted it (a frame grabbed before the page
+    """Whether the grab shows element `element`'s text in the theme (light text on a dark
+    ground, or dark on light) once the page has painted it (a frame grabbed before the page
     repainted keeps the old colour)."""
     box: list[str] = []
     script = (f"JSON.stringify(document.getElementById({json.dumps(element)})"
@@ -255,8 +255,11 @@ def _text_shown(qtbot: Any, view: Any, element: str, dark: bool) -> bool:
         shot = view.web.grab().toImage()
         xs = range(int(rect["left"] * ratio), int(rect["right"] * ratio))
         ys = range(int(rect["top"] * ratio), int(rect["bottom"] * ratio))
-        light = [shot.pixelColor(x, y).lightness() for x in xs for y in ys]
-        return bool(light) and (max(light) > 180 if dark else min(light) < 80)
+        light = sorted(shot.pixelColor(x, y).lightness() for x in xs for y in ys)
+        if not light:
+            return False
+        ground = light[len(light) // 2]  # most of a line of text is its background
+        return ground < 100 and light[-1] > 180 if dark else ground > 155 and light[0] < 80
 
     qtbot.waitUntil(inked, timeout=WAIT_MS)
     return True

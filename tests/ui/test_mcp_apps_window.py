@@ -74,10 +74,36 @@ def test_a_tools_view_appears_in_its_card_with_the_result(
             return box.pop()
 
         qtbot.waitUntil(lambda: shown() == time, timeout=WAIT_MS)
+        _shoot_window(qtbot, window, view)
     finally:
         for view in card.findChildren(McpAppView):
             view.close_view()
         window.controller.tools.close()
+
+
+def _shoot_window(qtbot: Any, window: Any, view: Any) -> None:
+    """The window with the app's view in its card, light then dark, into $HARMONY_DESK_SHOTS
+    when it is set (the note's pictures); each once the view paints its text in the theme."""
+    import os
+
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui import appearance
+    from tests.ui.test_mcp_apps import SHOTS_ENV, _text_shown
+
+    folder = os.environ.get(SHOTS_ENV)
+    if not folder:
+        return
+    window.resize(1600, 1000)
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    try:
+        for name in ("light", "dark"):
+            appearance.apply(app, name)
+            assert _text_shown(qtbot, view, "server-time", dark=name == "dark")
+            assert window.grab().save(str(Path(folder) / f"mcp-app-window-{name}.png"))
+    finally:
+        appearance.apply(app, "light")
 
 
 def test_without_qt_webengine_the_card_says_the_view_needs_the_extra(
