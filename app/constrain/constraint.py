@@ -100,17 +100,12 @@ def check_schema(schema: Mapping[str, Any]) -> Plan:
 
 
 def enforceable(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """`schema` when JSON mode can take it, else None: any JSON object, which the tool then
-    checks itself (a tool whose schema JSON mode refuses still gets called)."""
-    from app.constrain.plan import plan
+    """The schema a tool's calls are held to: `schema` with its local references written in
+    place when JSON mode can take it, else None — any JSON object, checked after the call is
+    read (a tool whose schema JSON mode refuses still gets called; `call_schema.py` says why)."""
+    from app.constrain.call_schema import call_schema
 
-    if schema is None:
-        return None
-    try:
-        plan(schema)
-    except SchemaError:
-        return None
-    return schema
+    return call_schema(schema).schema
 
 
 def json_body(schema: Mapping[str, Any], max_tokens: int | None = None) -> str:

@@ -247,20 +247,22 @@ def _params(i: int, schema: Mapping[str, Any] | None, rules: list[str]) -> str:
         any_param = '"<parameter=" PARAM_NAME ">\\n" STRING_VALUE'
         return f"({any_param})*" if schema is None or properties is None else ""
     required = set((schema or {}).get("required") or ())
+    defs = {k: v for k, v in (schema or {}).items() if k in ("$defs", "definitions")}
     parts = []
     for j, (key, fields) in enumerate(properties.items()):
-        value = _value_rule(fields if isinstance(fields, Mapping) else {})
+        value = _value_rule(fields if isinstance(fields, Mapping) else {}, defs)
         rules.append(f"p_{i}_{j}: {json.dumps('<parameter=' + key + '>' + chr(10))} {value}")
         parts.append(f"p_{i}_{j}" if key in required else f"p_{i}_{j}?")
     return " ".join(parts)
 
 
-def _value_rule(fields: Mapping[str, Any]) -> str:
-    """A value and its close: free text for a string (or an untyped value), else JSON."""
+def _value_rule(fields: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+    """A value and its close: free text for a string (or an untyped value), else JSON (with
+    the tool schema's definitions, which a `$ref` in the value points into)."""
     types = _types(fields)
     if not types or "string" in types:
         if "enum" in fields and types == {"string"}:
             options = " | ".join(json.dumps(f"{v}\n</parameter>\n") for v in fields["enum"])
             return f"({options})"
         return "STRING_VALUE"
-    return f'{json_body(fields)} "\\n</parameter>\\n"'
+    return f'{json_body({**fields, **defs})} "\\n</parameter>\\n"'

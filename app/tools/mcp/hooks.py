@@ -94,4 +94,5 @@ def _changes(changed: Changed, name: str) -> Callable[[Any], Awaitable[None]]:
 
     return handle
 
+
 __all__ = ["NO_HOOKS", "Changed", "Elicitation", "Logged", "McpHooks", "Sampling", "sdk_callbacks"]

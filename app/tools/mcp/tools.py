@@ -6,10 +6,15 @@ Guarantees:
   (`functions.my_clock__get_time` for gpt-oss): the server's name, two underscores, the tool's,
   each reduced to letters, digits and `_`, at most 64 characters. Server names are unique, so
   two servers cannot collide; two tools of one server that reduce to the same name are both
-  left out, with the reason in the server's log.
-- The model sees, and gpt-oss's grammar enforces, the server's schema with objects closed to
-  properties they do not list (as strict function calling does).
-- A call validates its arguments against the server's schema (E-CALL-SCHEMA otherwise), waits
+  left out, with the reason in the server's log. A tool an MCP App keeps for its own view
+  (`_meta.ui.visibility` without "model") is not offered to the model (`apps.visibility`).
+- The model sees, and the call grammar holds, the server's schema with its local `$ref`s
+  written in place (recursion kept) and objects closed to properties they do not list (as
+  strict function calling does; `schemas.py`); a schema whose references cannot be resolved is
+  shown as written, and the turn says its calls are not held to it — the tool is still offered.
+- A call's arguments are checked against the server's schema as the call is read, before its
+  approval is asked, and again as it runs (E-CALL-SCHEMA otherwise; a schema jsonschema cannot
+  read leaves the judgement to the server); a call waits
   at most the server's `timeout` since the call or its last progress and never more than
   `HARD_CAP` times that in all (progress cannot extend it), is cancelled on the server when the
   user cancels, and comes back as the envelope (the server's error is the
@@ -51,7 +56,8 @@ from app.domain.inert import inert
 from app.domain.redact import redact
 from app.errors import ErrorCode, HarmonyDeskError
 from app.secrets import Secrets
-from app.tools.api import Risk, Tool, ToolContext, ToolError, schema_arguments
+from app.tools.api import Risk, Tool, ToolContext, ToolError
+from app.tools.mcp.apps import visibility
 from app.tools.mcp.caps import Caps
 from app.tools.mcp.client import McpConnection, McpError
 from app.tools.mcp.config import McpServer, load_servers, server_identity
@@ -263,6 +269,8 @@ class McpPool:
             if names[function_name(name, t.name)] > 1:
                 self.note(name, f"{t.name}: left out, another tool has the same function name")
                 continue
+            if "model" not in visibility(t):  # an MCP App's own tool: its view calls it
+                continue
             out.append((str(t.name), self._tool(name, server, t)))
         return out
 
@@ -272,6 +280,8 @@ class McpPool:
         return [t for own, t in self.offered(name, offline) if allowed is None or own in allowed]
 
     def _tool(self, name: str, server: McpServer, listed: Any) -> Tool:
+        from app.tools.mcp.schemas import arguments_model  # with the first server's tools
+
         schema = dict(listed.input_schema or {"type": "object"})
         original = str(listed.name)
 
@@ -293,7 +303,7 @@ class McpPool:
             name=function_name(name, original),
             namespace="functions",
             description=(listed.description or original).strip(),
-            arguments=schema_arguments(closed(schema)),
+            arguments=arguments_model(schema),
             function=call,
             risk=_risk(getattr(listed, "annotations", None)),
             deadline_ms=int(server.timeout * HARD_CAP * 1000),  # progress cannot pass it
@@ -332,31 +342,14 @@ class _Identified:
         return self._run(ctx, **arguments)
 
 
-def closed(schema: Any) -> Any:
-    """`schema` with every object that lists its properties and says nothing of others closed
-    to them (`additionalProperties: false`, as strict function calling does): what the model
-    sees and the grammar enforces. The server's own schema still checks the call."""
-    if isinstance(schema, list):
-        return [closed(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: closed(v) for k, v in schema.items()}
-    if "properties" in out and "additionalProperties" not in out:
-        out["additionalProperties"] = False
-    return out
-
-
 def _check(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
-    from jsonschema import ValidationError, validators
+    from app.tools.mcp.schemas import misfit
 
-    try:
-        validators.validator_for(schema)(schema).validate(arguments)
-    except ValidationError as exc:
-        where = "/" + "/".join(str(p) for p in exc.absolute_path)
+    problem = misfit(schema, arguments)
+    if problem:
         raise ToolError(
-            f"the arguments do not fit the tool ({where}: {exc.message})",
-            ErrorCode.CALL_SCHEMA.value,
-        ) from None
+            f"the arguments do not fit the tool ({problem})", ErrorCode.CALL_SCHEMA.value
+        )
 
 
 def _risk(annotations: Any) -> Risk:
