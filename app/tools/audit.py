@@ -7,12 +7,20 @@ the app's environment, a secret shape); the file is readable by the user only (0
 an older one was not); a record is flushed and fsynced before `append` returns; a damaged line
 (a crash mid-write, a hand edit) is skipped and counted, never fatal, and the rest is read;
 exports are written atomically as JSON (an array) or JSON Lines.
+
+A result is kept whole (a tool's images by name, type, size and sha256: their bytes are the
+image store's), with its `result_key` (the sha256 of the result as stored, redacted: the same
+text gives the same key, and the key says nothing a reader of the audit cannot read); the text a
+model reads of a result cut to its share of the context ends with `cut_marker`, which names that
+key, so `find` (and `cut_key`, which reads the key back from the text) brings back the whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +31,59 @@ from app.domain.events import CallRecord
 from app.domain.redact import redact_data
 from app.fileio import write_atomic
 from app.paths import data_dir
+from app.tools.result_parts import TextWithImages
+
+KEY_HEX = 16  # hex digits of a result's key
+_CUT = re.compile(rf"kept in the tool audit as result ([0-9a-f]{{{KEY_HEX}}})\]")
+TAIL = 400  # the marker is looked for in this many characters at the end of a text
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def whole_text(result: Any) -> str:
+    """A result as the audit shows it whole: its text, or its JSON (indented)."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=1)
+
+
+def _key(stored: Any) -> str:
+    return hashlib.sha256(whole_text(stored).encode()).hexdigest()[:KEY_HEX]
+
+
+def result_key(content: Any) -> str:
+    """The key the audit keeps `content` under (see the module guarantees)."""
+    return _key(redact_data(_jsonable(content)))
+
+
+def cut_marker(kept: int, total: int, key: str) -> str:
+    """What ends the text a model reads of a result cut to its share of the context."""
+    return (
+        f"\n[cut here: the first {kept:,} of the result's {total:,} characters were read,"
+        f" {total - kept:,} left out to keep within this result's share of the context; the"
+        f" whole result is kept in the tool audit as result {key}]"
+    )
+
+
+def cut_key(text: str) -> str | None:
+    """The key of the whole result that `text` (a result as it was read) was cut from; None
+    when it was not cut."""
+    found = _CUT.search(text[-TAIL:])
+    return found.group(1) if found else None
+
+
+def _images(content: Any) -> list[dict[str, Any]]:
+    if not isinstance(content, TextWithImages):
+        return []
+    return [
+        {
+            "name": i.name,
+            "mime": i.mime,
+            "bytes": len(i.data),
+            "sha256": hashlib.sha256(i.data).hexdigest(),
+        }
+        for i in content.images
+    ]
 
 
 def record_to_dict(record: CallRecord, conversation_id: str) -> dict[str, Any]:
@@ -41,9 +102,21 @@ def record_to_dict(record: CallRecord, conversation_id: str) -> dict[str, Any]:
     }
     if outcome.ok:
         entry["result"] = outcome.content
+        if images := _images(outcome.content):
+            entry["images"] = images
     else:
         entry["error"] = {"code": outcome.error_code, "message": outcome.error}
-    return redact_data(json.loads(json.dumps(entry, ensure_ascii=False, default=str)))  # type: ignore[no-any-return]
+    stored: dict[str, Any] = redact_data(_jsonable(entry))
+    stored["result_key"] = _key(whole_of(stored) if outcome.ok else stored["error"]["message"])
+    return stored
+
+
+def whole_of(entry: dict[str, Any]) -> str:
+    """An entry's whole result (its error's message, for a call that failed) as text."""
+    if "result" in entry:
+        return whole_text(entry["result"])
+    error = entry.get("error")
+    return whole_text(error.get("message") if isinstance(error, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -94,6 +167,24 @@ class AuditLog:
                 entries.append(entry)
         return AuditRead(entries, damaged)
 
+    def find(self, key: str) -> dict[str, Any] | None:
+        """The latest entry whose result has `key` (`result_key`); None when none has."""
+        said = f'"result_key": "{key}"'
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        for line in reversed(text.splitlines()):
+            if said not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("result_key") == key:
+                return entry
+        return None
+
     def export(
         self,
         out: Path,
@@ -111,4 +202,13 @@ class AuditLog:
         return read
 
 
-__all__ = ["AuditLog", "AuditRead", "record_to_dict"]
+__all__ = [
+    "AuditLog",
+    "AuditRead",
+    "cut_key",
+    "cut_marker",
+    "record_to_dict",
+    "result_key",
+    "whole_of",
+    "whole_text",
+]

@@ -1,14 +1,19 @@
 """A user turn with tools on a chat session: the turn loop driven by the real engine.
 
-Guarantees: the conversation's developer message declares exactly the registry's tools; with a
-Harmony model each generation is constrained so tool arguments follow their schemas (a schema
-the token mask cannot take allows any object, which the tool checks itself); the
+Guarantees: the conversation's developer message declares exactly the registry's tools; each
+generation is constrained so tool arguments follow their schemas, local `$ref`s written in place
+(`app/constrain/call_schema.py`); a schema the token mask cannot take allows any object, checked
+once the call is read (repaired once, `loop.py`), and the turn says so first — one E-CALL-SCHEMA
+notice per such tool, never a failed turn; the
 first generation honours the request's `tool_choice`, later ones are `auto` (the same
 `GenerationRequest` otherwise, the registry's tools declared in it); the chain's analysis stays in
 every follow-up prompt; what a running call says of its progress (`ToolContext.report`) is
-yielded as `ToolProgress` while the batch runs, before its `ToolsRan`; every call's audit
-record comes back in the `TurnResult` and is appended to the tool audit log here, so the
-window, the terminal and any other driver audit.
+yielded as `ToolProgress` while the batch runs, before its `ToolsRan`; the batch's results
+are fitted to the model's context (`tool_results`: a result past its share cut with a marker,
+and a `ParseIssue` (E-CONTEXT) that says where the whole is kept; images shown to a model that
+sees them, named to one that does not) before `ToolsRan` says them as the model reads them;
+every call's audit record — the whole result — comes back in the `TurnResult` and is appended
+to the tool audit log here, so the window, the terminal and any other driver audit.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Generator, Iterator, Sequence
 from app.constrain.constraint import CallSpec, enforceable
 from app.domain.events import (
     CallOutcome,
+    ParseIssue,
     ToolCallDecided,
     ToolCallRequested,
     ToolProgress,
@@ -33,6 +39,8 @@ from app.domain.messages import Conversation, Role, SystemContent
 from app.engine.request import GenerationRequest
 from app.engine.session import Session
 from app.engine.turn.loop import Generate, Generated, turn_loop
+from app.engine.turn.tool_results import Answer, answers, budget_of
+from app.errors import ErrorCode
 from app.tools.api import Tool, ToolContext
 from app.tools.audit import AuditLog
 from app.tools.calls import Approve, Decision, PendingCall, allow_all
@@ -97,6 +105,25 @@ def _ran(
         pool.shutdown(wait=False)
 
 
+def _fitted(
+    session: Session,
+    asked: Conversation,
+    calls: Sequence[PendingCall],
+    outcomes: Sequence[CallOutcome],
+    generation: GenerationRequest,
+    audit: AuditLog,
+) -> Generator[ParseIssue | ToolsRan, None, list[Answer]]:
+    """The batch's outcomes as the model reads them, said (a cut one also as a notice)."""
+    reserve = generation.max_tokens or session.max_tokens
+    budget = budget_of(session, asked, reserve, generation.overflow, audit.path)
+    read = answers(outcomes, budget, {c.call_id: c.tool.qualified_name for c in calls})
+    for answer in read:
+        if answer.said:
+            yield ParseIssue(ErrorCode.CONTEXT, answer.said)
+    yield ToolsRan(tuple(a.read for a in read))
+    return read
+
+
 def run_tool_turn(
     session: Session,
     conversation: Conversation,
@@ -112,29 +139,38 @@ def run_tool_turn(
     """Answer `conversation` (its user message last) and run the tool loop to an answer; the
     last event is the `TurnResult`. Every call is written to the audit log (`audit`, else the
     user's), whoever drives the turn."""
+    audit = audit or AuditLog()
     loop = turn_loop(with_tools(conversation, registry), registry, max_calls=max_calls)
-    schemas = {t.name: enforceable(t.parameters) for t in registry if t.namespace == "functions"}
+    from app.constrain.call_schema import call_schema  # JSON mode's planner: at the first turn
+
+    held = {t.name: call_schema(t.parameters) for t in registry if t.namespace == "functions"}
+    schemas = {name: h.schema for name, h in held.items()}
+    for name, h in held.items():
+        if h.reason:  # the user hears which tool's calls are checked only after
+            yield ParseIssue(ErrorCode.CALL_SCHEMA, h.notice(f"functions.{name}"))
     calls = tuple(_call_spec(t) for t in registry if t.namespace != "functions")
     first = dataclasses.replace(generation, tools=schemas, calls=calls)
     later = dataclasses.replace(first, tool_choice="auto")
     action = next(loop)
+    asked = conversation
     try:
         while True:
             if isinstance(action, Generate):
                 out = yield from session.generate(action.conversation, first, cancel)
                 first = later
+                asked = action.conversation.with_messages(out.messages)
                 if out.failed is not None:
-                    session.conversation = action.conversation.with_messages(out.messages)
+                    session.conversation = asked
                     return
                 action = loop.send(Generated(tuple(out.messages), called=out.called))
             else:
                 decisions = yield from _approved(action.calls, approve)
                 outcomes = yield from _ran(action.calls, decisions, cancel, context)
-                yield ToolsRan(tuple(outcomes))
-                action = loop.send(outcomes)
+                read = yield from _fitted(session, asked, action.calls, outcomes, first, audit)
+                action = loop.send(read)
     except StopIteration as stop:
         result: TurnResult = stop.value
         session.conversation = result.conversation
         if result.records:
-            (audit or AuditLog()).append(result.records, context.conversation_id if context else "")
+            audit.append(result.records, context.conversation_id if context else "")
         yield result

@@ -1,14 +1,19 @@
 """What an MCP server returns, as the model and the user read it.
 
-Guarantees: a tool result's text parts are joined, other parts (images, audio, resources) are
-named in a notice, structured content is kept when it fits, the server's `is_error` is the
-envelope's error, and anything past the limit is cut with a marker that says how much; a read
-resource is its text (a binary one is a notice), or its parts (`resource_parts`: the text, the
-binary parts' bytes by type, never more than a size cap in all); a prompt is its messages'
-text, by role (`prompt_parts`: with the images it holds); a server's log message is one line
-of at most `LOG_CHARS` (`log_line`). Every
-value the app knows is secret (a keyring value, a secret of the app's environment) is
-redacted from all of these (`app.domain.redact`, known values only: the rest stays faithful).
+Guarantees: a tool result's text parts are joined; its images (`ImageContent`, and an embedded
+resource whose blob is an image) stand in the text as a label where they came
+(`app.tools.result_parts.image_label`) and come with it as a `TextWithImages`, for the turn to
+show a model that sees images and to name in a notice to one that does not; other parts (audio,
+other binary resources) are named in a notice; structured content is kept when it fits and the
+result has no images; the server's `is_error` is the envelope's error. A result is kept whole
+up to `MAX_RESULT_CHARS` (what the audit keeps; the turn cuts what the model reads to its share
+of the context, `app/engine/turn/results.py`); past it, it is cut with a marker that says how
+much. A read resource is its text (a binary one is a notice), or its parts (`resource_parts`:
+the text, the binary parts' bytes by type, never more than a size cap in all); a prompt is its
+messages' text, by role (`prompt_parts`: with the images it holds); a server's log message is
+one line of at most `LOG_CHARS` (`log_line`). Every value the app knows is secret (a keyring
+value, a secret of the app's environment) is redacted from all of these (`app.domain.redact`,
+known values only: the rest stays faithful).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from typing import Any
 
 from app.domain.redact import redact, redact_data
 from app.errors import ErrorCode
+from app.tools.result_parts import TextWithImages, ToolImage, image_label, size_text
 
-MAX_RESULT_CHARS = 20_000
+MAX_RESULT_CHARS = 16 << 20  # a result is kept whole up to this (the turn cuts what is read)
 LOG_CHARS = 2_000  # of one log message a server sends
 
 
@@ -43,11 +49,46 @@ def _part_text(part: Any) -> str:
     return f"[{kind or 'a part'} ({mime}) left out: only text reaches the model]"
 
 
+def _image(part: Any) -> ToolImage | str | None:
+    """An image part as a `ToolImage` (a sentence when its data is not base64); None when the
+    part is not an image."""
+    kind = getattr(part, "type", "")
+    source = part.resource if kind == "resource" else part
+    mime = str(getattr(source, "mime_type", None) or "")
+    data = getattr(source, "blob" if kind == "resource" else "data", None)
+    if kind not in ("image", "resource") or not isinstance(data, str):
+        return None
+    if kind == "resource" and not mime.startswith("image/"):
+        return None
+    name = str(getattr(source, "uri", "") or "") if kind == "resource" else ""
+    try:
+        return ToolImage(name, mime, base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        return f"[an image ({mime or 'no type'}) left out: its data is not valid base64]"
+
+
+def _text_and_images(parts: Any) -> tuple[str, tuple[ToolImage, ...]]:
+    """The parts' text, each image labelled in its place, and the images."""
+    texts: list[str] = []
+    images: list[ToolImage] = []
+    for part in parts or ():
+        image = _image(part)
+        if isinstance(image, ToolImage):
+            images.append(image)
+            texts.append(image_label(len(images), image))
+        else:
+            texts.append(image if isinstance(image, str) else _part_text(part))
+    return "\n".join(texts), tuple(images)
+
+
 def envelope(result: Any, limit: int = MAX_RESULT_CHARS) -> dict[str, Any]:
     """A tool result as the model reads it (see the module guarantees)."""
-    text = _cut("\n".join(_part_text(p) for p in getattr(result, "content", None) or ()), limit)
+    joined, images = _text_and_images(getattr(result, "content", None))
+    text = _cut(joined, limit)
     if getattr(result, "is_error", False):
         return {"ok": False, "error": {"code": ErrorCode.TOOL_ERROR.value, "message": text}}
+    if images:
+        return {"ok": True, "content": TextWithImages(text, images)}
     structured = redact_data(getattr(result, "structured_content", None), shapes=False)
     if structured is not None and len(json.dumps(structured, ensure_ascii=False)) <= limit:
         return {"ok": True, "content": structured}
@@ -110,15 +151,6 @@ def resource_parts(result: Any, cap: int) -> Parts:
 
 def _blob(item: Any) -> bytes:
     return base64.b64decode(str(getattr(item, "blob", "") or ""), validate=True)
-
-
-def size_text(size: int) -> str:
-    """A size in words: "812 bytes", "12.3 KiB", "1.5 MiB"."""
-    if size < 1 << 10:
-        return f"{size} bytes"
-    if size < 1 << 20:
-        return f"{size / (1 << 10):.1f} KiB"
-    return f"{size / (1 << 20):.1f} MiB"
 
 
 def prompt_parts(result: Any) -> list[tuple[str, Parts]]:

@@ -5,8 +5,9 @@ editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited a
 sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time
 ticks while the call runs, with the progress its tool reports (a bar when it knows the total,
 and its words: "Running… 2.1 s · 3 of 10 · indexing"); the result or error is shown collapsed
-and expands on demand. A JSON card shows the answer pretty-printed with a valid/invalid badge
-and, when invalid, the failing path and reason.
+and expands on demand; a result the model read cut (to its share of the context) offers Show
+whole result, which opens the whole, read-only, from the tool audit. A JSON card shows the
+answer pretty-printed with a valid/invalid badge and, when invalid, the failing path and reason.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import Mode
+from app.controllers.tool_results import whole_key
 from app.ui.markdown.view import monospace
 from app.ui.theme import mark
+from app.ui.transcript.whole_result import WholeResultDialog
 
 ARGS_MAX_PX = 110  # a tool call's arguments, at their tallest
 WRAP_CHARS = 80  # about where a line of arguments wraps in the column (their box's height)
@@ -113,6 +116,11 @@ class ToolCard(QFrame):
         self.result.setMaximumHeight(200)
         self.result.hide()
         self.toggle.toggled.connect(self.result.setVisible)
+        self.whole = QToolButton(self)  # shown when the model read the result cut
+        self.whole.setText("Show whole result")
+        self.whole.setAccessibleName("Show the whole tool result")
+        self.whole.clicked.connect(self.show_whole)
+        self.whole_dialog: WholeResultDialog | None = None
         self.bar = QProgressBar(self)  # while running, when the tool reports a total
         self.bar.setAccessibleName("Tool call progress")
         self.bar.setRange(0, 1000)
@@ -123,7 +131,16 @@ class ToolCard(QFrame):
         row.addWidget(self.state, 1)
         row.addWidget(self.bar)
         row.addWidget(self.toggle)
+        row.addWidget(self.whole)
         return row
+
+    def show_whole(self) -> None:
+        """Open the whole result the model read cut (from the tool audit)."""
+        key = whole_key(str(self.data.get("result", "")))
+        if key is None:
+            return
+        self.whole_dialog = WholeResultDialog(str(self.data.get("tool", "?")), key, self)
+        self.whole_dialog.show()
 
     def _answer(self, allow: bool, remember: Mode | None) -> None:
         arguments: dict[str, Any] | None = None
@@ -182,6 +199,7 @@ class ToolCard(QFrame):
                 self.toggle.setChecked(True)
         else:
             self.toggle.setVisible(False)
+        self.whole.setVisible(whole_key(str(d.get("result", ""))) is not None)
 
     def _say_problem(self, text: str) -> None:
         self.problem.setText(text)

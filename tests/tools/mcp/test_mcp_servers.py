@@ -12,7 +12,7 @@ from typing import Any
 
 from app.tools.mcp.client import McpConnection, McpError
 from app.tools.mcp.config import McpServer
-from app.tools.mcp.results import MAX_RESULT_CHARS, envelope
+from app.tools.mcp.results import envelope
 from tests.keys.test_endpoints import cli, secret_service
 from tests.tools.mcp.test_mcp_config import TOKEN, _env, _files_hold
 
@@ -72,7 +72,8 @@ def test_a_slow_tool_hits_its_deadline_and_a_big_result_is_cut_visibly() -> None
             raise AssertionError("the deadline did not hold")
         except McpError as exc:
             assert exc.code.value == "E-TOOL-TIMEOUT" and "within 1 s" in exc.message
-        result: Any = envelope(connection.call("big", {"characters": MAX_RESULT_CHARS + 500}, timeout=30))
+        limit = 20_000  # past what a result is kept whole (MAX_RESULT_CHARS), as here past this
+        result: Any = envelope(connection.call("big", {"characters": limit + 500}, timeout=30), limit)
         text = json.dumps(result["content"])
         assert result["ok"] and "[cut: 500 more characters]" in text
     finally:
