@@ -11,24 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SCHEMA_ONE = (
-    "additionalProperties",
-    "additionalItems",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-)
+from app.domain.schema_refs import DEF_KEYS, SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE
 
-
+_SCHEMA_MAPS = (*SCHEMA_MAPS, *DEF_KEYS)  # a `$ref` may point into the definitions too
 _DATA = ("const", "enum", "default", "examples", "example", "required", "x-guidance")
-_KNOWN = frozenset((*_SCHEMA_MAPS, *_SCHEMA_LISTS, *_SCHEMA_ONE, *_DATA, "items", "dependencies"))
+_KNOWN = frozenset((*_SCHEMA_MAPS, *SCHEMA_LISTS, *SCHEMA_ONE, *_DATA, "items", "dependencies"))
 
 
 def children(node: Mapping[str, Any], pointer: str) -> Iterator[tuple[Any, str]]:
@@ -52,12 +39,12 @@ def _keyword_schemas(node: Mapping[str, Any], pointer: str) -> Iterator[tuple[An
         if isinstance(value, Mapping):
             for name, child in value.items():
                 yield child, f"{pointer}/{key}/{escape(str(name))}"
-    for key in _SCHEMA_LISTS:
+    for key in SCHEMA_LISTS:
         value = node.get(key)
         if isinstance(value, list):
             for i, child in enumerate(value):
                 yield child, f"{pointer}/{key}/{i}"
-    for key in _SCHEMA_ONE:
+    for key in SCHEMA_ONE:
         if key in node:
             yield node[key], f"{pointer}/{key}"
 

@@ -33,9 +33,11 @@ from app.errors import SchemaError
 MAX_NODES = 20_000  # subschemas the result may have (shared definitions can fan out)
 MAX_DEPTH = 64  # nesting of the result
 
-_MAPS = ("properties", "patternProperties", "dependentSchemas")
-_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_ONE = (
+# the keywords that hold subschemas (JSON Schema 2020-12 and draft 7): a map of them, a list,
+# one (`constrain.walk` walks the same), and where definitions are kept
+SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
+SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+SCHEMA_ONE = (
     "additionalProperties",
     "additionalItems",
     "not",
@@ -47,7 +49,7 @@ _ONE = (
     "unevaluatedProperties",
     "unevaluatedItems",
 )
-_DEFS = ("$defs", "definitions")
+DEF_KEYS = ("$defs", "definitions")
 # a `$ref`'s siblings kept in every draft: annotations, and what says how to read the schema
 _KEPT = frozenset(
     {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
@@ -203,16 +205,18 @@ class _Resolver:
         inner = _TOP if place == _ROOT else ""
         for key, value in node.items():
             where = f"{pointer}/{_escape(key)}"
-            if key in _DEFS or key == "$anchor":
+            if key in DEF_KEYS or key == "$anchor":
                 continue  # every reference into them is written out
-            if key in _MAPS and isinstance(value, Mapping):
+            if key in SCHEMA_MAPS and isinstance(value, Mapping):
                 at = inner if key == "properties" else ""
                 out[key] = {
                     k: self._schema(v, f"{where}/{_escape(k)}", stack, at) for k, v in value.items()
                 }
-            elif key in _LISTS and isinstance(value, list):
+            elif key in SCHEMA_LISTS and isinstance(value, list):
                 out[key] = [self._schema(v, f"{where}/{i}", stack) for i, v in enumerate(value)]
-            elif key in (*_ONE, "items") or (key == "dependencies" and isinstance(value, Mapping)):
+            elif key in (*SCHEMA_ONE, "items") or (
+                key == "dependencies" and isinstance(value, Mapping)
+            ):
                 out[key] = self._under(key, value, where, stack)
             else:
                 out[key] = copy.deepcopy(value)
@@ -288,7 +292,7 @@ def _refs_in(node: Any) -> list[str]:
     if not isinstance(node, Mapping):
         return []
     own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
-    skip = (*_DEFS, "const", "enum", "default", "examples", "example")
+    skip = (*DEF_KEYS, "const", "enum", "default", "examples", "example")
     return own + [r for k, v in node.items() if k not in skip for r in _refs_in(v)]
 
 
@@ -315,4 +319,12 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "resolve_refs"]
+__all__ = [
+    "DEF_KEYS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "SCHEMA_LISTS",
+    "SCHEMA_MAPS",
+    "SCHEMA_ONE",
+    "resolve_refs",
+]
