@@ -11,11 +11,14 @@ Guarantees (every `PoolHost` method blocks: call it off the GUI thread):
   "Always allow" or "Never" chosen on a tool card holds for the view too), asked through `ask`
   otherwise; a denied call, a tool the server does not list, a tool whose `visibility` leaves
   out "app", or a failed call is answered as a `CallToolResult` with `isError` and a sentence,
-  never sent; each call from a view is written in the server's log with its outcome.
+  never sent; each call from a view is written in the server's log with its outcome;
+- a view reads its own server's resources through the host (`read`: the server's
+  `ReadResourceResult`, or the sentence that says why not, past `MAX_READ_CHARS` included).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from app.controllers.approvals import WindowApprovals
     from app.tools.mcp.tools import McpPool
 
+MAX_READ_CHARS = 8 << 20  # a resource read for a view, as JSON
 Answer = tuple[Mode | None, Decision]
 Ask = Callable[[PendingCall], Answer]
 
@@ -47,6 +51,7 @@ class AppHost(Protocol):
     def view(self, tool: str) -> tuple[str, dict[str, Any]] | None: ...
     def page(self, uri: str) -> AppPage | NoPage: ...
     def call(self, tool: str, arguments: dict[str, Any], ask: Ask) -> dict[str, Any]: ...
+    def read(self, uri: str) -> dict[str, Any] | str: ...
     def note(self, line: str) -> None: ...
 
 
@@ -100,6 +105,19 @@ class PoolHost:
     def note(self, line: str) -> None:
         self.pool.note(self.server, line)
 
+    def read(self, uri: str) -> dict[str, Any] | str:
+        """The view's server's answer to reading `uri` (a `ReadResourceResult`), or why not: a
+        view reads its own server's resources only, at most `MAX_READ_CHARS` of them."""
+        try:
+            read = self.pool.connection(self.server).read_resource(uri)
+        except McpError as exc:
+            return exc.message
+        answer: dict[str, Any] = read.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if len(json.dumps(answer)) > MAX_READ_CHARS:
+            return f"The resource {uri} is over {MAX_READ_CHARS // (1 << 20)} MiB: not passed on."
+        self.note(f"{uri}: read by its app")
+        return answer
+
     def call(self, tool: str, arguments: dict[str, Any], ask: Ask) -> dict[str, Any]:
         """The server's answer to a view's call of `tool` (see the module guarantees)."""
         try:
@@ -136,6 +154,7 @@ class PoolHost:
 
 
 __all__ = [
+    "MAX_READ_CHARS",
     "Answer",
     "AppHost",
     "AppPage",

@@ -351,6 +351,14 @@ def test_a_call_from_the_app_waits_for_the_persons_approval(
     assert view.asks.isHidden()
 
 
+def test_a_view_reads_its_own_servers_resource_through_the_host(
+    qtbot: Any, views: list[Any], chromium_flags: None, pool: McpPool
+) -> None:
+    report = _report(qtbot, _show(qtbot, views, _host(pool, "probe-a"), "reader"), "reader")
+    contents = report["result"]["contents"]
+    assert contents[0]["uri"] == "notes://hello" and contents[0]["text"] == "hello from the server"
+
+
 def test_no_page_is_a_sentence(chromium_flags: None, pool: McpPool) -> None:
     host = _host(pool, "probe-a")
     assert host.view("add") is None  # a tool without a view

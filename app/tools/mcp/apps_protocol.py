@@ -8,8 +8,9 @@ Guarantees:
 - the answers (`result`, `failure`, `notice`) are JSON-RPC 2.0 text; an answer's id is the
   request's, unchanged;
 - `initialize_result` offers only what the host does: open links (asked), the server's tools
-  (each call approved), logging, and the sandbox's CSP as enforced; never messages, model
-  context, downloads or sampling (a view asking for them is answered "method not found");
+  (each call approved), its resources (read through the host, `resources/read`), logging, and
+  the sandbox's CSP as enforced; never messages, model context, downloads or sampling (a view
+  asking for them is answered "method not found");
 - `card_result` turns a tool card's outcome (the text the model read) into the
   `CallToolResult` a view is told: an object is its `structuredContent` too, an error is
   `isError`; `link_allowed` accepts only http(s) addresses with a host; `bounded` keeps a
@@ -41,6 +42,7 @@ MESSAGE = "ui/message"
 DISPLAY_MODE = "ui/request-display-mode"
 TEARDOWN = "ui/resource-teardown"
 TOOLS_CALL = "tools/call"
+RESOURCES_READ = "resources/read"
 LOG = "notifications/message"
 PING = "ping"
 
@@ -156,6 +158,7 @@ def initialize_result(context: dict[str, Any], csp: Csp) -> dict[str, Any]:
         "hostCapabilities": {
             "openLinks": {},
             "serverTools": {},
+            "serverResources": {},
             "logging": {},
             "sandbox": {"permissions": {}, "csp": sandbox_csp},
         },

@@ -9,6 +9,8 @@ Guarantees:
 - a `tools/call` runs on a thread of its own (`AppHost.call`: approval, then the server) and is
   answered when it ends, never on the GUI thread; while the approval waits the view asks through
   `Asker.ask_call`; a view that goes away answers what it was asking as denied;
+- a `resources/read` runs on a thread of its own too (`AppHost.read`: its own server's
+  resource) and is answered with the server's result or a JSON-RPC error saying why not;
 - `ui/open-link` is answered `isError` for anything but an http(s) address, and otherwise only
   after the person's answer through `Asker.ask_link` (refused: `isError`);
 - size changes are bounded and said as `resized`; log messages go to the server's log and
@@ -119,6 +121,7 @@ class AppSession(QObject):
             wire.INITIALIZE: self._initialize,
             wire.INITIALIZED: self._initialized,
             wire.TOOLS_CALL: self._call,
+            wire.RESOURCES_READ: self._read,
             wire.OPEN_LINK: self._open_link,
             wire.SIZE_CHANGED: self._size,
             wire.LOG: self._log,
@@ -175,6 +178,21 @@ class AppSession(QObject):
             self._later(lambda: self._answer(message.id, said))
 
         threading.Thread(target=work, name=f"mcp-app-call-{name}", daemon=True).start()
+
+    def _read(self, message: wire.Message) -> None:
+        uri = message.params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            self._fail(message.id, wire.INVALID_PARAMS, "resources/read needs a uri")
+            return
+
+        def work() -> None:
+            said = self.host.read(uri)
+            if isinstance(said, str):
+                self._later(lambda: self._fail(message.id, wire.INVALID_PARAMS, said))
+            else:
+                self._later(lambda: self._answer(message.id, said))
+
+        threading.Thread(target=work, name="mcp-app-read", daemon=True).start()
 
     def _later(self, work: Callable[[], None]) -> None:
         """`work` on the GUI thread (from any thread); dropped once the view is gone."""
