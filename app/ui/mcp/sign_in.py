@@ -5,7 +5,8 @@ in", with the scopes granted, "Not signed in", "Sign-in expired", "Wider sign-in
 scopes the server asked for — Sign in is then the person's agreement to them, and the earlier
 sign-in stands until the new one arrives) is read off the GUI thread, as
 is the sign-in, which opens the browser and waits for it (up to its deadline) without holding
-the window, Sign in disabled until it ends; what comes of a sign-in or sign-out is said in the
+the window, Sign in disabled until it ends (a client-credentials server signs in with no
+browser, and the page says so); what comes of a sign-in or sign-out is said in the
 page (its status line, or its problem banner with the details); a state that comes back for a
 server no longer shown is dropped, and a keyring that cannot be read shows as an unknown state,
 never as a loop of errors. What the authorization server chose (its scopes, its host) is shown
@@ -43,6 +44,7 @@ class SignInRow(QWidget):
     ) -> None:
         super().__init__(parent)
         self.name_box, self.host, self.jobs, self.say = name_box, host, jobs, say
+        self.no_person = False  # the shown server signs in with client credentials
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         self.state = QLabel("", self)
@@ -66,6 +68,10 @@ class SignInRow(QWidget):
         """Show the row for `name` when it is a saved OAuth server (`server`: its saved
         configuration, None when it is not saved), and read its state."""
         self.setVisible(bool(server is not None and server.oauth))
+        client = server.oauth_client if server is not None else None
+        self.no_person = client is not None and client.grant == "client_credentials"
+        how = "with its client credentials" if self.no_person else "in the browser"
+        self.sign_in_button.setToolTip(f"Sign in {how}; the tokens go to the keyring")
         if server is None or not server.oauth:
             return
         host = self.host
@@ -95,7 +101,8 @@ class SignInRow(QWidget):
     def sign_in(self) -> None:
         name, host = self._name(), self.host
         self.sign_in_button.setEnabled(False)  # one sign-in at a time: one loopback receiver
-        self.say(f"Signing in to {name} in your browser…")
+        how = "with its client credentials" if self.no_person else "in your browser"
+        self.say(f"Signing in to {name} {how}…")
         self.jobs.run(
             lambda: host.login(name), lambda sign: self._signed(name, sign, sign.sentence(name))
         )
