@@ -18,6 +18,8 @@ Images: `check_image` reads an attached, dropped or pasted image and checks it
 (`app.images.decode.read`: a bad one raises `ImageError` with its one sentence) before the
 composer takes it — call it off the GUI thread; `keep_images` keeps a message's images with its
 version (their bytes stored once by content, like its files), so exports carry them;
+`keep_tool_images` keeps the images a reply's tools returned the same way, under the reply's id,
+so that a conversation reopened after a restart shows them to the model again;
 `thumbnail_of` and `image_bytes` find a message's image again by its sha256 (None when it is no
 longer kept here: the transcript says so, nothing is guessed).
 """
@@ -27,14 +29,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.controllers.fit import Counted, conversation_session
 from app.domain.attachments import estimate, estimated_room
-from app.domain.messages import ImageContent
+from app.domain.messages import ImageContent, Message, Role
 from app.errors import InvalidInputError
 from app.paths import cache_dir
 
@@ -42,6 +44,7 @@ if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the firs
     from PySide6.QtCore import SignalInstance
 
     from app.documents.attach import Attached
+    from app.domain.history import Reply, Version
     from app.images.decode import Picture as Picture  # the window's images are these
 
 # what the composer takes as an image (by its name; the content is checked all the same)
@@ -187,30 +190,47 @@ def remember_images(pictures: Sequence[Picture]) -> tuple[ImageContent, ...]:
 def keep_images(images: Sequence[ImageContent], conversation: str, version: str) -> str:
     """Keep the bytes of a message version's images with it (on the store's thread); "" when
     all were kept, else a sentence saying which were not and why."""
-    from app.documents.kept import KeptFiles
-    from app.images.kept import find
+    from app.images.kept import keep
 
     if not images:
         return ""
-    lost: list[str] = []
     try:
-        kept = KeptFiles()
-        try:
-            for number, image in enumerate(images, 1):
-                picture = find(image.sha256, image.name)
-                if picture is None:
-                    lost.append(image.name or f"image {number}")
-                    continue
-                kept.keep_bytes(
-                    picture.data, image.name or f"image-{number}", conversation, version
-                )
-        finally:
-            kept.close()
+        lost = keep(images, conversation, version)
     except (OSError, sqlite3.Error) as exc:
         return f"The message's images could not be kept with the conversation: {exc}"
     if lost:
         return f"Not kept with the conversation (no longer on this computer): {', '.join(lost)}"
     return ""
+
+
+def keep_tool_images(messages: Sequence[Message], conversation: str, reply: str) -> str:
+    """Keep the bytes of the images a reply's tool messages carry with the conversation, under
+    the reply's id (so the user's message lists only the files the user attached), on the
+    store's thread once the reply is saved: a reopened conversation's next turn finds them
+    again. "" when all were kept (or there were none), else a sentence saying which were not."""
+    from app.images.kept import keep
+
+    images = [i for m in messages if m.author.role is Role.TOOL for i in m.images]
+    if not images:
+        return ""
+    try:
+        lost = keep(images, conversation, reply)
+    except (OSError, sqlite3.Error) as exc:
+        return f"The images a tool returned could not be kept with the conversation: {exc}"
+    if lost:
+        return (
+            "Images a tool returned, not kept with the conversation (no longer on this"
+            f" computer): {', '.join(lost)}"
+        )
+    return ""
+
+
+def keeping(version: Version, reply: Reply | None, doc: str) -> Callable[[], str] | None:
+    """The work that keeps `version`'s images (with `reply`: the images its tools returned)
+    with conversation `doc`, for the store's thread; None when there is nothing to keep."""
+    if reply is not None:
+        return partial(keep_tool_images, reply.messages, doc, reply.id)
+    return partial(keep_images, version.images, doc, version.id) if version.images else None
 
 
 def thumbnail_of(sha256: str, name: str, side: int) -> bytes | None:
@@ -264,6 +284,8 @@ __all__ = [
     "image_bytes",
     "is_image_file",
     "keep_images",
+    "keep_tool_images",
+    "keeping",
     "kept_of",
     "library",
     "pasted_files",

@@ -19,7 +19,8 @@ Guarantees:
 - regenerate keeps the old reply as an alternative; editing a user message starts a new
   version of that turn and keeps the old branch;
 - a message's images are on its `Version` (an edited one keeps them), held in memory for the
-  turn, and their bytes kept with the conversation's version on the store's thread;
+  turn, and their bytes kept with the conversation on the store's thread, as are the images a
+  reply's tools returned once the reply is saved (a reopened conversation shows them again);
 - a tool call waits for the user's decision (run, run with edited arguments, allow for this
   chat, always, deny) shown on its card; stop denies what is still waiting;
 - Compact now and Undo compaction are `compactions` (`compactions.py`), held like a turn.
@@ -37,7 +38,7 @@ from PySide6.QtCore import Signal
 
 from app.constrain.constraint import ToolChoice, check_schema
 from app.controllers.approvals import Answer, WindowApprovals
-from app.controllers.attachments import keep_images, remember_images
+from app.controllers.attachments import keeping, remember_images
 from app.controllers.bridge import StreamCrashed
 from app.controllers.compactions import Compactions, compacting_said
 from app.controllers.conversations import ConversationsController
@@ -201,11 +202,12 @@ class ChatController(ConversationsController):
         self.docChanged.emit()
         self._start(turn_index)
 
-    def _keep_images(self, version: Version) -> None:
-        """The version's images kept with the conversation, on the store's thread (after the
-        version itself is saved); what could not be kept is said."""
-        if version.images:
-            keep = partial(keep_images, version.images, self.doc.id, version.id)
+    def _keep_images(self, version: Version, reply: Reply | None = None, doc: str = "") -> None:
+        """The version's images (with `reply`: those its tools returned) kept with conversation
+        `doc` (default: the selected one) on the store's thread, after what carries them is
+        saved; what could not be kept is said."""
+        keep = keeping(version, reply, doc or self.doc.id)
+        if keep is not None:
             self._io(keep, lambda said: self.notice.emit(said) if said else None)
 
     def continue_reply(self) -> None:
@@ -315,6 +317,7 @@ class ChatController(ConversationsController):
             notice = Segment("notice", "Stopped. The partial answer is kept.", complete=True)
             self._add(turn, reply, notice)
         self.persist(version, reply, doc=state.doc)
+        self._keep_images(version, reply, state.doc.id)  # the images its tools returned
         self.painter.streaming = None
         shown = self.shows_answer
         self.release()

@@ -1,18 +1,24 @@
 """Where an image's bytes are found again from the sha256 a message records.
 
 Guarantees: `remember` holds a checked picture in memory (the images of this run: attached,
-pasted or sent to the server), up to `MEMORY_BYTES` in all, the least recently used dropped
-first; `find` gives the picture of a sha256 from memory, else from the attached files kept with
-the conversations (`app/documents/kept.py`), checked again as an image; None when neither has
-it (the caller says which image is missing; nothing is guessed).
+pasted, sent to the server or returned by a tool), up to `MEMORY_BYTES` in all, the least
+recently used dropped first; `forget` drops them all (what a restart does); `find` gives the
+picture of a sha256 from memory, else from the attached files kept with the conversations
+(`app/documents/kept.py`), checked again as an image; None when neither has it (the caller
+says which image is missing; nothing is guessed). `keep` stores the bytes of a message's
+images with its conversation among those kept files, under a key the caller names (a user's
+message version, the reply whose tool messages carry a tool's images), once per content, and
+names each image it could not find to keep.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
+from app.domain.messages import ImageContent
 from app.images.decode import ImageError, Picture, read
 
 MEMORY_BYTES = 256 << 20
@@ -31,6 +37,12 @@ def remember(picture: Picture) -> None:
         while total > MEMORY_BYTES and len(_memory) > 1:
             _, dropped = _memory.popitem(last=False)
             total -= len(dropped.data)
+
+
+def forget() -> None:
+    """Drop every picture held for this run (what a restart does: what is kept on disk stays)."""
+    with _lock:
+        _memory.clear()
 
 
 def look_in(folder: Path) -> None:
@@ -74,4 +86,27 @@ def find(sha256: str, name: str = "") -> Picture | None:
     return picture
 
 
-__all__ = ["MEMORY_BYTES", "find", "look_in", "remember"]
+def keep(
+    images: Iterable[ImageContent], conversation: str, key: str, folder: Path | None = None
+) -> list[str]:
+    """Store the bytes of `images` with message `key` of `conversation` (see the module
+    guarantees) in `folder`'s kept files (None: the data folder's); the name of each image
+    that was not found, in order. Raises `OSError` or `sqlite3.Error` when the kept files
+    cannot be written."""
+    from app.documents.kept import KeptFiles
+
+    lost: list[str] = []
+    kept = KeptFiles(folder)
+    try:
+        for number, image in enumerate(images, 1):
+            picture = find(image.sha256, image.name)
+            if picture is None:
+                lost.append(image.name or f"image {number}")
+                continue
+            kept.keep_bytes(picture.data, image.name or f"image-{number}", conversation, key)
+    finally:
+        kept.close()
+    return lost
+
+
+__all__ = ["MEMORY_BYTES", "find", "forget", "keep", "look_in", "remember"]

@@ -68,8 +68,9 @@ ToolEvent = ToolCallRequested | ToolCallDecided | ToolProgress | ToolsRan | Turn
 JsonEvent = JsonChecked | JsonRetried
 
 
-# issues the reply shows: a call that was not valid, tools not offered, a compaction not made
-_SAID = (ErrorCode.CALL_SCHEMA, ErrorCode.TOOLS_UNAVAILABLE, ErrorCode.CONTEXT)
+# issues the reply shows: a call that was not valid, tools not offered, a compaction not made,
+# an earlier tool image no longer kept here
+_SAID = (ErrorCode.CALL_SCHEMA, ErrorCode.TOOLS_UNAVAILABLE, ErrorCode.CONTEXT, ErrorCode.RESOURCE)
 
 
 class ReplyBuilder:

@@ -16,7 +16,9 @@ over the prompt under any policy, until it is undone; under summarise (or when a
 `compact_now`) one that is due is made first (`app/engine/turn/compaction.py`); asked to
 (`compact_ahead`, the doors with a person between turns), one the next turn would need is made
 after the answer — its events last — and its prompt read once where the session keeps it, so
-the next turn neither waits for a summary nor reads the compacted prompt. When it returns,
+the next turn neither waits for a summary nor reads the compacted prompt. An image a tool
+returned earlier that is no longer kept here is a note in its tool message and an E-RESOURCE
+notice (`tool_results.tool_images_found`), never a failed turn. When it returns,
 `session.conversation` holds the turn, every message of it (a compaction changes the prompt
 only). A turn that offers MCP servers' tools starts a new turn on the caps behind them
 (`app.tools.mcp.caps.begin_turns`), so what the servers ask while it runs — sampling, requests
@@ -37,6 +39,7 @@ from app.domain.messages import Conversation, Message
 from app.engine.request import GenerationRequest
 from app.engine.session import Session, TurnRecord
 from app.engine.turn.compaction import compact, prompt_of, warm
+from app.engine.turn.tool_results import tool_images_found
 from app.engine.turn.tools import run_tool_turn
 from app.errors import ErrorCode
 from app.tools.api import ToolContext
@@ -85,6 +88,9 @@ def run_turn(
     conversation = request.conversation or session.conversation
     if request.message is not None:
         conversation = conversation.with_message(request.message)
+    conversation, lost = tool_images_found(conversation)  # a note for each image gone
+    for said in lost:
+        yield ParseIssue(ErrorCode.RESOURCE, said)
     held = generation.compaction  # applies under any policy, until it is undone
     if generation.overflow is Overflow.SUMMARISE or generation.compact_now:
         force = generation.compact_now

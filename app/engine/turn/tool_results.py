@@ -23,6 +23,12 @@ Guarantees:
   not see them, each is named in a notice the model reads, with the reason.
 - The image marker character (U+E0F0) in a tool's text becomes U+FFFD: a tool cannot make a
   place for an image in the prompt.
+- A conversation's earlier tool images are found again before a turn reads them
+  (`tool_images_found`: this run's memory, else the files kept with the conversations, which a
+  frontend that saves its history keeps them among); one found nowhere — its kept file deleted,
+  a history from a version that did not keep them — becomes a short note in its tool message
+  ("no longer kept on this computer") and a sentence for the user: never a failed turn. A
+  user's own images are left as they are (a missing one is the user's to attach again).
 """
 
 from __future__ import annotations
@@ -36,7 +42,15 @@ from typing import Any
 
 from app.domain.budget import Overflow
 from app.domain.events import CallOutcome
-from app.domain.messages import IMAGE_MARKER, Conversation, ImageContent, Role
+from app.domain.messages import (
+    IMAGE_MARKER,
+    Content,
+    Conversation,
+    ImageContent,
+    Message,
+    Role,
+    TextContent,
+)
 from app.engine.session import Session
 from app.tools.audit import cut_marker, result_key
 from app.tools.result_parts import TextWithImages, image_label
@@ -214,4 +228,40 @@ def _images(content: Any, budget: Budget) -> tuple[tuple[ImageContent, ...], lis
     return tuple(shown), notes
 
 
-__all__ = ["Answer", "Budget", "answers", "as_is", "budget_of", "fit"]
+def tool_images_found(conversation: Conversation) -> tuple[Conversation, list[str]]:
+    """`conversation` with each image a tool returned that is no longer kept anywhere here
+    replaced by a note in its tool message, and a sentence for the user per image replaced
+    (see the module guarantees); the same conversation when every one is found."""
+    found: dict[str, bool] = {}  # by sha256: each image looked for once
+    said: list[str] = []
+    messages = [
+        _noted(m, found, said) if m.author.role is Role.TOOL and m.images else m
+        for m in conversation.messages
+    ]
+    if not said:
+        return conversation, []
+    return conversation.model_copy(update={"messages": tuple(messages)}), said
+
+
+def _noted(message: Message, found: dict[str, bool], said: list[str]) -> Message:
+    """A tool message with a note in place of each of its images found nowhere here."""
+    from app.images.kept import find
+
+    content: list[Content] = []
+    for part in message.content:
+        if isinstance(part, ImageContent):
+            if part.sha256 not in found:
+                found[part.sha256] = find(part.sha256, part.name) is not None
+            if not found[part.sha256]:
+                name = (part.name or "an image").replace(IMAGE_MARKER, "\ufffd")
+                said.append(
+                    f"{name}, an image {message.author.name or 'a tool'} returned earlier in"
+                    " this conversation, is no longer kept on this computer: the model reads a"
+                    " note in its place."
+                )
+                part = TextContent(text=f"\n[{name}: no longer kept on this computer]")
+        content.append(part)
+    return message.model_copy(update={"content": tuple(content)})
+
+
+__all__ = ["Answer", "Budget", "answers", "as_is", "budget_of", "fit", "tool_images_found"]
