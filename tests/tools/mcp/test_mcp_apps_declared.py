@@ -14,6 +14,9 @@ from app.tools.mcp.apps import APP_MIME, EXTENSION, extension
 from app.tools.mcp.config import McpServer
 from app.tools.mcp.hooks import McpHooks
 from app.tools.mcp.tools import McpPool
+from tests.keys.test_endpoints import secret_service
+
+__all__ = ["secret_service"]
 
 SERVER = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_apps_server.py")
 
@@ -48,3 +51,25 @@ def test_the_window_declares_the_extension_when_qt_webengine_is_installed(qapp: 
     hooks = WindowAsks().hooks(lambda: McpPool(dict, Secrets()))
     assert mcp_apps.available()  # the test install has it (the `apps` extra is in `test`)
     assert dict(hooks.extensions) == extension(True)
+
+
+def test_the_terminal_shows_an_app_tools_text_result(
+    secret_service: dict[str, str], tmp_path: Path
+) -> None:
+    """`harmony-desk mcp` on the npm MCP Apps example: its tool with a view answers with its
+    text (the terminal's fallback): the server's time."""
+    import re
+
+    from tests.keys.test_endpoints import cli
+    from tests.npm_servers import command
+    from tests.tools.mcp.test_mcp_config import _env
+
+    env = _env(tmp_path, secret_service)
+    added = cli(["mcp", "add", "basic", "--", *command("mcp-server-basic-vanillajs"), "--stdio"], env)
+    assert added.returncode == 0, added.stderr
+    tools = {t["name"]: t for t in map(json.loads, cli(["mcp", "tools", "basic"], env).stdout.splitlines())}
+    assert "get-time" in tools
+    called = cli(["mcp", "call", "basic", "get-time", "{}"], env)
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["ok"] and re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", json.dumps(result["content"]))
