@@ -41,6 +41,21 @@ class Header:
 
 # --- the reference rules ------------------------------------------------------------------
 
+# What openai-harmony (Rust: `char::is_whitespace`, Unicode's White_Space) takes for a space.
+# Python's `str.isspace` also takes the separators U+001C..U+001F, which the reference keeps
+# as part of a word (a header `\x1c` is a recipient there).
+_WHITE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+_WORDS = re.compile(f"[^{re.escape(_WHITE)}]+")
+
+
+def _words(text: str) -> list[str]:
+    """`text` split as the reference splits a header."""
+    return _WORDS.findall(text)
+
 
 def reference_header(text: str, role: Role | None, parse_attrs: bool = True) -> Header | str:
     """The header as openai-harmony reads it, or the reference's error text."""
@@ -48,10 +63,10 @@ def reference_header(text: str, role: Role | None, parse_attrs: bool = True) -> 
     if isinstance(taken, str):
         return taken
     channel, text = taken
-    text = text.strip()
+    text = text.strip(_WHITE)
     if CONSTRAIN_TEXT in text:
-        text = text.replace(CONSTRAIN_TEXT, f" {CONSTRAIN_TEXT}").strip()
-    parts = text.split()
+        text = text.replace(CONSTRAIN_TEXT, f" {CONSTRAIN_TEXT}").strip(_WHITE)
+    parts = _words(text)
     role_word = None
     if role is None:
         found = _reference_role(parts)
@@ -78,7 +93,7 @@ def _reference_channel(text: str) -> tuple[str | None, str] | str:
     if idx < 0:
         return None, text
     after = text[idx + len(CHANNEL_TEXT) :]
-    end = next((i for i, c in enumerate(after) if c.isspace() or c == "<"), len(after))
+    end = next((i for i, c in enumerate(after) if c in _WHITE or c == "<"), len(after))
     if end == 0:
         return "channel marker present but no channel value found in header"
     return after[:end], text[:idx] + after[end:]

@@ -62,6 +62,7 @@ def test_whole_conversations_parse_like_the_reference(name: str, renderer: Rende
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tokens=special_heavy_tokens, role=st.sampled_from(["assistant", None]))
 @example(tokens=[200008, 200018], role="assistant")  # id 200018 as content: named as the app names it
+@example(tokens=[216, 200008], role="assistant")  # a header "\x1c": a word to Rust, a space to Python
 def test_strict_mode_agrees_with_reference_wherever_it_accepts(
     tokens: list[int], role: str | None, oracle: Any, encoding: HarmonyEncoding
 ) -> None:
