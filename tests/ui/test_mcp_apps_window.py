@@ -94,6 +94,7 @@ def _shoot_window(qtbot: Any, window: Any, view: Any) -> None:
     folder = os.environ.get(SHOTS_ENV)
     if not folder:
         return
+    Path(folder).mkdir(parents=True, exist_ok=True)
     window.resize(1600, 1000)
     app = QApplication.instance()
     assert isinstance(app, QApplication)
@@ -101,9 +102,22 @@ def _shoot_window(qtbot: Any, window: Any, view: Any) -> None:
         for name in ("light", "dark"):
             appearance.apply(app, name)
             assert _text_shown(qtbot, view, "server-time", dark=name == "dark")
-            assert window.grab().save(str(Path(folder) / f"mcp-app-window-{name}.png"))
+            frame = _settled(qtbot, window)
+            assert frame.save(str(Path(folder) / f"mcp-app-window-{name}.png"))
     finally:
         appearance.apply(app, "light")
+
+
+def _settled(qtbot: Any, window: Any) -> Any:
+    """A grab of `window` once two grabs in a row are alike: the page has painted all of it."""
+    frames: list[Any] = []
+
+    def settled() -> bool:
+        frames.append(window.grab().toImage())
+        return len(frames) > 1 and frames[-1] == frames[-2]
+
+    qtbot.waitUntil(settled, timeout=WAIT_MS)
+    return frames[-1]
 
 
 def test_without_qt_webengine_the_card_says_the_view_needs_the_extra(
