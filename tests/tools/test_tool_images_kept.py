@@ -113,8 +113,9 @@ def first_turn(qtbot: Any, pair: tuple[Path, Path], db: Path) -> tuple[str, Repl
         reply = answered(qtbot, run.chat, "Take a picture.")
         tool = [m for m in reply.messages if m.author.role is Role.TOOL]
         assert tool, (reply.segments, reply.messages, reply.state, reply.error)
-        assert [i.sha256 for m in tool for i in m.images] == [PICTURE] * len(tool)
-        assert reply.debug.timings["images"] == len(tool)  # seen through the projector
+        shown = [i.sha256 for m in tool for i in m.images]  # a denied later call has none
+        assert shown and set(shown) == {PICTURE}, (reply.segments, reply.messages)
+        assert reply.debug.timings["images"] == len(shown)  # seen through the projector
         doc, version = run.chat.doc.id, run.chat.doc.turns[-1].version.id
         assert kept_of(version) == []  # the user's message lists only what the user attached
     finally:
@@ -170,7 +171,7 @@ def test_a_tool_image_deleted_from_disk_is_a_note_and_a_notice_never_a_failed_tu
     reply, prompt = reopened_turn(qtbot, vision_pair, db, doc)
     assert reply.state in ("done", "incomplete"), reply  # answered (8 tokens at most)
     assert "<IMAGE>" not in prompt and not reply.debug.timings.get("image_tokens")
-    tool = next(m for m in first.messages if m.author.role is Role.TOOL)
+    tool = next(m for m in first.messages if m.author.role is Role.TOOL and m.images)
     name = tool.images[0].name
     note = f"[{name}: {LOST}]"
     assert prompt.index("Here is the picture.") < prompt.index(note)  # in the image's place
@@ -184,7 +185,8 @@ def test_a_tool_image_deleted_from_disk_is_a_note_and_a_notice_never_a_failed_tu
         store.close()
     assert saved is not None and saved.turns[0].version.reply is not None
     old = [m for m in saved.turns[0].version.reply.messages if m.author.role is Role.TOOL]
-    assert old and all(m.images[0].sha256 == PICTURE for m in old)  # the history is unchanged
+    kept_here = [i.sha256 for m in old for i in m.images]  # a denied later call has none
+    assert kept_here and set(kept_here) == {PICTURE}  # the history is unchanged
 
 
 def test_only_a_tool_image_found_nowhere_becomes_a_note(folders: Path) -> None:
