@@ -227,8 +227,9 @@ def test_thinking_blocks_from_gpt_oss_only_when_asked(oss: str) -> None:
 
 def test_anthropic_thinking_with_reasoning_model_streamed_and_called(oss: str) -> None:
     # llama.cpp: test_anthropic_thinking_with_reasoning_model (stream=True), on the tiny gpt-oss
+    # greedy: whether the random-weight model thinks before its call is not left to the draw
     events = _events(oss, {"model": "m", "max_tokens": 300, "messages": [{"role": "user", "content": "Weather in Oslo?"}],
-                           "thinking": {"type": "enabled", "budget_tokens": 16},
+                           "thinking": {"type": "enabled", "budget_tokens": 16}, "temperature": 0,
                            "tools": [TOOL], "tool_choice": {"type": "tool", "name": "get_current_time"}})
     blocks = _checked_sequence(events)
     # the random-weight model may write a preamble before its analysis: the thinking block is
