@@ -187,42 +187,32 @@ def remember_images(pictures: Sequence[Picture]) -> tuple[ImageContent, ...]:
     return tuple(p.content() for p in pictures)
 
 
-def keep_images(images: Sequence[ImageContent], conversation: str, version: str) -> str:
-    """Keep the bytes of a message version's images with it (on the store's thread); "" when
-    all were kept, else a sentence saying which were not and why."""
+def keep_images(
+    images: Sequence[ImageContent], conversation: str, owner: str, whose: str = "The message's"
+) -> str:
+    """Keep the bytes of `images` with the conversation under `owner` (a message version's id,
+    or a reply's for the images its tools returned), on the store's thread; "" when all were
+    kept (or there were none), else a sentence saying which were not and why (`whose` images)."""
     from app.images.kept import keep
 
     if not images:
         return ""
     try:
-        lost = keep(images, conversation, version)
+        lost = keep(images, conversation, owner)
     except (OSError, sqlite3.Error) as exc:
-        return f"The message's images could not be kept with the conversation: {exc}"
+        return f"{whose} images could not be kept with the conversation: {exc}"
     if lost:
-        return f"Not kept with the conversation (no longer on this computer): {', '.join(lost)}"
+        gone = ", ".join(lost)
+        return f"{whose} images, not kept with the conversation (no longer here): {gone}"
     return ""
 
 
 def keep_tool_images(messages: Sequence[Message], conversation: str, reply: str) -> str:
-    """Keep the bytes of the images a reply's tool messages carry with the conversation, under
-    the reply's id (so the user's message lists only the files the user attached), on the
-    store's thread once the reply is saved: a reopened conversation's next turn finds them
-    again. "" when all were kept (or there were none), else a sentence saying which were not."""
-    from app.images.kept import keep
-
+    """`keep_images` for the images a reply's tool messages carry, under the reply's id (so the
+    user's message lists only the files the user attached), once the reply is saved: a
+    reopened conversation's next turn finds them again."""
     images = [i for m in messages if m.author.role is Role.TOOL for i in m.images]
-    if not images:
-        return ""
-    try:
-        lost = keep(images, conversation, reply)
-    except (OSError, sqlite3.Error) as exc:
-        return f"The images a tool returned could not be kept with the conversation: {exc}"
-    if lost:
-        return (
-            "Images a tool returned, not kept with the conversation (no longer on this"
-            f" computer): {', '.join(lost)}"
-        )
-    return ""
+    return keep_images(images, conversation, reply, "A tool's")
 
 
 def keeping(version: Version, reply: Reply | None, doc: str) -> Callable[[], str] | None:
