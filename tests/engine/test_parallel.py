@@ -154,7 +154,13 @@ def test_sequences_decoded_together_give_the_tokens_they_give_alone(
     assert info is not None and info.sequences == 4
 
 
+STAYING = 240  # tokens: the staying client still decodes well after the queued one starts
+
+
 def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_model: Any) -> None:
+    """The staying client asks for many more tokens than the 48 compared with its answer alone,
+    so that "the queued one started while the other still decoded" does not hang on a few
+    milliseconds (it once missed by half of one under load)."""
     client = _client(smollm_model, sequences=2)
     try:
         prompts = [_ids(client, p) for p in PROMPTS[:3]]
@@ -165,7 +171,7 @@ def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_mod
         queued: dict[str, Any] = {}
         first = next(leaving)  # the first token: it holds a sequence
         assert isinstance(first, TokenStep)
-        stay = threading.Thread(target=_run, args=(client, prompts[1], 48, staying))
+        stay = threading.Thread(target=_run, args=(client, prompts[1], STAYING, staying))
         stay.start()
         time.sleep(0.3)
         wait = threading.Thread(target=_run, args=(client, prompts[2], 8, queued))
@@ -179,7 +185,8 @@ def test_a_client_that_leaves_frees_its_sequence_and_the_others_go_on(smollm_mod
     finally:
         client.close()
     assert queued["first"] - left < 5.0 and queued["tokens"]
-    assert isinstance(staying["done"], GenerationDone) and staying["tokens"] == alone["tokens"]
+    assert isinstance(staying["done"], GenerationDone) and staying["tokens"][:48] == alone["tokens"]
+    assert len(staying["tokens"]) > 48, len(staying["tokens"])  # it went on past the compared part
     assert queued["first"] < staying["end"]  # it started while the other still decoded
 
 
