@@ -4,7 +4,9 @@ Each input line is `{"text": "...", "tools": [OpenAI-shaped declarations]}`: wha
 model wrote after the generation prompt. The template is a registered name, a template file
 (as the registry reads it) or a `.jinja` chat template (as a GGUF carries it). No model is
 loaded: the text is fed one byte per token through a byte table, so every marker is read as
-text — the same as a model whose markers are ordinary tokens.
+text — the same as a model whose markers are ordinary tokens. The `harmony` template (also what
+gpt-oss's own `.jinja` is read as) reads the text as Harmony: its markers are o200k_harmony's
+control tokens, read by the same parser as a gpt-oss model's ids (`HarmonyText`).
 
 Guarantees: the output line has replay's shape (`shown`, `hidden`, `errors`, `stop`): each call
 is a `tool_call` item whose recipient is the tool (`functions.NAME`) and whose text is its
@@ -22,8 +24,10 @@ from typing import Any
 from app.domain.events import MessageDone, ParseEvent, ParseIssue, TurnDone
 from app.domain.visibility import Lane
 from app.errors import InvalidInputError
+from app.harmony.text_stream import HarmonyText
 from app.templates.base import Template
-from app.templates.jinja import GgufJinja, JinjaTemplateError
+from app.templates.harmony import HarmonyTemplate
+from app.templates.jinja import JinjaTemplateError, jinja_template
 from app.templates.registry import get_template, register_file
 
 _BYTES = [bytes([i]) for i in range(256)]
@@ -54,7 +58,7 @@ def template_named(spec: str) -> Template:
             source = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise JinjaTemplateError(f"{spec}: cannot be read ({exc})") from exc
-        return GgufJinja(source)
+        return jinja_template(source)
     if path.is_file():
         return get_template(register_file(path))
     return get_template(spec)
@@ -66,12 +70,21 @@ def replay_text(template: Template, obj: Any) -> dict[str, Any]:
         raise InvalidInputError('each line is an object with "text" (and optional "tools")')
     if not isinstance(obj.get("tools", []), list):
         raise InvalidInputError('"tools" must be a list of OpenAI-shaped tool declarations')
+    if isinstance(template, HarmonyTemplate):
+        harmony = HarmonyText(known_tools=_tool_names(obj.get("tools", [])))
+        return _line(harmony.feed(obj["text"]) + harmony.finish(complete=True))
     parser = template.output_parser(ByteTokenizer())
     events: list[ParseEvent] = []
     for byte in obj["text"].encode("utf-8"):
         events += parser.feed(byte)
     events += parser.finish()
     return _line(events)
+
+
+def _tool_names(tools: list[Any]) -> list[str]:
+    """The recipients of the declared tools (`functions.NAME`)."""
+    found = (t.get("function", {}).get("name") for t in tools if isinstance(t, dict))
+    return [f"functions.{n}" for n in found if isinstance(n, str)]
 
 
 def _line(events: list[ParseEvent]) -> dict[str, Any]:

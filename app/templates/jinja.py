@@ -15,6 +15,12 @@ prompt holds control tokens that a rendering of neutral text does not, rather th
 injection. The call format (`tool_calls`, `call_format`, `output_parser`) is the one
 `app/templates/calls/detect.py` finds for the source (cached per source); a template with
 none takes no tools.
+
+A template that is gpt-oss's own (`harmony_source`: it writes Harmony's `<|start|>`,
+`<|channel|>`, `<|message|>` and `<|call|>` markers and addresses calls ` to=` `functions.NAME`) is
+never rendered here: `jinja_template` and `for_model` give the built-in `harmony` template for
+it, so a GGUF carrying it behaves exactly as a gpt-oss model does (prompt ids from our Harmony
+renderer, its stop tokens, its parser and grammar).
 """
 
 from __future__ import annotations
@@ -34,10 +40,23 @@ from app.templates.calls.format import (
     name_of,
     openai_tools,
 )
+from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
 from app.templates.text_output import TextOutputParser
 
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
+HARMONY_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|call|>", " to=", "functions.")
+
+
+def harmony_source(source: str) -> bool:
+    """Whether a chat template is gpt-oss's: it writes every Harmony marker a call needs."""
+    return all(marker in source for marker in HARMONY_MARKERS)
+
+
+def jinja_template(source: str, bos: str = "", eos: str = "") -> Template:
+    """The template for a GGUF's chat template `source`: the built-in `harmony` one for
+    gpt-oss's, else `source` rendered in the sandbox (`GgufJinja`)."""
+    return HarmonyTemplate() if harmony_source(source) else GgufJinja(source, bos, eos)
 
 
 def _neutral(value: Any) -> Any:
@@ -130,9 +149,8 @@ class GgufJinja(Template):
         source = metadata.get("tokenizer.chat_template")
         if not isinstance(source, str) or not source.strip():
             raise JinjaTemplateError("this model stores no chat template; choose another template")
-        return GgufJinja(
-            source, str(metadata.get("x.bos_text", "")), str(metadata.get("x.eos_text", ""))
-        )
+        bos, eos = str(metadata.get("x.bos_text", "")), str(metadata.get("x.eos_text", ""))
+        return jinja_template(source, bos, eos)
 
     def detection(self) -> Detection:
         """The template's call format, or why it has none (cached per source)."""
@@ -230,4 +248,13 @@ def _filled(messages: list[dict[str, Any]], texts: list[str]) -> list[dict[str, 
     return [{k: fill(v) if k == "content" else v for k, v in m.items()} for m in messages]
 
 
-__all__ = ["RENDER_CHARS", "RENDER_SECONDS", "GgufJinja", "JinjaTemplateError", "openai_messages"]
+__all__ = [
+    "HARMONY_MARKERS",
+    "RENDER_CHARS",
+    "RENDER_SECONDS",
+    "GgufJinja",
+    "JinjaTemplateError",
+    "harmony_source",
+    "jinja_template",
+    "openai_messages",
+]

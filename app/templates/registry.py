@@ -8,7 +8,9 @@ purpose (`replace=True`); an unknown name raises with the valid names. Template 
 config folder's `templates/`, read the first time the registry is asked for a name: a file may
 not take a name already registered (it may extend one with `"base"`), and a bad file in the
 folder is a problem kept for `folder_problems`, the others still registered. `template_source`
-says where each entry came from. `default_template_name` picks a template from GGUF metadata.
+says where each entry came from. `default_template_name` picks a template from GGUF metadata:
+a model whose architecture is gpt-oss, or whose chat template is gpt-oss's (`harmony_source`,
+whatever architecture it declares), gets `harmony`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from app.templates.builtin import ChatML, Completion, Gemma, Llama3, Qwen, SmolL
 from app.templates.families import Mistral, Qwen3Coder
 from app.templates.files import TemplateFileError, folder_files, read_spec
 from app.templates.harmony import HarmonyTemplate
-from app.templates.jinja import GgufJinja
+from app.templates.jinja import GgufJinja, harmony_source
 from app.templates.layout import INTERNLM_TEMPLATES, LayoutSpec, LayoutTemplate, layout_template
 
 T = TypeVar("T", bound=type[Template])
@@ -152,7 +154,7 @@ def default_template_name(metadata: dict[str, Any]) -> str:
     """The template the registry picks for a model, from its GGUF metadata."""
     arch = str(metadata.get("general.architecture", ""))
     text = metadata.get("tokenizer.chat_template")
-    if arch == "gpt-oss":
+    if arch == "gpt-oss" or (isinstance(text, str) and harmony_source(text)):
         return "harmony"
     if not isinstance(text, str) or not text.strip():  # none of its own: its family's, if known
         if arch.startswith("gemma"):

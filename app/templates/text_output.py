@@ -1,4 +1,5 @@
-"""Output of non-Harmony models: text, with `<think>...</think>` routed to the analysis lane.
+"""Output of non-Harmony models: text, with `<think>...</think>` (or the call format's own think
+tags, `CallFormat.think`) routed to the analysis lane.
 
 Guarantees: emits the same typed events as the Harmony parser (one analysis message per think
 block, one final answer); bytes of a character split across tokens are held until complete;
@@ -55,6 +56,7 @@ class TextOutputParser:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # text that may be the start of a tag
         self._thinking = thinking  # the prompt opened a `<think>` block: it starts inside
+        self._tags = calls.think if calls is not None else (OPEN, CLOSE)  # the family's own
         self._index = -1
         self._open_lane: Lane | None = None
         self._text: list[str] = []
@@ -93,7 +95,7 @@ class TextOutputParser:
     def _text_in(self, text: str) -> None:
         buf = self._pending + text
         while buf:
-            tag = CLOSE if self._thinking else OPEN
+            tag = self._tags[1] if self._thinking else self._tags[0]
             at = buf.find(tag)
             if at >= 0:
                 self._emit(buf[:at])

@@ -31,7 +31,8 @@ CASES = {"one call": ([WEATHER], ""), "two calls": ([WEATHER, TIME], ""), "prose
 
 HARMONY = "openai-gpt-oss-120b"  # Harmony: its own parser (app/harmony), not a text call format
 LEFT_OUT = {
-    HARMONY: "Harmony (gpt-oss) is read by the Harmony parser, not by a text call format",
+    HARMONY: "read by the Harmony parser (a GGUF carrying this template gets `harmony`), but the"
+        " template puts prose beside a call in `analysis` and writes one call a turn",
     "CohereForAI-c4ai-command-r-plus-tool_use": "takes tools in Cohere's legacy shape"
         " (`parameter_definitions`), not OpenAI's; rendering OpenAI tools fails",
     "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
@@ -39,17 +40,10 @@ LEFT_OUT = {
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its text)",
     "GigaChat3-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
     "GigaChat3.1-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
-    "LFM2.5-8B-A1B": "Python call syntax (`[f(a='x', b=3)]`) whose quoting the derived reader does not"
-        " follow",
     "MiniMax-M3": "each argument is a tag named after the argument itself, which the derived"
         " reader cannot match",
-    "google-gemma-4-31B-it": "Gemma 4's `call:NAME{k:<|\"|>v<|\"|>}` value quoting is not learned",
-    "google-gemma-4-31B-it-interleaved": "Gemma 4's `call:NAME{k:<|\"|>v<|\"|>}` value quoting is not"
-        " learned",
     "meetkai-functionary-medium-v3.2": "`>>>NAME\\n{…}` has no closing markup and a call may be"
         " plain text (`>>>all`), so no trigger can be learned",
-    "NVIDIA-Nemotron-Nano-v2": "writes text and calls as two assistant turns (its own turn markup"
-        " between them)",
     "Apriel-1.6-15b-Thinker-fixed": "opens every answer with reasoning in plain words (`Here are my"
         " reasoning steps:`), which the text parser shows as answer",
     "Cohere2MoE": "reasoning markers `<|START_THINKING|>` the text parser does not route",

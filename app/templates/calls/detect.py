@@ -175,7 +175,10 @@ def _fits(fmt: CallFormat, parts: Parts) -> bool:
 def detect(source: str, bos: str = "", eos: str = "") -> Detection:
     """The call format `source` speaks (see the module guarantees)."""
     from app.templates.calls.formats import FORMATS  # at call time: formats are still added
+    from app.templates.calls.pythonic import speaks_pythonic
 
+    if speaks_pythonic(source):  # LFM2's templates may never write an assistant's calls
+        return Detection(FORMATS["pythonic"])
     if "tool_calls" not in source:
         return Detection(None, "the template never writes an assistant's tool calls")
     render = renderer(source, bos, eos, probe_tools())

@@ -172,6 +172,7 @@ class CallFormat(ABC):
         A marker is a literal of its own, so a grammar may write it as a control token."""
 
     separator: ClassVar[str] = "\n"  # between two calls in a row
+    think: ClassVar[tuple[str, str]] = ("<think>", "</think>")  # a think block's open and close
     # characters without which new text cannot complete a held call ("": any text may): the
     # scanner reads a held call again only when they come (or at the end)
     closers: ClassVar[str] = ""

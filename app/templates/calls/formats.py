@@ -8,13 +8,26 @@ from __future__ import annotations
 
 from app.templates.calls.format import CallFormat
 from app.templates.calls.gemma import Gemma
+from app.templates.calls.gemma4 import Gemma4
 from app.templates.calls.hermes import Hermes
 from app.templates.calls.llama3 import Llama3
 from app.templates.calls.mistral import Mistral
+from app.templates.calls.nemotron import Nemotron
+from app.templates.calls.pythonic import Pythonic
 from app.templates.calls.xml_calls import QwenXml
 
 FORMATS: dict[str, CallFormat] = {
-    f.name: f for f in (Hermes(), Llama3(), Mistral(), QwenXml(), Gemma())
+    f.name: f
+    for f in (
+        Hermes(),
+        Llama3(),
+        Mistral(),
+        QwenXml(),
+        Gemma(),
+        Gemma4(),
+        Nemotron(),
+        Pythonic(),
+    )
 }
 
 

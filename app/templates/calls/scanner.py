@@ -7,7 +7,8 @@ the format says it can never be valid (never dropped, never run); at `finish` wh
 is read as the end of the answer (a call without its closing tag still counts). A held call is
 read again only when new text holds one of the format's `closers`. Whitespace
 between calls, and after the last one, is not answer text. No text is ever lost: every
-character fed comes back as text, in a call, or in an invalid call's `raw`.
+character fed comes back as text, in a call, or in an invalid call's `raw`, save a marker the
+format reads as the end of a turn that calls (a read of no calls: Gemma 4's `<|tool_response>`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ class CallScanner:
         if read is None:
             return False
         calls, n = read
-        out.append(Scanned(calls=tuple(calls), raw=self._buf[:n]))
+        if calls:  # none: an end-of-turn marker the format reads as the end of its calls
+            out.append(Scanned(calls=tuple(calls), raw=self._buf[:n]))
         self._buf, self._in_call, self._after_call = self._buf[n:], False, True
         return True
 

@@ -1,0 +1,189 @@
+"""Gemma 4's tool calls, as `google-gemma-4-31B-it.jinja` (and its `-interleaved` variant)
+writes them:
+
+    <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>
+
+Arguments are written in Gemma 4's own syntax (`gemma4_values`): keys bare and sorted, a
+string between `<|"|>` quotes, numbers, booleans and null bare, objects and arrays nested.
+Several calls follow one another; the template ends a turn that calls with `<|tool_response>`
+(the model's hand-over: llama.cpp stops generation at it), and a result comes back as
+`<|tool_response>response:NAME{value:<|"|>TEXT<|"|>}<tool_response|>`. Thinking is a channel,
+`<|channel>thought … <channel|>` (`think`).
+
+The reader takes one call per `<|tool_call>`, text before a call as answer text, a call whose
+`<tool_call|>` is missing at the end of the answer, and reads a `<|tool_response>` standing
+after the calls as the end of the turn (no call, no answer text). The grammar holds the name
+to a declared tool and each argument's key to the tool's properties, its value to the
+property's type (a string, an integer, a number, a boolean, or any value); llama.cpp's own
+Gemma 4 grammar holds only the name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.domain.messages import ToolDescription
+from app.templates.calls.format import (
+    CallFormat,
+    CallSyntaxError,
+    Piece,
+    ToolCall,
+    arguments_of,
+    openai_tools,
+)
+from app.templates.calls.gemma4_values import (
+    QUOTE,
+    More,
+    ValueSyntaxError,
+    gemma_value,
+    read_object,
+)
+from app.templates.calls.hermes import tojson
+from app.templates.calls.llama3 import skip_space
+
+OPEN, CLOSE, CALL = "<|tool_call>", "<tool_call|>", "call:"
+RESPONSE, RESPONSE_END = "<|tool_response>", "<tool_response|>"
+THINK = ("<|channel>thought", "<channel|>")
+TOOL, TOOL_END = "<|tool>", "<tool|>"
+_VALUE_RULES = [
+    'g4_value: g4_string | g4_object | g4_array | G4_NUMBER | "true" | "false" | "null"',
+    # a string: its text then the quote as a token of its own (a control token), or the text
+    # and its spelled-out closing quote as one lexeme (a lexer takes the longest match)
+    f"g4_string: {json.dumps(QUOTE)} (G4_TEXT {json.dumps(QUOTE)} | G4_QUOTED)",
+    'G4_TEXT: /(.|\\n)*/ & ~/(.|\\n)*<\\|"\\|>(.|\\n)*/',
+    'G4_QUOTED: /(.|\\n)*<\\|"\\|>/ & ~/(.|\\n)*<\\|"\\|>(.|\\n)+/',
+    'g4_object: "{" (g4_pair ("," g4_pair)*)? "}"',
+    'g4_pair: G4_KEY ":" g4_value',
+    "G4_KEY: /[A-Za-z_][A-Za-z0-9_.\\-]*/",
+    'g4_array: "[" (g4_value ("," g4_value)*)? "]"',
+    "G4_NUMBER: /-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?/",
+    "G4_INTEGER: /-?(0|[1-9][0-9]*)/",
+]
+
+
+def _declaration(tool: Mapping[str, Any]) -> str:
+    """One tool as the template declares it (its parameters in Gemma 4's value syntax)."""
+    params = tool.get("parameters") or {}
+    return (
+        f"{TOOL}declaration:{tool['name']}"
+        f"{{description:{QUOTE}{tool.get('description', '')}{QUOTE},"
+        f"parameters:{gemma_value(params)}}}{TOOL_END}"
+    )
+
+
+def _type_rule(fields: Any) -> str:
+    """The grammar of a value of the property `fields` describes."""
+    fields = fields if isinstance(fields, Mapping) else {}
+    kind = fields.get("type")
+    if kind == "string" and isinstance(fields.get("enum"), list):
+        options = [
+            json.dumps(QUOTE) + f" {json.dumps(str(v))} " + json.dumps(QUOTE)
+            for v in fields["enum"]
+        ]
+        return "(" + " | ".join(options) + ")"
+    rules = {"string": "g4_string", "integer": "G4_INTEGER", "number": "G4_NUMBER"}
+    if kind == "boolean":
+        return '("true" | "false")'
+    return rules.get(kind, "g4_value") if isinstance(kind, str) else "g4_value"
+
+
+def _arguments_rule(i: int, schema: Mapping[str, Any] | None, rules: list[str]) -> str:
+    """Tool `i`'s `{…}`: its properties' keys, each with a value of its type."""
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return "g4_object"
+    pairs = []
+    for j, (key, fields) in enumerate(properties.items()):
+        rules.append(f"k_{i}_{j}: {json.dumps(key + ':')} {_type_rule(fields)}")
+        pairs.append(f"k_{i}_{j}")
+    rules.append(f"kv_{i}: {' | '.join(pairs)}")
+    return f'"{{" (kv_{i} ("," kv_{i})*)? "}}"'
+
+
+class Gemma4(CallFormat):
+    name = "gemma4"
+    triggers = (OPEN, RESPONSE)
+    closers = ">}]"
+    separator = ""
+    results_together = True
+    think = THINK
+
+    def declare(self, tools: Sequence[ToolDescription]) -> str:
+        return "".join(_declaration(t["function"]) for t in openai_tools(tools))
+
+    def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
+        out: list[Piece] = []
+        for call in calls:
+            args = arguments_of(call)
+            body = gemma_value(args) if isinstance(args, dict) else "{" + call.arguments + "}"
+            out += [Piece(OPEN + CALL, True), Piece(call.name + body), Piece(CLOSE, True)]
+        return out
+
+    def result(self, name: str, text: str) -> list[Piece]:
+        return [
+            Piece(f"{RESPONSE}response:", True),
+            Piece(name),
+            Piece("{value:" + QUOTE, True),
+            Piece(text),
+            Piece(QUOTE + "}" + RESPONSE_END, True),
+        ]
+
+    def markers(self) -> tuple[str, ...]:
+        return (OPEN, CLOSE, QUOTE, RESPONSE, RESPONSE_END, *THINK)
+
+    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+        if text.startswith(RESPONSE):
+            return [], len(RESPONSE)  # the end of a turn that calls
+        at = skip_space(text, len(OPEN))
+        if not text.startswith(CALL, at):
+            if not final and CALL.startswith(text[at:]):
+                return None
+            return _bad(text, final, f"no {CALL}NAME follows {OPEN}", "")
+        at += len(CALL)
+        brace = text.find("{", at)
+        name = text[at : brace if brace >= 0 else len(text)].strip()
+        if brace < 0 or not name or any(c in name for c in "<>\n,:"):
+            if brace < 0 and not final and "<" not in name and "\n" not in name:
+                return None
+            return _bad(text, final, "the call has no name", "")
+        try:
+            args, end = read_object(text, brace)
+        except More:
+            if not final:
+                return None
+            raise CallSyntaxError("the call's arguments never close", name) from None
+        except ValueSyntaxError as exc:
+            return _bad(text, final, f"its arguments cannot be read ({exc})", name)
+        length = _past_close(text, end, final)
+        return None if length is None else ([ToolCall(name, tojson(args))], length)
+
+    def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
+        rules = list(_VALUE_RULES)
+        names = []
+        for i, (name, schema) in enumerate(tools.items()):
+            names.append(f"t_{i}")
+            rules.append(f"t_{i}: {json.dumps(name)} {_arguments_rule(i, schema, rules)}")
+        head = f"call_rest: {json.dumps(CALL)} ({' | '.join(names)}) {json.dumps(CLOSE)}"
+        return "\n".join([head, *rules])
+
+
+def _past_close(text: str, at: int, final: bool) -> int | None:
+    """Where a call whose arguments end at `at` ends: past `<tool_call|>`; None while what
+    follows may still become it; at `at` when it is missing."""
+    rest = skip_space(text, at)
+    if text.startswith(CLOSE, rest):
+        return rest + len(CLOSE)
+    if not final and CLOSE.startswith(text[rest:]):
+        return None
+    return at
+
+
+def _bad(text: str, final: bool, why: str, name: str) -> tuple[list[ToolCall], int] | None:
+    """A call that can never be valid: `CallSyntaxError` taking it through its `<tool_call|>`
+    (all there is at the end of the answer); None while that close is still to come."""
+    end = text.find(CLOSE)
+    if end < 0 and not final:
+        return None
+    raise CallSyntaxError(why, name, None if end < 0 else end + len(CLOSE))
