@@ -18,6 +18,9 @@ def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
     loop = qasync.QEventLoop(qapp, already_running=True)
     asyncio.set_event_loop(loop)
     yield loop
+    for task in asyncio.all_tasks(loop):  # what the test left pending (a count a timer started)
+        task.cancel()
+        task.get_coro().close()  # never started: no "coroutine was never awaited" in a later test
     # qasync's stop() would quit the application (and every later wait); end this loop alone
     qapp.aboutToQuit.disconnect(loop._after_run_forever)
     loop._QEventLoop__is_running = False  # type: ignore[attr-defined]

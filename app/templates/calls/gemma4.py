@@ -12,10 +12,12 @@ Several calls follow one another; the template ends a turn that calls with `<|to
 
 The reader takes one call per `<|tool_call>`, text before a call as answer text, a call whose
 `<tool_call|>` is missing at the end of the answer, and reads a `<|tool_response>` standing
-after the calls as the end of the turn (no call, no answer text). The grammar holds the name
-to a declared tool and each argument's key to the tool's properties, its value to the
-property's type (a string, an integer, a number, a boolean, or any value); llama.cpp's own
-Gemma 4 grammar holds only the name.
+after the calls as the end of the turn (no call, no answer text; `ends`: where it is one token,
+it is a stop token, as llama.cpp stops there). The grammar holds the name to a declared tool
+and the arguments to the tool's properties, in sorted order (as the template writes them),
+each at most once and every required one present, each value to the property's type (a
+string, a boolean, any value, or a number within the schema's bounds); llama.cpp's own Gemma 4
+grammar holds only the name.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ from app.templates.calls.format import (
 )
 from app.templates.calls.gemma4_values import (
     QUOTE,
-    More,
-    ValueSyntaxError,
+    Unreadable,
     gemma_value,
     read_object,
 )
@@ -59,8 +60,10 @@ _VALUE_RULES = [
     "G4_KEY: /[A-Za-z_][A-Za-z0-9_.\\-]*/",
     'g4_array: "[" (g4_value ("," g4_value)*)? "]"',
     "G4_NUMBER: /-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?/",
-    "G4_INTEGER: /-?(0|[1-9][0-9]*)/",
 ]
+
+
+_NUMBER_KEYWORDS = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 def _declaration(tool: Mapping[str, Any]) -> str:
@@ -83,23 +86,34 @@ def _type_rule(fields: Any) -> str:
             for v in fields["enum"]
         ]
         return "(" + " | ".join(options) + ")"
-    rules = {"string": "g4_string", "integer": "G4_INTEGER", "number": "G4_NUMBER"}
+    if kind in ("integer", "number"):  # written bare, as JSON writes it: JSON's own bounds
+        bounds = {k: v for k, v in fields.items() if k in _NUMBER_KEYWORDS}
+        return "%json" + json.dumps(bounds)
     if kind == "boolean":
         return '("true" | "false")'
-    return rules.get(kind, "g4_value") if isinstance(kind, str) else "g4_value"
+    return "g4_string" if kind == "string" else "g4_value"
 
 
 def _arguments_rule(i: int, schema: Mapping[str, Any] | None, rules: list[str]) -> str:
-    """Tool `i`'s `{…}`: its properties' keys, each with a value of its type."""
+    """Tool `i`'s `{…}`: its properties' keys in sorted order (as the template writes them),
+    each at most once and every required one present, each with a value of its type."""
     properties = (schema or {}).get("properties")
     if not isinstance(properties, Mapping) or not properties:
         return "g4_object"
-    pairs = []
-    for j, (key, fields) in enumerate(properties.items()):
-        rules.append(f"k_{i}_{j}: {json.dumps(key + ':')} {_type_rule(fields)}")
-        pairs.append(f"k_{i}_{j}")
-    rules.append(f"kv_{i}: {' | '.join(pairs)}")
-    return f'"{{" (kv_{i} ("," kv_{i})*)? "}}"'
+    required = set((schema or {}).get("required") or ())
+    keys = sorted(properties)
+    for j, key in enumerate(keys):
+        rules.append(f"k_{i}_{j}: {json.dumps(key + ':')} {_type_rule(properties[key])}")
+    for j in reversed(range(len(keys))):
+        after = f" r_{i}_{j + 1}" if j + 1 < len(keys) else ""
+        optional = keys[j] not in required
+        if j:  # r_: the keys from j on, after a key already written
+            pair = f'"," k_{i}_{j}'
+            rules.append(f"r_{i}_{j}: {f'({pair})?' if optional else pair}{after}")
+        more = f" | f_{i}_{j + 1}" if optional and after else ""
+        rules.append(f"f_{i}_{j}: k_{i}_{j}{after}{more}")  # f_: the first key written is j
+    body = f"f_{i}_0" if required & set(keys) else f"f_{i}_0?"
+    return f'"{{" {body} "}}"'
 
 
 class Gemma4(CallFormat):
@@ -109,6 +123,7 @@ class Gemma4(CallFormat):
     separator = ""
     results_together = True
     think = THINK
+    ends = (RESPONSE,)
 
     def declare(self, tools: Sequence[ToolDescription]) -> str:
         return "".join(_declaration(t["function"]) for t in openai_tools(tools))
@@ -148,14 +163,14 @@ class Gemma4(CallFormat):
             if brace < 0 and not final and "<" not in name and "\n" not in name:
                 return None
             return _bad(text, final, "the call has no name", "")
-        try:
-            args, end = read_object(text, brace)
-        except More:
+        read = read_object(text, brace)
+        if read is None:
             if not final:
                 return None
-            raise CallSyntaxError("the call's arguments never close", name) from None
-        except ValueSyntaxError as exc:
-            return _bad(text, final, f"its arguments cannot be read ({exc})", name)
+            raise CallSyntaxError("the call's arguments never close", name)
+        if isinstance(read, Unreadable):
+            return _bad(text, final, f"its arguments cannot be read ({read.reason})", name)
+        args, end = read
         length = _past_close(text, end, final)
         return None if length is None else ([ToolCall(name, tojson(args))], length)
 

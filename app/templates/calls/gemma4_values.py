@@ -3,8 +3,8 @@ a string between `<|"|>` quotes (nothing inside is escaped), a number, `true`/`f
 bare, an object `{key:value,…}` (keys bare, or quoted with `<|"|>`), an array `[value,…]`.
 
 Guarantees: `read_object` reads one `{…}` at a position and returns its value and where it
-ended; it raises `More` when the text runs out before the object closes (more may complete
-it) and `ValueSyntaxError` for text that can never be such an object; whitespace between
+ended; None when the text runs out before the object closes (more may complete it) and an
+`Unreadable` saying why for text that can never be such an object; whitespace between
 items is allowed, as llama.cpp's Gemma 4 parser allows it. `gemma_value` writes a value back
 in the same syntax (keys bare, sorted, as the template writes a call's arguments).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 QUOTE = '<|"|>'
@@ -21,19 +22,26 @@ _WORDS = {"true": True, "false": False, "null": None}
 _KEY_END = ":}"
 
 
-class More(Exception):
+class _More(Exception):
     """The text ends before the value does."""
 
 
-class ValueSyntaxError(ValueError):
+class _Unreadable(ValueError):
     """Text that can never become a Gemma 4 value."""
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Why text can never become a Gemma 4 object."""
+
+    reason: str
 
 
 def _space(text: str, at: int) -> int:
     while at < len(text) and text[at].isspace():
         at += 1
     if at == len(text):
-        raise More
+        raise _More
     return at
 
 
@@ -42,7 +50,7 @@ def _string(text: str, at: int) -> tuple[str, int]:
     start = at + len(QUOTE)
     end = text.find(QUOTE, start)
     if end < 0:
-        raise More
+        raise _More
     return text[start:end], end + len(QUOTE)
 
 
@@ -51,24 +59,24 @@ def _scalar(text: str, at: int) -> tuple[Any, int]:
         if text.startswith(word, at):
             return value, at + len(word)
         if word.startswith(text[at:]):
-            raise More
+            raise _More
     found = _NUMBER.match(text, at)
     if found is None:
-        raise ValueSyntaxError(f"no value at {text[at : at + 20]!r}")
+        raise _Unreadable(f"no value at {text[at : at + 20]!r}")
     if found.end() == len(text):
-        raise More  # the number may go on
+        raise _More  # the number may go on
     return json.loads(found.group()), found.end()
 
 
-def read_value(text: str, at: int) -> tuple[Any, int]:
+def _value(text: str, at: int) -> tuple[Any, int]:
     """The value starting at `at` (after any whitespace) and where it ends."""
     at = _space(text, at)
     if text.startswith(QUOTE, at):
         return _string(text, at)
     if QUOTE.startswith(text[at:]) and text[at] == "<":
-        raise More
+        raise _More
     if text[at] == "{":
-        return read_object(text, at)
+        return _object(text, at)
     if text[at] == "[":
         return _array(text, at)
     return _scalar(text, at)
@@ -84,7 +92,7 @@ def _items(text: str, at: int, close: str, item: Any) -> int:
         if text[at] == close:
             return at + 1
         if text[at] != ",":
-            raise ValueSyntaxError(f"expected ',' or {close!r} at {text[at : at + 20]!r}")
+            raise _Unreadable(f"expected ',' or {close!r} at {text[at : at + 20]!r}")
         at += 1
 
 
@@ -92,7 +100,7 @@ def _array(text: str, at: int) -> tuple[list[Any], int]:
     out: list[Any] = []
 
     def item(i: int) -> int:
-        value, end = read_value(text, i)
+        value, end = _value(text, i)
         out.append(value)
         return end
 
@@ -108,23 +116,32 @@ def _key(text: str, at: int) -> tuple[str, int]:
         while end < len(text) and text[end] not in _KEY_END:
             end += 1
         if end == len(text):
-            raise More
+            raise _More
         key, at = text[at:end].strip(), end
         if not key or any(c in key for c in "{[,\n"):
-            raise ValueSyntaxError(f"no key at {text[at : at + 20]!r}")
+            raise _Unreadable(f"no key at {text[at : at + 20]!r}")
     at = _space(text, at)
     if text[at] != ":":
-        raise ValueSyntaxError(f"no ':' after the key {key!r}")
+        raise _Unreadable(f"no ':' after the key {key!r}")
     return key, at + 1
 
 
-def read_object(text: str, at: int) -> tuple[dict[str, Any], int]:
+def read_object(text: str, at: int) -> tuple[dict[str, Any], int] | Unreadable | None:
     """The object whose `{` is at `at`, and where it ends (see the module guarantees)."""
+    try:
+        return _object(text, at)
+    except _More:
+        return None
+    except _Unreadable as exc:
+        return Unreadable(str(exc))
+
+
+def _object(text: str, at: int) -> tuple[dict[str, Any], int]:
     out: dict[str, Any] = {}
 
     def item(i: int) -> int:
         key, i = _key(text, i)
-        out[key], end = read_value(text, i)
+        out[key], end = _value(text, i)
         return end
 
     return out, _items(text, at, "}", item)

@@ -47,7 +47,7 @@ def speaks_pythonic(source: str) -> bool:
     return lfm2 or "List of tools: [" in source
 
 
-class NotALiteral(ValueError):
+class _NotALiteral(ValueError):
     """A node of the call list that is not a literal."""
 
 
@@ -66,14 +66,14 @@ def python_literal(value: Any) -> str:
 
 
 def literal_value(node: ast.expr) -> Any:
-    """The JSON value of a literal node; `NotALiteral` for anything else (never evaluated)."""
+    """The JSON value of a literal node; `_NotALiteral` for anything else (never evaluated)."""
     if isinstance(node, ast.Constant):
         value = node.value
         if value is None or isinstance(value, bool | str):
             return value
         if isinstance(value, int | float) and math.isfinite(value):
             return value
-        raise NotALiteral(f"{value!r} is not a JSON value")
+        raise _NotALiteral(f"{value!r} is not a JSON value")
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return _NAMES[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
@@ -84,7 +84,7 @@ def literal_value(node: ast.expr) -> Any:
         return [literal_value(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         return _dict_value(node)
-    raise NotALiteral(f"`{ast.unparse(node)[:60]}` is not a literal")
+    raise _NotALiteral(f"`{ast.unparse(node)[:60]}` is not a literal")
 
 
 def _dict_value(node: ast.Dict) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def _dict_value(node: ast.Dict) -> dict[str, Any]:
     for key, value in zip(node.keys, node.values, strict=True):
         name = literal_value(key) if key is not None else None
         if not isinstance(name, str):
-            raise NotALiteral("a dict's keys must be strings")
+            raise _NotALiteral("a dict's keys must be strings")
         out[name] = literal_value(value)
     return out
 
@@ -103,7 +103,7 @@ def call_name(node: ast.expr) -> str:
         return node.id
     if isinstance(node, ast.Attribute):
         return f"{call_name(node.value)}.{node.attr}"
-    raise NotALiteral("a call must be made to a name")
+    raise _NotALiteral("a call must be made to a name")
 
 
 def _parsed(body: str) -> ast.expr:
@@ -155,20 +155,20 @@ def read_calls(body: str) -> list[ToolCall]:
         return [_call(item) for item in items]
     except SyntaxError as exc:
         raise CallSyntaxError(f"the call is not Python call syntax ({exc.msg})", name) from exc
-    except NotALiteral as exc:
+    except _NotALiteral as exc:
         raise CallSyntaxError(f"its arguments are not literals ({exc})", name) from exc
 
 
 def _call(node: ast.expr) -> ToolCall:
     if not isinstance(node, ast.Call):
-        raise NotALiteral("each item of the list must be a call `name(key=value, …)`")
+        raise _NotALiteral("each item of the list must be a call `name(key=value, …)`")
     name = call_name(node.func)
     if node.args:
-        raise NotALiteral(f"{name} takes its arguments by name (`key=value`)")
+        raise _NotALiteral(f"{name} takes its arguments by name (`key=value`)")
     arguments: dict[str, Any] = {}
     for keyword in node.keywords:
         if keyword.arg is None:
-            raise NotALiteral("`**` arguments are not literals")
+            raise _NotALiteral("`**` arguments are not literals")
         arguments[keyword.arg] = literal_value(keyword.value)
     return ToolCall(name, tojson(arguments))
 
@@ -244,7 +244,6 @@ def _arguments_text(call: ToolCall) -> str:
 
 
 __all__ = [
-    "NotALiteral",
     "Pythonic",
     "guess_name",
     "literal_value",
