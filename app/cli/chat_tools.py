@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli.mcp_asks import TerminalAsks
+from app.cli.tools_prepare import tell_terminal
 from app.errors import InvalidInputError
 from app.tools.mcp.tools import MCP_PREFIX, McpPool
 from app.tools.session import ConversationTools, ToolOptions, UnknownToolError
@@ -49,11 +50,13 @@ def conversation_tools(args: argparse.Namespace, asks: TerminalAsks) -> Conversa
         pool = McpPool(hooks=asks.hooks(lambda: made[0]))
         made.append(pool)
     try:
-        return ConversationTools(options, mcp=pool)
+        tools = ConversationTools(options, mcp=pool)
     except UnknownToolError as exc:
         if pool is not None:
             pool.close()
         raise InvalidInputError(exc.message) from exc
+    tell_terminal(tools)  # a first python call that waits for the runtime's compile says so
+    return tools
 
 
 def close_tools(tools: ConversationTools) -> None:

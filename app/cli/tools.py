@@ -1,4 +1,5 @@
-"""`harmony-desk tools list|plugins|call|audit|approvals`: tools, trust, one call, the audit log.
+"""`harmony-desk tools list|plugins|call|audit|approvals|prepare`: tools, trust, one call, the
+audit log, the python tool's runtime compiled ahead (`tools_prepare.py`).
 
 Guarantees: `list` shows every tool a conversation may enable (built-ins `python` and
 `browser` included) with its plugin, risk and deadline, and reports plugins that could not
@@ -20,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.cli.tools_prepare import prepare, tell_terminal
 from app.engine.turn.loop import envelope
 from app.tools.api import Tool
 from app.tools.approval import ApprovalStore
@@ -34,6 +36,7 @@ from app.tools.trust import TrustStore
 def add_arguments(tools: argparse.ArgumentParser) -> None:
     verbs = tools.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="discovered tools, their plugin and risk")
+    verbs.add_parser("prepare", help="compile the python tool's runtime now (once, cached)")
     audit = verbs.add_parser("audit", help="export the tool audit log")
     audit.add_argument("--conversation", help="only this conversation's calls")
     audit.add_argument("--format", choices=["json", "jsonl"], default="json")
@@ -142,6 +145,7 @@ def _call(args: argparse.Namespace) -> int:
         print(exc.message, file=sys.stderr)
         return 2
     with tools:
+        tell_terminal(tools)  # a first call that waits for the python runtime's compile says so
         chosen = tools.registry.get(args.tool)
         if chosen is None:
             print(f"{args.tool} is a plugin or namespace: name one tool", file=sys.stderr)
@@ -162,4 +166,6 @@ def run(args: argparse.Namespace) -> int:
         return _audit(args)
     if args.verb == "approvals":
         return _approvals(args)
+    if args.verb == "prepare":
+        return prepare()
     return _list()

@@ -23,14 +23,19 @@ Guarantees:
   reply's tools returned once the reply is saved (a reopened conversation shows them again);
 - a tool call waits for the user's decision (run, run with edited arguments, allow for this
   chat, always, deny) shown on its card; stop denies what is still waiting;
-- Compact now and Undo compaction are `compactions` (`compactions.py`), held like a turn.
+- Compact now and Undo compaction are `compactions` (`compactions.py`), held like a turn;
+- one answer runs at a time: a message sent while one streams waits in `queue`
+  (`send_queue.py`), shown in its own chat, and is sent into that chat (`send_to`, shown or
+  not) when the window is free; the window's Stop and Esc (`stop_shown`) stop only the
+  selected chat's answer, never another chat's;
+- each event of a turn is folded into its reply by `turn_fold.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,38 +44,23 @@ from PySide6.QtCore import Signal
 from app.constrain.constraint import ToolChoice, check_schema
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.attachments import keeping, remember_images
-from app.controllers.bridge import StreamCrashed
-from app.controllers.compactions import Compactions, compacting_said
+from app.controllers.compactions import Compactions
 from app.controllers.conversations import ConversationsController
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
+from app.controllers.send_queue import SendQueue
 from app.controllers.tool_host import WindowTools
+from app.controllers.turn_fold import on_event
 from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_images, turn_spec
 from app.controllers.turn_source import turn_events
 from app.domain.budget import Overflow
-from app.domain.events import (
-    Compacted,
-    Compacting,
-    GenerationDone,
-    JsonRetried,
-    MessageDone,
-    ParseIssue,
-    PromptRendered,
-    RequestSent,
-    ResponseReceived,
-    SessionEvent,
-    TurnCommitted,
-    TurnEvent,
-    TurnFailed,
-    VocabularyRead,
-)
-from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Version
+from app.domain.history import ChatDoc, ConversationList, Reply, Segment, Turn, Version
 from app.domain.listing import title_of
 from app.domain.messages import ReasoningEffort
-from app.domain.reply import Added, ReplyBuilder
+from app.domain.reply import ReplyBuilder
 from app.engine.session import REMOTE
-from app.errors import ErrorCode, SchemaError
+from app.errors import SchemaError
 from app.settings import load_settings
 from app.store.history import HistoryStore
 from app.tools.approval import ApprovalPolicy, Mode
@@ -122,17 +112,28 @@ class ChatController(ConversationsController):
         self.painter = ReplyPainter(self, self)  # the streaming reply's changes, to the view
         self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
         self.compactions = Compactions(self)  # compact now, undo (`compactions.py`)
+        self.queue = SendQueue(self)  # messages waiting for the answer to end (`send_queue.py`)
         self._io(self._latest_or_new, partial(self._show, instead_of=self.doc))
 
     # --- conversations ---------------------------------------------------------------
 
     def _forget(self, doc_id: str) -> None:
         self.tools.forget(doc_id)  # its python interpreter ends with the conversation
+        self.queue.forget(doc_id)  # and its queued messages are not sent
+
+    def read(self, doc_id: str, then: Callable[[ChatDoc | None], None]) -> None:
+        """Conversation `doc_id` as stored (None: not there), read on the store's thread and
+        handed to `then` on the GUI thread."""
+        self._io(partial(self.conversations.get, doc_id), then)
 
     @property
     def can_answer(self) -> bool:
         """A model is loaded here, or the conversation talks to a remote endpoint."""
-        return self.host.ready or (self.doc.endpoint is not None and self.remote is not None)
+        return self.answers(self.doc.endpoint)
+
+    def answers(self, endpoint: str | None) -> bool:
+        """Whether a conversation on `endpoint` (None: the model here) can be answered now."""
+        return self.host.ready or (endpoint is not None and self.remote is not None)
 
     def model_features(self) -> tuple[bool, bool]:
         """(tools, effort): whether the conversation's model can call tools (its template has a
@@ -162,21 +163,33 @@ class ChatController(ConversationsController):
 
     def send(self, text: str, images: Sequence[Picture] = ()) -> bool:
         """Send a user message (with its checked `images`, shown to the model before the
-        text); False when it cannot be sent now (busy, nothing to send, no model)."""
-        if self.busy or not (text.strip() or images) or not self.can_answer:
-            return False
-        if not self.doc.turns and self.doc.title == "New chat":
-            # the user's words, not the attached documents (an image alone: its name)
-            self.doc.title = title_of(text if text.strip() else images[0].name or "Image")
-        from app.domain.history import Turn
+        text) in the selected conversation; False when it cannot be sent now (busy, nothing to
+        send, no model)."""
+        return self.send_to(self.doc, text, images, self.effort, self.json_schema)
 
-        version = Version(text, self.effort, self.json_schema, images=remember_images(images))
-        self.doc.turns.append(Turn([version]))
-        self.persist()
-        self._keep_images(version)
+    def send_to(
+        self,
+        doc: ChatDoc,
+        text: str,
+        images: Sequence[Picture] = (),
+        effort: ReasoningEffort | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> bool:
+        """Send a user message in conversation `doc`, shown or not (a queued message), with
+        the effort and schema chosen for it; False when it cannot be sent now."""
+        if self.busy or not (text.strip() or images) or not self.answers(doc.endpoint):
+            return False
+        if not doc.turns and doc.title == "New chat":
+            # the user's words, not the attached documents (an image alone: its name)
+            doc.title = title_of(text if text.strip() else images[0].name or "Image")
+        version = Version(text, effort, json_schema, images=remember_images(images))
+        doc.turns.append(Turn([version]))
+        self.persist(doc=doc)
+        self._keep_images(version, doc=doc.id)
         self.refresh_list()  # its title, and newest first
-        self.docChanged.emit()
-        self._start(len(self.doc.turns) - 1)
+        if doc is self.doc:
+            self.docChanged.emit()
+        self._start(len(doc.turns) - 1, doc=doc)
         return True
 
     def regenerate(self, turn_index: int | None = None) -> None:
@@ -238,9 +251,16 @@ class ChatController(ConversationsController):
             self.docChanged.emit()
 
     def stop(self) -> None:
+        """Stop what holds the window (a turn, a compaction), whichever chat it is in."""
         if self._cancel is not None:
             self._cancel.set()
         self.approvals.stop()
+
+    def stop_shown(self) -> None:
+        """The window's Stop and Esc: stop only what streams in the selected conversation;
+        another chat's answer goes on."""
+        if self.shows_answer:
+            self.stop()
 
     def decide(
         self,
@@ -252,8 +272,10 @@ class ChatController(ConversationsController):
         """The user's answer on a tool card."""
         self.approvals.decide(call_id, allow, arguments, remember)
 
-    def _start(self, turn_index: int, resume: Reply | None = None) -> None:
-        cancel = self.hold(self.doc)
+    def _start(
+        self, turn_index: int, resume: Reply | None = None, doc: ChatDoc | None = None
+    ) -> None:
+        cancel = self.hold(doc or self.doc)
         self._task = asyncio.ensure_future(self._run(turn_index, cancel, resume))
 
     async def wait(self) -> None:
@@ -294,7 +316,7 @@ class ChatController(ConversationsController):
         self._builder = state.builder
         try:
             async for event in self.host.bridge.stream(partial(turn_events, spec)):
-                self._on_event(turn_index, reply, state, event)
+                on_event(self, turn_index, reply, state, event)
         finally:
             self._finish(turn_index, version, reply, state, cancel)
 
@@ -333,61 +355,8 @@ class ChatController(ConversationsController):
             self.segmentAdded.emit(turn, index)
         return index
 
-    def _on_event(
-        self, turn: int, reply: Reply, state: TurnState, event: SessionEvent | StreamCrashed
-    ) -> None:
-        """What the window keeps of the session (the vocabulary, the turn's messages) is kept
-        here; a crash of the engine thread is the turn's failure; the rest is the reply's."""
-        match event:
-            case VocabularyRead():
-                self.token_table, self.special_tokens = event.table, dict(event.special)
-                self.vocab_of = self.host.backend
-            case TurnCommitted():
-                reply.messages = tuple(event.conversation.messages[event.start :])
-            case StreamCrashed():
-                self._fold(turn, reply, state, TurnFailed(event.message, ErrorCode.INTERNAL))
-            case _:
-                self._fold(turn, reply, state, event)
-
-    def _fold(self, turn: int, reply: Reply, state: TurnState, event: TurnEvent) -> None:
-        """Fold the event into the reply with the one reply builder, then paint its changes;
-        what is the window's own (status, notices, where a continued reply goes on) is done
-        here."""
-        match event:
-            case PromptRendered():
-                state.builder.segments, state.resume = state.resume or {}, None
-                reply.debug.sampling = str(self.host.sampling)
-            case JsonRetried():  # the next generation goes on with the same answer segment
-                state.resume = dict(state.builder.segments)
-            case MessageDone():
-                self.painter.message_ended()  # a message boundary: saved at the next flush
-            case ParseIssue(code=ErrorCode.NETWORK):
-                self.notice.emit(event.message)  # a remote endpoint waits or retries: say so
-            case Compacting():
-                self.notice.emit(compacting_said(event))  # a summary is being written
-            case Compacted():
-                self.notice.emit(f"Compacted: {event.compaction.said()}.")  # in its place
-        for change in state.builder.apply(event):
-            self.painter.paint(turn, change)
-            if isinstance(change, Added) and not self.shows_answer:
-                self._say_waiting(state.doc, reply.segments[change.index])
-        match event:
-            case RequestSent() | ResponseReceived() | ParseIssue():
-                self.painter.debug_grew(turn)
-            case GenerationDone():
-                endpoint = state.doc.endpoint
-                where = {"endpoint": endpoint} if endpoint else {"budget": reply.debug.budget}
-                timings = {**reply.debug.timings, "n_ctx": self.host.n_ctx, **where}
-                self.statusChanged.emit(timings)
-                if self.shows_answer:
-                    self.debugChanged.emit(turn)
-
-    def _say_waiting(self, doc: ChatDoc, segment: Segment) -> None:
-        """A tool call in a conversation not shown waits for the user: say where."""
-        if segment.kind == "tool" and segment.data.get("state") == "pending":
-            self.notice.emit(f"“{doc.title}” waits for your approval of a tool call.")
-
     def close(self) -> None:
+        self.queue.close()  # what was queued is not sent (`send_queue.py`)
         self.stop()
         if self.painter.streaming is not None:
             self.persist(*self.painter.streaming, doc=self.answering)

@@ -136,6 +136,7 @@ class Template(ABC):
     defaults: ClassVar[TemplateDefaults] = TemplateDefaults()
     tool_calls: ClassVar[str | None] = None  # the tool-call syntax it speaks; None: no calls
     thinks: ClassVar[bool] = False  # an answer may open with free `<think>…</think>` text
+    opens_think: ClassVar[bool] = False  # its generation prompt opens the think block
     takes_effort: ClassVar[bool] = False  # a reasoning effort changes what it writes
 
     @abstractmethod
@@ -196,6 +197,7 @@ class Template(ABC):
                 thinks=self.thinks,
                 control=request.control,
                 thinking_budget=request.thinking_budget,
+                think_open=self.opens_think,
             )
         if request.schema is None:
             return None

@@ -42,6 +42,7 @@ from app.templates.calls.format import (
 )
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
+from app.templates.jinja_stops import opens_think, template_stop_ids
 from app.templates.text_output import TextOutputParser
 
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
@@ -59,15 +60,37 @@ def jinja_template(source: str, bos: str = "", eos: str = "") -> Template:
     return HarmonyTemplate() if harmony_source(source) else GgufJinja(source, bos, eos)
 
 
-def _neutral(value: Any) -> Any:
-    """`value` with every string leaf made harmless text (the injection check's baseline)."""
+def _harmless(value: Any) -> Any:
+    """`value` with every string leaf made harmless text (an empty one stays empty)."""
     if isinstance(value, str):
-        return "x"
+        return "x" if value else ""
     if isinstance(value, dict):
-        return {k: _neutral(v) for k, v in value.items()}
+        return {k: _harmless(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_neutral(v) for v in value]
+        return [_harmless(v) for v in value]
     return value
+
+
+def _neutral(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The injection check's baseline: `messages` with what their authors wrote (contents and
+    calls' arguments) made harmless text, and their structure (roles, names, ids) kept, so the
+    template takes the same branches."""
+    out = []
+    for m in messages:
+        m = {**m, "content": _harmless(m.get("content"))}
+        if m.get("tool_calls"):
+            m["tool_calls"] = [
+                {
+                    **c,
+                    "function": {
+                        **c["function"],
+                        "arguments": _harmless(c["function"]["arguments"]),
+                    },
+                }
+                for c in m["tool_calls"]
+            ]
+        out.append(m)
+    return out
 
 
 def openai_messages(
@@ -144,6 +167,8 @@ class GgufJinja(Template):
         self._opened_think = False  # the last prompt ended inside an open `<think>`
         found = self.detection().format if source else None
         self.tool_calls = found.name if found is not None else None  # type: ignore[misc]
+        tag = found.think[0] if found is not None else ""
+        self.opens_think = bool(tag) and opens_think(source, tag, bos, eos)  # type: ignore[misc]
 
     def for_model(self, metadata: dict[str, Any]) -> Template:
         source = metadata.get("tokenizer.chat_template")
@@ -225,7 +250,10 @@ class GgufJinja(Template):
             )
 
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
-        return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
+        if not self.source:
+            return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
+        fmt = self.call_format()
+        return template_stop_ids(tokenizer, self.source, self.bos, self.eos, fmt)
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
         return TextOutputParser(

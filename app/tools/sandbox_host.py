@@ -16,6 +16,9 @@ Guarantees:
   ends: a workspace already over its limit may shrink, never grow), memory (the guest's linear
   memory), output bytes (kept per stream) and the size of one file (RLIMIT_FSIZE on this
   process); a stopped turn ends the guest, and the reply says its variables are gone;
+- the process's own private memory (`RLIMIT_DATA`, set once the guest is open) is capped at
+  what it holds then plus the guest's memory plus `HOST_MARGIN_BYTES`, so no call, and no
+  fault of the runtime, can take more of the machine than that;
 - the process ends when its pipe closes and when the app's process ends (its sentinel).
 """
 
@@ -33,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from app.tools.child import die_with_parent
+from app.tools.sandbox_compile import limit_private_memory, private_memory_now
 
 WORKSPACE_GUEST = "/mnt/data"
 GRANTED_GUEST = "/mnt/granted"
 MAX_REQUEST_BYTES = 1 << 20  # a turn's code, as JSON
+HOST_MARGIN_BYTES = 256 * 1024 * 1024  # a guest reopened after a stop, the turn's buffers
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,7 @@ def serve(conn: Connection, config_json: str) -> None:
         return
     if sys.platform != "win32":
         _limit_file_size(config)  # after the compiled module is cached
+    limit_private_memory(private_memory_now() + config.memory_bytes + HOST_MARGIN_BYTES)
     conn.send_bytes(json.dumps({"ready": True}).encode())
     while True:
         try:
@@ -232,4 +238,11 @@ def cache_folder(base: Path) -> Path:
     return base
 
 
-__all__ = ["GRANTED_GUEST", "WORKSPACE_GUEST", "HostConfig", "cache_folder", "serve"]
+__all__ = [
+    "GRANTED_GUEST",
+    "HOST_MARGIN_BYTES",
+    "WORKSPACE_GUEST",
+    "HostConfig",
+    "cache_folder",
+    "serve",
+]

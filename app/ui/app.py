@@ -134,6 +134,9 @@ def run_window(model: str | None = None) -> int:
         window.host.close()
         return 0
     QTimer.singleShot(WARM_UP_MS, code_highlight.warm_up)  # the window is idle by then
+    from app.ui.window.python_note import start_python_note
+
+    start_python_note(window)  # the python tool's runtime compiled ahead, a quiet note while so
     chosen, n_ctx = startup_choice()
     window.load_model(model or chosen, n_ctx=n_ctx)
     closed = asyncio.Event()

@@ -62,6 +62,7 @@ ALLOWED = (
     "app.ui.mcp.sampling_dialog", "app.domain.inert", "app.domain.links", "app.tools.mcp.caps", "app.ui.mcp.plain",
     "app.domain.budget", "app.domain.compaction", "app.engine.overflow", "app.engine.turn.compaction", "app.ui.window.budget_bar", "app.ui.composer.overflow_menu",
     "app.controllers.compactions", "app.ui.transcript.compaction_marker", "app.ui.window.compaction_controls",
+    "app.controllers.send_queue", "app.controllers.turn_fold", "app.ui.composer.queue_panel", "app.ui.composer.send_button",
     "app.engine.turn.tool_results", "app.tools.result_parts", "app.controllers.tool_results", "app.ui.transcript.whole_result",
     "app.engine", "app.engine.backend", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",
     "app.engine.remote", "app.engine.remote.context", "app.engine.remote.reply", "app.engine.remote.retry",

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, NoReturn
 
 import llguidance
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from llguidance.tiktoken import lltokenizer_from_encoding
@@ -40,6 +40,7 @@ from app.templates.calls.mistral import call_id
 from app.templates.calls.xml_calls import QwenXml
 from app.templates.registry import get_template
 from app.templates.text_output import TextOutputParser
+from tests.templates.call_samples import at_start, said
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "call_cases"
 DATA = json.loads((CASES / "parser_cases.json").read_text(encoding="utf-8"))
@@ -279,7 +280,7 @@ SAMPLE = [ToolCall("special_function", '{"arg1": 1}'), ToolCall("python", '{"cod
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_what_a_format_writes_it_reads_back(name: str) -> None:
     fmt = FORMATS[name]
-    text = "".join(p.text for p in fmt.write(SAMPLE))
+    text = at_start(fmt, SAMPLE)  # what a model writes after its generation prompt
     parser = TextOutputParser(_TABLE, [], fmt)
     content, calls, issues, _, _ = _parse(parser, [ord(c) for c in text])
     assert (content, issues) == ("", [])
@@ -312,7 +313,13 @@ def test_no_chunking_of_any_text_makes_a_parser_throw(name: str, text: str, cuts
 @given(st.sampled_from(sorted(FORMATS)), _PLAIN, st.lists(st.integers(1, 7), max_size=40))
 def test_text_before_a_call_is_never_lost(name: str, before: str, cuts: list[int]) -> None:
     fmt = FORMATS[name]
-    text = before + "".join(p.text for p in fmt.write(SAMPLE[:1]))
+    call = "".join(p.text for p in fmt.write(SAMPLE[:1]))
+    if call.startswith(fmt.leading):  # a bare call counts only where the answer begins
+        call = next(t for t in fmt.triggers if t not in fmt.leading) + call
+    assume(not any(t in before + call[: len(t) - 1] for t in fmt.triggers))  # no call in the text
+    if fmt.opening:  # the text follows the answer's header, which is read like a call
+        before = before.lstrip()  # (blank space after it is no answer text)
+    text = said(fmt, before) + call
     chunks = _chunked(text.encode(), cuts)
     parser = TextOutputParser(chunks, [], fmt)
     content, calls, issues, streamed, _ = _parse(parser, range(len(chunks)))
@@ -341,15 +348,17 @@ def _accepts(lltok: Any, grammar: str, text: str) -> bool:
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_every_format_compiles_a_grammar_for_every_choice(lltok: Any, name: str, choice: str) -> None:
     fmt = FORMATS[name]
-    constraint = call_grammar(fmt, GRAMMAR_TOOLS, choice)  # type: ignore[arg-type]
+    tik = enc.load_encoding()._tik  # markers that are its special tokens are written as tokens
+    control = {m: tik.encode_single_token(m) for m in fmt.markers() if m in tik.special_tokens_set}
+    constraint = call_grammar(fmt, GRAMMAR_TOOLS, choice, control=control)  # type: ignore[arg-type]
     assert constraint is not None
-    call = "".join(p.text for p in fmt.write([ToolCall("special_function", '{"arg1":1}')]))  # the grammar writes JSON compact
-    other = "".join(p.text for p in fmt.write([ToolCall("python", '{"code":"x"}')]))
-    bad = "".join(p.text for p in fmt.write([ToolCall("nope", '{"arg1":1}')]))
+    call = at_start(fmt, [ToolCall("special_function", '{"arg1":1}')])  # the grammar writes JSON compact
+    other = at_start(fmt, [ToolCall("python", '{"code":"x"}')])
+    bad = at_start(fmt, [ToolCall("nope", '{"arg1":1}')])
     assert _accepts(lltok, constraint.grammar, call) is (choice != "none")
     assert _accepts(lltok, constraint.grammar, other) is (choice in ("auto", "required"))
     assert not _accepts(lltok, constraint.grammar, bad)
-    assert _accepts(lltok, constraint.grammar, "Just text.") is (choice in ("auto", "none"))
+    assert _accepts(lltok, constraint.grammar, said(fmt, "Just text.")) is (choice in ("auto", "none"))
 
 
 def test_xml_grammar_holds_parameter_names_and_types(lltok: Any) -> None:

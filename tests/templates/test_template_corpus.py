@@ -38,12 +38,6 @@ LEFT_OUT = {
     "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
         " OpenAI-shaped caller provides",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its text)",
-    "GigaChat3-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
-    "GigaChat3.1-10B-A1.8B": "writes only the first of several calls, so no second call can be learned",
-    "MiniMax-M3": "each argument is a tag named after the argument itself, which the derived"
-        " reader cannot match",
-    "meetkai-functionary-medium-v3.2": "`>>>NAME\\n{…}` has no closing markup and a call may be"
-        " plain text (`>>>all`), so no trigger can be learned",
     "Apriel-1.6-15b-Thinker-fixed": "opens every answer with reasoning in plain words (`Here are my"
         " reasoning steps:`), which the text parser shows as answer",
     "Cohere2MoE": "reasoning markers `<|START_THINKING|>` the text parser does not route",
@@ -51,8 +45,6 @@ LEFT_OUT = {
         " route",
     "deepseek-ai-DeepSeek-V3.2": "its generation prompt opens `<think>` and the turn closes it twice;"
         " the stray `</think>` reaches the answer",
-    "muse-glimmer": "Harmony-like headers (` to=NAME<|message|>`) per call, which the derived reader"
-        " does not follow",
 }
 
 
@@ -67,13 +59,22 @@ def _lines(source: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for case, (calls, prose) in CASES.items():
         try:
-            part = turn_part(render, head, call_messages(calls, prose))
+            part = _turn(render, head, calls, prose)
         except JinjaTemplateError:
             continue  # the template refuses this shape (e.g. one call a turn)
         if (prose and prose not in part.body) or any(n not in part.body for n, _ in calls):
             continue  # the template drops text beside a call, or a call beside text
         out[case] = _thinking_closed(part.generated)
     return out
+
+
+def _turn(render: Any, head: list[dict[str, Any]], calls: list[Any], prose: str) -> Any:
+    """The turn with its calls' arguments as objects, or as JSON text for a template that takes
+    only text there (Functionary's, as `detect` renders it)."""
+    try:
+        return turn_part(render, head, call_messages(calls, prose))
+    except JinjaTemplateError:
+        return turn_part(render, head, call_messages(calls, prose, string_arguments=True))
 
 
 def _thinking_closed(text: str) -> str:

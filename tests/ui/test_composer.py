@@ -164,11 +164,17 @@ def test_send_and_stop_are_one_button_in_one_place(qtbot: Any, composer: Compose
     composer.box.setPlainText("Hello")
     with qtbot.waitSignal(composer.submitted, timeout=2000):
         qtbot.mouseClick(send, Qt.MouseButton.LeftButton)
-    composer.set_busy(True, "Lighthouse")
+    composer.set_busy(True)  # this chat's answer streams
     qtbot.waitUntil(lambda: send.geometry().right() == right)  # the same place
     assert (send.text(), send.property("role"), send.accessibleName()) == ("Stop", "stop", "Stop the answer")
-    assert "“Lighthouse”" in send.toolTip() and not send.icon().isNull()
+    assert "Esc" in send.toolTip() and not send.icon().isNull()
     with qtbot.waitSignal(composer.stopRequested, timeout=2000):
+        qtbot.mouseClick(send, Qt.MouseButton.LeftButton)
+    composer.set_busy(True, "Lighthouse")  # another chat's answer streams: never its Stop
+    qtbot.waitUntil(lambda: send.geometry().right() == right)
+    assert (send.text(), send.property("role"), send.accessibleName()) == ("Queue", "primary", "Queue the message")
+    assert "“Lighthouse”" in send.toolTip() and "“Lighthouse”" in composer.box.placeholderText()
+    with qtbot.assertNotEmitted(composer.stopRequested), qtbot.waitSignal(composer.submitted, timeout=2000):
         qtbot.mouseClick(send, Qt.MouseButton.LeftButton)
     composer.set_busy(False)
     assert send.text() == "Send" and send.property("role") == "primary"

@@ -109,7 +109,7 @@ def test_switching_chats_and_ctrl_n_while_an_answer_streams(qtbot: Any, qloop: A
     assert "Done." in window.transcript.turns[-1].segments[0].toPlainText()  # type: ignore[attr-defined]
     marked = [window.sidebar.list.item(i).text() for i in range(window.sidebar.list.count())]
     assert any(t.startswith("● ") and "Talk for a while" in t for t in marked)
-    assert window.composer.send.text() == "Stop" and "Talk for a while" in window.composer.send.toolTip()
+    assert window.composer.send.text() == "Queue" and "Talk for a while" in window.composer.send.toolTip()
     qtbot.keyClick(window.composer.box, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: not c.doc.turns and c.doc.id not in (first, answering.id))
     assert c.busy and not window.transcript.turns

@@ -71,6 +71,12 @@ _PIECE_BUFFER = 256  # bytes; llama-cpp-python's own 32-byte buffer truncates lo
 FA_ROWS = 63  # llama.cpp's CPU flash attention takes another kernel from 64 rows of a sequence
 
 
+def _speculation(low: Any, llm: Any, asked: str) -> str:
+    """None for a recurrent or hybrid model (its state cannot drop rejected drafts)."""
+    recurrent = low.llama_model_is_recurrent(m := llm._model.model) or low.llama_model_is_hybrid(m)
+    return "off" if recurrent else asked
+
+
 class _Worker:
     def __init__(self, conn: Connection) -> None:
         import llama_cpp
@@ -198,7 +204,7 @@ class _Worker:
             self.inbox.cancelled,
             self._mask_for,
             req.n_batch,
-            req.settings.speculative,
+            _speculation(self.low, llm, req.settings.speculative),
             draft,
         )
         self.scheduler.chunk = self.n_batch

@@ -5,7 +5,17 @@ arguments: `section_open`, then per call `call_open NAME call_mid ARGUMENTS call
 `call_sep` between calls, `section_close`. Arguments are one JSON object, or (`per_key`) one
 `param_open KEY param_mid VALUE param_close` per argument, `param_sep` between them, a string
 value wrapped in `quote_open`/`quote_close` where the template quotes strings. A `Lit` may
-have holes: text that differs from call to call (a call id, an index), matched loosely.
+have holes: text that differs from call to call (a call id, an index), matched loosely; and a
+per-key `Lit` may repeat the argument's own name (`KEY`: `<city>Paris</city>`), matched exactly.
+
+Where calls stand alone in a turn (no section around them) and the template closes the turn's
+calls with markup of its own (`section_close`, Gemma 4's `<|tool_response>`), that markup is a
+trigger too: met alone (after prose) it reads as the end of the turn's calls, no call and no
+answer text. A template that writes prose and calls as two turns (Nemotron Nano v2's
+`TEXT<SPECIAL_12>\n<SPECIAL_11>Assistant\n<TOOLCALL>…`) has that turn break learned
+(`turn_break`): it is a trigger that reads as no call and no text, so text then calls read the
+same in either shape. A think block is written between the tags learned from the template
+(`think`).
 
 Guarantees: `read` takes exactly the text one section of calls holds (whitespace inside the
 markup is matched leniently), None while the text may still grow into it, a `CallSyntaxError`
@@ -19,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from app.domain.messages import ToolDescription
@@ -31,81 +40,7 @@ from app.templates.calls.format import (
     openai_tools,
 )
 from app.templates.calls.hermes import tojson
-
-HOLE = "\ue010"  # where call-to-call text (an id, an index) was in a rendering
-
-
-@dataclass(frozen=True)
-class Lit:
-    """Markup text; `parts` are its literal pieces, a hole between each two."""
-
-    parts: tuple[str, ...] = ("",)
-    sample: str = ""  # one rendering of it, holes filled
-
-    @classmethod
-    def of(cls, *variants: str) -> Lit:
-        """The markup that matches every variant (the text where they differ is a hole)."""
-        first = variants[0]
-        if all(v == first for v in variants):
-            return cls(tuple(first.split(HOLE)), first.replace(HOLE, ""))
-        head = _common_prefix(list(variants))
-        tail = _common_suffix([v[len(head) :] for v in variants])
-        return cls(tuple(f"{head}{HOLE}{tail}".split(HOLE)), first.replace(HOLE, ""))
-
-    @property
-    def text(self) -> str:
-        return HOLE.join(self.parts)
-
-    def pattern(self) -> str:
-        return "[^\\n]*?".join(_loose(p) for p in self.parts)
-
-    def lead(self) -> str:
-        """The literal text it starts with (up to its first hole)."""
-        return self.parts[0]
-
-
-def _loose(text: str) -> str:
-    """`text` as a regular expression in which each run of whitespace may be any run."""
-    return "".join("\\s*" if s.isspace() else re.escape(s) for s in re.split(r"(\s+)", text) if s)
-
-
-def _common_prefix(items: list[str]) -> str:
-    n = 0
-    while all(len(s) > n and s[n] == items[0][n] for s in items):
-        n += 1
-    return items[0][:n]
-
-
-def _common_suffix(items: list[str]) -> str:
-    return _common_prefix([s[::-1] for s in items])[::-1]
-
-
-@dataclass(frozen=True)
-class Markup:
-    """What a template writes around its calls (see the module docstring)."""
-
-    section_open: Lit
-    call_open: Lit
-    call_mid: Lit
-    call_close: Lit
-    call_sep: Lit
-    section_close: Lit
-    per_key: bool = False
-    param_open: Lit = Lit()
-    param_mid: Lit = Lit()
-    param_close: Lit = Lit()
-    param_sep: Lit = Lit()
-    quote_open: str = ""
-    quote_close: str = ""
-
-    @property
-    def sectioned(self) -> bool:
-        return bool(self.section_open.text.strip())
-
-    def trigger(self) -> str:
-        """Where a call begins: the opening markup's first literal word."""
-        head = (self.section_open if self.sectioned else self.call_open).lead().strip()
-        return head.split(None, 1)[0] if head else ""
+from app.templates.calls.markup import ARG_NAME, HOLE, KEY, Lit, Markup
 
 
 class _More(Exception):
@@ -118,10 +53,21 @@ class DerivedFormat(CallFormat):
     name: ClassVar[str] = "derived"
     triggers: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, markup: Markup) -> None:
+    def __init__(
+        self,
+        markup: Markup,
+        think: tuple[str, str] = ("<think>", "</think>"),
+        turn_break: str = "",
+    ) -> None:
         self.markup = markup
-        self.triggers = (markup.trigger(),)  # type: ignore[misc]
-        self._re: dict[str, re.Pattern[str]] = {}
+        self._end = "" if markup.sectioned else markup.section_close.lead().strip()
+        self.turn_break = Lit.of(turn_break.strip())
+        self._break = self.turn_break.lead().split(None, 1)[0] if turn_break.strip() else ""
+        extra = tuple(t for t in (self._end, self._break) if t)
+        self.triggers = (markup.trigger(), *extra)  # type: ignore[misc]
+        self.ends = (self._end,) if self._end else ()  # type: ignore[misc]
+        self.think = think  # type: ignore[misc]
+        self._re: dict[tuple[str, str | None], re.Pattern[str]] = {}
 
     # --- the prompt side (a template renders its own; these are for everything else) ------
 
@@ -133,14 +79,17 @@ class DerivedFormat(CallFormat):
         out = [Piece(m.section_open.sample, True)]
         for i, call in enumerate(calls):
             if i:
-                out.append(
-                    Piece(m.call_sep.sample + (m.section_open.sample * (not m.sectioned)), True)
-                )
+                again = m.section_open.sample * (not m.sectioned)
+                out.append(Piece(m.call_sep.sample + again, True))
             out += [Piece(m.call_open.sample, True), Piece(call.name)]
             out.append(Piece(m.call_mid.sample, True))
             out += self._write_arguments(call)
             out.append(Piece(m.call_close.sample, True))
         out.append(Piece(m.section_close.sample, True))
+        out = [p for p in out if p.text]
+        if out:  # a turn's calls begin and end at their markup
+            out[0] = Piece(out[0].text.lstrip(), out[0].markup)
+            out[-1] = Piece(out[-1].text.rstrip(), out[-1].markup)
         return [p for p in out if p.text]
 
     def _write_arguments(self, call: ToolCall) -> list[Piece]:
@@ -154,9 +103,9 @@ class DerivedFormat(CallFormat):
             out += [
                 Piece((m.param_sep.sample if i else "") + m.param_open.sample, True),
                 Piece(key),
-                Piece(m.param_mid.sample + q[0], True),
+                Piece(m.param_mid.filled(key) + q[0], True),
                 Piece(text),
-                Piece(q[1] + m.param_close.sample, True),
+                Piece(q[1] + m.param_close.filled(key), True),
             ]
         return out
 
@@ -165,13 +114,19 @@ class DerivedFormat(CallFormat):
 
     def markers(self) -> tuple[str, ...]:
         m = self.markup
-        lits = (m.section_open, m.call_open, m.call_close)
-        found = {p.strip() for lit in lits for p in lit.parts}
+        lits = (m.section_open, m.call_open, m.call_close, m.section_close)
+        found = {p.strip() for lit in lits for p in lit.parts if KEY not in p}
         return tuple(sorted(t for t in found | set(self.triggers) if t))
 
     # --- reading ----------------------------------------------------------------------------
 
     def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+        if not text.startswith(self.triggers[0]):
+            if self._break and text.startswith(self._break):
+                return self._turn_break(text, final)
+            if self._end and text.startswith(self._end):
+                after = self._match(self.markup.section_close, text, 0, True)
+                return [], after or len(self._end)  # the end of the turn's calls, after prose
         try:
             calls, end = self._section(text, final)
         except _More:
@@ -180,16 +135,33 @@ class DerivedFormat(CallFormat):
             return None
         return calls, end
 
-    def _match(self, lit: Lit, text: str, pos: int, final: bool) -> int | None:
+    def _turn_break(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+        """The turn break read as no call (its first word alone when the rest does not follow)."""
+        try:
+            end = self._match(self.turn_break, text, 0, final)
+        except _More:
+            return None
+        return [], end if end is not None else len(self._break)
+
+    def _rx(self, lit: Lit, key: str | None = None) -> re.Pattern[str]:
+        found = self._re.get((lit.text, key))
+        if found is None:
+            found = self._re[(lit.text, key)] = re.compile(lit.pattern(key), re.DOTALL)
+        return found
+
+    def _match(
+        self, lit: Lit, text: str, pos: int, final: bool, key: str | None = None
+    ) -> int | None:
         """Where `lit` ends when it matches at `pos`; None when it does not; `_More` when the
         text ends inside it."""
-        rx = self._re.setdefault(lit.text, re.compile(lit.pattern(), re.DOTALL))
-        found = rx.match(text, pos)
+        found = self._rx(lit, key).match(text, pos)
         if found is not None and (found.end() < len(text) or final or not lit.text.strip()):
             return found.end()
         rest, lead = text[pos:].strip(), lit.lead().strip()
         if not final and (found is not None or lead.startswith(rest) or rest.startswith(lead)):
             raise _More
+        if final and rest and lead.startswith(rest) and len(lit.parts) == 1:
+            return len(text)  # the answer ends inside the markup (its end-of-turn a stop token)
         return None
 
     def _section(self, text: str, final: bool) -> tuple[list[ToolCall], int]:
@@ -211,7 +183,7 @@ class DerivedFormat(CallFormat):
             if nxt is None or self._match(m.call_open, text, nxt, final) is None:
                 if final and not text[pos:].strip():
                     return calls, len(text)  # the closing markup was cut off
-                raise CallSyntaxError("the call markup is not closed", call.name, pos)
+                raise CallSyntaxError("the call markup is not closed", call.name, pos, tuple(calls))
             pos = nxt
 
     def _need(self, lit: Lit, text: str, pos: int, final: bool, what: str) -> int:
@@ -222,17 +194,7 @@ class DerivedFormat(CallFormat):
 
     def _call(self, text: str, pos: int, final: bool) -> tuple[ToolCall, int]:
         m = self.markup
-        follow = m.param_open.pattern() if m.per_key else "\\s*\\{"
-        key = "name" + m.call_mid.text
-        pattern = f"\\s*([^\\n]+?){m.call_mid.pattern()}(?={follow})"
-        rx = self._re.setdefault(key, re.compile(pattern))
-        found = rx.match(text, pos)
-        if found is None:
-            if not final and len(text) - pos < 4096:
-                raise _More
-            raise CallSyntaxError("the call has no name")
-        name = found.group(1).strip()
-        pos = found.end()
+        name, pos = self._name(text, pos, final)
         if m.per_key:
             arguments, pos = self._keyed(text, pos, final, name)
         else:
@@ -244,6 +206,23 @@ class DerivedFormat(CallFormat):
             else:
                 raise CallSyntaxError("the call is not closed", name, pos)
         return ToolCall(name, tojson(arguments)), end
+
+    def _name(self, text: str, pos: int, final: bool) -> tuple[str, int]:
+        m = self.markup
+        follow = (
+            f"(?:{m.param_open.pattern()}|{m.call_close.pattern()})" if m.per_key else "\\s*\\{"
+        )
+        key = ("name" + m.call_mid.text, None)
+        rx = self._re.get(key)
+        if rx is None:
+            pattern = f"\\s*([^\\n]+?){m.call_mid.pattern()}(?={follow})"
+            rx = self._re[key] = re.compile(pattern)
+        found = rx.match(text, pos)
+        if found is None:
+            if not final and len(text) - pos < 4096:
+                raise _More
+            raise CallSyntaxError("the call has no name")
+        return found.group(1).strip(), found.end()
 
     def _json(self, text: str, pos: int, final: bool, name: str) -> tuple[Any, int]:
         start = len(text) - len(text[pos:].lstrip())
@@ -257,63 +236,49 @@ class DerivedFormat(CallFormat):
             raise CallSyntaxError("its arguments are not a JSON object", name)
         return value, end
 
-    def _keyed(self, text: str, pos: int, final: bool, name: str) -> tuple[Any, int]:
+    def _keyed(self, text: str, pos: int, final: bool, name: str) -> tuple[dict[str, Any], int]:
+        """The arguments written one by one from `pos`, and where they end."""
         m = self.markup
         found: dict[str, Any] = {}
+        at = pos
         while True:
-            at = self._match(m.param_open, text, pos, final) if found or m.param_open.text else pos
-            if at is None or (found and not m.param_open.text):
+            start = self._match(m.param_open, text, at, final)
+            key = ARG_NAME.match(text, start) if start is not None else None
+            if start is None or key is None:
+                if not final and start is not None and not text[start:].strip():
+                    raise _More
                 return found, pos
-            hit = re.compile(m.param_mid.pattern()).search(text, at)
-            if hit is None or not m.param_mid.text.strip():
-                if not found and at == pos:
-                    return found, pos
-                raise _More if not final else CallSyntaxError("an argument has no value", name)
-            key, pos = text[at : hit.start()].strip(), hit.end()
-            if not key or "\n" in key:
-                return found, (found and pos) or at
-            found[key], pos = self._value(text, pos, final, name)
-            sep = self._match(m.param_sep, text, pos, final)
-            if sep is None or self._match(m.param_open, text, sep, final) is None:
+            value_at = self._match(m.param_mid, text, key.end(), final, key.group())
+            if value_at is None:
                 return found, pos
-            pos = sep
+            found[key.group()], pos = self._value(text, value_at, final, name, key.group())
+            nxt = self._match(m.param_sep, text, pos, final)
+            if nxt is None:
+                return found, pos
+            at = nxt
 
-    def _value(self, text: str, pos: int, final: bool, name: str) -> tuple[Any, int]:
+    def _value(self, text: str, pos: int, final: bool, name: str, key: str) -> tuple[Any, int]:
         m = self.markup
-        close = m.param_close.pattern()
-        after = f"(?:{m.param_sep.pattern()}{m.param_open.pattern()}|{m.call_close.pattern()})"
-        quoted = re.escape(m.quote_open) if m.quote_open else None
-        if quoted and text.startswith(m.quote_open, pos):
-            rx = re.compile(f"{quoted}(.*?){re.escape(m.quote_close)}{close}", re.DOTALL)
-            hit = rx.match(text, pos)
+        close = m.param_close.pattern(key)
+        if m.quote_open and text.startswith(m.quote_open, pos):
+            quoted = f"{re.escape(m.quote_open)}(.*?){re.escape(m.quote_close)}{close}"
+            hit = re.compile(quoted, re.DOTALL).match(text, pos)
             if hit is None:
                 raise _More if not final else CallSyntaxError("a value is not closed", name)
             return hit.group(1), hit.end()
+        after = f"(?:{m.param_sep.pattern()}{m.param_open.pattern()}|{m.call_close.pattern()})"
         hit = re.compile(f"(.*?){close}(?={after})", re.DOTALL).match(text, pos)
         if hit is None:
             raise _More if not final else CallSyntaxError("a value is not closed", name)
-        return _typed(hit.group(1).strip() if not quoted else hit.group(1)), hit.end()
+        raw = hit.group(1)
+        return _typed(raw.strip() if not m.quote_open else raw), hit.end()
 
     # --- the grammar ------------------------------------------------------------------------
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
-        m = self.markup
-        first = m.section_open if m.sectioned else m.call_open
-        head = _lark(Lit(("", *first.parts[1:])))
-        names = " | ".join(json.dumps(n) for n in tools) or '""'
-        body = "/[^<\\n]*/" if m.per_key else "json_object_"
-        call = f"NAME_ {_lark(m.call_mid)} {body} {_lark(m.call_close)}"
-        if m.sectioned:
-            more = f"({_lark(m.call_sep)} {_lark(m.call_open)} {call})*"
-            line = f"call_rest: {head} {_lark(m.call_open)} {call} {more} {_lark(m.section_close)}"
-        else:
-            line = f"call_rest: {head} {call}"
-        return "\n".join([line, f"NAME_: {names}", 'json_object_: %json {"type": "object"}'])
+        from app.templates.calls.derived_grammar import derived_call_rest
 
-
-def _lark(lit: Lit) -> str:
-    parts = [json.dumps(p) if p else "" for p in lit.parts]
-    return " /[^\\n]{0,40}/ ".join(parts).strip() or '""'
+        return derived_call_rest(self.markup, self.triggers[0], tools)
 
 
 def _typed(text: str) -> Any:
@@ -324,4 +289,4 @@ def _typed(text: str) -> Any:
     return text if isinstance(value, str) else value
 
 
-__all__ = ["HOLE", "DerivedFormat", "Lit", "Markup"]
+__all__ = ["ARG_NAME", "HOLE", "KEY", "DerivedFormat", "Lit", "Markup"]

@@ -176,6 +176,17 @@ class CallFormat(ABC):
     # characters without which new text cannot complete a held call ("": any text may): the
     # scanner reads a held call again only when they come (or at the end)
     closers: ClassVar[str] = ""
+    # markup the generation prompt ends with, which the answer continues (Functionary's `>>>`):
+    # the scanner reads an answer as if it began with it, and a grammar writes the first call
+    # without it (as `call_first`, which `grammar_rest` then defines beside `call_rest`, with
+    # `answer_first`: how the answer begins when it begins with no call)
+    opening: ClassVar[str] = ""
+    # triggers that begin a call only at the start of the answer (past blank space) or right
+    # after another call; anywhere else they are answer text (Llama 3's bare `{"name"`)
+    leading: ClassVar[tuple[str, ...]] = ()
+    # markup that ends the model's turn after its calls (a stop token where it is one token:
+    # Gemma 4's `<|tool_response>`)
+    ends: ClassVar[tuple[str, ...]] = ()
 
     def markers(self) -> tuple[str, ...]:
         """Markup that may be one control token in a model's vocabulary."""

@@ -23,14 +23,18 @@ from app.errors import SchemaError
 from app.templates.calls.format import CallFormat
 
 
-def _think(budget: int | None) -> list[str]:
-    """A think block, capped at `budget` tokens when given; its tags are literals of their
-    own, so a vocabulary's think tokens are written as tokens."""
+def _think(
+    budget: int | None, tags: tuple[str, str] = ("<think>", "</think>"), opened: bool = False
+) -> list[str]:
+    """A think block, capped at `budget` tokens when given (`opened`: the prompt wrote its
+    opening tag, the block goes on from there); its tags are literals of their own, so a
+    vocabulary's think tokens are written as tokens."""
     cap = f"[max_tokens={budget}]" if budget else ""
+    head = "" if opened else json.dumps(tags[0]) + " "
     return [
-        'think: "<think>" thought "</think>" THINK_GAP',
+        f"think: {head}thought {json.dumps(tags[1])} THINK_GAP",
         f"thought{cap}: THINK_TEXT",
-        "THINK_TEXT: /(.|\\n)*/ & ~/(.|\\n)*<\\/think>(.|\\n)*/",
+        f"THINK_TEXT: /(.|\\n)*/ & ~/(.|\\n)*{_escape(tags[1])}(.|\\n)*/",
         "THINK_GAP: /\\s{0,4}/",  # a model may not loop in blank space before its call
     ]
 
@@ -53,6 +57,7 @@ def call_grammar(
     thinks: bool = False,
     control: Mapping[str, int] | None = None,
     thinking_budget: int | None = None,
+    think_open: bool = False,
 ) -> Constraint | None:
     """The constraint for a turn offering `tools` under `tool_choice` (see the guarantees);
     None when no tool is offered."""
@@ -61,29 +66,40 @@ def call_grammar(
     control = control or {}
     trigger = fmt.triggers[0]
     if tool_choice == "none":
-        if trigger in control:  # a control token: plain text cannot spell it
+        if trigger in control and not fmt.opening:  # a control token: text cannot spell it
             return None
         banned = f"/{_TEXT}/ & ~/{_TEXT}{_escape(trigger)}{_TEXT}/"
-        return Constraint(_compile(f"start: TEXT\nTEXT: {banned}"), "text, no tool call")
+        if trigger in control:
+            banned = f"/{_TEXT}/"
+        lark = f"start: TEXT\nTEXT: {banned}"
+        if fmt.opening:  # the answer begins with its own header
+            lark = "\n".join(
+                [lark.replace("TEXT", "answer_first TEXT", 1), fmt.grammar_rest(tools)]
+            )
+        return Constraint(_compile(_tokens_for(lark, control)), "text, no tool call")
     if tool_choice not in ("auto", "required"):  # a name the request checked (`GenerationRequest`)
         tools = {tool_choice: tools[tool_choice]}
     rest = fmt.grammar_rest(tools)
     trig = json.dumps(trigger)
     if tool_choice == "auto":
+        # after an opening the answer begins with a call or with the answer's own header
+        opened = "(call_first | answer_first) " if fmt.opening else ""
         if trigger in control:  # free text cannot hold a token: a think block is a rule here
             lead = "think? " if thinks and "<think>" in control else ""
-            head = [f"start: {lead}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
+            head = [f"start: {lead}{opened}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
             head += _think(thinking_budget) if lead else []
         else:
-            head = ["start: (tagged)* TAIL", "tagged: trig call_rest", f"trig[lazy]: TAIL {trig}"]
+            head = [f"start: {opened}(tagged)* TAIL", "tagged: trig call_rest"]
+            head.append(f"trig[lazy]: TAIL {trig}")
         lark = "\n".join(["%llguidance {}", *head, f"TAIL: /{_TEXT}/", rest])
         description = f"free text; a call to {', '.join(tools)} once it begins"
     else:
         sep = json.dumps(fmt.separator) + " " if fmt.separator else ""
-        first = "think? " if thinks else ""
+        first = "think " if think_open else "think? " if thinks else ""  # open: close it
+        opened = "call_first" if fmt.opening else f"{trig} call_rest"  # the prompt wrote it
         lark = "\n".join(
-            [f"start: {first}{trig} call_rest ({sep}{trig} call_rest)*", rest]
-            + (_think(thinking_budget) if thinks else [])
+            [f"start: {first}{opened} ({sep}{trig} call_rest)*", rest]
+            + (_think(thinking_budget, fmt.think, think_open) if first else [])
         )
         description = f"a call to {', '.join(tools)}"
     return Constraint(_compile(_tokens_for(lark, control)), description)

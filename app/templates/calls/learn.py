@@ -5,18 +5,23 @@ turn, its thinking lead removed) for: one call with one string argument (`one`),
 with two string arguments (`two_args`), the same with a number second (`two_num`), and two
 calls (`two_calls`, None where the template allows only one). `learn` compares them: what
 surrounds the sentinels is the markup; what surrounds a call in one place and not in another
-is a section; what differs from call to call (ids, indices) is a hole.
+is a section; what differs from call to call (ids, indices) is a hole; where markup repeats
+an argument's name (`<key>value</key>`) it is that argument's name, not a hole. Arguments are
+learned as one JSON object, as one piece of markup per argument (XML parameters, `key:value`,
+…), or as a pythonic call list (`[name(key='value')]`, read by `Pythonic` between the learned
+markers).
 
-Guarantees: `learn` is pure; it returns a `Markup` or a sentence saying why the template's
-calls have no markup this app can read; it never cuts markup inside a `<…>` tag.
+Guarantees: `learn` is pure; it returns a `Markup`, a `PythonicMarkup` or a sentence saying why
+the template's calls have no markup this app can read; it never cuts markup inside a `<…>` tag.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from app.templates.calls.derived import HOLE, Lit, Markup
 from app.templates.calls.hermes import tojson
+from app.templates.calls.markup import HOLE, KEY, Lit, Markup
 
 NAME_A, NAME_B = "probe_alpha", "probe_beta"
 KEY_A, KEY_B, KEY_C = "key_alpha", "key_beta", "key_gamma"
@@ -32,6 +37,14 @@ class Parts:
     two_args: str
     two_num: str
     two_calls: str | None
+
+
+@dataclass(frozen=True)
+class PythonicMarkup:
+    """A template that writes a turn's calls as a pythonic call list between two markers."""
+
+    open: str
+    close: str
 
 
 def probes() -> dict[str, list[tuple[str, dict[str, object]]]]:
@@ -72,6 +85,33 @@ def csuffix(a: str, b: str) -> str:
     return a[len(a) - n :] if n else ""
 
 
+def _cut_badly(before: str) -> bool:
+    """Whether markup that starts after `before` would cut a tag or follow a hole."""
+    return _inside_tag(before) or before.endswith(HOLE)
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` as runs of digits and single other characters."""
+    return re.findall(r"\d+|\D", text, re.DOTALL)
+
+
+def tail(a: str, b: str) -> tuple[str, int, int]:
+    """The markup `a` and `b` end with, a run of digits that differs between them (an index)
+    taken as a hole: (that markup, how much of `a` it takes, how much of `b`)."""
+    pa, pb = _pieces(a), _pieces(b)
+    n = 0
+    while n < min(len(pa), len(pb)):
+        x, y = pa[-1 - n], pb[-1 - n]
+        if x != y and not (x.isdigit() and y.isdigit()):
+            break
+        n += 1
+    while n and (pa[-n] != pb[-n] or _cut_badly("".join(pa[: len(pa) - n]))):
+        n -= 1  # it starts with neither a hole nor inside a tag or an id
+    took = pa[len(pa) - n :]
+    text = "".join(x if x == y else HOLE for x, y in zip(took, pb[len(pb) - n :], strict=True))
+    return text, len("".join(took)), len("".join(pb[len(pb) - n :]))
+
+
 def _cut(text: str, *marks: str) -> list[str] | None:
     """`text` split at each mark in order (the text between them), None when one is missing."""
     out, pos = [], 0
@@ -107,19 +147,46 @@ def _sections(a: str, c: str, x: str | None) -> tuple[str, str, str, str, str]:
     if x is None:
         return "", a, c, "", ""
     close = cprefix(c, x)
-    open_ = csuffix(a, x[len(close) :])
-    sep = x[len(close) : len(x) - len(open_)]
-    return a[: len(a) - len(open_)], open_, close, sep, c[len(close) :]
+    open_, in_a, in_x = tail(a, x[len(close) :])
+    sep = x[len(close) : len(x) - in_x]
+    return a[: len(a) - in_a], open_, close, sep, c[len(close) :]
 
 
-def learn(parts: Parts) -> Markup | str:
+_PYTHONIC = re.compile(
+    rf"(?P<open>.*?)\[?\s*{NAME_A}\({KEY_A}=(?P<q>['\"]){VAL_A}(?P=q)\)\s*\]?(?P<close>.*)",
+    re.DOTALL,
+)
+
+
+def learn(parts: Parts) -> Markup | PythonicMarkup | str:
     """The markup of the template's calls, or why it has none this app can read."""
     json_args = [tojson({KEY_A: VAL_A}), tojson({KEY_C: VAL_C})]
+    pythonic = _PYTHONIC.fullmatch(parts.one)
+    if pythonic is not None:
+        return _learn_pythonic(pythonic)
     if json_args[0] in parts.one:
         return _learn_json(parts, json_args)
     if KEY_A in parts.one and VAL_A in parts.one:
         return _learn_keyed(parts)
     return "the template writes no call's arguments, as JSON or key by key, that can be found"
+
+
+def think_tags(opening: str) -> tuple[str, str]:
+    """The think tags of a template whose assistant turn opens with `opening` (an empty think
+    block, or the close of one): `<think>`/`</think>` unless it shows others."""
+    words = opening.split()
+    if len(words) == 2 and all(w.startswith("<") or w.endswith(">") for w in words):
+        return words[0], words[1]
+    if len(words) == 1 and words[0].startswith("</") and words[0].endswith(">"):
+        return "<" + words[0][2:], words[0]
+    return "<think>", "</think>"
+
+
+def _learn_pythonic(found: re.Match[str]) -> PythonicMarkup | str:
+    opening, closing = found.group("open").strip(), found.group("close").strip()
+    if not opening or not closing:
+        return "the template writes a pythonic call list with no markers around it"
+    return PythonicMarkup(opening, closing)
 
 
 def _learn_json(parts: Parts, json_args: list[str]) -> Markup | str:
@@ -144,7 +211,7 @@ def _learn_keyed(parts: Parts) -> Markup | str:
     q_open = k2[len(k2n) :] if k2.startswith(k2n) and k2 != k2n else ""
     q_close = two[5][: len(two[5]) - len(c2n)] if q_open and two[5].endswith(c2n) else ""
     strip = len(q_close)
-    c, y = c[strip:].replace(KEY_A, HOLE), y[strip:].replace(KEY_A, HOLE)
+    c, y = c[strip:].replace(KEY_A, KEY), y[strip:].replace(KEY_A, KEY)
     p_close = cprefix(c, y)
     p_open = csuffix(b, y[len(p_close) :])
     p_sep = y[len(p_close) : len(y) - len(p_open)]
@@ -156,7 +223,7 @@ def _learn_keyed(parts: Parts) -> Markup | str:
         calls = _cut(_holed(parts.two_calls), NAME_A, KEY_A, VAL_A, NAME_B, KEY_C, VAL_C)
         if calls is None:
             return "the template writes a second call differently from the first"
-        x = calls[3][len(q_close) :].replace(KEY_A, HOLE)
+        x = calls[3][len(q_close) :].replace(KEY_A, KEY)
         if not x.startswith(p_close):
             return "the template closes an argument differently before a second call"
         x = x[len(p_close) :]
@@ -181,4 +248,14 @@ def _learn_keyed(parts: Parts) -> Markup | str:
     )
 
 
-__all__ = ["IDS", "NAME_A", "NAME_B", "Parts", "learn", "probes"]
+__all__ = [
+    "IDS",
+    "NAME_A",
+    "NAME_B",
+    "Parts",
+    "PythonicMarkup",
+    "learn",
+    "probes",
+    "tail",
+    "think_tags",
+]

@@ -8,11 +8,14 @@ string is iterable in Jinja, so `content | tojson` applies). The template takes 
 turn; several are written `; `-separated, as Llama models emit them.
 
 The reader takes a call that starts with `{"name"` (also `{ "name"` and the
-`{"type": "function", "name": …}` shape) or with `<|python_tag|>`, which Llama writes before a
-JSON call or a built-in call `NAME.call(key="value", …)`; several calls separated by `;`; and
-`"arguments"` for `"parameters"`. Text that is code after `<|python_tag|>` is a call to
-`python` with that code. A call is only read whole: its JSON object must close (or the answer
-end), so a call never ends early.
+`{"type": "function", "name": …}` shape) only where llama.cpp's Llama 3.x parser does: at the
+start of the answer (past blank space and any think block), or right after another call; such
+JSON anywhere else is answer text (a model quoting a call in prose does not make one). A call
+behind `<|python_tag|>`, which Llama writes before a JSON call or a built-in call
+`NAME.call(key="value", …)`, is read wherever it starts, the text before it staying answer text.
+Several calls separated by `;`; `"arguments"` for `"parameters"`. Text that is code after
+`<|python_tag|>` is a call to `python` with that code. A call is only read whole: its JSON
+object must close (or the answer end), so a call never ends early.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ def _builtin_call(code: str) -> ToolCall:
 class Llama3(CallFormat):
     name = "llama3"
     triggers = ('{"name"', PYTHON_TAG, '{ "name"', '{"type": "function"')
+    leading = ('{"name"', '{ "name"', '{"type": "function"')  # only where the answer begins
     closers = "};"
     result_role = "ipython"
     separator = "; "

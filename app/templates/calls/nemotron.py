@@ -69,6 +69,7 @@ class Nemotron(CallFormat):
     separator = ""
     result_role = "user"
     results_together = True
+    ends = (END,)
 
     def declare(self, tools: Sequence[ToolDescription]) -> str:
         declared = ", ".join(tojson(t["function"]) for t in openai_tools(tools))

@@ -9,6 +9,9 @@ read again only when new text holds one of the format's `closers`. Whitespace
 between calls, and after the last one, is not answer text. No text is ever lost: every
 character fed comes back as text, in a call, or in an invalid call's `raw`, save a marker the
 format reads as the end of a turn that calls (a read of no calls: Gemma 4's `<|tool_response>`).
+A `leading` trigger begins a call only where the answer begins (past blank space) or right
+after a call; anywhere else it is answer text. A format's `opening` (what the generation prompt
+ends with) is held first, as if it had been fed.
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ class CallScanner:
 
     def __init__(self, fmt: CallFormat) -> None:
         self.format = fmt
-        self._buf = ""
+        self._buf = fmt.opening  # the prompt ended with it: the answer is read as its sequel
         self._in_call = False
         self._after_call = False
-        self.firsts = frozenset(t[0] for t in fmt.triggers)  # what a call can start with
-        self.idle = True  # nothing held: text without a `firsts` character passes as it is
+        self._anywhere = tuple(t for t in fmt.triggers if t not in fmt.leading)
+        self._start = bool(fmt.leading)  # no answer text yet: a leading trigger may come
+        self.firsts = frozenset(t[0] for t in self._anywhere)  # what a call can start with
+        self.idle = not (self._start or self._buf)  # nothing held: `passes` may let text by
 
     @property
     def in_call(self) -> bool:
@@ -63,7 +68,7 @@ class CallScanner:
 
     def _scan(self, final: bool) -> list[str | Scanned]:
         out = self._scanned(final)
-        self.idle = not (self._buf or self._in_call or self._after_call)
+        self.idle = not (self._buf or self._in_call or self._after_call or self._start)
         return out
 
     def _scanned(self, final: bool) -> list[str | Scanned]:
@@ -95,6 +100,7 @@ class CallScanner:
         if text:
             out.append(text)
             self._after_call = False
+            self._start = self._start and text.isspace()
 
     def _read(self, final: bool, out: list[str | Scanned]) -> bool:
         """Read the held call; False while it needs more text."""
@@ -116,13 +122,20 @@ class CallScanner:
         return True
 
     def _trigger_at(self, text: str) -> int | None:
-        found = [at for t in self.format.triggers if (at := text.find(t)) >= 0]
+        found = [at for t in self._anywhere if (at := text.find(t)) >= 0]
+        if self._start or self._after_call:
+            lead = len(text) - len(text.lstrip())
+            found += [lead for t in self.format.leading if text.startswith(t, lead)]
         return min(found) if found else None
 
     def _held(self, text: str) -> int:
         """How many trailing characters could still grow into a trigger."""
         best = 0
-        for t in self.format.triggers:
+        if self._start or self._after_call:
+            rest = text.lstrip()
+            if rest and any(t.startswith(rest) for t in self.format.leading):
+                best = len(rest)
+        for t in self._anywhere:
             for n in range(min(len(t) - 1, len(text)), best, -1):
                 if t.startswith(text[-n:]):
                     best = n

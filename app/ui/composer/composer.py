@@ -2,8 +2,12 @@
 rounded field (`field.py`).
 
 Guarantees: Enter sends, Shift+Enter adds a line, Esc stops (`message_box.py`); one button
-in one place sends, and while an answer streams it is a Stop button drawn differently (its own
-colour, icon and text); the box grows with its text (2 to 8 lines, then scrolls); only what
+in one place sends, and while this chat's answer streams it is a Stop button drawn differently
+(its own colour, icon and text) — Stop and Esc act on this chat's answer only; while an answer
+streams (this chat's or another's) Enter queues the message and the button says Queue in a
+chat that is not the one answering (`send_button.py`); an empty box's Enter never stops
+anything; the open chat's queued messages show right above the field (`queue_panel.py`); the
+box grows with its text (2 to 8 lines, then scrolls); only what
 applies to the loaded model is offered (the reasoning effort for a model that takes one; Tools
 disabled, saying why, for a model that cannot call tools) and Tools says how many tools are
 on; the reasoning effort chosen here is recorded on the message it is sent with; JSON mode
@@ -40,7 +44,8 @@ from app.ui.composer.image_chips import ImageTray
 from app.ui.composer.mention_picker import MentionPicker
 from app.ui.composer.mentions import Mentions
 from app.ui.composer.message_box import MessageBox
-from app.ui.icons import give
+from app.ui.composer.queue_panel import QueuePanel
+from app.ui.composer.send_button import PLACEHOLDER, show_state
 from app.ui.markdown.view import monospace
 from app.ui.theme import mark
 
@@ -98,6 +103,8 @@ class Composer(QWidget):
         layout.addWidget(self.offer)
         self.picker = MentionPicker(self)
         layout.addWidget(self.picker)
+        self.queued = QueuePanel(self)  # the open chat's queued messages (`bind`: the chat)
+        layout.addWidget(self.queued)
         self.field = field = ComposerField(measure, self)
         layout.addWidget(field)
         self.box: MessageBox = field.box
@@ -130,8 +137,8 @@ class Composer(QWidget):
         self.image_chips.removed.connect(lambda _sha256: self.box.setFocus())
         self.tray.changed.connect(self._order_chips)
         self.tray.settled.connect(self._images_checked)
-        box.submitted.connect(self._send_or_stop)
-        box.stopRequested.connect(self.stopRequested)
+        box.submitted.connect(self._enter)
+        box.stopRequested.connect(lambda: self.stopRequested.emit() if self.busy else None)
         self.count.source = box.toPlainText
         box.textChanged.connect(lambda: self.count.follow(box.document().isEmpty()))
         box.pasted.connect(self._check_paste)
@@ -256,7 +263,7 @@ class Composer(QWidget):
         if self._send_when_checked:
             self._send_when_checked = False
             if all_taken:
-                self._send_or_stop()
+                self._submit()
 
     # --- "@" and "/": documents, MCP resources and prompts (`mentions.py`) -------------
 
@@ -281,11 +288,22 @@ class Composer(QWidget):
     # --- sending, and a message that cannot fit ------------------------------------------
 
     def _send_or_stop(self) -> None:
-        """Stop while an answer streams; otherwise send, unless the message cannot fit (a long
-        message not counted yet is counted first)."""
+        """The button: Stop while this chat's answer streams; otherwise send (or queue)."""
         if self.busy:
             self.stopRequested.emit()
             return
+        self._submit()
+
+    def _enter(self) -> None:
+        """Enter sends (queues, while an answer streams); with nothing typed or attached
+        while this chat's answer streams it does nothing: Stop and Esc stop."""
+        if self.busy and not (self._text().strip() or self.images or self.files):
+            return
+        self._submit()
+
+    def _submit(self) -> None:
+        """Send, unless the message cannot fit (a long message not counted yet is counted
+        first)."""
         if self.tray.busy:
             self._send_when_checked = True  # sent once its images are checked
             return
@@ -362,23 +380,12 @@ class Composer(QWidget):
         self.field.say_tools(count)
 
     def set_busy(self, busy: bool, where: str = "") -> None:
-        """Send, or (an answer streams; `where`: its chat, when another is shown) Stop."""
-        self.busy = busy
-        button = self.send
-        button.setText("Stop" if busy else "Send")
-        give(button, "stop-circle" if busy else "send")
-        mark(button, "stop" if busy else "primary")
-        button.setAccessibleName("Stop the answer" if busy else "Send the message")
-        button.setToolTip(
-            (f"Stop the answer in “{where}” (Esc)" if where else "Stop the answer (Esc)")
-            if busy
-            else "Send the message (Enter)"
-        )
-        if not busy:
-            self.box.setPlaceholderText(PLACEHOLDER)
+        """Send; Stop while this chat's answer streams; Queue while another chat's does
+        (`where`: its title)."""
+        self.busy = busy and not where  # Stop and Esc act on this chat's answer only
+        show_state(self.send, self.box, busy, where)
 
 
 QUICK_CHARS = 4_000  # a message shorter than this is sent without waiting for its count
-PLACEHOLDER = "Message (Enter sends, Shift+Enter new line, Esc stops; @ attaches a document)"
 
 __all__ = ["Composer", "MessageBox"]

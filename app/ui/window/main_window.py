@@ -4,8 +4,8 @@ in a centred reading column, the status bar and the debug pane.
 Guarantees: every slow action (loading a model, generating, running tools) is started here and
 awaited elsewhere, so the window stays responsive; load errors and failed replies are shown in
 the window, which survives them; Ctrl+N, Ctrl+K, Ctrl+D, Enter, Shift+Enter and Esc work as the
-README says (Esc stops a streaming answer from anywhere in the window); switching chats or
-starting a new one while an answer streams works, the answer going on in its own chat; the
+README says (Esc stops the open chat's answer from anywhere in the window); switching chats or
+starting one while an answer streams works (the answer goes on, new messages queue); the
 debug pane is off by default and its last state is remembered. The menus are built by
 `menus.py` and the dialogs the window opens live in `dialogs.py`; both take the window,
 and every action and page stays reachable as an attribute or method of it. The conversation
@@ -181,11 +181,12 @@ class MainWindow(QMainWindow):
         comp.submitted.connect(self.send)
         comp.tray.sees_images = lambda: c.sees_images  # the composer says when it cannot
         comp.mentionRequested.connect(lambda: self.jobs.run(library, comp.set_documents))
-        comp.stopRequested.connect(c.stop)
+        comp.stopRequested.connect(c.stop_shown)  # only the open chat's answer
+        comp.queued.bind(c)  # the open chat's queued messages, above the field
         comp.raiseContext.connect(self._raise_context)
         self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)  # stops from anywhere
         self.escape.setEnabled(False)  # only while an answer streams: Esc is Esc otherwise
-        self.escape.activated.connect(c.stop)
+        self.escape.activated.connect(c.stop_shown)
         comp.tools_button.clicked.connect(lambda: dialogs.choose_tools(self))
         comp.offline.toggled.connect(c.set_offline)
         comp.library.toggled.connect(c.set_library)
@@ -236,7 +237,9 @@ class MainWindow(QMainWindow):
             return
         carries = comp.files or self.controller.doc.library
         text = comp.box.toPlainText()
-        if carries and not self.controller.busy and text.strip():
+        if self.controller.queue.must_wait:  # an answer streams: it waits (`send_queue.py`)
+            self.controller.queue.add(text, comp.images, comp.take_files())
+        elif carries and text.strip():
             files, images = comp.take_files(), comp.take_images()
             self.sending = asyncio.ensure_future(send_with(self.controller, text, files, images))
         elif not self.controller.send(text, comp.images):
@@ -346,7 +349,7 @@ class MainWindow(QMainWindow):
         answering = self.controller.answering
         elsewhere = busy and answering is not None and not self.controller.shows_answer
         self.composer.set_busy(busy, answering.title if elsewhere and answering else "")
-        self.escape.setEnabled(busy)
+        self.escape.setEnabled(busy and not elsewhere)  # never stops another chat's answer
         self.status.busy(busy)
         if elsewhere and answering is not None:
             self.statusBar().showMessage(
