@@ -3,12 +3,13 @@
 Guarantees: stdout receives exactly the text of the reply's answer and preamble segments as the
 `ReplyBuilder` builds them — streamed as it grows, a message decided only when it closes printed
 then, whole — so the terminal shows what the window shows; analysis goes to stderr only with
-`--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems, timings and
-failures are lines on stderr, and after each generation's timings, the context budget on a line
-of its own (the prompt's parts, the answer's reserve, the room left), with what the overflow
-policy left out of the prompt or cut said as it happens. In JSON mode (`json_mode`) the answer
-is held back and printed only once its verdict says it is valid — stdout never holds a cut,
-broken or retried-over answer — and `json_failed` tells the caller it was not.
+`--show-analysis`; tool calls, their outcomes, JSON verdicts, parse problems, timings and failures
+are lines on stderr, and after each generation's timings, the context budget on a line of its own
+(the prompt's parts, the answer's reserve, the room left), with what the overflow policy left out
+of the prompt or cut said as it happens; while a long prompt is read, how far (a bar on a terminal,
+`progress.py`; a line before and after it elsewhere). In JSON mode (`json_mode`) the answer is held
+back and printed only once its verdict says it is valid — stdout never holds a cut, broken or
+retried-over answer — and `json_failed` tells the caller it was not.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TextIO, assert_never
 
+from app.cli.progress import Progress
 from app.domain.budget import notice
 from app.domain.events import (
     CallOutcome,
@@ -29,6 +31,7 @@ from app.domain.events import (
     MessageDone,
     MessageStarted,
     ParseIssue,
+    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -66,6 +69,16 @@ class TerminalReply:
         self.builder = ReplyBuilder(Reply())
         self._printed: dict[int, int] = {}  # segment index → characters printed
         self.budget: ContextFit | None = None  # the last prompt's context budget
+        self.reading: Progress | None = None  # a long prompt being read, on stderr
+        self.reading_total = 0
+
+    def _read(self, event: PromptRead) -> None:
+        """How far a long prompt is read: a bar redrawn in place on a terminal, one line
+        elsewhere (`progress.py`)."""
+        if self.reading is None:
+            self.reading = Progress(f"Reading {event.total:,} tokens", self.err)
+            self.reading_total = event.total
+        self.reading(event.done / event.total if event.total else 0.0)
 
     def begin(self, reply: Reply) -> ReplyBuilder:
         """A new reply (a user turn): its builder, which the history may save as it grows."""
@@ -74,6 +87,12 @@ class TerminalReply:
         return self.builder
 
     def __call__(self, event: TurnEvent) -> None:
+        if isinstance(event, PromptRead):
+            self._read(event)
+            return
+        if self.reading is not None:  # the prompt is read: the progress line ends
+            self.reading.end(f"Read {self.reading_total:,} tokens.")
+            self.reading = None
         if isinstance(event, MessageStarted) and event.lane is Lane.ANALYSIS and self.show_analysis:
             self.err.write("[analysis] ")
         for change in self.builder.apply(event):
@@ -135,7 +154,8 @@ class TerminalReply:
                 said = event.compaction.said()
                 self.err.write(f"[compacted: {said}; /compact undo gives them back]\n")
             case (
-                MessageStarted()
+                PromptRead()
+                | MessageStarted()
                 | ContentDelta()
                 | MessageDone()
                 | TurnDone()

@@ -1,18 +1,20 @@
 """The window's attachments: files a message carries, made into its context on the engine
 thread, then sent like any message.
 
-Guarantees: the files are read, chunked and measured off the GUI thread, on the engine thread
-(the model's tokenizer answers there); the budget is the context left after the conversation,
-the message and the answer's reserve; what each file became is said before the turn starts
-(the controller's `notice`, which the window shows) and returned for the composer's chips; a
-file that cannot be read is said and the message is still sent; with a remote endpoint the
-tokens are estimated at four characters each. A conversation that uses the documents library
-sends every message this way: it carries the library's passages. The files are kept with the
-conversation (one copy per content, `app/documents/kept.py`) once the message is in the
-history; `kept_of` and `viewable` let the user open them again from the message. `library`
-lists the indexed documents the composer's `@` offers (the library refreshed first). Importing
-this module loads nothing of `app.documents` (numpy, the extractors): each function loads what
-it uses.
+Guarantees: the files are read, chunked and measured off the GUI thread, on the engine thread (the
+model's tokenizer answers there); the budget is the context left after the conversation, the
+message, the answer's reserve and a follow-up exchange (`follow_up_room`: the answer's reserve
+again, for the answer once it is in the history, and `FOLLOW_UP` tokens), so the chat can always go
+on under any overflow policy; the message with its attachments is counted whole as it will be sent
+and passages dropped until that room is left; what each file became is said before the turn starts
+(the controller's `notice`, which the window shows) and returned for the composer's chips; a file
+that cannot be read is said and the message is still sent; with a remote endpoint the tokens are
+estimated at four characters each. A conversation that uses the documents library sends every
+message this way: it carries the library's passages. The files are kept with the conversation (one
+copy per content, `app/documents/kept.py`) once the message is in the history; `kept_of` and
+`viewable` let the user open them again from the message. `library` lists the indexed documents the
+composer's `@` offers (the library refreshed first). Importing this module loads nothing of
+`app.documents` (numpy, the extractors): each function loads what it uses.
 
 Images: `check_image` reads an attached, dropped or pasted image and checks it
 (`app.images.decode.read`: a bad one raises `ImageError` with its one sentence) before the
@@ -34,8 +36,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from app.controllers.fit import Counted, conversation_session
-from app.domain.attachments import estimate, estimated_room
+from app.controllers.fit import FOLLOW_UP, Counted, conversation_session, follow_up_room
+from app.domain.attachments import ESTIMATED_CONTEXT, estimate, estimated_room
 from app.domain.messages import ImageContent, Message, Role
 from app.errors import InvalidInputError
 from app.paths import cache_dir
@@ -44,11 +46,13 @@ if TYPE_CHECKING:  # the documents package (numpy, extractors) loads at the firs
     from PySide6.QtCore import SignalInstance
 
     from app.documents.attach import Attached
+    from app.documents.index import DocumentIndex
     from app.domain.history import Reply, Version
     from app.images.decode import Picture as Picture  # the window's images are these
 
 # what the composer takes as an image (by its name; the content is checked all the same)
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".jfif", ".webp", ".gif", ".bmp"})
+MEASURES = 3  # times the attachments are counted again as sent, and fewer chosen
 
 
 class Sending(Counted, Protocol):
@@ -62,21 +66,47 @@ class Sending(Counted, Protocol):
 
 
 def _attached(controller: Sending, files: Sequence[Path], text: str) -> Attached:
-    """On the engine thread: the message's attachments within the context left."""
-    from app.documents.attach import attach
+    """On the engine thread: the message's attachments within the context left, a follow-up
+    exchange kept free (`follow_up_room`)."""
     from app.documents.index import DocumentIndex
 
-    doc = controller.doc
+    doc, reserve = controller.doc, controller.max_tokens
     index = DocumentIndex() if doc.library else None
     try:
         if doc.endpoint is None and controller.host.ready:
-            session, conversation = conversation_session(controller, controller.max_tokens)
-            return attach(files, text, session.room(text, conversation), session.count, index)
-        room = estimated_room(text, controller.max_tokens)
-        return attach(files, text, room, estimate, index)
+            session, conversation = conversation_session(controller, reserve)
+            keep = follow_up_room(reserve, session.n_ctx)
+            left = partial(session.room, conversation=conversation)
+            return _within(files, text, keep, left, session.count, index)
+        keep = follow_up_room(reserve, ESTIMATED_CONTEXT)
+        return _within(files, text, keep, partial(estimated_room, reserve=reserve), estimate, index)
     finally:
         if index is not None:
             index.close()
+
+
+def _within(
+    files: Sequence[Path],
+    text: str,
+    keep: int,
+    left: Callable[[str], int],
+    count: Callable[[str], int],
+    index: DocumentIndex | None,
+) -> Attached:
+    """The attachments of `text` that leave `keep` tokens of the room (`left`: the room after
+    a message, counted whole); counted again as sent, and fewer chosen when the parts' counts
+    added up to less than the whole's."""
+    from app.documents.attach import attach, with_attachments
+
+    budget = left(text) - keep
+    attached = attach(files, text, max(0, budget), count, index)
+    for _ in range(MEASURES):
+        over = keep - left(with_attachments(text, attached))
+        if over <= 0 or budget <= 0:
+            break
+        budget -= over
+        attached = attach(files, text, max(0, budget), count, index)
+    return attached
 
 
 async def send_with(
@@ -267,10 +297,12 @@ def library() -> list[Path]:
 
 
 __all__ = [
+    "FOLLOW_UP",
     "IMAGE_SUFFIXES",
     "check_image",
     "chip_image",
     "document_suffixes",
+    "follow_up_room",
     "image_bytes",
     "is_image_file",
     "keep_images",

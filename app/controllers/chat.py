@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from PySide6.QtCore import Signal
 
 from app.constrain.constraint import ToolChoice, check_schema
+from app.controllers.answerer import answerer
 from app.controllers.approvals import Answer, WindowApprovals
 from app.controllers.attachments import keeping, remember_images
 from app.controllers.compactions import Compactions
@@ -81,6 +82,7 @@ class ChatController(ConversationsController):
     segmentText = Signal(int, int, str)  # turn, segment, appended text (coalesced)
     segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
     replyFinished = Signal(int)  # turn index
+    promptRead = Signal(int, int, int)  # turn, prompt tokens read, of (a long prompt's progress)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
 
     def __init__(
@@ -302,7 +304,8 @@ class ChatController(ConversationsController):
         loop = asyncio.get_running_loop()
         # what a loaded conversation has not read yet is read on the store's thread
         await self.stored(partial(read_stored, doc, turn_index, resume))
-        reply, prefix, kept = reply_for(version, resume, self.host.name)
+        who = answerer(self.host, self.remote, doc.endpoint)  # the model or endpoint
+        reply, prefix, kept = reply_for(version, resume, who)
         policy = self._policy(loop, doc.id) if doc.tools else None
         prefix_ids = prefix if resume is not None else None
         spec = turn_spec(self, doc, turn_index, (prefix_ids, kept), policy, cancel)

@@ -7,8 +7,10 @@ the answer's reserve (`max_tokens`), as the turn will render it (under a policy 
 older exchanges out, beside what it always keeps); with a remote endpoint both
 are estimated at four characters a token and said to be estimates. `larger_context` is the
 smallest context (a multiple of 4,096 tokens) that holds the conversation, the message and the
-reserve, or None when the model was not trained for that many tokens. `paste_file` keeps an
-over-long message as a private text file to attach instead.
+reserve, or None when the model was not trained for that many tokens. `document_room` is what
+attached documents may take beside the message: the room less `follow_up_room` (the answer kept
+in the history and a follow-up of `FOLLOW_UP` tokens), which attaching always leaves free.
+`paste_file` keeps an over-long message as a private text file to attach instead.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.controllers.model_host import ModelHost
 from app.domain.attachments import ESTIMATED_CONTEXT, estimate
-from app.domain.budget import Overflow
+from app.domain.budget import Overflow, reserve_for
 from app.engine.overflow import kept_always
 from app.fileio import private_folder, write_atomic
 from app.paths import cache_dir
@@ -33,6 +35,13 @@ if TYPE_CHECKING:
     from app.engine.local.session import ChatSession
 
 STEP = 4096  # contexts offered grow in steps of this many tokens
+FOLLOW_UP = 256  # tokens an attachment leaves for a follow-up question, besides two answers
+
+
+def follow_up_room(reserve: int, n_ctx: int) -> int:
+    """The tokens a message with attachments leaves free besides its own answer's reserve:
+    room for that answer to stay in the history, and a follow-up (`FOLLOW_UP`)."""
+    return reserve_for(reserve, n_ctx) + FOLLOW_UP
 
 
 @dataclass(frozen=True)
@@ -44,10 +53,15 @@ class Fit:
     n_ctx: int  # the context the model was loaded with
     trained: int  # the context the model was trained for (0: not known)
     estimated: bool  # a remote endpoint: counted at four characters a token
+    reserve: int = 0  # the answer's reserve, held besides `room`
 
     @property
     def fits(self) -> bool:
         return self.tokens <= self.room
+
+    def document_room(self) -> int:
+        """The tokens attached documents may take here (see the module guarantees)."""
+        return max(0, self.room - follow_up_room(self.reserve, self.n_ctx))
 
     def larger_context(self) -> int | None:
         """The smallest context that holds this message here, or None (beyond the model)."""
@@ -99,13 +113,10 @@ def measure(controller: Counted, text: str) -> Fit:
         policy = controller.doc.overflow or controller.overflow
         kept = kept_always(conversation, policy)
         trained = host.info.n_ctx_train if host.info is not None else 0
-        return Fit(
-            session.count(text), session.room("", kept), host.n_ctx, trained, estimated=False
-        )
-    n_ctx = estimated_context(controller)
-    return Fit(
-        estimate(text), n_ctx - controller.max_tokens - estimate(""), n_ctx, 0, estimated=True
-    )
+        room = session.room("", kept)
+        return Fit(session.count(text), room, host.n_ctx, trained, False, controller.max_tokens)
+    n_ctx, reserve = estimated_context(controller), controller.max_tokens
+    return Fit(estimate(text), n_ctx - reserve - estimate(""), n_ctx, 0, True, reserve)
 
 
 async def fit_of(controller: Counted, text: str) -> Fit:
@@ -113,8 +124,8 @@ async def fit_of(controller: Counted, text: str) -> Fit:
     estimated while an answer streams (the engine thread is busy) or for an endpoint."""
     host = controller.host
     if controller.busy or controller.doc.endpoint is not None or not host.ready:
-        n_ctx = estimated_context(controller)
-        return Fit(estimate(text), n_ctx - controller.max_tokens, n_ctx, 0, estimated=True)
+        n_ctx, reserve = estimated_context(controller), controller.max_tokens
+        return Fit(estimate(text), n_ctx - reserve, n_ctx, 0, True, reserve)
     return await host.bridge.call(partial(measure, controller, text))
 
 
@@ -127,4 +138,14 @@ def paste_file(text: str) -> Path:
     return path
 
 
-__all__ = ["STEP", "Counted", "Fit", "conversation_session", "fit_of", "measure", "paste_file"]
+__all__ = [
+    "FOLLOW_UP",
+    "STEP",
+    "Counted",
+    "Fit",
+    "conversation_session",
+    "fit_of",
+    "follow_up_room",
+    "measure",
+    "paste_file",
+]

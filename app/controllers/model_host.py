@@ -6,16 +6,18 @@ architecture) arrives as `loadFailed` with the app's sentence and leaves the pre
 usable; template and sampling come from the template registry, with the user's remembered
 choices for that model applied (its own context length too, `context_for`); it loads with the
 settings' `parallel` answers at once, one kept for the window's own turns; recent models are
-remembered (most recent first, at most 10). A model loads with its image projector
-(`projector_for`: the one chosen in Model settings, else the one in its folder; `projector` says
-the one in use, "" for none). A projector that cannot be used — not there any more, not one for
-this model (llama.cpp refuses it), or damaged (the worker stops while loading it) — never leaves
-the user with no model: the model is loaded again without it, for text only, and the projector's
-error arrives as `loadFailed` after `loaded`, saying that images are off (`images_off` keeps the
-sentence). A load that fails before the projector's turn (llama.cpp reports the weights all
-read, 100 %, before it) is the model's own failure and is not tried again. Importing this module
-loads neither the template registry nor the engine's session: they load with the first model (or
-scripted source) the host uses.
+remembered (most recent first, at most 10). A loaded model is named as the library names it
+(`name`: "SmolLM2 135M Instruct · Q4_1"; `description`: file, architecture, template; `base`: why
+it is a base model, "" for a chat model: `library/titles.py`). A model loads with its image
+projector (`projector_for`: the one chosen in Model settings, else the one in its folder;
+`projector` says the one in use, "" for none). A projector that cannot be used — not there any
+more, not one for this model (llama.cpp refuses it), or damaged (the worker stops while loading it)
+— never leaves the user with no model: the model is loaded again without it, for text only, and the
+projector's error arrives as `loadFailed` after `loaded`, saying that images are off (`images_off`
+keeps the sentence). A load that fails before the projector's turn (llama.cpp reports the weights
+all read, 100 %, before it) is the model's own failure and is not tried again. Importing this
+module loads neither the template registry nor the engine's session: they load with the first model
+(or scripted source) the host uses.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # the templates and the session load with the first model, no
 
     from app.engine.local.session import ChatSession
     from app.engine.local.tokenizer import ModelTokenizer
+    from app.library.titles import Loaded
     from app.templates.base import Template, TemplateDefaults
 
 
@@ -82,7 +85,9 @@ class ModelHost(QObject):
         self.worker: ModelLoader | None = None  # what loads models (None: a new worker process)
         self.template: Template | None = None
         self.sampling: Sampling | None = None
-        self.name = ""
+        self.name = ""  # readable: "SmolLM2 135M Instruct · Q4_1" (`library/titles.py`)
+        self.description = ""  # technical: file, architecture, template
+        self.base = ""  # why the loaded model is a base model ("": a chat model)
         self.path = ""
         self.n_ctx = 0
         self.projector = ""  # the loaded model's image projector ("": it sees no images)
@@ -123,7 +128,8 @@ class ModelHost(QObject):
         self.backend, self.worker = backend, loader
         self.template = get_template(template)
         self.sampling = self.template.defaults.sampling()
-        self.name = name
+        self.name = self.description = name
+        self.base = self._named(backend.info, template).base if backend.info is not None else ""
         self.n_ctx = self.info.n_ctx if self.info is not None else 8192
         self.projector = self.info.projector if self.info is not None else ""
         self.images_off = ""
@@ -134,6 +140,15 @@ class ModelHost(QObject):
         from app.engine.local.scripted import ScriptedClient
 
         self.use(ScriptedClient(scripts, delay_s=delay_s), "harmony")
+
+    def _named(self, info: ModelInfo, template: str) -> Loaded:
+        from app.library.titles import loaded
+        from app.templates.base import Capability
+
+        completion = self.template is not None and (
+            self.template.defaults.capability is Capability.COMPLETION
+        )
+        return loaded(info.path, info.metadata, info.architecture, template, completion)
 
     def cancel_load(self) -> None:
         self._cancel.set()
@@ -190,7 +205,8 @@ class ModelHost(QObject):
         self.apply_choice(ChoiceStore().get(file))
         self.path, self.n_ctx = file, client.info.n_ctx
         self.projector = client.info.projector or ""
-        self.name = f"{Path(file).name} ({client.info.architecture}, template {template_name})"
+        names = self._named(client.info, template_name)
+        self.name, self.description, self.base = names.name, names.description, names.base
         self.images_off = text_only(off) if off is not None else ""
         self.recent.add(file)
         self.stateChanged.emit(WorkerState.READY.value)

@@ -28,6 +28,7 @@ from app.domain.events import (
     JsonRetried,
     MessageDone,
     ParseIssue,
+    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -61,6 +62,8 @@ class FoldingChat(Protocol):
     def statusChanged(self) -> SignalInstance: ...
     @property
     def debugChanged(self) -> SignalInstance: ...
+    @property
+    def promptRead(self) -> SignalInstance: ...
 
 
 def on_event(
@@ -96,6 +99,8 @@ def fold(chat: FoldingChat, turn: int, reply: Reply, state: TurnState, event: Tu
     match event:
         case RequestSent() | ResponseReceived() | ParseIssue():
             chat.painter.debug_grew(turn)
+        case PromptRead():
+            chat.promptRead.emit(turn, event.done, event.total)  # the transcript says it
         case GenerationDone():
             endpoint = state.doc.endpoint
             where = {"endpoint": endpoint} if endpoint else {"budget": reply.debug.budget}

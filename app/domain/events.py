@@ -3,7 +3,8 @@ value.
 
 The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; the parser emits
 message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
-`TurnDone` with its stop reason); a session says how the prompt fits the context (`ContextFit`:
+`TurnDone` with its stop reason) and, while it reads a long prompt, how far it got
+(`PromptRead`, after each batch); a session says how the prompt fits the context (`ContextFit`:
 its budget, and what the overflow policy left out or cut), what it rendered (`PromptRendered`),
 what a remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
 (`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
@@ -351,9 +352,24 @@ class Compacted:
     compaction: Compaction
 
 
-GenerationEvent = TokenStep | GenerationDone | TurnFailed
+@dataclass(frozen=True)
+class PromptRead:
+    """How far the model has read the prompt before its first token: `done` of the `total`
+    tokens it evaluates (those no cache held), after each batch of a prompt longer than one."""
+
+    done: int
+    total: int
+
+    def said(self) -> str:
+        """ "Reading 3,626 tokens… 40 %" """
+        share = int(100 * self.done / self.total) if self.total else 0
+        return f"Reading {self.total:,} tokens… {share} %"
+
+
+GenerationEvent = TokenStep | GenerationDone | TurnFailed | PromptRead
 TurnEvent = (
-    MessageStarted
+    PromptRead
+    | MessageStarted
     | ContentDelta
     | MessageDone
     | ParseIssue

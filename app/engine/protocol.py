@@ -380,5 +380,16 @@ class NativeLog:
     lines: tuple[tuple[int, str], ...]
 
 
-FromWorker = LoadProgress | Loaded | LoadFailed | Started | TokenBatch | Finished | Answer | Refused
+@dataclass(frozen=True)
+class PromptProgress:
+    """How far a generation's prompt is read: `done` of the `total` tokens evaluated (those
+    no cache held), sent after each batch of a prompt longer than one, before its first token."""
+
+    request: int
+    done: int
+    total: int
+
+
+_Generating = Started | PromptProgress | TokenBatch | Finished  # one generation's replies
+FromWorker = LoadProgress | Loaded | LoadFailed | _Generating | Answer | Refused
 ENDS_REQUEST = (Loaded, LoadFailed, Finished, Answer, Refused)  # the last reply to a request

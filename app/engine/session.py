@@ -20,6 +20,7 @@ from app.domain.events import (
     JsonChecked,
     JsonRetried,
     ParseEvent,
+    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -45,6 +46,7 @@ ChatEvent = (
     | RequestSent
     | ResponseReceived
     | ContextFit
+    | PromptRead
 )
 
 

@@ -10,6 +10,8 @@ or thinks (`takes_effort`, `thinks`); **vision** here when its header has projec
 (`scan.listing` pairs it). A template that cannot be set up for a model means neither badge,
 never an error. The friendly name is the bundled model's own name, else the header's
 `general.name` when it reads as a name, else the file name without its quantisation suffix.
+A base (completion) model's card says why it is one (`base_models.py`), and its badges say
+"base model".
 """
 
 from __future__ import annotations
@@ -19,15 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.domain.model_names import quant_of_name, strip_quant
 from app.errors import HarmonyDeskError
+from app.library.base_models import BADGE, base_model
 
-# Quantisation labels as llama.cpp's tools and the hub's uploaders spell them in file names.
-_QUANT = re.compile(
-    r"(?:^|[-._ ])(?P<q>(?:I?Q[1-8]_(?:K_)?(?:XXS|XS|S|M|L|XL|NL|[0-9])|I?Q[1-8]_K|TQ[12]_0"
-    r"|MXFP4(?:_MOE)?|BF16|F16|F32|FP16|FP32|FP8|Q8_0|Q4_0_4_[48]|Q4_0_8_8))(?=$|[-._ ])",
-    re.IGNORECASE,
-)
-_SPLIT = re.compile(r"-\d{5}-of-\d{5}$", re.IGNORECASE)
 _NAME_OK = re.compile(r"[A-Za-z].*[A-Za-z0-9]|[A-Za-z]")
 _GENERIC = {"model", "models", "tmp", "temp", "output", "gguf", "hf", "merged", "base"}
 
@@ -42,6 +39,7 @@ class ModelCard:
     vision: bool = False
     call_format: str = ""  # the tool-call format's name (`hermes`, `harmony`, …), "" for none
     template: str = ""
+    base: str = ""  # why it is a base model, not a chat model ("": a chat model)
 
     def badges(self) -> tuple[str, ...]:
         """`("tools", "reasoning")` — only what is known to be there."""
@@ -51,28 +49,10 @@ class ModelCard:
                 ("tools", self.tools),
                 ("reasoning", self.reasoning),
                 ("vision", self.vision),
+                (BADGE, bool(self.base)),
             )
             if on
         )
-
-
-def quant_of_name(name: str) -> str:
-    """The quantisation a file name carries (`Qwen3-8B-Q4_K_M.gguf` → `Q4_K_M`), or ""."""
-    stem = re.sub(r"\.gguf$", "", Path(name).name, flags=re.IGNORECASE)
-    stem = _SPLIT.sub("", stem)
-    found = list(_QUANT.finditer(stem))
-    return found[-1]["q"].upper() if found else ""
-
-
-def strip_quant(stem: str) -> str:
-    """A file stem without its split suffix and quantisation (`SmolLM2-135M-Instruct.Q4_1`
-    → `SmolLM2-135M-Instruct`)."""
-    stem = _SPLIT.sub("", re.sub(r"\.gguf$", "", stem, flags=re.IGNORECASE))
-    found = list(_QUANT.finditer(stem))
-    if found:
-        m = found[-1]
-        stem = (stem[: m.start()] + stem[m.end() :]).strip("-._ ")
-    return stem or "model"
 
 
 def friendly_name(metadata: dict[str, Any], path: str | Path, known: str = "") -> str:
@@ -89,6 +69,7 @@ def friendly_name(metadata: dict[str, Any], path: str | Path, known: str = "") -
 
 def card_of(metadata: dict[str, Any], path: str | Path, known: str = "") -> ModelCard:
     """The card of the model whose header is `metadata` (file `path`)."""
+    from app.templates.base import Capability
     from app.templates.registry import default_template_name, get_template
 
     title = friendly_name(metadata, path, known)
@@ -96,8 +77,14 @@ def card_of(metadata: dict[str, Any], path: str | Path, known: str = "") -> Mode
     try:
         template = get_template(name).for_model(metadata)
     except HarmonyDeskError:  # a template that cannot serve this model: no capability claimed
-        return ModelCard(title, template=name, vision=_clip_keys(metadata))
+        return ModelCard(
+            title,
+            template=name,
+            vision=_clip_keys(metadata),
+            base=base_model(metadata, str(path), False),
+        )
     calls = template.tool_calls or ""
+    completion = template.defaults.capability is Capability.COMPLETION
     return ModelCard(
         title=title,
         tools=bool(calls),
@@ -105,6 +92,7 @@ def card_of(metadata: dict[str, Any], path: str | Path, known: str = "") -> Mode
         vision=_clip_keys(metadata),
         call_format=calls,
         template=name,
+        base=base_model(metadata, str(path), completion),
     )
 
 

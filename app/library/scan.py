@@ -44,7 +44,7 @@ from app.templates.registry import default_template_name
 
 log = logging.getLogger("library")
 MAX_DEPTH = 4
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3  # 3: cards say whether a model is a base model
 CACHE_LIMIT = 64 << 20  # bytes: a few kilobytes a model
 
 

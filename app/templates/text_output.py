@@ -37,6 +37,18 @@ from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 OPEN, CLOSE = "<think>", "</think>"
 
 
+def tag_tail(text: str, tag: str) -> int:
+    """How many of `text`'s last characters may still grow into `tag` (the longest of its
+    ends that is a proper start of it): one search for the tag's first character, per token."""
+    low = max(0, len(text) - len(tag) + 1)
+    at = text.find(tag[0], low)
+    while at >= 0:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(tag[0], at + 1)
+    return 0
+
+
 class TextOutputParser:
     """Parses one generation of a plain-text chat model."""
 
@@ -105,10 +117,7 @@ class TextOutputParser:
                 self._thinking = not self._thinking
                 buf = buf[at + len(tag) :]
                 continue
-            keep = next(
-                (n for n in range(min(len(tag) - 1, len(buf)), 0, -1) if tag.startswith(buf[-n:])),
-                0,
-            )
+            keep = tag_tail(buf, tag)
             self._emit(buf[: len(buf) - keep])
             buf = buf[len(buf) - keep :]
             break

@@ -116,6 +116,7 @@ QMainWindow, QDialog {{ background: {t.window}; }}
 QPushButton {{ background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px;
               padding: 4px 10px; }}
 QPushButton:hover {{ border-color: {t.accent}; }}
+QPushButton:disabled {{ color: {t.muted}; background: {t.window}; border-style: dashed; }}
 QPushButton[role="primary"] {{ background: {t.accent}; color: {t.accent_text}; border: none; }}
 QPushButton[role="stop"] {{ background: {t.error}; color: {t.window}; border: none;
                            font-weight: bold; }}

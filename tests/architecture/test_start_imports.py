@@ -55,13 +55,15 @@ ALLOWED = (
     "app.domain.messages", "app.domain.placement", "app.domain.redact", "app.domain.reply",
     "app.domain.reply.builder", "app.domain.reply.cards", "app.domain.reply.changes",
     "app.domain.reply.debug", "app.domain.sampling", "app.domain.textual_call",
-    "app.domain.visibility", "app.domain.images", "app.store.images", "app.ui.composer.image_chips",
+    "app.domain.visibility", "app.domain.images", "app.domain.echoed_markup", "app.domain.tool_names", "app.store.images", "app.ui.composer.image_chips",
     "app.tools.mcp.hooks", "app.tools.mcp.answers", "app.controllers.mcp_asks", "app.controllers.mcp_context",
     "app.domain.elicit_form", "app.tools.mcp.asks", "app.tools.mcp.elicit", "app.tools.mcp.sampling",
     "app.ui.composer.mcp_offers", "app.ui.mcp.elicit_dialog", "app.ui.mcp.sign_in", "app.ui.composer.prompt_form",
     "app.ui.mcp.sampling_dialog", "app.domain.inert", "app.domain.links", "app.tools.mcp.caps", "app.ui.mcp.plain",
     "app.domain.budget", "app.domain.compaction", "app.engine.overflow", "app.engine.turn.compaction", "app.ui.window.budget_bar", "app.ui.composer.overflow_menu",
     "app.controllers.compactions", "app.ui.transcript.compaction_marker", "app.ui.window.compaction_controls",
+    "app.controllers.answerer", "app.domain.model_names", "app.domain.interrupted",
+    "app.ui.debug.vocabulary", "app.ui.window.status_follow",
     "app.controllers.send_queue", "app.controllers.turn_fold", "app.ui.composer.queue_panel", "app.ui.composer.send_button",
     "app.engine.turn.tool_results", "app.tools.result_parts", "app.controllers.tool_results", "app.ui.transcript.whole_result",
     "app.engine", "app.engine.backend", "app.engine.local", "app.engine.local.memory", "app.engine.protocol",
@@ -124,6 +126,7 @@ ALLOWED = (
     "app.ui.window.exchange_dialogs", "app.ui.window.file_menus", "app.ui.window.header",
     "app.ui.window.instructions_fold", "app.ui.window.main_window", "app.ui.window.menus",
     "app.ui.window.serve_switch", "app.ui.window.status_line",
+    "app.ui.transcript.reading", "app.ui.window.context_ways",  # a long prompt read; ways on
 )
 
 # the command line's own, on its way to the window

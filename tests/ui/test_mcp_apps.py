@@ -337,7 +337,7 @@ def test_a_call_from_the_app_waits_for_the_persons_approval(
     early: list[Any] = []
     view.session.logged.connect(early.append)
     qtbot.waitUntil(view.asks.isVisible, timeout=WAIT_MS)
-    assert "probe_a__add" in view.asks.words.text() and '"a": 2' in view.asks.words.text()
+    assert "add · probe-a" in view.asks.words.text() and '"a": 2' in view.asks.words.text()
     assert calls() == [] and early == []  # nothing ran, the page has no answer: it waits
     view.asks.press(button)
     result = _report(qtbot, view, "caller")["result"]

@@ -83,11 +83,11 @@ def test_ctrl_l_lists_every_model_with_badges_filters_and_enter_loads(
     by_title = {r["title"]: r for r in rows.values()}
     smol, gemma = by_title["SmolLM2 135M Instruct"], by_title["Gemma 3 270M"]
     assert smol["badges"] == ["tools"] and smol["facts"].startswith("Bundled · llama · 135M · Q4_1 · 8K context")
-    assert gemma["badges"] == ["tools"] and "prepared on first use" in gemma["facts"]  # Gemma's template: tools
+    assert gemma["badges"] == ["tools", "base model"] and "prepared on first use" in gemma["facts"]  # tools; a base model
     assert not (home / "cache" / "models" / "gemma-3-270m-q4_k_m.gguf").exists()
     tools, plain = rows[str(models["tools"])], rows[str(models["plain"])]
     assert tools["badges"] == ["tools", "reasoning"]  # qwen3's template: hermes calls, <think>
-    assert plain["badges"] == []  # no chat template: a completion model calls no tools
+    assert plain["badges"] == ["base model"]  # no chat template: a completion model calls no tools
     assert tools["title"] == "tiny-qwen3-test (qwen-tools.gguf)"  # the header's name, told apart
     assert "qwen3 · " in tools["facts"] and "context" in tools["facts"]
     assert rows[str(models["recent"])]["facts"].startswith("Opened before")

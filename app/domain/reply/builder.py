@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
+from app.domain import echoed_markup
 from app.domain.budget import notice
 from app.domain.events import (
     Compacted,
@@ -39,6 +40,7 @@ from app.domain.events import (
     MessageStarted,
     ParseEvent,
     ParseIssue,
+    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -126,6 +128,8 @@ class ReplyBuilder:
                 return self.fail(event.reason, event.code)
             case ContextFit():
                 return self._fitted(event)
+            case PromptRead():
+                return []  # the prompt is being read: a frontend's progress, not the reply
             case Compacting():
                 self.debug.line(f"compacting: {event.exchanges} exchanges, {event.tokens} tokens")
                 return []
@@ -217,8 +221,9 @@ class ReplyBuilder:
             return []
         segment = self.reply.segments[index]
         text = self._held.pop(index, "") + event.text
-        if event.lane is Lane.ANSWER:  # text that may be a call spelt out waits (W34)
-            cut = held_from(segment.text, text)
+        if event.lane is Lane.ANSWER:  # a call spelt out (W34), echoed markup (L15) wait
+            text, echo_cut = echoed_markup.settle(text)
+            cut = min(held_from(segment.text, text), echo_cut)
             text, held = text[:cut], text[cut:]
             if held:
                 self._held[index] = held
@@ -241,9 +246,10 @@ class ReplyBuilder:
 
     def _shown(self, event: MessageDone) -> list[Change]:
         """An answer or preamble message closed: its text wins over what streamed."""
-        shown, spelt = event.message.text, ""
+        shown, spelt, echoed = event.message.text, "", list[str]()
         if event.lane is Lane.ANSWER:
             shown, spelt = split(shown)
+            shown, echoed = echoed_markup.split(shown)
         index = self.segments.get(event.index)
         if index is None:  # decided only now (W10, W24): shown whole
             kind = VISIBLE[event.lane]
@@ -257,6 +263,9 @@ class ReplyBuilder:
             changes = [Updated(index)]
         if spelt:
             changes += self._spelt(spelt)
+        if echoed:
+            self.debug.line("an answer echoed a tool result in template markup (not shown)")
+            changes += self.notice(echoed_markup.echo_notice(echoed))
         return changes
 
     def _spelt(self, spelt: str) -> list[Change]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from app.constrain.constraint import Constraint
-from app.domain.events import GenerationEvent, TurnFailed
+from app.domain.events import GenerationEvent, PromptRead, TurnFailed
 from app.domain.images import ImagePixels
 from app.domain.library import Fit
 from app.domain.placement import LoadSettings
@@ -65,6 +65,7 @@ from app.engine.protocol import (
     LoadRequest,
     ModelInfo,
     NativeLog,
+    PromptProgress,
     Refused,
     RequestState,
     SnapshotSettings,
@@ -359,7 +360,9 @@ class WorkerClient(QuickQuestions):
                 for step in msg.steps:
                     partial.append(step.token)
                     yield step
-            if msg is None or isinstance(msg, TokenBatch):
+            elif isinstance(msg, PromptProgress):
+                yield PromptRead(msg.done, msg.total)
+            if msg is None or isinstance(msg, TokenBatch | PromptProgress):
                 if time.monotonic() > ends:
                     yield self._overran(router, request, limit, partial)
                     return

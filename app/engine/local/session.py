@@ -38,6 +38,7 @@ from app.domain.events import (
     JsonRetried,
     MessageDone,
     ParseEvent,
+    PromptRead,
     PromptRendered,
     TokenScored,
     TokenStep,
@@ -164,7 +165,7 @@ class ChatSession:
         ):
             if isinstance(event, TokenStep):
                 yield decoder.decode(table[event.token] if event.token < len(table) else b"")
-            else:
+            elif not isinstance(event, PromptRead):  # (a raw completion says no progress)
                 yield event
 
     def prompt_size(self, conversation: Conversation) -> int:
@@ -220,6 +221,9 @@ class ChatSession:
             **({"reserved": True} if request.reserved else {}),
             **({"images": images} if images else {}),
         ):
+            if isinstance(event, PromptRead):
+                yield event  # how far the prompt is read (the window and terminal show it)
+                continue
             if isinstance(event, TokenStep):
                 out.tokens.append(event.token)
                 if event.logprob is not None:

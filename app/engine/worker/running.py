@@ -20,7 +20,7 @@ from typing import Any
 
 from app.domain.events import FinishReason, GenerationDone, Timings, TokenStep
 from app.domain.sampling import Sampling
-from app.engine.protocol import Finished, FromWorker, GenerateRequest, TokenBatch
+from app.engine.protocol import Finished, FromWorker, GenerateRequest, PromptProgress, TokenBatch
 from app.engine.worker.plan import Active
 from app.engine.worker.sequences import Sequence
 from app.engine.worker.speculate import Acceptance, Lookup
@@ -86,6 +86,12 @@ class Running:
     steps: int = 0
     images: dict[int, Any] = field(default_factory=dict)  # prompt position → image piece
     image_tokens: tuple[int, ...] = ()  # what each image of the prompt became
+
+    def read(self, send: Any) -> None:
+        """Send how far the prompt is read: of the tokens this generation evaluates (those its
+        cache did not hold when it started), how many are."""
+        total = len(self.prompt) - self.reused - self.restored
+        send(PromptProgress(self.req.request, max(0, total - len(self.todo)), total))
 
     def view(self, cancelled: bool) -> Active:
         """This generation as a plan sees it (`cancelled`: its request was)."""

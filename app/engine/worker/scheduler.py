@@ -17,6 +17,7 @@ Guarantees:
   from what this generation's drafts were accepted and what steps cost.
 - A cancel is seen between steps, and during a step that evaluates a prompt chunk between
   llama.cpp's graph nodes (the step is then undone and the others go on at the next one).
+- After each prompt chunk but the last, how far its prompt is read goes out (`PromptProgress`).
 - At its end a generation's last tokens and its `Finished` go out, its cache's state is kept
   for its conversation (snapshots), and its sequence is free for the next in the queue.
 - A prompt with images (`vision.py`) is expanded when it comes, so its length is the one the
@@ -338,6 +339,8 @@ class Scheduler:
                 if part.ends:
                     self._sample(run, sampled[part.seq], Draft())
                     self._checkpoint(run)  # (after the first token went out: not in its way)
+                else:
+                    run.read(self._send)  # how far its prompt is read
             else:
                 run.seq.tokens.append(part.token)
                 self._sample(run, sampled[part.seq], part.draft)

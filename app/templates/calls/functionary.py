@@ -34,7 +34,8 @@ from app.domain.messages import ToolDescription
 from app.harmony.schema_ts import to_typescript
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import tojson
-from app.templates.calls.llama3 import json_end, skip_space
+from app.templates.calls.llama3 import skip_space
+from app.templates.calls.reading import Read, Remembering, Scan
 
 MARK, ANSWER, CODE = ">>>", "all", "python"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -59,7 +60,7 @@ def _declaration(tool: Mapping[str, Any]) -> str:
     return f"{head} = () => any;\n\n"
 
 
-class Functionary(CallFormat):
+class Functionary(Remembering, CallFormat):
     name = "functionary"
     triggers = (MARK,)
     opening = MARK
@@ -82,7 +83,7 @@ class Functionary(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (MARK, MARK + ANSWER)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         line = text.find("\n", len(MARK))
         if line < 0:
             return _unfinished_recipient(text, final)
@@ -95,8 +96,8 @@ class Functionary(CallFormat):
         if at == len(text) and not final:
             return None
         if text.startswith("{", at):
-            return _json_call(text, at, name, final)
-        return _other_message(text, at, name, final)
+            return _json_call(text, at, name, final, scan)
+        return _other_message(text, at, name, final, scan)
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         names, rules = [], []
@@ -121,9 +122,9 @@ def _unfinished_recipient(text: str, final: bool) -> tuple[list[ToolCall], int] 
     raise CallSyntaxError(f"{name[:40]!r} after {MARK} names no tool")
 
 
-def _json_call(text: str, at: int, name: str, final: bool) -> tuple[list[ToolCall], int] | None:
+def _json_call(text: str, at: int, name: str, final: bool, scan: Scan) -> Read:
     """A call whose arguments are the JSON object at `at`: it ends where the object does."""
-    end = json_end(text, at)
+    end = scan.json_end(text, at)
     if end is None:
         if not final:
             return None
@@ -135,10 +136,10 @@ def _json_call(text: str, at: int, name: str, final: bool) -> tuple[list[ToolCal
     return [ToolCall(name, tojson(args))], end
 
 
-def _other_message(text: str, at: int, name: str, final: bool) -> tuple[list[ToolCall], int] | None:
+def _other_message(text: str, at: int, name: str, final: bool, scan: Scan) -> Read:
     """A tool message that is no JSON object: code for `python`, else a notice; either takes
     the text up to the next `>>>` (all of it at the end of the answer)."""
-    cut = _next(text)
+    cut = _next(text, scan)
     if cut is None and not final:
         return None
     end = len(text) if cut is None else cut
@@ -147,7 +148,7 @@ def _other_message(text: str, at: int, name: str, final: bool) -> tuple[list[Too
     raise CallSyntaxError("its arguments are not a JSON object", name, end)
 
 
-def _next(text: str) -> int | None:
+def _next(text: str, scan: Scan) -> int | None:
     """Where the next message (`>>>`) begins after this one's, None when none does yet."""
-    at = text.find(MARK, len(MARK))
+    at = scan.find(text, MARK, len(MARK))
     return None if at < 0 else at

@@ -27,7 +27,8 @@ from typing import Any
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import call_object, json_call_rest, tagged_calls, tojson
-from app.templates.calls.llama3 import json_end, name_guess, skip_space
+from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, FENCE, RESULT = "```tool_call", "```", "```tool_output"
 INTRO = "You can use these tools (each a JSON schema):\n"
@@ -39,7 +40,7 @@ HOW = (
 )
 
 
-class Gemma(CallFormat):
+class Gemma(Remembering, CallFormat):
     name = "gemma"
     triggers = (OPEN,)
     closers = "}`"
@@ -55,7 +56,7 @@ class Gemma(CallFormat):
     def result(self, name: str, text: str) -> list[Piece]:
         return [Piece(RESULT + "\n", True), Piece(text), Piece("\n" + FENCE + "\n", True)]
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         at = skip_space(text, len(OPEN))
         if at == len(text):
             if not final:
@@ -63,7 +64,7 @@ class Gemma(CallFormat):
             raise CallSyntaxError("the call is empty")
         if text[at] != "{":
             raise CallSyntaxError("the block holds no JSON object", "", at)
-        end = json_end(text, at)
+        end = scan.json_end(text, at)
         if end is None:
             if not final:
                 return None

@@ -43,6 +43,7 @@ from app.templates.calls.gemma4_values import (
 )
 from app.templates.calls.hermes import tojson
 from app.templates.calls.llama3 import skip_space
+from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, CLOSE, CALL = "<|tool_call>", "<tool_call|>", "call:"
 RESPONSE, RESPONSE_END = "<|tool_response>", "<tool_response|>"
@@ -116,7 +117,7 @@ def _arguments_rule(i: int, schema: Mapping[str, Any] | None, rules: list[str]) 
     return f'"{{" {body} "}}"'
 
 
-class Gemma4(CallFormat):
+class Gemma4(Remembering, CallFormat):
     name = "gemma4"
     triggers = (OPEN, RESPONSE)
     closers = ">}]"
@@ -148,7 +149,7 @@ class Gemma4(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (OPEN, CLOSE, QUOTE, RESPONSE, RESPONSE_END, *THINK)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(RESPONSE):
             return [], len(RESPONSE)  # the end of a turn that calls
         at = skip_space(text, len(OPEN))
@@ -163,7 +164,10 @@ class Gemma4(CallFormat):
             if brace < 0 and not final and "<" not in name and "\n" not in name:
                 return None
             return _bad(text, final, "the call has no name", "")
-        read = read_object(text, brace)
+        if not final and scan.find(text, "}", brace) < 0 and scan.find(text, CLOSE) < 0:
+            scan.wait_for(text, "}", CLOSE)
+            return None  # only a `}` closes the arguments, only the call's close ends it
+        read = _arguments(text, brace, scan)
         if read is None:
             if not final:
                 return None
@@ -182,6 +186,16 @@ class Gemma4(CallFormat):
             rules.append(f"t_{i}: {json.dumps(name)} {_arguments_rule(i, schema, rules)}")
         head = f"call_rest: {json.dumps(CALL)} ({' | '.join(names)}) {json.dumps(CLOSE)}"
         return "\n".join([head, *rules])
+
+
+def _arguments(text: str, brace: int, scan: Scan) -> tuple[dict[str, Any], int] | Unreadable | None:
+    """The arguments' object at `brace` (read once per held call when whole)."""
+    found = scan.recall(brace)
+    if found is None:
+        found = read_object(text, brace)
+        if isinstance(found, tuple):
+            scan.remember(brace, found)
+    return found  # type: ignore[no-any-return]
 
 
 def _past_close(text: str, at: int, final: bool) -> int | None:

@@ -26,7 +26,8 @@ from typing import Any
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import call_object, json_call_rest
-from app.templates.calls.llama3 import json_end, name_guess, skip_space
+from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.reading import Read, Remembering, Scan
 
 ROLE_SEP, MESSAGE_SEP, FUNCTION_CALL = "<|role_sep|>", "<|message_sep|>", "<|function_call|>"
 CALL_ROLE = "function call" + ROLE_SEP
@@ -91,7 +92,7 @@ def _declare_one(tool: Mapping[str, Any]) -> str:
     return _comment("", str(tool.get("description") or "")) + signature
 
 
-def _json_call(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None:
+def _json_call(text: str, at: int, final: bool, scan: Scan) -> Read:
     """The JSON call at `at` (after its marker) and where it ends; None while it is open."""
     at = skip_space(text, at)
     if at == len(text):
@@ -100,7 +101,7 @@ def _json_call(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | 
         raise CallSyntaxError("the call is empty")
     if text[at] != "{":
         raise CallSyntaxError("no JSON object follows the call's marker", "", at)
-    end = json_end(text, at)
+    end = scan.json_end(text, at)
     if end is None:
         if not final:
             return None
@@ -111,7 +112,7 @@ def _json_call(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | 
         raise CallSyntaxError(exc.message, exc.name, end) from exc
 
 
-class _GigaChat(CallFormat):
+class _GigaChat(Remembering, CallFormat):
     """What GigaChat 3 and 3.1 share: all but the marker a call follows (`triggers[0]`)."""
 
     closers = ">}"
@@ -144,9 +145,9 @@ class GigaChat31(_GigaChat):
     name = "gigachat3.1"
     triggers = (FUNCTION_CALL, MESSAGE_SEP)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(FUNCTION_CALL):
-            return _json_call(text, len(FUNCTION_CALL), final)
+            return _json_call(text, len(FUNCTION_CALL), final, scan)
         return [], skip_space(text, len(MESSAGE_SEP))  # the end of a message
 
 
@@ -156,10 +157,10 @@ class GigaChat3(_GigaChat):
     name = "gigachat3"
     triggers = (HEADER, MESSAGE_SEP)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         at = skip_space(text, len(MESSAGE_SEP))
         if text.startswith(CALL_ROLE, at):
-            return _json_call(text, at + len(CALL_ROLE), final)
+            return _json_call(text, at + len(CALL_ROLE), final, scan)
         if at == len(text) or CALL_ROLE.startswith(text[at:]):
             if not final:
                 return None

@@ -6,9 +6,13 @@ name one of the tools, its arguments their schema: a schema the token mask canno
 any object, which the tool checks itself); `required` forces a call from the first token
 (after a `<think>` block for a family that thinks), and one or more calls end the answer; a
 function's name forces a call to it; `none` allows no call at all (the trigger cannot be
-written). A family that thinks may open with a think block, capped at `thinking_budget` tokens
-when one is given. A marker that is one control token in the model's vocabulary (`control`) is
-written as that token, never spelled out in plain characters.
+written). A format whose first trigger is `leading` (Llama 3's bare `{"name"`) is held as its
+reader reads it: under `auto` such a call is constrained only where the answer begins or right
+after a call (free text never begins with one, and holds one anywhere else as text), a call
+behind its other trigger (`<|python_tag|>`) wherever it starts. A family that thinks may open
+with a think block, capped at `thinking_budget` tokens when one is given. A marker that is one
+control token in the model's vocabulary (`control`) is written as that token, never spelled out
+in plain characters.
 """
 
 from __future__ import annotations
@@ -81,7 +85,10 @@ def call_grammar(
         tools = {tool_choice: tools[tool_choice]}
     rest = fmt.grammar_rest(tools)
     trig = json.dumps(trigger)
-    if tool_choice == "auto":
+    if tool_choice == "auto" and trigger in fmt.leading:
+        lark = _leading_auto(fmt, rest, control)
+        description = f"free text; a call to {', '.join(tools)} once it begins"
+    elif tool_choice == "auto":
         # after an opening the answer begins with a call or with the answer's own header
         opened = "(call_first | answer_first) " if fmt.opening else ""
         if trigger in control:  # free text cannot hold a token: a think block is a rule here
@@ -103,6 +110,36 @@ def call_grammar(
         )
         description = f"a call to {', '.join(tools)}"
     return Constraint(_compile(_tokens_for(lark, control)), description)
+
+
+def _leading_auto(fmt: CallFormat, rest: str, control: Mapping[str, int]) -> str:
+    """`auto` for a format whose first trigger begins a call only where the answer begins or
+    right after a call (Llama 3's bare `{"name"`; anywhere else it is text), and which writes a
+    call anywhere behind its first other trigger (`<|python_tag|>`), the same call after it.
+    Free text there may not begin with a leading trigger (past blank space; after a call, past
+    its separator too), so such a call is held to the tools; a lexeme takes the blank space
+    with the trigger, as the lexer would otherwise end the blank space early."""
+    raw_tag = next(t for t in fmt.triggers if t not in fmt.leading)
+    tag = json.dumps(raw_tag)
+    trig, sep = _escape(fmt.triggers[0]), _escape(fmt.separator.strip())
+    leads = "|".join(_escape(t) for t in fmt.leading)
+    lines = [
+        "%llguidance {}",
+        "start: LEAD call_rest seq | after_0",
+        "seq: NEXT call_rest seq | after_1",  # right after a call, another may follow
+        f"LEAD: /\\s*{trig}/",
+        f"NEXT: /\\s*({sep}\\s*)?{trig}/",
+        f"FREE_0: /{_TEXT}/ & ~/\\s*({leads}){_TEXT}/",
+        f"FREE_1: /{_TEXT}/ & ~/\\s*({sep}\\s*)?({leads}){_TEXT}/",
+    ]
+    for i in (0, 1):
+        if raw_tag in control:  # a token: free text cannot hold it
+            lines.append(f"after_{i}: FREE_{i} | FREE_{i} {tag} TRIG call_rest seq")
+        else:  # spelled out: the free text ends lazily at it
+            lines.append(f"after_{i}: FREE_{i} | tag_{i} TRIG call_rest seq")
+            lines.append(f"tag_{i}[lazy]: FREE_{i} {tag}")
+    lines.append(f"TRIG: {json.dumps(fmt.triggers[0])}")
+    return "\n".join([*lines, rest])
 
 
 def _compile(lark: str) -> str:

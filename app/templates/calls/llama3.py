@@ -29,6 +29,7 @@ from typing import Any
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import call_object, json_call_rest, tojson
+from app.templates.calls.reading import Read, Remembering, Scan
 
 PYTHON_TAG = "<|python_tag|>"
 ENVIRONMENT = "Environment: ipython\n"
@@ -39,33 +40,7 @@ INTRO = (
     'Respond in the format {"name": function name, "parameters": dictionary of argument name'
     " and its value}.Do not use variables.\n\n"
 )
-_PAIRS = {"{": "}", "[": "]"}
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
-
-
-def json_end(text: str, start: int) -> int | None:
-    """Where the JSON object or array opening at `text[start]` ends (past its closing
-    bracket); None while it is still open. Brackets inside strings do not count."""
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        c = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-            continue
-        if c == '"':
-            in_string = True
-        elif c in _PAIRS:
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
 
 
 def skip_space(text: str, at: int) -> int:
@@ -97,7 +72,7 @@ def _builtin_call(code: str) -> ToolCall:
     return ToolCall("python", tojson({"code": code.strip()}))
 
 
-class Llama3(CallFormat):
+class Llama3(Remembering, CallFormat):
     name = "llama3"
     triggers = ('{"name"', PYTHON_TAG, '{ "name"', '{"type": "function"')
     leading = ('{"name"', '{ "name"', '{"type": "function"')  # only where the answer begins
@@ -126,7 +101,7 @@ class Llama3(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (PYTHON_TAG,)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         at = skip_space(text, len(PYTHON_TAG)) if text.startswith(PYTHON_TAG) else 0
         if at == len(text):
             if not final:
@@ -134,17 +109,18 @@ class Llama3(CallFormat):
             raise CallSyntaxError("the call is empty")
         if text[at] != "{":
             return ([_builtin_call(text[at:])], len(text)) if final else None
-        return _chain(text, at, final)
+        return _chain(text, at, final, scan)
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         return json_call_rest(tools, ': "', '", "parameters": ', "}")
 
 
-def _chain(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None:
-    """JSON calls from `at` on, separated by `;` (see `Llama3.read`)."""
+def _chain(text: str, at: int, final: bool, scan: Scan) -> Read:
+    """JSON calls from `at` on, separated by `;` (see `Llama3.read`); a call already read is
+    not read again (`scan` remembers it)."""
     calls: list[ToolCall] = []
     while True:
-        end = json_end(text, at)
+        end = scan.json_end(text, at)
         if end is None:
             if not final:
                 return None
@@ -152,7 +128,7 @@ def _chain(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None
                 return calls, at
             raise CallSyntaxError("the call's JSON never closes", name_guess(text[at:]))
         try:
-            calls.append(call_object(text[at:end]))
+            calls.append(_call_at(text, at, end, scan))
         except CallSyntaxError as exc:
             if calls:
                 return calls, at
@@ -167,6 +143,15 @@ def _chain(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None
             return (calls, at) if final else None
         if text[at] != "{":
             return calls, after + 1
+
+
+def _call_at(text: str, at: int, end: int, scan: Scan) -> ToolCall:
+    """The call whose JSON object is `text[at:end]` (read once per held call)."""
+    call: ToolCall | None = scan.recall(at)
+    if call is None:
+        call = call_object(text[at:end])
+        scan.remember(at, call)
+    return call
 
 
 def name_guess(raw: str) -> str:

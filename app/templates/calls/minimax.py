@@ -42,6 +42,7 @@ from app.templates.calls.format import (
 from app.templates.calls.hermes import tojson
 from app.templates.calls.llama3 import skip_space
 from app.templates.calls.minimax_grammar import NS, minimax_call_rest
+from app.templates.calls.reading import Read, Remembering, Scan
 from app.templates.calls.xml_calls import typed_value
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -61,6 +62,7 @@ EXAMPLE = (
     f"{NS}<param-1>value-1{NS}</param-1>{NS}</invoke>\n{NS}{CLOSE}"
 )
 _NOT_IN_NAME = ('"', "<", ">", "\n", NS)
+_CLOSES = ((NS + OPEN, NS + CLOSE), (NS + INVOKE, NS + INVOKE_END))  # what ends what it opens
 
 
 class _More(Exception):
@@ -226,7 +228,7 @@ class _Reader:
         return self.calls, len(self.text)
 
 
-class MiniMax(CallFormat):
+class MiniMax(Remembering, CallFormat):
     name = "minimax-m3"
     triggers = (NS, THINK[1])
     closers = ">"
@@ -259,9 +261,13 @@ class MiniMax(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (NS, OPEN, CLOSE, *THINK)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(THINK[1]):
             return [], len(THINK[1])  # the close of an empty think block
+        for head, close in _CLOSES:
+            if not final and text.startswith(head) and scan.find(text, close) < 0:
+                scan.wait_for(text, close)
+                return None  # a block (a lone invoke) ends, well formed or not, at its close
         reader = _Reader(text, self.schemas)
         try:
             length = reader.block()

@@ -25,7 +25,8 @@ from typing import Any
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import call_object, json_call_rest, tojson
-from app.templates.calls.llama3 import json_end, name_guess, skip_space
+from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.reading import Read, Remembering, Scan, json_end
 
 CALLS, TOOLS, END_TOOLS = "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]"
 RESULTS, END_RESULTS = "[TOOL_RESULTS]", "[/TOOL_RESULTS]"
@@ -52,7 +53,7 @@ def _content(text: str) -> str:
     return text
 
 
-class Mistral(CallFormat):
+class Mistral(Remembering, CallFormat):
     name = "mistral"
     triggers = (CALLS,)
     closers = "]}"
@@ -89,7 +90,7 @@ class Mistral(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (CALLS, TOOLS, END_TOOLS, RESULTS, END_RESULTS)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         at = skip_space(text, len(CALLS))
         if at == len(text):
             if not final:
@@ -97,7 +98,7 @@ class Mistral(CallFormat):
             raise CallSyntaxError("the call is empty")
         if text[at] not in "[{":
             raise CallSyntaxError("no JSON follows [TOOL_CALLS]", "", at)
-        end = json_end(text, at)
+        end = scan.json_end(text, at)
         if end is None:
             if not final:
                 return None

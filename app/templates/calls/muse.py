@@ -47,7 +47,7 @@ from app.templates.calls.format import (
     openai_tools,
 )
 from app.templates.calls.hermes import call_object, tojson
-from app.templates.calls.llama3 import json_end, skip_space
+from app.templates.calls.llama3 import skip_space
 from app.templates.calls.muse_grammar import (
     BLOCK,
     BLOCK_END,
@@ -62,6 +62,7 @@ from app.templates.calls.muse_grammar import (
     TO,
     muse_call_rest,
 )
+from app.templates.calls.reading import Read, Remembering, Scan
 from app.templates.calls.xml_calls import typed_value
 
 ROLE = "assistant"
@@ -85,7 +86,7 @@ def _value(value: Any) -> str:
     return value if isinstance(value, str) else tojson(value)
 
 
-class Muse(CallFormat):
+class Muse(Remembering, CallFormat):
     name = "muse"
     triggers = (START, EOM, EOT)
     opening = START + ROLE
@@ -123,7 +124,7 @@ class Muse(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (START, MESSAGE, EOM, EOT, BLOCK, BLOCK_END, INVOKE, INVOKE_END, PARAM, PARAM_END)
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         for end in (EOM, EOT):
             if text.startswith(end):
                 return [], len(end)  # the end of a message
@@ -135,13 +136,13 @@ class Muse(CallFormat):
             if cut is None and not final:
                 return None
             raise CallSyntaxError(f"no assistant message follows {START}", "", cut)
-        return _message(text, at + len(ROLE), final)
+        return _message(text, at + len(ROLE), final, scan)
 
     def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
         return muse_call_rest(tools)
 
 
-def _message(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | None:
+def _message(text: str, at: int, final: bool, scan: Scan) -> Read:
     """The assistant message whose header goes on at `at` (past `<|start|>assistant`)."""
     rest = text[at:]
     if rest.startswith(MESSAGE):
@@ -150,7 +151,7 @@ def _message(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | No
         if not final and (TO.startswith(rest) or MESSAGE.startswith(rest)):
             return None
         return [], at  # no header follows (another message starts, or plain text)
-    close = text.find(MESSAGE, at)
+    close = scan.find(text, MESSAGE, at)
     if close < 0:
         if not final and _may_close(rest[len(TO) :]):
             return None
@@ -159,15 +160,15 @@ def _message(text: str, at: int, final: bool) -> tuple[list[ToolCall], int] | No
     body = close + len(MESSAGE)
     if recipient in ANSWER_TO:
         return [], body
-    return _call(text, body, recipient, final)
+    return _call(text, body, recipient, final, scan)
 
 
-def _call(text: str, at: int, recipient: str, final: bool) -> tuple[list[ToolCall], int] | None:
+def _call(text: str, at: int, recipient: str, final: bool, scan: Scan) -> Read:
     """A message to `recipient`, a tool: its ATEM block (or a JSON object) from `at`."""
     at = skip_space(text, at)
     rest = text[at:]
     if rest.startswith("{"):
-        end = json_end(text, at)
+        end = scan.json_end(text, at)
         if end is None and not final:
             return None
         stop = len(text) if end is None else end
@@ -183,8 +184,9 @@ def _call(text: str, at: int, recipient: str, final: bool) -> tuple[list[ToolCal
         if cut is None and not final:
             return None
         raise CallSyntaxError(f"its message is no {BLOCK} block", recipient, cut)
-    close = text.find(BLOCK_END, at)
+    close = scan.find(text, BLOCK_END, at)
     if close < 0 and not final:
+        scan.wait_for(text, BLOCK_END)
         return None
     inner = text[at + len(BLOCK) : len(text) if close < 0 else close]
     length = len(text) if close < 0 else close + len(BLOCK_END)

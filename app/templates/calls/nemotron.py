@@ -27,7 +27,8 @@ from typing import Any
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import call_object, json_call_rest, tojson
-from app.templates.calls.llama3 import json_end, name_guess, skip_space
+from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, CLOSE = "<TOOLCALL>", "</TOOLCALL>"
 END, NEXT = "<SPECIAL_12>", "<SPECIAL_11>Assistant\n"
@@ -62,7 +63,7 @@ def _array_calls(raw: str) -> list[ToolCall]:
     return calls
 
 
-class Nemotron(CallFormat):
+class Nemotron(Remembering, CallFormat):
     name = "nemotron"
     triggers = (OPEN, END)
     closers = ">]}"
@@ -89,7 +90,7 @@ class Nemotron(CallFormat):
     def markers(self) -> tuple[str, ...]:
         return (OPEN, CLOSE, END, "<SPECIAL_11>")
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(END):
             return _turn_end(text, final)
         at = skip_space(text, len(OPEN))
@@ -98,10 +99,10 @@ class Nemotron(CallFormat):
                 return None
             raise CallSyntaxError("the call is empty")
         if text[at] not in "[{":
-            raise CallSyntaxError(f"no JSON array follows {OPEN}", "", _through_close(text))
-        end = json_end(text, at)
+            raise CallSyntaxError(f"no JSON array follows {OPEN}", "", _through_close(text, scan))
+        end = scan.json_end(text, at)
         if end is None:
-            closed = _through_close(text)
+            closed = _through_close(text, scan)
             if not final and closed is None:
                 return None
             raise CallSyntaxError("the calls' JSON never closes", name_guess(text[at:]), closed)
@@ -134,6 +135,6 @@ def _turn_end(text: str, final: bool) -> tuple[list[ToolCall], int] | None:
     return [], at
 
 
-def _through_close(text: str) -> int | None:
-    end = text.find(CLOSE)
+def _through_close(text: str, scan: Scan) -> int | None:
+    end = scan.find(text, CLOSE)
     return None if end < 0 else end + len(CLOSE)

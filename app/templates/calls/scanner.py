@@ -5,7 +5,8 @@ trigger begins (or a tail that may still grow into one) it is held back, so call
 reaches the answer; a held call is handed on when the format reads it whole, as a notice when
 the format says it can never be valid (never dropped, never run); at `finish` whatever is held
 is read as the end of the answer (a call without its closing tag still counts). A held call is
-read again only when new text holds one of the format's `closers`. Whitespace
+read again only when new text holds one of the format's `closers`, by a reader of its own when
+the format gives one (`Resumable`: it may remember how far it read). Whitespace
 between calls, and after the last one, is not answer text. No text is ever lost: every
 character fed comes back as text, in a call, or in an invalid call's `raw`, save a marker the
 format reads as the end of a turn that calls (a read of no calls: Gemma 4's `<|tool_response>`).
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.templates.calls.format import CallFormat, CallSyntaxError, ToolCall
+from app.templates.calls.reading import CallReader, Resumable
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class CallScanner:
         self._start = bool(fmt.leading)  # no answer text yet: a leading trigger may come
         self.firsts = frozenset(t[0] for t in self._anywhere)  # what a call can start with
         self.idle = not (self._start or self._buf)  # nothing held: `passes` may let text by
+        self._closers = frozenset(fmt.closers)
+        self._fresh = fmt.reader if isinstance(fmt, Resumable) else None
+        self._reader: CallReader = fmt  # what reads the held call (one per call when resumable)
 
     @property
     def in_call(self) -> bool:
@@ -55,11 +60,10 @@ class CallScanner:
         return self.idle and self.firsts.isdisjoint(text)
 
     def feed(self, text: str) -> list[str | Scanned]:
-        if self.passes(text):
+        if self.idle and self.firsts.isdisjoint(text):
             return [text]
         self._buf += text
-        closers = self.format.closers
-        if self._in_call and closers and not any(c in text for c in closers):
+        if self._in_call and self._closers and self._closers.isdisjoint(text):
             return []  # it cannot have completed the held call
         return self._scan(final=False)
 
@@ -89,6 +93,7 @@ class CallScanner:
             if at is not None:
                 self._text(self._buf[:at], out)
                 self._buf, self._in_call = self._buf[at:], True
+                self._reader = self._fresh() if self._fresh is not None else self.format
                 continue
             keep = 0 if final else self._held(self._buf)
             self._text(self._buf[: len(self._buf) - keep], out)
@@ -105,7 +110,7 @@ class CallScanner:
     def _read(self, final: bool, out: list[str | Scanned]) -> bool:
         """Read the held call; False while it needs more text."""
         try:
-            read = self.format.read(self._buf, final)
+            read = self._reader.read(self._buf, final)
         except CallSyntaxError as exc:
             n = len(self._buf) if exc.length is None else max(1, exc.length)
             if exc.calls:  # whole calls before the bad part stand

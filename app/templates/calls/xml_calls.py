@@ -42,6 +42,7 @@ from app.templates.calls.format import (
     openai_tools,
 )
 from app.templates.calls.hermes import call_object, tojson
+from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, CLOSE, FUNCTION, END_FUNCTION = "<tool_call>", "</tool_call>", "<function=", "</function>"
 _PARAM = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.DOTALL)
@@ -136,7 +137,7 @@ def typed_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
     return parsed if kind in types - {"string"} else raw
 
 
-class QwenXml(CallFormat):
+class QwenXml(Remembering, CallFormat):
     name = "qwen3-coder"
     triggers = (OPEN, FUNCTION)
     closers = ">"
@@ -169,19 +170,20 @@ class QwenXml(CallFormat):
     def result(self, name: str, text: str) -> list[Piece]:
         return [Piece("<tool_response>\n", True), Piece(text), Piece("\n</tool_response>\n", True)]
 
-    def read(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
+    def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         at = len(OPEN) if text.startswith(OPEN) else 0
         body = text[at:].lstrip()
         if at and body.startswith("{"):
-            return self._json_call(text, final)
+            return self._json_call(text, final, scan)
         if not body.startswith(FUNCTION):
             if not final and FUNCTION.startswith(body):
                 return None
             raise CallSyntaxError(f"no {FUNCTION}NAME> follows {OPEN}", "", len(OPEN))
         start = len(text) - len(body)
-        end = text.find(END_FUNCTION, start)
+        end = scan.find(text, END_FUNCTION, start)
         if end < 0:
             if not final:
+                scan.wait_for(text, END_FUNCTION)
                 return None
             end = len(text)
         length = _past_close(text, end + len(END_FUNCTION), final)
@@ -208,9 +210,10 @@ class QwenXml(CallFormat):
             raise CallSyntaxError(f"text outside any parameter: {leftover[:60]!r}", name)
         return ToolCall(name, tojson(args))
 
-    def _json_call(self, text: str, final: bool) -> tuple[list[ToolCall], int] | None:
-        end = text.find(CLOSE)
+    def _json_call(self, text: str, final: bool, scan: Scan) -> Read:
+        end = scan.find(text, CLOSE)
         if end < 0 and not final:
+            scan.wait_for(text, CLOSE)
             return None
         stop = len(text) if end < 0 else end
         try:

@@ -15,7 +15,8 @@ for a wider scope says so and keeps the sign-in, either as the `McpError`'s `sig
 server that cannot start says so in one sentence
 that names it once and says what happened in words ("The MCP server “git” could not start: the
 command “uvx” was not found.", "…: it exited with code 1 before answering.",
-`app/tools/mcp/words.py`) — no exception class, no `PATH` — with the technical facts and a
+`app/tools/mcp/words.py`) — no exception class, no `PATH` — with the technical facts (first,
+for a Python that lacked a module, which Python ran and how to fix it) and a
 short, redacted excerpt of what it wrote to stderr (kept bounded by `app/tools/mcp/stderr.py`)
 as the error's `details`; a request that fails says so the same way; every error's text and
 details are redacted (`app.domain.redact`); `alive` is false once the transport
@@ -38,6 +39,7 @@ from app.secrets import Secrets
 from app.tools.mcp.config import McpServer, secret_name
 from app.tools.mcp.env import environment, guarded
 from app.tools.mcp.hooks import NO_HOOKS, McpHooks, sdk_callbacks
+from app.tools.mcp.interpreter import missing_module, resolve
 from app.tools.mcp.stderr import StderrTail
 from app.tools.mcp.words import ended, facts, said, why
 
@@ -87,6 +89,7 @@ class McpConnection:
         self._oauth: Any = None  # an OAuth server's httpx auth (`oauth.connect_auth`)
         self._answering, self._answered = 0, 0.0  # the server's requests the host is answering
         self._stderr = StderrTail()
+        self._program: str | None = None  # what a local server's command ran
         self._thread.start()
 
     def _wait(
@@ -196,6 +199,7 @@ class McpConnection:
 
             env = environment(self.name, self.server, self._secrets or Secrets())
             program, args = guarded(self.name, self.server, env)
+            self._program = resolve(str(self.server.command), env.get("PATH"))
             params = StdioServerParameters(command=program, args=args, env=env)
             streams = await stack.enter_async_context(
                 stdio_client(params, errlog=self._stderr.sink)
@@ -279,7 +283,9 @@ class McpConnection:
             self._stderr.started()
             local = self.server.transport == "stdio"
             status = self._stderr.status() if local else None
-            details = facts(exc.details, self._stderr_details())
+            tail = self._stderr.excerpt(limit=DETAILS_CHARS)
+            hint = missing_module(self._program, tail) if local else ""
+            details = facts(hint, exc.details, self._stderr_details())
             self.close()
             if exc.code is ErrorCode.TOOL_TIMEOUT:
                 clause = f"it did not answer within {timeout:g} s"

@@ -8,7 +8,8 @@ shell, terminal, temporary folder, time zone and locale variables (and on Window
 system needs) — then the plain values from `mcp.json`; then its secrets, read from the keyring
 at start and never from a file. A command that is not on that `PATH` is an error whose sentence
 names the command (a clause: "the command “uvx” was not found") and whose `details` say where it
-was looked for (`PATH`'s folders, each once, the home folder as `~`, at most `SHOWN`). The
+was looked for (`PATH`'s folders, each once, the home folder as `~`, at most `SHOWN`); a bare
+`python` is the app's own interpreter (`app/tools/mcp/interpreter.py`). The
 command runs under the guard (`app/tools/mcp/guard.py`), so the server stops when the app does.
 """
 
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 
 from app.errors import InvalidInputError
 from app.secrets import Secrets
 from app.tools.mcp.config import McpServer, secret_name
+from app.tools.mcp.interpreter import resolve
 
 LOGIN_SHELL_S = 5.0
 KEPT = ("HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE")
@@ -93,7 +94,7 @@ def environment(name: str, server: McpServer, secrets: Secrets) -> dict[str, str
 def guarded(name: str, server: McpServer, env: dict[str, str]) -> tuple[str, list[str]]:
     """(program, arguments) that run the server under the guard."""
     command = str(server.command)
-    found = shutil.which(command, path=env.get("PATH"))
+    found = resolve(command, env.get("PATH"))
     if found is None:
         raise InvalidInputError(
             f"the command “{command}” was not found", looked_in(env.get("PATH", ""))

@@ -2,10 +2,14 @@
 
 Guarantees: the count ("312 tokens · 3,400 left") follows the message box at most every
 `PAUSE_MS` after the user stops typing, and a count that arrives after a newer one was asked
-is dropped; it turns to the error colour when the message cannot fit. A message that cannot
-fit (said after a large paste, or when the user sends it) offers exactly three ways on:
-attach it as a document, raise the context (named, or disabled saying why), or cancel — the
-message is never sent to fail.
+is dropped; it turns to the error colour when the message cannot fit; `recount` drops a count
+measured against a context or a conversation that changed since (a reload after "Raise the
+context", an answer, a compaction), so a decision is never taken on it. A message that cannot
+fit (said after a large paste, or when the user sends it) offers its ways on: attach it as a
+document (while documents would still get `MIN_DOCUMENT` tokens), raise the context (named),
+compact the conversation now, move it to a new chat (in a chat with history), or cancel — and
+every way that cannot work here is shown disabled with its reason in words under the buttons,
+not only in a tooltip. The message is never sent to fail.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.controllers.fit import Fit
 from app.ui.theme import mark
@@ -53,6 +57,19 @@ class FitCount(QLabel):
             return
         self._timer.start()
 
+    def recount(self) -> None:
+        """What the count was measured against changed (the model loaded again, perhaps with
+        another context; the conversation grew or was compacted): the count is dropped and,
+        with text in the box, taken again."""
+        self.fit = None
+        self._asked += 1  # a count under way measured the old context
+        text = self.source()
+        if text:
+            self.count_now(text)
+        else:
+            self._text = ""
+            self.setText("")
+
     def current_for(self, text: str) -> bool:
         """Whether `fit` is the count of `text` (no newer count pending)."""
         return self.fit is not None and self._text == text and not self._timer.isActive()
@@ -79,35 +96,49 @@ class FitCount(QLabel):
 
 
 class FitOffer(QWidget):
-    """For a message the context cannot hold: attach it, raise the context, or cancel."""
+    """For a message the context cannot hold: the ways on, each that cannot work here shown
+    disabled with its reason in words (see the module guarantees)."""
 
     attachChosen = Signal()
     raiseChosen = Signal(int)  # the context size to load
+    compactChosen = Signal()
+    newChatChosen = Signal()
     cancelChosen = Signal()
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        self.sentence = QLabel(self)
-        self.sentence.setWordWrap(True)
-        self.sentence.setAccessibleName("The message does not fit")
-        mark(self.sentence, "error")
+        self.compact_refused: Callable[[], str] = lambda: COMPACT_NOT_WIRED  # "" when it can
+        self.chat_empty: Callable[[], bool] = lambda: True  # a new chat would change nothing
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(4)
+        self.sentence = _label(self, "The message does not fit", "error")
         self.attach = QPushButton("Attach it as a document", self)
-        self.attach.setAccessibleName("Attach the text as a document instead")
-        self.attach.setToolTip("The answer then reads the passages most relevant to your question")
         self.larger = QPushButton("Raise the context", self)
-        self.larger.setAccessibleName("Reload the model with a larger context")
+        self.compact = QPushButton("Compact now", self)
+        self.new_chat = QPushButton("Move to a new chat", self)
         self.cancel = QPushButton("Cancel", self)
-        self.cancel.setAccessibleName("Do not send it")
-        row.addWidget(self.sentence, 1)
-        for button in (self.attach, self.larger, self.cancel):
-            row.addWidget(button)
+        for button, (name, tip) in zip(self.ways(), WAYS, strict=True):
+            button.setAccessibleName(name)
+            button.setToolTip(tip)
+        self.why = _label(self, "Why some ways are not offered", "muted")
+        row = QGridLayout()  # three a row: the offer fits a 640-pixel window
+        for at, button in enumerate(self.ways()):
+            row.addWidget(button, at // 3, at % 3)
+        row.setColumnStretch(3, 1)
+        column.addWidget(self.sentence)
+        column.addLayout(row)
+        column.addWidget(self.why)
         self._size = 0
         self.attach.clicked.connect(self._chose(self.attachChosen.emit))
         self.larger.clicked.connect(self._chose(lambda: self.raiseChosen.emit(self._size)))
+        self.compact.clicked.connect(self._chose(self.compactChosen.emit))
+        self.new_chat.clicked.connect(self._chose(self.newChatChosen.emit))
         self.cancel.clicked.connect(self._chose(self.cancelChosen.emit))
         self.hide()
+
+    def ways(self) -> tuple[QPushButton, ...]:
+        return (self.attach, self.larger, self.compact, self.new_chat, self.cancel)
 
     def _chose(self, then: Callable[[], None]) -> Callable[[], None]:
         def chosen() -> None:
@@ -117,26 +148,67 @@ class FitOffer(QWidget):
         return chosen
 
     def offer(self, fit: Fit, pasted: bool) -> None:
-        """Say how far over the message is and offer the three ways on."""
+        """Say how far over the message is and offer the ways on."""
         what = "The pasted text" if pasted else "This message"
         self.sentence.setText(
             f"{what} is {fit.tokens:,} tokens; this conversation has room for {fit.room:,}."
         )
         size = fit.larger_context()
         self._size = size or 0
-        self.larger.setEnabled(size is not None)
-        if size is not None:
-            self.larger.setText(f"Raise the context to {size:,}")
-            self.larger.setToolTip("Reloads the model; a larger context takes more memory")
-        else:
-            self.larger.setText("Raise the context")
-            trained = f"{fit.trained:,} tokens" if fit.trained else "less"
-            self.larger.setToolTip(
-                f"The model was trained for {trained}"
-                if not fit.estimated
-                else "A remote endpoint's context is set on its server"
-            )
+        self.larger.setText(f"Raise the context to {size:,}" if size else "Raise the context")
+        refused = {
+            self.attach: _attach_refused(fit),
+            self.larger: "" if size is not None else _raise_refused(fit),
+            self.compact: self.compact_refused(),
+            self.new_chat: "this chat is empty already." if self.chat_empty() else "",
+        }
+        for (button, why), (_name, tip) in zip(refused.items(), WAYS, strict=False):
+            button.setEnabled(not why)
+            button.setToolTip(why or tip)
+        self.compact.setVisible(not self.chat_empty())  # an empty chat: nothing to compact
+        self.new_chat.setVisible(not self.chat_empty())
+        reasons = [f"{b.text()}: {why}" for b, why in refused.items() if why and not b.isHidden()]
+        self.why.setText("\n".join(reasons))
+        self.why.setVisible(bool(reasons))
         self.show()
 
 
-__all__ = ["PAUSE_MS", "FitCount", "FitOffer"]
+COMPACT_NOT_WIRED = "Compacting is not available here."
+WAYS = (  # each way's accessible name and tooltip, in the buttons' order
+    ("Attach the text as a document", "The answer then reads the passages most relevant to it"),
+    ("Reload the model with a larger context", "Reloads the model; more context takes more memory"),
+    (
+        "Summarise the older exchanges now",
+        "Older exchanges become a summary; each message stays",
+    ),
+    ("Send it in a new, empty chat", "The message moves to a new chat; this one stays as it is"),
+    ("Do not send it", "The message is not sent"),
+)
+MIN_DOCUMENT = 128  # attaching is offered when documents may take at least this many tokens
+
+
+def _attach_refused(fit: Fit) -> str:
+    """Why attaching cannot help ("" when it can)."""
+    if fit.document_room() >= MIN_DOCUMENT:
+        return ""
+    return "this conversation has no room left for documents (they would be left out whole)."
+
+
+def _raise_refused(fit: Fit) -> str:
+    """Why the context cannot be raised, in words shown beside the disabled button."""
+    if fit.estimated:
+        return "a remote endpoint's context is set on its server."
+    if fit.trained:
+        return f"the model was trained for {fit.trained:,} tokens; this needs more."
+    return "the model does not say how much context it was trained for."
+
+
+def _label(parent: QWidget, name: str, role: str) -> QLabel:
+    label = QLabel(parent)
+    label.setWordWrap(True)
+    label.setAccessibleName(name)
+    mark(label, role)
+    return label
+
+
+__all__ = ["MIN_DOCUMENT", "PAUSE_MS", "FitCount", "FitOffer"]

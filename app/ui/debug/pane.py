@@ -8,7 +8,9 @@ default) and follows it while it streams; its four pages' names fit its width at
 size (no scroll arrows; a narrower pane elides them), each page has an accessible name and is
 reached by keyboard (the tab row takes focus, arrows or Ctrl+Tab move); every special token of
 the prompt is shown as its text, highlighted, decided by id from the model's own special tokens
-(`special_tokens`, see `prompt.py`), and the prompt's token count is shown; its figures are
+(`special_tokens`, see `prompt.py`), and the prompt's token count is shown; a reply by another
+model than the one whose vocabulary it holds is never decoded with it: the Prompt and Tokens
+pages say who answered and how to see its tokens (`vocabulary.py`); its figures are
 `Figures` of the reply's record, the status bar's and the footer's numbers (`run.py`);
 secrets are redacted from everything it shows; nothing here is ever put on the clipboard by
 the transcript's Copy actions. Its search box is the only place analysis can be searched (the
@@ -35,11 +37,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.controllers.chat import ChatController
 from app.domain.history import Reply
 from app.domain.redact import redact
 from app.ui.debug.prompt import Run, prompt_runs, show_prompt
 from app.ui.debug.run import RunPage, text_box
 from app.ui.debug.token_strip import TokenStrip
+from app.ui.debug.vocabulary import unreadable, vocabulary_of
 
 TOKENS_PER_SLICE = 500
 PAGES = (  # (tab name, what the page holds: its tooltip)
@@ -80,6 +84,8 @@ class DebugPane(QDockWidget):
         self.setAccessibleName("Debug pane")
         self.token_table: Sequence[bytes] = ()
         self.special_tokens: Mapping[int, bytes] = {}  # the model's, by id, spelled out
+        self.vocabulary = ""  # the model the token table is of (`vocabulary.py`)
+        self.loaded = ""  # the model loaded now
         body = QWidget(self)
         column = QVBoxLayout(body)
         self._build_search(body, column)
@@ -154,6 +160,12 @@ class DebugPane(QDockWidget):
         page.setStretchFactor(1, 2)
         return page
 
+    def use_vocabulary(self, controller: ChatController) -> None:
+        """Read ids with the controller's vocabulary, knowing which model it is of."""
+        self.token_table = controller.token_table
+        self.special_tokens = controller.special_tokens
+        self.vocabulary, self.loaded = vocabulary_of(controller), controller.host.name
+
     def _is_special(self, token: int) -> bool:
         return token in self.special_tokens
 
@@ -215,6 +227,8 @@ class DebugPane(QDockWidget):
             self.clear_all()
             return
         d = reply.debug
+        if self._other_model(reply):
+            return
         shown = self._shown
         if shown[0] != id(reply) or len(d.analysis) < shown[1] or len(d.token_ids) < shown[2]:
             self.clear_all()
@@ -235,6 +249,19 @@ class DebugPane(QDockWidget):
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
         self._show_prompt(d.prompt_ids)
         self.run.show_reply(reply)
+
+    def _other_model(self, reply: Reply) -> bool:
+        """A reply by another model: said, its ids never read with this vocabulary."""
+        why = unreadable(reply, self.vocabulary, self.loaded)
+        if not why:
+            return False
+        self.clear_all()
+        self.prompt_count.setText(why)
+        self.tokens.setPlainText(why)
+        _append(self.analysis, redact(reply.debug.analysis))  # text: its own, whoever wrote it
+        _append(self.events, "".join(redact(e) + "\n" for e in reply.debug.events))
+        self.run.show_reply(reply)
+        return True
 
     def _show_prompt(self, ids: tuple[int, ...]) -> None:
         """The prompt, drawn again only when it (or the vocabulary it is read with) changed."""

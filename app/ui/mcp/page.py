@@ -5,7 +5,9 @@ and starting a server happen off the GUI thread, and what comes back is said in 
 failure in the page's problem banner: the error's sentence, with its details (the server's
 stderr, where a command was looked for) behind the banner's Details button; a secret's value is
 typed into its own box, goes to the keyring when the server is saved and is never shown again
-(the box keeps only its name; a blank value keeps the stored one); testing a server lists every
+(the box keeps only its name; a blank value keeps the stored one); Test connection tries the
+server as the form shows it, before Save as after (an unsaved or edited one in a pool of its own,
+`app/controllers/mcp_trial.py`), and lists every
 tool it offers with a check box (the allow-list), the prompt tokens the checked ones add, its
 resources and prompts; the log shows the server's last events; "Use in this conversation"
 enables it for the selected conversation only, and conversations using a server take its saved
@@ -20,6 +22,7 @@ is dropped.
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -46,10 +49,11 @@ from PySide6.QtWidgets import (
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
 from app.ui.mcp.client_box import ClientBox, read_key
-from app.ui.mcp.page_jobs import PageJobs, named, pairs
+from app.ui.mcp.page_jobs import EXAMPLES, PageJobs, named, pairs
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
+from app.ui.window.screen_fit import fit_dialog, scrolled
 
 LOG_REFRESH_MS = 1000  # how often an open page reads the server's log again
 
@@ -62,7 +66,8 @@ class McpPage(QDialog):
         self.host, self.controller = host, controller
         self.setWindowTitle("MCP servers")
         self.jobs = PageJobs(self)
-        layout = QHBoxLayout(self)
+        body = QWidget(self)  # all but the buttons: it scrolls on a small screen
+        layout = QHBoxLayout(body)
         left = QVBoxLayout()
         self.servers = QListWidget(self)
         named(self.servers, "MCP servers")
@@ -88,6 +93,10 @@ class McpPage(QDialog):
         left.addLayout(row)
         layout.addLayout(left, 1)
         layout.addLayout(self._form(), 2)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body, self), 1)
+        outer.addLayout(self._buttons())
+        fit_dialog(self)
         self.refresh()
 
     def _form(self) -> QVBoxLayout:
@@ -122,6 +131,7 @@ class McpPage(QDialog):
             named(box, name, tip)
             if isinstance(box, QPlainTextEdit):
                 box.setFixedHeight(56)
+                box.setPlaceholderText(EXAMPLES[name])
             form.addRow(name, box)
         self._oauth_rows(form)
         right.addLayout(form)
@@ -154,6 +164,9 @@ class McpPage(QDialog):
             if label:
                 right.addWidget(QLabel(label, self))
             right.addWidget(widget)
+        return right
+
+    def _buttons(self) -> QHBoxLayout:
         buttons = QHBoxLayout()
         self.save_button = QPushButton("Save", self)
         self.test_button = QPushButton("Test connection", self)
@@ -165,8 +178,7 @@ class McpPage(QDialog):
         ):
             button.clicked.connect(slot)
             buttons.addWidget(button)
-        right.addLayout(buttons)
-        return right
+        return buttons
 
     def _oauth_rows(self, form: QFormLayout) -> None:
         self.oauth = QCheckBox("Sign in with OAuth", self)
@@ -331,12 +343,23 @@ class McpPage(QDialog):
         self.refresh(name, f"{name} saved.")
 
     def test(self) -> None:
-        name = self.name.text().strip()
-        if name not in getattr(self, "_config", {}):
-            self.say("Save the server first, then test it.")
+        """Test the server as the form shows it: saved or not, edited or not (`mcp_trial`)."""
+        from app.controllers.mcp_trial import try_server, unchanged
+        from app.errors import InvalidInputError
+        from app.tools.mcp.config import check_name
+
+        try:
+            name, server, values = self.server()
+            check_name(name)
+        except (ValueError, InvalidInputError) as exc:
+            self.problem(f"Not tested: {getattr(exc, 'message', exc)}")
             return
+        if unchanged(getattr(self, "_config", {}).get(name), server, values):
+            work = partial(self.host.probe, name)
+        else:
+            work = partial(try_server, self.host, name, server, values)
         self.say(f"Starting {name}…")
-        self.jobs.run(lambda: self.host.probe(name), lambda probe: self._tested(name, probe))
+        self.jobs.run(work, lambda probe: self._tested(name, probe))
 
     def _tested(self, name: str, probe: Probe) -> None:
         if self.name.text().strip() == name:

@@ -2,7 +2,7 @@
 the page has gone is dropped, and a job's failure is a value said in the page's problem banner
 (its sentence, and its details behind the banner's Details button), never raised on the job's
 thread; `pairs` reads the page's KEY=VALUE boxes and `named` gives a widget its accessible name
-and tooltip.
+and tooltip; `EXAMPLES` are the KEY=VALUE boxes' placeholders.
 """
 
 from __future__ import annotations
@@ -14,6 +14,12 @@ from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
 from app.controllers.background import Background
+
+EXAMPLES = {  # the KEY=VALUE boxes' placeholders: what a line looks like
+    "Environment": "LOG_LEVEL=info   (one KEY=VALUE per line)",
+    "Secrets": "API_TOKEN=…   (kept in the keyring, never in a file)",
+    "Headers": "X-Team=research   (one KEY=VALUE per line)",
+}
 
 
 class Page(Protocol):
@@ -76,4 +82,4 @@ class PageJobs(Background):
         super().run(attempt, back)
 
 
-__all__ = ["Failed", "PageJobs", "named", "pairs"]
+__all__ = ["EXAMPLES", "Failed", "PageJobs", "named", "pairs"]

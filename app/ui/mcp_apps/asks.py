@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 from app.controllers.mcp_apps import Answer, PendingCall
 from app.controllers.mcp_asks import CHOICES
 from app.domain.inert import inert
+from app.domain.tool_names import readable
 from app.ui.mcp_apps.session import DENIED
 from app.ui.theme import mark
 
@@ -51,7 +52,7 @@ class AskStrip(QFrame):
 
     def ask_call(self, call: PendingCall, answer: Callable[[Answer], None]) -> None:
         shown = inert(json.dumps(call.arguments, ensure_ascii=False), SHOWN_CHARS)
-        name = inert(call.tool.qualified_name)
+        name = inert(readable(call.tool.qualified_name, call.tool.plugin))  # "add · server"
         words = f"The app asks to run {name} ({call.tool.risk.value}) with {shown}."
         buttons = [
             ("Run", lambda: answer(CHOICES["once"])),

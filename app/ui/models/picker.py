@@ -112,6 +112,10 @@ class ModelPicker(QComboBox):
         self.setCurrentIndex(0)
         self.blockSignals(False)
         said = self.loaded_name if loaded else "No model is loaded yet"
+        if loaded and self.host.description not in ("", said):
+            said += f"\n{self.host.description}"  # file, architecture, template
+        if loaded and self.host.base:
+            said += f"\nBase model: {self.host.base}"
         self.setToolTip(
             f"{said}{self.sight() if loaded else ''}"
             f"\nClick or press {SHORTCUT} to choose another model"

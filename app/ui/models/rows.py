@@ -3,7 +3,8 @@
 Guarantees: one look for every model list (the picker, Discover): the name on the first line,
 the facts a person chooses by on the second (where it comes from, architecture, parameters,
 quantisation, context, size — its image projector's added — and a memory warning in the theme's
-error colour), badges (`tools`, `reasoning`, `vision`: it sees images) at the right, each in its
+error colour), badges (`tools`, `reasoning`, `vision`: it sees images; `base model`: it continues
+text, not for chat, in the error colour) at the right, each in its
 own theme colour; colours come from the current theme when painted (a theme switch repaints
 them); the item's display text says all of it in words, for screen readers and for filtering.
 """
@@ -30,11 +31,20 @@ TITLE = Qt.ItemDataRole.UserRole + 1
 FACTS = Qt.ItemDataRole.UserRole + 2
 BADGES = Qt.ItemDataRole.UserRole + 3
 WARN = Qt.ItemDataRole.UserRole + 4  # the part of the facts said in the error colour
-BADGE_ROLES = {"tools": "accent", "reasoning": "special_text", "vision": "ok"}
+BADGE_ROLES = {
+    "tools": "accent",
+    "reasoning": "special_text",
+    "vision": "ok",
+    "base model": "error",
+}
 BADGE_TIPS = {
     "tools": "Its chat template has a tool-call format: it can call the tools you turn on.",
     "reasoning": "It thinks before it answers (or takes a reasoning effort).",
     "vision": "It sees images: its image projector (an mmproj file) loads with it.",
+    "base model": (
+        "A base (completion) model: it continues the text you give it rather than answering;"
+        " choose an instruction-tuned model to chat."
+    ),
 }
 PAD, GAP = 10, 6
 

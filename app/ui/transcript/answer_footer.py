@@ -1,4 +1,5 @@
-"""The line under a finished answer: its model, speed, tokens, first token and why it stopped.
+"""The line under a finished answer: who answered (the model by its readable name, or the remote
+endpoint and its model: `model_names`), speed, tokens, first token and why it stopped.
 
 Guarantees: the figures are `Figures.footer()` of the reply's debug record, the same sentence
 the status bar's figures come from, so the two never disagree; nothing shows while the answer
@@ -6,19 +7,30 @@ streams; a reply read from the store whose debug record is not in memory yet is 
 here (that would read the disk on the GUI thread): the footer asks the controller to read it
 off the GUI thread (`debug_ready`, once per reply) and fills in when `update` is called again
 after `debugChanged`; the text is small and muted, always shown, on one line: where the
-column is too narrow for it, it ends in "…" and its tooltip says it whole.
+column is too narrow for it (never while it has the width: its size hint is the text's whole
+width, margins included), it ends in "…" and its tooltip says it whole; an answer the app's
+stopping cut short says "interrupted" as its reason (`cut_short`).
 """
 
 from __future__ import annotations
 
+import math
+
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QPalette
+from PySide6.QtGui import QFontMetricsF, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from app.controllers.chat import ChatController
 from app.domain.figures import Figures
 from app.domain.history import Reply
+from app.domain.interrupted import cut_short
+from app.domain.model_names import readable
 from app.ui.theme import mark
+
+INTERRUPTED = "interrupted"  # said as the reason an answer ended when the app stopped mid-answer
+INTERRUPTED_NOTICE = (
+    "Interrupted: the app stopped while this answer was written. The partial answer is kept."
+)
 
 
 class AnswerFooter(QLabel):
@@ -38,10 +50,16 @@ class AnswerFooter(QLabel):
         self._asked: str | None = None  # the reply whose record was asked for
         self.hide()
 
+    def _needed(self) -> int:
+        """The width the whole text takes, margins and a rounding pixel included."""
+        margins = self.contentsMargins()
+        advance = math.ceil(
+            QFontMetricsF(self.font()).horizontalAdvance(self.text())
+        )  # never short
+        return int(advance + margins.left() + margins.right() + 2)
+
     def sizeHint(self) -> QSize:
-        return QSize(
-            self.fontMetrics().horizontalAdvance(self.text()) + 4, super().sizeHint().height()
-        )
+        return QSize(self._needed(), super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:
         least = min(self.sizeHint().width(), self.fontMetrics().averageCharWidth() * 10)
@@ -51,9 +69,9 @@ class AnswerFooter(QLabel):
         """The text on one line, elided to the width there is."""
         painter = QPainter(self)
         rect = self.contentsRect()
-        shown = self.fontMetrics().elidedText(
-            self.text(), Qt.TextElideMode.ElideRight, rect.width()
-        )
+        shown = self.text()
+        if self.width() < self._needed():  # only where the text truly does not fit
+            shown = self.fontMetrics().elidedText(shown, Qt.TextElideMode.ElideRight, rect.width())
         align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
         self.style().drawItemText(
             painter,
@@ -71,7 +89,8 @@ class AnswerFooter(QLabel):
         if reply is not None and reply.state != "streaming":
             if reply.debug_loaded:
                 debug = reply.debug
-                text = Figures.of(debug.timings, debug.stop_reason, reply.model).footer()
+                stop = debug.stop_reason or (INTERRUPTED if cut_short(reply) else "")
+                text = Figures.of(debug.timings, stop, readable(reply.model)).footer()
             elif self._asked != reply.id:  # read on the store's thread; `debugChanged` says when
                 self._asked = reply.id
                 controller.debug_ready(turn)

@@ -1,13 +1,17 @@
 """Transcript cards: a tool call (approve, edit, deny, running time, result) and a JSON result.
 
-Guarantees: a pending tool card shows the tool, its declared risk and its arguments in an
-editor, with Run, Allow in this chat, Always allow, Deny and Never; the edited arguments are
-sent only if they are a JSON object (otherwise the card says why and waits); the elapsed time
-ticks while the call runs, with the progress its tool reports (a bar when it knows the total,
-and its words: "Running… 2.1 s · 3 of 10 · indexing"); the result or error is shown collapsed
-and expands on demand; a result the model read cut (to its share of the context) offers Show
-whole result, which opens the whole, read-only, from the tool audit. A JSON card shows the
-answer pretty-printed with a valid/invalid badge and, when invalid, the failing path and reason.
+Guarantees: a pending tool card shows the tool by its readable name ("get_current_time ·
+time", `app/domain/tool_names.py`; the name the model called it by in the tooltip), its
+declared risk and its arguments in an editor, with Run, Allow in this chat, Always allow, Deny
+and Never; the edited arguments are sent only if they are a JSON object (otherwise the card
+says why and waits); the elapsed time ticks while the call runs, with the progress its tool
+reports (a bar when it knows the total, and its words: "Running… 2.1 s · 3 of 10 ·
+indexing"); the result or error is shown collapsed and expands on demand (the toggle says Show
+result or Hide result, as it will act; the result's box is as tall as its lines, up to
+`RESULT_MAX_PX`, then it scrolls); a result the model read cut (to its share of the context)
+offers Show whole result, which opens the whole, read-only, from the tool audit. A JSON card
+shows the answer pretty-printed with a valid/invalid badge and, when invalid, the failing path
+and reason.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -33,11 +38,13 @@ from PySide6.QtWidgets import (
 
 from app.controllers.chat import Mode
 from app.controllers.tool_results import whole_key
+from app.domain.tool_names import MCP_SOURCE, readable
 from app.ui.markdown.view import monospace
 from app.ui.theme import mark
 from app.ui.transcript.whole_result import WholeResultDialog
 
 ARGS_MAX_PX = 110  # a tool call's arguments, at their tallest
+RESULT_MAX_PX = 200  # its result, at its tallest
 WRAP_CHARS = 80  # about where a line of arguments wraps in the column (their box's height)
 Decide = Callable[[str, bool, "dict[str, Any] | None", "Mode | None"], None]
 
@@ -46,6 +53,30 @@ def _button(text: str, name: str, parent: QWidget) -> QPushButton:
     button = QPushButton(text, parent)
     button.setAccessibleName(name)
     return button
+
+
+class FittedText(QPlainTextEdit):
+    """Read-only monospace text as tall as its lines, up to `most` px (then it scrolls): its
+    lines counted where its width wraps them, again whenever that width changes."""
+
+    def __init__(self, most: int, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.most = most
+        self.setFont(monospace())
+
+    def fit(self) -> None:
+        metrics = self.fontMetrics()
+        width = self.viewport().width() - 8
+        laid_out = self.isVisible() and width > 0  # else about where the column wraps
+        chars = max(20, width // max(1, metrics.horizontalAdvance("M"))) if laid_out else WRAP_CHARS
+        text = self.toPlainText().split("\n")
+        lines = sum(1 + max(0, len(line) - 1) // chars for line in text)
+        self.setFixedHeight(min(metrics.lineSpacing() * lines + 14, self.most))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.fit()
 
 
 class ToolCard(QFrame):
@@ -62,8 +93,7 @@ class ToolCard(QFrame):
         self._started: float | None = None
         layout = QVBoxLayout(self)
         self.title = QLabel(self)
-        self.args = QPlainTextEdit(self)
-        self.args.setFont(monospace())
+        self.args = FittedText(ARGS_MAX_PX, self)
         self.args.setAccessibleName("Tool arguments")
         self.args.setFixedHeight(ARGS_MAX_PX)
         self.problem = QLabel(self)
@@ -109,13 +139,11 @@ class ToolCard(QFrame):
         self.toggle.setText("Show result")
         self.toggle.setAccessibleName("Show or hide the tool result")
         self.toggle.setCheckable(True)
-        self.result = QPlainTextEdit(self)
+        self.result = FittedText(RESULT_MAX_PX, self)
         self.result.setReadOnly(True)
-        self.result.setFont(monospace())
         self.result.setAccessibleName("Tool result")
-        self.result.setMaximumHeight(200)
         self.result.hide()
-        self.toggle.toggled.connect(self.result.setVisible)
+        self.toggle.toggled.connect(self._show_result)
         self.whole = QToolButton(self)  # shown when the model read the result cut
         self.whole.setText("Show whole result")
         self.whole.setAccessibleName("Show the whole tool result")
@@ -134,12 +162,17 @@ class ToolCard(QFrame):
         row.addWidget(self.whole)
         return row
 
+    def _show_result(self, on: bool) -> None:
+        self.result.setVisible(on)
+        self.toggle.setText("Hide result" if on else "Show result")
+        self.result.fit()
+
     def show_whole(self) -> None:
         """Open the whole result the model read cut (from the tool audit)."""
         key = whole_key(str(self.data.get("result", "")))
         if key is None:
             return
-        self.whole_dialog = WholeResultDialog(str(self.data.get("tool", "?")), key, self)
+        self.whole_dialog = WholeResultDialog(self.readable_name(), key, self)
         self.whole_dialog.show()
 
     def _answer(self, allow: bool, remember: Mode | None) -> None:
@@ -157,11 +190,27 @@ class ToolCard(QFrame):
         self._say_problem("")
         self._decide(str(self.data.get("call_id", "")), allow, arguments, remember)
 
+    def readable_name(self) -> str:
+        """The tool as a person reads it ("get_current_time · time")."""
+        return readable(str(self.data.get("tool", "?")), str(self.data.get("source") or ""))
+
+    def _show_title(self) -> None:
+        """The tool in bold, its server or plugin, its risk; the called name as a tooltip."""
+        d = self.data
+        name, _, server = self.readable_name().partition(" · ")
+        where = html.escape(f" · {server}") if server else ""
+        source = str(d.get("source") or "")
+        if source.startswith(MCP_SOURCE) and server:
+            where += " · MCP server"
+        elif source:
+            where += f" · from {html.escape(source)}"
+        risk = f" · {html.escape(str(d['risk']))}" if d.get("risk") else ""
+        self.title.setText(f"<b>{html.escape(name)}</b>{where}{risk}")
+        self.title.setToolTip(f"The model called it {d.get('tool', '?')}")
+
     def refresh(self) -> None:
         d = self.data
-        risk = f" · {d['risk']}" if d.get("risk") else ""
-        source = f" · from {html.escape(str(d['source']))}" if d.get("source") else ""
-        self.title.setText(f"<b>{html.escape(str(d.get('tool', '?')))}</b>{source}{risk}")
+        self._show_title()
         if (self.args.toPlainText() != d.get("arguments", "") and d.get("state") != "pending") or (
             d.get("state") == "pending" and not self.args.toPlainText()
         ):
@@ -193,7 +242,9 @@ class ToolCard(QFrame):
         self.state.setText(text)
         self._show_progress()
         if "result" in d:
-            self.result.setPlainText(str(d["result"]))
+            if self.result.toPlainText() != str(d["result"]):
+                self.result.setPlainText(str(d["result"]))
+                self.result.fit()
             self.toggle.setVisible(True)
             if state == "error":
                 self.toggle.setChecked(True)
@@ -207,9 +258,7 @@ class ToolCard(QFrame):
 
     def _fit_args(self) -> None:
         """The arguments' box as tall as their lines, up to `ARGS_MAX_PX` (then it scrolls)."""
-        lines = sum(1 + len(line) // WRAP_CHARS for line in self.args.toPlainText().split("\n"))
-        height = self.args.fontMetrics().lineSpacing() * lines + 14
-        self.args.setFixedHeight(min(height, ARGS_MAX_PX))
+        self.args.fit()
 
     def _show_elapsed(self) -> None:
         if self._started is not None:

@@ -8,7 +8,8 @@ conversation opens on its last `PAGE` turns; earlier ones are shown a page at a 
 user scrolls to the top or asks ("Show earlier messages"), keeping the view where it was. The
 turns stand in one column centred in the view, no wider than a readable measure (`column.py`),
 `TURN_GAP` pixels apart; an empty conversation shows the empty state (`empty_state.py`: what
-to do, starter prompts, where answers come from) in their place, and `promptChosen` passes on
+to do, starter prompts, where answers come from; with a base model loaded here, a warning that
+it continues text rather than chatting: `base_warning`) in their place, and `promptChosen` passes on
 a starter's prompt. Each finished answer's figures fill in under it, read off the GUI thread
 when its debug record is not in memory (`debugChanged` says when it is).
 """
@@ -29,6 +30,17 @@ from app.ui.window.about import EMPTY_NO_MODEL, EMPTY_READY
 
 PAGE = 12  # turns shown when a conversation opens, and added per step back
 TURN_GAP = 14  # pixels between one turn and the next
+
+
+def base_warning(controller: ChatController) -> str:
+    """Before chatting with a base model here: what it is and what to choose instead."""
+    host = controller.host
+    if not host.base or controller.doc.endpoint is not None or not host.ready:
+        return ""
+    return (
+        f"\n\n⚠ {host.name} is a base model — {host.base}. For a conversation, choose an"
+        " instruction-tuned model (Ctrl+L)."
+    )
 
 
 class TranscriptView(QScrollArea):
@@ -62,6 +74,7 @@ class TranscriptView(QScrollArea):
         self.empty = self.empty_state.message
         self.column.insertWidget(1, self.empty_state, 100)  # it takes the spare height
         controller.host.stateChanged.connect(lambda _state: self.update_empty())
+        controller.host.loaded.connect(lambda _name: self.update_empty())
         self.turns: list[TurnWidget] = []  # the turns shown, from turn `first` on
         self.first = 0
         self._follow = True
@@ -92,7 +105,8 @@ class TranscriptView(QScrollArea):
         empty = not self.controller.doc.turns
         self.empty_state.setVisible(empty)
         if empty:
-            self.empty.setText(EMPTY_READY if self.controller.can_answer else EMPTY_NO_MODEL)
+            said = EMPTY_READY if self.controller.can_answer else EMPTY_NO_MODEL
+            self.empty.setText(said + base_warning(self.controller))
 
     def _range_changed(self, _low: int, high: int) -> None:
         bar = self.verticalScrollBar()

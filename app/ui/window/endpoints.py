@@ -5,7 +5,7 @@ Guarantees: the picker always shows where the selected conversation's messages g
 computer", or ☁ and the endpoint's name) and changes it for that conversation only; the key
 field never echoes, is emptied once the key is handed to the keyring, and its text is never
 shown anywhere else; problems (an invalid field, a refused connection, no keyring) are said in
-the dialog.
+the dialog, which grows to show the sentence whole.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from app.controllers.chat import ChatController
 from app.controllers.remote_host import RemoteHost
 from app.domain.endpoint import Endpoint
+from app.ui.window.screen_fit import grow_to_fit
 
 LOCAL = "This computer"
 
@@ -142,6 +143,7 @@ class EndpointDialog(QDialog):
 
     def _say(self, text: str) -> None:
         self.result_label.setText(text)
+        grow_to_fit(self)  # a long report is shown whole, never clipped
 
 
 __all__ = ["LOCAL", "EndpointDialog", "EndpointPicker", "where"]

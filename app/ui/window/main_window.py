@@ -44,10 +44,12 @@ from app.ui.problem_banner import ProblemBanner
 from app.ui.settings.dialog import SettingsDialog
 from app.ui.sidebar.fold import SidebarFold
 from app.ui.sidebar.sidebar import Sidebar
+from app.ui.transcript.reading import ReadingNote
 from app.ui.transcript.view import TranscriptView
 from app.ui.window import dialogs, menus
 from app.ui.window.about import Welcome
 from app.ui.window.compaction_controls import CompactionControls
+from app.ui.window.context_ways import ContextWays
 from app.ui.window.file_menus import RecentMenu, TrashMenu
 from app.ui.window.header import Header
 from app.ui.window.instructions_fold import InstructionsFold
@@ -130,6 +132,7 @@ class MainWindow(QMainWindow):
         self.instructions = self.instructions_fold.editor
         column.addWidget(centred(self.instructions_fold, center))
         self.transcript = TranscriptView(self.controller, center)
+        self.reading = ReadingNote(self.transcript)  # "Reading 3,626 tokens… 40 %", inline
         column.addWidget(self.transcript, 1)
         self.welcome: Welcome | None = None  # a first run: where answers come from, at length
         if not self.state.get("welcomed", False):
@@ -183,7 +186,7 @@ class MainWindow(QMainWindow):
         comp.mentionRequested.connect(lambda: self.jobs.run(library, comp.set_documents))
         comp.stopRequested.connect(c.stop_shown)  # only the open chat's answer
         comp.queued.bind(c)  # the open chat's queued messages, above the field
-        comp.raiseContext.connect(self._raise_context)
+        self.context_ways = ContextWays(self)  # raise, compact, a new chat; the count follows
         self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)  # stops from anywhere
         self.escape.setEnabled(False)  # only while an answer streams: Esc is Esc otherwise
         self.escape.activated.connect(c.stop_shown)
@@ -202,7 +205,7 @@ class MainWindow(QMainWindow):
         self.debug.turnChosen.connect(self._select_turn)
         self.controller.analysisFound.connect(self.debug.show_found)
         c.busyChanged.connect(self._busy)
-        c.statusChanged.connect(self.status.timings)
+        self.status.follow(c)  # the open chat's figures (`status_follow.py`)
         c.notice.connect(lambda text: self.statusBar().showMessage(text, 15_000))
         self.library.downloaded.connect(
             lambda path: self.statusBar().showMessage(f"Downloaded {path}", 15_000)
@@ -277,15 +280,6 @@ class MainWindow(QMainWindow):
         """File ▸ Settings… (`dialogs.show_settings`)."""
         return dialogs.show_settings(self)
 
-    def _raise_context(self, size: int) -> None:
-        """The user chose a larger context for a message that did not fit: reload with it."""
-        self.statusBar().showMessage(
-            f"Reloading the model with a {size:,}-token context; press Enter to send once it"
-            " has loaded.",
-            15_000,
-        )
-        self.load_model(self.host.path or None, n_ctx=size)
-
     def show_mcp(self) -> McpPage:
         """File ▸ MCP servers… (`dialogs.show_mcp`)."""
         return dialogs.show_mcp(self)
@@ -325,8 +319,7 @@ class MainWindow(QMainWindow):
         turns = self.controller.doc.turns
         shown = self._debug_turn if 0 <= self._debug_turn < len(turns) else len(turns) - 1
         if 0 <= turn < len(turns) and turn == shown and self.controller.debug_ready(turn):
-            self.debug.token_table = self.controller.token_table
-            self.debug.special_tokens = self.controller.special_tokens
+            self.debug.use_vocabulary(self.controller)  # and which model it is of
             self.debug.show_reply(turns[turn].version.reply)
 
     def _doc_changed(self) -> None:

@@ -6,7 +6,8 @@ the window itself, so they work wherever the keyboard focus is; everything the c
 does with the window's data is in the File menu too (import and export of conversations,
 adding files and folders to the documents library: `exchange_dialogs.py`); File ▸ Serve…
 opens the Serve page beside the quick switch (`serve.page_action`); File ▸
-Endpoints… is there only when the window has remote endpoints; each action is kept on the
+Endpoints… is there only when the window has remote endpoints; View ▸ Tool calls in this
+chat… (Ctrl+Shift+T) opens the open chat's calls from the tool audit; each action is kept on the
 window under the name the window's docs and tests use (`new_action`, `open_action`,
 `models_action`, `settings_action`, `preferences_action`, `debug_action`, `search_action`,
 `recent_menu`, `trash_menu`, `serve`), the newer ones on `exchange_dialogs.files_of(window)`.
@@ -94,6 +95,18 @@ def _view_menu(window: Window, files: WindowFiles) -> None:
     window.search_action = QAction("Search chats", widget, shortcut=QKeySequence("Ctrl+K"))
     window.search_action.triggered.connect(lambda: window.sidebar.search.setFocus())
     view.addAction(window.search_action)
+    calls = QAction("Tool calls in this chat…", widget, shortcut=QKeySequence("Ctrl+Shift+T"))
+    calls.triggered.connect(lambda: _tool_calls(window))
+    view.addAction(calls)
+    widget.addAction(calls)  # the shortcut works wherever the focus is
+
+
+def _tool_calls(window: Window) -> None:
+    """View ▸ Tool calls in this chat…: the audit of the open chat's calls (loaded when first
+    asked for: the window's start does not pay for it)."""
+    from app.ui.tool_calls.dialog import show_tool_calls
+
+    show_tool_calls(window.window(), window.controller)
 
 
 def _file_menu(window: Window, files: WindowFiles) -> None:

@@ -8,15 +8,18 @@ left), its tooltip the budget's sentence, its figure in the error colour and say
 nearly full; a remote answer says its endpoint (☁) and never claims a context figure it was
 not told. Beside the figure: "compacted" while the open chat's latest compaction applies (its
 tooltip, and the bar's, say how many exchanges stand as a summary and the prompt's tokens
-before and after), and the Compact now button (`compaction_controls.py` wires it).
+before and after), and the Compact now button (`compaction_controls.py` wires it). Once it
+`follow`s the chat controller, the figures are the open chat's and passing sentences clear
+themselves (`status_follow.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QLabel, QStatusBar
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
+from app.controllers.chat import ChatController
 from app.domain.budget import Budget
 from app.domain.compaction import Compaction
 from app.domain.figures import Figures
@@ -24,6 +27,7 @@ from app.ui.theme import mark
 from app.ui.transcript.turn_parts import ActionButton
 from app.ui.window.budget_bar import BudgetBar, figure
 from app.ui.window.endpoints import where
+from app.ui.window.status_follow import StatusFollower
 
 
 class StatusLine:
@@ -58,6 +62,23 @@ class StatusLine:
         )
         bar.addPermanentWidget(self.compact)
         self._compaction = ""  # what the bar's tooltip adds: the compaction that applies
+
+    def follow(self, controller: ChatController) -> StatusFollower:
+        """Follow the open chat (`status_follow.py`): its figures, sentences that clear."""
+        bar = self.model.parentWidget()
+        assert isinstance(bar, QStatusBar)
+        self.follower = StatusFollower(bar, self, controller, (self.model, self.worker))
+        return self.follower
+
+    def permanent(self) -> list[QWidget]:
+        """The widgets that stand at the bar's right, in order."""
+        return [self.budget, self.model, self.worker, self.speed, self.context]
+
+    def clear_figures(self) -> None:
+        """No answer's figures (a chat with none yet)."""
+        self.speed.clear()
+        self.context.clear()
+        self.show_budget(None)
 
     def busy(self, busy: bool) -> None:
         self.worker.setText("worker: generating" if busy else "worker: ready")

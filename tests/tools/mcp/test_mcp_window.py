@@ -97,7 +97,7 @@ def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
     window.composer.box.setPlainText("Square twelve")
     qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
     card = pending_card(qtbot, window)
-    assert "envy__square" in card.title.text() and "from MCP envy" in card.title.text()
+    assert "square</b> · envy · MCP server" in card.title.text()  # not functions.envy__square
     with qtbot.waitSignal(window.controller.replyFinished, timeout=30_000):
         card.run.click()
     assert card.data["state"] == "ok" and "144" in card.result.toPlainText()

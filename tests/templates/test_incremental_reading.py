@@ -1,0 +1,231 @@
+"""Reading held calls incrementally reads exactly what reading afresh reads, and Llama 3's
+`auto` grammar holds a bare JSON call only where its reader reads one.
+
+Every format that gives a reader of its own (`Remembering`) is run through the scanner twice
+on the same text split at every position: once with its reader (searches remembered between
+pieces) and once through a wrapper that reads each held call afresh from its start; the pieces
+the two hand on (text, calls, notices and their raw text) must be the same. The texts are what
+each format writes (one call, several calls, prose then calls), the same cut short, and bad
+markup, so the error paths are covered too. `JsonEnd` is checked against a plain scan of every
+prefix of JSON values with strings, escapes and brackets inside strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import llguidance
+import pytest
+from llguidance.tiktoken import lltokenizer_from_encoding
+
+from app.domain.messages import ToolDescription
+from app.harmony import encoding as enc
+from app.templates.calls.format import CallFormat, Piece, ToolCall
+from app.templates.calls.formats import FORMATS
+from app.templates.calls.grammar import call_grammar
+from app.templates.calls.reading import JsonEnd, Memo, Read, Remembering, json_end
+from app.templates.calls.scanner import CallScanner, Scanned
+from tests.templates.call_samples import at_start, said
+
+CALLS = [
+    ToolCall("get_weather", '{"city": "Oslo, Norway", "days": 3, "tags": ["a}", "b]"]}'),
+    ToolCall("get_time", '{"zone": "Europe/Oslo", "nested": {"x": [1, {"y": "q\\"}"}]}}'),
+]
+REMEMBERING = sorted(n for n, f in FORMATS.items() if isinstance(f, Remembering))
+
+
+class Afresh(CallFormat):
+    """`fmt` with no reader of its own: the scanner reads each held call afresh."""
+
+    def __init__(self, fmt: CallFormat) -> None:
+        self._fmt = fmt
+        for key in ("name", "triggers", "closers", "opening", "leading", "ends", "think"):
+            setattr(self, key, getattr(fmt, key))
+
+    def declare(self, tools: Sequence[ToolDescription]) -> str:
+        return self._fmt.declare(tools)
+
+    def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
+        return self._fmt.write(calls)
+
+    def result(self, name: str, text: str) -> list[Piece]:
+        return self._fmt.result(name, text)
+
+    def read(self, text: str, final: bool) -> Read:
+        return self._fmt.read(text, final)
+
+    def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
+        return self._fmt.grammar_rest(tools)
+
+
+def _scanned(fmt: CallFormat, pieces: Sequence[str]) -> list[Any]:
+    """What the scanner hands on for `pieces`, adjacent text joined."""
+    scanner = CallScanner(fmt)
+    out: list[str | Scanned] = []
+    for piece in pieces:
+        out += scanner.feed(piece)
+    out += scanner.finish()
+    joined: list[Any] = []
+    for item in out:
+        if isinstance(item, str) and joined and isinstance(joined[-1], str):
+            joined[-1] += item
+        else:
+            joined.append(item)
+    return joined
+
+
+def _texts(fmt: CallFormat) -> list[str]:
+    one, both = at_start(fmt, CALLS[:1]), at_start(fmt, CALLS)
+    prose = said(fmt, 'Let me check {"name": not a call} first.\n') + fmt.opening + both
+    texts = [one, both, prose, both[: len(both) * 2 // 3], one[: len(one) // 2]]
+    marker = fmt.triggers[0]
+    texts.append(said(fmt, "Here: ") + fmt.opening + marker + '{"name": oops] trailing text')
+    return texts
+
+
+@pytest.mark.parametrize("name", REMEMBERING)
+def test_a_remembering_reader_reads_what_a_fresh_read_reads_at_every_split(name: str) -> None:
+    fmt = FORMATS[name]
+    afresh = Afresh(fmt)
+    for text in _texts(fmt):
+        whole = _scanned(afresh, [text])
+        assert whole == _scanned(fmt, [text])
+        for cut in range(1, len(text)):
+            pieces = [text[:cut], text[cut:]]
+            assert _scanned(fmt, pieces) == _scanned(afresh, pieces), (name, text, cut)
+        by_char = list(text)
+        assert _scanned(fmt, by_char) == _scanned(afresh, by_char), (name, text)
+
+
+@pytest.mark.parametrize("name", REMEMBERING)
+def test_every_call_written_is_read_back_through_the_reader(name: str) -> None:
+    fmt = FORMATS[name]
+    calls = [
+        c
+        for piece in _scanned(fmt, list(at_start(fmt, CALLS)))
+        if isinstance(piece, Scanned)
+        for c in piece.calls
+    ]
+    written = CALLS if len(calls) > 1 else CALLS[:1]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        (c.name, json.loads(c.arguments)) for c in written
+    ]
+
+
+VALUES = [
+    '{"a": "}", "b": ["]", {"c": "\\\\"}], "d": "\\"{"}',
+    '[1, [2, [3]], "x]"]',
+    '{"k": "\\\\\\""} tail',
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_json_end_remembers_how_far_it_scanned(value: str) -> None:
+    text = "pre " + value
+    scan = JsonEnd(4)
+    for n in range(5, len(text) + 1):
+        assert scan.end(text[:n]) == _plain_json_end(text[:n], 4), (value, n)
+    assert json_end(text, 4) == 4 + len(value.removesuffix(" tail"))
+
+
+def _plain_json_end(text: str, start: int) -> int | None:
+    """Character by character: the reference `JsonEnd` is checked against."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (c == "\\", c != '"')
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def test_memo_finds_a_needle_split_across_pieces_and_waits_for_it() -> None:
+    memo = Memo()
+    text = "abc</tool"
+    assert memo.find(text, "</tool_call>") == -1
+    assert memo.find(text + "_call> more", "</tool_call>") == 3
+    memo.wait_for(text, "</x>")
+    assert memo.waiting(text + " still open")
+    assert memo.waiting(text + " still open </")
+    assert not memo.waiting(text + " still open </x>")
+
+
+# --- Llama 3's `auto` grammar ------------------------------------------------------------
+
+TOOLS = {
+    "special_function": {
+        "type": "object",
+        "properties": {"arg1": {"type": "integer"}},
+        "required": ["arg1"],
+    }
+}
+GOOD = '{"name": "special_function", "parameters": {"arg1":1}}'
+BAD = '{"name": "nope", "parameters": {"arg1":1}}'
+
+
+@pytest.fixture(scope="module")
+def lltok() -> Any:
+    return lltokenizer_from_encoding(
+        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
+    )
+
+
+def _accepts(lltok: Any, grammar: str, text: str) -> bool:
+    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
+    ids = enc.load_encoding().encode_with_specials(text)
+    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
+
+
+@pytest.mark.parametrize(
+    ("text", "accepted"),
+    [
+        (GOOD, True),  # a bare call where the answer begins is held to the tools
+        ("  \n" + GOOD, True),
+        (BAD, False),
+        ("\n " + BAD, False),
+        (GOOD + "; " + GOOD, True),  # right after a call, another
+        (GOOD + "; " + BAD, False),
+        (GOOD + "\n" + BAD, False),
+        ("As text: " + BAD + " is how a call looks.", True),  # anywhere else it is text
+        ("Plain answer.", True),
+        ("Sure. <|python_tag|>" + GOOD, True),  # behind the tag a call starts anywhere
+        ("Sure. <|python_tag|>" + BAD, False),
+        ("<|python_tag|>" + GOOD + " Done.", True),
+    ],
+)
+def test_llama3_auto_grammar_holds_a_bare_call_only_where_the_reader_reads_one(
+    lltok: Any, text: str, accepted: bool
+) -> None:
+    constraint = call_grammar(FORMATS["llama3"], TOOLS, "auto")
+    assert constraint is not None
+    assert _accepts(lltok, constraint.grammar, text) is accepted
+    read = [
+        c for p in _scanned(FORMATS["llama3"], [text]) if isinstance(p, Scanned) for c in p.calls
+    ]
+    if accepted and GOOD in text and not text.startswith("As text"):
+        assert [c.name for c in read][:1] == ["special_function"]  # the reader reads it as a call
+    if text.startswith("As text"):
+        assert not read  # and what the grammar left free is no call to the reader either
+
+
+def test_llama3_auto_grammar_with_the_tag_as_a_control_token(lltok: Any) -> None:
+    tik = enc.load_encoding()._tik
+    token = tik.encode_single_token("<|constrain|>")  # any special token stands in for the tag
+    fmt = FORMATS["llama3"]
+    constraint = call_grammar(fmt, TOOLS, "auto", control={"<|python_tag|>": token})
+    assert constraint is not None
+    assert _accepts(lltok, constraint.grammar, GOOD)
+    assert not _accepts(lltok, constraint.grammar, BAD)
+    assert _accepts(lltok, constraint.grammar, "As text: " + BAD)
+    assert _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + GOOD)
+    assert not _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + BAD)
