@@ -36,6 +36,7 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
     ├── DuplicateToolError, UnknownToolError, McpError, SignInError, SandboxFolderError,
     │   SandboxUnavailableError                      the tool host
+    │   RuntimeCompileError                          the python tool's runtime compiled ahead
     │   (SignInError └── WiderSignIn: a server's step-up to a wider scope, tools/mcp)
     ├── RemoteError                     (per error)  a remote endpoint (engine/remote/retry)
     ├── Unknown                         INPUT-INVALID  JSON mode's closer cannot read a pattern

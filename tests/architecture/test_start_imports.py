@@ -92,6 +92,8 @@ ALLOWED = (
     "app.templates.calls.mistral", "app.templates.calls.scanner", "app.templates.calls.turns",
     "app.templates.calls.xml_calls", "app.templates.calls.gemma4", "app.templates.calls.gemma4_values",
     "app.templates.calls.nemotron", "app.templates.calls.pythonic", "app.templates.calls.pythonic_grammar",
+    "app.templates.calls.functionary", "app.templates.calls.gigachat", "app.templates.calls.minimax",
+    "app.templates.calls.minimax_grammar", "app.templates.calls.muse", "app.templates.calls.muse_grammar",
     "app.templates.choices", "app.templates.files",
     "app.templates.layout", "app.templates.text_output",
     "app.tools", "app.tools.api", "app.tools.approval", "app.tools.audit", "app.tools.builtin",
