@@ -347,6 +347,7 @@ class ChatController(ConversationsController):
         shown = self.shows_answer
         self.release()
         if shown:
+            self.debugChanged.emit(turn)  # its record's last lines (llama.cpp's), state final
             self.replyFinished.emit(turn)
         self.refresh_list()
 

@@ -176,7 +176,10 @@ class ConversationsController(QObject):
         self.persist()
 
     def new_chat(self) -> None:
-        """A new, empty conversation (a streaming reply goes on in its own)."""
+        """A new, empty conversation (a streaming reply goes on in its own); an open chat that
+        is empty already is kept instead, so empty "New chat" rows never pile up."""
+        if not self.doc.turns and self.doc is not self.answering:
+            return
         self.doc = ChatDoc()
         self.docChanged.emit()
         self._io(partial(self.conversations.save, self.doc), lambda _: self.refresh_list())

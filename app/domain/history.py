@@ -133,9 +133,13 @@ class Reply:
     @property
     def continuable(self) -> bool:
         """Whether Continue can go on from it: it stopped, failed or was cut, and not because
-        the conversation outgrew the context (continuing would fail the same way)."""
+        the conversation outgrew the context (continuing would fail the same way), nor where it
+        ends in a JSON answer found whole and valid (a constraint that closed the value ends
+        the answer: there is nothing to go on with)."""
         outgrew = self.error.startswith(ErrorCode.CONTEXT.value)
-        return self.state in ("stopped", "failed", "incomplete") and not outgrew
+        whole = bool(self.segments) and self.segments[-1].kind == "json"
+        whole = whole and self.segments[-1].data.get("valid") is True
+        return self.state in ("stopped", "failed", "incomplete") and not outgrew and not whole
 
     def visible_text(self) -> str:
         """The reply as a normal copy action gives it: answers and preambles only."""

@@ -97,12 +97,16 @@ def network_error(exc: Exception, url: str, host: str = "") -> DownloadError:
             f"the secure connection to {host or urlsplit(url).hostname} failed ({why});"
             " nothing was downloaded from it",
         )
-    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return DownloadError(
-        DownloadProblem.NETWORK,
-        url,
-        f"the network failed ({why or type(exc).__name__}); the part fetched so far is kept",
+        DownloadProblem.NETWORK, url, f"{network_words(exc)}; the part fetched so far is kept"
     )
+
+
+def network_words(exc: BaseException) -> str:
+    """What went wrong on the network, in words ("the network failed (…)"), for an asker that
+    fetched no part of a file (a search, a listing)."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"the network failed ({why or type(exc).__name__})"
 
 
 def status_error(url: str, status: int, reason: str) -> DownloadError:

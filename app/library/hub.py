@@ -23,12 +23,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from app.errors import DownloadError, HarmonyDeskError
+from app.errors import DownloadError, DownloadProblem, HarmonyDeskError
 from app.gguf.info import SPLIT_NAME
 from app.library.cards import quant_of_name, strip_quant
 from app.library.download import DownloadRequest
 from app.library.folders import LibraryError
-from app.library.http_get import open_get
+from app.library.http_get import network_words, open_get
 
 HUB_VARIABLE = "HARMONY_DESK_HUB"
 DEFAULT_HUB = "https://huggingface.co"
@@ -166,8 +166,10 @@ def _get_json(url: str, base: str, doing: str) -> Any:
     try:
         response, conn = open_get(url, timeout_s=20.0)
     except DownloadError as exc:
-        raise LibraryError(
-            f"Could not reach the model hub at {_host(base)} to {doing}: {exc.reason}."
+        cause, network = exc.__cause__, exc.problem is DownloadProblem.NETWORK
+        why = network_words(cause) if network and cause is not None else exc.reason
+        raise LibraryError(  # a search keeps no part of a file: not said
+            f"Could not reach the model hub at {_host(base)} to {doing}: {why}."
             " Check the internet connection and try again.",
             exc.details or url,
         ) from exc

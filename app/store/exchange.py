@@ -17,6 +17,8 @@ Guarantees:
   text as a `final` message, which in OpenChatML is left unterminated as the last frame when it
   is the last message (E-STREAM-TRUNCATED, as the spec allows), and in JSON marked `truncated`;
   importing it gives back a reply marked incomplete, so Continue and Regenerate are offered;
+- Markdown says an answer the app's stopping cut short in the window's words
+  (`INTERRUPTED_NOTICE`);
 - the attached files an OpenChatML or JSON export carries (given by the caller, as listed by
   `app/documents/carry.py`) are in the header's `harmony_desk.attachments`, and an import
   gives that list back as it found it (the caller restores the files);
@@ -44,6 +46,7 @@ from pydantic import ValidationError
 from app.domain.compaction import Compaction, record_of, undo
 from app.domain.events import Compacted, MessageDone
 from app.domain.history import ChatDoc, Reply, Turn, Version
+from app.domain.interrupted import INTERRUPTED_NOTICE, cut_short
 from app.domain.messages import (
     IMAGE_MARKER,
     Conversation,
@@ -161,7 +164,9 @@ def markdown(doc: ChatDoc) -> str:
                 lines += [f"> tool call: `{segment.data.get('tool', '?')}` ({outcome})", ""]
             elif (found := record_of(segment)) is not None:
                 lines += _marker_lines(*found)
-        if reply.state in ("stopped", "failed", "incomplete"):
+        if cut_short(reply):  # the app stopped mid-answer: said as the window says it
+            lines += [f"*({INTERRUPTED_NOTICE})*", ""]
+        elif reply.state in ("stopped", "failed", "incomplete"):
             lines += [f"*(this answer is {reply.state})*", ""]
     return "\n".join(lines).rstrip() + "\n"
 

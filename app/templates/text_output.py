@@ -37,16 +37,25 @@ from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 OPEN, CLOSE = "<think>", "</think>"
 
 
-def tag_tail(text: str, tag: str) -> int:
-    """How many of `text`'s last characters may still grow into `tag` (the longest of its
-    ends that is a proper start of it): one search for the tag's first character, per token."""
-    low = max(0, len(text) - len(tag) + 1)
-    at = text.find(tag[0], low)
-    while at >= 0:
-        if tag.startswith(text[at:]):
-            return len(text) - at
-        at = text.find(tag[0], at + 1)
-    return 0
+class Tag:
+    """A think tag, and how much of a text's end may still grow into it (`tail`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._head = text[:2]  # a start of two characters or more begins so
+        self._starts = [text[:n] for n in range(len(text))]
+
+    def tail(self, text: str) -> int:
+        """How many of `text`'s last characters may still grow into the tag (the longest of
+        its ends that is a proper start of it): one search for the tag's first two characters,
+        per token, and a look at the last character."""
+        n, tag = len(text), self.text
+        at = text.find(self._head, max(0, n - len(tag) + 1))
+        while at >= 0:
+            if text.endswith(self._starts[n - at]):
+                return n - at
+            at = text.find(self._head, at + 1)
+        return 1 if len(tag) > 1 and text[-1:] == tag[0] else 0
 
 
 class TextOutputParser:
@@ -68,7 +77,8 @@ class TextOutputParser:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # text that may be the start of a tag
         self._thinking = thinking  # the prompt opened a `<think>` block: it starts inside
-        self._tags = calls.think if calls is not None else (OPEN, CLOSE)  # the family's own
+        tags = calls.think if calls is not None else (OPEN, CLOSE)  # the family's own
+        self._tags = (Tag(tags[0]), Tag(tags[1]))
         self._index = -1
         self._open_lane: Lane | None = None
         self._text: list[str] = []
@@ -76,6 +86,8 @@ class TextOutputParser:
         self.messages: list[Message] = []
         self.stop: StopReason | None = None
         self._events: list[ParseEvent] = []
+        self._free: frozenset[str] | None = frozenset()  # see `_gate`
+        self._gate()
 
     def feed(self, token: int) -> list[ParseEvent]:
         if self.stop is not None:
@@ -108,16 +120,17 @@ class TextOutputParser:
         buf = self._pending + text
         while buf:
             tag = self._tags[1] if self._thinking else self._tags[0]
-            at = buf.find(tag)
+            at = buf.find(tag.text)
             if at >= 0:
                 self._emit(buf[:at])
                 if self._scanner is not None and not self._thinking and not self._scanner.in_call:
                     self._answer(self._scanner.finish())
                 self._close()
                 self._thinking = not self._thinking
-                buf = buf[at + len(tag) :]
+                self._gate()
+                buf = buf[at + len(tag.text) :]
                 continue
-            keep = tag_tail(buf, tag)
+            keep = tag.tail(buf)
             self._emit(buf[: len(buf) - keep])
             buf = buf[len(buf) - keep :]
             break
@@ -126,11 +139,21 @@ class TextOutputParser:
     def _emit(self, text: str) -> None:
         if not text:
             return
-        scanner = self._scanner
-        if scanner is None or self._thinking or (scanner.idle and scanner.firsts.isdisjoint(text)):
-            self._lane_text(text)  # (the scanner's `passes`, inlined: this runs per token)
+        free = self._free  # (the scanner's `passes`, kept at hand: this runs per token)
+        if self._scanner is None or (free is not None and free.isdisjoint(text)):
+            self._lane_text(text)
         else:
-            self._answer(scanner.feed(text))
+            self._answer(self._scanner.feed(text))
+            self._gate()
+
+    def _gate(self) -> None:
+        """Keep `_free`: the characters that send text to the scanner (none while thinking:
+        thinking holds no call); None while the scanner holds text, when all of it goes there."""
+        scanner = self._scanner
+        if scanner is None or self._thinking:
+            self._free = frozenset()
+        else:
+            self._free = scanner.firsts if scanner.idle else None
 
     def _answer(self, pieces: list[str | Scanned]) -> None:
         for piece in pieces:

@@ -32,6 +32,7 @@ from app.ui import appearance
 from app.ui.markdown import code_highlight
 from app.ui.settings.dialog import apply_look
 from app.ui.window.main_window import MainWindow
+from app.ui.window.screen_fit import fit_window
 
 QUIT_AFTER_SHOWN = "HARMONY_DESK_QUIT_AFTER_SHOWN"  # for the cold-start bench only
 _CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
@@ -79,6 +80,7 @@ def build_window(host: ModelHost | None = None, history: HistoryStore | None = N
     attach(window)  # what MCP servers ask (sampling, input) is asked in this window
     c = window.controller  # `@` offers the servers' resources, `/` their prompts
     window.composer.use_mcp(McpContext(c.tools.mcp), lambda: c.doc, window.jobs)
+    fit_window(window)  # the screen it opens on: its size and place (`screen_fit.py`)
     return window
 
 

@@ -94,6 +94,7 @@ ALLOWED = (
     "app.templates.calls.nemotron", "app.templates.calls.pythonic", "app.templates.calls.pythonic_grammar",
     "app.templates.calls.functionary", "app.templates.calls.gigachat", "app.templates.calls.minimax",
     "app.templates.calls.minimax_grammar", "app.templates.calls.muse", "app.templates.calls.muse_grammar",
+    "app.templates.calls.reading",
     "app.templates.choices", "app.templates.files",
     "app.templates.layout", "app.templates.text_output",
     "app.tools", "app.tools.api", "app.tools.approval", "app.tools.audit", "app.tools.builtin",
@@ -127,7 +128,8 @@ ALLOWED = (
     "app.ui.window", "app.ui.window.about", "app.ui.window.dialogs", "app.ui.window.endpoints",
     "app.ui.window.exchange_dialogs", "app.ui.window.file_menus", "app.ui.window.header",
     "app.ui.window.instructions_fold", "app.ui.window.main_window", "app.ui.window.menus",
-    "app.ui.window.serve_switch", "app.ui.window.status_line",
+    "app.ui.window.serve_switch", "app.ui.window.status_line", "app.ui.window.screen_fit",
+    "app.ui.composer.drafts", "app.tools.mcp.interpreter",
     "app.ui.transcript.reading", "app.ui.window.context_ways",  # a long prompt read; ways on
 )
 

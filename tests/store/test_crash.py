@@ -91,7 +91,9 @@ def test_killing_the_app_mid_answer_keeps_everything_up_to_the_last_checkpoint(t
         assert text in exported
         back = import_text(exported, fmt).turns[1].version.reply
         assert back is not None and back.state == "incomplete" and back.visible_text() == text
-    assert "*(this answer is incomplete)*" in export(doc, "md")
+    from app.domain.interrupted import INTERRUPTED_NOTICE
+
+    assert f"*({INTERRUPTED_NOTICE})*" in export(doc, "md")  # in the window's words
 
 
 def test_a_terminal_chat_killed_mid_answer_saved_what_it_printed(tmp_path: Path, gemma_model: Path) -> None:

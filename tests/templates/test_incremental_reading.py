@@ -7,7 +7,8 @@ pieces) and once through a wrapper that reads each held call afresh from its sta
 the two hand on (text, calls, notices and their raw text) must be the same. The texts are what
 each format writes (one call, several calls, prose then calls), the same cut short, and bad
 markup, so the error paths are covered too. `JsonEnd` is checked against a plain scan of every
-prefix of JSON values with strings, escapes and brackets inside strings.
+prefix of JSON values with strings, escapes and brackets inside strings, and a think tag's held
+tail against its definition on any text.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 import llguidance
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from llguidance.tiktoken import lltokenizer_from_encoding
 
 from app.domain.messages import ToolDescription
@@ -27,6 +30,7 @@ from app.templates.calls.formats import FORMATS
 from app.templates.calls.grammar import call_grammar
 from app.templates.calls.reading import JsonEnd, Memo, Read, Remembering, json_end
 from app.templates.calls.scanner import CallScanner, Scanned
+from app.templates.text_output import Tag
 from tests.templates.call_samples import at_start, said
 
 CALLS = [
@@ -229,3 +233,25 @@ def test_llama3_auto_grammar_with_the_tag_as_a_control_token(lltok: Any) -> None
     assert _accepts(lltok, constraint.grammar, "As text: " + BAD)
     assert _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + GOOD)
     assert not _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + BAD)
+
+
+# --- the think tag held back at the end of a piece ----------------------------------------
+
+TAGS = [
+    "<think>",
+    "</think>",
+    " to=self<|message|>",
+    "<|channel>thought",
+    "<mm:think>",
+    "ab",
+    "aab",
+    "x",
+]
+
+
+@given(st.text(alphabet="<>/|thinkab =toself", max_size=24), st.sampled_from(TAGS))
+def test_a_tags_tail_is_the_longest_end_that_starts_it(text: str, tag: str) -> None:
+    longest = next(
+        (n for n in range(min(len(tag) - 1, len(text)), 0, -1) if tag.startswith(text[-n:])), 0
+    )
+    assert Tag(tag).tail(text) == longest

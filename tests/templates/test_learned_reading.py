@@ -5,12 +5,14 @@ position, a character at a time and a control token per marker; a call cut off a
 its trigger is one E-CALL-SCHEMA notice that holds its markup, or (cut where the arguments
 written so far may be all of them) a call with those arguments, none of it shown as answer text; a closing word written inside a value does not end the call early; a malformed call
 then a good one keeps both; and a held call's markup is read again only when a closing word
-comes, not on every piece (so a long call costs in proportion to its length).
+comes, not on every piece (so a long call costs in proportion to its length), and answers at
+every length the held text grows to what a read afresh answers.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -20,7 +22,7 @@ from app.errors import ErrorCode
 from app.templates.calls.derived import DerivedFormat
 from app.templates.calls.derived_read import MarkupReader
 from app.templates.calls.detect import detect
-from app.templates.calls.format import ToolCall
+from app.templates.calls.format import CallSyntaxError, ToolCall
 from tests.templates.call_samples import after_text, prose_then, written
 from tests.templates.test_learned_corpus import LEARN_LEFT_OUT
 from tests.templates.test_reader_promises import PROSE, TIME, WEATHER, Read, by_marker, read, want
@@ -70,6 +72,34 @@ def test_prose_then_calls_read_the_same_split_at_every_position(name: str) -> No
         _same(read(fmt, [text[:cut], text[cut:]]), whole, f"cut at {cut}: {text[:cut]!r}")
     _same(read(fmt, list(text)), whole, "a character at a time")
     _same(read(fmt, by_marker(fmt, text), control=True), whole, "a control token per marker")
+
+
+def _outcome(read: Callable[[str, bool], object], text: str, final: bool) -> object:
+    """What a read of `text` gives, an error as its message, tool and length."""
+    try:
+        return read(text, final)
+    except CallSyntaxError as exc:
+        return (exc.message, exc.name, exc.length, exc.calls)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_held_call_reads_as_the_format_does_at_every_length(name: str) -> None:
+    """The reader that remembers how far it searched answers, at every length the held text
+    grows to, what a read afresh of the same text answers (and so at the end)."""
+    fmt = _fmt(name)
+    closing = fmt._reader.closing or "}"
+    odd = ToolCall(WEATHER.name, json.dumps({"city": f"Paris {closing} France", "days": 3}))
+    for calls in (_calls(fmt), [odd, TIME]):
+        text = written(fmt, calls)
+        held = fmt.reader()
+        for n in range(1, len(text) + 1):
+            got = _outcome(held.read, text[:n], False)
+            assert got == _outcome(fmt.read, text[:n], False), f"{text[:n]!r}"
+            assert _outcome(held.read, text[:n], True) == _outcome(fmt.read, text[:n], True)
+            if got is not None:
+                break
+        else:
+            raise AssertionError(f"{text!r} was never read whole")
 
 
 def _trigger_end(fmt: DerivedFormat, text: str, after: int) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.worker.kv_snapshots import common_prefix
+from app.engine.worker.kv_candidates import common_prefix
 
 CHUNK = 256
 

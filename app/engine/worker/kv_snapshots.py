@@ -28,9 +28,13 @@ Guarantees:
   Gemma 3); `state_layout.anchored` lays it back exactly as the evaluation had it, so restores
   are bit-exact. Such a state can only be cut back where the window of the next token lies
   within its real cells (`state_layout.cuttable`), so the scheduler also keeps one when the
-  prompt has been read (a checkpoint: a regenerated answer or a next turn that drops the
-  analysis restores it). With the small window cache no state is kept: what cannot be restored
-  exactly is evaluated. `tests/engine/test_kv_windowed.py` pins llama.cpp's inexact restore.
+  prompt has been read (a regenerated answer or a next turn that drops the analysis restores
+  it). A kept state also carries its sequence's context checkpoints (`checkpoints.py`): cut
+  back to the latest one at or before where a prompt leaves it, with that checkpoint's window
+  part laid over it, it is the state the read had there (restored as "memory"). Their bytes
+  count in `SnapshotSettings.ram_bytes` with the states'. With the small window cache no state
+  is kept: what cannot be restored exactly is evaluated. `tests/engine/test_kv_windowed.py`
+  pins llama.cpp's inexact restore; `tests/engine/test_kv_checkpoints.py` the checkpoints.
 - Every file is checked and authenticated before its state reaches llama.cpp
   (`snapshot_file.py`: bounded, non-blocking, an HMAC under the install's key handed over with
   the load, `SnapshotSettings.key`): a malformed, cut-short, forged or another conversation's
@@ -47,15 +51,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import app.kvcache as kvcache
 from app.domain.placement import Placement
 from app.engine.protocol import Keep, SnapshotSettings
+from app.engine.worker import checkpoints as points
 from app.engine.worker import snapshot_file as files
 from app.engine.worker import state_layout
+from app.engine.worker.checkpoints import Checkpoint
+from app.engine.worker.kv_candidates import Candidate, common_prefix
 from app.engine.worker.snapshot_file import Stamp
 from app.errors import HarmonyDeskError
 
@@ -80,24 +87,10 @@ class _Held:
     template: str  # (the model is the loaded one: a held state dies with its load)
     tokens: tuple[int, ...]
     state: bytes
+    points: tuple[Checkpoint, ...] = field(default=(), repr=False)  # its read's checkpoints
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading ids `a` and `b` share (list slices compared in C, halving the part
-    not yet known to match: it runs over every kept state before each prompt)."""
-    x = a if isinstance(a, list) else list(a)
-    y = b if isinstance(b, list) else list(b)
-    n = min(len(x), len(y))
-    if x[:n] == y[:n]:
-        return n
-    low, high = 0, n  # x[:low] == y[:low]; x[:high] != y[:high]
-    while high - low > 1:
-        mid = (low + high) // 2
-        if x[low:mid] == y[low:mid]:
-            low = mid
-        else:
-            high = mid
-    return low
+__all__ = ["Restored", "Snapshots", "common_prefix", "snapshots_for"]
 
 
 def snapshots_for(
@@ -197,7 +190,7 @@ class Snapshots:
         state = self._copy_state(seq.id)
         if state is None:
             return
-        held = _Held(keep.conversation, keep.tenant, keep.template, tokens, state)
+        held = _Held(keep.conversation, keep.tenant, keep.template, tokens, state, seq.checkpoints)
         if not self.window:
             for old, was in list(self._ram.items()):
                 if _same_reader(was, held) and tokens[: len(was.tokens)] == was.tokens:
@@ -214,7 +207,9 @@ class Snapshots:
             self._write_later(held)
 
     def _ram_bytes(self) -> int:
-        return sum(len(h.state) for h in self._ram.values())
+        """The kept states' bytes and their checkpoints' (each counted once)."""
+        shared = {id(p): p.size for h in self._ram.values() for p in h.points}
+        return sum(len(h.state) for h in self._ram.values()) + sum(shared.values())
 
     def _copy_state(self, seq: int) -> bytes | None:
         ctx = self.llm._ctx.ctx
@@ -268,10 +263,11 @@ class Snapshots:
     def restore(self, prompt: Sequence[int], live: int, keep: Keep, seq: Any) -> Restored | None:
         """Restore the best state for `prompt` into sequence `seq` (see the guarantees)."""
         wanted, usable = prompt[:-1], self._usable
-        best = _Candidate(max(live, MIN_TOKENS - 1), "", (), _none)
+        best = Candidate(max(live, MIN_TOKENS - 1))
         for held in reversed(self._ram.values()):
             if held.tenant == keep.tenant and held.template == keep.template:
-                best = best.or_better(wanted, held.tokens, "memory", _const(held.state), usable)
+                read = _const(held.state)
+                best = best.or_better(wanted, held.tokens, "memory", read, usable, held.points)
         if best.source != "memory":
             for head in self._heads(keep, best.shared):
                 read = _reader(head, self.settings.key)
@@ -279,7 +275,7 @@ class Snapshots:
         state = best.read()
         if state is None:
             return None
-        count = self._set(state, best.tokens, best.shared, seq)
+        count = self._set(state, best, seq)
         return Restored(count, best.source if count else "")
 
     def _usable(self, tokens: Sequence[int], count: int) -> bool:
@@ -313,10 +309,11 @@ class Snapshots:
         heads = (files.read_head(p, stamp, key, tag, cap) for tag, p in found)
         return [h for h in heads if h is not None]
 
-    def _set(self, state: bytes, tokens: tuple[int, ...], count: int, seq: Any) -> int:
-        """Put `state` into sequence `seq`'s cache and keep its first `count` tokens; the count
-        kept (0: llama.cpp refused it or its positions are not what they should be: cleared)."""
-        ctx, low = self.llm._ctx.ctx, self.low
+    def _set(self, state: bytes, best: Candidate, seq: Any) -> int:
+        """Put `state` into sequence `seq`'s cache and keep its first `best.shared` tokens,
+        with `best.point`'s window laid over it; the count kept (0: llama.cpp refused it or
+        its positions are not what they should be: cleared)."""
+        ctx, low, count = self.llm._ctx.ctx, self.low, best.shared
         if self.window:
             laid = state_layout.anchored(state, self.window)
             if laid is None:
@@ -325,12 +322,15 @@ class Snapshots:
             state = laid
         memory = low.llama_get_memory(ctx)
         low.llama_memory_seq_rm(memory, seq.id, -1, -1)
-        seq.tokens = []
+        seq.tokens, seq.checkpoints = [], ()
         buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
         if int(low.llama_state_seq_set_data(ctx, buffer, len(state), seq.id)) > 0:
             cut = bool(low.llama_memory_seq_rm(memory, seq.id, count, -1))
+            if best.point is not None:
+                cut = cut and points.put(self.llm, low, best.point, seq.id, self.window)
             if cut and self._holds(seq.id, count):
-                seq.tokens = list(tokens[:count])
+                seq.tokens = list(best.tokens[:count])
+                seq.checkpoints = points.below(best.points, count)
                 return count
         log.info("a KV snapshot was refused by llama.cpp or held other positions; evaluated again")
         low.llama_memory_seq_rm(memory, seq.id, -1, -1)
@@ -341,41 +341,12 @@ def _same_reader(a: _Held, b: _Held) -> bool:
     return a.tenant == b.tenant and a.template == b.template
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """A state that holds the first `shared` tokens of the prompt (`read` gives its state)."""
-
-    shared: int
-    source: str
-    tokens: tuple[int, ...]
-    read: Callable[[], bytes | None]
-
-    def or_better(
-        self,
-        wanted: Sequence[int],
-        tokens: tuple[int, ...],
-        source: str,
-        read: Callable[[], bytes | None],
-        usable: Callable[[Sequence[int], int], bool],
-    ) -> _Candidate:
-        """This one, or the state of `tokens` when it holds more of `wanted` and may be cut
-        back to what it shares with it."""
-        shared = common_prefix(tokens, wanted)  # a state is cut back to what is shared
-        if shared > self.shared and usable(tokens, shared):
-            return _Candidate(shared, source, tokens, read)
-        return self
-
-
 def _used(path: Path) -> float:
     """When a snapshot file was last used (0: removed meanwhile, by a cap or a forget)."""
     try:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-def _none() -> bytes | None:
-    return None
 
 
 def _const(state: bytes) -> Callable[[], bytes | None]:

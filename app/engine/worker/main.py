@@ -208,7 +208,7 @@ class _Worker:
             draft,
         )
         self.scheduler.chunk = self.n_batch
-        self.scheduler.always_draft = req.always_draft
+        self.scheduler.drafter.always_draft = req.always_draft
         self.scheduler.images.vision = vision
         info = ModelInfo(
             path=req.path,
@@ -221,7 +221,7 @@ class _Worker:
             metadata={k: v for k, v in llm.metadata.items() if len(v) < 65536},
             placement=placement,
             sequences=len(self.pool.all),
-            speculative=self.scheduler.speculative,
+            speculative=self.scheduler.drafter.speculative,
             **(vision.facts() if vision is not None else {}),
         )
         self._send(Loaded(req.request, info))
@@ -278,6 +278,8 @@ class _Worker:
             if self.low.llama_decode(self.llm._ctx.ctx, batch) != 0:
                 raise RuntimeError("llama.cpp could not evaluate the prompt")
             seq.tokens.extend(chunk)
+            if keep is not None:  # as a generation's read keeps them
+                pool.checkpoint(seq, len(prompt) - len(seq.tokens), self.n_batch)
         n_vocab = self.llm.n_vocab()
         row = self.low.llama_get_logits_ith(self.llm._ctx.ctx, -1)
         self._evaluated = seq  # its state is kept once the answer went out (`_keep`)

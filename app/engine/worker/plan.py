@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.engine.worker.kv_snapshots import common_prefix
+from app.engine.worker.kv_candidates import common_prefix
 from app.engine.worker.speculate import DRAFT_MAX, StepCosts, draft_length
 from app.engine.worker.vision import is_image
 

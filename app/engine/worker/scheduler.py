@@ -17,7 +17,9 @@ Guarantees:
   from what this generation's drafts were accepted and what steps cost.
 - A cancel is seen between steps, and during a step that evaluates a prompt chunk between
   llama.cpp's graph nodes (the step is then undone and the others go on at the next one).
-- After each prompt chunk but the last, how far its prompt is read goes out (`PromptProgress`).
+- After each prompt chunk but the last, how far its prompt is read goes out (`PromptProgress`),
+  and a sliding-window model's sequence keeps a context checkpoint when one is due
+  (`checkpoints.py`; a generation with something to keep only).
 - At its end a generation's last tokens and its `Finished` go out, its cache's state is kept
   for its conversation (snapshots), and its sequence is free for the next in the queue.
 - A prompt with images (`vision.py`) is expanded when it comes, so its length is the one the
@@ -37,11 +39,12 @@ from app.domain.events import FinishReason, GenerationDone, Timings
 from app.engine.protocol import Finished, FromWorker, GenerateRequest, Refused, Started
 from app.engine.worker import plan
 from app.engine.worker.draft_model import DraftModel
+from app.engine.worker.drafting import Drafter
 from app.engine.worker.plan import Active, Admission, Batch, Chunk, Draft, Row, Waiting, Withdrawn
 from app.engine.worker.running import Running, sampler_chain, scored
 from app.engine.worker.sequences import Pool
 from app.engine.worker.sequences import Sequence as Seq
-from app.engine.worker.speculate import Lookup, StepCosts
+from app.engine.worker.speculate import Lookup
 from app.engine.worker.vision import Images, VisionError, is_image
 from app.errors import ErrorCode
 
@@ -70,10 +73,7 @@ class Scheduler:
         self.n_vocab = int(llm.n_vocab())
         self.queue: collections.deque[GenerateRequest] = collections.deque()
         self.active: list[Running] = []
-        self.speculative = speculative if speculative in ("lookup", "draft") else "off"
-        self.draft = draft
-        self.costs = StepCosts()
-        self.always_draft = False  # every proposal drafted, whatever it costs (exactness tests)
+        self.drafter = Drafter(speculative, draft, self.n_ctx)
         self._batch = low.llama_batch_init(n_batch, 0, 1)
         self._abort = low.ggml_abort_callback(lambda _data: self._abort_now())
         self._no_abort = low.ggml_abort_callback()
@@ -94,8 +94,7 @@ class Scheduler:
     def close(self) -> None:
         self.images.close()
         self.low.llama_batch_free(self._batch)
-        if self.draft is not None:
-            self.draft.close()
+        self.drafter.close()
 
     @property
     def busy(self) -> bool:
@@ -185,7 +184,7 @@ class Scheduler:
         expanded = self.images.of(req.request)
         if expanded is not None:
             run.images, run.image_tokens = expanded.images, tuple(expanded.counts)
-        if self.speculative == "lookup":
+        if self.drafter.speculative == "lookup":
             run.lookup = Lookup([t for t in prompt if not is_image(t)])
         return run
 
@@ -199,7 +198,7 @@ class Scheduler:
         if not self.active:
             return
         decoding = sorted((r for r in self.active if r.next is not None), key=lambda r: r.seq.id)
-        drafts = self._drafts(decoding)
+        drafts = self.drafter.drafts(decoding, self.n_batch)
         batch = plan.batch(self._views(), drafts, self.n_batch, self.chunk)
         if batch.parts:
             self._run(batch)
@@ -245,52 +244,6 @@ class Scheduler:
         run.seq.tokens.extend(run.todo[:n])
         del run.todo[:n]
 
-    # --- drafts ---------------------------------------------------------------------
-
-    def _drafts(self, decoding: list[Running]) -> dict[int, Draft]:
-        """The drafts each decoding generation checks (by sequence, in their order), each
-        within the room the ones before it left."""
-        drafts: dict[int, Draft] = {}
-        width = len(decoding)
-        for run in decoding:
-            draft = self._draft(run, width, self.n_batch - width - 1)
-            if draft.tokens:
-                drafts[run.seq.id] = draft
-                width += len(draft.tokens)
-        return drafts
-
-    def _draft(self, run: Running, batch: int, room: int) -> Draft:
-        """The drafts to check for `run` in a step of `batch` tokens; none when not worth it."""
-        limit = plan.draft_limit(room, self.n_ctx, len(run.seq.tokens))
-        if limit <= 0:
-            return Draft()
-        if self.speculative == "lookup" and run.lookup is not None:
-            return self._looked_up(run, run.lookup, batch, limit)
-        if self.speculative == "draft" and self.draft is not None and not run.images:
-            return self._drafted(run, self.draft, batch, limit)  # (an image is no token)
-        return Draft()
-
-    def _looked_up(self, run: Running, lookup: Lookup, batch: int, limit: int) -> Draft:
-        kind, proposal = lookup.propose(limit)
-        if not proposal:
-            return Draft()
-        rate = run.acceptance.rate(kind)
-        always = self.always_draft
-        length = plan.lookup_length(len(proposal), rate, batch, self.costs, always=always)
-        if length == 0:
-            run.acceptance.shadow(kind, len(lookup.tokens), proposal)
-            return Draft()
-        return Draft(kind, tuple(proposal[:length]))
-
-    def _drafted(self, run: Running, model: DraftModel, batch: int, limit: int) -> Draft:
-        run.steps += 1
-        rate, ms, always = run.acceptance.rate(0), model.ms_per_token, self.always_draft
-        length = plan.model_length(
-            limit, rate, batch, self.costs, draft_ms=ms, steps=run.steps, always=always
-        )
-        history = [*run.seq.tokens, run.next if run.next is not None else 0]
-        return Draft(0, tuple(model.propose(run.seq.id, history, length)))
-
     # --- the batch ------------------------------------------------------------------
 
     def _run(self, batch: Batch) -> None:
@@ -308,7 +261,7 @@ class Scheduler:
             self._failed(status)
             return
         if not batch.prompting:
-            self.costs.record(len(batch.rows), (time.perf_counter() - started) * 1000)
+            self.drafter.costs.record(len(batch.rows), (time.perf_counter() - started) * 1000)
         self._take(batch, runs)
 
     def _decode(self, rows: Sequence[Row], prompting: bool) -> int:
@@ -341,6 +294,8 @@ class Scheduler:
                     self._checkpoint(run)  # (after the first token went out: not in its way)
                 else:
                     run.read(self._send)  # how far its prompt is read
+                    if run.req.keep is not None:
+                        self.pool.checkpoint(run.seq, len(run.todo), self.chunk)
             else:
                 run.seq.tokens.append(part.token)
                 self._sample(run, sampled[part.seq], part.draft)

@@ -12,6 +12,9 @@ Guarantees:
   clients with the same instructions), or a snapshot (`kv_snapshots.py`) when it holds more.
   A cache that no longer holds what the kept prefix attends to (a sliding window) is cleared:
   the prompt is evaluated again rather than continued from a state the model never had.
+- A sliding-window model's sequence carries the context checkpoints of its read
+  (`checkpoints.py`): `checkpoint` takes one after a prompt chunk when one is due; a cut keeps
+  those at or before it, a copied cache brings the other sequence's, a cleared one has none.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.protocol import Keep
-from app.engine.worker.kv_snapshots import Restored, Snapshots, common_prefix
+from app.engine.worker import checkpoints
+from app.engine.worker.checkpoints import Checkpoint
+from app.engine.worker.kv_candidates import common_prefix
+from app.engine.worker.kv_snapshots import Restored, Snapshots
 from app.engine.worker.plan import SHARE_MIN, Seat, choose
 
 
@@ -35,6 +41,7 @@ class Sequence:
     tokens: list[int] = field(default_factory=list)
     busy: bool = False
     used: float = 0.0
+    checkpoints: tuple[Checkpoint, ...] = ()  # of the read its cache holds (by count)
 
 
 class Pool:
@@ -85,12 +92,31 @@ class Pool:
         """Drop what `seq` holds past its first `n` tokens; whether it holds those still."""
         if self.low.llama_memory_seq_rm(self.memory, seq.id, n, -1) and self.holds(seq.id, n):
             del seq.tokens[n:]
+            seq.checkpoints = checkpoints.below(seq.checkpoints, n)
             return True
         return False
 
     def clear(self, seq: Sequence) -> None:
         self.low.llama_memory_seq_rm(self.memory, seq.id, -1, -1)
-        seq.tokens = []
+        seq.tokens, seq.checkpoints = [], ()
+
+    def checkpoint(self, seq: Sequence, todo: int, chunk: int) -> None:
+        """After a chunk of a prompt (`todo` tokens still to read, `chunk` at most a step):
+        keep a context checkpoint of `seq` when one is due (`checkpoints.due`)."""
+        snapshots = self.snapshots
+        if snapshots is None or not snapshots.checkpoints:
+            return
+        last = seq.checkpoints[-1].count if seq.checkpoints else 0
+        if not checkpoints.due(len(seq.tokens), todo, last, chunk):
+            return
+        settings, size = snapshots.settings, max((p.size for p in seq.checkpoints), default=0)
+        most = checkpoints.limit(settings.checkpoints, size, settings.ram_bytes, len(self.all))
+        if most <= 0:
+            return
+        state = checkpoints.take(self.llm, self.low, seq.id)
+        if state is not None:
+            point = Checkpoint(len(seq.tokens), state)
+            seq.checkpoints = checkpoints.thinned((*seq.checkpoints, point), most)
 
     def _share(self, seq: Sequence, prompt: Tokens[int], reused: int) -> int:
         """Copy the cache of the sequence that holds the most of `prompt` when it beats ours by
@@ -105,7 +131,7 @@ class Pool:
             return reused
         self.clear(seq)
         self.low.llama_memory_seq_cp(self.memory, best.id, seq.id, -1, -1)
-        seq.tokens = list(best.tokens)
+        seq.tokens, seq.checkpoints = list(best.tokens), best.checkpoints
         if self.cut(seq, shared):
             return shared
         self.clear(seq)

@@ -20,7 +20,9 @@ Guarantees:
   evaluates the prompt instead.
 - `anchored(state, window)` is the state with every section after the first filled down to
   position 0, only where every filled position is outside the window of the next token; the
-  first section (the whole-attention cache) must already start at 0. None when it cannot be.
+  first section (the whole-attention cache) must already start at 0. With `whole=False` the
+  state is a window cache's only (a partial state: `checkpoints.py`) and every section is
+  filled. None when it cannot be.
 - `cuttable(count, floor, window)`: a state whose real cells start at `floor` may be cut back to
   `count` tokens only when the window of the token at `count` starts at or above it.
 """
@@ -177,13 +179,15 @@ def _starts(section: Section) -> list[tuple[int, int]]:
     return [(s.positions[0], s.positions[-1]) for s in section.streams if s is not None]
 
 
-def anchored(state: bytes, window: int) -> bytes | None:
+def anchored(state: bytes, window: int, *, whole: bool = True) -> bytes | None:
     """`state` laid as a fresh evaluation lays it (see the guarantees), or None."""
     layout = parse(state)
-    if layout is None or not all(first == 0 for first, _ in _starts(layout.sections[0])):
+    if layout is None:
         return None
-    sections = [layout.sections[0]]
-    for section in layout.sections[1:]:
+    if whole and not all(first == 0 for first, _ in _starts(layout.sections[0])):
+        return None
+    sections = [layout.sections[0]] if whole else []
+    for section in layout.sections[1:] if whole else layout.sections:
         streams: list[Stream | None] = []
         for stream in section.streams:
             if stream is None or stream.positions[0] == 0:

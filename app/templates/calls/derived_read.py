@@ -38,12 +38,10 @@ class _More(Exception):
 
 
 class _Compiled(NamedTuple):
-    """A `Lit` ready to match: its pattern, literal lead, whether a match that ends with the
-    text may grow (trailing whitespace), and whether it has no holes."""
+    """A `Lit` ready to match: its pattern, its literal lead, whether it has no holes."""
 
     rx: re.Pattern[str]
     lead: str
-    grows: bool
     single: bool
 
 
@@ -82,6 +80,9 @@ class MarkupReader:
         self._lits: list[Lit] = []
         self._values: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
         self._name_rx = self._name_pattern()
+        self._fast = self._fast_pattern()
+        self._sectioned = markup.sectioned
+        self._sep = bool(markup.param_sep.text)  # none: the next argument follows at once
 
     def read(self, text: str, final: bool) -> Read:
         """The calls at the start of `text` and the length they took (see the guarantees)."""
@@ -118,7 +119,7 @@ class MarkupReader:
         found = self._re.get((id(lit), key))
         if found is None:
             rx = re.compile(lit.pattern(key), re.DOTALL)
-            found = _Compiled(rx, lit.lead().strip(), _grows(lit), len(lit.parts) == 1)
+            found = _Compiled(rx, lit.lead().strip(), len(lit.parts) == 1)
             self._re[(id(lit), key)] = found
             self._lits.append(lit)  # its id names it only while it lives
         return found
@@ -126,14 +127,15 @@ class MarkupReader:
     def _match(
         self, lit: Lit, text: str, pos: int, final: bool, key: str | None = None
     ) -> int | None:
-        """Where `lit` ends when it matches at `pos`; None when it does not; `_More` when the
-        text ends inside it (or where its trailing whitespace may still grow)."""
+        """Where `lit` ends when it matches at `pos` (whitespace it ends with may be cut off by
+        the end of the text: whitespace after calls is no answer text); None when it does not
+        match; `_More` when the text ends inside it."""
         c = self._compiled(lit, key)
         found = c.rx.match(text, pos)
-        if found is not None and (found.end() < len(text) or final or not c.grows):
+        if found is not None:
             return found.end()
         rest, lead = text[pos:].strip(), c.lead
-        if not final and (found is not None or lead.startswith(rest) or rest.startswith(lead)):
+        if not final and (lead.startswith(rest) or rest.startswith(lead)):
             raise _More
         if final and rest and lead.startswith(rest) and c.single:
             return len(text)  # the answer ends inside the markup (its end-of-turn a stop token)
@@ -164,7 +166,7 @@ class MarkupReader:
 
     def _section(self, text: str, final: bool) -> tuple[list[ToolCall], int]:
         m = self.markup
-        pos = self._need(m.section_open, text, 0, final, "its opening") if m.sectioned else 0
+        pos = self._need(m.section_open, text, 0, final, "its opening") if self._sectioned else 0
         calls: list[ToolCall] = []
         while True:
             start = pos
@@ -174,7 +176,7 @@ class MarkupReader:
             except CallSyntaxError as exc:
                 raise self._bad(exc, text, start, calls) from None
             calls.append(call)
-            if not m.sectioned:
+            if not self._sectioned:
                 return calls, self._past_close(text, pos, final)
             after = self._match(m.section_close, text, pos, final)
             if after is not None and (m.section_close.text.strip() or pos >= len(text.rstrip())):
@@ -253,7 +255,13 @@ class MarkupReader:
         m = self.markup
         found: dict[str, Any] = {}
         at = pos
-        while True:
+        while self._fast is not None and (hit := self._fast.match(text, at)) is not None:
+            found[hit["k"]], pos = _typed(hit["v"].strip()), hit.end()
+            nxt = self._match(m.param_sep, text, pos, final) if self._sep else pos
+            if nxt is None:
+                return found, pos
+            at = nxt
+        while True:  # what the one pattern does not take, read step by step
             start = self._match(m.param_open, text, at, final)
             key = ARG_NAME.match(text, start) if start is not None else None
             if start is None or key is None:
@@ -281,6 +289,20 @@ class MarkupReader:
         raw = hit.group(1)
         return _typed(raw.strip() if not m.quote_open else raw), hit.end()
 
+    def _fast_pattern(self) -> re.Pattern[str] | None:
+        """One argument (unquoted) as one pattern: what `_keyed` reads step by step, the same
+        way (each step's markup atomic, as a match of its own), so both read it alike."""
+        m = self.markup
+        if not m.per_key or m.quote_open:
+            return None
+        k = "(?P=k)"
+        after = f"(?:{m.param_sep.pattern()}{m.param_open.pattern()}|{m.call_close.pattern()})"
+        return re.compile(
+            f"(?>{m.param_open.pattern()})(?P<k>[\\w.\\-]++)(?>{m.param_mid.pattern(named=k)})"
+            f"(?P<v>.*?){m.param_close.pattern(named=k)}(?={after})",
+            re.DOTALL,
+        )
+
     def _value_rx(self, key: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
         """(a quoted value, a bare one) of argument `key`, each up to its closing markup."""
         found = self._values.get(key)
@@ -299,23 +321,26 @@ class HeldCall:
 
     def __init__(self, reader: MarkupReader) -> None:
         self._reader = reader
-        # where each word that may complete the call, not yet met, may begin: the closing
-        # word, and the markup that closes a turn of lone calls (it may follow the closing word)
-        start = len(reader.trigger)
-        self._from = {w: start for w in (reader.closing, reader.end) if w}
+        self._afresh: bool | None = None  # read afresh each time (known at the first read)
+        # the words that may complete the call (the closing word, and the markup that closes
+        # a turn of lone calls, which may follow it), and where one not yet met may begin
+        self._words = tuple(w for w in (reader.closing, reader.end) if w)
+        self._from = [len(reader.trigger)] * len(self._words)
 
     def read(self, text: str, final: bool) -> Read:
-        r = self._reader
-        if final or not r.closing or not text.startswith(r.trigger):
-            return r.read(text, final)
-        return r.parse(text, final) if self._met(text) else None
+        if self._afresh is None:  # a turn break, an end marker or markup with no closing word
+            r = self._reader
+            self._afresh = not r.closing or not text.startswith(r.trigger)
+        if final or self._afresh:
+            return self._reader.read(text, final)
+        return self._reader.parse(text, final) if self._met(text) else None
 
     def _met(self, text: str) -> bool:
-        """Whether a word in `_from` was written since the last read."""
+        """Whether one of `_words` was written since the last read."""
         met = False
-        for word, start in self._from.items():
-            met = met or text.find(word, start) >= 0
-            self._from[word] = max(start, len(text) - len(word) + 1)
+        for i, word in enumerate(self._words):
+            met = met or text.find(word, self._from[i]) >= 0
+            self._from[i] = max(self._from[i], len(text) - len(word) + 1)
         return met
 
 
@@ -333,12 +358,6 @@ def balanced(text: str, start: int) -> int | None:
 
 
 _BRACES = re.compile(r'"(?:[^"\\]|\\.)*"|[{}]', re.DOTALL)
-
-
-def _grows(lit: Lit) -> bool:
-    """Whether a match of `lit` that ends where the text does may still grow: its markup ends
-    with whitespace, which matches any run."""
-    return bool(lit.text.strip()) and lit.parts[-1][-1:].isspace()
 
 
 def _typed(text: str) -> Any:

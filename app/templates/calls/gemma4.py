@@ -152,6 +152,9 @@ class Gemma4(Remembering, CallFormat):
     def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(RESPONSE):
             return [], len(RESPONSE)  # the end of a turn that calls
+        if not final and scan.find(text, "}") < 0 and scan.find(text, CLOSE) < 0:
+            scan.wait_for(text, "}", CLOSE)
+            return None  # only a `}` closes its arguments, only its close ends a bad call
         at = skip_space(text, len(OPEN))
         if not text.startswith(CALL, at):
             if not final and CALL.startswith(text[at:]):
@@ -164,9 +167,6 @@ class Gemma4(Remembering, CallFormat):
             if brace < 0 and not final and "<" not in name and "\n" not in name:
                 return None
             return _bad(text, final, "the call has no name", "")
-        if not final and scan.find(text, "}", brace) < 0 and scan.find(text, CLOSE) < 0:
-            scan.wait_for(text, "}", CLOSE)
-            return None  # only a `}` closes the arguments, only the call's close ends it
         read = _arguments(text, brace, scan)
         if read is None:
             if not final:

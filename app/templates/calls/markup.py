@@ -37,9 +37,11 @@ class Lit:
     def text(self) -> str:
         return HOLE.join(self.parts)
 
-    def pattern(self, key: str | None = None) -> str:
-        """The regular expression it matches (`key`: the argument whose name it repeats)."""
-        named = "[^\\n]*?" if key is None else re.escape(key)
+    def pattern(self, key: str | None = None, named: str | None = None) -> str:
+        """The regular expression it matches (`key`: the argument whose name it repeats;
+        `named`: a regular expression that stands where it repeats it, such as a backreference)."""
+        if named is None:
+            named = "[^\\n]*?" if key is None else re.escape(key)
         return "[^\\n]*?".join(named.join(_loose(k) for k in p.split(KEY)) for p in self.parts)
 
     def lead(self) -> str:

@@ -63,9 +63,14 @@ class CallScanner:
         if self.idle and self.firsts.isdisjoint(text):
             return [text]
         self._buf += text
-        if self._in_call and self._closers and self._closers.isdisjoint(text):
+        if not self._in_call:
+            return self._scan(final=False)
+        if self._closers and self._closers.isdisjoint(text):
             return []  # it cannot have completed the held call
-        return self._scan(final=False)
+        out: list[str | Scanned] = []
+        if not self._read(False, out):
+            return out  # still open (the common case, decided without a scan)
+        return out + self._scan(final=False)
 
     def finish(self) -> list[str | Scanned]:
         return self._scan(final=True)

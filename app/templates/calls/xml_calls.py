@@ -122,9 +122,14 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "string")
 
 
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # how JSON (and Python's NaN, Infinity) begin
+
+
 def typed_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
     """A parameter's text as the value the schema asks for (see the module guarantees)."""
     types = _types(schema) if schema else set()
+    if raw.lstrip()[:1] not in _JSON_STARTS:
+        return raw  # no JSON value starts so (what `json.loads` would say, without raising)
     try:
         parsed: Any = json.loads(raw)
     except ValueError:

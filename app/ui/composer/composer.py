@@ -6,7 +6,8 @@ in one place sends, and while this chat's answer streams it is a Stop button dra
 (its own colour, icon and text) — Stop and Esc act on this chat's answer only; while an answer
 streams (this chat's or another's) Enter queues the message and the button says Queue in a
 chat that is not the one answering (`send_button.py`); an empty box's Enter never stops
-anything; the open chat's queued messages show right above the field (`queue_panel.py`); the
+anything; the open chat's queued messages show right above the field (`queue_panel.py`) and a draft
+stays with the chat it was typed in (`drafts.py`); the
 box grows with its text (2 to 8 lines, then scrolls); only what
 applies to the loaded model is offered (the reasoning effort for a model that takes one; Tools
 disabled, saying why, for a model that cannot call tools) and Tools says how many tools are
@@ -38,6 +39,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from app.controllers.fit import Fit
+from app.ui.composer.drafts import Drafts
 from app.ui.composer.field import ComposerField
 from app.ui.composer.fit_bar import FitOffer
 from app.ui.composer.image_chips import ImageTray
@@ -52,6 +54,7 @@ from app.ui.theme import mark
 if TYPE_CHECKING:
     from app.controllers.attachments import Picture
     from app.controllers.background import Background
+    from app.controllers.chat import ChatController
     from app.controllers.mcp_context import McpContext
     from app.domain.history import ChatDoc
     from app.ui.composer.mcp_offers import McpOffers
@@ -275,6 +278,11 @@ class Composer(QWidget):
     def set_documents(self, documents: list[Path]) -> None:
         """The library's documents (read off the GUI thread), offered after "@"."""
         self.mentions.set_documents(documents)
+
+    def bind(self, chats: ChatController) -> None:
+        """The open chat's queued messages and its draft follow `chats`' selection."""
+        self.queued.bind(chats)
+        self.drafts = Drafts(self.box, chats)  # `drafts.py`
 
     def use_mcp(self, context: McpContext, doc: Callable[[], ChatDoc], jobs: Background) -> None:
         """Offer the MCP servers of the conversation `doc()` after "@" and "/" (called again:

@@ -12,9 +12,11 @@ the prompt is shown as its text, highlighted, decided by id from the model's own
 model than the one whose vocabulary it holds is never decoded with it: the Prompt and Tokens
 pages say who answered and how to see its tokens (`vocabulary.py`); its figures are
 `Figures` of the reply's record, the status bar's and the footer's numbers (`run.py`);
-secrets are redacted from everything it shows; nothing here is ever put on the clipboard by
-the transcript's Copy actions. Its search box is the only place analysis can be searched (the
-sidebar's search never sees it); a result shows its turn.
+secrets are redacted from everything it shows; an answer without analysis says why on the
+Analysis page (`analysis_note.py`: "This model writes no analysis" for a model that does
+not); nothing here is ever put on the clipboard by the transcript's Copy actions. Its
+search box is the only place analysis can be searched (the sidebar's search never sees it);
+a result shows its turn.
 """
 
 from __future__ import annotations
@@ -22,14 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QPlainTextEdit,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -40,6 +40,8 @@ from PySide6.QtWidgets import (
 from app.controllers.chat import ChatController
 from app.domain.history import Reply
 from app.domain.redact import redact
+from app.ui.debug.analysis_note import analysis_note, loaded_reasons
+from app.ui.debug.events import append as _append
 from app.ui.debug.prompt import Run, prompt_runs, show_prompt
 from app.ui.debug.run import RunPage, text_box
 from app.ui.debug.token_strip import TokenStrip
@@ -86,6 +88,7 @@ class DebugPane(QDockWidget):
         self.special_tokens: Mapping[int, bytes] = {}  # the model's, by id, spelled out
         self.vocabulary = ""  # the model the token table is of (`vocabulary.py`)
         self.loaded = ""  # the model loaded now
+        self.reasons: bool | None = None  # whether it writes analysis (`analysis_note.py`)
         body = QWidget(self)
         column = QVBoxLayout(body)
         self._build_search(body, column)
@@ -165,6 +168,7 @@ class DebugPane(QDockWidget):
         self.token_table = controller.token_table
         self.special_tokens = controller.special_tokens
         self.vocabulary, self.loaded = vocabulary_of(controller), controller.host.name
+        self.reasons = loaded_reasons(controller)
 
     def _is_special(self, token: int) -> bool:
         return token in self.special_tokens
@@ -214,6 +218,7 @@ class DebugPane(QDockWidget):
         for box in (self.analysis, self.tokens, self.prompt):
             box.clear()
         self.prompt_count.clear()
+        self.analysis.setPlaceholderText("")
         self.strip.show_scores([])
         self.run.clear()
         self._prompt_runs = []
@@ -245,9 +250,10 @@ class DebugPane(QDockWidget):
         elif len(d.token_scores) > drawn:  # the new tokens only
             self.strip.add_scores(d.token_scores[drawn:])
         if len(d.events) > n_events:
-            _append(self.events, "".join(redact(e) + "\n" for e in d.events[n_events:]))
+            self.run.log.add(d.events[n_events:])
         self._shown = (id(reply), len(d.analysis), len(d.token_ids), len(d.events))
         self._show_prompt(d.prompt_ids)
+        self.analysis.setPlaceholderText(analysis_note(reply, self.loaded, self.reasons))
         self.run.show_reply(reply)
 
     def _other_model(self, reply: Reply) -> bool:
@@ -259,7 +265,8 @@ class DebugPane(QDockWidget):
         self.prompt_count.setText(why)
         self.tokens.setPlainText(why)
         _append(self.analysis, redact(reply.debug.analysis))  # text: its own, whoever wrote it
-        _append(self.events, "".join(redact(e) + "\n" for e in reply.debug.events))
+        self.run.log.add(reply.debug.events)
+        self.analysis.setPlaceholderText(analysis_note(reply, self.loaded, self.reasons))
         self.run.show_reply(reply)
         return True
 
@@ -278,12 +285,6 @@ class DebugPane(QDockWidget):
         """The special tokens' highlight in the new theme's colours."""
         if self._prompt_runs:
             show_prompt(self.prompt, self._prompt_runs)
-
-
-def _append(box: QPlainTextEdit, text: str) -> None:
-    cursor = box.textCursor()
-    cursor.movePosition(QTextCursor.MoveOperation.End)
-    cursor.insertText(text)
 
 
 __all__ = ["DebugPane", "DebugTabs"]

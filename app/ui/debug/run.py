@@ -5,7 +5,8 @@ Guarantees: every figure is `Figures.of` the reply's debug record, in `Figures.r
 so the speed here, the timeline's "average", the status bar's and the answer's footer are one
 number; a figure that was not measured is left out, never shown as 0; the model's name and the
 sampling are redacted (numbers are not: a figure named "first token" is not a secret); a
-prompt with images says how many and the tokens they became ("Images: 1 → 16 tokens").
+prompt with images says how many and the tokens they became ("Images: 1 → 16 tokens"); the
+timeline and the events each have their title over them, llama.cpp's log folded (`events.py`).
 """
 
 from __future__ import annotations
@@ -14,23 +15,21 @@ import html
 from collections.abc import Mapping
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.domain.figures import Figures
 from app.domain.history import Reply
 from app.domain.redact import redact
+from app.ui.debug.events import EventsView, text_box
 from app.ui.debug.timeline import TurnTimeline
-from app.ui.markdown.view import monospace
 from app.ui.theme import current, mark
 
 
-def text_box(name: str, parent: QWidget) -> QPlainTextEdit:
-    """A read-only monospace box, named for screen readers."""
-    box = QPlainTextEdit(parent)
-    box.setReadOnly(True)
-    box.setFont(monospace())
-    box.setAccessibleName(name)
-    return box
+def title(text: str, parent: QWidget) -> QLabel:
+    """A part's title over it, muted."""
+    label = QLabel(text, parent)
+    mark(label, "muted")
+    return label
 
 
 class RunPage(QWidget):
@@ -52,15 +51,14 @@ class RunPage(QWidget):
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.details.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        events_title = QLabel("Events", self)
-        mark(events_title, "muted")
-        self.events = text_box("Parser events", self)
-        self.events.setPlaceholderText("The parser's issues and a remote endpoint's requests")
+        self.log = EventsView(self)
+        self.events = self.log.events
         column = QVBoxLayout(self)
+        column.addWidget(title("Timeline: prompt, decoding and tools over time", self))
         column.addWidget(self.timeline)
         column.addWidget(self.details)
-        column.addWidget(events_title)
-        column.addWidget(self.events, 1)
+        column.addWidget(title("Events", self))
+        column.addWidget(self.log, 1)
 
     def show_reply(self, reply: Reply) -> None:
         """The figures, the timeline and the sampling of `reply` (its events are appended by
@@ -82,7 +80,7 @@ class RunPage(QWidget):
         self.figures, self._rows = Figures(), []
         self.timeline.show_turn([], [])
         self.details.clear()
-        self.events.clear()
+        self.log.clear()
 
     def theme_changed(self) -> None:
         self.details.setText(_table(self._rows))

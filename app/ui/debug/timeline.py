@@ -8,7 +8,10 @@ equal slices of the decoding time (present when the tokens' arrival was recorded
 pane was open). The one speed written as the answer's is `Figures.rate()` — the number the
 status bar and the answer's footer show — drawn as a dashed line over the last decoding span
 and labelled "average"; the curve's highest slice is labelled "peak", apart from it, so an
-instant's burst is never read as the answer's speed.
+instant's burst is never read as the answer's speed. Each span is labelled on the timeline
+("prompt 1,255 ms", "decoding 2,789 ms", "tool NAME 30 ms"): inside its bar where it fits, else
+just right of it where that lane is free, else left out (its tooltip still says it); labels
+never overlap one another or another bar.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtGui import QFontMetricsF, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.domain.figures import Figures
@@ -91,6 +94,24 @@ class TurnTimeline(PointTips):
         top = LABEL + CURVE + GAP + lane * (LANE + GAP)
         return QRectF(self._x(start), top, max(2.0, self._x(end) - self._x(start)), LANE)
 
+    def labels(self) -> list[tuple[str, QRectF]]:
+        """Each span's label and where it is drawn (`span_label` words; see the module)."""
+        metrics = QFontMetricsF(self.font())
+        rects = [(kind, self.rect_of(kind, start, end)) for kind, start, end in self.spans]
+        placed: list[tuple[str, QRectF]] = []
+        for (kind, start, end), (_, bar) in zip(self.spans, rects, strict=True):
+            text = span_label(kind, end - start)
+            width = metrics.horizontalAdvance(text) + 6
+            inside = QRectF(bar.left(), bar.top(), width, bar.height())
+            beside = QRectF(bar.right() + 2, bar.top(), width, bar.height())
+            for rect in (inside, beside):
+                fits = rect.right() <= (bar.right() if rect is inside else self.width() - GAP)
+                others = [r for k, r in rects if r is not bar] + [r for _, r in placed]
+                if fits and not any(rect.intersects(r) for r in others):
+                    placed.append((text, rect))
+                    break
+        return placed
+
     def _curve_y(self, speed: float, top: float) -> float:
         return LABEL + CURVE - (CURVE - GAP) * speed / top
 
@@ -113,6 +134,13 @@ class TurnTimeline(PointTips):
             painter.setPen(QPen(t.colour("text"), 1, Qt.PenStyle.DashLine))
             painter.drawLine(
                 QPointF(self._x(decodes[-1][0]), y), QPointF(self._x(decodes[-1][1]), y)
+            )
+        painter.setPen(t.colour("text"))
+        for text, rect in self.labels():
+            painter.drawText(
+                rect.adjusted(3, 0, 0, 0),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                text,
             )
         label = QRectF(GAP, 0, self.width() - 2 * GAP, LABEL)
         painter.setPen(t.colour("text"))
@@ -145,4 +173,10 @@ class TurnTimeline(PointTips):
         self.update()
 
 
-__all__ = ["TurnTimeline", "speeds"]
+def span_label(kind: str, ms: float) -> str:
+    """A span's label: what it was and how long it took."""
+    words = {"prompt": "prompt", "decode": "decoding"}.get(kind, kind)
+    return f"{words} {ms:,.0f} ms"
+
+
+__all__ = ["TurnTimeline", "span_label", "speeds"]

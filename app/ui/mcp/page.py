@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -96,7 +96,7 @@ class McpPage(QDialog):
         outer = QVBoxLayout(self)
         outer.addWidget(scrolled(body, self), 1)
         outer.addLayout(self._buttons())
-        fit_dialog(self)
+        fit_dialog(self, body.sizeHint() + QSize(40, 60))  # all of it where there is room
         self.refresh()
 
     def _form(self) -> QVBoxLayout:

@@ -4,8 +4,9 @@ and download one in place into the library.
 
 Guarantees: widgets only — the hub is asked through `HubHost`, downloads go through the
 library's queue; nothing is sent until the user searches (Enter or Search) or picks a
-repository; a failure (no network, a refusal, a malformed answer) is one sentence under the
-lists, in the theme's error colour, and the page stays usable; a file that will not fit says
+repository; a failure (no network, a refusal, a malformed answer) is one sentence right under
+the search box, in the theme's error colour, and the page stays usable, offering the picks the
+app knows (`discover_picks.py`, shown too before any search); a file that will not fit says
 so in words and colour, one that cannot be downloaded says why and offers no button; a
 download shows its progress in its row (bytes and rate in the tooltip), and once done the
 model is in the library and the row says so.
@@ -39,6 +40,7 @@ from app.controllers.library_host import LibraryHost
 from app.domain.library import DownloadProgress, Fit, human_size
 from app.ui import theme
 from app.ui.icons import give
+from app.ui.models.discover_picks import DiscoverPicks
 from app.ui.models.rows import (
     BADGES,
     FACTS,
@@ -49,6 +51,7 @@ from app.ui.models.rows import (
     name_clear_button,
 )
 from app.ui.theme import mark
+from app.ui.window.screen_fit import fit_dialog
 
 COLUMNS = ["Quantisation", "File", "Size", "On this computer", ""]
 REPO = Qt.ItemDataRole.UserRole
@@ -116,12 +119,17 @@ class DiscoverPage(QDialog):
         self.setWindowTitle("Find models online")
         self.setObjectName("discover")
         self.resize(980, 620)
+        fit_dialog(self)  # within the screen it opens on
         self.offers: list[Offer] = []
         self.cells: dict[str, FileAction] = {}  # a file's first target → its cell
         self.targets: dict[str, tuple[str, ...]] = {}  # a file's first target → all its parts
         self.parts: dict[str, DownloadProgress] = {}  # a part's target → its progress
         column = QVBoxLayout(self)
         column.addLayout(self._search_bar())
+        self.message = QLabel(self)  # what the page says, right under the search box
+        self.message.setWordWrap(True)
+        self.message.setAccessibleName("Discover message")
+        column.addWidget(self.message)
         self.where = QLabel(
             f"Searches {self.hub.address.split('://', 1)[-1]} for GGUF models. Nothing is sent"
             " until you search.",
@@ -136,18 +144,17 @@ class DiscoverPage(QDialog):
         split.setStretchFactor(1, 1)
         split.setSizes([360, 620])
         column.addWidget(split, 1)
-        self.message = QLabel(self)
-        self.message.setWordWrap(True)
-        self.message.setAccessibleName("Discover message")
-        column.addWidget(self.message)
+        self.picks = DiscoverPicks(self)
         self.hub.found.connect(self.show_repos)
         self.hub.listed.connect(self.show_files)
-        self.hub.failed.connect(lambda text: self._say(text, warn=True))
+        self.hub.failed.connect(self._failed)
+        library.catalogued.connect(lambda _models: self.picks.offer())
         library.failed.connect(lambda text: self._say(text, warn=True))  # a refused download
         library.progressed.connect(self.show_progress)
         for p in library.queue.jobs():
             self.parts[p.target] = p
         self.theme_changed()
+        self.picks.offer()
 
     def _search_bar(self) -> QHBoxLayout:
         bar = QHBoxLayout()
@@ -222,6 +229,8 @@ class DiscoverPage(QDialog):
         self.hub.search(query)
 
     def _open(self, item: QListWidgetItem | None) -> None:
+        if item is not None and self.picks.open(item):
+            return  # a pick: shown from the catalogue, nothing asked of the hub
         repo = item.data(REPO) if item is not None else None
         if isinstance(repo, str):
             self.repo_title.setText(f"{repo} — reading its files…")
@@ -322,6 +331,11 @@ class DiscoverPage(QDialog):
         action = self.cells.get(first)
         if parts and action is not None:
             action.show_parts(parts)
+
+    def _failed(self, text: str) -> None:
+        """The hub could not answer: said under the search box, the picks offered instead."""
+        self._say(text, warn=True)
+        self.picks.offer()
 
     def _say(self, text: str, *, warn: bool = False) -> None:
         self.message.setText(text)

@@ -43,6 +43,7 @@ from app.ui.icons import give, icon
 from app.ui.models.downloads import DownloadRow
 from app.ui.models.rows import FACTS, TITLE, WARN, ModelRowDelegate, size_words, titles
 from app.ui.theme import mark
+from app.ui.window.screen_fit import fit_dialog
 
 COLUMNS = [
     "Name",
@@ -69,6 +70,7 @@ class ModelsPage(QDialog):
         self.host = host
         self.setWindowTitle("Models")
         self.resize(1000, 720)
+        fit_dialog(self)  # within the screen it opens on
         self.rows: list[Listed] = []
         self.downloads: dict[str, DownloadRow] = {}
         self.catalog: list[CatalogModel] = []

@@ -3,8 +3,9 @@ the searchable chooser of every model the app can load (clicking it, or Ctrl+L a
 
 Guarantees: it always shows the model that answers (or that none is loaded yet) by the name a
 person knows it by (the library's card, else the file name without its quantisation; the
-technical description — file, architecture, template — in its tooltip), with an eye when it sees
-images (its projector named in the tooltip; a projector that could not be used, said there too);
+technical description — file, architecture, template — in its tooltip), elided in its middle
+where the header is narrow, with an eye when it sees images (its projector named in the
+tooltip; a projector that could not be used, said there too);
 opening it (a click, the keyboard, Ctrl+L once `install_picker` ran) shows `ModelChooser`, never
 a bare list, and the mouse wheel never switches models; choosing loads through `load` (a bundled
 model readied first, off the GUI thread, by the library), "Open a file…" asks for a file, "Find
@@ -20,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QWheelEvent
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtGui import QKeyEvent, QKeySequence, QPaintEvent, QShortcut, QWheelEvent
+from PySide6.QtWidgets import QComboBox, QStyle, QStyleOptionComboBox, QStylePainter, QWidget
 
 from app.controllers.library_host import LibraryHost
 from app.controllers.model_host import ModelHost
@@ -158,6 +159,27 @@ class ModelPicker(QComboBox):
             self.library.prepare(path, self.load)
         else:
             self.load(path)
+
+    def shown(self, option: QStyleOptionComboBox | None = None) -> str:
+        """The name as it fits the field now: elided in its middle, so that its start and its
+        quantisation at the end both stay in sight."""
+        if option is None:
+            option = QStyleOptionComboBox()
+            self.initStyleOption(option)
+        control, part = QStyle.ComplexControl.CC_ComboBox, QStyle.SubControl.SC_ComboBoxEditField
+        room = self.style().subControlRect(control, option, part, self).width()
+        if not option.currentIcon.isNull():
+            room -= option.iconSize.width() + 4
+        middle = Qt.TextElideMode.ElideMiddle
+        return self.fontMetrics().elidedText(option.currentText, middle, max(room, 0))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        option.currentText = self.shown(option)
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in _OPENING_KEYS:

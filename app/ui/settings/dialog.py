@@ -38,6 +38,7 @@ from app.ui import appearance
 from app.ui.icons import give, icon
 from app.ui.settings import pages
 from app.ui.theme import mark
+from app.ui.window.screen_fit import fit_dialog
 
 NO_GPU = (
     " This copy of llama.cpp has no GPU backend: models run on the CPU, whatever is chosen here."
@@ -101,6 +102,7 @@ class SettingsDialog(QDialog):
         outer.addWidget(self.problem)
         outer.addWidget(buttons)
         self.resize(780, 500)
+        fit_dialog(self)  # within the screen: a small one scrolls the pages, never cuts
         self.saved: preferences.Settings | None = None
 
     def _data_folder(self, column: QVBoxLayout, parent: QWidget) -> None:

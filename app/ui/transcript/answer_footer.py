@@ -28,9 +28,6 @@ from app.domain.model_names import readable
 from app.ui.theme import mark
 
 INTERRUPTED = "interrupted"  # said as the reason an answer ended when the app stopped mid-answer
-INTERRUPTED_NOTICE = (
-    "Interrupted: the app stopped while this answer was written. The partial answer is kept."
-)
 
 
 class AnswerFooter(QLabel):

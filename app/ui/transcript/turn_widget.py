@@ -13,7 +13,8 @@ while hidden (Enter or Space presses a focused one); under a finished answer, it
 (`answer_footer.py`); the files a message carried open from its Files button; the images it
 carried show as thumbnails above its bubble (`Pictures`: each opens large; one no longer kept
 here shows its name), and stay with it when it is edited; a compaction's notice is its marker
-(`compaction_marker.py`: the summary on click, Undo through the controller).
+(`compaction_marker.py`: the summary on click, Undo through the controller); an answer the
+app's stopping cut short has its notice under it (`interrupted_notice.py`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from app.ui.theme import mark
 from app.ui.transcript.answer_footer import AnswerFooter
 from app.ui.transcript.cards import JsonCard, ToolCard
 from app.ui.transcript.compaction_marker import CompactionMarker, is_marker
+from app.ui.transcript.interrupted_notice import InterruptedNotice
 from app.ui.transcript.sources import SourcesRow
 from app.ui.transcript.turn_parts import ActionButton, Bubble, Pictures
 
@@ -180,6 +182,8 @@ class TurnWidget(QFrame):
         self.body = QVBoxLayout()
         self.body.setSpacing(6)
         layout.addLayout(self.body)
+        self.interrupted = InterruptedNotice(self)  # a crash-cut answer says so, as a Stop does
+        layout.addWidget(self.interrupted)
         self.sources = SourcesRow(self)  # the passages the answer cited
         layout.addWidget(self.sources)
 
@@ -334,6 +338,7 @@ class TurnWidget(QFrame):
         for marker in self.segments:
             if isinstance(marker, CompactionMarker):
                 marker.set_busy(busy)
+        self.interrupted.show_for(reply)
         self.continue_.setVisible(reply is not None and reply.continuable)
         self.continue_.setEnabled(not busy)
         self.update_footer()

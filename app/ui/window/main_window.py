@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         comp.tray.sees_images = lambda: c.sees_images  # the composer says when it cannot
         comp.mentionRequested.connect(lambda: self.jobs.run(library, comp.set_documents))
         comp.stopRequested.connect(c.stop_shown)  # only the open chat's answer
-        comp.queued.bind(c)  # the open chat's queued messages, above the field
+        comp.bind(c)  # the open chat's queued messages (above the field) and its draft
         self.context_ways = ContextWays(self)  # raise, compact, a new chat; the count follows
         self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)  # stops from anywhere
         self.escape.setEnabled(False)  # only while an answer streams: Esc is Esc otherwise

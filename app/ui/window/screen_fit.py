@@ -11,7 +11,7 @@ keeps a dialog inside its screen's available area (it scrolls instead: see `scro
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 PREFERRED = QSize(1100, 760)
@@ -40,15 +40,17 @@ def fit_window(window: QWidget) -> None:
     window.setGeometry(place)
 
 
-def fit_dialog(dialog: QWidget) -> None:
-    """Keep `dialog` (shown or about to be) within its screen's available area."""
+def fit_dialog(dialog: QWidget, wanted: QSize | None = None) -> None:
+    """Size `dialog` before it is shown: `wanted` (else the size it was given, else its size
+    hint), within its screen's available area less a frame."""
     screen = dialog.screen()
     if screen is None:
         return
+    if wanted is None:
+        resized = dialog.testAttribute(Qt.WidgetAttribute.WA_Resized)
+        wanted = dialog.size() if resized else dialog.sizeHint()
     room = screen.availableGeometry().size() - FRAME
-    size = dialog.size().expandedTo(dialog.minimumSizeHint()).boundedTo(room)
-    dialog.setMaximumSize(dialog.maximumSize().expandedTo(size))
-    dialog.resize(size)
+    dialog.resize(wanted.expandedTo(dialog.minimumSizeHint()).boundedTo(room))
 
 
 def grow_to_fit(dialog: QWidget) -> None:

@@ -1,0 +1,84 @@
+"""The window and its dialogs fit the screen (review M7): on a 640×480 screen and on a
+1366×768 laptop's 1366×728 left by its taskbar, the window the app builds opens inside the
+available area with the composer and Send on the screen, and Settings, MCP servers, the models
+page and the endpoint dialog open inside it with every button outside a scroll area on the
+screen. Each screen is Qt's offscreen platform given that size, in a fresh process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QRect, QSize
+
+from app.ui.window.screen_fit import FRAME, PREFERRED, first_geometry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def probe(tmp_path: Path, width: int, height: int) -> dict[str, Any]:
+    screens = {"screens": [{"name": "probe", "x": 0, "y": 0, "width": width, "height": height,
+                            "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}
+    config = tmp_path / "screens.json"
+    config.write_text(json.dumps(screens))
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
+           "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-m", "tests.ui.screen_probe"], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=240, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    facts: dict[str, Any] = json.loads(lines[-1])
+    return facts
+
+
+def inside(outer: list[int], inner: list[int]) -> bool:
+    return QRect(*outer).contains(QRect(*inner))
+
+
+@pytest.mark.parametrize("size", [(640, 480), (1366, 728)])
+def test_the_window_and_its_dialogs_open_inside_the_screen(tmp_path: Path, size: tuple[int, int]) -> None:
+    facts = probe(tmp_path, *size)
+    screen = facts["available"]
+    assert screen == [0, 0, *size]
+    assert inside(screen, facts["window"]), facts["window"]
+    assert inside(screen, facts["composer"]) and inside(screen, facts["send"])
+    assert facts["minimum"][0] <= size[0] and facts["minimum"][1] <= size[1]
+    assert {"settings", "mcp", "models", "endpoint"} <= set(facts["dialogs"])
+    for name, dialog in facts["dialogs"].items():
+        assert inside(screen, dialog["geometry"]), (name, dialog["geometry"])
+        for text, where in dialog["buttons"].items():
+            assert inside(screen, where), (name, text, where)
+        for area in dialog["scroll_areas"]:
+            assert inside(screen, area), (name, area)
+    if size == (640, 480):  # OK and Cancel of Settings were off-screen; MCP servers' Save too
+        assert {"OK", "Cancel"} <= set(facts["dialogs"]["settings"]["buttons"])
+        assert {"Save", "Test connection", "Close"} <= set(facts["dialogs"]["mcp"]["buttons"])
+
+
+def test_the_first_size_is_the_preferred_one_where_there_is_room_and_centred() -> None:
+    big = first_geometry(QRect(0, 0, 1920, 1040))
+    assert big.size() == PREFERRED
+    assert abs((big.left() - FRAME.width() // 2) - (1920 - big.right() - 1 - FRAME.width() // 2)) <= 1
+    laptop = first_geometry(QRect(0, 0, 1366, 728))
+    assert laptop.width() == PREFERRED.width() and laptop.height() + FRAME.height() <= 728
+    offset = first_geometry(QRect(1920, 24, 800, 600))  # a second screen, a panel on top
+    assert offset.left() >= 1920 and offset.top() >= 24
+    assert offset.size() == QSize(800 - FRAME.width(), 600 - FRAME.height())
+
+
+def test_a_narrow_header_elides_the_model_name_in_its_middle(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    from tests.ui.test_window import make_window
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    window.resize(640, 480)
+    picker = window.model_label
+    picker.set_loaded("SmolLM2 135M Instruct Extended Context · Q4_1")
+    qtbot.waitUntil(lambda: picker.width() < picker.fontMetrics().horizontalAdvance(picker.currentText()), timeout=3000)
+    shown = picker.shown()
+    assert "…" in shown and shown.startswith("SmolLM2") and shown.endswith("Q4_1"), shown
+    assert not picker.grab().isNull()  # painted through the same text
