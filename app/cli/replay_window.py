@@ -32,6 +32,7 @@ class _ReplayRemote:
 
     def __init__(self, source: Source) -> None:
         self.source = source
+        self.endpoints: tuple[Any, ...] = ()  # none configured: the reply names the endpoint alone
 
     def session(self, name: str, **_options: Any) -> Any:
         return session_for(self.source, "remote-text")

@@ -42,8 +42,14 @@ def _bundled_title(path: str) -> str:
 
 
 def _quant(path: str, metadata: dict[str, Any]) -> str:
-    header = GgufInfo(Path(path), 0, 0, metadata, ()).quantization
-    return header or quant_of_name(Path(path).name)
+    """The quantisation the header's file type names (llama.cpp gives its metadata as text:
+    "3"), else the file name's; never a guess from tensors this header does not carry."""
+    raw = str(metadata.get("general.file_type", "")).strip()
+    if raw.isdigit():
+        told = GgufInfo(Path(path), 0, 0, {"general.file_type": int(raw)}, ()).quantization
+        if told != GgufInfo(Path(path), 0, 0, {}, ()).quantization:  # a type it names
+            return told
+    return quant_of_name(Path(path).name)
 
 
 def loaded(

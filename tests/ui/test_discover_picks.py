@@ -3,6 +3,7 @@ search, and offers the picks the app knows (its catalogue) before a search and w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,26 @@ from app.controllers.library_host import LibraryHost
 from app.domain.library import human_size
 from app.ui.models.discover_page import DiscoverPage
 from app.ui.models.discover_picks import HEADING, PICK
-from tests.library.test_discover import FakeHub, fake_hub, home  # noqa: F401 (fixtures)
+from tests.library.test_discover import FakeHub
 
 OFFLINE = "http://127.0.0.1:9"  # the discard port: nothing listens
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("CONFIG", "DATA"):
+        (tmp_path / name.lower()).mkdir()
+        monkeypatch.setenv(f"HARMONY_DESK_{name}", str(tmp_path / name.lower()))
+    return tmp_path
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    """A hub on loopback (`tests/library/test_discover.py`), the one the page asks."""
+    hub = FakeHub(tmp_path)
+    monkeypatch.setenv("HARMONY_DESK_HUB", hub.base)
+    yield hub
+    hub.close()
 
 
 def opened(qtbot: Any) -> tuple[DiscoverPage, LibraryHost]:
@@ -33,7 +51,7 @@ def top_of(page: DiscoverPage, widget: Any) -> int:
 
 
 def test_offline_the_failure_is_under_the_search_box_and_the_picks_stay_offered(
-    qtbot: Any, home: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    qtbot: Any, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HARMONY_DESK_HUB", OFFLINE)
     page, library = opened(qtbot)
@@ -56,7 +74,7 @@ def test_offline_the_failure_is_under_the_search_box_and_the_picks_stay_offered(
 
 
 def test_a_pick_shows_its_catalogue_files_without_asking_the_hub(
-    qtbot: Any, home: Path, fake_hub: FakeHub  # noqa: F811
+    qtbot: Any, home: Path, fake_hub: FakeHub
 ) -> None:
     page, library = opened(qtbot)
     assert library.catalog is not None
@@ -71,7 +89,7 @@ def test_a_pick_shows_its_catalogue_files_without_asking_the_hub(
 
 
 def test_a_searchs_results_replace_the_picks_and_stay_when_a_later_search_fails(
-    qtbot: Any, home: Path, fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    qtbot: Any, home: Path, fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_hub.entries("tiny-org/Tiny-GGUF", {"type": "file", "path": "Tiny-Q4_0.gguf", "size": 10,
                      "lfs": {"oid": "1" * 64, "size": 10}})  # fmt: skip

@@ -59,9 +59,10 @@ from app.engine.worker.draft_model import DraftModel, same_vocabulary
 from app.engine.worker.inbox import Inbox
 from app.engine.worker.kv_snapshots import snapshots_for
 from app.engine.worker.load_guard import neutralise_chat_templates
+from app.engine.worker.loading import llama_for
 from app.engine.worker.masking import MaskFactory
 from app.engine.worker.native_log import Gathered, log, native_log
-from app.engine.worker.placement import as_loaded, llama_arguments, placement_for
+from app.engine.worker.placement import as_loaded, placement_for
 from app.engine.worker.scheduler import Scheduler
 from app.engine.worker.sequences import Pool
 from app.engine.worker.vision import Vision, projector_stamp
@@ -104,54 +105,10 @@ class _Worker:
 
     # --- loading --------------------------------------------------------------------
 
-    def _default_params(self, req: LoadRequest) -> tuple[Any, Any, Any]:
-        """Default model params that report load progress and stop on cancel, and context
-        params with the request's sequences (each its own cache stream when more than one)."""
-        model_defaults = self.low.llama_model_default_params
-        context_defaults = self.low.llama_context_default_params
-        extra_buffers = req.extra_buffers
-
-        def report(fraction: float, _data: Any) -> bool:
-            self._send(LoadProgress(req.request, float(fraction)))
-            return not self.inbox.cancelled(req.request)
-
-        callback = self.low.llama_progress_callback(report)
-
-        def model_params() -> Any:
-            p = model_defaults()
-            p.progress_callback = callback
-            # llama.cpp's CPU "extra buffer" (weight repacking, AMX) path crashed with SIGSEGV on
-            # Q4_K weights on these machines (AVX-512/AMX CPUs); plain buffers are safe everywhere.
-            p.use_extra_bufts = extra_buffers
-            return p
-
-        def context_params() -> Any:
-            p = context_defaults()
-            p.n_seq_max = max(1, req.sequences)
-            p.kv_unified = req.sequences <= 1  # one stream per sequence: exact side by side
-            return p
-
-        return model_params, context_params, callback
-
     def _llama(self, req: LoadRequest, path: str, placement: Any) -> Any:
         """A `Llama` for `path` with the request's context, threads and sequences."""
-        model_params, context_params, keep_alive = self._default_params(req)
-        defaults = self.low.llama_model_default_params, self.low.llama_context_default_params
-        self.low.llama_model_default_params = model_params
-        self.low.llama_context_default_params = context_params
-        try:
-            return self.lc.Llama(
-                model_path=path,
-                n_ctx=req.n_ctx * max(1, req.sequences),
-                n_batch=req.n_batch,
-                n_threads=req.n_threads,
-                n_threads_batch=req.n_threads,
-                verbose=False,
-                **llama_arguments(placement),
-            )
-        finally:
-            self.low.llama_model_default_params, self.low.llama_context_default_params = defaults
-            del keep_alive
+        cancelled = partial(self.inbox.cancelled, req.request)
+        return llama_for(self.lc, self.low, req, path, placement, self._send, cancelled)
 
     def load(self, req: LoadRequest) -> None:
         start = time.perf_counter()

@@ -6,8 +6,9 @@ inside the markup is matched leniently), None while the text may still grow into
 `CallSyntaxError` for text that cannot. No call is whole before the last word of the markup that
 closes it (`closing`) is written, so until then, short of the end, it reads None without
 reading the markup. A malformed or cut-off call is one error that takes all of its markup:
-through the first closing word after where the call began, or all of the text when none
-follows (whole calls before it in its section stand). A per-key value is JSON where it reads as
+through the first closing word after where the call began (where a call ends with its JSON
+object, through the `}` that balances its braces), or all of the text when none follows (whole
+calls before it in its section stand). A per-key value is JSON where it reads as
 a non-string JSON value, text otherwise.
 
 `HeldCall.read` answers as `MarkupReader.read` on text that only grows at its end between

@@ -2,7 +2,9 @@
 the searchable chooser of every model the app can load (clicking it, or Ctrl+L anywhere).
 
 Guarantees: it always shows the model that answers (or that none is loaded yet) by the name a
-person knows it by (the library's card, else the file name without its quantisation; the
+person knows it by (the library's card, else the loaded model's readable name — both made by
+`library/titles.py`'s rule, the one the answer footers and the status bar say — else the file
+name without its quantisation; the
 technical description — file, architecture, template — in its tooltip), elided in its middle
 where the header is narrow, with an eye when it sees images (its projector named in the
 tooltip; a projector that could not be used, said there too);
@@ -89,7 +91,10 @@ class ModelPicker(QComboBox):
         path = self.host.path
         if not path or self.loaded_name == NONE:
             return self.loaded_name
-        if self.library is not None:
+        listed = self.library is not None and any(r.entry.path == path for r in self.library.rows)
+        if self.host.name and not listed:  # the name the footers and the status bar say
+            return self.host.name
+        if self.library is not None:  # its card's (`library/titles.py`: the same name)
             return self.library.title_of(path)
         return Path(path).stem
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocumentFragment
 
 from app.secrets import Secrets
 from tests.keys.test_endpoints import secret_service, secret_service_backend
@@ -97,7 +98,12 @@ def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
     window.composer.box.setPlainText("Square twelve")
     qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
     card = pending_card(qtbot, window)
-    assert "square</b> · envy · MCP server" in card.title.text()  # not functions.envy__square
+    # the title as a person reads it: the tool's own name in bold, its server, what that is —
+    # never the namespaced name the model called (that stays as the tooltip)
+    shown = QTextDocumentFragment.fromHtml(card.title.text()).toPlainText()
+    assert shown.split(" · ")[:3] == ["square", "envy", "MCP server"], shown
+    assert "envy__square" not in shown and card.title.text().startswith("<b>square</b>")
+    assert card.title.toolTip() == "The model called it envy__square"
     with qtbot.waitSignal(window.controller.replyFinished, timeout=30_000):
         card.run.click()
     assert card.data["state"] == "ok" and "144" in card.result.toPlainText()
