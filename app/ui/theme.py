@@ -12,7 +12,9 @@ module imports nothing of the app, so every view may import it.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QRect, QRectF, Qt
@@ -123,7 +125,7 @@ QPushButton[role="stop"] {{ background: {t.error}; color: {t.window}; border: no
 QPlainTextEdit, QTextEdit, QLineEdit, QListWidget, QComboBox, QSpinBox, QDoubleSpinBox {{
     background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; }}
 QListWidget::item:selected {{ background: {t.bubble}; color: {t.text}; }}
-QScrollArea#transcript {{ background: {t.window}; border: none; }}
+{_spin_buttons(t)}QScrollArea#transcript {{ background: {t.window}; border: none; }}
 QTextBrowser#answer {{ background: transparent; border: none; }}
 QTextBrowser#preamble {{ border: none; }}
 QToolButton[role="action"] {{ background: transparent; border: 1px solid transparent;
@@ -153,6 +155,48 @@ QFrame[role="composer"] QScrollBar::add-line:vertical, QFrame[role="composer"]
     QScrollBar::sub-line:vertical {{ height: 0; }}
 *[role="chip"] {{ background: {t.code}; border: 1px solid {t.border}; border-radius: 8px; }}
 *[role="chip"] QToolButton {{ padding: 1px; }}
+"""
+
+
+ARROW_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="5" viewBox="0 0 8 5">'
+    '<path d="{path}" fill="{colour}"/></svg>'
+)
+ARROW_PATHS = {"up": "M0 5 L4 0 L8 5 Z", "down": "M0 0 L8 0 L4 5 Z"}
+_arrows: tempfile.TemporaryDirectory[str] | None = None
+
+
+def arrow_file(direction: str, colour: str) -> str:
+    """A small triangle pointing `direction` ("up" or "down") in `colour`, as an SVG file the
+    stylesheet can name (written once per process into a folder that goes with it; Qt's
+    stylesheets take images from files only)."""
+    global _arrows
+    if _arrows is None:
+        _arrows = tempfile.TemporaryDirectory(prefix="harmony-desk-arrows-")
+    path = Path(_arrows.name) / f"{direction}-{colour.lstrip('#')}.svg"
+    if not path.exists():
+        path.write_text(ARROW_SVG.format(path=ARROW_PATHS[direction], colour=colour))
+    return path.as_posix()
+
+
+def _spin_buttons(t: Theme) -> str:
+    """A spin box's up and down buttons with their arrows in the text colour (muted where the
+    value is at its end, or the box is disabled): once a spin box has a border of the
+    stylesheet's, the style draws its buttons and arrows only as the stylesheet says."""
+    up, down = arrow_file("up", t.text), arrow_file("down", t.text)
+    up_off, down_off = arrow_file("up", t.muted), arrow_file("down", t.muted)
+    return f"""QAbstractSpinBox {{ padding-right: 18px; }}
+QAbstractSpinBox::up-button, QAbstractSpinBox::down-button {{ subcontrol-origin: border;
+    width: 18px; background: transparent; border: none; }}
+QAbstractSpinBox::up-button {{ subcontrol-position: top right; margin-top: 2px; }}
+QAbstractSpinBox::down-button {{ subcontrol-position: bottom right; margin-bottom: 2px; }}
+QAbstractSpinBox::up-button:hover, QAbstractSpinBox::down-button:hover {{
+    background: {t.code}; border-radius: 4px; }}
+QAbstractSpinBox::up-arrow {{ image: url("{up}"); width: 8px; height: 5px; }}
+QAbstractSpinBox::down-arrow {{ image: url("{down}"); width: 8px; height: 5px; }}
+QAbstractSpinBox::up-arrow:disabled, QAbstractSpinBox::up-arrow:off {{ image: url("{up_off}"); }}
+QAbstractSpinBox::down-arrow:disabled, QAbstractSpinBox::down-arrow:off {{
+    image: url("{down_off}"); }}
 """
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFileDialog, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from app.controllers.fit import Fit
 from app.ui.composer.drafts import Drafts
@@ -49,6 +49,7 @@ from app.ui.composer.message_box import MessageBox
 from app.ui.composer.queue_panel import QueuePanel
 from app.ui.composer.send_button import PLACEHOLDER, show_state
 from app.ui.markdown.view import monospace
+from app.ui.start_folder import open_files
 from app.ui.theme import mark
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ class Composer(QWidget):
         images = " ".join(f"*{s}" for s in sorted(IMAGE_SUFFIXES))
         documents = " ".join(f"*{s}" for s in sorted(document_suffixes()))
         kinds = f"Documents and images ({documents} {images});;Images ({images});;All files (*)"
-        names, _ = QFileDialog.getOpenFileNames(self, "Attach files or images", "", kinds)
+        names = open_files(self, "Attach files or images", kinds)
         self.add_files([Path(n) for n in names])
 
     def add_files(self, files: list[Path], notes: dict[Path, str] | None = None) -> None:

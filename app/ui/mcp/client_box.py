@@ -20,7 +20,6 @@ from typing import Any
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.mcp.page_jobs import named
+from app.ui.start_folder import open_file
 
 AUTHS = (
     ("none", "None (a public client, PKCE)"),
@@ -100,7 +100,7 @@ class ClientBox(QGroupBox):
             widget.setEnabled(auth == "private_key_jwt")
 
     def _choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The client's private key", "", "PEM (*.pem)")
+        path = open_file(self, "The client's private key", "PEM (*.pem)")
         if path:
             self.key_path.setText(path)
 

@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -53,6 +52,7 @@ from app.ui.mcp.page_jobs import EXAMPLES, PageJobs, named, pairs
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
+from app.ui.start_folder import open_file
 from app.ui.window.screen_fit import fit_dialog, scrolled
 
 LOG_REFRESH_MS = 1000  # how often an open page reads the server's log again
@@ -372,7 +372,7 @@ class McpPage(QDialog):
         self.controller.set_tools(tuple([*names, name] if on else names))
 
     def ask_import(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import MCP servers", "", "JSON (*.json)")
+        path = open_file(self, "Import MCP servers", "JSON (*.json)")
         if path:
             self.import_file(Path(path))
 

@@ -19,7 +19,6 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -42,6 +41,7 @@ from app.ui import theme
 from app.ui.icons import give, icon
 from app.ui.models.downloads import DownloadRow
 from app.ui.models.rows import FACTS, TITLE, WARN, ModelRowDelegate, size_words, titles
+from app.ui.start_folder import choose_folder
 from app.ui.theme import mark
 from app.ui.window.screen_fit import fit_dialog
 
@@ -334,7 +334,7 @@ class ModelsPage(QDialog):
         self.host.delete(row.entry)
 
     def _add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "A folder with GGUF models")
+        folder = choose_folder(self, "A folder with GGUF models")
         if folder:
             self.host.add_folder(folder)
 

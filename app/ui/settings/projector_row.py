@@ -16,12 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QFileDialog, QWidget
+from PySide6.QtWidgets import QComboBox, QWidget
 
 from app.controllers.library_host import is_projector, projector_for
 from app.controllers.model_host import ModelChoice
 from app.domain.declared import setting
 from app.ui.settings.pages import SectionRows, help_line
+from app.ui.start_folder import open_file
 from app.ui.theme import mark
 
 CHOOSE = "choose"  # the item that opens the file dialog
@@ -108,9 +109,7 @@ class ProjectorRow:
             return
         self.box.setCurrentIndex(self._index)  # until a file is chosen
         start = str(Path(self.model).parent) if self.model else ""
-        path, _ = QFileDialog.getOpenFileName(
-            self._parent, "Choose the model's projector", start, "Projectors (*.gguf)"
-        )
+        path = open_file(self._parent, "Choose the model's projector", "Projectors (*.gguf)", start)
         if path:
             self.choose_file(path)
 

@@ -18,7 +18,6 @@ from typing import Literal, get_args
 
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from app.controllers.model_host import ModelChoice
 from app.domain.declared import setting
 from app.ui.settings.pages import SectionRows, help_line
+from app.ui.start_folder import open_file
 
 SPECULATIVE, DRAFT_MODEL = setting(ModelChoice, "speculative"), setting(ModelChoice, "draft_model")
 Mode = Literal["off", "lookup", "draft"]
@@ -112,9 +112,7 @@ class SpeculativeRows:
 
     def _browse(self) -> None:
         start = self.path.text().strip() or (str(Path(self.model).parent) if self.model else "")
-        path, _ = QFileDialog.getOpenFileName(
-            self._parent, "Choose a draft model", start, "GGUF models (*.gguf)"
-        )
+        path = open_file(self._parent, "Choose a draft model", "GGUF models (*.gguf)", start)
         if path:
             self.path.setText(path)
 

@@ -2,7 +2,7 @@
 
 Guarantees: only segments are shown (the controller never puts analysis in one, and this
 widget reads nothing else); the user's message is a bubble on the right that fits its text (at
-most `BUBBLE_SHARE` of the column) and the answer flows as text on the window's background;
+most `BUBBLE_SHARE` of the column; a long one folded, `user_message.py`) and the answer flows as text on the window's background;
 each turn has Copy (visible text only), Regenerate, alternatives (‹ n/m ›), Edit for the user
 message (its editor sends the edited message, or Cancel / Esc closes it with nothing changed),
 Continue for a reply that stopped, failed or was cut (never for one that failed because the
@@ -51,7 +51,9 @@ from app.ui.transcript.cards import JsonCard, ToolCard
 from app.ui.transcript.compaction_marker import CompactionMarker, is_marker
 from app.ui.transcript.interrupted_notice import InterruptedNotice
 from app.ui.transcript.sources import SourcesRow
-from app.ui.transcript.turn_parts import ActionButton, Bubble, Pictures
+from app.ui.transcript.turn_parts import ActionButton, Pictures
+from app.ui.transcript.user_message import ALIGN as FOLD_ALIGN
+from app.ui.transcript.user_message import UserMessage
 
 BUBBLE_SHARE = 0.75  # of the column, at most, for the user's message
 EDITOR_LINES = 6  # the edit box's height, in lines, before it scrolls
@@ -123,7 +125,7 @@ class TurnWidget(QFrame):
 
     def _build_message(self, layout: QVBoxLayout) -> None:
         """The user's message as a bubble on the right, its buttons to its left."""
-        self.user = Bubble(self)
+        self.user = UserMessage(self)  # folded when long (`user_message.py`)
         self.user.setObjectName("userMessage")
         self.user.setAccessibleName("Your message")
         self.edit_button = ActionButton("Edit", "Edit this message and resend", "pencil", self)
@@ -154,6 +156,7 @@ class TurnWidget(QFrame):
         self.pictures = Pictures(self)
         message.addWidget(self.pictures)
         message.addWidget(self.user)
+        message.addWidget(self.user.toggle, 0, FOLD_ALIGN)
         row.addLayout(message)
         layout.addLayout(row)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
+from PySide6.QtWidgets import QMenu, QWidget
 
 from app.domain.budget import Overflow
 from app.ui.composer import tools_menu
@@ -24,6 +24,7 @@ from app.ui.mcp.page import McpPage
 from app.ui.models.page import ModelsPage
 from app.ui.settings.dialog import SettingsDialog
 from app.ui.settings.model_settings import ModelSettings
+from app.ui.start_folder import open_file
 from app.ui.window.endpoints import EndpointDialog
 
 if TYPE_CHECKING:
@@ -61,9 +62,7 @@ class Window(Protocol):
 
 def open_model_file(window: Window) -> None:
     """File ▸ Open model…: a GGUF file, loaded with the window's context length."""
-    path, _ = QFileDialog.getOpenFileName(
-        window.window(), "Open a model", "", "GGUF models (*.gguf)"
-    )
+    path = open_file(window.window(), "Open a model", "GGUF models (*.gguf)")
     if path:
         window.load_model(path)
 

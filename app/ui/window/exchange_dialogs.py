@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMenu, QStatusBar, QWidget
+from PySide6.QtWidgets import QMenu, QStatusBar, QWidget
 
 from app.controllers.attachments import library
 from app.controllers.exchange_host import FORMATS, IMPORTABLE, ExchangeHost, format_of, with_suffix
 from app.controllers.library_files import LibraryFiles, document_filter
+from app.ui.start_folder import choose_folder, open_file, open_files, save_file
 
 if TYPE_CHECKING:
     from app.controllers.background import Background
@@ -122,25 +123,21 @@ class WindowFiles(QObject):
             self.window.show_problem("This conversation has no messages yet: nothing to export.")
             return
         filters = [listed for listed, _ in FORMATS.values()]
-        suggested = str(Path.home() / f"{file_name(doc.title)}.{FORMATS['ocm'][1]}")
-        path, chosen = QFileDialog.getSaveFileName(
-            self.widget, "Export conversation", suggested, ";;".join(filters)
-        )
+        suggested = f"{file_name(doc.title)}.{FORMATS['ocm'][1]}"
+        path, chosen = save_file(self.widget, "Export conversation", suggested, ";;".join(filters))
         if path:
             fmt = format_of(chosen, path)
             self.exchange.export_one(doc.id, with_suffix(path, fmt), fmt)
 
     def export_all(self, fmt: str) -> None:
         """Every conversation (not the trash), one file each, into a folder."""
-        folder = QFileDialog.getExistingDirectory(
-            self.widget, "Export all conversations into a folder"
-        )
+        folder = choose_folder(self.widget, "Export all conversations into a folder")
         if folder:
             self.exchange.export_all(folder, fmt)
 
     def import_conversations(self) -> None:
         """OpenChatML, its JSON, LM Studio or Open WebUI conversations, from a file."""
-        path, _ = QFileDialog.getOpenFileName(self.widget, "Import conversations", "", IMPORTABLE)
+        path = open_file(self.widget, "Import conversations", IMPORTABLE)
         if path:
             self._say(f"Importing {Path(path).name}…")
             self.exchange.import_from(path)
@@ -148,14 +145,12 @@ class WindowFiles(QObject):
     # --- the documents library -----------------------------------------------------------
 
     def add_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(
-            self.widget, "Add documents to the library", "", document_filter()
-        )
+        paths = open_files(self.widget, "Add documents to the library", document_filter())
         if paths:
             self._add(paths)
 
     def add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.widget, "Add a folder to the library")
+        folder = choose_folder(self.widget, "Add a folder to the library")
         if folder:
             self._add([folder])
 

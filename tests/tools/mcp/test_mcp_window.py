@@ -103,7 +103,7 @@ def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
     shown = QTextDocumentFragment.fromHtml(card.title.text()).toPlainText()
     assert shown.split(" · ")[:3] == ["square", "envy", "MCP server"], shown
     assert "envy__square" not in shown and card.title.text().startswith("<b>square</b>")
-    assert card.title.toolTip() == "The model called it envy__square"
+    assert card.title.toolTip() == "The model called it functions.envy__square"
     with qtbot.waitSignal(window.controller.replyFinished, timeout=30_000):
         card.run.click()
     assert card.data["state"] == "ok" and "144" in card.result.toPlainText()
