@@ -215,6 +215,11 @@ class LibraryHost(QObject):
 
         self._worker.run(lambda: str(prepare(path)), ready)
 
+    @staticmethod
+    def catalog_targets(model: CatalogModel) -> tuple[str, ...]:
+        """The files a catalogue entry's download writes into the models folder."""
+        return tuple(str(r.target) for r in model.requests(folders.models_dir()))
+
     def catalog_note(self, model: CatalogModel) -> str:
         """What the page says beside a catalogue entry: already here, or too big to run here."""
         have = {Path(f).name for row in self.rows for f in row.entry.files}

@@ -7,15 +7,26 @@ and stops it again, whether it answered or not; the secret values typed in the f
 for this start only and never written anywhere (a blank one falls back to the keyring's stored
 value, as saving would keep it); a failure is the same `McpError` a saved server's start
 raises. `unchanged` says whether the form is the saved server as it is (then the saved one is
-tested, and its probe kept for the menus).
+tested, and its probe kept for the menus). `name_problem` says why a typed name is not a
+server name ("" when it is one).
 """
 
 from __future__ import annotations
 
 from app.controllers.mcp_host import McpHost, Probe
+from app.errors import InvalidInputError
 from app.secrets import Secrets
-from app.tools.mcp.config import McpServer, secret_name
+from app.tools.mcp.config import McpServer, check_name, secret_name
 from app.tools.mcp.tools import McpPool
+
+
+def name_problem(name: str) -> str:
+    """Why `name` cannot name a server, or "" when it can."""
+    try:
+        check_name(name)
+    except InvalidInputError as exc:
+        return exc.message
+    return ""
 
 
 class TypedSecrets(Secrets):

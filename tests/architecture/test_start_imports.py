@@ -94,6 +94,8 @@ ALLOWED = (
     "app.templates.calls.nemotron", "app.templates.calls.pythonic", "app.templates.calls.pythonic_grammar",
     "app.templates.calls.functionary", "app.templates.calls.gigachat", "app.templates.calls.minimax",
     "app.templates.calls.minimax_grammar", "app.templates.calls.muse", "app.templates.calls.muse_grammar",
+    "app.ui.debug.analysis_note", "app.ui.debug.events", "app.ui.start_folder",
+    "app.ui.transcript.interrupted_notice", "app.ui.transcript.user_message",
     "app.templates.calls.reading",
     "app.templates.choices", "app.templates.files",
     "app.templates.layout", "app.templates.text_output",

@@ -344,15 +344,15 @@ class McpPage(QDialog):
 
     def test(self) -> None:
         """Test the server as the form shows it: saved or not, edited or not (`mcp_trial`)."""
-        from app.controllers.mcp_trial import try_server, unchanged
-        from app.errors import InvalidInputError
-        from app.tools.mcp.config import check_name
+        from app.controllers.mcp_trial import name_problem, try_server, unchanged
 
         try:
             name, server, values = self.server()
-            check_name(name)
-        except (ValueError, InvalidInputError) as exc:
-            self.problem(f"Not tested: {getattr(exc, 'message', exc)}")
+        except ValueError as exc:
+            self.problem(f"Not tested: {exc}")
+            return
+        if problem := name_problem(name):
+            self.problem(f"Not tested: {problem}")
             return
         if unchanged(getattr(self, "_config", {}).get(name), server, values):
             work = partial(self.host.probe, name)

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
 
 from app.controllers.library_host import CatalogModel, LibraryHost
 from app.domain.library import human_size
-from app.library import folders
 from app.ui.icons import give
 from app.ui.models.rows import BADGES, FACTS, TITLE, WARN
 
@@ -99,7 +98,7 @@ class DiscoverPicks:
         return True
 
     def _download(self, model: CatalogModel, button: QPushButton) -> None:
-        targets = tuple(str(r.target) for r in model.requests(folders.models_dir()))
+        targets = LibraryHost.catalog_targets(model)
         self.page.targets[targets[0]] = targets
         self.page.library.download_catalog(model)
         button.setEnabled(False)
