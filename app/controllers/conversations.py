@@ -9,7 +9,10 @@ switch chats or start a new one while a reply streams: the streaming conversatio
 is kept as the one object its reply is written to, shown again when selected, and cannot be
 deleted until its reply ends. Work that holds a conversation (a turn, a compaction: `hold`)
 makes it `answering` and the window `busy` until `release`, and Stop sets the cancel event
-`hold` gave it.
+`hold` gave it. An empty chat is never left behind: one the user switches away from with no
+message, no instructions, its first title, not pinned, and nothing of it held elsewhere (`keeps`:
+a draft in the message box, a queued message) is dropped from the list and the store, so empty
+"New chat" rows never pile up (a deleted one stays in the trash, for Undo).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from app.store.history import HistoryStore
 from app.store.rows import Rows, conversation_row, reply_rows, structure_rows
 
 T = TypeVar("T")
+NEW_TITLE = "New chat"  # a conversation's title until its first message names it
 
 
 class ConversationsController(QObject):
@@ -62,6 +66,8 @@ class ConversationsController(QObject):
         self._inflight = 0  # store calls whose result is not yet shown
         self._closed = False
         self._list_asked = 0
+        # what else holds a chat that has no message yet (a draft, queued messages): kept
+        self.keeps: list[Callable[[ChatDoc], bool]] = []
         self._delivered.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
 
     def _forget(self, doc_id: str) -> None:
@@ -110,18 +116,43 @@ class ConversationsController(QObject):
         latest = self.conversations.get(listed[0].id) if listed else None
         return latest if latest is not None else self.conversations.new()
 
-    def _show(self, doc: ChatDoc | None, instead_of: ChatDoc | None = None) -> None:
+    def _show(
+        self, doc: ChatDoc | None, instead_of: ChatDoc | None = None, *, leaving: bool = False
+    ) -> None:
         """Make `doc` the selected conversation (unless the user has started on the
         conversation it was read to replace), then show the list again. The conversation
         whose reply streams is shown as the object its reply is written to, never as a copy
-        read from the store."""
+        read from the store. `leaving`: the user switched away, and the chat left is dropped
+        if it is empty (see the module guarantees)."""
         untouched = instead_of is None or (self.doc is instead_of and not self.doc.turns)
         if doc is not None and self.answering is not None and doc.id == self.answering.id:
             doc = self.answering
         if doc is not None and untouched and doc is not self.doc:
+            left = self.doc
+            drop = leaving and self.empty(left)  # before the box's draft moves with the switch
             self.doc = doc
             self.docChanged.emit()
+            if drop:
+                self._drop(left.id)
         self.refresh_list()
+
+    def empty(self, doc: ChatDoc) -> bool:
+        """Whether `doc` is an empty chat nothing holds: no message, no instructions, its first
+        title, not pinned, not answering, nothing in `keeps` holding it."""
+        if doc.turns or doc.instructions.strip() or doc.pinned or doc.title != NEW_TITLE:
+            return False
+        return doc is not self.answering and not any(keep(doc) for keep in self.keeps)
+
+    def _drop(self, doc_id: str) -> None:
+        """An empty chat goes for good: from the store (not to the trash) and what is kept
+        for it."""
+        self._forget(doc_id)
+
+        def work() -> None:
+            self.conversations.delete(doc_id)
+            self.conversations.purge(doc_id)
+
+        self._io(work)
 
     def refresh_list(self, search: str | None = None) -> None:
         """Read the sidebar's list (matching `search`, or the last search) and the trash on
@@ -177,8 +208,9 @@ class ConversationsController(QObject):
 
     def new_chat(self) -> None:
         """A new, empty conversation (a streaming reply goes on in its own); an open chat that
-        is empty already is kept instead, so empty "New chat" rows never pile up."""
-        if not self.doc.turns and self.doc is not self.answering:
+        is empty already, and that nothing holds (`empty`), is kept instead, so empty "New
+        chat" rows never pile up."""
+        if self.empty(self.doc):
             return
         self.doc = ChatDoc()
         self.docChanged.emit()
@@ -189,9 +221,9 @@ class ConversationsController(QObject):
         if doc_id == self.doc.id:
             return
         if self.answering is not None and doc_id == self.answering.id:
-            self._show(self.answering)
+            self._show(self.answering, leaving=True)
         else:
-            self._io(partial(self.conversations.get, doc_id), self._show)
+            self._io(partial(self.conversations.get, doc_id), partial(self._show, leaving=True))
 
     def _same(self, doc_id: str) -> list[ChatDoc]:
         """The conversations in memory that are `doc_id` (the shown one, the answering one)."""

@@ -6,8 +6,10 @@ elsewhere in `app/ui`; code's token colours come from the Pygments style the the
 same look; `current` is the theme last put in force (by
 `appearance.apply`, which owns the switch: palette, stylesheet and icons together); widgets
 mark what they are with a `role` property (`error`, `ok`, `muted`, `card`, `bubble`,
-`preamble`, `notice`, `code`, `action`, `starter`, ...) rather than colouring themselves. This
-module imports nothing of the app, so every view may import it.
+`preamble`, `notice`, `code`, `action`, `starter`, ...) rather than colouring themselves; a
+spin box draws its up and down arrows in both themes (drawn from small SVG files in the theme's
+colours, written once per process into a temporary folder: `arrow_file`). This module imports
+nothing of the app, so every view may import it.
 """
 
 from __future__ import annotations
@@ -250,6 +252,7 @@ __all__ = [
     "DARK",
     "LIGHT",
     "Theme",
+    "arrow_file",
     "current",
     "mark",
     "paint_row",

@@ -95,7 +95,7 @@ ALLOWED = (
     "app.templates.calls.functionary", "app.templates.calls.gigachat", "app.templates.calls.minimax",
     "app.templates.calls.minimax_grammar", "app.templates.calls.muse", "app.templates.calls.muse_grammar",
     "app.ui.debug.analysis_note", "app.ui.debug.events", "app.ui.start_folder",
-    "app.ui.transcript.interrupted_notice", "app.ui.transcript.user_message",
+    "app.ui.transcript.interrupted_notice", "app.ui.transcript.user_message", "app.ui.sidebar.empty_chats",
     "app.templates.calls.reading",
     "app.templates.choices", "app.templates.files",
     "app.templates.layout", "app.templates.text_output",

@@ -18,8 +18,9 @@ that very string (accept), nothing re-read from the server. Everything the serve
 its name, the message, labels, descriptions, choices, the address — is shown inert and as
 plain text (`app/ui/mcp/plain.py`): no markup rendered, no control or bidi character acting.
 Each dialog answers once; a request withdrawn at its deadline closes its dialog. The dialogs are
-window-modal and never block the window's loop. A cap on what servers may ask, once reached, is
-said in the window's status bar (once per cap: the caps tell once).
+window-modal and never block the window's loop, and open within their screen: a long form
+scrolls, what is wrong and the buttons stay on the screen. A cap on what servers may ask, once
+reached, is said in the window's status bar (once per cap: the caps tell once).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -51,6 +52,7 @@ from app.domain.elicit_form import Action, Form, FormField, Reply, UrlAsk, parse
 from app.domain.inert import inert
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sampling_dialog import SamplingDialog
+from app.ui.window.screen_fit import fit_dialog, scrolled
 
 NOT_GIVEN = "—"  # a spin box's lowest step: no number given
 SPAN = 1e15  # an unbounded number's range either side of zero (whole numbers exact in a float)
@@ -143,7 +145,9 @@ class FormDialog(_Answering):
         super().__init__(parent, answer)
         self.form = form
         self.setWindowTitle(f"{inert(form.server, 80)} asks for input")
-        layout = QVBoxLayout(self)
+        body = QWidget(self)  # what is asked: it scrolls on a small screen, the buttons stay
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(_said(f"The MCP server “{form.server}” asks:", "asker"))
         layout.addWidget(_said(form.message, "message"))
         fields = QFormLayout()
@@ -162,10 +166,13 @@ class FormDialog(_Answering):
         layout.addLayout(fields)
         if any(f.required for f in form.fields):
             layout.addWidget(_said("* required", "required_note"))
+        layout.addStretch(1)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body, self), 1)
         self.problem = _said("", "problem")
         self.problem.setStyleSheet("color: #b3261e;")
         self.problem.hide()
-        layout.addWidget(self.problem)
+        outer.addWidget(self.problem)
         if form.wrong:
             self._show_wrong(dict(form.wrong))
         self.send_button = QPushButton("Send")
@@ -175,7 +182,8 @@ class FormDialog(_Answering):
         self.send_button.clicked.connect(self.send)
         self.decline_button.clicked.connect(lambda: self.reply("decline"))
         self.cancel_button.clicked.connect(lambda: self.reply("cancel"))
-        layout.addLayout(self._buttons(self.cancel_button, self.decline_button, self.send_button))
+        outer.addLayout(self._buttons(self.cancel_button, self.decline_button, self.send_button))
+        fit_dialog(self, body.sizeHint() + QSize(40, 100))  # all of it where there is room
 
     def values(self) -> dict[str, Any]:
         """The values as typed, each read as its field's kind (None: not given)."""

@@ -5,9 +5,10 @@ Guarantees: the dialog shows the server, the conversation, the system prompt, ev
 of the request with its role, and the token limit (the host's cap beside what the server
 asked); its choices are those of a tool call — Allow (this once), Allow in this chat, Always
 allow, Deny — and closing it (Esc, the close button) denies; it answers once, and a request
-withdrawn at its deadline closes it answering nothing. Everything the server wrote is shown
-inert and as plain text (`app/ui/mcp/plain.py`): no markup is rendered, no control or bidi
-character acts, a long text is cut with how much more there was.
+withdrawn at its deadline closes it answering nothing. It opens within its screen: the system
+prompt and the messages shrink and scroll, the buttons stay on the screen. Everything the
+server wrote is shown inert and as plain text (`app/ui/mcp/plain.py`): no markup is rendered,
+no control or bidi character acts, a long text is cut with how much more there was.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
 from app.controllers.mcp_asks import Choice, SamplingAsk
 from app.domain.inert import inert
 from app.ui.mcp.plain import plain_label
+from app.ui.window.screen_fit import fit_dialog
 
 SHOWN_CHARS = 8000  # of the system prompt, or of the messages together
 
@@ -91,6 +93,7 @@ class SamplingDialog(QDialog):
             row.addWidget(button)
         self.buttons["once"].setDefault(True)
         layout.addLayout(row)
+        fit_dialog(self)  # within the screen: the texts shrink and scroll, the buttons stay
 
     def choose(self, choice: Choice) -> None:
         answer, self._answer = self._answer, None

@@ -27,7 +27,7 @@ sampling value declared there gets its row with no code here.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -50,6 +50,7 @@ from app.domain.declared import Setting, setting, settings_of
 from app.ui.settings.pages import SectionRows, beside, help_line, line_up
 from app.ui.settings.speculative_rows import SpeculativeRows
 from app.ui.theme import mark
+from app.ui.window.screen_fit import fit_dialog, scrolled
 
 GPU_WORDS = preferences.checked_setting("gpu_layers").shown.words  # auto, all, none: as Settings
 GPU_CHOICES = (*(said for _, said in GPU_WORDS), "some layers")
@@ -98,8 +99,12 @@ class ModelSettings(QDialog):
         self.setWindowTitle("Model settings")
         self.setAccessibleName("Model settings")
         in_use = host.settings()
-        column = self._column = QVBoxLayout(self)
-        buttons = QDialogButtonBox(
+        body = QWidget(self)  # the rows: they scroll on a small screen, OK and Cancel stay
+        column = self._column = QVBoxLayout(body)
+        column.setContentsMargins(0, 0, 0, 0)
+        outer = self._outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body, self), 1)
+        buttons = self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
         )
         self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -122,8 +127,8 @@ class ModelSettings(QDialog):
         column.addStretch(1)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        column.addWidget(buttons)
-        self.resize(WIDTH, self.heightForWidth(WIDTH))
+        outer.addWidget(buttons)
+        self._fit()
 
     # --- sampling ------------------------------------------------------------------------
 
@@ -221,11 +226,21 @@ class ModelSettings(QDialog):
         self._fit()
 
     def _fit(self) -> None:
-        """Grow the dialog when what it says grew (its width kept)."""
+        """Size the dialog to show every row where the screen has room (then the rows
+        scroll, OK and Cancel stay on the screen); later, grow it when what it says grew
+        (its width kept), never shrink it."""
+        resized = self.testAttribute(Qt.WidgetAttribute.WA_Resized)
+        width = self.width() if resized else WIDTH
+        outer = self._outer
+        margins = outer.contentsMargins()
         self._column.activate()
-        need = self.heightForWidth(self.width())
-        if need > self.height():
-            self.resize(self.width(), need)
+        rows = self._column.totalHeightForWidth(width - margins.left() - margins.right())
+        if rows < 0:
+            rows = self._column.totalSizeHint().height()
+        chrome = margins.top() + margins.bottom() + outer.spacing()
+        need = rows + chrome + self.buttons.sizeHint().height()
+        if not resized or need > self.height():
+            fit_dialog(self, QSize(width, max(need, self.height() if resized else 0)))
 
     def _context_changed(self) -> None:
         value = self.context.value()

@@ -9,7 +9,8 @@ while searching, each conversation found shows the excerpt around the match, the
 bold; a conversation answered by a remote endpoint is marked ☁ (its messages leave the
 computer); the conversation whose answer is streaming is marked ● (and says so to a screen
 reader), so the user who went to another chat sees where the answer goes on; a deleted
-conversation can be brought back with Undo for ten seconds.
+conversation can be brought back with Undo for ten seconds; an empty "New chat" the user
+switches away from is dropped, unless something of it is held (`empty_chats.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from app.domain.history import ChatDoc
 from app.domain.listing import plain
 from app.ui.icons import give
 from app.ui.sidebar.delegate import FOUND_ROLE, HEADER_ROLE, TITLE_ROLE, RowDelegate
+from app.ui.sidebar.empty_chats import keep_started
 from app.ui.sidebar.groups import grouped
 
 
@@ -99,6 +101,7 @@ class Sidebar(QWidget):
         controller.listChanged.connect(self.refresh)
         controller.docChanged.connect(self.refresh)
         controller.busyChanged.connect(lambda _busy: self.refresh())
+        keep_started(controller, self)  # an empty chat left behind is dropped (`empty_chats.py`)
         self.refresh()
 
     def refresh(self) -> None:

@@ -2,11 +2,12 @@
 
 Guarantees: only segments are shown (the controller never puts analysis in one, and this
 widget reads nothing else); the user's message is a bubble on the right that fits its text (at
-most `BUBBLE_SHARE` of the column; a long one folded, `user_message.py`) and the answer flows as text on the window's background;
-each turn has Copy (visible text only), Regenerate, alternatives (‹ n/m ›), Edit for the user
-message (its editor sends the edited message, or Cancel / Esc closes it with nothing changed),
-Continue for a reply that stopped, failed or was cut (never for one that failed because the
-conversation outgrew the context: it would fail again); the actions are small icon buttons
+most `BUBBLE_SHARE` of the column), folded when long (`user_message.py`: Show all / Show
+less), and the answer flows as text on the window's background; each turn has Copy (visible
+text only), Regenerate, alternatives (‹ n/m ›), Edit for the user message (its editor sends
+the edited message, or Cancel / Esc closes it with nothing changed), Continue for a reply
+that stopped, failed or was cut (never for one that failed because the conversation outgrew
+the context: it would fail again); the actions are small icon buttons
 that keep their text as their name and tooltip; Copy, Regenerate and Edit show while the
 pointer is over the turn or one of them has the keyboard focus, and stay in the tab order
 while hidden (Enter or Space presses a focused one); under a finished answer, its figures

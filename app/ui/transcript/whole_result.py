@@ -3,15 +3,24 @@
 Guarantees: the dialog opens at once saying that it reads the tool audit, then shows the whole
 result read-only (`loaded` is emitted when it is there), or the sentence that says why it is
 not; the transcript is never blocked while the audit is read (`app.controllers.tool_results`).
+It opens within its screen (760×560 where there is room): the text scrolls, Close stays on it.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QDialog, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.controllers.tool_results import WholeResults
 from app.ui.markdown.view import monospace
+from app.ui.window.screen_fit import fit_dialog
 
 
 class WholeResultDialog(QDialog):
@@ -24,8 +33,8 @@ class WholeResultDialog(QDialog):
         self.setObjectName("wholeResult")
         self.setWindowTitle(f"Whole result of {tool}")
         self.setAccessibleName("Whole tool result")
-        self.resize(760, 560)
         self.status = QLabel(f"Reading result {key} from the tool audit…", self)
+        self.status.setWordWrap(True)  # a long reason wraps: the dialog stays on its screen
         self.text = QPlainTextEdit(self)
         self.text.setReadOnly(True)
         self.text.setFont(monospace())
@@ -33,6 +42,10 @@ class WholeResultDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.text, 1)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.rejected.connect(self.reject)
+        layout.addWidget(close)
+        fit_dialog(self, QSize(760, 560))  # within the screen; the text scrolls, Close stays
         self._results = WholeResults()
         self._results.fetch(key, self._show)
 

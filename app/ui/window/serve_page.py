@@ -10,7 +10,7 @@ ROOT --model MODEL` does for the server running now (the same code), Show config
 would write (`--print`'s text, no key shown), Undo takes connect's changes out again; what each
 did, and how to undo it, is shown on the page. Connect and Show config wait for the server to
 be on. A failure (a file that cannot be read, a port in use) is said on the page, never raised
-out of a slot.
+out of a slot. The page fits its screen: on a small one all but Close scrolls.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Protocol
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSize, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
+    QDialogButtonBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -38,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from app.controllers.client_configs import ClientConfigs, Outcome, Served
 from app.controllers.serve_host import ServeHost
+from app.ui.window.screen_fit import fit_dialog, scrolled
 
 KEY_WORDS = "any key works (this server answers only this computer)"
 NOT_SERVING = "not serving: switch the server on first"
@@ -64,7 +66,9 @@ class ServePage(QDialog):
         super().__init__(parent)
         self.switch, self.configs = switch, configs or ClientConfigs()
         self.setWindowTitle("Serve")
-        layout = QVBoxLayout(self)
+        body = QWidget(self)  # all but Close: it scrolls on a small screen
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._server_box())
         layout.addWidget(self._clients_box())
         self.error = QLabel("", self)
@@ -78,6 +82,12 @@ class ServePage(QDialog):
         self.output.setAccessibleName("What the last client button did")
         self.output.setPlaceholderText("What Connect, Show config or Undo did appears here.")
         layout.addWidget(self.output)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.rejected.connect(self.reject)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scrolled(body, self), 1)
+        outer.addWidget(close)
+        fit_dialog(self, body.sizeHint() + QSize(40, 80))  # all of it where there is room
         self.timer = QTimer(self)
         self.timer.setInterval(1000)
         self.timer.timeout.connect(self.refresh)
