@@ -16,30 +16,39 @@ Each file carries its family's real tokenizer and official chat template, read f
 Guarantees: the files load in llama.cpp (n_embd 64, two layers: fast on one CPU thread); bos, eos
 and end-of-generation ids are those of the real models; every marker in `markers(family)` is one
 token at that id. Deterministic: the same arguments give the same bytes. Built files are cached by
-a key of their arguments and BUILDER_VERSION in `cache_dir()` (as tiny_gpt_oss.py).
+a key of their arguments and BUILDER_VERSION in `cache_dir()` (as tiny_gpt_oss.py); the steps
+every tiny family's file shares are in `tests/tiny_gguf.py`.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import lzma
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tests.session_dirs import build_once
-from tests.tiny_gpt_oss import _byte_encoder, cache_dir
+from tests.tiny_gguf import (
+    FIXTURES,
+    Family,
+    TinyFamilies,
+    Vocab,
+    add_bpe_tokenizer,
+    add_shape,
+    decompressed,
+    write_gguf,
+)
+from tests.tiny_gpt_oss import _byte_encoder
 
 BUILDER_VERSION = 1
 FAMILIES = ("qwen3", "llama3", "mistral")
-FIXTURES = Path(__file__).parent / "fixtures" / "tiny_models"
 N_EMBD, N_FF, N_LAYER = 64, 128, 2
 NORMAL, CONTROL, USER_DEFINED, UNUSED = 1, 3, 4, 5  # gguf.TokenType values
 
+# fmt: off
 # Qwen2.5/Qwen3 added tokens after <|im_end|> (tokenizer_config.json's added_tokens_decoder);
 # special=false there, so llama.cpp's converter types those not shaped <|...|> USER_DEFINED.
 QWEN3_ADDED = (
@@ -63,6 +72,7 @@ TEKKEN_SPECIALS = (
     "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
     "[TOOL_CONTENT]",
 )
+# fmt: on
 TEKKEN_N_SPECIAL = 1000
 # tekken_240718.json's config.pattern: the pre-tokenizer llama.cpp runs as pre="tekken".
 TEKKEN_PATTERN = (
@@ -72,94 +82,86 @@ TEKKEN_PATTERN = (
 )
 
 
-@dataclass(frozen=True)
-class Family:
-    """What a family's GGUF says besides its weights."""
-
-    arch: str
-    template: str  # file name under FIXTURES
-    vocab_file: str  # the tokenizer's file under FIXTURES
-    pre: str  # tokenizer.ggml.pre
-    bos: int
-    eos: int
-    add_bos: bool
-    eog: frozenset[int]  # the ids llama.cpp must treat as end of generation
-    markers: dict[str, int]  # control/added token text -> its single id
-    n_head: int = 4
-    n_head_kv: int = 2
-    head_dim: int = 16
-    tied: bool = False  # no output.weight: the embedding is reused
-    rope_base: float = 10000.0
-    context_length: int = 32768
-    extra_ids: tuple[tuple[str, int], ...] = ()  # more tokenizer.ggml.*_token_id keys
-
-
 SPECS: dict[str, Family] = {
     "qwen3": Family(
-        "qwen3", "Qwen-Qwen3-0.6B.jinja", "ggml-vocab-qwen2.gguf.xz", "qwen2",
-        bos=151643, eos=151645, add_bos=False,
+        "qwen3",
+        "Qwen-Qwen3-0.6B.jinja",
+        "ggml-vocab-qwen2.gguf.xz",
+        "qwen2",
+        bos=151643,
+        eos=151645,
+        add_bos=False,
         eog=frozenset({151643, 151645}),
-        markers={"<|im_start|>": 151644, "<|im_end|>": 151645, "<tool_call>": 151657,
-                 "</tool_call>": 151658, "<think>": 151667, "</think>": 151668,
-                 "<|endoftext|>": 151643},
-        tied=True, rope_base=1e6, context_length=40960, extra_ids=(("padding", 151643),),
+        markers={
+            "<|im_start|>": 151644,
+            "<|im_end|>": 151645,
+            "<tool_call>": 151657,
+            "</tool_call>": 151658,
+            "<think>": 151667,
+            "</think>": 151668,
+            "<|endoftext|>": 151643,
+        },
+        tied=True,
+        rope_base=1e6,
+        context_length=40960,
+        extra_ids=(("padding", 151643),),
     ),
     "llama3": Family(
-        "llama", "meta-llama-Llama-3.1-8B-Instruct.jinja", "ggml-vocab-llama-bpe.gguf.xz",
-        "llama-bpe", bos=128000, eos=128009,
-        add_bos=True, eog=frozenset({128001, 128008, 128009}),
-        markers={"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001,
-                 "<|start_header_id|>": 128006, "<|end_header_id|>": 128007,
-                 "<|eom_id|>": 128008, "<|eot_id|>": 128009, "<|python_tag|>": 128010},
-        rope_base=500000.0, context_length=131072, extra_ids=(("eot", 128009), ("eom", 128008)),
+        "llama",
+        "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        "ggml-vocab-llama-bpe.gguf.xz",
+        "llama-bpe",
+        bos=128000,
+        eos=128009,
+        add_bos=True,
+        eog=frozenset({128001, 128008, 128009}),
+        markers={
+            "<|begin_of_text|>": 128000,
+            "<|end_of_text|>": 128001,
+            "<|start_header_id|>": 128006,
+            "<|end_header_id|>": 128007,
+            "<|eom_id|>": 128008,
+            "<|eot_id|>": 128009,
+            "<|python_tag|>": 128010,
+        },
+        rope_base=500000.0,
+        context_length=131072,
+        extra_ids=(("eot", 128009), ("eom", 128008)),
     ),
     "mistral": Family(
-        "llama", "mistralai-Mistral-Nemo-Instruct-2407.jinja", "tekken_240718.b64.xz", "tekken",
-        bos=1, eos=2, add_bos=True, eog=frozenset({2}),
-        markers={"<s>": 1, "</s>": 2, "[INST]": 3, "[/INST]": 4, "[AVAILABLE_TOOLS]": 5,
-                 "[/AVAILABLE_TOOLS]": 6, "[TOOL_RESULTS]": 7, "[/TOOL_RESULTS]": 8,
-                 "[TOOL_CALLS]": 9},
-        head_dim=32, rope_base=1e6, context_length=1024000, extra_ids=(("unk", 0),),
+        "llama",
+        "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        "tekken_240718.b64.xz",
+        "tekken",
+        bos=1,
+        eos=2,
+        add_bos=True,
+        eog=frozenset({2}),
+        markers={
+            "<s>": 1,
+            "</s>": 2,
+            "[INST]": 3,
+            "[/INST]": 4,
+            "[AVAILABLE_TOOLS]": 5,
+            "[/AVAILABLE_TOOLS]": 6,
+            "[TOOL_RESULTS]": 7,
+            "[/TOOL_RESULTS]": 8,
+            "[TOOL_CALLS]": 9,
+        },
+        head_dim=32,
+        rope_base=1e6,
+        context_length=1024000,
+        extra_ids=(("unk", 0),),
     ),
 }
-
-
-@dataclass(frozen=True)
-class Vocab:
-    """A tokenizer in GGUF's form (`tokenizer.ggml.*`)."""
-
-    model: str
-    tokens: list[str]
-    types: list[int]
-    merges: list[str]
-
-
-def spec(family: str) -> Family:
-    """The family's description; a ValueError names the known families."""
-    if family not in SPECS:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    return SPECS[family]
-
-
-def template(family: str) -> str:
-    """The family's official chat template, as stored in its GGUF."""
-    return (FIXTURES / spec(family).template).read_text(encoding="utf-8")
-
-
-def markers(family: str) -> dict[str, int]:
-    """The family's marker tokens and the single id each must tokenize to."""
-    return dict(spec(family).markers)
+# fmt: on
 
 
 def _llama_cpp_vocab(family: str) -> Vocab:
     """The family's vocab-only GGUF from llama.cpp's models/ folder (stored xz-compressed)."""
     import gguf
 
-    packed = FIXTURES / spec(family).vocab_file
-    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
-    path = cache_dir() / f"{packed.name.removesuffix('.gguf.xz')}-{digest}.gguf"
-    build_once(path, lambda partial: partial.write_bytes(lzma.decompress(packed.read_bytes())))
-    fields = gguf.GGUFReader(path).fields
+    fields = gguf.GGUFReader(decompressed(spec(family).vocab_file)).fields
     return Vocab(
         str(fields["tokenizer.ggml.model"].contents()),
         list(fields["tokenizer.ggml.tokens"].contents()),
@@ -208,11 +210,12 @@ def _tekken_merges(ranks: dict[bytes, int], enc: dict[int, str]) -> list[str]:
     return merges
 
 
-def _mistral_vocab() -> Vocab:
+def tekken_vocab(names: Mapping[int, str]) -> Vocab:
+    """Tekken's BPE tokens and merges behind its 1,000 control slots, slot i named `names[i]`
+    (`<SPECIAL_{i}>` when it names none)."""
     ranks = tekken_ranks()
     enc = _byte_encoder()
-    specials = [*TEKKEN_SPECIALS]
-    specials += [f"<SPECIAL_{i}>" for i in range(len(specials), TEKKEN_N_SPECIAL)]
+    specials = [names.get(i, f"<SPECIAL_{i}>") for i in range(TEKKEN_N_SPECIAL)]
     by_rank = sorted(ranks, key=ranks.__getitem__)
     tokens = specials + ["".join(enc[b] for b in token) for token in by_rank]
     types = [CONTROL] * TEKKEN_N_SPECIAL + [NORMAL] * len(by_rank)
@@ -223,7 +226,9 @@ def _mistral_vocab() -> Vocab:
 def vocabulary(family: str) -> Vocab:
     """The family's tokenizer in GGUF form (read once per process)."""
     spec(family)
-    return {"qwen3": _qwen3_vocab, "llama3": _llama3_vocab, "mistral": _mistral_vocab}[family]()
+    if family == "mistral":
+        return tekken_vocab(dict(enumerate(TEKKEN_SPECIALS)))
+    return {"qwen3": _qwen3_vocab, "llama3": _llama3_vocab}[family]()
 
 
 def _tensors(f: Family, n_vocab: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -257,55 +262,29 @@ def _tensors(f: Family, n_vocab: int, rng: np.random.Generator) -> dict[str, np.
     return out
 
 
-def _write(path: Path, family: str, seed: int, template: str) -> None:
-    import gguf
-
-    f, vocab = spec(family), vocabulary(family)
-    w = gguf.GGUFWriter(str(path), arch=f.arch)
+def _keys(w: Any, f: Family, vocab: Vocab) -> None:
     a = f.arch + "."
-    w.add_string("general.name", f"tiny-{family}-test")
-    w.add_uint32(a + "context_length", f.context_length)
-    w.add_uint32(a + "embedding_length", N_EMBD)
-    w.add_uint32(a + "block_count", N_LAYER)
-    w.add_uint32(a + "feed_forward_length", N_FF)
-    w.add_uint32(a + "attention.head_count", f.n_head)
-    w.add_uint32(a + "attention.head_count_kv", f.n_head_kv)
-    w.add_uint32(a + "attention.key_length", f.head_dim)
-    w.add_uint32(a + "attention.value_length", f.head_dim)
+    add_shape(w, f, N_LAYER, N_EMBD, N_FF, f.n_head_kv)
     w.add_uint32(a + "rope.dimension_count", f.head_dim)
     w.add_float32(a + "rope.freq_base", f.rope_base)
     w.add_float32(a + "attention.layer_norm_rms_epsilon", 1e-5)
     w.add_uint32(a + "vocab_size", len(vocab.tokens))
-    w.add_tokenizer_model(vocab.model)
-    w.add_tokenizer_pre(f.pre)
-    w.add_token_list(vocab.tokens)
-    w.add_token_types(vocab.types)
-    w.add_token_merges(vocab.merges)
-    w.add_bos_token_id(f.bos)
-    w.add_eos_token_id(f.eos)
-    for name, value in f.extra_ids:
-        w.add_uint32(f"tokenizer.ggml.{name}_token_id", value)
-    w.add_add_bos_token(f.add_bos)
-    w.add_add_eos_token(False)
-    w.add_chat_template(template)
-    for name, array in _tensors(f, len(vocab.tokens), np.random.default_rng(seed)).items():
-        w.add_tensor(name, array)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    add_bpe_tokenizer(w, f, vocab, f.extra_ids)
 
 
-def build(family: str, seed: int = 1234, chat_template: str | None = None) -> Path:
-    """The path of a tiny GGUF of `family` (built once per argument set, then cached); its
-    `tokenizer.chat_template` is `chat_template`, by default the family's official one."""
-    f = spec(family)
-    text = chat_template if chat_template is not None else template(family)
-    vocab = hashlib.sha256((FIXTURES / f.vocab_file).read_bytes()).hexdigest()
-    key_text = f"{BUILDER_VERSION}:{family}:{seed}:{f}:{vocab}:{text}"
-    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
-    path = cache_dir() / f"tiny-{family}-{key}.gguf"
-    return build_once(path, lambda partial: _write(partial, family, seed, text))
+def _write(path: Path, family: str, seed: int, template: str) -> None:
+    f, vocab = spec(family), vocabulary(family)
+    tensors = _tensors(f, len(vocab.tokens), np.random.default_rng(seed))
+    write_gguf(path, family, f, lambda w: _keys(w, f, vocab), template, tensors)
+
+
+FAMILY_SET = TinyFamilies(SPECS, BUILDER_VERSION, _write)
+spec, template, markers, build = (
+    FAMILY_SET.spec,
+    FAMILY_SET.template,
+    FAMILY_SET.markers,
+    FAMILY_SET.build,
+)
 
 
 def load(path: Path, n_ctx: int = 512, **kwargs: Any) -> Any:

@@ -33,25 +33,21 @@ same bytes. Built files are cached by a key of their arguments and BUILDER_VERSI
 from __future__ import annotations
 
 import functools
-import hashlib
-import lzma
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tests.session_dirs import build_once
-from tests.tiny_gpt_oss import _byte_encoder, cache_dir
-from tests.tiny_models import (
-    CONTROL,
-    FIXTURES,
-    NORMAL,
-    TEKKEN_N_SPECIAL,
+from tests.tiny_gguf import (
     Family,
+    TinyFamilies,
     Vocab,
-    _tekken_merges,
-    tekken_ranks,
+    add_bpe_tokenizer,
+    add_shape,
+    decompressed,
+    write_gguf,
 )
+from tests.tiny_models import tekken_vocab
 
 BUILDER_VERSION = 1
 FAMILIES = ("gemma4", "nemotron")
@@ -129,55 +125,19 @@ SPECS: dict[str, Family] = {
 }
 
 
-def spec(family: str) -> Family:
-    """The family's description; a ValueError names the known families."""
-    if family not in SPECS:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    return SPECS[family]
-
-
-def template(family: str) -> str:
-    """The family's official chat template, as stored in its GGUF."""
-    return (FIXTURES / spec(family).template).read_text(encoding="utf-8")
-
-
-def markers(family: str) -> dict[str, int]:
-    """The family's marker tokens and the single id each must tokenize to."""
-    return dict(spec(family).markers)
-
-
-def _decompressed(name: str) -> Path:
-    """A fixture's `.gguf.xz`, decompressed once into the cache."""
-    packed = FIXTURES / name
-    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
-    path = cache_dir() / f"{packed.name.removesuffix('.gguf.xz')}-{digest}.gguf"
-
-    def write(part: Path) -> None:
-        part.write_bytes(lzma.decompress(packed.read_bytes()))
-
-    return build_once(path, write)
-
-
 @functools.cache
 def _gemma4_tokenizer() -> dict[str, Any]:
     """Every `tokenizer.ggml.*` value of llama.cpp's Gemma 4 vocabulary, unchanged."""
     import gguf
 
-    fields = gguf.GGUFReader(_decompressed(spec("gemma4").vocab_file)).fields
+    fields = gguf.GGUFReader(decompressed(spec("gemma4").vocab_file)).fields
     return {k: f.contents() for k, f in fields.items() if k.startswith("tokenizer.ggml.")}
 
 
 @functools.cache
 def nemotron_vocab() -> Vocab:
     """Tekken's BPE tokens and merges behind Nemotron-H's 1,000 named control slots."""
-    ranks = tekken_ranks()
-    enc = _byte_encoder()
-    names = {0: "<unk>", 1: "<s>", 2: "</s>", **NEMOTRON_ADDED}
-    specials = [names.get(i, f"<SPECIAL_{i}>") for i in range(TEKKEN_N_SPECIAL)]
-    by_rank = sorted(ranks, key=ranks.__getitem__)
-    tokens = specials + ["".join(enc[b] for b in token) for token in by_rank]
-    types = [CONTROL] * TEKKEN_N_SPECIAL + [NORMAL] * len(by_rank)
-    return Vocab("gpt2", tokens, types, _tekken_merges(ranks, enc))
+    return tekken_vocab({0: "<unk>", 1: "<s>", 2: "</s>", **NEMOTRON_ADDED})
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], sigma: float = 0.02) -> np.ndarray:
@@ -223,14 +183,7 @@ def _gemma4_tensors(n_vocab: int, rng: np.random.Generator) -> dict[str, np.ndar
 
 def _gemma4_metadata(w: Any) -> None:
     f, a = spec("gemma4"), "gemma4."
-    w.add_uint32(a + "context_length", f.context_length)
-    w.add_uint32(a + "embedding_length", N_EMBD)
-    w.add_uint32(a + "block_count", len(GEMMA4_SWA))
-    w.add_uint32(a + "feed_forward_length", GEMMA4_FF)
-    w.add_uint32(a + "attention.head_count", f.n_head)
-    w.add_uint32(a + "attention.head_count_kv", f.n_head_kv)
-    w.add_uint32(a + "attention.key_length", f.head_dim)
-    w.add_uint32(a + "attention.value_length", f.head_dim)
+    add_shape(w, f, len(GEMMA4_SWA), N_EMBD, GEMMA4_FF, f.n_head_kv)
     w.add_uint32(a + "attention.key_length_swa", GEMMA4_HEAD_SWA)
     w.add_uint32(a + "attention.value_length_swa", GEMMA4_HEAD_SWA)
     w.add_uint32(a + "rope.dimension_count", f.head_dim)
@@ -299,19 +252,9 @@ def _nemotron_tensors(n_vocab: int, rng: np.random.Generator) -> dict[str, np.nd
 
 def _nemotron_metadata(w: Any) -> None:
     f, a = spec("nemotron"), "nemotron_h."
-    w.add_uint32(a + "context_length", f.context_length)
-    w.add_uint32(a + "embedding_length", N_EMBD)
-    w.add_uint32(a + "block_count", len(NEMOTRON_LAYERS))
-    w.add_array(
-        a + "feed_forward_length", [2 * N_EMBD if k == "mlp" else 0 for k in NEMOTRON_LAYERS]
-    )
-    w.add_uint32(a + "attention.head_count", f.n_head)
-    w.add_array(
-        a + "attention.head_count_kv",
-        [f.n_head_kv if k == "attention" else 0 for k in NEMOTRON_LAYERS],
-    )
-    w.add_uint32(a + "attention.key_length", f.head_dim)
-    w.add_uint32(a + "attention.value_length", f.head_dim)
+    ff = [2 * N_EMBD if k == "mlp" else 0 for k in NEMOTRON_LAYERS]
+    kv = [f.n_head_kv if k == "attention" else 0 for k in NEMOTRON_LAYERS]
+    add_shape(w, f, len(NEMOTRON_LAYERS), N_EMBD, ff, kv)
     w.add_uint32(a + "rope.dimension_count", f.head_dim)
     w.add_float32(a + "rope.freq_base", f.rope_base)
     w.add_float32(a + "attention.layer_norm_epsilon", 1e-5)
@@ -324,47 +267,33 @@ def _nemotron_metadata(w: Any) -> None:
 
 
 def _nemotron_tokenizer_keys(w: Any) -> int:
-    f, vocab = spec("nemotron"), nemotron_vocab()
-    w.add_tokenizer_model(vocab.model)
-    w.add_tokenizer_pre(f.pre)
-    w.add_token_list(vocab.tokens)
-    w.add_token_types(vocab.types)
-    w.add_token_merges(vocab.merges)
-    w.add_bos_token_id(f.bos)
-    w.add_eos_token_id(f.eos)
-    w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
-    w.add_add_bos_token(f.add_bos)
-    w.add_add_eos_token(False)
+    vocab = nemotron_vocab()
+    add_bpe_tokenizer(w, spec("nemotron"), vocab, (("unknown", 0),))
     return len(vocab.tokens)
 
 
 def _write(path: Path, family: str, seed: int, chat_template: str) -> None:
-    import gguf
-
-    w = gguf.GGUFWriter(str(path), arch=spec(family).arch)
-    w.add_string("general.name", f"tiny-{family}-test")
     gemma = family == "gemma4"
-    (_gemma4_metadata if gemma else _nemotron_metadata)(w)
-    n_vocab = (_gemma4_tokenizer_keys if gemma else _nemotron_tokenizer_keys)(w)
-    w.add_uint32(spec(family).arch + ".vocab_size", n_vocab)
-    w.add_chat_template(chat_template)
+    metadata = _gemma4_metadata if gemma else _nemotron_metadata
+    tokenizer = _gemma4_tokenizer_keys if gemma else _nemotron_tokenizer_keys
+    n_vocab = (
+        len(_gemma4_tokenizer()["tokenizer.ggml.tokens"]) if gemma else len(nemotron_vocab().tokens)
+    )
     rng = np.random.default_rng(seed)
     tensors = (_gemma4_tensors if gemma else _nemotron_tensors)(n_vocab, rng)
-    for name, array in tensors.items():
-        w.add_tensor(name, array)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+
+    def keys(w: Any) -> None:
+        metadata(w)
+        assert tokenizer(w) == n_vocab
+        w.add_uint32(spec(family).arch + ".vocab_size", n_vocab)
+
+    write_gguf(path, family, spec(family), keys, chat_template, tensors)
 
 
-def build(family: str, seed: int = 1234, chat_template: str | None = None) -> Path:
-    """The path of a tiny GGUF of `family` (built once per argument set, then cached); its
-    `tokenizer.chat_template` is `chat_template`, by default the family's official one."""
-    f = spec(family)
-    text = chat_template if chat_template is not None else template(family)
-    vocab = hashlib.sha256((FIXTURES / f.vocab_file).read_bytes()).hexdigest()
-    key_text = f"{BUILDER_VERSION}:{family}:{seed}:{f}:{vocab}:{text}"
-    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
-    path = cache_dir() / f"tiny-{family}-{key}.gguf"
-    return build_once(path, lambda partial: _write(partial, family, seed, text))
+FAMILY_SET = TinyFamilies(SPECS, BUILDER_VERSION, _write)
+spec, template, markers, build = (
+    FAMILY_SET.spec,
+    FAMILY_SET.template,
+    FAMILY_SET.markers,
+    FAMILY_SET.build,
+)

@@ -14,7 +14,10 @@ it is refused with a clear error when a message spells a control token, or when 
 prompt holds control tokens that a rendering of neutral text does not, rather than risk an
 injection. The call format (`tool_calls`, `call_format`, `output_parser`) is the one
 `app/templates/calls/detect.py` finds for the source (cached per source); a template with
-none takes no tools.
+none takes no tools. Reasoning is read with the template's own markup
+(`app/templates/reasoning_markup.py`: `reasoning`, `think_tags`) unless the call format names
+think tags of its own; a prompt that ends inside a block starts the parser inside it, and the
+control tokens within the markers are read as their text.
 
 A template that is gpt-oss's own (`harmony_source`: it writes Harmony's `<|start|>`,
 `<|channel|>`, `<|message|>` and `<|call|>` markers and addresses calls ` to=` `functions.NAME`) is
@@ -43,6 +46,7 @@ from app.templates.calls.format import (
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
 from app.templates.jinja_stops import opens_think, template_stop_ids
+from app.templates.reasoning_markup import chosen_tags, reasoning_markup, spelled_markers
 from app.templates.text_output import TextOutputParser
 
 _SENTINEL = re.compile("\ue000(\\d+)\ue001")
@@ -168,6 +172,8 @@ class GgufJinja(Template):
         found = self.detection().format if source else None
         self.tool_calls = found.name if found is not None else None  # type: ignore[misc]
         tag = found.think[0] if found is not None else ""
+        self.reasoning = reasoning_markup(source, bos, eos) if source else None
+        self.think_tags = chosen_tags(self.reasoning, found.think if found is not None else None)
         self.opens_think = bool(tag) and opens_think(source, tag, bos, eos)  # type: ignore[misc]
 
     def for_model(self, metadata: dict[str, Any]) -> Template:
@@ -211,7 +217,7 @@ class GgufJinja(Template):
         messages, texts, called = openai_messages(conversation, strings)
         tools = openai_tools(declared_tools(conversation))
         marked = self.render(messages, tools)
-        self._opened_think = marked.rstrip().endswith("<think>")
+        self._opened_think = marked.rstrip().endswith(self.think_tags[0])
         found = [int(i) for i in _SENTINEL.findall(marked)]
         if sorted(found) == list(range(len(texts))):
             out: list[int] = []
@@ -256,12 +262,15 @@ class GgufJinja(Template):
         return template_stop_ids(tokenizer, self.source, self.bos, self.eos, fmt)
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+        spelled = spelled_markers(tokenizer, self.think_tags) if self.reasoning else {}
+        spelled.update({i: m for m, i in self.control_markers(tokenizer).items()})
         return TextOutputParser(
             tokenizer.token_table(),
             self.stop_ids(tokenizer),
             self.call_format(),
-            {i: m for m, i in self.control_markers(tokenizer).items()},
+            spelled,
             thinking=self._opened_think,
+            think=self.think_tags,
         )
 
 

@@ -10,7 +10,9 @@ message (recipient `functions.NAME`, JSON arguments, the tool-call lane) with th
 kept as its own answer message; markup that is no valid call becomes an error `ParseIssue`
 naming the tool and why, never a call and never answer text. Control tokens that are call
 markup (`spelled`) are read as their text. A generation whose prompt opened a `<think>` block
-(`thinking`) starts inside it.
+(`thinking`) starts inside it. `think` overrides the tags (a template's own reasoning markup,
+`app/templates/reasoning_markup.py`); a close tag with no open one is dropped, never shown
+(unless the call format reads it as its own markup).
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ from app.domain.events import (
     StopReason,
     TurnDone,
 )
-from app.domain.messages import Message, Role
+from app.domain.messages import Author, Message, Role, TextContent
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
 from app.templates.calls.format import CallFormat, ToolCall, recipient_of
 from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 
 OPEN, CLOSE = "<think>", "</think>"
+_ASSISTANT = Author(role=Role.ASSISTANT)  # frozen: every message of a generation shares it
+
+
+def _message(text: str, **header: str | None) -> Message:
+    """An assistant message holding `text` (`Message.of`, its author built once)."""
+    return Message(author=_ASSISTANT, content=(TextContent(text=text),), **header)
 
 
 class Tag:
@@ -68,6 +76,7 @@ class TextOutputParser:
         calls: CallFormat | None = None,
         spelled: Mapping[int, str] | None = None,
         thinking: bool = False,
+        think: tuple[str, str] | None = None,
     ) -> None:
         self._table = table
         self._stops = frozenset(stop_ids)
@@ -77,8 +86,10 @@ class TextOutputParser:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # text that may be the start of a tag
         self._thinking = thinking  # the prompt opened a `<think>` block: it starts inside
-        tags = calls.think if calls is not None else (OPEN, CLOSE)  # the family's own
+        tags = think or (calls.think if calls is not None else (OPEN, CLOSE))  # the family's own
         self._tags = (Tag(tags[0]), Tag(tags[1]))
+        # a close with no open is dropped, unless it is call markup too (Muse's `<|eom|>`)
+        self._strays = calls is None or not any(tags[1] in t for t in calls.triggers)
         self._index = -1
         self._open_lane: Lane | None = None
         self._text: list[str] = []
@@ -87,6 +98,7 @@ class TextOutputParser:
         self.stop: StopReason | None = None
         self._events: list[ParseEvent] = []
         self._free: frozenset[str] | None = frozenset()  # see `_gate`
+        self._one = ""
         self._gate()
 
     def feed(self, token: int) -> list[ParseEvent]:
@@ -121,6 +133,13 @@ class TextOutputParser:
         while buf:
             tag = self._tags[1] if self._thinking else self._tags[0]
             at = buf.find(tag.text)
+            if self._strays and not self._thinking:  # a close before any open: dropped
+                closing = self._tags[1].text
+                stray = buf.find(closing, 0, at if at >= 0 else len(buf))
+                if stray >= 0:
+                    self._emit(buf[:stray])
+                    buf = buf[stray + len(closing) :]
+                    continue
             if at >= 0:
                 self._emit(buf[:at])
                 if self._scanner is not None and not self._thinking and not self._scanner.in_call:
@@ -131,6 +150,8 @@ class TextOutputParser:
                 buf = buf[at + len(tag.text) :]
                 continue
             keep = tag.tail(buf)
+            if self._strays and not self._thinking:
+                keep = max(keep, self._tags[1].tail(buf))
             self._emit(buf[: len(buf) - keep])
             buf = buf[len(buf) - keep :]
             break
@@ -139,21 +160,32 @@ class TextOutputParser:
     def _emit(self, text: str) -> None:
         if not text:
             return
-        free = self._free  # (the scanner's `passes`, kept at hand: this runs per token)
-        if self._scanner is None or (free is not None and free.isdisjoint(text)):
+        scanner = self._scanner  # (the scanner's `passes`, kept at hand: this runs per token)
+        if scanner is None or ((one := self._one) and one not in text):
             self._lane_text(text)
+            return
+        free = self._free
+        if not one and free is not None and free.isdisjoint(text):
+            self._lane_text(text)
+            return
+        pieces = scanner.feed(text)  # (not thinking: thinking sends no text here)
+        if pieces:
+            self._answer(pieces)
+        if scanner.idle:  # `_gate`, inlined: this runs per token of a held call
+            self._free, self._one = scanner.firsts, scanner.first
         else:
-            self._answer(self._scanner.feed(text))
-            self._gate()
+            self._free, self._one = None, ""
 
     def _gate(self) -> None:
         """Keep `_free`: the characters that send text to the scanner (none while thinking:
-        thinking holds no call); None while the scanner holds text, when all of it goes there."""
+        thinking holds no call); None while the scanner holds text, when all of it goes there.
+        `_one` is the character when there is just one (`in` is the quicker test), else ""."""
         scanner = self._scanner
         if scanner is None or self._thinking:
-            self._free = frozenset()
+            self._free, self._one = frozenset(), ""
         else:
             self._free = scanner.firsts if scanner.idle else None
+            self._one = scanner.first if scanner.idle else ""
 
     def _answer(self, pieces: list[str | Scanned]) -> None:
         for piece in pieces:
@@ -177,12 +209,8 @@ class TextOutputParser:
             MessageStarted(self._index, Role.ASSISTANT, None, "commentary", recipient, "json", lane)
         )
         self._events.append(ContentDelta(self._index, call.arguments, lane))
-        message = Message.of(
-            Role.ASSISTANT,
-            call.arguments,
-            channel="commentary",
-            recipient=recipient,
-            content_type="json",
+        message = _message(
+            call.arguments, channel="commentary", recipient=recipient, content_type="json"
         )
         self.messages.append(message)
         self._events.append(MessageDone(self._index, message, lane, True, tuple(self._ids)))
@@ -206,7 +234,7 @@ class TextOutputParser:
         if self._open_lane is None:
             return
         channel = "analysis" if self._open_lane is Lane.ANALYSIS else "final"
-        message = Message.of(Role.ASSISTANT, "".join(self._text), channel=channel)
+        message = _message("".join(self._text), channel=channel)
         self.messages.append(message)
         complete = ended or self.stop is not None or self._open_lane is Lane.ANALYSIS
         self._events.append(

@@ -13,12 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
-import llguidance
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from llguidance.tiktoken import lltokenizer_from_encoding
 
 from app.domain.events import ContentDelta, ParseIssue
 from app.domain.messages import (
@@ -32,15 +30,14 @@ from app.domain.messages import (
 )
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.harmony import encoding as enc
 from app.templates.calls.format import ToolCall, name_of, openai_tools
 from app.templates.calls.formats import FORMATS
-from app.templates.calls.grammar import call_grammar
 from app.templates.calls.mistral import call_id
 from app.templates.calls.xml_calls import QwenXml
 from app.templates.registry import get_template
 from app.templates.text_output import TextOutputParser
 from tests.templates.call_samples import at_start, said
+from tests.templates.grammar_check import accepts, grammar_of, harmony_controls
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "call_cases"
 DATA = json.loads((CASES / "parser_cases.json").read_text(encoding="utf-8"))
@@ -333,41 +330,27 @@ GRAMMAR_TOOLS = {n: TOOLS[n]["parameters"] for n in ("special_function", "python
 GRAMMAR_TOOLS["anything"] = None
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN)
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 @pytest.mark.parametrize("choice", ["auto", "required", "none", "special_function"])
 @pytest.mark.parametrize("name", list(FORMATS))
-def test_every_format_compiles_a_grammar_for_every_choice(lltok: Any, name: str, choice: str) -> None:
+def test_every_format_compiles_a_grammar_for_every_choice(name: str, choice: str) -> None:
     fmt = FORMATS[name]
-    tik = enc.load_encoding()._tik  # markers that are its special tokens are written as tokens
-    control = {m: tik.encode_single_token(m) for m in fmt.markers() if m in tik.special_tokens_set}
-    constraint = call_grammar(fmt, GRAMMAR_TOOLS, choice, control=control)  # type: ignore[arg-type]
-    assert constraint is not None
+    # markers that are its special tokens are written as tokens
+    grammar = grammar_of(fmt, GRAMMAR_TOOLS, choice, harmony_controls(fmt))
     call = at_start(fmt, [ToolCall("special_function", '{"arg1":1}')])  # the grammar writes JSON compact
     other = at_start(fmt, [ToolCall("python", '{"code":"x"}')])
     bad = at_start(fmt, [ToolCall("nope", '{"arg1":1}')])
-    assert _accepts(lltok, constraint.grammar, call) is (choice != "none")
-    assert _accepts(lltok, constraint.grammar, other) is (choice in ("auto", "required"))
-    assert not _accepts(lltok, constraint.grammar, bad)
-    assert _accepts(lltok, constraint.grammar, said(fmt, "Just text.")) is (choice in ("auto", "none"))
+    assert accepts(grammar, call) is (choice != "none")
+    assert accepts(grammar, other) is (choice in ("auto", "required"))
+    assert not accepts(grammar, bad)
+    assert accepts(grammar, said(fmt, "Just text.")) is (choice in ("auto", "none"))
 
 
-def test_xml_grammar_holds_parameter_names_and_types(lltok: Any) -> None:
-    grammar = call_grammar(FORMATS["qwen3-coder"], GRAMMAR_TOOLS, "required")
-    assert grammar is not None
+def test_xml_grammar_holds_parameter_names_and_types() -> None:
+    grammar = grammar_of(FORMATS["qwen3-coder"], GRAMMAR_TOOLS, "required")
     ok = "<tool_call>\n<function=set_union>\n<parameter=value>\nsome </para text\n</parameter>\n<parameter=amount>\n42\n</parameter>\n</function>\n</tool_call>"
-    assert _accepts(lltok, grammar.grammar, ok)
-    assert not _accepts(lltok, grammar.grammar, ok.replace("=amount", "=amnt"))  # not a parameter
-    assert not _accepts(lltok, grammar.grammar, ok.replace("<function=set_union>", "<function=set_union>\n<parameter=value>\nx\n</parameter>").replace("<parameter=value>\nsome </para text\n</parameter>\n<parameter=amount>\n42\n</parameter>\n", ""))  # amount is required
+    assert accepts(grammar, ok)
+    assert not accepts(grammar, ok.replace("=amount", "=amnt"))  # not a parameter
+    assert not accepts(grammar, ok.replace("<function=set_union>", "<function=set_union>\n<parameter=value>\nx\n</parameter>").replace("<parameter=value>\nsome </para text\n</parameter>\n<parameter=amount>\n42\n</parameter>\n", ""))  # amount is required
     integer = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n{n}\n</parameter>\n</function>\n</tool_call>"
-    assert _accepts(lltok, grammar.grammar, integer.format(n=7))
-    assert not _accepts(lltok, grammar.grammar, integer.format(n="seven"))
+    assert accepts(grammar, integer.format(n=7))
+    assert not accepts(grammar, integer.format(n="seven"))

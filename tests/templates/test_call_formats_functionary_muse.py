@@ -11,47 +11,22 @@ tests/fixtures/llama_templates/LICENSE).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import llguidance
 import pytest
-from llguidance.tiktoken import lltokenizer_from_encoding
 
-from app.domain.events import MessageDone, ParseIssue
-from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.harmony import encoding as enc
 from app.templates.calls.detect import detect
 from app.templates.calls.formats import FORMATS
-from app.templates.calls.grammar import call_grammar
-from app.templates.text_output import TextOutputParser
+from tests.templates.grammar_check import accepts, grammar_of, harmony_controls
+from tests.templates.read_back import read_back
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
-TABLE = [bytes([i]) for i in range(256)]
-
-
-def _read(name: str, pieces: list[str]) -> dict[str, Any]:
-    """`pieces` fed byte by byte, each piece's bytes in turn: calls, answer, thinking, notices."""
-    parser = TextOutputParser(TABLE, [], FORMATS[name])
-    events = [e for piece in pieces for b in piece.encode() for e in parser.feed(b)]
-    events += parser.finish()
-    done = [e for e in events if isinstance(e, MessageDone)]
-    return {
-        "calls": [
-            (e.message.recipient, json.loads(e.message.text))
-            for e in done
-            if e.lane is Lane.TOOL_CALL
-        ],
-        "answer": "".join(e.message.text for e in done if e.lane is Lane.ANSWER),
-        "thinking": "".join(e.message.text for e in done if e.lane is Lane.ANALYSIS),
-        "issues": [e for e in events if isinstance(e, ParseIssue)],
-    }
 
 
 def _check(name: str, text: str, calls: list[Any], answer: str, thinking: str = "") -> None:
-    got = _read(name, [text])
+    got = read_back(name, text)
     assert got["calls"] == [(f"functions.{n}" if n != "python" else n, a) for n, a in calls]
     assert got["answer"] == answer
     assert got["thinking"] == thinking
@@ -184,7 +159,7 @@ def test_muse_reads_its_calls(text: str, calls: list[Any], answer: str, thinking
     ],
 )
 def test_a_malformed_call_is_a_notice_never_dropped(name: str, text: str, tool: str) -> None:
-    got = _read(name, [text])
+    got = read_back(name, text)
     assert got["calls"] == []
     assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
     message = got["issues"][0].message
@@ -208,7 +183,7 @@ def test_a_malformed_call_is_a_notice_never_dropped(name: str, text: str, tool: 
 def test_a_call_cut_off_by_the_end_of_the_answer_is_a_notice(
     name: str, text: str, tool: str
 ) -> None:
-    got = _read(name, [text])
+    got = read_back(name, text)
     assert got["calls"] == [] and got["answer"] == "Sure."
     assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
     assert f"call {tool}" in got["issues"][0].message
@@ -230,7 +205,7 @@ def test_a_call_cut_off_by_the_end_of_the_answer_is_a_notice(
 def test_split_markers_are_held_back_at_every_cut(name: str, text: str) -> None:
     """Fed in two pieces cut anywhere (inside every marker), no markup reaches the answer."""
     for cut in range(len(text) + 1):
-        got = _read(name, [text[:cut], text[cut:]])
+        got = read_back(name, text[:cut], text[cut:])
         assert got["answer"] == "Sure.", cut
         assert got["calls"] == [("functions.get_time", {"city": "Oslo"})], cut
         assert got["issues"] == [], cut
@@ -259,19 +234,6 @@ def test_no_other_official_template_is_taken_for_either() -> None:
 # --- grammars ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -286,12 +248,7 @@ TOOLS: dict[str, Any] = {"get_weather": SCHEMA, "other": None}
 def _grammar(name: str, choice: str) -> str:
     """The constraint's grammar; markers that are o200k_harmony special tokens (Muse's
     `<|start|>` and `<|message|>`) are control tokens, as in a model whose vocabulary has them."""
-    fmt = FORMATS[name]
-    tik = enc.load_encoding()._tik
-    control = {m: tik.encode_single_token(m) for m in fmt.markers() if m in tik.special_tokens_set}
-    constraint = call_grammar(fmt, TOOLS, choice, control=control)
-    assert constraint is not None
-    return constraint.grammar
+    return grammar_of(FORMATS[name], TOOLS, choice, harmony_controls(FORMATS[name]))
 
 
 FN_CALL = 'get_weather\n{"city":"Oslo","days":3}'
@@ -316,8 +273,8 @@ FN_CALL = 'get_weather\n{"city":"Oslo","days":3}'
         ("none", FN_CALL, False),
     ],
 )
-def test_functionary_grammar(lltok: Any, choice: str, text: str, ok: bool) -> None:
-    assert _accepts(lltok, _grammar("functionary", choice), text) is ok
+def test_functionary_grammar(choice: str, text: str, ok: bool) -> None:
+    assert accepts(_grammar("functionary", choice), text) is ok
 
 
 MUSE_CALL = (
@@ -346,5 +303,5 @@ THINK = " to=self<|message|>The weather, then.<|eom|><|start|>assistant"
         ("none", MUSE_CALL, False),
     ],
 )
-def test_muse_grammar(lltok: Any, choice: str, text: str, ok: bool) -> None:
-    assert _accepts(lltok, _grammar("muse", choice), text) is ok
+def test_muse_grammar(choice: str, text: str, ok: bool) -> None:
+    assert accepts(_grammar("muse", choice), text) is ok

@@ -14,41 +14,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-import llguidance
 import pytest
-from llguidance.tiktoken import lltokenizer_from_encoding
 
-from app.domain.events import MessageDone, ParseIssue
-from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.harmony import encoding as enc
 from app.templates.calls.detect import detect
 from app.templates.calls.format import ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.gemma4_values import gemma_value, read_object
-from app.templates.calls.grammar import call_grammar
-from app.templates.text_output import TextOutputParser
+from tests.templates.grammar_check import accepts, grammar_of
+from tests.templates.read_back import read_back
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
-TABLE = [bytes([i]) for i in range(256)]
 
 
 def _read(name: str, text: str) -> dict[str, Any]:
-    """`text` fed byte by byte through the format's parser: calls, answer, thinking, notices."""
-    opened = "</think>" in text and "<think>" not in text  # the prompt opened the block
-    parser = TextOutputParser(TABLE, [], FORMATS[name], thinking=opened)
-    events = [e for b in text.encode() for e in parser.feed(b)] + parser.finish()
-    done = [e for e in events if isinstance(e, MessageDone)]
-    return {
-        "calls": [
-            (e.message.recipient, json.loads(e.message.text))
-            for e in done
-            if e.lane is Lane.TOOL_CALL
-        ],
-        "answer": "".join(e.message.text for e in done if e.lane is Lane.ANSWER),
-        "thinking": "".join(e.message.text for e in done if e.lane is Lane.ANALYSIS),
-        "issues": [e for e in events if isinstance(e, ParseIssue)],
-    }
+    """`text` read back through the format (a lone `</think>`: the prompt opened the block)."""
+    return read_back(name, text, thinking="</think>" in text and "<think>" not in text)
 
 
 Q = '<|"|>'
@@ -237,14 +218,8 @@ def test_nemotron_keeps_the_calls_before_a_bad_entry() -> None:
 def test_split_markers_are_held_back_at_every_cut(name: str, text: str) -> None:
     """Fed in two pieces cut anywhere (inside every marker), no markup reaches the answer."""
     for cut in range(1, len(text)):
-        parser = TextOutputParser(TABLE, [], FORMATS[name])
-        events: list[Any] = []
-        for piece in (text[:cut], text[cut:]):
-            events += [e for b in piece.encode() for e in parser.feed(b)]
-        events += parser.finish()
-        done = [e for e in events if isinstance(e, MessageDone)]
-        answer = "".join(e.message.text for e in done if e.lane is Lane.ANSWER)
-        calls = [json.loads(e.message.text) for e in done if e.lane is Lane.TOOL_CALL]
+        got = read_back(name, text[:cut], text[cut:])
+        answer, calls = got["answer"], [args for _, args in got["calls"]]
         assert answer.strip() == "Sure." and calls == [{"city": "Oslo"}], cut
 
 
@@ -268,19 +243,6 @@ def test_gemma4_values_round_trip() -> None:
     assert read_object(text + "tail", 0) == (value, len(text))
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -302,22 +264,18 @@ SCHEMA = {
         ({"town": "Paris"}, False),  # not one of the tool's properties
     ],
 )
-def test_gemma4_grammar_holds_arguments_to_the_schema(
-    lltok: Any, args: dict[str, Any], ok: bool
-) -> None:
-    constraint = call_grammar(FORMATS["gemma4"], {"get_weather": SCHEMA}, "required")
-    assert constraint is not None
+def test_gemma4_grammar_holds_arguments_to_the_schema(args: dict[str, Any], ok: bool) -> None:
+    grammar = grammar_of(FORMATS["gemma4"], {"get_weather": SCHEMA}, "required")
     text = "".join(
         p.text for p in FORMATS["gemma4"].write([ToolCall("get_weather", json.dumps(args))])
     )
-    assert _accepts(lltok, constraint.grammar, text) is ok
+    assert accepts(grammar, text) is ok
 
 
-def test_nemotron_grammar_takes_several_calls_in_one_array(lltok: Any) -> None:
+def test_nemotron_grammar_takes_several_calls_in_one_array() -> None:
     fmt = FORMATS["nemotron"]
-    constraint = call_grammar(fmt, {"get_weather": SCHEMA, "other": None}, "auto")
-    assert constraint is not None
+    grammar = grammar_of(fmt, {"get_weather": SCHEMA, "other": None}, "auto")
     two = [ToolCall("get_weather", '{"city":"Oslo"}'), ToolCall("other", '{"x":1}')]
     text = "Let me look.\n" + "".join(p.text for p in fmt.write(two))
-    assert _accepts(lltok, constraint.grammar, text)
-    assert not _accepts(lltok, constraint.grammar, text.replace("other", "nope"))
+    assert accepts(grammar, text)
+    assert not accepts(grammar, text.replace("other", "nope"))

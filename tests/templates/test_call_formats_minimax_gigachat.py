@@ -15,43 +15,15 @@ from typing import Any
 
 import pytest
 
-from app.domain.events import MessageDone, ParseIssue
-from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.templates.calls.format import CallFormat, ToolCall
+from app.templates.calls.format import ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.minimax import MiniMax
 from app.templates.calls.scanner import CallScanner
 from app.templates.text_output import TextOutputParser
+from tests.templates.read_back import BYTES, folded, read_back
 
-TABLE = [bytes([i]) for i in range(256)]
 NS = "]<]minimax[>["
-
-
-def _events(fmt: CallFormat, pieces: list[str], thinking: bool = False) -> list[Any]:
-    parser = TextOutputParser(TABLE, [], fmt, thinking=thinking)
-    events = [e for piece in pieces for b in piece.encode() for e in parser.feed(b)]
-    return events + parser.finish()
-
-
-def _fold(events: list[Any]) -> dict[str, Any]:
-    """The calls, answer, thinking and notices a generation's events hold."""
-    done = [e for e in events if isinstance(e, MessageDone)]
-    return {
-        "calls": [
-            (e.message.recipient, json.loads(e.message.text))
-            for e in done
-            if e.lane is Lane.TOOL_CALL
-        ],
-        "answer": "".join(e.message.text for e in done if e.lane is Lane.ANSWER),
-        "thinking": "".join(e.message.text for e in done if e.lane is Lane.ANALYSIS),
-        "issues": [e for e in events if isinstance(e, ParseIssue)],
-    }
-
-
-def _read(fmt: CallFormat | str, text: str) -> dict[str, Any]:
-    """`text` fed byte by byte through the format's parser."""
-    return _fold(_events(FORMATS[fmt] if isinstance(fmt, str) else fmt, [text]))
 
 
 def _mm(*calls: str) -> str:
@@ -208,7 +180,7 @@ GIGACHAT31_CASES = [  # from llama.cpp's GigaChat V3.1 cases
 
 
 def _check(fmt: str, text: str, calls: list[Any], answer: str, thinking: str = "") -> None:
-    got = _read(fmt, text)
+    got = read_back(fmt, text)
     assert got["calls"] == [(f"functions.{n}", a) for n, a in calls]
     assert got["answer"].strip() == answer
     assert got["thinking"] == thinking
@@ -233,7 +205,7 @@ def test_gigachat31_reads_its_calls(text: str, calls: list[Any], answer: str) ->
 @pytest.mark.parametrize("name", ["gigachat3", "gigachat3.1"])
 def test_gigachat_call_in_a_think_block_stays_thinking(name: str) -> None:
     call = FORMATS[name].triggers[0] + CALL
-    got = _read(name, f"<think>{call}</think>Done.")
+    got = read_back(name, f"<think>{call}</think>Done.")
     assert got["calls"] == [] and got["answer"] == "Done." and got["thinking"] == call
 
 
@@ -262,10 +234,10 @@ def test_minimax_types_values_by_the_tools_schema() -> None:
             ("none", ""),
         )
     )
-    got = _read(MiniMax(SCHEMAS), text)
+    got = read_back(MiniMax(SCHEMAS), text)
     want = {"code": "7", "tags": ["true"], "opts": {"item": 5}, "none": []}
     assert got["calls"] == [("functions.f", want)] and got["issues"] == []
-    loose = _read("minimax-m3", text)["calls"]
+    loose = read_back("minimax-m3", text)["calls"]
     assert loose == [("functions.f", {"code": 7, "tags": [True], "opts": [5], "none": ""})]
 
 
@@ -289,7 +261,7 @@ def test_minimax_writes_what_it_reads() -> None:
         )
     )
     del args["skip"]  # a null argument is left out, as the template leaves it out
-    assert _read(fmt, text)["calls"] == [("functions.get_weather", args)]
+    assert read_back(fmt, text)["calls"] == [("functions.get_weather", args)]
 
 
 @pytest.mark.parametrize(
@@ -307,7 +279,7 @@ def test_minimax_writes_what_it_reads() -> None:
     ],
 )
 def test_a_malformed_call_is_a_notice_never_dropped(name: str, text: str, tool: str) -> None:
-    got = _read(name, text)
+    got = read_back(name, text)
     assert got["calls"] == []
     assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
     who = f"call {tool}" if tool else "call a tool"
@@ -317,7 +289,7 @@ def test_a_malformed_call_is_a_notice_never_dropped(name: str, text: str, tool: 
 
 def test_minimax_keeps_the_calls_before_a_bad_one() -> None:
     text = _mm(_invoke("a", ("x", "1")), f'{NS}<invoke name="b">{NS}<y>2{NS}</z>{NS}</invoke>\n')
-    got = _read("minimax-m3", text + "After.")
+    got = read_back("minimax-m3", text + "After.")
     assert got["calls"] == [("functions.a", {"x": 1})]
     assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
     assert "call b" in got["issues"][0].message and got["answer"] == "After."
@@ -334,7 +306,7 @@ def test_minimax_keeps_the_calls_before_a_bad_one() -> None:
     ],
 )
 def test_markup_that_ends_the_answer_unfinished_is_a_notice(name: str, text: str) -> None:
-    got = _read(name, "Sure." + text)
+    got = read_back(name, "Sure." + text)
     assert got["calls"] == [] and got["answer"].startswith("Sure.")
     assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
     assert NS not in got["answer"] and "<|" not in got["answer"]
@@ -364,20 +336,20 @@ SPLIT = [
 def test_split_markers_are_held_back_at_every_cut(name: str, text: str, calls: list[Any]) -> None:
     """Fed in two pieces cut anywhere (inside every marker), no markup reaches the answer."""
     for cut in range(1, len(text)):
-        got = _fold(_events(FORMATS[name], [text[:cut], text[cut:]]))
+        got = read_back(name, text[:cut], text[cut:])
         assert got["answer"].strip() == "Sure.", cut
         assert [a for _, a in got["calls"]] == calls and got["issues"] == [], cut
 
 
 def test_minimax_reads_the_namespace_token_as_a_control_token() -> None:
     """With `]<]minimax[>[` one control token (no bytes of its own), the parser spells it."""
-    ns_id = len(TABLE)
-    parser = TextOutputParser([*TABLE, b""], [], FORMATS["minimax-m3"], {ns_id: NS})
+    ns_id = len(BYTES)
+    parser = TextOutputParser([*BYTES, b""], [], FORMATS["minimax-m3"], {ns_id: NS})
     text = "</mm:think>Sure." + _mm(_invoke("get_time", ("city", "Oslo")))
     ids: list[int] = []
     for i, part in enumerate(text.split(NS)):
         ids += ([ns_id] if i else []) + list(part.encode())
-    got = _fold([e for t in ids for e in parser.feed(t)] + parser.finish())
+    got = folded([e for t in ids for e in parser.feed(t)] + parser.finish())
     assert got["answer"] == "Sure." and got["calls"] == [("functions.get_time", {"city": "Oslo"})]
 
 

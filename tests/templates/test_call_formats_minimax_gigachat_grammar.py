@@ -11,15 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import llguidance
 import pytest
-from llguidance.tiktoken import lltokenizer_from_encoding
 
-from app.harmony import encoding as enc
 from app.templates.calls.detect import detect
 from app.templates.calls.format import ToolCall
 from app.templates.calls.formats import FORMATS
-from app.templates.calls.grammar import call_grammar
+from tests.templates.grammar_check import accepts, grammar_of, ids_of
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 NS = "]<]minimax[>["
@@ -38,28 +35,10 @@ def test_detect_picks_the_format_for_its_template(template: str, name: str) -> N
     assert found.format is not None and found.format.name == name, found.reason
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, ids: list[int]) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
-def _ids(text: str) -> list[int]:
-    return list(enc.load_encoding().encode_with_specials(text))
-
-
 def _grammar(
     name: str, tools: dict[str, Any], choice: str, control: dict[str, int] | None = None
 ) -> str:
-    constraint = call_grammar(FORMATS[name], tools, choice, control=control)
-    assert constraint is not None
-    return constraint.grammar
+    return grammar_of(FORMATS[name], tools, choice, control)
 
 
 def _written(name: str, calls: list[tuple[str, dict[str, Any]]]) -> str:
@@ -96,11 +75,9 @@ GRAMMAR_CASES: list[tuple[dict[str, Any], bool]] = [
 
 
 @pytest.mark.parametrize(("args", "ok"), GRAMMAR_CASES)
-def test_minimax_grammar_holds_arguments_to_the_schema(
-    lltok: Any, args: dict[str, Any], ok: bool
-) -> None:
+def test_minimax_grammar_holds_arguments_to_the_schema(args: dict[str, Any], ok: bool) -> None:
     grammar = _grammar("minimax-m3", {"get_weather": SCHEMA}, "required")
-    assert _accepts(lltok, grammar, _ids(_written("minimax-m3", [("get_weather", args)]))) is ok
+    assert accepts(grammar, _written("minimax-m3", [("get_weather", args)])) is ok
 
 
 # JSON arguments take the JSON schema's meaning: a property it does not name is allowed
@@ -110,33 +87,33 @@ GIGACHAT_GRAMMAR_CASES = [(a, ok or "town" in a) for a, ok in GRAMMAR_CASES]
 @pytest.mark.parametrize(("args", "ok"), GIGACHAT_GRAMMAR_CASES)
 @pytest.mark.parametrize("name", ["gigachat3", "gigachat3.1"])
 def test_gigachat_grammar_holds_arguments_to_the_schema(
-    lltok: Any, name: str, args: dict[str, Any], ok: bool
+    name: str, args: dict[str, Any], ok: bool
 ) -> None:
     grammar = _grammar(name, {"get_weather": SCHEMA}, "required")
     text = _written(name, [("get_weather", args)])
-    assert _accepts(lltok, grammar, _ids(text)) is ok
+    assert accepts(grammar, text) is ok
 
 
 @pytest.mark.parametrize("name", ["minimax-m3", "gigachat3", "gigachat3.1"])
-def test_auto_grammar_takes_text_then_calls_and_refuses_junk(lltok: Any, name: str) -> None:
+def test_auto_grammar_takes_text_then_calls_and_refuses_junk(name: str) -> None:
     grammar = _grammar(name, {"get_weather": SCHEMA, "other": None}, "auto")
     calls = [("get_weather", {"city": "Oslo"})]
     if name == "minimax-m3":
         calls.append(("other", {"x": "1"}))
     text = "Let me look.\n" + _written(name, calls)
-    assert _accepts(lltok, grammar, _ids(text))
-    assert _accepts(lltok, grammar, _ids("Just an answer, with ] and <tags>."))
-    assert not _accepts(lltok, grammar, _ids(text.replace("get_weather", "nope")))
-    assert not _accepts(lltok, grammar, _ids(text.replace("city", "town")))
+    assert accepts(grammar, text)
+    assert accepts(grammar, "Just an answer, with ] and <tags>.")
+    assert not accepts(grammar, text.replace("get_weather", "nope"))
+    assert not accepts(grammar, text.replace("city", "town"))
 
 
-def test_minimax_grammar_writes_the_namespace_as_its_control_token(lltok: Any) -> None:
+def test_minimax_grammar_writes_the_namespace_as_its_control_token() -> None:
     """With `]<]minimax[>[` a control token, the grammar takes that token, not its spelling."""
     token = 200013  # a reserved special token of o200k_harmony, standing in for it
     grammar = _grammar("minimax-m3", {"get_weather": SCHEMA}, "required", {NS: token})
     text = _written("minimax-m3", [("get_weather", {"city": "Oslo", "days": 2})])
     ids: list[int] = []
     for i, part in enumerate(text.split(NS)):
-        ids += ([token] if i else []) + _ids(part)
-    assert _accepts(lltok, grammar, ids)
-    assert not _accepts(lltok, grammar, _ids(text))
+        ids += ([token] if i else []) + ids_of(part)
+    assert accepts(grammar, ids)
+    assert not accepts(grammar, text)

@@ -17,21 +17,19 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import llguidance
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llguidance.tiktoken import lltokenizer_from_encoding
 
 from app.domain.messages import ToolDescription
 from app.harmony import encoding as enc
 from app.templates.calls.format import CallFormat, Piece, ToolCall
 from app.templates.calls.formats import FORMATS
-from app.templates.calls.grammar import call_grammar
 from app.templates.calls.reading import JsonEnd, Memo, Read, Remembering, json_end
 from app.templates.calls.scanner import CallScanner, Scanned
 from app.templates.text_output import Tag
 from tests.templates.call_samples import at_start, said
+from tests.templates.grammar_check import accepts, grammar_of
 
 CALLS = [
     ToolCall("get_weather", '{"city": "Oslo, Norway", "days": 3, "tags": ["a}", "b]"]}'),
@@ -177,19 +175,6 @@ GOOD = '{"name": "special_function", "parameters": {"arg1":1}}'
 BAD = '{"name": "nope", "parameters": {"arg1":1}}'
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 @pytest.mark.parametrize(
     ("text", "accepted"),
     [
@@ -208,11 +193,9 @@ def _accepts(lltok: Any, grammar: str, text: str) -> bool:
     ],
 )
 def test_llama3_auto_grammar_holds_a_bare_call_only_where_the_reader_reads_one(
-    lltok: Any, text: str, accepted: bool
+    text: str, accepted: bool
 ) -> None:
-    constraint = call_grammar(FORMATS["llama3"], TOOLS, "auto")
-    assert constraint is not None
-    assert _accepts(lltok, constraint.grammar, text) is accepted
+    assert accepts(grammar_of(FORMATS["llama3"], TOOLS, "auto"), text) is accepted
     read = [
         c for p in _scanned(FORMATS["llama3"], [text]) if isinstance(p, Scanned) for c in p.calls
     ]
@@ -222,17 +205,16 @@ def test_llama3_auto_grammar_holds_a_bare_call_only_where_the_reader_reads_one(
         assert not read  # and what the grammar left free is no call to the reader either
 
 
-def test_llama3_auto_grammar_with_the_tag_as_a_control_token(lltok: Any) -> None:
+def test_llama3_auto_grammar_with_the_tag_as_a_control_token() -> None:
     tik = enc.load_encoding()._tik
     token = tik.encode_single_token("<|constrain|>")  # any special token stands in for the tag
     fmt = FORMATS["llama3"]
-    constraint = call_grammar(fmt, TOOLS, "auto", control={"<|python_tag|>": token})
-    assert constraint is not None
-    assert _accepts(lltok, constraint.grammar, GOOD)
-    assert not _accepts(lltok, constraint.grammar, BAD)
-    assert _accepts(lltok, constraint.grammar, "As text: " + BAD)
-    assert _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + GOOD)
-    assert not _accepts(lltok, constraint.grammar, "Sure. <|constrain|>" + BAD)
+    grammar = grammar_of(fmt, TOOLS, "auto", {"<|python_tag|>": token})
+    assert accepts(grammar, GOOD)
+    assert not accepts(grammar, BAD)
+    assert accepts(grammar, "As text: " + BAD)
+    assert accepts(grammar, "Sure. <|constrain|>" + GOOD)
+    assert not accepts(grammar, "Sure. <|constrain|>" + BAD)
 
 
 # --- the think tag held back at the end of a piece ----------------------------------------

@@ -35,17 +35,9 @@ LEARN_LEFT_OUT = {
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its"
     " text): there are no calls to learn",
     # the calls are learned and read; what the turn writes around them is not a call's markup
-    "Apriel-1.6-15b-Thinker-fixed": "calls learned and read, but every answer opens with reasoning"
-    " in plain words (`Here are my reasoning steps:`), which the text parser shows as answer",
-    "Cohere2MoE": "calls learned and read, but the turn opens `<|START_THINKING|>` with no close"
-    " the text parser routes",
-    "Kimi-K3": "calls learned and read, but the turn's reasoning/response channel markup"
-    " (`<|close|>think<|sep|><|open|>response<|sep|>`) reaches the answer",
-    "deepseek-ai-DeepSeek-V3.2": "calls learned and read, but the generation prompt opens and"
-    " closes `<think>` and the turn closes it again; the stray `</think>` reaches the answer",
-    "openai-gpt-oss-120b": "Harmony: read by the Harmony parser, never as text; learned as text,"
-    " one call a turn is read, but prose beside a call is an `analysis` message whose channel"
-    " markup reaches the answer",
+    "openai-gpt-oss-120b": "calls learned and read (one a turn), but this is Harmony, read by the"
+    " Harmony parser and never as text: as text, prose beside a call is an `analysis` message"
+    " whose channel markup reaches the answer",
     # call markup the learner cannot derive
     "meetkai-functionary-medium-v3.2": "the generation prompt ends with `>>>` and a turn's first"
     " call is the bare `NAME\\n{…}` (prose is `all\\n…`): no markup opens it, so no trigger"

@@ -17,25 +17,22 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-import llguidance
 import pytest
-from llguidance.tiktoken import lltokenizer_from_encoding
 
 from app.cli import main
 from app.cli.replay_template import replay_text
 from app.domain.events import ContentDelta, ParseIssue
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.harmony import encoding as enc
 from app.templates.calls.derived import DerivedFormat
 from app.templates.calls.detect import Detection, detect
 from app.templates.calls.format import CallFormat, ToolCall
-from app.templates.calls.grammar import call_grammar
 from app.templates.calls.learn import tail, think_tags
 from app.templates.calls.learned import LearnedPythonic
 from app.templates.calls.markup import HOLE
 from app.templates.jinja import GgufJinja
 from app.templates.text_output import TextOutputParser
+from tests.templates.grammar_check import accepts, grammar_of
 from tests.templates.test_learned_corpus import LEARN_LEFT_OUT
 from tests.templates.test_template_corpus import FIXTURES, TOOLS, _templates
 
@@ -272,53 +269,35 @@ def test_the_families_are_still_found_first_and_the_learned_one_beside_them() ->
     assert detect(source).learned is None
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 GRAMMAR_TOOLS = {t["function"]["name"]: t["function"]["parameters"] for t in cast(Any, TOOLS)}
 
 
 @pytest.mark.parametrize("name", [n for n in _templates() if n not in LEARN_LEFT_OUT])
-def test_each_learned_official_format_has_a_grammar_that_holds_the_name(
-    lltok: Any, name: str
-) -> None:
+def test_each_learned_official_format_has_a_grammar_that_holds_the_name(name: str) -> None:
     fmt = detect((FIXTURES / f"{name}.jinja").read_text(encoding="utf-8"), families=False).format
     assert fmt is not None
-    constraint = call_grammar(fmt, GRAMMAR_TOOLS, "required")
-    assert constraint is not None
+    grammar = grammar_of(fmt, GRAMMAR_TOOLS, "required")
     call = "".join(
         p.text for p in fmt.write([ToolCall("get_weather", '{"city":"Paris","days":3}')])
     )
-    assert _accepts(lltok, constraint.grammar, call), call
-    assert not _accepts(lltok, constraint.grammar, call.replace("get_weather", "get_wether"))
-    auto = call_grammar(fmt, GRAMMAR_TOOLS, "auto")
-    assert auto is not None and _accepts(lltok, auto.grammar, "Just text.")
+    assert accepts(grammar, call), call
+    assert not accepts(grammar, call.replace("get_weather", "get_wether"))
+    assert accepts(grammar_of(fmt, GRAMMAR_TOOLS, "auto"), "Just text.")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_learned_grammar_writes_the_familys_own_calls(lltok: Any, family: str) -> None:
+def test_a_learned_grammar_writes_the_familys_own_calls(family: str) -> None:
     fmt = _learned(FAMILIES[family][0]).format
     assert fmt is not None
-    constraint = call_grammar(fmt, GRAMMAR_TOOLS, "required")
-    assert constraint is not None
+    grammar = grammar_of(fmt, GRAMMAR_TOOLS, "required")
     one = FAMILIES[family][1].split("<invoke:get_time>")[0].split("[[get_time")[0]
     if family in ("orbit", "pythonic"):
         one = "".join(
             p.text
             for p in fmt.write([ToolCall("get_weather", '{"city":"Paris, France","days":3}')])
         )
-    assert _accepts(lltok, constraint.grammar, one), one
-    assert not _accepts(lltok, constraint.grammar, one.replace("3", "three"))  # days is an integer
+    assert accepts(grammar, one), one
+    assert not accepts(grammar, one.replace("3", "three"))  # days is an integer
 
 
 def test_templates_show_says_what_was_learned(tmp_path: Path, capsys: Any) -> None:

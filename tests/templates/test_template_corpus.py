@@ -3,8 +3,12 @@ has its own calls read back: a conversation whose assistant turn is one call, tw
 prose then a call (where the template allows them) is rendered by the template, what the
 assistant turn adds after the generation prompt (its end-of-turn marker dropped) goes through
 `harmony-desk replay --template FILE.jinja`, and the calls come back with their names and
-arguments, the prose as the answer, no markup in it. A template that cannot be read is listed
-in LEFT_OUT with why; any other failure fails, and so does a listed template that passes."""
+arguments, the prose as the answer, no markup in it, no reasoning. The think tags are the ones
+the app reads the template with: its own reasoning markup where it writes some
+(`app/templates/reasoning_markup.py`). gpt-oss's own template is read as Harmony (a GGUF
+carrying it gets `harmony`): it writes prose beside a call as an `analysis` message, which is
+read back as reasoning, never as the answer. A template that cannot be read is listed in
+LEFT_OUT with why; any other failure fails, and so does a listed template that passes."""
 
 from __future__ import annotations
 
@@ -17,44 +21,55 @@ import pytest
 
 from app.cli import main
 from app.templates.calls.detect import call_messages, renderer, turn_part
+from app.templates.jinja import GgufJinja, jinja_template
 from app.templates.jinja_render import JinjaTemplateError
+from app.templates.reasoning_markup import THINK_TAGS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
-TOOLS = [{"type": "function", "function": {"name": n, "description": "A test tool.", "parameters": {
-    "type": "object", "properties": p}}} for n, p in (
-    ("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}),
-    ("get_time", {"zone": {"type": "string"}}))]
-WEATHER = ("get_weather", {"city": "Paris, France", "days": 3})
-TIME = ("get_time", {"zone": "CET"})
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": n,
+            "description": "A test tool.",
+            "parameters": {"type": "object", "properties": p},
+        },
+    }
+    for n, p in (
+        ("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}),
+        ("get_time", {"zone": {"type": "string"}}),
+    )
+]
+Call = tuple[str, dict[str, Any]]  # a tool's name and its arguments
+WEATHER: Call = ("get_weather", {"city": "Paris, France", "days": 3})
+TIME: Call = ("get_time", {"zone": "CET"})
 PROSE = "Let me check that for you."
-CASES = {"one call": ([WEATHER], ""), "two calls": ([WEATHER, TIME], ""), "prose then a call": ([WEATHER], PROSE)}
+CASES: dict[str, tuple[list[Call], str]] = {
+    "one call": ([WEATHER], ""),
+    "two calls": ([WEATHER, TIME], ""),
+    "prose then a call": ([WEATHER], PROSE),
+}
 
 HARMONY = "openai-gpt-oss-120b"  # Harmony: its own parser (app/harmony), not a text call format
 LEFT_OUT = {
-    HARMONY: "read by the Harmony parser (a GGUF carrying this template gets `harmony`), but the"
-        " template puts prose beside a call in `analysis` and writes one call a turn",
     "CohereForAI-c4ai-command-r-plus-tool_use": "takes tools in Cohere's legacy shape"
-        " (`parameter_definitions`), not OpenAI's; rendering OpenAI tools fails",
+    " (`parameter_definitions`), not OpenAI's; rendering OpenAI tools fails",
     "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
-        " OpenAI-shaped caller provides",
+    " OpenAI-shaped caller provides",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its text)",
-    "Apriel-1.6-15b-Thinker-fixed": "opens every answer with reasoning in plain words (`Here are my"
-        " reasoning steps:`), which the text parser shows as answer",
-    "Cohere2MoE": "reasoning markers `<|START_THINKING|>` the text parser does not route",
-    "Kimi-K3": "reasoning/response channel markup (`<|close|>think<|sep|>`) the text parser does not"
-        " route",
-    "deepseek-ai-DeepSeek-V3.2": "its generation prompt opens `<think>` and the turn closes it twice;"
-        " the stray `</think>` reaches the answer",
 }
 
 
 def _templates() -> list[str]:
-    return sorted(p.stem for p in FIXTURES.glob("*.jinja") if "tool_calls" in p.read_text(encoding="utf-8"))
+    return sorted(
+        p.stem for p in FIXTURES.glob("*.jinja") if "tool_calls" in p.read_text(encoding="utf-8")
+    )
 
 
 def _lines(source: str) -> dict[str, str]:
     """The assistant's generated text for each case the template can render."""
     render = renderer(source, "", "", TOOLS)
+    tags = _think_tags(source)
     head = [{"role": "user", "content": "What is the weather in Paris, and the time there?"}]
     out: dict[str, str] = {}
     for case, (calls, prose) in CASES.items():
@@ -64,7 +79,7 @@ def _lines(source: str) -> dict[str, str]:
             continue  # the template refuses this shape (e.g. one call a turn)
         if (prose and prose not in part.body) or any(n not in part.body for n, _ in calls):
             continue  # the template drops text beside a call, or a call beside text
-        out[case] = _thinking_closed(part.generated)
+        out[case] = _thinking_closed(part.generated, tags)
     return out
 
 
@@ -77,16 +92,29 @@ def _turn(render: Any, head: list[dict[str, Any]], calls: list[Any], prose: str)
         return turn_part(render, head, call_messages(calls, prose, string_arguments=True))
 
 
-def _thinking_closed(text: str) -> str:
+def _think_tags(source: str) -> tuple[str, str]:
+    """The template's own reasoning markup where the app reads its turns with it, else
+    `<think>`/`</think>` (a family's own think tags may be call markup as well)."""
+    template = jinja_template(source)
+    if isinstance(template, GgufJinja) and template.reasoning is not None:
+        mine = template.reasoning.tags
+        return mine if template.think_tags == mine else THINK_TAGS
+    return THINK_TAGS
+
+
+def _thinking_closed(text: str, tags: tuple[str, str] = THINK_TAGS) -> str:
     """The turn as the parser meets it: a think block the generation prompt opened is opened
     here (the parser does not see the prompt), one the template leaves open is dropped."""
-    opened, closed = text.find("<think>"), text.find("</think>")
+    opening, closing = tags
+    opened, closed = text.find(opening), text.find(closing)
     if closed >= 0 and not 0 <= opened < closed:
-        return "<think>" + text
-    return text.replace("<think>", "", 1) if opened >= 0 and closed < 0 else text
+        return opening + text
+    return text.replace(opening, "", 1) if opened >= 0 and closed < 0 else text
 
 
-def _replay(path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[dict[str, Any]]:
+def _replay(
+    path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> list[dict[str, Any]]:
     lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     capsys.readouterr()
@@ -100,15 +128,29 @@ def _problems(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[s
     if "one call" not in cases:
         return ["the template renders no call"]
     problems = []
-    for (case, text), out in zip(cases.items(), _replay(path, list(cases.values()), monkeypatch, capsys), strict=True):
+    for (case, text), out in zip(
+        cases.items(), _replay(path, list(cases.values()), monkeypatch, capsys), strict=True
+    ):
         calls, prose = CASES[case]
+        thought = ""
+        if name == HARMONY:  # prose beside a call is an `analysis` message: reasoning
+            prose, thought = "", prose
         if "error" in out:
             problems.append(f"{case}: {out['error']}")
             continue
-        got = [(s["recipient"], json.loads(s["text"])) for s in out["shown"] if s["lane"] == "tool_call"]
+        got = [
+            (s["recipient"], json.loads(s["text"]))
+            for s in out["shown"]
+            if s["lane"] == "tool_call"
+        ]
         want = [(f"functions.{n}", a) for n, a in calls]
         answer = "".join(s["text"] for s in out["shown"] if s["lane"] == "answer").strip()
-        if got != want or answer != prose or out["errors"]:
+        if (
+            got != want
+            or answer != prose
+            or out["errors"]
+            or out["hidden"]["analysis"].strip() != thought
+        ):
             problems.append(f"{case}: {text!r} read as {out['shown']}")
     return problems
 
@@ -120,7 +162,9 @@ def test_the_corpus_is_all_there() -> None:
 
 
 @pytest.mark.parametrize("name", _templates())
-def test_each_templates_own_calls_read_back(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+def test_each_templates_own_calls_read_back(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     problems = _problems(name, monkeypatch, capsys)
     if name in LEFT_OUT:
         assert problems, f"{name} now reads back: take it off LEFT_OUT"

@@ -7,17 +7,14 @@ paced so that an answer is still streaming while the test acts."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import Qt
 
+from app.domain.history import ChatDoc
 from app.store.history import HistoryStore
-from app.ui import appearance
 from app.ui.composer.queue_panel import QueueRow
 from app.ui.window.main_window import MainWindow
 from tests.ui.test_window import make_window
@@ -30,7 +27,9 @@ ALSO = "<|channel|>final<|message|>Also done.<|return|>"
 
 def _window(qtbot: Any, tmp_path: Path, scripts: list[str]) -> MainWindow:
     # 12 ms a token: an answer streams for seconds, while the test acts, even on a loaded machine
-    window, _ = make_window(qtbot, tmp_path, scripts, delay_s=0.012, store=HistoryStore(tmp_path / "h.db"))
+    window, _ = make_window(
+        qtbot, tmp_path, scripts, delay_s=0.012, store=HistoryStore(tmp_path / "h.db")
+    )
     return window
 
 
@@ -39,25 +38,57 @@ def _enter(qtbot: Any, window: MainWindow, text: str) -> None:
     qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
 
 
-def _stream(qtbot: Any, window: MainWindow, text: str) -> None:
-    """Start an answer in the shown chat (Enter) and wait until its first text arrives."""
+def _stream(qtbot: Any, window: MainWindow, text: str) -> ChatDoc:
+    """Start an answer in the shown chat (Enter) and wait until its first text arrives; the
+    chat that answers."""
     with qtbot.waitSignal(window.controller.segmentText, timeout=10_000):
         _enter(qtbot, window, text)
+    return window.controller.doc
 
 
-def _new_chat(qtbot: Any, window: MainWindow) -> None:
+def _new_chat(qtbot: Any, window: MainWindow) -> ChatDoc:
+    """A new chat, shown (File ▸ New chat)."""
     c = window.controller
     before = c.doc.id
     window.new_action.trigger()
     qtbot.waitUntil(lambda: c.doc.id != before and not c.doc.turns)
     c.settle()
+    return c.doc
+
+
+def _drained(qtbot: Any, window: MainWindow) -> None:
+    """Wait until nothing answers, is queued or is on its way; then save what is open."""
+    c = window.controller
+    qtbot.waitUntil(
+        lambda: not c.busy and not c.queue.items and not c.queue.sending, timeout=20_000
+    )
+    c.saved()
+
+
+def _stored(tmp_path: Path, doc_id: str) -> ChatDoc:
+    """Chat `doc_id` as the history database holds it."""
+    stored = HistoryStore(tmp_path / "h.db").load(doc_id)
+    assert stored is not None
+    return stored
+
+
+def _user_texts(doc: ChatDoc) -> list[str]:
+    return [t.version.user_text for t in doc.turns]
 
 
 def _open(qtbot: Any, window: MainWindow, doc_id: str) -> None:
     """Select chat `doc_id` in the sidebar, as the user does."""
     c, rows = window.controller, window.sidebar.list
-    qtbot.waitUntil(lambda: any(rows.item(i).data(Qt.ItemDataRole.UserRole) == doc_id for i in range(rows.count())))
-    rows.setCurrentRow(next(i for i in range(rows.count()) if rows.item(i).data(Qt.ItemDataRole.UserRole) == doc_id))
+    qtbot.waitUntil(
+        lambda: any(
+            rows.item(i).data(Qt.ItemDataRole.UserRole) == doc_id for i in range(rows.count())
+        )
+    )
+    rows.setCurrentRow(
+        next(
+            i for i in range(rows.count()) if rows.item(i).data(Qt.ItemDataRole.UserRole) == doc_id
+        )
+    )
     qtbot.waitUntil(lambda: c.doc.id == doc_id)
 
 
@@ -81,15 +112,15 @@ def _stop_story(qtbot: Any, window: MainWindow, story_id: str) -> None:
         qtbot.mouseClick(window.composer.send, Qt.MouseButton.LeftButton)
 
 
-def test_enter_in_another_chat_while_one_streams_never_stops_it_and_the_message_is_sent(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_enter_in_another_chat_while_one_streams_never_stops_it_and_the_message_is_sent(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     """H1 of the newcomer review: in a new chat, the composer showed the streaming chat's Stop,
     and Enter there stopped the story in the other chat without sending the new message."""
     window = _window(qtbot, tmp_path, [LONG, SHORT])
     c = window.controller
-    _stream(qtbot, window, "Write a very long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    second = c.doc
+    story = _stream(qtbot, window, "Write a very long story")
+    second = _new_chat(qtbot, window)
     composer = window.composer
     assert composer.send.text() != "Stop" and "Stop" not in composer.send.accessibleName()
     _enter(qtbot, window, "What is 2+2?")
@@ -104,11 +135,12 @@ def test_enter_in_another_chat_while_one_streams_never_stops_it_and_the_message_
     assert not composer.queued.isVisible() and composer.send.text() == "Send"
 
 
-def test_stop_and_esc_act_only_on_the_open_chats_answer(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_stop_and_esc_act_only_on_the_open_chats_answer(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY])
     c = window.controller
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
     _new_chat(qtbot, window)
     composer = window.composer
     assert (composer.send.text(), composer.send.property("role")) == ("Queue", "primary")
@@ -126,20 +158,24 @@ def test_stop_and_esc_act_only_on_the_open_chats_answer(qtbot: Any, qloop: Any, 
     with qtbot.waitSignal(c.replyFinished, timeout=10_000):
         qtbot.keyClick(window.sidebar.new, Qt.Key.Key_Escape)  # Esc from anywhere, in its chat
     reply = story.turns[-1].version.reply
-    assert reply is not None and reply.state == "stopped" and 0 < reply.visible_text().count("word") < 1000
+    assert (
+        reply is not None
+        and reply.state == "stopped"
+        and 0 < reply.visible_text().count("word") < 1000
+    )
 
 
-def test_each_chat_keeps_its_own_state_and_its_own_queue(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_each_chat_keeps_its_own_state_and_its_own_queue(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY, SHORT, ALSO])
     c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
     _enter(qtbot, window, "And then a poem?")  # the streaming chat's own next message
     assert composer.send.text() == "Stop" and c.answering is story
     assert _queued_texts(window) == ["And then a poem?"]
     assert composer.queued.heading.text() == "1 message queued: sent when this answer ends"
-    _new_chat(qtbot, window)
-    second = c.doc
+    second = _new_chat(qtbot, window)
     assert not composer.queued.isVisible()  # another chat: not the story's queue
     _enter(qtbot, window, "What is 2+2?")
     assert _queued_texts(window) == ["What is 2+2?"] and composer.send.text() == "Queue"
@@ -153,29 +189,32 @@ def test_each_chat_keeps_its_own_state_and_its_own_queue(qtbot: Any, qloop: Any,
     assert _queued_texts(window) == ["And then a poem?"] and composer.send.text() == "Stop"
     with qtbot.waitSignal(c.replyFinished, timeout=10_000):
         qtbot.mouseClick(composer.send, Qt.MouseButton.LeftButton)  # Stop: the story only
-    qtbot.waitUntil(lambda: not c.busy and not c.queue.items and not c.queue.sending, timeout=20_000)
-    assert [t.version.user_text for t in story.turns] == ["Tell a long story", "And then a poem?"]
+    _drained(qtbot, window)
+    assert _user_texts(story) == ["Tell a long story", "And then a poem?"]
     assert story.turns[0].version.reply.state == "stopped"  # type: ignore[union-attr]
     assert story.turns[1].version.reply.visible_text() == "Four."  # type: ignore[union-attr]
-    c.saved()
-    stored = HistoryStore(tmp_path / "h.db").load(second.id)  # sent unseen, into its own chat
-    assert stored is not None and [t.version.user_text for t in stored.turns] == ["What is 2+2?"]
+    stored = _stored(tmp_path, second.id)  # sent unseen, into its own chat
+    assert _user_texts(stored) == ["What is 2+2?"]
     assert stored.turns[0].version.reply.visible_text() == "Also done."  # type: ignore[union-attr]
     _open(qtbot, window, second.id)
     assert window.transcript.turns[-1].user.text() == "What is 2+2?"
 
 
-def test_a_queued_message_can_be_edited_and_the_edit_is_what_is_sent(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_a_queued_message_can_be_edited_and_the_edit_is_what_is_sent(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY, SHORT])
     c = window.controller
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    second = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
+    second = _new_chat(qtbot, window)
     _enter(qtbot, window, "What is 2+2?")
     row = _first_row(qtbot, window)
     qtbot.mouseClick(row.edit, Qt.MouseButton.LeftButton)
-    assert row.editor.isVisible() and row.editor.toPlainText() == "What is 2+2?" and not row.send_now.isVisible()
+    assert (
+        row.editor.isVisible()
+        and row.editor.toPlainText() == "What is 2+2?"
+        and not row.send_now.isVisible()
+    )
     row.editor.selectAll()
     qtbot.keyClicks(row.editor, "   ")  # nothing left to send: refused, the editor stays
     qtbot.mouseClick(row.save, Qt.MouseButton.LeftButton)
@@ -197,20 +236,19 @@ def test_a_queued_message_can_be_edited_and_the_edit_is_what_is_sent(qtbot: Any,
     row = _first_row(qtbot, window)
     assert row.editing and not second.turns
     with qtbot.waitSignal(c.replyFinished, timeout=20_000):
-        qtbot.keyClick(row.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # saves: it goes
+        qtbot.keyClick(
+            row.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier
+        )  # saves: it goes
     assert not c.queue.items and window.transcript.turns[-1].user.text() == "What is 3+3?"
     c.saved()
-    stored = HistoryStore(tmp_path / "h.db").load(second.id)
-    assert stored is not None and [t.version.user_text for t in stored.turns] == ["What is 3+3?"]
+    assert _user_texts(_stored(tmp_path, second.id)) == ["What is 3+3?"]
 
 
 def test_a_removed_message_is_never_sent(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
     window = _window(qtbot, tmp_path, [STORY, SHORT])
-    c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    second = c.doc
+    composer = window.composer
+    story = _stream(qtbot, window, "Tell a long story")
+    second = _new_chat(qtbot, window)
     _enter(qtbot, window, "First question")
     _enter(qtbot, window, "Second question")
     assert _queued_texts(window) == ["First question", "Second question"]
@@ -219,17 +257,16 @@ def test_a_removed_message_is_never_sent(qtbot: Any, qloop: Any, tmp_path: Path)
     qtbot.mouseClick(first.remove, Qt.MouseButton.LeftButton)
     assert _queued_texts(window) == ["Second question"]
     _stop_story(qtbot, window, story.id)
-    qtbot.waitUntil(lambda: not c.busy and not c.queue.items and not c.queue.sending, timeout=20_000)
-    c.saved()
-    stored = HistoryStore(tmp_path / "h.db").load(second.id)
-    assert stored is not None and [t.version.user_text for t in stored.turns] == ["Second question"]
+    _drained(qtbot, window)
+    assert _user_texts(_stored(tmp_path, second.id)) == ["Second question"]
 
 
-def test_send_now_stops_its_own_chats_answer_and_sends_at_once(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_send_now_stops_its_own_chats_answer_and_sends_at_once(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY, SHORT])
     c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
     _enter(qtbot, window, "Shorter, please")
     row = _first_row(qtbot, window)
     assert row.send_now.text() == "Send now" and "Stop this chat's answer" in row.send_now.toolTip()
@@ -238,41 +275,43 @@ def test_send_now_stops_its_own_chats_answer_and_sends_at_once(qtbot: Any, qloop
     assert [t.version.user_text for t in story.turns] == ["Tell a long story", "Shorter, please"]
     assert story.turns[0].version.reply.state == "stopped"  # type: ignore[union-attr]
     assert story.turns[1].version.reply.visible_text() == "Four."  # type: ignore[union-attr]
-    assert not composer.queued.isVisible() and window.transcript.turns[-1].user.text() == "Shorter, please"
+    assert (
+        not composer.queued.isVisible()
+        and window.transcript.turns[-1].user.text() == "Shorter, please"
+    )
 
 
-def test_send_next_goes_first_without_stopping_another_chats_answer(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_send_next_goes_first_without_stopping_another_chats_answer(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY, SHORT, ALSO])
     c = window.controller
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    early = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
+    early = _new_chat(qtbot, window)
     _enter(qtbot, window, "Queued first")
-    _new_chat(qtbot, window)
-    late = c.doc
+    late = _new_chat(qtbot, window)
     _enter(qtbot, window, "Queued second")
     row = _first_row(qtbot, window)
     qtbot.mouseClick(row.send_now, Qt.MouseButton.LeftButton)  # "Send next"
     assert c.busy and c.answering is story  # the other chat's answer goes on
     assert [i.text for i in c.queue.items] == ["Queued second", "Queued first"]
     _stop_story(qtbot, window, story.id)
-    qtbot.waitUntil(lambda: not c.busy and not c.queue.items and not c.queue.sending, timeout=20_000)
-    c.saved()
-    store = HistoryStore(tmp_path / "h.db")
-    answers = {d.id: store.load(d.id).turns[-1].version.reply.visible_text() for d in (early, late)}  # type: ignore[union-attr]
+    _drained(qtbot, window)
+    replies = {d.id: _stored(tmp_path, d.id).turns[-1].version.reply for d in (early, late)}
+    answers = {k: r.visible_text() for k, r in replies.items() if r is not None}
     assert answers == {late.id: "Four.", early.id: "Also done."}  # the moved one went first
 
 
-def test_a_queued_message_keeps_its_files_and_json_mode(qtbot: Any, qloop: Any, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_queued_message_keeps_its_files_and_json_mode(
+    qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARMONY_DESK_DATA", str(tmp_path / "data"))
-    window = _window(qtbot, tmp_path, [STORY, '<|channel|>final<|message|>{"answer": "ok"}<|return|>'])
-    c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    second = c.doc
+    window = _window(
+        qtbot, tmp_path, [STORY, '<|channel|>final<|message|>{"answer": "ok"}<|return|>']
+    )
+    composer = window.composer
+    story = _stream(qtbot, window, "Tell a long story")
+    second = _new_chat(qtbot, window)
     notes = tmp_path / "notes.md"
     notes.write_text("The lighthouse keeper's name is Ada.", encoding="utf-8")
     composer.add_files([notes])
@@ -280,22 +319,21 @@ def test_a_queued_message_keeps_its_files_and_json_mode(qtbot: Any, qloop: Any, 
     _enter(qtbot, window, "Who keeps the lighthouse?")
     assert not composer.files and "(1 file)" in _queued_texts(window)[0]
     _stop_story(qtbot, window, story.id)  # it is sent unseen, into its own chat
-    qtbot.waitUntil(lambda: not c.busy and not c.queue.items and not c.queue.sending, timeout=20_000)
-    c.saved()
-    stored = HistoryStore(tmp_path / "h.db").load(second.id)
-    assert stored is not None and len(stored.turns) == 1
+    _drained(qtbot, window)
+    stored = _stored(tmp_path, second.id)
+    assert len(stored.turns) == 1
     version = stored.turns[0].version
     assert "Who keeps the lighthouse?" in version.user_text and "Ada" in version.user_text
     assert version.json_schema is not None and version.json_schema["required"] == ["answer"]
 
 
-def test_a_chat_sent_to_the_trash_takes_its_queued_messages(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+def test_a_chat_sent_to_the_trash_takes_its_queued_messages(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
     window = _window(qtbot, tmp_path, [STORY])
     c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Tell a long story")
-    story = c.doc
-    _new_chat(qtbot, window)
-    second = c.doc
+    story = _stream(qtbot, window, "Tell a long story")
+    second = _new_chat(qtbot, window)
     _enter(qtbot, window, "Never mind")
     assert c.queue.of(second.id)
     c.delete(second.id)
@@ -303,55 +341,3 @@ def test_a_chat_sent_to_the_trash_takes_its_queued_messages(qtbot: Any, qloop: A
     assert not c.queue.items and not composer.queued.isVisible()
     _stop_story(qtbot, window, story.id)
     assert not c.busy and len(story.turns) == 1
-
-
-# --- pictures of the queue, for the issue's note -------------------------------------------
-
-
-def shoot(window: MainWindow, folder: Path, name: str) -> list[Path]:
-    """The window drawn at 1600×1000 and 640×480, in the light and the dark theme, as PNGs in
-    `folder` ("queue-light-1600x1000.png", ...); the theme is light again afterwards."""
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    folder.mkdir(parents=True, exist_ok=True)
-    shots = []
-    try:
-        for theme_name in ("light", "dark"):
-            appearance.apply(app, theme_name)
-            for width, height in ((1600, 1000), (640, 480)):
-                window.resize(width, height)
-                app.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # the last chat's widgets
-                app.processEvents()
-                path = folder / f"{name}-{theme_name}-{width}x{height}.png"
-                assert window.grab().save(str(path))
-                shots.append(path)
-    finally:
-        appearance.apply(app, "light")
-    return shots
-
-
-def test_the_queue_is_drawn_at_both_sizes_in_both_themes(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
-    """Screenshots of two chats, one streaming (its own next message queued, its Stop) and one
-    sending (its messages queued behind the other's answer, Queue): written to
-    $HARMONY_DESK_SHOTS when set (for the issue's note), else to the test's own folder."""
-    window = _window(qtbot, tmp_path, [STORY, SHORT, ALSO, SHORT])
-    c, composer = window.controller, window.composer
-    _stream(qtbot, window, "Write a very long story about a lighthouse")
-    story = c.doc
-    _enter(qtbot, window, "Now make it a poem")
-    _new_chat(qtbot, window)
-    _enter(qtbot, window, "What is 2+2?")
-    _enter(qtbot, window, "And what is the capital of France? Answer in one word, please, and say why.")
-    folder = Path(os.environ.get("HARMONY_DESK_SHOTS") or tmp_path / "shots")
-    shots = shoot(window, folder, "queue-sending")
-    assert composer.queued.isVisible() and composer.send.text() == "Queue"
-    _open(qtbot, window, story.id)
-    shots += shoot(window, folder, "queue-streaming")
-    assert composer.queued.isVisible() and composer.send.text() == "Stop"
-    for path in shots:
-        image = QImage(str(path))
-        assert not image.isNull() and image.width() >= 640 and image.height() >= 480
-    with qtbot.waitSignal(c.replyFinished, timeout=10_000):
-        qtbot.mouseClick(composer.send, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not c.queue.items and not c.queue.sending, timeout=20_000)
-    qtbot.waitUntil(lambda: not c.busy, timeout=20_000)

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PySide6.QtWidgets import QPlainTextEdit
 
 from app.controllers.remote_host import RemoteHost
@@ -19,42 +18,39 @@ from app.secrets import Secrets
 from app.tools.mcp.config import secret_name
 from app.ui.window.endpoints import EndpointDialog
 from tests.keys.test_endpoints import secret_service, secret_service_backend
+from tests.tools.mcp.mcp_page import config, mcp_page
 from tests.tools.mcp.test_mcp_config import TOKEN, _files_hold
 from tests.tools.mcp.test_mcp_host import ENV_SERVER
-from tests.ui.test_window import make_window
 
-__all__ = ["secret_service"]
-
-
-@pytest.fixture()
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
-    return tmp_path / "config"
+__all__ = ["config", "secret_service"]
 
 
 def _tested(qtbot: Any, page: Any) -> None:
     page.test_button.click()
-    qtbot.waitUntil(lambda: "answered" in page.status.text() or page.problem_banner.isVisible(), timeout=30_000)
+    qtbot.waitUntil(
+        lambda: "answered" in page.status.text() or page.problem_banner.isVisible(), timeout=30_000
+    )
 
 
 def test_an_unsaved_server_is_tested_with_its_typed_secret_and_nothing_is_stored(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path, secret_service: dict[str, str]
 ) -> None:
-    window, _ = make_window(qtbot, tmp_path, [])
     keyring = Secrets(secret_service_backend())
-    window.mcp._secrets = window.mcp.pool._secrets = keyring
-    page = window.show_mcp()
-    qtbot.addWidget(page)
-    qtbot.waitUntil(lambda: hasattr(page, "_config"), timeout=5000)
+    window, page = mcp_page(qtbot, tmp_path, keyring)
     page.name.setText("envy")
     page.where.setText(f"{sys.executable} {ENV_SERVER}")
     page.secrets.setPlainText(f"API_TOKEN={TOKEN}")  # needed to start: typed, not saved
     _tested(qtbot, page)
-    assert not page.problem_banner.isVisible(), (page.problem_banner.text(), page.problem_banner.details())
+    assert not page.problem_banner.isVisible(), (
+        page.problem_banner.text(),
+        page.problem_banner.details(),
+    )
     names = {page.tools.item(i).text() for i in range(page.tools.count())}
     assert {"secret", "slow", "square"} <= names and "tokens to each prompt" in page.offers.text()
     assert page.servers.count() == 0 and not (config / "mcp.json").exists()  # still unsaved
-    assert keyring.get(secret_name("envy", "API_TOKEN")) is None and _files_hold(tmp_path, TOKEN) == []
+    assert (
+        keyring.get(secret_name("envy", "API_TOKEN")) is None and _files_hold(tmp_path, TOKEN) == []
+    )
     assert "envy" not in window.mcp.pool.configured()  # the app's own pool never saw it
     page.save_button.click()  # what the test listed is what is saved
     qtbot.waitUntil(lambda: page.servers.count() == 1, timeout=10_000)
@@ -64,10 +60,7 @@ def test_an_unsaved_server_is_tested_with_its_typed_secret_and_nothing_is_stored
 def test_an_edit_is_tested_as_typed_and_a_broken_one_says_why(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path
 ) -> None:
-    window, _ = make_window(qtbot, tmp_path, [])
-    page = window.show_mcp()
-    qtbot.addWidget(page)
-    qtbot.waitUntil(lambda: hasattr(page, "_config"), timeout=5000)
+    window, page = mcp_page(qtbot, tmp_path)
     page.name.setText("envy")
     page.where.setText(f"{sys.executable} {ENV_SERVER}")
     page.save_button.click()
@@ -82,12 +75,14 @@ def test_an_edit_is_tested_as_typed_and_a_broken_one_says_why(
     assert "envy answered" in page.status.text() and "envy" in window.mcp.probes
 
 
-def test_the_key_value_boxes_show_what_a_line_looks_like(qtbot: Any, qloop: Any, tmp_path: Path, config: Path) -> None:
-    window, _ = make_window(qtbot, tmp_path, [])
-    page = window.show_mcp()
-    qtbot.addWidget(page)
+def test_the_key_value_boxes_show_what_a_line_looks_like(
+    qtbot: Any, qloop: Any, tmp_path: Path, config: Path
+) -> None:
+    _, page = mcp_page(qtbot, tmp_path)
     for box in (page.env, page.secrets, page.headers):
-        assert isinstance(box, QPlainTextEdit) and "=" in box.placeholderText(), box.accessibleName()
+        assert isinstance(box, QPlainTextEdit) and "=" in box.placeholderText(), (
+            box.accessibleName()
+        )
 
 
 def test_the_endpoint_test_sentence_is_never_clipped(qtbot: Any) -> None:
@@ -95,8 +90,10 @@ def test_the_endpoint_test_sentence_is_never_clipped(qtbot: Any) -> None:
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.waitExposed(dialog)
-    long = ("Could not reach http://127.0.0.1:9/v1: the connection was refused (nothing listens"
-            " there). Check the base URL, that the server runs and that no proxy stands between. ") * 2
+    long = (
+        "Could not reach http://127.0.0.1:9/v1: the connection was refused (nothing listens"
+        " there). Check the base URL, that the server runs and that no proxy stands between. "
+    ) * 2
     dialog.remote.tested.emit(False, long)
     label = dialog.result_label
     qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()), timeout=3000)

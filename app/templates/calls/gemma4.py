@@ -23,6 +23,7 @@ grammar holds only the name.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -155,26 +156,13 @@ class Gemma4(Remembering, CallFormat):
         if not final and scan.find(text, "}") < 0 and scan.find(text, CLOSE) < 0:
             scan.wait_for(text, "}", CLOSE)
             return None  # only a `}` closes its arguments, only its close ends a bad call
-        at = skip_space(text, len(OPEN))
-        if not text.startswith(CALL, at):
-            if not final and CALL.startswith(text[at:]):
+        found: tuple[str, dict[str, Any], int] | None = scan.recall(_WHOLE)
+        if found is None:
+            found = _name_and_arguments(text, final, scan)
+            if found is None:
                 return None
-            return _bad(text, final, f"no {CALL}NAME follows {OPEN}", "")
-        at += len(CALL)
-        brace = text.find("{", at)
-        name = text[at : brace if brace >= 0 else len(text)].strip()
-        if brace < 0 or not name or any(c in name for c in "<>\n,:"):
-            if brace < 0 and not final and "<" not in name and "\n" not in name:
-                return None
-            return _bad(text, final, "the call has no name", "")
-        read = _arguments(text, brace, scan)
-        if read is None:
-            if not final:
-                return None
-            raise CallSyntaxError("the call's arguments never close", name)
-        if isinstance(read, Unreadable):
-            return _bad(text, final, f"its arguments cannot be read ({read.reason})", name)
-        args, end = read
+            scan.remember(_WHOLE, found)  # read once: more text does not change it
+        name, args, end = found
         length = _past_close(text, end, final)
         return None if length is None else ([ToolCall(name, tojson(args))], length)
 
@@ -186,6 +174,40 @@ class Gemma4(Remembering, CallFormat):
             rules.append(f"t_{i}: {json.dumps(name)} {_arguments_rule(i, schema, rules)}")
         head = f"call_rest: {json.dumps(CALL)} ({' | '.join(names)}) {json.dumps(CLOSE)}"
         return "\n".join([head, *rules])
+
+
+_WHOLE = "name and arguments"  # what a held call's `Scan` remembers once they are read
+_NOT_IN_NAME = re.compile(r"[<>\n,:]")
+
+
+def _name_and_arguments(
+    text: str, final: bool, scan: Scan
+) -> tuple[str, dict[str, Any], int] | None:
+    """The call's name, its arguments and where they end; None while more text may complete
+    them; `CallSyntaxError` for a call that can never be valid."""
+    at = skip_space(text, len(OPEN))
+    if not text.startswith(CALL, at):
+        if not final and CALL.startswith(text[at:]):
+            return None
+        _bad(text, final, f"no {CALL}NAME follows {OPEN}", "")
+        return None
+    at += len(CALL)
+    brace = text.find("{", at)
+    name = text[at : brace if brace >= 0 else len(text)].strip()
+    if brace < 0 or not name or _NOT_IN_NAME.search(name):
+        if brace < 0 and not final and "<" not in name and "\n" not in name:
+            return None
+        _bad(text, final, "the call has no name", "")
+        return None
+    read = _arguments(text, brace, scan)
+    if read is None:
+        if not final:
+            return None
+        raise CallSyntaxError("the call's arguments never close", name)
+    if isinstance(read, Unreadable):
+        _bad(text, final, f"its arguments cannot be read ({read.reason})", name)
+        return None
+    return name, *read
 
 
 def _arguments(text: str, brace: int, scan: Scan) -> tuple[dict[str, Any], int] | Unreadable | None:
@@ -209,9 +231,9 @@ def _past_close(text: str, at: int, final: bool) -> int | None:
     return at
 
 
-def _bad(text: str, final: bool, why: str, name: str) -> tuple[list[ToolCall], int] | None:
+def _bad(text: str, final: bool, why: str, name: str) -> None:
     """A call that can never be valid: `CallSyntaxError` taking it through its `<tool_call|>`
-    (all there is at the end of the answer); None while that close is still to come."""
+    (all there is at the end of the answer); nothing while that close is still to come."""
     end = text.find(CLOSE)
     if end < 0 and not final:
         return None

@@ -128,12 +128,47 @@ def _key(text: str, at: int) -> tuple[str, int]:
 
 def read_object(text: str, at: int) -> tuple[dict[str, Any], int] | Unreadable | None:
     """The object whose `{` is at `at`, and where it ends (see the module guarantees)."""
+    flat = _flat_object(text, at)
+    if flat is not None:
+        return flat
     try:
         return _object(text, at)
     except _More:
         return None
     except _Unreadable as exc:
         return Unreadable(str(exc))
+
+
+# one `key:value` of a flat object, the value a string, a number or a word, and what follows
+# it (`,` or the closing `}`): what `_object` reads of such an item, read in one match
+_FLAT_ITEM = re.compile(
+    r'\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*:\s*(?:<\|"\|>(.*?)<\|"\|>|(true|false|null)'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?))\s*([,}])",
+    re.DOTALL,
+)
+_EMPTY = re.compile(r"\s*\}")
+
+
+def _flat_object(text: str, at: int) -> tuple[dict[str, Any], int] | None:
+    """`_object`'s reading of a whole object of bare keys and scalar values, read item by
+    item in one match each; None for any other text (`_object` reads it, or says why not)."""
+    empty = _EMPTY.match(text, at + 1)
+    if empty is not None:
+        return {}, empty.end()
+    out: dict[str, Any] = {}
+    at += 1
+    while (item := _FLAT_ITEM.match(text, at)) is not None:
+        key, string, word, number, after = item.groups()
+        if string is not None:
+            out[key] = string
+        elif word is not None:
+            out[key] = _WORDS[word]
+        else:
+            out[key] = float(number) if number.strip("-0123456789") else int(number)
+        if after == "}":
+            return out, item.end()
+        at = item.end()
+    return None
 
 
 def _object(text: str, at: int) -> tuple[dict[str, Any], int]:

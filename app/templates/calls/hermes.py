@@ -36,20 +36,30 @@ OUTRO = (
 )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # built once: `json.dumps` builds one a call
+_DECODER = json.JSONDecoder()
+
+
 def tojson(value: Any) -> str:
     """JSON as chat templates write it (`tojson`: `, ` and `: ` separators, not ASCII-only)."""
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def call_object(raw: str) -> ToolCall:
     """A call from its JSON object text (`name` and `arguments`, or `parameters`)."""
     try:
-        value = json.loads(raw)
+        value = _DECODER.decode(raw)  # (`json.loads`, less its checks of the argument's type)
     except ValueError as exc:
         name = _name_guess(raw)
         raise CallSyntaxError(f"the call is not JSON ({exc})", name) from exc
+    return call_value(value, raw)
+
+
+def call_value(value: Any, raw: str | None = None) -> ToolCall:
+    """A call from its JSON object, already read (`raw`: its text, where the tool is named
+    when it is no call; its JSON when not given)."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        raise CallSyntaxError('the call has no "name"', _name_guess(raw))
+        raise CallSyntaxError('the call has no "name"', _name_guess(raw or tojson(value)))
     name = value["name"]
     args = value.get("arguments", value.get("parameters", {}))
     if isinstance(args, str):

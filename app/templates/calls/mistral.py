@@ -24,7 +24,7 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_object, json_call_rest, tojson
+from app.templates.calls.hermes import call_object, call_value, json_call_rest, tojson
 from app.templates.calls.llama3 import name_guess, skip_space
 from app.templates.calls.reading import Read, Remembering, Scan, json_end
 
@@ -117,7 +117,7 @@ class Mistral(Remembering, CallFormat):
         if not items:
             raise CallSyntaxError("the list of calls is empty", "", end)
         try:
-            return [call_object(tojson(item)) for item in items]
+            return [call_value(item) for item in items]
         except CallSyntaxError as exc:
             raise CallSyntaxError(exc.message, exc.name, end) from exc
 

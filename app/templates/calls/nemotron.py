@@ -26,7 +26,7 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_object, json_call_rest, tojson
+from app.templates.calls.hermes import call_value, json_call_rest, tojson
 from app.templates.calls.llama3 import name_guess, skip_space
 from app.templates.calls.reading import Read, Remembering, Scan
 
@@ -55,7 +55,7 @@ def _array_calls(raw: str) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for entry in entries:
         try:
-            calls.append(call_object(tojson(entry)))
+            calls.append(call_value(entry))
         except CallSyntaxError as exc:
             raise CallSyntaxError(exc.message, exc.name, calls=tuple(calls)) from exc
     if not calls:

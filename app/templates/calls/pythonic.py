@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
 from app.templates.calls.hermes import tojson
+from app.templates.calls.pythonic_fast import fast_calls
 from app.templates.calls.pythonic_grammar import python_string, pythonic_call_rest
 
 _NAMES = {"true": True, "false": False, "null": None}
@@ -145,6 +146,9 @@ def read_calls(body: str) -> list[ToolCall]:
     text = body.strip()
     if not text:
         raise CallSyntaxError("the call is empty")
+    fast = fast_calls(text)  # the common case, read as `ast` reads it
+    if fast is not None:
+        return fast
     name = guess_name(text)
     try:
         try:

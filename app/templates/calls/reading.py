@@ -27,8 +27,9 @@ from app.templates.calls.format import ToolCall
 
 Read = tuple[list[ToolCall], int] | None  # what a format's `read` returns
 
-_OUTSIDE = re.compile(r'[^"{}\[\]]*')  # up to a quote or a bracket
-_INSIDE = re.compile(r'(?:[^"\\]|\\.)*', re.DOTALL)  # a string's body, up to its closing quote
+# up to a bracket or a string that does not close: whole strings skipped in one step
+_OUTSIDE = re.compile(r'(?:[^"{}\[\]]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
+_INSIDE = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)  # a string's body, to its end
 
 
 class JsonEnd:
@@ -50,18 +51,17 @@ class JsonEnd:
     def _scan(self, text: str) -> None:
         pos, depth, n = self._pos, self._depth, len(text)
         while pos < n:
-            if self._in_string:
+            if self._in_string:  # a string still open when the text last ended
                 pos = _INSIDE.match(text, pos).end()  # type: ignore[union-attr]
                 if pos == n or text[pos] != '"':
                     break  # still open (or a backslash ends the text: read it again)
                 self._in_string, pos = False, pos + 1
-                continue
             pos = _OUTSIDE.match(text, pos).end()  # type: ignore[union-attr]
             if pos == n:
                 break
             c, pos = text[pos], pos + 1
             if c == '"':
-                self._in_string = True
+                self._in_string = True  # it does not close yet
             elif c in "{[":
                 depth += 1
             else:

@@ -17,6 +17,7 @@ ends with) is held first, as if it had been fed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.templates.calls.format import CallFormat, CallSyntaxError, ToolCall
@@ -45,9 +46,10 @@ class CallScanner:
         self._anywhere = tuple(t for t in fmt.triggers if t not in fmt.leading)
         self._start = bool(fmt.leading)  # no answer text yet: a leading trigger may come
         self.firsts = frozenset(t[0] for t in self._anywhere)  # what a call can start with
+        self.first = next(iter(self.firsts)) if len(self.firsts) == 1 else ""  # the one, if so
         self.idle = not (self._start or self._buf)  # nothing held: `passes` may let text by
         self._closers = frozenset(fmt.closers)
-        self._fresh = fmt.reader if isinstance(fmt, Resumable) else None
+        self._fresh = _reader_of(fmt)
         self._reader: CallReader = fmt  # what reads the held call (one per call when resumable)
 
     @property
@@ -151,6 +153,19 @@ class CallScanner:
                     best = n
                     break
         return best
+
+
+def _reader_of(fmt: CallFormat) -> Callable[[], CallReader] | None:
+    """The format's `reader` when it is `Resumable` (asked of its class once: a protocol's
+    `isinstance` costs more than a whole answer's reading)."""
+    kind = type(fmt)
+    found = _RESUMABLE.get(kind)
+    if found is None:
+        found = _RESUMABLE[kind] = isinstance(fmt, Resumable)
+    return fmt.reader if found else None  # type: ignore[attr-defined]
+
+
+_RESUMABLE: dict[type, bool] = {}
 
 
 def invalid_call(piece: Scanned) -> str:

@@ -9,34 +9,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocumentFragment
 
 from app.secrets import Secrets
 from tests.keys.test_endpoints import secret_service, secret_service_backend
+from tests.tools.mcp.mcp_page import config, mcp_page
 from tests.tools.mcp.test_mcp_config import TOKEN, _files_hold
 from tests.tools.mcp.test_mcp_host import ENV_SERVER
 from tests.ui.test_window import make_window, pending_card
 
-__all__ = ["secret_service"]
-
-
-@pytest.fixture()
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HARMONY_DESK_CONFIG", str(tmp_path / "config"))
-    return tmp_path / "config"
+__all__ = ["config", "secret_service"]
 
 
 def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     qtbot: Any, qloop: Any, tmp_path: Path, config: Path, secret_service: dict[str, str]
 ) -> None:
-    window, _ = make_window(qtbot, tmp_path, [])
     keyring = Secrets(secret_service_backend())  # the private Secret Service
-    window.mcp._secrets = window.mcp.pool._secrets = keyring
-    page = window.show_mcp()
-    qtbot.addWidget(page)
-    qtbot.waitUntil(lambda: hasattr(page, "_config"), timeout=5000)
+    window, page = mcp_page(qtbot, tmp_path, keyring)
     page.name.setText("envy")
     page.where.setText(f"{sys.executable} {ENV_SERVER}")
     page.secrets.setPlainText(f"API_TOKEN={TOKEN}")
@@ -46,11 +36,16 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     saved = json.loads((config / "mcp.json").read_text())["mcpServers"]["envy"]
     assert saved["secret_env"] == ["API_TOKEN"] and "env" not in saved
     page.test_button.click()
-    qtbot.waitUntil(lambda: page.tools.count() >= 5 or page.problem_banner.isVisible(), timeout=30_000)
+    qtbot.waitUntil(
+        lambda: page.tools.count() >= 5 or page.problem_banner.isVisible(), timeout=30_000
+    )
     assert page.tools.count() >= 5, (page.problem_banner.text(), page.problem_banner.details())
     names = [page.tools.item(i).text() for i in range(page.tools.count())]
     assert {"secret", "slow", "big", "square", "crash"} <= set(names)
-    assert "tokens to each prompt" in page.offers.text() and "1 resources · 1 prompts" in page.offers.text()
+    assert (
+        "tokens to each prompt" in page.offers.text()
+        and "1 resources · 1 prompts" in page.offers.text()
+    )
     assert "started" in page.log.toPlainText()
     window.mcp.pool.note("envy", "a line the server logged just now")  # the open page follows
     qtbot.waitUntil(lambda: "logged just now" in page.log.toPlainText(), timeout=5000)
@@ -73,8 +68,19 @@ def test_the_mcp_page_adds_tests_restricts_enables_and_imports_servers(
     assert "envy__slow" not in after and "envy__square" in after  # the conversation took the change
     assert "mcp:envy" in window.controller.tools.available()
     claude = tmp_path / "claude_desktop_config.json"
-    claude.write_text(json.dumps({"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"],
-                                                             "env": {"GITHUB_TOKEN": TOKEN + "-gh"}}}}))
+    claude.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "github": {
+                        "command": "npx",
+                        "args": ["-y", "server-github"],
+                        "env": {"GITHUB_TOKEN": TOKEN + "-gh"},
+                    }
+                }
+            }
+        )
+    )
     page.import_file(claude)
     qtbot.waitUntil(lambda: "Imported 1" in page.status.text(), timeout=10_000)
     assert "Moved to the keyring: github: GITHUB_TOKEN" in page.status.text()
@@ -91,9 +97,13 @@ def test_an_mcp_tool_call_waits_on_a_card_that_names_its_server(
     from app.tools.mcp.config import McpServer, save_servers
 
     save_servers({"envy": McpServer(command=sys.executable, args=(ENV_SERVER,))})
-    call = ("<|channel|>commentary to=functions.envy__square <|constrain|>json<|message|>"
-            '{"n": 12}<|call|>')
-    window, client = make_window(qtbot, tmp_path, [call, "<|channel|>final<|message|>144.<|return|>"])
+    call = (
+        "<|channel|>commentary to=functions.envy__square <|constrain|>json<|message|>"
+        '{"n": 12}<|call|>'
+    )
+    window, client = make_window(
+        qtbot, tmp_path, [call, "<|channel|>final<|message|>144.<|return|>"]
+    )
     window.controller.set_tools(("mcp:envy",))
     window.composer.box.setPlainText("Square twelve")
     qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
@@ -117,7 +127,10 @@ def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
 ) -> None:
     from app.tools.mcp.config import McpServer, save_servers
 
-    broken = McpServer(command=sys.executable, args=("-c", "import sys; sys.stderr.write('missing API key'); sys.exit(1)"))
+    broken = McpServer(
+        command=sys.executable,
+        args=("-c", "import sys; sys.stderr.write('missing API key'); sys.exit(1)"),
+    )
     save_servers({"broken": broken})
     window, _ = make_window(qtbot, tmp_path, ["<|channel|>final<|message|>Hi.<|return|>"])
     window.controller.set_tools(("mcp:broken",))
@@ -125,8 +138,11 @@ def test_a_server_that_cannot_start_fails_the_turn_with_its_reason(
         window.composer.box.setPlainText("Hello")
         qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
     reply = window.controller.doc.turns[-1].version.reply
-    assert reply.state == "failed" and "“broken” could not start: it exited with code 1" in str(reply.error)
-    assert any("missing API key" in line for line in window.controller.tools.mcp.logs["broken"])  # its stderr
+    assert reply is not None and reply.state == "failed"
+    assert "“broken” could not start: it exited with code 1" in str(reply.error)
+    assert any(
+        "missing API key" in line for line in window.controller.tools.mcp.logs["broken"]
+    )  # its stderr
     assert window.controller.doc.turns[-1].version.user_text == "Hello"  # the message is kept
 
 

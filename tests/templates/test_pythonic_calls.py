@@ -1,7 +1,7 @@
 """Pythonic tool calls (LFM2 / LFM2.5: `<|tool_call_start|>[f(a='x')]<|tool_call_end|>`) are read
-safely and keep the reader's promises, their grammar holds calls to the tools, and gpt-oss's own
-Jinja template is routed to the built-in `harmony` template (a GGUF carrying it, and `replay
---template openai-gpt-oss-120b.jinja`).
+safely and keep the reader's promises, their grammar holds calls to the tools, and the LFM2
+templates' own calls read back through `replay --template` (gpt-oss's Jinja template:
+`test_gpt_oss_jinja.py`).
 
 The parser cases marked "llama.cpp" are ported from llama.cpp's tests/test-chat.cpp
 (`test_lfm2_parser`), MIT licence, Copyright (c) 2023-2026 The ggml authors.
@@ -9,30 +9,24 @@ The parser cases marked "llama.cpp" are ported from llama.cpp's tests/test-chat.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import llguidance
 import pytest
-from llguidance.tiktoken import lltokenizer_from_encoding
 
-from app.cli import main
-from app.cli.replay_template import ByteTokenizer, template_named
-from app.domain.events import ContentDelta, MessageDone, ParseEvent, ParseIssue
+from app.domain.events import ContentDelta, ParseEvent, ParseIssue
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
-from app.gguf.info import read_gguf
-from app.harmony import encoding as enc
 from app.templates.calls import detect as detect_module
 from app.templates.calls.format import CallSyntaxError, ToolCall, recipient_of
-from app.templates.calls.grammar import call_grammar
 from app.templates.calls.pythonic import Pythonic, read_calls, speaks_pythonic
-from app.templates.harmony import HarmonyTemplate
-from app.templates.jinja import GgufJinja, harmony_source, jinja_template
-from app.templates.registry import default_template_name, get_template
+from app.templates.jinja import GgufJinja
 from app.templates.text_output import TextOutputParser
+from tests.templates.grammar_check import accepts, grammar_of
+from tests.templates.read_back import folded
+from tests.templates.replay_calls import read_calls as replay_read_calls
+from tests.templates.replay_calls import rendered, replayed
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 FMT = Pythonic()
@@ -44,23 +38,13 @@ def _read(text: str, chunk: int = 1) -> tuple[str, str, list[tuple[str, Any]], l
     data = text.encode()
     pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     parser = TextOutputParser(pieces, [], FMT)
-    events: list[ParseEvent] = []
-    for i in range(len(pieces)):
-        events += parser.feed(i)
-    events += parser.finish()
-    done = [e for e in events if isinstance(e, MessageDone)]
-    answer = "".join(e.message.text for e in done if e.lane is Lane.ANSWER)
-    thinking = "".join(e.message.text for e in done if e.lane is Lane.ANALYSIS)
-    calls = [
-        (e.message.recipient or "", json.loads(e.message.text))
-        for e in done
-        if e.lane is Lane.TOOL_CALL
-    ]
+    events: list[ParseEvent] = [e for i in range(len(pieces)) for e in parser.feed(i)]
+    got = folded(events + parser.finish())
     streamed = "".join(
         e.text for e in events if isinstance(e, ContentDelta) and e.lane is Lane.ANSWER
     )
-    assert streamed == answer  # a call held back whole, token by token: no markup leaked
-    return answer, thinking, calls, [e for e in events if isinstance(e, ParseIssue)]
+    assert streamed == got["answer"]  # a call held back whole, token by token: no markup leaked
+    return got["answer"], got["thinking"], got["calls"], got["issues"]
 
 
 def _call(name: str, **args: Any) -> tuple[str, Any]:
@@ -265,19 +249,6 @@ GRAMMAR_TOOLS: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
-def lltok() -> Any:
-    return lltokenizer_from_encoding(
-        enc.load_encoding()._tik, n_vocab=enc.N_VOCAB, eos_token=enc.RETURN
-    )
-
-
-def _accepts(lltok: Any, grammar: str, text: str) -> bool:
-    matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
-    ids = enc.load_encoding().encode_with_specials(text)
-    return bool(matcher.consume_tokens(ids)) and not matcher.is_error() and matcher.is_accepting()
-
-
 def _written(*calls: tuple[str, dict[str, Any]]) -> str:
     return "".join(p.text for p in FMT.write([ToolCall(n, json.dumps(a)) for n, a in calls]))
 
@@ -306,23 +277,18 @@ def _written(*calls: tuple[str, dict[str, Any]]) -> str:
         ([("no_args", {"x": 1})], False),
     ],
 )
-def test_the_grammar_holds_names_parameters_and_types(
-    lltok: Any, calls: list[Any], ok: bool
-) -> None:
-    grammar = call_grammar(FMT, GRAMMAR_TOOLS, "required")
-    assert grammar is not None
-    assert _accepts(lltok, grammar.grammar, _written(*calls)) is ok
+def test_the_grammar_holds_names_parameters_and_types(calls: list[Any], ok: bool) -> None:
+    assert accepts(grammar_of(FMT, GRAMMAR_TOOLS, "required"), _written(*calls)) is ok
 
 
-def test_the_lazy_grammar_leaves_text_free_until_the_marker(lltok: Any) -> None:
-    auto = call_grammar(FMT, GRAMMAR_TOOLS, "auto")
-    none = call_grammar(FMT, GRAMMAR_TOOLS, "none")
-    assert auto is not None and none is not None
+def test_the_lazy_grammar_leaves_text_free_until_the_marker() -> None:
+    auto = grammar_of(FMT, GRAMMAR_TOOLS, "auto")
+    none = grammar_of(FMT, GRAMMAR_TOOLS, "none")
     call = _written(("get_weather", {"city": "Paris"}))
-    assert _accepts(lltok, auto.grammar, "Free [text](url) f(x=1).")
-    assert _accepts(lltok, auto.grammar, "Let me check. " + call)
-    assert not _accepts(lltok, auto.grammar, "Let me check. " + _written(("nope", {})))
-    assert _accepts(lltok, none.grammar, "Just text.") and not _accepts(lltok, none.grammar, call)
+    assert accepts(auto, "Free [text](url) f(x=1).")
+    assert accepts(auto, "Let me check. " + call)
+    assert not accepts(auto, "Let me check. " + _written(("nope", {})))
+    assert accepts(none, "Just text.") and not accepts(none, call)
 
 
 # --- the LFM2 templates' own calls --------------------------------------------------------
@@ -339,22 +305,6 @@ def with_pythonic(monkeypatch: pytest.MonkeyPatch) -> Any:
     detect_module.detect.cache_clear()
 
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": n,
-            "description": "A test tool.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-            },
-        },
-    }
-    for n in ("get_weather", "get_time")
-]
-
-
 def test_the_lfm2_templates_are_told_by_their_tool_list_markup() -> None:
     found = {
         p.stem for p in TEMPLATES.glob("*.jinja") if speaks_pythonic(p.read_text(encoding="utf-8"))
@@ -368,8 +318,6 @@ def test_the_lfm2_template_s_own_calls_read_back(
     path = TEMPLATES / "LFM2.5-8B-A1B.jinja"  # the one LFM2 template that writes calls
     source = path.read_text(encoding="utf-8")
     assert isinstance(GgufJinja(source).call_format(), Pythonic)
-    render = detect_module.renderer(source, "", "", TOOLS)
-    head = [{"role": "user", "content": "Weather?"}]
     weather: tuple[str, Any]
     time: tuple[str, Any]
     weather, time = (
@@ -381,95 +329,8 @@ def test_the_lfm2_template_s_own_calls_read_back(
         ([weather, time], ""),
         ([weather], "Let me check."),
     ]
-    texts = [
-        detect_module.turn_part(render, head, detect_module.call_messages(calls, prose)).generated
-        for calls, prose in cases
-    ]
-    lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
-    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    capsys.readouterr()
-    assert main(["replay", "--template", str(path)]) == 0
-    outs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    outs = replayed(path, rendered(source, cases), monkeypatch, capsys)
     for (calls, prose), out in zip(cases, outs, strict=True):
-        got = [
-            (s["recipient"], json.loads(s["text"]))
-            for s in out["shown"]
-            if s["lane"] == "tool_call"
-        ]
-        answer = "".join(s["text"] for s in out["shown"] if s["lane"] == "answer")
+        got, answer = replay_read_calls(out)
         assert got == [(f"functions.{n}", a) for n, a in calls]
         assert (answer, out["errors"]) == (prose, [])
-
-
-# --- gpt-oss's Jinja template is Harmony --------------------------------------------------
-
-GPT_OSS = TEMPLATES / "openai-gpt-oss-120b.jinja"
-
-
-def test_only_gpt_oss_s_template_is_recognised_as_harmony() -> None:
-    found = [
-        p.stem for p in TEMPLATES.glob("*.jinja") if harmony_source(p.read_text(encoding="utf-8"))
-    ]
-    assert found == ["openai-gpt-oss-120b"]  # not muse-glimmer's Harmony-like headers
-
-
-def _gguf(path: Path, arch: str, template: str) -> Path:
-    import gguf
-
-    writer = gguf.GGUFWriter(str(path), arch=arch)
-    writer.add_chat_template(template)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-@pytest.mark.parametrize("arch", ["llama", "gpt-oss-finetune", "qwen2"])
-def test_a_gguf_carrying_gpt_oss_s_template_gets_the_harmony_template(
-    tmp_path: Path, arch: str
-) -> None:
-    info = read_gguf(_gguf(tmp_path / "model.gguf", arch, GPT_OSS.read_text(encoding="utf-8")))
-    assert info.metadata["general.architecture"] == arch
-    assert default_template_name(info.metadata) == "harmony"
-    assert isinstance(get_template("gguf-jinja").for_model(info.metadata), HarmonyTemplate)
-    other = read_gguf(
-        _gguf(tmp_path / "other.gguf", arch, (TEMPLATES / "muse-glimmer.jinja").read_text())
-    )
-    assert default_template_name(other.metadata) != "harmony"
-
-
-def test_replay_reads_gpt_oss_s_jinja_through_the_harmony_parser(
-    monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    assert isinstance(template_named(str(GPT_OSS)), HarmonyTemplate)
-    assert isinstance(jinja_template(GPT_OSS.read_text(encoding="utf-8")), HarmonyTemplate)
-    render = detect_module.renderer(GPT_OSS.read_text(encoding="utf-8"), "", "", TOOLS)
-    head = [{"role": "user", "content": "Weather?"}]
-    args = {"city": "Paris", "days": 3}
-    texts = [
-        detect_module.turn_part(
-            render, head, detect_module.call_messages([("get_weather", args)], prose)
-        ).generated
-        for prose in ("", "Let me check.")
-    ]
-    lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
-    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    capsys.readouterr()
-    assert main(["replay", "--template", str(GPT_OSS)]) == 0
-    outs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    for out, thought in zip(outs, ("", "Let me check."), strict=True):
-        assert out["shown"] == [
-            {"lane": "tool_call", "text": json.dumps(args), "recipient": "functions.get_weather"}
-        ]
-        assert (out["hidden"]["analysis"], out["errors"], out["stop"]) == (thought, [], "call")
-
-
-def test_a_gpt_oss_jinja_prompt_is_the_harmony_renderers_own() -> None:
-    from app.domain.messages import Conversation, Message, Role
-
-    conversation = Conversation(messages=(Message.of(Role.USER, "Hi"),))
-    routed = jinja_template(GPT_OSS.read_text(encoding="utf-8"))
-    assert routed.prompt_ids(conversation, ByteTokenizer()) == HarmonyTemplate().prompt_ids(
-        conversation, ByteTokenizer()
-    )
