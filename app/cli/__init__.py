@@ -64,6 +64,11 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="with --screenshot: the sample conversation, an empty chat, or a 640x480 window",
     )
     parser.add_argument(
+        "--scripted",
+        action="store_true",
+        help="with --screenshot: the scripted sample, not a real answer of the bundled model",
+    )
+    parser.add_argument(
         "--self-test", action="store_true", help="check this installation (offline) and exit"
     )
     commands = parser.add_subparsers(dest="command")
@@ -98,7 +103,7 @@ def _app(args: argparse.Namespace) -> int:
     if args.screenshot:
         from app.ui.app import screenshot
 
-        return screenshot(args.screenshot, args.theme, args.view)
+        return screenshot(args.screenshot, args.theme, args.view, args.scripted)
     if _has_display():
         from app.ui.app import crash_dialog, run_window
 

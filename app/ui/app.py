@@ -5,9 +5,8 @@ background with a progress bar, started after the window is shown); building and
 window loads nothing of JSON mode, MCP servers, the server, documents, numpy or llama.cpp
 (`tests/architecture/test_start_imports.py` lists what it does load); with
 `HARMONY_DESK_QUIT_AFTER_SHOWN` set, `run_window` returns once the window is shown and painted,
-before any model loads (the cold-start bench, `bench/ui_stream.py`); `screenshot` renders a
-sample conversation — a preamble, a tool card, a JSON result and the debug pane open — from the
-scripted source, with no model and no network, and writes a PNG.
+before any model loads (the cold-start bench, `bench/ui_stream.py`); `screenshot` draws a view
+of the window to a PNG (`app/ui/screenshot.py` says what it guarantees).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import asyncio
 import os
 import sys
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
@@ -35,20 +33,6 @@ from app.ui.window.main_window import MainWindow
 from app.ui.window.screen_fit import fit_window
 
 QUIT_AFTER_SHOWN = "HARMONY_DESK_QUIT_AFTER_SHOWN"  # for the cold-start bench only
-_CALL = '<|constrain|>json<|message|>{"timezone":"Europe/Oslo"}<|call|>'
-SAMPLE_TURNS = [
-    (
-        "<|channel|>analysis<|message|>The user wants the weather; call the tool.<|end|>"
-        "<|start|>assistant<|channel|>commentary<|message|>Let me check the time first.<|end|>"
-        "<|start|>assistant<|channel|>commentary to=functions.current_time " + _CALL,
-        "<|channel|>final<|message|>Here is a summary:\n\n* It is **daytime** in Oslo.\n\n"
-        "```python\nprint('hello')\n```\n<|return|>",
-    ),
-    (
-        "<|channel|>analysis<|message|>JSON please.<|end|><|start|>assistant"
-        '<|channel|>final<|message|>{"answer":"42"}<|return|>',
-    ),
-]
 
 
 WARM_UP_MS = 1500  # after the window shows: what the first answer would otherwise load
@@ -149,60 +133,14 @@ def run_window(model: str | None = None) -> int:
     return 0
 
 
-async def _sample(window: MainWindow) -> None:
-    c = window.controller
-    c.set_tools(("current_time",))
-    c.send("What time is it in Oslo?")
-    while c.busy:
-        await asyncio.sleep(0.01)
-        for seg in c.doc.turns[-1].version.reply.segments if c.doc.turns[-1].version.reply else []:
-            if seg.kind == "tool" and seg.data.get("state") == "pending":
-                c.decide(seg.data["call_id"], True)
-    c.set_tools(())
-    c.json_schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
-    c.send("Answer in JSON.")
-    await c.wait()
+def screenshot(
+    path: str, theme_choice: str | None = None, view: str = "sample", scripted: bool = False
+) -> int:
+    """Draw a view of the window to a PNG (`app/ui/screenshot.py`: a real conversation with the
+    bundled model, the scripted sample where it is not installed or with `scripted`)."""
+    from app.ui import screenshot as shot
+
+    return shot.screenshot(path, theme_choice, view, scripted)
 
 
-VIEWS = {  # what `--screenshot` renders: (window size, the sample conversation, debug pane)
-    "sample": ((1280, 1300), True, True),
-    "empty": ((1100, 760), False, False),
-    "narrow": ((640, 480), True, False),
-}
-
-
-def screenshot(path: str, theme_choice: str | None = None, view: str = "sample") -> int:
-    """Render a view of the window from the scripted source and save it as a PNG, in the theme
-    `theme_choice` ("light" or "dark"; the settings' when None): "sample", the sample
-    conversation with the debug pane open; "empty", a new chat at the default size; "narrow",
-    the sample conversation at 640×480."""
-    import qasync
-
-    (width, height), sample, debug = VIEWS[view]
-    app = application(theme_choice)
-    loop = qasync.QEventLoop(app, already_running=True)
-    asyncio.set_event_loop(loop)
-    scripts = [s for turn in SAMPLE_TURNS for s in turn]
-    host = ModelHost(EngineBridge())
-    host.use_scripted(scripts)
-    window = build_window(host)
-    window.set_debug(debug, remember=False)
-    window.resize(width, height)
-    window.show()
-    if sample:
-        future = asyncio.ensure_future(_sample(window))
-        while not future.done():
-            app.processEvents()
-            time.sleep(0.005)
-        future.result()
-    for _ in range(20):
-        app.processEvents()
-        time.sleep(0.005)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    ok = window.grab().save(path)
-    window.close()
-    print(f"{'wrote' if ok else 'could not write'} {path}", file=sys.stderr)
-    return 0 if ok else 1
-
-
-__all__ = ["VIEWS", "application", "build_window", "run_window", "screenshot"]
+__all__ = ["application", "build_window", "run_window", "screenshot"]
