@@ -131,6 +131,12 @@ def test_the_status_bar_follows_the_open_chat_and_clears_itself(
     message_width = bar.fontMetrics().horizontalAdvance(bar.currentMessage())
     taken = sum(w.width() for w in status.permanent() if w.isVisible())
     assert message_width + taken <= bar.width(), "the sentence is clipped behind the figures"
+    window.controller.select(streaming)  # back in the streaming chat: the sentence goes
+    qtbot.waitUntil(lambda: window.controller.doc.id == streaming)
+    assert window.controller.busy and "goes on" not in bar.currentMessage()
+    window.new_action.trigger()
+    qtbot.waitUntil(lambda: window.controller.doc.id != streaming)
+    assert "goes on" in bar.currentMessage()
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=20_000)
     assert "goes on" not in bar.currentMessage()  # it ended: the sentence goes
     assert status.speed.text() == ""  # the figures of a chat not shown are not this chat's

@@ -5,7 +5,8 @@ Guarantees: the speed and context figures are always the open conversation's —
 chat shows none, another chat's answer ending never writes its figures over the open one's,
 and going back to a chat shows its last answer's (read from its debug record once that is in
 memory: the controller reads a stored one off the GUI thread and says so with `debugChanged`);
-a sentence shown while an answer goes on in a chat not open is cleared when that answer ends;
+a sentence shown while an answer goes on in a chat not open is cleared when that answer ends
+or when that chat is opened again;
 while a sentence is shown, the model and worker labels step aside so it reads whole beside the
 figures, and come back when it goes.
 """
@@ -53,6 +54,8 @@ class StatusFollower:
         return len(turns) - 1, turns[-1].version.reply if turns else None
 
     def _opened(self) -> None:
+        if self._passing and self.c.shows_answer:
+            self.bar.clearMessage()  # back in the chat whose answer it spoke of
         self.line.clear_figures()
         last, reply = self._last()
         if reply is not None and self.c.debug_ready(last):
