@@ -9,7 +9,9 @@ turn or frontend asks which template it holds: the messages a conversation start
 (`first_messages`), how a reasoning effort and a response format are written into the
 conversation (`with_effort`, `announce_format`), which grammar constrains a turn (`grammar`),
 which tool-call syntax it speaks (`tool_calls`, None: none; `call_format` the text format of a
-plain-text family) and whether its answers may open with free `<think>` text (`thinks`).
+plain-text family), whether its answers may open with free `<think>` text (`thinks`), and the
+reasoning block its grammars let a turn begin with (`think_block`: its markup, and whether the
+generation prompt opens it).
 Whether a generation made a call is read from its parser's events, never from a stop token.
 The defaults are those of a plain-text chat template; a family overrides what it does
 differently.
@@ -38,7 +40,7 @@ from app.domain.messages import Conversation, DeveloperContent, Message, Reasoni
 from app.domain.sampling import Sampling
 from app.templates.calls.format import CODE_PARAMETERS, CallFormat, name_of
 from app.templates.calls.formats import call_format
-from app.templates.calls.grammar import call_grammar
+from app.templates.calls.grammar import ThinkBlock, call_grammar
 
 
 def turn_text(message: Message) -> str:
@@ -46,6 +48,18 @@ def turn_text(message: Message) -> str:
     developer message carries."""
     found = [c.instructions for c in message.content if isinstance(c, DeveloperContent)]
     return "".join(i for i in found if i) or message.text
+
+
+def _controls_within(
+    tokenizer: Tokenizer, ids: Sequence[int], table: Sequence[bytes]
+) -> dict[str, int]:
+    """The control tokens (b"" in `table`) among `ids` of a marker several tokens long, by
+    their spelling."""
+    if len(ids) < 2:
+        return {}
+    found = [i for i in ids if 0 <= i < len(table) and table[i] == b""]
+    spelled = tokenizer.special_bytes(found)
+    return {b.decode("utf-8", "replace"): i for i, b in zip(found, spelled, strict=True) if b}
 
 
 class Capability(StrEnum):
@@ -194,10 +208,9 @@ class Template(ABC):
                 fmt,
                 offered,
                 request.tool_choice,
-                thinks=self.thinks,
+                think=self.think_block(),
                 control=request.control,
                 thinking_budget=request.thinking_budget,
-                think_open=self.opens_think,
             )
         if request.schema is None:
             return None
@@ -209,10 +222,20 @@ class Template(ABC):
         """The family's text tool-call format (None: no calls, or a format of its own)."""
         return call_format(self.tool_calls)
 
+    def think_block(self) -> ThinkBlock | None:
+        """The reasoning block a turn may begin with (None: the family does not reason): the
+        call format's think tags, opened by the prompt when `opens_think`."""
+        fmt = self.call_format()
+        if fmt is None or not (self.thinks or self.opens_think):
+            return None
+        return ThinkBlock(fmt.think, self.opens_think)
+
     def control_markers(self, tokenizer: Tokenizer) -> dict[str, int]:
-        """The call format's markers (and a thinking family's think tags) that are one special
+        """The call format's markers (and the reasoning block's tags) that are one special
         token in this model's vocabulary: a control token, or a token of its own spelled
-        `<…>` (llguidance takes both as special: a grammar must write them as tokens)."""
+        `<…>` (llguidance takes both as special: a grammar must write them as tokens); and the
+        control tokens within a tag that is several tokens (Kimi-K3's `<|open|>think<|sep|>`),
+        each by its spelling."""
         fmt = self.call_format()
         if fmt is None:
             return {}
@@ -220,8 +243,9 @@ class Template(ABC):
         if known is not None and known[0] is tokenizer:
             return dict(known[1])  # read once per model: every generation asks
         table = tokenizer.token_table()
-        markers = (*fmt.markers(), *(("<think>", "</think>") if self.thinks else ()))
-        found = {m: tokenizer.tokenize(m, special=True) for m in markers}
+        block = self.think_block()
+        tags = block.tags if block is not None else ()
+        found = {m: tokenizer.tokenize(m, special=True) for m in (*fmt.markers(), *tags)}
         control = {
             m: ids[0]
             for m, ids in found.items()
@@ -229,6 +253,8 @@ class Template(ABC):
             and 0 <= ids[0] < len(table)
             and (table[ids[0]] == b"" or (m.startswith("<") and m.endswith(">")))
         }
+        for tag in tags:
+            control.update(_controls_within(tokenizer, found[tag], table))
         self._control = (tokenizer, control)
         return dict(control)
 

@@ -17,7 +17,9 @@ injection. The call format (`tool_calls`, `call_format`, `output_parser`) is the
 none takes no tools. Reasoning is read with the template's own markup
 (`app/templates/reasoning_markup.py`: `reasoning`, `think_tags`) unless the call format names
 think tags of its own; a prompt that ends inside a block starts the parser inside it, and the
-control tokens within the markers are read as their text.
+control tokens within the markers are read as their text. The grammars take the same markup
+(`think_block`): where the generation prompt opens a block (`opens_think`), a forced call first
+closes it.
 
 A template that is gpt-oss's own (`harmony_source`: it writes Harmony's `<|start|>`,
 `<|channel|>`, `<|message|>` and `<|call|>` markers and addresses calls ` to=` `functions.NAME`) is
@@ -43,6 +45,7 @@ from app.templates.calls.format import (
     name_of,
     openai_tools,
 )
+from app.templates.calls.grammar import ThinkBlock
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
 from app.templates.jinja_stops import opens_think, template_stop_ids
@@ -171,10 +174,10 @@ class GgufJinja(Template):
         self._opened_think = False  # the last prompt ended inside an open `<think>`
         found = self.detection().format if source else None
         self.tool_calls = found.name if found is not None else None  # type: ignore[misc]
-        tag = found.think[0] if found is not None else ""
         self.reasoning = reasoning_markup(source, bos, eos) if source else None
         self.think_tags = chosen_tags(self.reasoning, found.think if found is not None else None)
-        self.opens_think = bool(tag) and opens_think(source, tag, bos, eos)  # type: ignore[misc]
+        opens = found is not None and opens_think(source, self.think_tags[0], bos, eos)
+        self.opens_think = opens  # type: ignore[misc]
 
     def for_model(self, metadata: dict[str, Any]) -> Template:
         source = metadata.get("tokenizer.chat_template")
@@ -189,6 +192,14 @@ class GgufJinja(Template):
 
     def call_format(self) -> CallFormat | None:
         return self.detection().format if self.source else None
+
+    def think_block(self) -> ThinkBlock | None:
+        """The block the parser reads (`think_tags`): where the template thinks, writes
+        reasoning markup of its own, or its generation prompt opens one."""
+        derived = self.reasoning is not None and self.reasoning.tags == self.think_tags
+        if self.call_format() is None or not (self.thinks or self.opens_think or derived):
+            return None
+        return ThinkBlock(self.think_tags, self.opens_think)
 
     def render(
         self,

@@ -91,7 +91,7 @@ ALLOWED = (
     "app.templates.calls.grammar", "app.templates.calls.hermes", "app.templates.calls.llama3",
     "app.templates.calls.mistral", "app.templates.calls.scanner", "app.templates.calls.turns",
     "app.templates.calls.xml_calls", "app.templates.calls.gemma4", "app.templates.calls.gemma4_values",
-    "app.templates.calls.nemotron", "app.templates.calls.pythonic", "app.templates.calls.pythonic_grammar",
+    "app.templates.calls.nemotron", "app.templates.calls.pythonic", "app.templates.calls.pythonic_fast", "app.templates.calls.pythonic_grammar",
     "app.templates.calls.functionary", "app.templates.calls.gigachat", "app.templates.calls.minimax",
     "app.templates.calls.minimax_grammar", "app.templates.calls.muse", "app.templates.calls.muse_grammar",
     "app.ui.debug.analysis_note", "app.ui.debug.events", "app.ui.start_folder",

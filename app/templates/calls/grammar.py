@@ -4,21 +4,31 @@
 Guarantees: `auto` leaves the text free and constrains every call from its trigger on (its
 name one of the tools, its arguments their schema: a schema the token mask cannot take allows
 any object, which the tool checks itself); `required` forces a call from the first token
-(after a `<think>` block for a family that thinks), and one or more calls end the answer; a
+(after a reasoning block for a family that reasons), and one or more calls end the answer; a
 function's name forces a call to it; `none` allows no call at all (the trigger cannot be
 written). A format whose first trigger is `leading` (Llama 3's bare `{"name"`) is held as its
 reader reads it: under `auto` such a call is constrained only where the answer begins or right
 after a call (free text never begins with one, and holds one anywhere else as text), a call
-behind its other trigger (`<|python_tag|>`) wherever it starts. A family that thinks may open
-with a think block, capped at `thinking_budget` tokens when one is given. A marker that is one
-control token in the model's vocabulary (`control`) is written as that token, never spelled out
-in plain characters.
+behind its other trigger (`<|python_tag|>`) wherever it starts. A marker that is one control
+token in the model's vocabulary (`control`) is written as that token, never spelled out in
+plain characters.
+
+Reasoning (`ThinkBlock`) is the template's own markup, as its parser reads it (a derived
+`<|START_THINKING|>`…`<|END_THINKING|>` as well as `<think>`): a turn may open with a block
+(under `required` and a named tool always; under `auto` and `none` as a rule of its own where
+its markup holds a control token, which free text cannot write); where the generation prompt
+opens the block, every turn begins inside it and closes it before anything else, so a forced
+call is "reasoning, the close, the call". The reasoning is capped at `thinking_budget` tokens
+when one is given, cannot hold the close, and a control token within the markup (Kimi-K3's
+`<|open|>think<|sep|>`) is written as that token.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from app.constrain.constraint import Constraint, ToolChoice
@@ -26,24 +36,55 @@ from app.constrain.guidance import compiled
 from app.errors import SchemaError
 from app.templates.calls.format import CallFormat
 
+_TEXT = "(.|\\n)*"
 
-def _think(
-    budget: int | None, tags: tuple[str, str] = ("<think>", "</think>"), opened: bool = False
-) -> list[str]:
-    """A think block, capped at `budget` tokens when given (`opened`: the prompt wrote its
-    opening tag, the block goes on from there); its tags are literals of their own, so a
-    vocabulary's think tokens are written as tokens."""
+
+@dataclass(frozen=True)
+class ThinkBlock:
+    """The reasoning block a turn may begin with, as the template's parser reads it: `tags`
+    (its open and close markup) and `opened` (the generation prompt writes the open, so the
+    turn begins inside the block and closes it first)."""
+
+    tags: tuple[str, str] = ("<think>", "</think>")
+    opened: bool = False
+
+
+def _think(budget: int | None, block: ThinkBlock, control: Mapping[str, int]) -> list[str]:
+    """The `think` rule: the block (from its open, or inside it when the prompt opened it),
+    capped at `budget` tokens when given; its markup is written with its control tokens."""
     cap = f"[max_tokens={budget}]" if budget else ""
-    head = "" if opened else json.dumps(tags[0]) + " "
+    head = "" if block.opened else _spell(block.tags[0], control) + " "
     return [
-        f"think: {head}thought {json.dumps(tags[1])} THINK_GAP",
+        f"think: {head}thought {_spell(block.tags[1], control)} THINK_GAP",
         f"thought{cap}: THINK_TEXT",
-        f"THINK_TEXT: /(.|\\n)*/ & ~/(.|\\n)*{_escape(tags[1])}(.|\\n)*/",
+        f"THINK_TEXT: /{_TEXT}/ & ~/{_TEXT}{_escape(block.tags[1])}{_TEXT}/",
         "THINK_GAP: /\\s{0,4}/",  # a model may not loop in blank space before its call
     ]
 
 
-_TEXT = "(.|\\n)*"
+def _spell(marker: str, control: Mapping[str, int]) -> str:
+    """`marker` as grammar items: each control token within it as that token, the rest as
+    literals."""
+    inside = sorted((m for m in control if m and m in marker), key=len, reverse=True)
+    if not inside:
+        return json.dumps(marker)
+    parts = re.split("(" + "|".join(re.escape(m) for m in inside) + ")", marker)
+    return " ".join(f"<[{control[p]}]>" if p in control else json.dumps(p) for p in parts if p)
+
+
+def _holds_token(block: ThinkBlock, control: Mapping[str, int]) -> bool:
+    """Whether the block's markup holds a control token (free text cannot write it)."""
+    return any(m and m in tag for m in control for tag in block.tags)
+
+
+def _lead(block: ThinkBlock | None, forced: bool, control: Mapping[str, int]) -> str:
+    """How a turn begins with the block: `think ` (the prompt opened it), `think? ` (it may),
+    or "" (free text holds it, or there is none)."""
+    if block is None:
+        return ""
+    if block.opened:
+        return "think "
+    return "think? " if forced or _holds_token(block, control) else ""
 
 
 def _tokens_for(lark: str, control: Mapping[str, int]) -> str:
@@ -58,58 +99,77 @@ def call_grammar(
     tools: Mapping[str, Mapping[str, Any] | None],
     tool_choice: ToolChoice,
     *,
-    thinks: bool = False,
+    think: ThinkBlock | None = None,
     control: Mapping[str, int] | None = None,
     thinking_budget: int | None = None,
-    think_open: bool = False,
 ) -> Constraint | None:
-    """The constraint for a turn offering `tools` under `tool_choice` (see the guarantees);
-    None when no tool is offered."""
+    """The constraint for a turn offering `tools` under `tool_choice`, after the reasoning
+    block `think` (None: the family does not reason; see the guarantees); None when no tool
+    is offered."""
     if not tools:
         return None
     control = control or {}
-    trigger = fmt.triggers[0]
+    forced = tool_choice not in ("auto", "none")
     if tool_choice == "none":
-        if trigger in control and not fmt.opening:  # a control token: text cannot spell it
+        found = _no_call(fmt, tools, control)
+        if found is None:
             return None
-        banned = f"/{_TEXT}/ & ~/{_TEXT}{_escape(trigger)}{_TEXT}/"
-        if trigger in control:
-            banned = f"/{_TEXT}/"
-        lark = f"start: TEXT\nTEXT: {banned}"
-        if fmt.opening:  # the answer begins with its own header
-            lark = "\n".join(
-                [lark.replace("TEXT", "answer_first TEXT", 1), fmt.grammar_rest(tools)]
-            )
-        return Constraint(_compile(_tokens_for(lark, control)), "text, no tool call")
-    if tool_choice not in ("auto", "required"):  # a name the request checked (`GenerationRequest`)
-        tools = {tool_choice: tools[tool_choice]}
-    rest = fmt.grammar_rest(tools)
-    trig = json.dumps(trigger)
-    if tool_choice == "auto" and trigger in fmt.leading:
-        lark = _leading_auto(fmt, rest, control)
-        description = f"free text; a call to {', '.join(tools)} once it begins"
-    elif tool_choice == "auto":
-        # after an opening the answer begins with a call or with the answer's own header
-        opened = "(call_first | answer_first) " if fmt.opening else ""
-        if trigger in control:  # free text cannot hold a token: a think block is a rule here
-            lead = "think? " if thinks and "<think>" in control else ""
-            head = [f"start: {lead}{opened}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
-            head += _think(thinking_budget) if lead else []
-        else:
-            head = [f"start: {opened}(tagged)* TAIL", "tagged: trig call_rest"]
-            head.append(f"trig[lazy]: TAIL {trig}")
-        lark = "\n".join(["%llguidance {}", *head, f"TAIL: /{_TEXT}/", rest])
-        description = f"free text; a call to {', '.join(tools)} once it begins"
+        lark, description = found
     else:
-        sep = json.dumps(fmt.separator) + " " if fmt.separator else ""
-        first = "think " if think_open else "think? " if thinks else ""  # open: close it
-        opened = "call_first" if fmt.opening else f"{trig} call_rest"  # the prompt wrote it
-        lark = "\n".join(
-            [f"start: {first}{opened} ({sep}{trig} call_rest)*", rest]
-            + (_think(thinking_budget, fmt.think, think_open) if first else [])
-        )
-        description = f"a call to {', '.join(tools)}"
+        if forced and tool_choice != "required":  # a name the request checked
+            tools = {tool_choice: tools[tool_choice]}
+        lark, description = _calls(fmt, tools, forced, control)
+    lead = _lead(think, forced, control)
+    if think is not None and lead:
+        lark = re.sub("^start:", "after_think:", lark, count=1, flags=re.MULTILINE)
+        rules = _think(thinking_budget, think, control)
+        lark = "\n".join([lark, f"start: {lead}after_think", *rules])
     return Constraint(_compile(_tokens_for(lark, control)), description)
+
+
+def _no_call(
+    fmt: CallFormat, tools: Mapping[str, Mapping[str, Any] | None], control: Mapping[str, int]
+) -> tuple[str, str] | None:
+    """`none`: text that cannot write the trigger (None: it cannot anyway, a control token)."""
+    trigger = fmt.triggers[0]
+    if trigger in control and not fmt.opening:  # a control token: text cannot spell it
+        return None
+    banned = f"/{_TEXT}/ & ~/{_TEXT}{_escape(trigger)}{_TEXT}/"
+    if trigger in control:
+        banned = f"/{_TEXT}/"
+    lark = f"start: TEXT\nTEXT: {banned}"
+    if fmt.opening:  # the answer begins with its own header
+        lark = "\n".join([lark.replace("TEXT", "answer_first TEXT", 1), fmt.grammar_rest(tools)])
+    return lark, "text, no tool call"
+
+
+def _calls(
+    fmt: CallFormat,
+    tools: Mapping[str, Mapping[str, Any] | None],
+    forced: bool,
+    control: Mapping[str, int],
+) -> tuple[str, str]:
+    """The grammar of calls to `tools`, `forced` from the first token or free text until a
+    trigger (`auto`), and what it allows."""
+    rest = fmt.grammar_rest(tools)
+    trigger = fmt.triggers[0]
+    trig = json.dumps(trigger)
+    if forced:
+        sep = json.dumps(fmt.separator) + " " if fmt.separator else ""
+        opened = "call_first" if fmt.opening else f"{trig} call_rest"  # the prompt wrote it
+        lark = "\n".join([f"start: {opened} ({sep}{trig} call_rest)*", rest])
+        return lark, f"a call to {', '.join(tools)}"
+    said = f"free text; a call to {', '.join(tools)} once it begins"
+    if trigger in fmt.leading:
+        return _leading_auto(fmt, rest, control), said
+    # after an opening the answer begins with a call or with the answer's own header
+    opened = "(call_first | answer_first) " if fmt.opening else ""
+    if trigger in control:  # free text cannot hold a token: the call follows the text
+        head = [f"start: {opened}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
+    else:
+        head = [f"start: {opened}(tagged)* TAIL", "tagged: trig call_rest"]
+        head.append(f"trig[lazy]: TAIL {trig}")
+    return "\n".join(["%llguidance {}", *head, f"TAIL: /{_TEXT}/", rest]), said
 
 
 def _leading_auto(fmt: CallFormat, rest: str, control: Mapping[str, int]) -> str:
