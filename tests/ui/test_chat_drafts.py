@@ -28,7 +28,7 @@ def test_a_draft_stays_with_the_chat_it_was_typed_in(qtbot: Any, qloop: Any, tmp
     with qtbot.waitSignal(window.controller.docChanged, timeout=5000):
         window.controller.select(first)
     assert window.composer.box.toPlainText() == "half a thought for the first chat"
-    second = [d.id for d in window.controller.listing if d.id != first][0]
+    second = next(d.id for d in window.controller.listing if d.id != first)
     with qtbot.waitSignal(window.controller.docChanged, timeout=5000):
         window.controller.select(second)
     assert window.composer.box.toPlainText() == "the second chat's draft"
