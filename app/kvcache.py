@@ -1,12 +1,19 @@
 """The folder of KV snapshots (`kv/` in the cache folder), what owns its files, and the key
 that authenticates them.
 
-One folder per conversation, named by its id (letters, digits, `-` and `_` only), holding that
+Layout: one folder per snapshot key (`key_folder`: `mac-` and an id derived from the key, never
+the key), so that installs with different keys sharing one cache folder (two data folders, a
+test run beside the user's app) never open, set aside, remove or count each other's files. In a
+key's folder (`key_root`; the app's own: `own_root`): its model hashes' memo (`models.json`),
+one folder per conversation, named by its id (letters, digits, `-` and `_` only), holding that
 conversation's snapshot files (`*.kv`; the format: `app/engine/worker/snapshot_file.py`), and
 one per tenant's prompt cache (`prompt_tag`: `prompts-local` for the desktop's user — the window,
 the terminal, a server without a key — `prompts-<hash of the key>` for a server's key), holding
-the states of prompts no conversation owns (a server's clients).
-Guarantees:
+the states of prompts no conversation owns (a server's clients). Folders right under `kv/` that
+are not a key's hold the layout of earlier versions (`legacy_folders`): the worker moves into
+its key's folder only the files its key's MACs prove its own, and leaves the others alone
+(`app/engine/worker/snapshot_adopt.py`).
+Guarantees (each `root` below is one key's folder):
 `forget(root, tag)` removes a conversation's snapshots (the history calls it when the
 conversation is deleted or purged), `sweep` removes those of conversations the history no
 longer holds (never a prompt cache), `enforce_cap` removes the least recently used files (by
@@ -14,6 +21,8 @@ modification time: a restore touches its file) until the folder holds at most it
 set aside as unusable (`NAME.kv.unusable-…`) count in it and go first — and what a write cut
 short left behind, `listing` says what is there, `clear` removes everything. `files` never
 lists what is inside a folder that is a symbolic link. Nothing here reads a snapshot's contents.
+A tag is never shaped like a key folder's name (`valid_tag`), so neither a write nor a `forget`
+or `sweep` handed the shared `kv/` by mistake ever reaches a key's folder.
 `snapshot_key()` is this install's key for the snapshots' MACs (32 random bytes): kept in the
 keyring (`kv.snapshot-key`), made the first time; where the keyring cannot keep one (no Secret
 Service), in `kv-snapshot.key` (0600, made whole or not at all) in the config folder, said once
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import logging
 import os
 import re
@@ -53,6 +63,8 @@ PROMPTS = "prompts-"
 KEY_NAME = "kv.snapshot-key"  # in the keyring
 KEY_FILE = "kv-snapshot.key"  # in the config folder, where the keyring cannot keep the key
 KEY_BYTES = 32
+_KEYED = re.compile(r"mac-[0-9a-f]{24}")  # a key's folder
+_FOLDER_ID = b"harmony-desk KV snapshot folder\0"
 _said: set[str] = set()
 
 
@@ -77,7 +89,40 @@ def kv_root() -> Path:
 
 
 def valid_tag(tag: str) -> bool:
-    return bool(_TAG.fullmatch(tag))
+    return bool(_TAG.fullmatch(tag)) and not is_key_folder(tag)
+
+
+def key_folder(key: bytes) -> str:
+    """The name of `key`'s folder: a MAC of a fixed text under the key (it tells nothing of the
+    key, and only the key's holder can make it)."""
+    return "mac-" + hmac.new(key, _FOLDER_ID, hashlib.sha256).hexdigest()[:24]
+
+
+def is_key_folder(name: str) -> bool:
+    return bool(_KEYED.fullmatch(name))
+
+
+def key_root(base: Path, key: bytes) -> Path:
+    """The folder of `key`'s snapshots in `base` (the cache's `kv/`)."""
+    return base / key_folder(key)
+
+
+def own_root(base: Path | None = None) -> Path | None:
+    """This install's folder of snapshots (in `base`, else the cache's `kv/`); None when it
+    has no key (then nothing is kept on disk). Reads the key (`snapshot_key`)."""
+    key = snapshot_key()
+    return key_root(base or kv_root(), key) if key else None
+
+
+def key_folders(base: Path) -> list[Path]:
+    """The keys' folders in `base` (the cache's `kv/`), none that is a link."""
+    return [p for p in _folders(base) if is_key_folder(p.name)]
+
+
+def legacy_folders(base: Path) -> list[Path]:
+    """The conversations' and prompt caches' folders of the layout before keys had folders
+    (right in `base`), none that is a link."""
+    return [p for p in _folders(base) if valid_tag(p.name)]
 
 
 def files(root: Path, tag: str | None = None) -> list[Path]:
@@ -103,9 +148,9 @@ def _listdir(folder: Path) -> list[Path]:
         return []
 
 
-def forget(root: Path, tag: str) -> None:
-    """Remove the snapshots of conversation `tag`."""
-    if valid_tag(tag):
+def forget(root: Path | None, tag: str) -> None:
+    """Remove the snapshots of conversation `tag` (None: no folder, nothing kept on disk)."""
+    if root is not None and valid_tag(tag):
         shutil.rmtree(root / tag, ignore_errors=True)
 
 
@@ -179,9 +224,10 @@ def clear(root: Path) -> int:
     return freed
 
 
-def sweep(root: Path, keep: set[str]) -> None:
-    """Remove the snapshots of conversations not in `keep` (deleted while the app was away)."""
-    for folder in _listdir(root):
+def sweep(root: Path | None, keep: set[str]) -> None:
+    """Remove the snapshots of conversations not in `keep` (deleted while the app was away;
+    None: no folder)."""
+    for folder in _listdir(root) if root is not None else []:
         if folder.is_dir() and folder.name not in keep and not is_prompt_tag(folder.name):
             forget(root, folder.name)
 

@@ -6,8 +6,9 @@ it) or a prompt cache (the desktop's user's, or a server key's, named by a hash,
 the tokens it holds, its size and when it was last used, most recent first, then the totals of
 each kind against the cap in Settings; `clear` removes every state (or one conversation's with
 `--conversation ID`, or only the prompt caches with `--prompts`) and says how much it freed.
-Neither touches the history: a snapshot is a
-cache of what the model read, and a conversation without one is read again when it is reopened.
+Both see only this install's key's folder (`kvcache.own_root`): another install sharing the
+cache folder keeps its own. Neither touches the history: a snapshot is a cache of what the
+model read, and a conversation without one is read again when it is reopened.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from app.kvcache import clear, forget, is_prompt_tag, kv_root, listing, prompt_tag
+from app.kvcache import clear, forget, is_prompt_tag, kv_root, listing, own_root, prompt_tag
 from app.settings import load_settings
 from app.store.history import HistoryStore
 
@@ -33,7 +34,8 @@ def _size(n: int) -> str:
 
 
 def _list() -> int:
-    found = listing(kv_root())
+    root = own_root()
+    found = listing(root) if root is not None else []
     store = HistoryStore()
     try:
         titles = {d.id: d.title for d in store.listed("")}
@@ -52,7 +54,7 @@ def _list() -> int:
     total = sum(s.size for s in found)
     print(
         f"{chats} conversation snapshots, {len(prompts)} cached prompts:"
-        f" {_size(total)} of {cap} GiB in {kv_root()}"
+        f" {_size(total)} of {cap} GiB in {root or kv_root()}"
     )
     return 0
 
@@ -60,8 +62,10 @@ def _list() -> int:
 def run(args: argparse.Namespace) -> int:
     if args.verb == "list":
         return _list()
-    root = kv_root()
-    if args.conversation:
+    root = own_root()
+    if root is None:
+        freed = 0  # without a key nothing is kept on disk
+    elif args.conversation:
         freed = sum(s.size for s in listing(root) if s.tag == args.conversation)
         forget(root, args.conversation)
     elif args.prompts:

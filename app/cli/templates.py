@@ -6,9 +6,12 @@ config folder's `templates/` (on stderr); `show NAME` prints the template as JSO
 fields when it has one (LMDeploy's shape), its defaults, its source and `call_format`, one line
 on how it reads tool calls — `format: NAME` for a per-family format, `learned: markers …,
 arguments …, confidence …` for a format learned from a chat template, `no tool-call format:
-WHY` when there is none. `show FILE.jinja` shows a GGUF chat template read from a file (as a
-model carrying it gets it; gpt-oss's own is the `harmony` template), and `--learned` derives
-its format from the template alone, as if no per-family format existed. `check FILE`
+WHY` when there is none — and beside it one line on how it writes reasoning (`reasoning`: a chat
+template's markup derived from its own renderings, `ReasoningMarkup.describe()`; a family's think
+tags; Harmony's analysis channel; `no reasoning markup: WHY`). `show FILE.jinja` shows a GGUF
+chat template read from a file (as a model carrying it gets it; gpt-oss's own is the `harmony`
+template), and `--learned` derives its format from the template alone, as if no per-family
+format existed. `check FILE`
 validates a template file without registering it: exit 0 and what it defines, or exit 2 and
 each field that is wrong.
 """
@@ -26,6 +29,7 @@ from app.templates.calls.detect import detect
 from app.templates.files import TemplateFileError, read_spec, templates_folder
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja import GgufJinja, JinjaTemplateError, jinja_template
+from app.templates.reasoning_markup import THINK_TAGS
 from app.templates.registry import (
     folder_problems,
     get_template,
@@ -79,11 +83,33 @@ def call_format_line(template: Template, learned: bool = False) -> str:
     return f"format: {template.tool_calls}"
 
 
+def reasoning_line(template: Template) -> str:
+    """How `template` writes reasoning, in one line (see the module docstring)."""
+    if isinstance(template, HarmonyTemplate):
+        return "reasoning: the analysis channel (read by the Harmony parser)"
+    if not isinstance(template, GgufJinja):
+        block = template.think_block()
+        if block is None:
+            return "no reasoning markup: the template's family writes none"
+        return f"reasoning: {block.tags[0]!r} … {block.tags[1]!r} (the family's think tags)"
+    if not template.source:
+        return "no reasoning markup: read from the model's own chat template when it is loaded"
+    markup, tags = template.reasoning, template.think_tags
+    if markup is not None and markup.tags == tags:
+        return markup.describe()
+    if tags != THINK_TAGS:
+        return f"reasoning: {tags[0]!r} … {tags[1]!r} (the call format's own think tags)"
+    if template.thinks:
+        return "reasoning: '<think>' … '</think>' (named by the template, not derived)"
+    return "no reasoning markup: the template writes none that reads its own turns back"
+
+
 def _described(name: str, learned: bool = False) -> dict[str, object]:
     template, source = _template(name)
     out: dict[str, object] = {"name": template.name, "source": source}
     out["tool_calls"] = template.tool_calls  # the call format (None: the model gets no tools)
     out["call_format"] = call_format_line(template, learned)
+    out["reasoning"] = reasoning_line(template)
     out["reasoning_effort"] = template.takes_effort
     layout = template.layout()
     if layout is not None:
@@ -132,4 +158,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_arguments", "call_format_line", "run"]
+__all__ = ["add_arguments", "call_format_line", "reasoning_line", "run"]

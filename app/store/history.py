@@ -32,10 +32,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 
 from app.domain.history import ChatDoc, DebugRecord, Reply, Version, snippet
-from app.kvcache import forget, kv_root
+from app.kvcache import forget, own_root
 from app.store.database import StoreError, StoreProblem, open_database
 from app.store.rows import (
     REPLY_COLUMNS,
@@ -61,7 +62,13 @@ class HistoryStore:
         self.backup = opened.backup
         self.path = Path(self.db.execute("PRAGMA database_list").fetchone()[2])
         self._lock = threading.RLock()
-        self.snapshots = snapshots or kv_root()  # the KV snapshots of these conversations
+        self._snapshots = snapshots
+
+    @cached_property
+    def snapshots(self) -> Path | None:
+        """These conversations' KV snapshots: this install's key's folder (`kvcache.own_root`,
+        found when first needed) unless given; None: no key, nothing kept on disk."""
+        return self._snapshots or own_root()
 
     def close(self) -> None:
         with self._lock:

@@ -43,7 +43,7 @@ def test_resume_restores_the_conversation_from_disk_and_cache_owns_it(tmp_path: 
     first = app([*CHAT, "--save", "--prompt", LONG], env)
     assert first.returncode == 0, first.stderr
     doc_id = re.search(r"\[saved as (chat-\w+)", first.stderr)[1]  # type: ignore[index]
-    root = tmp_path / "cache" / "kv"
+    [root] = kvcache.key_folders(tmp_path / "cache" / "kv")  # this install's key's
     [kept] = kvcache.files(root, doc_id)
     assert kept.stat().st_mode & 0o777 == 0o600
 
@@ -94,7 +94,7 @@ def test_a_cap_of_zero_keeps_nothing_on_disk(tmp_path: Path) -> None:
     (tmp_path / "config" / "settings.json").write_text('{"kv_cache_gib": 0}')
     done = app([*CHAT, "--save", "--prompt", LONG], env)
     assert done.returncode == 0, done.stderr
-    assert kvcache.files(tmp_path / "cache" / "kv") == []
+    assert kvcache.key_folders(tmp_path / "cache" / "kv") == []
 
 
 def _snapshot(root: Path, tag: str, n: int = 40) -> Path:

@@ -84,7 +84,7 @@ OLD, NEW = _words(1, 700), _words(2, 30)  # longer than Gemma's 512-token window
 def test_a_restart_restores_the_conversation_from_disk_exactly(model: Any, tmp_path: Path) -> None:
     with Worker(model, tmp_path) as first:
         first.evaluate(OLD, KEEP)
-    [kept] = kvcache.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(kvcache.key_root(tmp_path, KEY), KEEP.conversation)
     assert kept.stat().st_mode & 0o777 == 0o600 and kept.parent.stat().st_mode & 0o777 == 0o700
     with Worker(model, tmp_path) as second:
         done = second.evaluate(OLD + NEW, KEEP)
@@ -96,7 +96,7 @@ def test_a_generation_says_restored_from_disk(smollm_model: Any, tmp_path: Path)
     model = (smollm_model, LoadSettings())
     with Worker(model, tmp_path) as first:
         list(first.generate(OLD, stop_ids=[], max_tokens=4, sampling=Sampling(temperature=0.0), keep=KEEP))
-    [kept] = kvcache.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(kvcache.key_root(tmp_path, KEY), KEEP.conversation)
     held = int(kept.name.split("-")[1])
     assert held >= len(OLD) + 3  # the prompt and the answer's tokens the cache holds
     with Worker(model, tmp_path) as second:
@@ -148,7 +148,7 @@ def test_an_unusable_snapshot_is_removed_and_the_prompt_evaluated(
     model = (smollm_model, LoadSettings())
     with Worker(model, tmp_path) as first:
         first.evaluate(OLD, KEEP)
-    [kept] = kvcache.files(tmp_path, KEEP.conversation)
+    [kept] = kvcache.files(kvcache.key_root(tmp_path, KEY), KEEP.conversation)
     _damage(kept, how)
     with Worker(model, tmp_path) as second:
         done = second.evaluate(OLD + NEW, KEEP)
@@ -186,7 +186,7 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
     with Worker(model, tmp_path) as client:
         for i in range(3):
             client.evaluate(_words(10 + i, 200), Keep(f"chat-{i}", KEEP.template))
-    sizes = {p.parent.name: p.stat().st_size for p in kvcache.files(tmp_path)}
+    sizes = {p.parent.name: p.stat().st_size for p in kvcache.files(kvcache.key_root(tmp_path, KEY))}
     assert set(sizes) == {"chat-0", "chat-1", "chat-2"}
     cap = sizes["chat-1"] + sizes["chat-2"]
     client = WorkerClient()
@@ -196,6 +196,6 @@ def test_the_cap_removes_the_least_recently_used(smollm_model: Any, tmp_path: Pa
         client.evaluate(_words(13, 200), Keep("chat-3", KEEP.template))
     finally:
         client.close()
-    left = {p.parent.name for p in kvcache.files(tmp_path)}
-    assert sum(p.stat().st_size for p in kvcache.files(tmp_path)) <= cap
+    left = {p.parent.name for p in kvcache.files(kvcache.key_root(tmp_path, KEY))}
+    assert sum(p.stat().st_size for p in kvcache.files(kvcache.key_root(tmp_path, KEY))) <= cap
     assert "chat-3" in left and "chat-1" not in left  # the oldest unused went first

@@ -134,8 +134,8 @@ def genuine(
         client.evaluate(B, Keep("chat-b", TEMPLATE))
     finally:
         client.close()
-    [a] = kvcache.files(folder, "chat-a")
-    [b] = kvcache.files(folder, "chat-b")
+    [a] = kvcache.files(kvcache.key_root(folder, KEY), "chat-a")
+    [b] = kvcache.files(kvcache.key_root(folder, KEY), "chat-b")
     return a.read_bytes(), b.read_bytes(), a.name
 
 
@@ -147,12 +147,13 @@ def _tag(case: str) -> str:
 def planted(
     genuine: tuple[bytes, bytes, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
-    """A snapshot folder holding one hostile file per case, each in its conversation's folder."""
+    """This key's snapshot folder holding one hostile file per case, each in its conversation's
+    folder (the worker is handed the folder above it)."""
     a, b, name = genuine
-    root = tmp_path_factory.mktemp("kv")
+    root = kvcache.key_root(tmp_path_factory.mktemp("kv"), KEY)
     for case in [CONTROL, *CASES]:
         folder = root / _tag(case)
-        folder.mkdir()
+        folder.mkdir(parents=True)
         tokens = B if case == "another conversation's, copied" else A
         digest = files.token_digest(tokens)[:16]
         path = folder / f"{name.split('-')[0]}-{len(tokens)}-{digest}.kv"  # named as written
@@ -167,7 +168,7 @@ def planted(
 def test_no_hostile_snapshot_is_restored_and_the_next_resume_is_fine(
     smollm_model: Any, planted: Path
 ) -> None:
-    client = _worker(smollm_model, planted, ram_bytes=0)
+    client = _worker(smollm_model, planted.parent, ram_bytes=0)
     pid = client.pid
     try:
         control = client.evaluate(A + NEW, Keep(_tag(CONTROL), TEMPLATE))
@@ -192,7 +193,7 @@ def test_no_hostile_snapshot_is_restored_and_the_next_resume_is_fine(
         assert client.pid == pid  # the worker never died
     finally:
         client.close()
-    again = _worker(smollm_model, planted, ram_bytes=0)
+    again = _worker(smollm_model, planted.parent, ram_bytes=0)
     try:
         for case in CASES:  # the turn above kept its own snapshot: the next resume restores it
             tokens = B if case == "another conversation's, copied" else A

@@ -78,7 +78,7 @@ def test_a_restart_then_resume_restores_from_disk_exactly(windowed: tuple[Any, i
         first.evaluate(OLD, KEEP)
     finally:
         first.close()
-    assert kvcache.files(tmp_path, KEEP.conversation)
+    assert kvcache.files(kvcache.key_root(tmp_path, KEY), KEEP.conversation)
     second = _worker(model, tmp_path)
     try:
         done = second.evaluate(OLD + NEW, KEEP)
@@ -138,7 +138,7 @@ def test_the_small_window_cache_keeps_nothing_and_evaluates_exactly(gemma_model:
         assert gap(back.logits, fresh(client, OLD, NEW)) < TOLERANCE
     finally:
         client.close()
-    assert kvcache.files(tmp_path) == []
+    assert kvcache.files(kvcache.key_root(tmp_path, KEY)) == []
 
 
 def test_llama_cpp_still_restores_a_windowed_state_into_other_cells(gemma_model: Any) -> None:

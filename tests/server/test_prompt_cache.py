@@ -70,7 +70,8 @@ def test_a_restarted_server_restores_the_conversation_from_disk(tmp_path: Path, 
     for base in _serve(str(smollm_model), tmp_path, cache=cache):
         with _client(base) as client:
             first = _ask(client, messages)
-    assert kvcache.files(cache / "kv", kvcache.prompt_tag(""))  # written when the server stopped
+    [root] = kvcache.key_folders(cache / "kv")  # the server's key's
+    assert kvcache.files(root, kvcache.prompt_tag(""))  # written when the server stopped
     for base in _serve(str(smollm_model), tmp_path, cache=cache):
         with _client(base) as client:
             second = _ask(client, _then(messages, first))
@@ -102,7 +103,8 @@ def test_a_servers_key_is_its_own_tenant(smollm_model: Any, tmp_path: Path) -> N
         assert client.evaluate([*prompt, 5], mine).restored == len(prompt)
     finally:
         client.close()  # the prompt cache reaches the disk
-    assert kvcache.files(tmp_path, mine.conversation) and kvcache.files(tmp_path, other.conversation)
+    root = kvcache.key_root(tmp_path, KEY)
+    assert kvcache.files(root, mine.conversation) and kvcache.files(root, other.conversation)
     client = worker()
     try:
         assert client.evaluate([*prompt, 6], third).restored == 0  # not from anyone else's files

@@ -44,7 +44,10 @@ def after_text(fmt: CallFormat, calls: Sequence[ToolCall]) -> str:
 def said(fmt: CallFormat, text: str) -> str:
     """Answer text as a model writes it to begin its answer (`text` as it is, unless the
     format's answer continues an opening: then as its template writes an assistant's text)."""
-    return _answer_lead(fmt.name) + text if fmt.opening else text
+    if not fmt.opening:
+        return text
+    own = getattr(fmt, "answer", None)  # a learned format knows how its answer begins
+    return (own if isinstance(own, str) else _answer_lead(fmt.name)) + text
 
 
 def prose_then(fmt: CallFormat, prose: str, calls: Sequence[ToolCall]) -> str:

@@ -21,7 +21,6 @@ import pytest
 
 from app.cli.replay_template import replay_text
 from app.templates.calls.detect import Detection, detect
-from app.templates.calls.format import CallFormat
 from app.templates.jinja import GgufJinja
 from tests.templates.test_template_corpus import CASES, FIXTURES, TOOLS, _lines, _templates
 
@@ -38,13 +37,6 @@ LEARN_LEFT_OUT = {
     "openai-gpt-oss-120b": "calls learned and read (one a turn), but this is Harmony, read by the"
     " Harmony parser and never as text: as text, prose beside a call is an `analysis` message"
     " whose channel markup reaches the answer",
-    # call markup the learner cannot derive
-    "meetkai-functionary-medium-v3.2": "the generation prompt ends with `>>>` and a turn's first"
-    " call is the bare `NAME\\n{…}` (prose is `all\\n…`): no markup opens it, so no trigger"
-    " can be learned",
-    "muse-glimmer": "each call is a Harmony-like message of its own (` to=NAME<|message|>…`,"
-    " `<|eom|><|start|>assistant` between calls) that repeats the tool's name inside; the"
-    " learned markup does not read its own probes back, so none is used",
 }
 
 
@@ -55,11 +47,14 @@ class LearnedOnly(GgufJinja):
         return detect(self.source, self.bos, self.eos, families=False)
 
 
-def _opened(text: str, fmt: CallFormat) -> str:
-    """The turn as the parser meets it with the learned think tags: a think block the prompt
-    opened (its close is there, its open is not) is opened here, as `_thinking_closed` does
-    for `<think>`."""
-    opening, closing = fmt.think
+def _opened(text: str, template: GgufJinja) -> str:
+    """The turn as the parser meets it with the think block it reads (`think_block`, none
+    where the template has none): a block the prompt opened (its close is there, its open is
+    not) is opened here, as `_thinking_closed` does for `<think>`."""
+    block = template.think_block()
+    if block is None:
+        return text
+    opening, closing = block.tags
     at, closed = text.find(opening), text.find(closing)
     return opening + text if closed >= 0 and not 0 <= at < closed else text
 
@@ -79,7 +74,7 @@ def _read(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return ("the template renders no call",), ("the template renders no call",)
     calls_wrong, problems = [], []
     for case, text in cases.items():
-        out = replay_text(template, {"text": _opened(text, found.format), "tools": TOOLS})
+        out = replay_text(template, {"text": _opened(text, template), "tools": TOOLS})
         calls, prose = cast(Any, CASES)[case]
         got = [
             (s["recipient"], json.loads(s["text"]))

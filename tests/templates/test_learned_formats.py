@@ -32,7 +32,8 @@ from app.templates.calls.learned import LearnedPythonic
 from app.templates.calls.markup import HOLE
 from app.templates.jinja import GgufJinja
 from app.templates.text_output import TextOutputParser
-from tests.templates.grammar_check import accepts, grammar_of
+from tests.templates.call_samples import at_start, said
+from tests.templates.grammar_check import accepts, grammar_of, harmony_controls
 from tests.templates.test_learned_corpus import LEARN_LEFT_OUT
 from tests.templates.test_template_corpus import FIXTURES, TOOLS, _templates
 
@@ -253,8 +254,12 @@ def test_a_template_with_no_call_markup_gets_no_format_and_says_why() -> None:
 
 
 def test_markup_that_does_not_read_its_own_probes_back_is_never_used() -> None:
-    # muse-glimmer writes each call as a message of its own that repeats the tool's name inside
-    found = detect((FIXTURES / "muse-glimmer.jinja").read_text(encoding="utf-8"), families=False)
+    # the markup holds how many arguments a call has: learned from one, it reads no other
+    counted = (
+        "{% for c in m.tool_calls %}<call>{{ c.function.name }}#{{ c.function.arguments | length }}"
+        "{{ c.function.arguments | tojson }}</call>{% endfor %}"
+    )
+    found = _learned(counted)
     assert found.format is None and found.learned is None
     assert found.describe() == (
         "no tool-call format: the markup learned from the template does not read its own calls back"
@@ -276,13 +281,12 @@ GRAMMAR_TOOLS = {t["function"]["name"]: t["function"]["parameters"] for t in cas
 def test_each_learned_official_format_has_a_grammar_that_holds_the_name(name: str) -> None:
     fmt = detect((FIXTURES / f"{name}.jinja").read_text(encoding="utf-8"), families=False).format
     assert fmt is not None
-    grammar = grammar_of(fmt, GRAMMAR_TOOLS, "required")
-    call = "".join(
-        p.text for p in fmt.write([ToolCall("get_weather", '{"city":"Paris","days":3}')])
-    )
+    grammar = grammar_of(fmt, GRAMMAR_TOOLS, "required", harmony_controls(fmt))
+    call = at_start(fmt, [ToolCall("get_weather", '{"city":"Paris","days":3}')])
     assert accepts(grammar, call), call
     assert not accepts(grammar, call.replace("get_weather", "get_wether"))
-    assert accepts(grammar_of(fmt, GRAMMAR_TOOLS, "auto"), "Just text.")
+    auto = grammar_of(fmt, GRAMMAR_TOOLS, "auto", harmony_controls(fmt))
+    assert accepts(auto, said(fmt, "Just text."))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -23,7 +23,7 @@ from app.templates.calls.derived import DerivedFormat
 from app.templates.calls.derived_read import MarkupReader
 from app.templates.calls.detect import detect
 from app.templates.calls.format import CallSyntaxError, ToolCall
-from tests.templates.call_samples import after_text, prose_then, written
+from tests.templates.call_samples import after_text, prose_then, said, written
 from tests.templates.test_learned_corpus import LEARN_LEFT_OUT
 from tests.templates.test_reader_promises import PROSE, TIME, WEATHER, Read, by_marker, read, want
 from tests.templates.test_template_corpus import FIXTURES, _templates
@@ -111,16 +111,18 @@ def _trigger_end(fmt: DerivedFormat, text: str, after: int) -> int:
 def test_a_call_cut_off_anywhere_is_read_or_one_notice_that_holds_it(name: str) -> None:
     fmt = _fmt(name)
     text = prose_then(fmt, PROSE, [WEATHER])
+    shown = len(said(fmt, PROSE))  # the answer as written (its header on, after an opening)
     closing = fmt._reader.closing
     end = text.rfind(closing) + len(closing) if closing else len(text)  # past the call
-    for cut in range(_trigger_end(fmt, text, len(PROSE)), end):
+    # a lone opening at the end is a message with nothing written yet: no call, no notice
+    for cut in range(_trigger_end(fmt, text, shown) + bool(fmt.opening), end):
         got = read(fmt, [text[:cut]])
-        where = f"cut at {cut}: {text[len(PROSE) : cut]!r} read as {got}"
+        where = f"cut at {cut}: {text[shown:cut]!r} read as {got}"
         assert got.answer == PROSE and "".join(got.streamed) == PROSE, where
         if got.issues:
             assert got.calls == [] and len(got.issues) == 1, where
             assert got.issues[0].code is ErrorCode.CALL_SCHEMA, where
-            assert text[len(PROSE) : cut].strip() in got.issues[0].message, where
+            assert text[shown:cut].strip() in got.issues[0].message, where
         else:  # cut where the arguments written so far may be all: a call without its close
             written_args = dict(want(WEATHER)[0][1])
             assert [n for n, _ in got.calls] == [WEATHER.name], where

@@ -35,6 +35,11 @@ Guarantees:
   count in `SnapshotSettings.ram_bytes` with the states'. With the small window cache no state
   is kept: what cannot be restored exactly is evaluated. `tests/engine/test_kv_windowed.py`
   pins llama.cpp's inexact restore; `tests/engine/test_kv_checkpoints.py` the checkpoints.
+- Files live in this key's own folder in `SnapshotSettings.folder` (`kvcache.key_root`):
+  another key's folder is never opened, and its files never count in this one's cap; files
+  of the layout before keys had folders are moved into it when this key's MACs prove them its
+  own, the others left alone (`snapshot_adopt.py`, on the hashing thread, before any restore
+  looks for a file).
 - Every file is checked and authenticated before its state reaches llama.cpp
   (`snapshot_file.py`: bounded, non-blocking, an HMAC under the install's key handed over with
   the load, `SnapshotSettings.key`): a malformed, cut-short, forged or another conversation's
@@ -63,6 +68,7 @@ from app.engine.worker import snapshot_file as files
 from app.engine.worker import state_layout
 from app.engine.worker.checkpoints import Checkpoint
 from app.engine.worker.kv_candidates import Candidate, common_prefix
+from app.engine.worker.snapshot_adopt import adopt
 from app.engine.worker.snapshot_file import Stamp
 from app.errors import HarmonyDeskError
 
@@ -143,7 +149,8 @@ class Snapshots:
     ) -> None:
         self.llm, self.low, self.settings = llm, low, settings
         self.window = window  # the model's sliding window (0: none)
-        self.root = Path(settings.folder) if settings.folder and settings.key else None
+        self.base = Path(settings.folder) if settings.folder and settings.key else None
+        self.root = kvcache.key_root(self.base, settings.key) if self.base is not None else None
         if settings.folder and not settings.key:
             log.warning("KV snapshots stay in RAM: no key was given to authenticate their files")
         self._stamp = stamp  # (model sha256, template) → the stamp
@@ -151,8 +158,10 @@ class Snapshots:
         self._ram: collections.OrderedDict[tuple[str, str], _Held] = collections.OrderedDict()
         self._digest = ""
         self._digest_ready = threading.Event()
+        self._adopted = threading.Event()  # the old layout's files of this key are in `root`
         self._writes: list[threading.Thread] = []
         if self.root is None:  # RAM only: the model's hash is never needed
+            self._adopted.set()
             self._digest_ready.set()
         else:
             threading.Thread(target=self._hash, daemon=True, name="model-digest").start()
@@ -164,12 +173,20 @@ class Snapshots:
 
     def _hash(self) -> None:
         try:
+            self._adopt()
             memo = self.root / "models.json" if self.root is not None else None
             self._digest = files.model_digest(self.llm.model_path, memo, self.settings.key)
         except OSError as exc:
             log.warning("the model file cannot be hashed (%s): no KV snapshots on disk", exc)
         finally:
             self._digest_ready.set()
+
+    def _adopt(self) -> None:
+        try:
+            if self.base is not None and self.root is not None:
+                adopt(self.base, self.root, self.settings.key, self.settings.cap_bytes)
+        finally:
+            self._adopted.set()
 
     def stamp(self, template: str) -> Stamp:
         """The stamp for `template` (the model hash is "" until known: RAM only until then)."""
@@ -292,6 +309,7 @@ class Snapshots:
         waits)."""
         if self.root is None:
             return []
+        self._adopted.wait()  # (only the first look of a load after an upgrade waits)
         tags = {keep.conversation, kvcache.prompt_tag(keep.tenant)}
         found = [
             (tag, p)

@@ -27,8 +27,12 @@ Guarantees:
   (`app/readback.py`: `NAME.kv.unusable-…`, kept for the user, counted in the folder's cap and
   the first to go under it: `app/kvcache.py`); an authentic one made for another build of
   llama.cpp or another model, context, cache or template can never be used, and is deleted.
-- A file is written atomically, 0600 in 0700 folders, in its conversation's folder
-  (`app/kvcache.py`: the folder, its cap and what deletes a conversation's snapshots), and
+- `authentic` says whether a file is a whole snapshot kept for a conversation whose MACs both
+  verify under a key, with the same bounds, and never moves, removes or changes it, whatever
+  it is (a file of the old layout may be another key's: `snapshot_adopt.py`).
+- A file is written atomically, 0600 in 0700 folders, in its conversation's folder within its
+  key's folder (`app/kvcache.py`: the folders, the cap and what deletes a conversation's
+  snapshots; another key's files are never opened), and
   restored only for its own conversation (its MAC binds it to the folder's name).
 """
 
@@ -271,6 +275,34 @@ def read_state(head: Head, key: bytes) -> bytes | None:
     with contextlib.suppress(OSError):
         os.utime(head.path)  # used now: the last to go under the cap
     return state
+
+
+def authentic(path: Path, key: bytes, tag: str, limit: int) -> bool:
+    """Whether the file at `path` (at most `limit` bytes) is a whole snapshot kept for `tag`
+    whose MACs verify under `key`; it is only read (see the guarantees)."""
+    try:
+        fd, info = open_regular(path, follow=False)
+        with os.fdopen(fd, "rb") as f:
+            if info.st_size > limit:
+                return False
+            _read_head(f, info.st_size, key, tag, path)
+            return _file_mac_verifies(f, info.st_size, key, tag)
+    except (_Unusable, InvalidInputError, OSError, ValueError):
+        return False
+
+
+def _file_mac_verifies(f: BinaryIO, size: int, key: bytes, tag: str) -> bool:
+    """Whether the file MAC at the end of `f` (`size` bytes) is that of the rest under `key`,
+    read a block at a time."""
+    f.seek(0)
+    mac, left = _mac(key, tag), size - MAC_BYTES
+    while left > 0:
+        block = f.read(min(left, 1 << 23))
+        if not block:
+            return False
+        mac.update(block)
+        left -= len(block)
+    return hmac.compare_digest(mac.digest(), _exactly(f, MAC_BYTES))
 
 
 def model_digest(path: str, memo: Path | None, key: bytes) -> str:

@@ -17,31 +17,41 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.constrain.constraint import json_body
-from app.templates.calls.markup import HOLE, KEY, Lit, Markup
+from app.templates.calls.markup import HOLE, KEY, UNITS, Lit, Markup
 
 _TEXT = "(.|\\n)*"
 
 
 def derived_call_rest(
-    m: Markup, trigger: str, tools: Mapping[str, Mapping[str, Any] | None]
+    m: Markup,
+    trigger: str,
+    tools: Mapping[str, Mapping[str, Any] | None],
+    opening: str = "",
+    answer: str = "",
 ) -> str:
-    """Lark rules defining `call_rest` for the learned markup `m` after `trigger`."""
+    """Lark rules defining `call_rest` for the learned markup `m` after `trigger`; where the
+    generation prompt ends with `opening` (lone calls only), `call_first` (the first call,
+    after it) and `answer_first` (`answer`: how answer text begins after it) as well."""
     rules: list[str] = []
     names = []
     for i, (name, schema) in enumerate(tools.items()):
         names.append(f"d_t_{i}")
         arguments = _keyed(m, i, schema, rules) if m.per_key else _json(schema)
-        rules.append(f"d_t_{i}: {json.dumps(name)} {lit(m.call_mid)} {arguments}")
+        rules.append(f"d_t_{i}: {json.dumps(name)} {lit(m.call_mid, name)} {arguments}")
     call_close = m.call_close if m.sectioned else Lit.of(m.call_close.text.rstrip())
     rules.append(f"d_call: ({' | '.join(names) or json.dumps('')}) {lit(call_close)}")
     head = _after_trigger(m.opening, trigger)
     close = lit(Lit.of(m.section_close.text.rstrip()))
     if m.sectioned:
         more = f"({lit(m.call_sep)} {lit(m.call_open)} d_call)*"
-        line = f"call_rest: {head} {lit(m.call_open)} d_call {more} {close}"
-    else:  # the markup that closes the turn's calls may follow (it is often a stop token)
-        line = f"call_rest: {head} d_call" + (f" ({close})?" if close != '""' else "")
-    return "\n".join([line, *rules])
+        return "\n".join([f"call_rest: {head} {lit(m.call_open)} d_call {more} {close}", *rules])
+    # the markup that closes the turn's calls may follow (it is often a stop token)
+    after = f" ({close})?" if close != '""' else ""
+    lines = [f"call_rest: {head} d_call{after}"]
+    if opening:  # the prompt wrote the opening: the first call, or the answer, continues it
+        lines.append(f"call_first: {_after_trigger(m.opening, opening)} d_call{after}")
+        lines.append(f"answer_first: {lit(Lit.of(answer))}")
+    return "\n".join([*lines, *rules])
 
 
 def lit(markup: Lit, key: str = "") -> str:
@@ -52,8 +62,7 @@ def lit(markup: Lit, key: str = "") -> str:
     for i, part in enumerate(parts):
         if i:
             out.append(f"/[^\\n{_in_class(part[:1])}]{{0,40}}/")
-        if part:
-            out.append(json.dumps(part))
+        out += [json.dumps(unit) for unit in UNITS.split(part) if unit]
     return " ".join(out) or '""'
 
 

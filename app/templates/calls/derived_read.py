@@ -14,7 +14,9 @@ a non-string JSON value, text otherwise.
 `HeldCall.read` answers as `MarkupReader.read` on text that only grows at its end between
 reads, but reads the markup again only when a closing word it has not met arrives (or at the
 end): a call whose markup is whole once its closing word is written cannot be completed by
-text without one; the search for it looks at each character once.
+text without one; the search for it looks at each character once. `HeldCall.wakes` makes that
+search alone, so a scanner asks it before reading (a piece that holds the closing word's last
+character but not the word, a `>` of the markup inside, costs no read).
 """
 
 from __future__ import annotations
@@ -220,7 +222,8 @@ class MarkupReader:
         follow = (
             f"(?:{m.param_open.pattern()}|{m.call_close.pattern()})" if m.per_key else "\\s*\\{"
         )
-        return re.compile(f"\\s*([^\\n]+?){m.call_mid.pattern()}(?={follow})")
+        mid = m.call_mid.pattern(named="(?P=n)")  # where it repeats the name, the same name
+        return re.compile(f"\\s*(?P<n>[^\\n]+?){mid}(?={follow})")
 
     def _name(self, text: str, pos: int, final: bool) -> tuple[str, int]:
         found = self._name_rx.match(text, pos)
@@ -327,6 +330,15 @@ class HeldCall:
         # a turn of lone calls, which may follow it), and where one not yet met may begin
         self._words = tuple(w for w in (reader.closing, reader.end) if w)
         self._from = [len(reader.trigger)] * len(self._words)
+        self._due = False  # `wakes` met a word the next read has not parsed yet
+
+    def wakes(self, text: str) -> bool:
+        """Whether a read of `text` may find the call complete (`reading.Waking`): a closing
+        word came since the last read (any text may, before the first or when read afresh)."""
+        if self._afresh is not False or self._due:
+            return True
+        self._due = self._met(text)
+        return self._due
 
     def read(self, text: str, final: bool) -> Read:
         if self._afresh is None:  # a turn break, an end marker or markup with no closing word
@@ -334,7 +346,8 @@ class HeldCall:
             self._afresh = not r.closing or not text.startswith(r.trigger)
         if final or self._afresh:
             return self._reader.read(text, final)
-        return self._reader.parse(text, final) if self._met(text) else None
+        due, self._due = self._due or self._met(text), False
+        return self._reader.parse(text, final) if due else None
 
     def _met(self, text: str) -> bool:
         """Whether one of `_words` was written since the last read."""

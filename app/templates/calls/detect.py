@@ -17,24 +17,43 @@ families); message text given to the template is only ever the probes' own.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from app.templates.calls import learned as probe
-from app.templates.calls.format import CallFormat, ToolCall
-from app.templates.calls.hermes import tojson
-from app.templates.calls.learn import IDS, NAME_A, NAME_B, Parts, learn, probes, think_tags
+from app.templates.calls.derived import DerivedFormat
+from app.templates.calls.format import CallFormat
+from app.templates.calls.learn import (
+    IDS,
+    NAME_A,
+    NAME_B,
+    Parts,
+    PythonicMarkup,
+    continued_tags,
+    learn,
+    opening_of,
+    probes,
+    reopened,
+    think_tags,
+)
 from app.templates.calls.learned import Learning, arguments_of, learned_format, markers_of
+from app.templates.calls.markup import Markup
+from app.templates.calls.probe_turns import (
+    BESIDE,
+    HEAD,
+    PROSE,
+    RESULT,
+    Render,
+    TurnPart,
+    after,
+    call_messages,
+    probe_tools,
+    reads_back,
+    renderer,
+    turn_part,
+)
 from app.templates.calls.scanner import CallScanner
-from app.templates.jinja_render import JinjaTemplateError, render
-
-PROSE = "probe_prose_text"
-BESIDE = "probe_words_before_a_call"  # prose the assistant writes before its call
-RESULT = "probe_tool_result_text"
-Render = Callable[[list[dict[str, Any]], bool], str]  # (messages, add_generation_prompt)
+from app.templates.jinja_render import JinjaTemplateError
 
 
 @dataclass(frozen=True)
@@ -53,123 +72,6 @@ class Detection:
         if self.learned is not None:
             return self.learned.describe()
         return f"format: {self.format.name}"
-
-
-@dataclass(frozen=True)
-class TurnPart:
-    """What an assistant turn adds to the prompt: `prefill` (the end of the generation prompt
-    the turn rewrites, e.g. an opened `<think>`), `lead` (what the turn opens with before any
-    text, e.g. an empty think block), `body`, then the end-of-turn marker (dropped)."""
-
-    prefill: str
-    lead: str
-    body: str
-
-    @property
-    def generated(self) -> str:
-        """The text a model writes for this turn after the generation prompt."""
-        return self.prefill + self.lead + self.body
-
-
-def call_messages(
-    calls: Sequence[tuple[str, Any]], content: str = "", string_arguments: bool = False
-) -> dict[str, Any]:
-    """An assistant message making `calls` (name, arguments), OpenAI-shaped."""
-    return {
-        "role": "assistant",
-        "content": content,
-        "tool_calls": [
-            {
-                "id": IDS[i] if i < len(IDS) else f"call_{i + 1:04d}",
-                "type": "function",
-                "function": {"name": name, "arguments": tojson(args) if string_arguments else args},
-            }
-            for i, (name, args) in enumerate(calls)
-        ],
-    }
-
-
-def _inside_tag(text: str) -> bool:
-    return text.rfind("<") > text.rfind(">")
-
-
-def _after(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) -> tuple[str, str]:
-    """(prefill, the text after the shared prefix) of `head + [turn]` against its prompt."""
-    prompt, full = render(head, True), render([*head, turn], False)
-    n = 0
-    while n < min(len(prompt), len(full)) and prompt[n] == full[n]:
-        n += 1
-    while n and _inside_tag(full[:n]) and n < len(prompt):
-        n -= 1
-    return prompt[n:], full[n:]
-
-
-def turn_part(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) -> TurnPart:
-    """What `turn` (an assistant message) adds after the generation prompt of `head`."""
-    _, plain = _after(render, head, {"role": "assistant", "content": PROSE})
-    at = plain.find(PROSE)
-    lead, end = (plain[:at], plain[at + len(PROSE) :]) if at >= 0 else ("", "")
-    prefill, text = _after(render, head, turn)
-    for tail in (end, end.rstrip()):
-        if tail.strip() and text.endswith(tail):
-            text = text[: len(text) - len(tail)]
-            break
-    for opening in (lead, lead.rstrip()):
-        if opening.strip() and text.startswith(opening):
-            return TurnPart(prefill, opening, text[len(opening) :])
-    return TurnPart(prefill, "", text)
-
-
-def probe_tools() -> list[dict[str, Any]]:
-    """OpenAI-shaped declarations of the probes' tools."""
-    props = {k: {"type": "string"} for k in ("key_alpha", "key_beta", "key_gamma")}
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": n,
-                "description": "A probe.",
-                "parameters": {"type": "object", "properties": props},
-            },
-        }
-        for n in (NAME_A, NAME_B)
-    ]
-
-
-def renderer(source: str, bos: str, eos: str, tools: list[dict[str, Any]] | None) -> Render:
-    """A `Render` of `source` with `tools` declared."""
-
-    def run(messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
-        return render(
-            source,
-            messages=messages,
-            tools=tools,
-            bos_token=bos,
-            eos_token=eos,
-            add_generation_prompt=add_generation_prompt,
-        )
-
-    return run
-
-
-def reads_back(fmt: CallFormat, text: str, calls: Sequence[tuple[str, Any]]) -> bool:
-    """Whether `fmt` reads exactly `calls` out of `text`, and nothing else."""
-    if not fmt.triggers or not all(fmt.triggers):
-        return False
-    scanner = CallScanner(fmt)
-    pieces = scanner.feed(text) + scanner.finish()
-    if any(p.strip() if isinstance(p, str) else p.invalid for p in pieces):
-        return False
-    found: list[ToolCall] = [c for p in pieces if not isinstance(p, str) for c in p.calls]
-    if len(found) != len(calls):
-        return False
-    return all(
-        c.name == name and json.loads(c.arguments) == args
-        for c, (name, args) in zip(found, calls, strict=True)
-    )
-
-
-HEAD = [{"role": "user", "content": "probe_question"}]
 
 
 def _parts(render: Render, string_arguments: bool) -> Parts:
@@ -213,11 +115,13 @@ def detect(source: str, bos: str = "", eos: str = "", *, families: bool = True) 
         for fmt in FORMATS.values() if families else ():
             if _fits(fmt, parts):
                 return Detection(fmt, "", string_arguments)
-        return _learned(render, parts, string_arguments)
+        return _learned(render, parts, string_arguments, (source, bos, eos))
     return Detection(None, f"the template cannot render a tool call: {problem}")
 
 
-def _learned(render: Render, parts: Parts, string_arguments: bool) -> Detection:
+def _learned(
+    render: Render, parts: Parts, string_arguments: bool, template: tuple[str, str, str]
+) -> Detection:
     """The format learned from `parts`, once it reads them back; else why there is none."""
     markup = learn(parts)
     if isinstance(markup, str):
@@ -225,16 +129,71 @@ def _learned(render: Render, parts: Parts, string_arguments: bool) -> Detection:
     opened = turn_part(render, HEAD, call_messages(probes()["one"], "", string_arguments))
     think = think_tags(opened.prefill + opened.lead)
     fmt = learned_format(markup, think)
-    if not fmt.triggers[0]:
-        return Detection(None, "the template writes a call with no markup before it")
-    if not _fits(fmt, parts):
-        return Detection(
-            None, "the markup learned from the template does not read its own calls back"
-        )
-    gap = _turn_break(fmt, render, string_arguments)
-    broken = learned_format(markup, think, gap) if gap else fmt
-    fmt = broken if _fits(broken, parts) else fmt
+    if not fmt.triggers[0] or not _fits(fmt, parts) or not _answers(fmt, render):
+        why = "the template writes a call with no markup before it"
+        if fmt.triggers[0]:
+            why = "the markup learned from the template does not read its own calls back"
+            if _fits(fmt, parts):
+                why = "the markup learned from the template reads a plain answer as a call"
+        found = _continued(render, parts, markup, _reasoning(template, think), why)
+        if isinstance(found, str):
+            return Detection(None, found)
+        fmt = found
+    else:
+        gap = _turn_break(fmt, render, string_arguments)
+        broken = learned_format(markup, think, gap) if gap else fmt
+        fmt = broken if _fits(broken, parts) else fmt
     return Detection(fmt, "", string_arguments, _learning(fmt, render, parts, string_arguments))
+
+
+def _continued(
+    render: Render, parts: Parts, markup: Markup | PythonicMarkup, think: tuple[str, str], why: str
+) -> CallFormat | str:
+    """The format of a template whose generation prompt ends with markup each call opens with
+    (`learn.opening_of`), learned as if each turn began with it; else why there is none
+    (`why`, when the prompt ends with no such markup)."""
+    prompt = render(HEAD, True)
+    opening = opening_of(markup, prompt) if isinstance(markup, Markup) else ""
+    again = learn(reopened(parts, opening)) if opening else None
+    if not isinstance(again, Markup) or not again.call_open.lead().lstrip().startswith(opening):
+        return why
+    answer = _answer_lead(render)
+    if not answer.strip():
+        return (
+            f"the generation prompt ends with {opening!r}, which opens a call, and an answer"
+            " continues it with no markup of its own, so an answer cannot be told from a call"
+        )
+    fmt = learned_format(again, continued_tags(think, opening), opening=opening, answer=answer)
+    if not _fits(fmt, parts) or not _answers(fmt, render):
+        return f"{why}, nor as the sequel of the prompt's {opening!r}"
+    return fmt
+
+
+def _reasoning(template: tuple[str, str, str], think: tuple[str, str]) -> tuple[str, str]:
+    """The template's own reasoning markup (`reasoning_markup`), else `think`."""
+    from app.templates.reasoning_markup import reasoning_markup  # it learns from `detect`
+
+    found = reasoning_markup(*template)
+    return found.tags if found is not None else think
+
+
+def _answers(fmt: CallFormat, render: Render) -> bool:
+    """Whether a plain assistant turn (its text after the generation prompt) reads as answer
+    text: no call, no notice."""
+    _, plain = after(render, HEAD, {"role": "assistant", "content": PROSE})
+    at = plain.find(PROSE)
+    if at < 0:
+        return True  # nothing to check it against
+    scanner = CallScanner(fmt)
+    pieces = scanner.feed(plain[: at + len(PROSE)]) + scanner.finish()
+    return all(isinstance(p, str) for p in pieces)
+
+
+def _answer_lead(render: Render) -> str:
+    """What a plain assistant turn writes before its text (after the generation prompt)."""
+    _, plain = after(render, HEAD, {"role": "assistant", "content": PROSE})
+    at = plain.find(PROSE)
+    return plain[:at] if at >= 0 else ""
 
 
 def _beside(render: Render, strings: bool) -> str | None:
@@ -271,8 +230,15 @@ def _learning(fmt: CallFormat, render: Render, parts: Parts, strings: bool) -> L
             checked.append(name)
         else:
             failed.append((name, why))
+    answer = fmt.answer if isinstance(fmt, DerivedFormat) else ""
     return Learning(
-        markers_of(fmt), arguments_of(fmt), tuple(checked), tuple(unchecked), tuple(failed)
+        markers_of(fmt),
+        arguments_of(fmt),
+        tuple(checked),
+        tuple(unchecked),
+        tuple(failed),
+        fmt.opening,
+        answer,
     )
 
 
@@ -285,12 +251,23 @@ def _prose(fmt: CallFormat, render: Render, strings: bool) -> tuple[bool | None,
         return None, "the template cannot render it"
     if BESIDE not in body or NAME_A not in body:
         return None, "the template drops text beside a call, or a call beside text"
+    if fmt.opening and isinstance(fmt, DerivedFormat):  # the answer continues the opening
+        body = fmt.answer + body
     scanner = CallScanner(fmt)
     pieces = scanner.feed(body) + scanner.finish()
     text = "".join(p for p in pieces if isinstance(p, str)).strip()
-    if text == BESIDE and reads_back(fmt, body.replace(BESIDE, "", 1), calls):
+    if text == BESIDE and reads_back(fmt, _call_alone(fmt, body), calls):
         return True, ""
     return False, f"the text beside the call reads as {text[:80]!r}"
+
+
+def _call_alone(fmt: CallFormat, body: str) -> str:
+    """The call of a turn with prose before it, as a turn with no prose writes it."""
+    if not fmt.opening:
+        return body.replace(BESIDE, "", 1)
+    after = body[body.index(BESIDE) + len(BESIDE) :]  # a message of its own: the opening on
+    at = after.find(fmt.opening)
+    return after[at + len(fmt.opening) :] if at >= 0 else after
 
 
 def _result(fmt: CallFormat, render: Render, strings: bool) -> tuple[bool | None, str]:

@@ -50,15 +50,29 @@ class ThinkBlock:
 
 
 def _think(budget: int | None, block: ThinkBlock, control: Mapping[str, int]) -> list[str]:
-    """The `think` rule: the block (from its open, or inside it when the prompt opened it),
-    capped at `budget` tokens when given; its markup is written with its control tokens."""
-    cap = f"[max_tokens={budget}]" if budget else ""
+    """The `think` rule: the block (from its open, or inside it when the prompt opened it)
+    up to its close, capped at `budget` tokens when given; its markup is written with its
+    control tokens. A close that begins with a control token follows text that cannot hold
+    it, so at the cap the close is still required; a close spelled in plain characters is the
+    end of the text's own lexeme (a greedy text lexeme would run over a literal after it),
+    which ends at its first close; at the cap llguidance ends the rule where it stands, so
+    there the close is not enforced."""
     head = "" if block.opened else _spell(block.tags[0], control) + " "
+    close, cap = block.tags[1], f"[max_tokens={budget}]" if budget else ""
+    gap = "THINK_GAP: /\\s{0,4}/"  # a model may not loop in blank space before its call
+    if not _spell(close, control).startswith("<["):
+        upto = f"/{_TEXT}{_escape(close)}/ & ~/{_TEXT}{_escape(close)}(.|\\n)+/"
+        return [
+            f"think: {head}thought THINK_GAP",
+            f"thought{cap}: THINK_UPTO",
+            f"THINK_UPTO: {upto}",
+            gap,
+        ]
     return [
-        f"think: {head}thought {_spell(block.tags[1], control)} THINK_GAP",
+        f"think: {head}thought {_spell(close, control)} THINK_GAP",
         f"thought{cap}: THINK_TEXT",
-        f"THINK_TEXT: /{_TEXT}/ & ~/{_TEXT}{_escape(block.tags[1])}{_TEXT}/",
-        "THINK_GAP: /\\s{0,4}/",  # a model may not loop in blank space before its call
+        f"THINK_TEXT: /{_TEXT}/ & ~/{_TEXT}{_escape(close)}{_TEXT}/",
+        gap,
     ]
 
 
@@ -88,9 +102,10 @@ def _lead(block: ThinkBlock | None, forced: bool, control: Mapping[str, int]) ->
 
 
 def _tokens_for(lark: str, control: Mapping[str, int]) -> str:
-    """`lark` with each control marker's literal written as its token."""
+    """`lark` with each control marker's literal written as its token (a literal of its own,
+    not the tail of a longer one that ends in an escaped quote and the marker)."""
     for marker, token in control.items():
-        lark = lark.replace(json.dumps(marker), f"<[{token}]>")
+        lark = re.sub(r"(?<!\\)" + re.escape(json.dumps(marker)), f"<[{token}]>", lark)
     return lark
 
 

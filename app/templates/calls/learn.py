@@ -11,6 +11,10 @@ learned as one JSON object, as one piece of markup per argument (XML parameters,
 …), or as a pythonic call list (`[name(key='value')]`, read by `Pythonic` between the learned
 markers).
 
+Where the generation prompt ends with what the template writes before each call (a second
+call's opening the prompt wrote for the first: `opening_of`), the probes are learned again as
+that opening's sequel (`reopened`); a name the markup repeats is `KEY` in `call_mid`.
+
 Guarantees: `learn` is pure; it returns a `Markup`, a `PythonicMarkup` or a sentence saying why
 the template's calls have no markup this app can read; it never cuts markup inside a `<…>` tag.
 """
@@ -138,8 +142,8 @@ def _calls(parts: Parts, arguments: list[str]) -> tuple[str, str, str, list[str]
         _, b1, x, b2, c2 = two
         if b1 != b or c2 != c:
             return "the template writes a second call differently from the first"
-        mids.append(b2)
-    return a.replace(NAME_A, HOLE), b, c, mids, x
+        mids.append(b2.replace(NAME_B, KEY))
+    return a.replace(NAME_A, HOLE), b, c, [mids[0].replace(NAME_A, KEY), *mids[1:]], x
 
 
 def _sections(a: str, c: str, x: str | None) -> tuple[str, str, str, str, str]:
@@ -169,6 +173,34 @@ def learn(parts: Parts) -> Markup | PythonicMarkup | str:
     if KEY_A in parts.one and VAL_A in parts.one:
         return _learn_keyed(parts)
     return "the template writes no call's arguments, as JSON or key by key, that can be found"
+
+
+def opening_of(markup: Markup, prompt: str) -> str:
+    """Markup the generation prompt (`prompt`) ends with that the template writes before every
+    lone call ("" for none): the end of what it writes between two calls, where the prompt
+    ends with it. The prompt wrote the first call's; a model's answer continues it."""
+    if markup.sectioned:
+        return ""
+    return csuffix(markup.call_sep.parts[-1], prompt).lstrip()
+
+
+def reopened(parts: Parts, opening: str) -> Parts:
+    """The probes' renderings as a model's turn reads with `opening` (which the prompt wrote)
+    before it."""
+    two_calls = None if parts.two_calls is None else opening + parts.two_calls
+    return Parts(opening + parts.one, opening + parts.two_args, opening + parts.two_num, two_calls)
+
+
+def continued_tags(tags: tuple[str, str], opening: str) -> tuple[str, str]:
+    """Reasoning tags as a format whose answer continues `opening` reads them: a close that
+    runs on into the next message (`<|eom|><|start|>assistant to=`) ends where that message's
+    `opening` begins, and what follows the opening opens the reasoning (` to=self<|message|>`);
+    other tags as they are."""
+    close = tags[1]
+    at = close.find(opening)
+    if at <= 0:
+        return tags
+    return close[at + len(opening) :] + tags[0], close[:at]
 
 
 def think_tags(opening: str) -> tuple[str, str]:
@@ -218,7 +250,7 @@ def _learn_keyed(parts: Parts) -> Markup | str:
     mid_variants = [k.removesuffix(q_open), k2n] if q_open else [k, k2, k2n]
     rest = c[len(p_close) :]
     x: str | None = None
-    mids = [b[: len(b) - len(p_open)]]
+    mids = [b[: len(b) - len(p_open)].replace(NAME_A, KEY)]
     if parts.two_calls is not None:
         calls = _cut(_holed(parts.two_calls), NAME_A, KEY_A, VAL_A, NAME_B, KEY_C, VAL_C)
         if calls is None:
@@ -227,7 +259,7 @@ def _learn_keyed(parts: Parts) -> Markup | str:
         if not x.startswith(p_close):
             return "the template closes an argument differently before a second call"
         x = x[len(p_close) :]
-        mids.append(calls[4][: len(calls[4]) - len(p_open)])
+        mids.append(calls[4][: len(calls[4]) - len(p_open)].replace(NAME_B, KEY))
     s_open, c_open, c_close, sep, s_close = _sections(a.replace(NAME_A, HOLE), rest, x)
     if not Lit.of(*mid_variants).text.strip():
         return "the template writes nothing between an argument's name and its value"
@@ -254,8 +286,11 @@ __all__ = [
     "NAME_B",
     "Parts",
     "PythonicMarkup",
+    "continued_tags",
     "learn",
+    "opening_of",
     "probes",
+    "reopened",
     "tail",
     "think_tags",
 ]

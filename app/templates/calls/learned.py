@@ -43,13 +43,19 @@ class LearnedPythonic(Pythonic):
 
 
 def learned_format(
-    markup: Markup | PythonicMarkup, think: tuple[str, str] = THINK, turn_break: str = ""
+    markup: Markup | PythonicMarkup,
+    think: tuple[str, str] = THINK,
+    turn_break: str = "",
+    opening: str = "",
+    answer: str = "",
 ) -> CallFormat:
     """The format that reads `markup`, thinking between `think` (`turn_break`: what the
-    template writes between prose and calls it puts in a turn of their own)."""
+    template writes between prose and calls it puts in a turn of their own; `opening`: what
+    the generation prompt ends with, which opens a call, and `answer` the header an answer
+    continues it with)."""
     if isinstance(markup, PythonicMarkup):
         return LearnedPythonic(markup, think)
-    return DerivedFormat(markup, think, turn_break)
+    return DerivedFormat(markup, think, turn_break, opening, answer)
 
 
 def markers_of(fmt: CallFormat) -> tuple[str, ...]:
@@ -74,6 +80,8 @@ class Learning:
     checked: tuple[str, ...]
     unchecked: tuple[tuple[str, str], ...] = ()  # (probe, why it could not be checked)
     failed: tuple[tuple[str, str], ...] = ()  # (probe, how it did not read back)
+    opening: str = ""  # what the generation prompt ends with, which the answer continues
+    answer: str = ""  # what answer text begins with after the opening
 
     @property
     def confidence(self) -> str:
@@ -87,6 +95,11 @@ class Learning:
             if probes:
                 said += f"; {words}: " + "; ".join(f"{p} ({why})" for p, why in probes)
         markers = " … ".join(_shown(m) for m in self.markers)
+        if self.opening:
+            markers += (
+                f" (the generation prompt ends with {_shown(self.opening)}, which a call"
+                f" continues, an answer with {_shown(self.answer)})"
+            )
         return (
             f"learned: markers {markers}, arguments {self.arguments},"
             f" confidence {self.confidence} ({said})"

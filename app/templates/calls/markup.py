@@ -14,6 +14,7 @@ from dataclasses import dataclass
 HOLE = "\ue010"  # where call-to-call text (an id, an index) was in a rendering
 KEY = "\ue011"  # where per-key markup repeats the argument's name
 ARG_NAME = re.compile(r"[\w.\-]+")  # an argument's name, as the reader takes it
+UNITS = re.compile(r"(<\|[^|<>\s]*\|>)")  # a `<|…|>` unit in markup: maybe one token
 
 
 @dataclass(frozen=True)
@@ -102,4 +103,4 @@ class Markup:
         return head.split(None, 1)[0] if head else ""
 
 
-__all__ = ["ARG_NAME", "HOLE", "KEY", "Lit", "Markup"]
+__all__ = ["ARG_NAME", "HOLE", "KEY", "UNITS", "Lit", "Markup"]

@@ -7,13 +7,15 @@ makes are therefore asked of a `Scan`: `Scan` searches afresh (what `CallFormat.
 any text), `Memo` remembers how far each search got, for one held call, whose text only grows
 at its end between reads (what a `Remembering` format's `reader()` uses, one per held call).
 A format that finds a call open may say what must come before it can be anything else
-(`wait_for`: a closing tag); a held call's reader reads it again only once that comes.
+(`wait_for`: a closing tag); a held call's reader reads it again only once that comes, and
+says so more cheaply than a read (`Waking.wakes`, which a scanner asks first: a piece with a
+closer character that cannot end the call, Gemma 4's `<|"|>` quote, costs no read).
 
 Guarantees: for text that only grows at its end, `Memo` answers every search exactly as `Scan`
 does, so a format reads the same calls, lengths and errors through either; `json_end` scans a
 JSON value's text once in all (strings skipped whole, brackets counted), `find` searches each
 character once per needle and start; a reader skips a read only where the format said the read
-would find the call open.
+would find the call open, and `wakes` is False only where that read would be skipped.
 """
 
 from __future__ import annotations
@@ -151,11 +153,24 @@ class Memo(Scan):
         self._waited_from = len(text)
         return bool(self._awaited)
 
+    def woken(self, text: str) -> bool:
+        """`not waiting(text)`: whether a read of `text` may find the call anything but open
+        (once True, it stays so until the next `wait_for`)."""
+        return not self.waiting(text)
+
 
 class CallReader(Protocol):
     """Reads one held call as its text grows (what `CallFormat.read` promises)."""
 
     def read(self, text: str, final: bool) -> Read: ...
+
+
+class Waking(Protocol):
+    """A held call's reader that says, more cheaply than a read, whether the text grown since
+    its last read may have completed the call: `wakes(text)` is False only where `read(text,
+    False)` would find it still open (it may remember how far it looked, as the read would)."""
+
+    def wakes(self, text: str) -> bool: ...
 
 
 @runtime_checkable
@@ -171,6 +186,7 @@ class _Bound:
     def __init__(self, read_with: Callable[[str, bool, Scan], Read]) -> None:
         self._read_with = read_with
         self._memo = Memo()
+        self.wakes: Callable[[str], bool] = self._memo.woken  # `Waking`, at no extra call
 
     def read(self, text: str, final: bool) -> Read:
         if not final and self._memo.waiting(text):

@@ -6,7 +6,8 @@ reaches the answer; a held call is handed on when the format reads it whole, as 
 the format says it can never be valid (never dropped, never run); at `finish` whatever is held
 is read as the end of the answer (a call without its closing tag still counts). A held call is
 read again only when new text holds one of the format's `closers`, by a reader of its own when
-the format gives one (`Resumable`: it may remember how far it read). Whitespace
+the format gives one (`Resumable`: it may remember how far it read), and, where that reader is
+`Waking`, only when it says the text may have completed the call. Whitespace
 between calls, and after the last one, is not answer text. No text is ever lost: every
 character fed comes back as text, in a call, or in an invalid call's `raw`, save a marker the
 format reads as the end of a turn that calls (a read of no calls: Gemma 4's `<|tool_response>`).
@@ -51,6 +52,7 @@ class CallScanner:
         self._closers = frozenset(fmt.closers)
         self._fresh = _reader_of(fmt)
         self._reader: CallReader = fmt  # what reads the held call (one per call when resumable)
+        self._wakes: Callable[[str], bool] | None = None  # its `Waking.wakes`, where it has one
 
     @property
     def in_call(self) -> bool:
@@ -69,6 +71,9 @@ class CallScanner:
             return self._scan(final=False)
         if self._closers and self._closers.isdisjoint(text):
             return []  # it cannot have completed the held call
+        wakes = self._wakes
+        if wakes is not None and not wakes(self._buf):
+            return []  # its reader says a read would find it still open
         out: list[str | Scanned] = []
         if not self._read(False, out):
             return out  # still open (the common case, decided without a scan)
@@ -100,13 +105,22 @@ class CallScanner:
             if at is not None:
                 self._text(self._buf[:at], out)
                 self._buf, self._in_call = self._buf[at:], True
-                self._reader = self._fresh() if self._fresh is not None else self.format
+                self._start_call()
                 continue
             keep = 0 if final else self._held(self._buf)
             self._text(self._buf[: len(self._buf) - keep], out)
             self._buf = self._buf[len(self._buf) - keep :]
             break
         return out
+
+    def _start_call(self) -> None:
+        """A reader for the call that begins at the held text (the format's own, or one of
+        its own when the format is resumable, and how it says it may be complete)."""
+        if self._fresh is None:
+            self._reader, self._wakes = self.format, None
+            return
+        self._reader = self._fresh()
+        self._wakes = getattr(self._reader, "wakes", None)  # `reading.Waking`, where it is one
 
     def _text(self, text: str, out: list[str | Scanned]) -> None:
         if text:
