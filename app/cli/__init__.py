@@ -101,7 +101,7 @@ def _app(args: argparse.Namespace) -> int:
 
         return self_test.main()
     if args.screenshot:
-        from app.ui.app import screenshot
+        from app.ui.screenshot import screenshot
 
         return screenshot(args.screenshot, args.theme, args.view, args.scripted)
     if _has_display():

@@ -38,6 +38,9 @@ T = TypeVar("T")
 NEW_TITLE = "New chat"  # a conversation's title until its first message names it
 
 
+FRESH_SETTINGS = ("tools", "offline", "library", "endpoint")  # what New chat starts afresh
+
+
 class ConversationsController(QObject):
     """The conversations and their history; `ChatController` adds the running turn."""
 
@@ -209,8 +212,12 @@ class ConversationsController(QObject):
     def new_chat(self) -> None:
         """A new, empty conversation (a streaming reply goes on in its own); an open chat that
         is empty already, and that nothing holds (`empty`), is kept instead, so empty "New
-        chat" rows never pile up."""
-        if self.empty(self.doc):
+        chat" rows never pile up — unless its settings are not a new chat's (tools, offline,
+        the library, an endpoint): New chat means a fresh one."""
+        fresh = ChatDoc()
+        if self.empty(self.doc) and all(
+            getattr(self.doc, name) == getattr(fresh, name) for name in FRESH_SETTINGS
+        ):
             return
         self.doc = ChatDoc()
         self.docChanged.emit()

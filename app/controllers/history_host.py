@@ -38,7 +38,6 @@ def open_history(
         store = HistoryStore(path)
         store.purge(older_than_days=retention)  # the retention period the user set
         collect_kept(store.all_ids())  # and the attached files no conversation uses now
-        sweep(store.snapshots, store.all_ids())  # and KV snapshots of conversations gone
         return store
     except StoreError as exc:
         choice = choose(exc)
@@ -55,4 +54,11 @@ def open_history(
         return store
 
 
-__all__ = ["Choice", "HistoryStore", "StoreError", "open_history"]
+def sweep_snapshots(store: HistoryStore) -> None:
+    """Remove the KV snapshots of conversations gone (deleted while the app was away). It
+    reads the install's key to find its folder (the keyring: a D-Bus call), so the window runs
+    it off the GUI thread once it is shown, never on the start path."""
+    sweep(store.snapshots, store.all_ids())
+
+
+__all__ = ["Choice", "HistoryStore", "StoreError", "open_history", "sweep_snapshots"]

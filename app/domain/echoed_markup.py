@@ -9,11 +9,12 @@ Guarantees: `PAIRS` lists the tool-result wrappers of the templates the app read
 Qwen's `<tool_response>`, Gemma 4's `<|tool_response>`, DeepSeek's tool-output markers, Command
 R's `<|START_TOOL_RESULT|>`, `<tool_result>` and `<tool_output>`); `split(answer)` cuts an
 answer into what is shown and the echoed blocks: a block runs from an opening wrapper to its
-closing one (or to the end of the answer when it never closes), a closing wrapper alone is
-dropped too, and the rest of the answer is kept, in order; `settle(text)` is the streaming side:
-complete blocks and stray closers out of `text`, and where in what is left to hold back from
-(an open block, or a tail that may still grow into a wrapper). Nothing else is ever touched:
-text with no wrapper comes back as it was.
+closing one (or to the end of the answer when it never closes); its wrappers are taken out and
+its words kept in place (nothing the model wrote is lost: the reply flags the echo in a notice),
+a closing wrapper alone is dropped too, and the rest of the answer is kept, in order;
+`settle(text)` is the streaming side: complete blocks' wrappers and stray closers out of `text`,
+and where in what is left to hold back from (an open block, or a tail that may still grow into
+a wrapper). Nothing else is ever touched: text with no wrapper comes back as it was.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ _STRAY = re.compile("|".join(re.escape(c) for _, c in PAIRS))
 
 
 def _blocks(text: str, *, to_end: bool) -> tuple[str, list[str], int]:
-    """`text` with its closed blocks (and, when `to_end`, an unclosed last one) taken out;
-    the blocks' inner texts; where an unclosed block begins in what is kept (or -1)."""
+    """`text` with its closed blocks' wrappers (and, when `to_end`, an unclosed last one's)
+    taken out, their inner texts kept in place; the blocks' inner texts; where an unclosed
+    block begins in what is kept (or -1)."""
     kept: list[str] = []
     echoed: list[str] = []
     at = 0
@@ -48,10 +50,11 @@ def _blocks(text: str, *, to_end: bool) -> tuple[str, list[str], int]:
         if end < 0:
             if to_end:
                 echoed.append(text[found.end() :].strip())
-                return "".join(kept), echoed, -1
+                return "".join([*kept, echoed[-1]]), echoed, -1
             rest = "".join(kept)
             return rest + text[found.start() :], echoed, len(rest)
         echoed.append(text[found.end() : end].strip())
+        kept.append(echoed[-1])  # the words stay; only the template's wrapper goes
         at = end + len(closer)
     kept.append(text[at:])
     return "".join(kept), echoed, -1
@@ -97,7 +100,7 @@ def echo_notice(echoed: list[str]) -> str:
     more = "…" if len(" ".join(echoed)) > 200 else ""
     return (
         "The model repeated a tool result in its template's markup instead of answering in"
-        f" words; the markup is not shown as the answer. It repeated: {excerpt}{more}"
+        f" its own words; the markup is taken out. It repeated: {excerpt}{more}"
     )
 
 

@@ -9,7 +9,9 @@ is completion), or (2) its header carries no chat template of its own and nothin
 base name, fine-tune or tags says it was tuned to follow instructions ("instruct", "it",
 "chat", "sft", "dpo", …: Gemma 3 270M, whose header has none of these, is one), or (3) its
 name says "base" and nothing says it was tuned. A chat template or a tuning word is trusted:
-an instruction-tuned model is never called a base model for lack of one of the two alone.
+an instruction-tuned model is never called a base model for lack of one of the two alone. An
+architecture released only as a chat model (`CHAT_ONLY`: gpt-oss, trained on its Harmony format
+alone) is never a base model.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ TUNED_WORDS = frozenset(
     | {"hermes", "tulu", "zephyr", "vicuna", "alpaca", "coder", "thinking", "reasoning"}
 )
 BASE_WORDS = frozenset({"base", "pretrained", "pt"})
+CHAT_ONLY = frozenset({"gpt-oss"})  # general.architecture values with no base release
 _WORD = re.compile(r"[a-z0-9]+")
 NO_TEMPLATE = (
     "its file has no chat template and its name says no instruction tuning, so it continues"
@@ -57,6 +60,8 @@ def base_model(metadata: dict[str, Any], path: str, completion: bool) -> str:
     `completion`: the template the registry picks for it only continues text."""
     if completion:
         return COMPLETION
+    if metadata.get("general.architecture") in CHAT_ONLY:
+        return ""
     words = _words(metadata, path)
     if _tuned(metadata, words):
         return ""

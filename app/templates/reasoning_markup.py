@@ -31,8 +31,8 @@ from functools import lru_cache
 from typing import Any
 
 from app.templates.base import Tokenizer
-from app.templates.calls.detect import call_messages, probe_tools
 from app.templates.calls.learn import KEY_A, NAME_A, VAL_A
+from app.templates.calls.probe_turns import call_messages, probe_tools
 from app.templates.jinja_render import JinjaTemplateError, render
 
 REASONING, ANSWER = "probe_reasoning_words", "probe_answer_words"

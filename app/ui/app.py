@@ -1,12 +1,12 @@
-"""Starting the window: the Qt application on a qasync event loop, and the screenshot command.
+"""Starting the window: the Qt application on a qasync event loop.
 
 Guarantees: the window appears before any model loads (the default model loads in the
 background with a progress bar, started after the window is shown); building and showing the
 window loads nothing of JSON mode, MCP servers, the server, documents, numpy or llama.cpp
 (`tests/architecture/test_start_imports.py` lists what it does load); with
 `HARMONY_DESK_QUIT_AFTER_SHOWN` set, `run_window` returns once the window is shown and painted,
-before any model loads (the cold-start bench, `bench/ui_stream.py`); `screenshot` draws a view
-of the window to a PNG (`app/ui/screenshot.py` says what it guarantees).
+before any model loads (the cold-start bench, `bench/ui_stream.py`). The screenshot command
+is `app/ui/screenshot.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 
 from PySide6.QtCore import QTimer
@@ -22,7 +23,13 @@ from PySide6.QtWidgets import QApplication
 from app.controllers import preferences
 from app.controllers.bridge import EngineBridge
 from app.controllers.chat import ChatController
-from app.controllers.history_host import Choice, HistoryStore, StoreError, open_history
+from app.controllers.history_host import (
+    Choice,
+    HistoryStore,
+    StoreError,
+    open_history,
+    sweep_snapshots,
+)
 from app.controllers.library_host import startup_choice
 from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
@@ -120,6 +127,10 @@ def run_window(model: str | None = None) -> int:
         window.host.close()
         return 0
     QTimer.singleShot(WARM_UP_MS, code_highlight.warm_up)  # the window is idle by then
+    sweeping = threading.Thread(
+        target=sweep_snapshots, args=(history,), name="kv-sweep", daemon=True
+    )
+    QTimer.singleShot(WARM_UP_MS, sweeping.start)  # off the start path: it reads the keyring
     from app.ui.window.python_note import start_python_note
 
     start_python_note(window)  # the python tool's runtime compiled ahead, a quiet note while so
@@ -133,14 +144,4 @@ def run_window(model: str | None = None) -> int:
     return 0
 
 
-def screenshot(
-    path: str, theme_choice: str | None = None, view: str = "sample", scripted: bool = False
-) -> int:
-    """Draw a view of the window to a PNG (`app/ui/screenshot.py`: a real conversation with the
-    bundled model, the scripted sample where it is not installed or with `scripted`)."""
-    from app.ui import screenshot as shot
-
-    return shot.screenshot(path, theme_choice, view, scripted)
-
-
-__all__ = ["application", "build_window", "run_window", "screenshot"]
+__all__ = ["application", "build_window", "run_window"]

@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app.controllers import preferences
-from app.controllers.bridge import EngineBridge
-from app.controllers.model_host import ModelHost
-from app.engine.local.scripted import ScriptedClient
-from app.errors import ModelLoadError
+from app.controllers.sample_host import bundled_model, real_host, scripted_host
 from app.ui.app import application, build_window
 from app.ui.window.main_window import MainWindow
 
@@ -91,17 +88,6 @@ def fresh_folders() -> Iterator[Path]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-
-
-def bundled_model() -> Path | None:
-    """The default chat model's file, None where its package is not installed."""
-    from app.library.bundled import default_model_path
-
-    try:
-        return default_model_path()
-    except ModelLoadError as problem:
-        print(f"no bundled model: {problem}", file=sys.stderr)
-        return None
 
 
 async def converse(window: MainWindow, model: Path, questions: tuple[str, ...]) -> None:
@@ -174,10 +160,10 @@ def screenshot(
 def _draw(path: Path, theme: str, view: View, scripted: bool) -> int:
     application(theme)
     model = None if scripted else bundled_model()
-    host = ModelHost(EngineBridge())
+    host = real_host()
     if model is None:
         scripts = [s for turn in SAMPLE_TURNS for s in turn]
-        host.use(ScriptedClient(scripts), "harmony", SCRIPTED_NAME)  # named so in the picture
+        host = scripted_host(scripts, "harmony", SCRIPTED_NAME)  # named so in the picture
         print("drawing the scripted sample, not a real conversation", file=sys.stderr)
     window = build_window(host)
     window.set_debug(view.debug, remember=False)

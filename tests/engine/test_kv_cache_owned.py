@@ -121,14 +121,17 @@ def test_deleting_or_purging_a_conversation_removes_its_snapshots(tmp_path: Path
         store.close()
 
 
-def test_the_history_opening_sweeps_snapshots_of_conversations_gone(tmp_path: Path) -> None:
+def test_the_window_sweeps_snapshots_of_conversations_gone(tmp_path: Path) -> None:
+    """What the window runs off the GUI thread once it is shown (`sweep_snapshots`)."""
+    from app.controllers.history_host import sweep_snapshots
+
     root = tmp_path / "kv"
     store = HistoryStore(tmp_path / "history.db", snapshots=root)
     kept = ChatDoc(title="kept")
     store.save(kept)
     _snapshot(root, kept.id)
     _snapshot(root, "chat-gone")
-    kvcache.sweep(root, store.all_ids())
+    sweep_snapshots(store)
     store.close()
     assert {p.parent.name for p in kvcache.files(root)} == {kept.id}
 

@@ -26,7 +26,7 @@ import logging
 import os
 from pathlib import Path
 
-from app import kvcache
+import app.kvcache as kvcache
 from app.engine.worker import snapshot_file as files
 from app.fileio import private_folder
 from app.readback import ASIDE

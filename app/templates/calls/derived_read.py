@@ -14,9 +14,10 @@ a non-string JSON value, text otherwise.
 `HeldCall.read` answers as `MarkupReader.read` on text that only grows at its end between
 reads, but reads the markup again only when a closing word it has not met arrives (or at the
 end): a call whose markup is whole once its closing word is written cannot be completed by
-text without one; the search for it looks at each character once. `HeldCall.wakes` makes that
-search alone, so a scanner asks it before reading (a piece that holds the closing word's last
-character but not the word, a `>` of the markup inside, costs no read).
+text without one; the search for it looks at each character once (the last few again, where a
+word may be split across pieces). `HeldCall.wakes` makes that search alone, so a scanner asks
+it before reading (a piece that holds the closing word's last character but not the word, a
+`>` of the markup inside, costs no read).
 """
 
 from __future__ import annotations
@@ -328,8 +329,10 @@ class HeldCall:
         self._afresh: bool | None = None  # read afresh each time (known at the first read)
         # the words that may complete the call (the closing word, and the markup that closes
         # a turn of lone calls, which may follow it), and where one not yet met may begin
-        self._words = tuple(w for w in (reader.closing, reader.end) if w)
-        self._from = [len(reader.trigger)] * len(self._words)
+        words = tuple(w for w in (reader.closing, reader.end) if w) or ("",)
+        self._words = (words[0], words[-1])  # (one word twice where there is one)
+        self._overlap = max(map(len, words)) - 1  # how far back of the end one may begin
+        self._from = len(reader.trigger)
         self._due = False  # `wakes` met a word the next read has not parsed yet
 
     def wakes(self, text: str) -> bool:
@@ -350,12 +353,14 @@ class HeldCall:
         return self._reader.parse(text, final) if due else None
 
     def _met(self, text: str) -> bool:
-        """Whether one of `_words` was written since the last read."""
-        met = False
-        for i, word in enumerate(self._words):
-            met = met or text.find(word, self._from[i]) >= 0
-            self._from[i] = max(self._from[i], len(text) - len(word) + 1)
-        return met
+        """Whether one of `_words` was written since the last look (a look at each character
+        once, a word split across the end found once it is whole)."""
+        since = text[self._from :]
+        after = len(text) - self._overlap
+        if after > self._from:
+            self._from = after
+        first, last = self._words
+        return first in since or last in since
 
 
 def balanced(text: str, start: int) -> int | None:

@@ -171,7 +171,7 @@ def _continued(
 
 def _reasoning(template: tuple[str, str, str], think: tuple[str, str]) -> tuple[str, str]:
     """The template's own reasoning markup (`reasoning_markup`), else `think`."""
-    from app.templates.reasoning_markup import reasoning_markup  # it learns from `detect`
+    from app.templates.reasoning_markup import reasoning_markup  # loaded when a template is read
 
     found = reasoning_markup(*template)
     return found.tags if found is not None else think

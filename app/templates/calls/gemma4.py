@@ -153,8 +153,8 @@ class Gemma4(Remembering, CallFormat):
     def read_with(self, text: str, final: bool, scan: Scan) -> Read:
         if text.startswith(RESPONSE):
             return [], len(RESPONSE)  # the end of a turn that calls
-        if not final and scan.find(text, "}") < 0 and scan.find(text, CLOSE) < 0:
-            scan.wait_for(text, "}", CLOSE)
+        if not final and "}" not in text and CLOSE not in text:  # (a held call is read
+            scan.wait_for(text, "}", CLOSE)  # again only once one comes: one look at each)
             return None  # only a `}` closes its arguments, only its close ends a bad call
         found: tuple[str, dict[str, Any], int] | None = scan.recall(_WHOLE)
         if found is None:

@@ -141,10 +141,10 @@ def read_object(text: str, at: int) -> tuple[dict[str, Any], int] | Unreadable |
 
 # one `key:value` of a flat object, the value a string, a number or a word, and what follows
 # it (`,` or the closing `}`): what `_object` reads of such an item, read in one match
+# (a string's text up to the first closing quote, scanned without backtracking)
 _FLAT_ITEM = re.compile(
-    r'\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*:\s*(?:<\|"\|>(.*?)<\|"\|>|(true|false|null)'
-    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?))\s*([,}])",
-    re.DOTALL,
+    r'\s*([A-Za-z_][A-Za-z0-9_.\-]*+)\s*+:\s*+(?:<\|"\|>([^<]*+(?:<(?!\|"\|>)[^<]*+)*+)<\|"\|>'
+    r"|(true|false|null)|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?))\s*([,}])",
 )
 _EMPTY = re.compile(r"\s*\}")
 

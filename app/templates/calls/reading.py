@@ -113,8 +113,9 @@ class Memo(Scan):
         self._hits: dict[tuple[str, int], int] = {}
         self._upto: dict[tuple[str, int], int] = {}
         self._values: dict[object, object] = {}
-        self._awaited: tuple[str, ...] = ()
-        self._waited_from = 0
+        self._awaited: tuple[str, ...] = ()  # the needles `wait_for` named (none: not waiting)
+        self._look_from = 0  # where one of them not yet looked for may begin
+        self._overlap = 0  # how far back of the text's end that is (the longest needle's - 1)
 
     def json_end(self, text: str, start: int) -> int | None:
         scan = self._json.get(start)
@@ -141,22 +142,30 @@ class Memo(Scan):
         self._values[key] = value
 
     def wait_for(self, text: str, *needles: str) -> None:
-        self._awaited, self._waited_from = needles, len(text)
+        self._awaited, self._overlap = needles, max(map(len, needles), default=1) - 1
+        self._look_from = max(0, len(text) - self._overlap)
 
     def waiting(self, text: str) -> bool:
         """Whether the held call still waits (see `wait_for`): none of the needles it
         awaits has come since."""
-        for needle in self._awaited:
-            if text.find(needle, max(0, self._waited_from - len(needle) + 1)) >= 0:
-                self._awaited = ()
-                return False
-        self._waited_from = len(text)
-        return bool(self._awaited)
+        return not self.woken(text)
 
     def woken(self, text: str) -> bool:
-        """`not waiting(text)`: whether a read of `text` may find the call anything but open
-        (once True, it stays so until the next `wait_for`)."""
-        return not self.waiting(text)
+        """`not waiting(text)`, in one look at what came since it last looked: whether a read
+        of `text` may find the call anything but open (True until the next `wait_for`, once a
+        needle came)."""
+        needles = self._awaited
+        if not needles:
+            return True
+        since = text[self._look_from :]
+        for needle in needles:
+            if needle in since:
+                self._awaited = ()
+                return True
+        after = len(text) - self._overlap
+        if after > self._look_from:
+            self._look_from = after
+        return False
 
 
 class CallReader(Protocol):
@@ -189,9 +198,10 @@ class _Bound:
         self.wakes: Callable[[str], bool] = self._memo.woken  # `Waking`, at no extra call
 
     def read(self, text: str, final: bool) -> Read:
-        if not final and self._memo.waiting(text):
+        memo = self._memo
+        if not final and memo._awaited and not memo.woken(text):
             return None  # what it waits for has not come: the call is still open
-        return self._read_with(text, final, self._memo)
+        return self._read_with(text, final, memo)
 
 
 AFRESH = Scan()

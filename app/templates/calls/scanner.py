@@ -49,7 +49,10 @@ class CallScanner:
         self.firsts = frozenset(t[0] for t in self._anywhere)  # what a call can start with
         self.first = next(iter(self.firsts)) if len(self.firsts) == 1 else ""  # the one, if so
         self.idle = not (self._start or self._buf)  # nothing held: `passes` may let text by
-        self._closers = frozenset(fmt.closers)
+        self._closers = frozenset(fmt.closers)  # none: any text may complete a held call
+        self._closer = fmt.closers[:1] if len(self._closers) == 1 else ""  # the one, if so
+        few = (*self._closers, *self._closers)[:3]  # two or three, as three
+        self._few = (few[0], few[1], few[2]) if len(self._closers) in (2, 3) else None
         self._fresh = _reader_of(fmt)
         self._reader: CallReader = fmt  # what reads the held call (one per call when resumable)
         self._wakes: Callable[[str], bool] | None = None  # its `Waking.wakes`, where it has one
@@ -64,13 +67,22 @@ class CallScanner:
         return self.idle and self.firsts.isdisjoint(text)
 
     def feed(self, text: str) -> list[str | Scanned]:
-        if self.idle and self.firsts.isdisjoint(text):
-            return [text]
-        self._buf += text
         if not self._in_call:
+            if self.idle and self.firsts.isdisjoint(text):
+                return [text]
+            self._buf += text
             return self._scan(final=False)
-        if self._closers and self._closers.isdisjoint(text):
-            return []  # it cannot have completed the held call
+        self._buf += text
+        one = self._closer  # (`in` is the quicker test than a set's, for up to three)
+        if one:
+            if one not in text:
+                return []  # it cannot have completed the held call
+        elif (few := self._few) is not None:
+            a, b, c = few
+            if a not in text and b not in text and c not in text:
+                return []
+        elif self._closers and self._closers.isdisjoint(text):
+            return []
         wakes = self._wakes
         if wakes is not None and not wakes(self._buf):
             return []  # its reader says a read would find it still open
