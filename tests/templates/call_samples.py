@@ -16,11 +16,19 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from app.templates.calls.detect import detect, renderer, turn_part
+from app.templates.calls.detect import Detection, detect, renderer, turn_part
 from app.templates.calls.format import CallFormat, ToolCall
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 _SENTINEL = "sample_answer_text"
+
+
+def detected(template: str, name: str) -> Detection:
+    """What `detect` finds in the official template `template` (a stem in TEMPLATES), failing
+    the test unless it is the format called `name`."""
+    found = detect((TEMPLATES / f"{template}.jinja").read_text(encoding="utf-8"))
+    assert found.format is not None and found.format.name == name, found.reason
+    return found
 
 
 def written(fmt: CallFormat, calls: Sequence[ToolCall]) -> str:

@@ -23,6 +23,18 @@ from app.harmony import encoding as enc
 from app.templates.calls.format import CallFormat
 from app.templates.calls.grammar import call_grammar
 
+# a weather tool's arguments, the properties each format's grammar tests start from
+WEATHER = {
+    "city": {"type": "string"},
+    "days": {"type": "integer"},
+    "unit": {"type": "string", "enum": ["c", "f"]},
+}
+
+
+def weather_schema(**more: Any) -> dict[str, Any]:
+    """An object schema of the `WEATHER` properties then `more`."""
+    return {"type": "object", "properties": {**WEATHER, **more}}
+
 
 @functools.cache
 def lltokenizer() -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from app.domain.events import MessageDone, ParseEvent, ParseIssue
 from app.domain.visibility import Lane
+from app.errors import ErrorCode
 from app.templates.calls.format import CallFormat
 from app.templates.calls.formats import FORMATS
 from app.templates.text_output import TextOutputParser
@@ -48,3 +49,12 @@ def folded(events: Sequence[ParseEvent]) -> dict[str, Any]:
 def read_back(fmt: CallFormat | str, *pieces: str, thinking: bool = False) -> dict[str, Any]:
     """`pieces` read through the format (or the registered format of that name), folded."""
     return folded(fed(FORMATS[fmt] if isinstance(fmt, str) else fmt, pieces, thinking=thinking))
+
+
+def assert_one_bad_call(got: dict[str, Any], tool: str) -> None:
+    """`got` (a `read_back`) called nothing and gave one `E-CALL-SCHEMA` notice, naming the
+    call to `tool` (no tool: "call a tool")."""
+    assert got["calls"] == []
+    assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
+    message = got["issues"][0].message
+    assert f"call {tool}" in message if tool else "call a tool" in message

@@ -48,10 +48,15 @@ def rendered(source: str, cases: Sequence[tuple[Calls, str]]) -> list[str]:
 
 
 def replayed(
-    path: Path, texts: Sequence[str], monkeypatch: pytest.MonkeyPatch, capsys: Any
+    path: Path,
+    texts: Sequence[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    tools: Sequence[Any] = TOOLS,
 ) -> list[dict[str, Any]]:
-    """`harmony-desk replay --template path` on `texts` (one generation each): its lines."""
-    lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
+    """`harmony-desk replay --template path` on `texts` (one generation each) with `tools`: its
+    lines."""
+    lines = "".join(json.dumps({"text": t, "tools": tools}) + "\n" for t in texts)
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     capsys.readouterr()
     assert main(["replay", "--template", str(path)]) == 0

@@ -11,20 +11,17 @@ tests/fixtures/llama_templates/LICENSE).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.errors import ErrorCode
-from app.templates.calls.detect import detect
 from app.templates.calls.format import ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.gemma4_values import gemma_value, read_object
-from tests.templates.grammar_check import accepts, grammar_of
-from tests.templates.read_back import read_back
-
-TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
+from tests.templates.call_samples import detected
+from tests.templates.grammar_check import accepts, grammar_of, weather_schema
+from tests.templates.read_back import assert_one_bad_call, read_back
 
 
 def _read(name: str, text: str) -> dict[str, Any]:
@@ -186,13 +183,7 @@ def test_nemotron_reads_its_calls(text: str, calls: list[Any], answer: str, thin
 )
 def test_a_malformed_call_is_a_notice_never_dropped(name: str, text: str, tool: str) -> None:
     got = _read(name, text)
-    assert got["calls"] == []
-    assert [i.code for i in got["issues"]] == [ErrorCode.CALL_SCHEMA]
-    assert (
-        f"call {tool}" in got["issues"][0].message
-        if tool
-        else "call a tool" in got["issues"][0].message
-    )
+    assert_one_bad_call(got, tool)
     assert got["answer"] == "After."  # the text after the bad call is still the answer
 
 
@@ -232,8 +223,7 @@ def test_split_markers_are_held_back_at_every_cut(name: str, text: str) -> None:
     ],
 )
 def test_detect_picks_the_format_for_its_template(template: str, name: str) -> None:
-    found = detect((TEMPLATES / f"{template}.jinja").read_text(encoding="utf-8"))
-    assert found.format is not None and found.format.name == name, found.reason
+    detected(template, name)
 
 
 def test_gemma4_values_round_trip() -> None:
@@ -243,15 +233,7 @@ def test_gemma4_values_round_trip() -> None:
     assert read_object(text + "tail", 0) == (value, len(text))
 
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string"},
-        "days": {"type": "integer"},
-        "unit": {"type": "string", "enum": ["c", "f"]},
-        "exact": {"type": "boolean"},
-    },
-}
+SCHEMA = weather_schema(exact={"type": "boolean"})
 
 
 @pytest.mark.parametrize(

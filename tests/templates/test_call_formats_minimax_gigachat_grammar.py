@@ -8,17 +8,15 @@ its control token when the vocabulary has one.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.templates.calls.detect import detect
 from app.templates.calls.format import ToolCall
 from app.templates.calls.formats import FORMATS
-from tests.templates.grammar_check import accepts, grammar_of, ids_of
+from tests.templates.call_samples import detected
+from tests.templates.grammar_check import accepts, grammar_of, ids_of, weather_schema
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 NS = "]<]minimax[>["
 
 
@@ -31,8 +29,7 @@ NS = "]<]minimax[>["
     ],
 )
 def test_detect_picks_the_format_for_its_template(template: str, name: str) -> None:
-    found = detect((TEMPLATES / f"{template}.jinja").read_text(encoding="utf-8"))
-    assert found.format is not None and found.format.name == name, found.reason
+    detected(template, name)
 
 
 def _grammar(
@@ -50,17 +47,13 @@ def _written(name: str, calls: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 SCHEMA = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string"},
-        "days": {"type": "integer"},
-        "unit": {"type": "string", "enum": ["c", "f"]},
-        "exact": {"type": "boolean"},
-        "stops": {
+    **weather_schema(
+        exact={"type": "boolean"},
+        stops={
             "type": "array",
             "items": {"type": "object", "properties": {"at": {"type": "number"}}},
         },
-    },
+    ),
     "required": ["city"],
 }
 GRAMMAR_CASES: list[tuple[dict[str, Any], bool]] = [

@@ -13,21 +13,20 @@ character at a time. They also count the reads: a quote or a `>` inside the mark
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
-from app.domain.messages import ToolDescription
 from app.templates.calls.derived import DerivedFormat
 from app.templates.calls.derived_read import HeldCall
-from app.templates.calls.format import CallFormat, Piece, ToolCall
+from app.templates.calls.format import CallFormat, ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.gemma4 import CLOSE, Gemma4
 from app.templates.calls.gemma4_values import QUOTE, Unreadable, _object, read_object
 from app.templates.calls.reading import CallReader, Memo, Read, Remembering
 from app.templates.calls.scanner import CallScanner, Scanned
 from tests.templates.call_samples import prose_then, written
+from tests.templates.no_reader import Afresh
 from tests.templates.test_learned_reading import SHAPES, learned
 
 CALLS = [
@@ -35,31 +34,6 @@ CALLS = [
     ToolCall("get_time", '{"zone": "Europe/Oslo"}'),
 ]
 PROSE = "Let me look that up.\n"
-
-
-class ReadEveryCloser(CallFormat):
-    """`fmt` with no reader of its own: the scanner reads a held call afresh on every piece
-    that holds one of `fmt`'s closer characters (what the scanner did before it asked)."""
-
-    def __init__(self, fmt: CallFormat) -> None:
-        self._fmt = fmt
-        for key in ("name", "triggers", "closers", "opening", "leading", "ends", "think"):
-            setattr(self, key, getattr(fmt, key))
-
-    def declare(self, tools: Sequence[ToolDescription]) -> str:
-        return self._fmt.declare(tools)
-
-    def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
-        return self._fmt.write(calls)
-
-    def result(self, name: str, text: str) -> list[Piece]:
-        return self._fmt.result(name, text)
-
-    def read(self, text: str, final: bool) -> Read:
-        return self._fmt.read(text, final)
-
-    def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
-        return self._fmt.grammar_rest(tools)
 
 
 def _formats() -> dict[str, CallFormat]:
@@ -103,7 +77,7 @@ def test_the_formats_under_test_include_gemma4_and_the_learned_bench_shapes() ->
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_each_piece_hands_on_what_reading_every_closer_piece_hands_on(name: str) -> None:
     fmt = FORMS[name]
-    every = ReadEveryCloser(fmt)
+    every = Afresh(fmt)
     for text in _texts(fmt):
         by_char = list(text)
         assert _per_piece(fmt, by_char) == _per_piece(every, by_char), (name, text)
@@ -120,11 +94,11 @@ def test_a_closing_word_split_across_pieces_at_every_position_is_found(name: str
     at = text.rfind(word)
     assert at > 0, (name, text)
     head, tail = text[:at], text[at + len(word) :]
-    whole = _per_piece(ReadEveryCloser(fmt), [text])[0] + _per_piece(fmt, [text])[1]
+    whole = _per_piece(Afresh(fmt), [text])[0] + _per_piece(fmt, [text])[1]
     for cut in range(1, len(word)):
         pieces = [head, word[:cut], word[cut:], tail]
         got = _per_piece(fmt, pieces)
-        assert got == _per_piece(ReadEveryCloser(fmt), pieces), (name, cut)
+        assert got == _per_piece(Afresh(fmt), pieces), (name, cut)
         handed = [x for step in got for x in step]
         calls = [c for x in handed if isinstance(x, Scanned) for c in x.calls]
         assert calls == [c for x in whole if isinstance(x, Scanned) for c in x.calls], cut

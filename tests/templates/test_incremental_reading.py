@@ -14,52 +14,28 @@ tail against its definition on any text.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.messages import ToolDescription
 from app.harmony import encoding as enc
-from app.templates.calls.format import CallFormat, Piece, ToolCall
+from app.templates.calls.format import CallFormat, ToolCall
 from app.templates.calls.formats import FORMATS
-from app.templates.calls.reading import JsonEnd, Memo, Read, Remembering, json_end
+from app.templates.calls.reading import JsonEnd, Memo, Remembering, json_end
 from app.templates.calls.scanner import CallScanner, Scanned
 from app.templates.text_output import Tag
 from tests.templates.call_samples import at_start, said
 from tests.templates.grammar_check import accepts, grammar_of
+from tests.templates.no_reader import Afresh
 
 CALLS = [
     ToolCall("get_weather", '{"city": "Oslo, Norway", "days": 3, "tags": ["a}", "b]"]}'),
     ToolCall("get_time", '{"zone": "Europe/Oslo", "nested": {"x": [1, {"y": "q\\"}"}]}}'),
 ]
 REMEMBERING = sorted(n for n, f in FORMATS.items() if isinstance(f, Remembering))
-
-
-class Afresh(CallFormat):
-    """`fmt` with no reader of its own: the scanner reads each held call afresh."""
-
-    def __init__(self, fmt: CallFormat) -> None:
-        self._fmt = fmt
-        for key in ("name", "triggers", "closers", "opening", "leading", "ends", "think"):
-            setattr(self, key, getattr(fmt, key))
-
-    def declare(self, tools: Sequence[ToolDescription]) -> str:
-        return self._fmt.declare(tools)
-
-    def write(self, calls: Sequence[ToolCall]) -> list[Piece]:
-        return self._fmt.write(calls)
-
-    def result(self, name: str, text: str) -> list[Piece]:
-        return self._fmt.result(name, text)
-
-    def read(self, text: str, final: bool) -> Read:
-        return self._fmt.read(text, final)
-
-    def grammar_rest(self, tools: Mapping[str, Mapping[str, Any] | None]) -> str:
-        return self._fmt.grammar_rest(tools)
 
 
 def _scanned(fmt: CallFormat, pieces: Sequence[str]) -> list[Any]:

@@ -13,7 +13,6 @@ listed template that passes. How many templates are learned is printed and check
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any, cast
 
@@ -22,6 +21,7 @@ import pytest
 from app.cli.replay_template import replay_text
 from app.templates.calls.detect import Detection, detect
 from app.templates.jinja import GgufJinja
+from tests.templates.replay_calls import read_calls
 from tests.templates.test_template_corpus import CASES, FIXTURES, TOOLS, _lines, _templates
 
 CALLS_READ = "calls learned and read"
@@ -76,13 +76,9 @@ def _read(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for case, text in cases.items():
         out = replay_text(template, {"text": _opened(text, template), "tools": TOOLS})
         calls, prose = cast(Any, CASES)[case]
-        got = [
-            (s["recipient"], json.loads(s["text"]))
-            for s in out["shown"]
-            if s["lane"] == "tool_call"
-        ]
+        got, answer = read_calls(out)
+        answer = answer.strip()
         want = [(f"functions.{n}", a) for n, a in calls]
-        answer = "".join(s["text"] for s in out["shown"] if s["lane"] == "answer").strip()
         said = f"{case}: {text!r} read as {out['shown']}"
         if got != want or out["errors"]:
             calls_wrong.append(said)

@@ -12,18 +12,16 @@ LEFT_OUT with why; any other failure fails, and so does a listed template that p
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.cli import main
 from app.templates.calls.detect import call_messages, renderer, turn_part
 from app.templates.jinja import GgufJinja, jinja_template
 from app.templates.jinja_render import JinjaTemplateError
 from app.templates.reasoning_markup import THINK_TAGS
+from tests.templates.replay_calls import read_calls, replayed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 TOOLS = [
@@ -112,16 +110,6 @@ def _thinking_closed(text: str, tags: tuple[str, str] = THINK_TAGS) -> str:
     return text.replace(opening, "", 1) if opened >= 0 and closed < 0 else text
 
 
-def _replay(
-    path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> list[dict[str, Any]]:
-    lines = "".join(json.dumps({"text": t, "tools": TOOLS}) + "\n" for t in texts)
-    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    capsys.readouterr()
-    assert main(["replay", "--template", str(path)]) == 0
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
 def _problems(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[str]:
     path = FIXTURES / f"{name}.jinja"
     cases = _lines(path.read_text(encoding="utf-8"))
@@ -129,7 +117,7 @@ def _problems(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[s
         return ["the template renders no call"]
     problems = []
     for (case, text), out in zip(
-        cases.items(), _replay(path, list(cases.values()), monkeypatch, capsys), strict=True
+        cases.items(), replayed(path, list(cases.values()), monkeypatch, capsys, TOOLS), strict=True
     ):
         calls, prose = CASES[case]
         thought = ""
@@ -138,13 +126,9 @@ def _problems(name: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> list[s
         if "error" in out:
             problems.append(f"{case}: {out['error']}")
             continue
-        got = [
-            (s["recipient"], json.loads(s["text"]))
-            for s in out["shown"]
-            if s["lane"] == "tool_call"
-        ]
+        got, answer = read_calls(out)
+        answer = answer.strip()
         want = [(f"functions.{n}", a) for n, a in calls]
-        answer = "".join(s["text"] for s in out["shown"] if s["lane"] == "answer").strip()
         if (
             got != want
             or answer != prose

@@ -8,8 +8,6 @@ dialog's geometry, its buttons outside scroll areas and its scroll areas (`scree
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import QEventLoop
 from PySide6.QtWidgets import QApplication, QWidget
 
-from tests.ui.screen_probe import dialog_facts, settle
+from tests.ui.screen_probe import report, settle
 
 
 def many_fields() -> Any:
@@ -86,16 +84,7 @@ def main() -> None:
     window.show()
     settle(app)
     facts: dict[str, Any] = {"available": list(window.screen().availableGeometry().getRect()), "dialogs": {}}
-    for name, open_it in dialogs(window).items():
-        dialog = open_it()
-        dialog.show()
-        wait_loaded(app, dialog)
-        facts["dialogs"][name] = dialog_facts(app, dialog)
-        dialog.close()
-    print(json.dumps(facts), flush=True)
-    window.close()
-    host.close()
-    os._exit(0)
+    report(app, window, host, facts, dialogs(window), wait_loaded)
 
 
 if __name__ == "__main__":

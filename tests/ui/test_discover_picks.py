@@ -3,7 +3,6 @@ search, and offers the picks the app knows (its catalogue) before a search and w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +13,13 @@ from app.controllers.library_host import LibraryHost
 from app.domain.library import human_size
 from app.ui.models.discover_page import DiscoverPage
 from app.ui.models.discover_picks import HEADING, PICK
+from tests.library import test_discover
 from tests.library.test_discover import FakeHub
 
 OFFLINE = "http://127.0.0.1:9"  # the discard port: nothing listens
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("CONFIG", "DATA"):
-        (tmp_path / name.lower()).mkdir()
-        monkeypatch.setenv(f"HARMONY_DESK_{name}", str(tmp_path / name.lower()))
-    return tmp_path
-
-
-@pytest.fixture
-def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
-    """A hub on loopback (`tests/library/test_discover.py`), the one the page asks."""
-    hub = FakeHub(tmp_path)
-    monkeypatch.setenv("HARMONY_DESK_HUB", hub.base)
-    yield hub
-    hub.close()
+# the config and data folders in tmp_path, and a hub on loopback that the page asks
+home = test_discover.home
+fake_hub = test_discover.fake_hub
 
 
 def opened(qtbot: Any) -> tuple[DiscoverPage, LibraryHost]:

@@ -6,10 +6,6 @@ screen. Each screen is Qt's offscreen platform given that size, in a fresh proce
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +13,12 @@ import pytest
 from PySide6.QtCore import QRect, QSize
 
 from app.ui.window.screen_fit import FRAME, PREFERRED, first_geometry
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def probe(tmp_path: Path, width: int, height: int) -> dict[str, Any]:
-    screens = {"screens": [{"name": "probe", "x": 0, "y": 0, "width": width, "height": height,
-                            "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}
-    config = tmp_path / "screens.json"
-    config.write_text(json.dumps(screens))
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
-           "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-m", "tests.ui.screen_probe"], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=240, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    facts: dict[str, Any] = json.loads(lines[-1])
-    return facts
-
-
-def inside(outer: list[int], inner: list[int]) -> bool:
-    return QRect(*outer).contains(QRect(*inner))
+from tests.ui.screen_probe import inside, probe
 
 
 @pytest.mark.parametrize("size", [(640, 480), (1366, 728)])
 def test_the_window_and_its_dialogs_open_inside_the_screen(tmp_path: Path, size: tuple[int, int]) -> None:
-    facts = probe(tmp_path, *size)
+    facts = probe("tests.ui.screen_probe", tmp_path, *size)
     screen = facts["available"]
     assert screen == [0, 0, *size]
     assert inside(screen, facts["window"]), facts["window"]

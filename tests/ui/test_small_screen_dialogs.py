@@ -7,17 +7,12 @@ given that size, in a fresh process (`dialog_probe.py`); 1366×728 is a laptop l
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from PySide6.QtCore import QRect
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.ui.screen_probe import inside, probe
+
 BUTTONS = {
     "model_settings": {"OK", "Cancel"},
     "serve": {"Close"},
@@ -27,30 +22,11 @@ BUTTONS = {
 }
 
 
-def probe(tmp_path: Path, width: int, height: int) -> dict[str, Any]:
-    screens = {"screens": [{"name": "probe", "x": 0, "y": 0, "width": width, "height": height,
-                            "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}
-    config = tmp_path / "screens.json"
-    config.write_text(json.dumps(screens))
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
-           "HARMONY_DESK_CONFIG": str(tmp_path / "config"), "HARMONY_DESK_DATA": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-m", "tests.ui.dialog_probe"], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=240, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    facts: dict[str, Any] = json.loads(lines[-1])
-    return facts
-
-
-def inside(outer: list[int], inner: list[int]) -> bool:
-    return QRect(*outer).contains(QRect(*inner))
-
-
 @pytest.mark.parametrize("size", [(640, 480), (1366, 728)])
 def test_the_remaining_dialogs_open_inside_the_screen_with_their_buttons_on_it(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    facts = probe(tmp_path, *size)
+    facts = probe("tests.ui.dialog_probe", tmp_path, *size)
     screen = facts["available"]
     assert screen == [0, 0, *size]
     assert set(facts["dialogs"]) == set(BUTTONS)
