@@ -157,48 +157,63 @@ class ModelHost(QObject):
         self, path: str | None = None, *, n_ctx: int = 4096, threads: int | None = None
     ) -> bool:
         """Load `path` (None: the bundled default model); True when it loaded."""
-        from app.engine.local.client import WorkerClient
-        from app.templates.registry import default_template_name, get_template
-
         self._cancel.clear()
         self.stateChanged.emit(WorkerState.LOADING.value)
-
-        def work() -> tuple[Any, str, str, HarmonyDeskError | None]:
-            from app.library.bundled import default_model_path
-
-            file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
-            client = self.worker or WorkerClient()
-            choice, settings = ChoiceStore().get(file), load_settings()
-            reached = [0.0]  # how far the weights got (1.0: read; the projector's turn)
-
-            def progress(fraction: float) -> None:
-                reached[0] = max(reached[0], fraction)
-                self.progress.emit(0.3 + 0.7 * fraction)
-
-            def load(projector: Path | None) -> Any:
-                return client.load(
-                    file,
-                    n_ctx=self.context_for(file, n_ctx, choice.context_length),
-                    n_threads=threads,
-                    on_progress=progress,
-                    cancel=self._cancel,
-                    settings=choice.load_settings(settings.gpu_layers),
-                    snapshots=SnapshotSettings.of(settings.kv_cache_gib),
-                    sequences=settings.parallel,
-                    reserved=1 if settings.parallel > 1 else 0,  # the window's turns never queue
-                    projector=projector,
-                )
-
-            info, off = with_projector_or_not(load, file, choice.projector, lambda: reached[0])
-            name = choice.template or default_template_name(info.metadata)
-            return client, file, name, off
-
         try:
-            client, file, template_name, off = await self.bridge.call(work)
+            client, file, template_name, off = await self.bridge.call(
+                lambda: self._load_work(path, n_ctx, threads)
+            )
         except HarmonyDeskError as exc:
             self.stateChanged.emit(WorkerState.FAILED.value if self.backend is None else "ready")
             self.loadFailed.emit(exc.message, exc.details)
             return False
+        self._adopt(client, file, template_name, off)
+        return True
+
+    def _load_work(
+        self, path: str | None, n_ctx: int, threads: int | None
+    ) -> tuple[Any, str, str, HarmonyDeskError | None]:
+        """Off the GUI thread: load the model into the worker (with its projector when it
+        has one and it loads): the client, the file, the template's name, and why images are
+        off (None when they are not)."""
+        from app.engine.local.client import WorkerClient
+        from app.library.bundled import default_model_path
+        from app.templates.registry import default_template_name
+
+        file = path or str(default_model_path(lambda f: self.progress.emit(f * 0.3)))
+        client = self.worker or WorkerClient()
+        choice, settings = ChoiceStore().get(file), load_settings()
+        reached = [0.0]  # how far the weights got (1.0: read; the projector's turn)
+
+        def progress(fraction: float) -> None:
+            reached[0] = max(reached[0], fraction)
+            self.progress.emit(0.3 + 0.7 * fraction)
+
+        def load(projector: Path | None) -> Any:
+            return client.load(
+                file,
+                n_ctx=self.context_for(file, n_ctx, choice.context_length),
+                n_threads=threads,
+                on_progress=progress,
+                cancel=self._cancel,
+                settings=choice.load_settings(settings.gpu_layers),
+                snapshots=SnapshotSettings.of(settings.kv_cache_gib),
+                sequences=settings.parallel,
+                reserved=1 if settings.parallel > 1 else 0,  # the window's turns never queue
+                projector=projector,
+            )
+
+        info, off = with_projector_or_not(load, file, choice.projector, lambda: reached[0])
+        name = choice.template or default_template_name(info.metadata)
+        return client, file, name, off
+
+    def _adopt(
+        self, client: Any, file: str, template_name: str, off: HarmonyDeskError | None
+    ) -> None:
+        """On the GUI thread: the loaded model becomes the backend, with its template, choice,
+        names and images' state, and the window hears it loaded (and why images are off)."""
+        from app.templates.registry import get_template
+
         self.backend = self.worker = client
         self._tokenizer = None  # a new model: a new vocabulary
         self.template = get_template(template_name).for_model(client.info.metadata)
@@ -213,7 +228,6 @@ class ModelHost(QObject):
         self.loaded.emit(self.name)
         if off is not None:
             self.loadFailed.emit(self.images_off, off.details)
-        return True
 
     def context_for(self, file: str, asked: int, own: int | None) -> int:
         """The context `file` loads with: its own (Model settings) when it has one, unless

@@ -63,7 +63,7 @@ from app.engine.protocol import (
     check_transition,
 )
 from app.errors import LoadProblem, ModelLoadError, WorkerError
-from app.gguf.info import read_model
+from app.gguf.info import GgufInfo, read_model
 
 _native = logging.getLogger("llama")  # the worker's llama.cpp lines, for the app's log file
 
@@ -157,24 +157,9 @@ class WorkerClient(Generations, QuickQuestions):
         the defaults), and `sequences` answers decoded at once, each with `n_ctx` tokens of
         context, `reserved` of them for the window's own turns; with a `projector` (an
         mmproj GGUF) the model sees images."""
-        header = read_model(path)
-        if not header.architecture:
-            raise ModelLoadError(
-                LoadProblem.UNSUPPORTED_ARCHITECTURE,
-                path,
-                "its header names no model architecture",
-                "The metadata key general.architecture is missing or empty.",
-            )
-        memory = estimate_memory(with_projector(header, projector), n_ctx, sequences=sequences)
-        if memory.verdict is Fit.TOO_BIG:
-            raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
+        header = self._checked_header(path, n_ctx, sequences, projector)
         threads = n_threads or default_threads()
-        router = self._ensure_process()
-        if self.state is WorkerState.FAILED:
-            self.state = WorkerState.UNLOADED
-        self._set(WorkerState.LOADING)
-        self.info = None
-        self._warned.clear()
+        router = self._begin_loading()
         try:
             settings, snapshots = settings or LoadSettings(), snapshots or SnapshotSettings.of(2)
             request = LoadRequest(router.new_id(), str(path), n_ctx, threads)
@@ -192,19 +177,55 @@ class WorkerClient(Generations, QuickQuestions):
             return self._await_load(router, path, header.architecture, on_progress, cancel, request)
         except WorkerError as exc:
             self._died()
-            said = "\n".join(["llama.cpp said:", *self._warned] if self._warned else [])
-            if self._stage == "projector":
-                name = Path(str(projector)).name
-                raise ModelLoadError(
-                    LoadProblem.LOAD_FAILED,
-                    path,
-                    f"llama.cpp stopped while loading its projector {name}: the projector is"
-                    " damaged or not one this version of llama.cpp can read",
-                    said,
-                ) from exc
+            raise self._load_failed(exc, path, projector) from exc
+
+    def _begin_loading(self) -> Router:
+        """The worker's router, with the client now LOADING and no model or warnings held."""
+        router = self._ensure_process()
+        if self.state is WorkerState.FAILED:
+            self.state = WorkerState.UNLOADED
+        self._set(WorkerState.LOADING)
+        self.info = None
+        self._warned.clear()
+        return router
+
+    @staticmethod
+    def _checked_header(
+        path: str | Path, n_ctx: int, sequences: int, projector: str | Path | None
+    ) -> GgufInfo:
+        """The model's GGUF header, once it names an architecture and the model (with its
+        projector, `sequences` contexts of `n_ctx`) is not too big for this machine."""
+        header = read_model(path)
+        if not header.architecture:
             raise ModelLoadError(
-                LoadProblem.LOAD_FAILED, path, f"while loading it, {exc.message}", said
-            ) from exc
+                LoadProblem.UNSUPPORTED_ARCHITECTURE,
+                path,
+                "its header names no model architecture",
+                "The metadata key general.architecture is missing or empty.",
+            )
+        memory = estimate_memory(with_projector(header, projector), n_ctx, sequences=sequences)
+        if memory.verdict is Fit.TOO_BIG:
+            raise ModelLoadError(LoadProblem.NOT_ENOUGH_MEMORY, path, memory.words().rstrip("."))
+        return header
+
+    def _load_failed(
+        self, exc: WorkerError, path: str | Path, projector: str | Path | None
+    ) -> ModelLoadError:
+        """The load error for a worker that died while loading, with what llama.cpp warned;
+        a death at the projector stage blames the projector."""
+        said = "\n".join(["llama.cpp said:", *self._warned] if self._warned else [])
+        if self._stage == "projector":
+            name = Path(str(projector)).name
+            return ModelLoadError(
+                LoadProblem.LOAD_FAILED,
+                path,
+                f"llama.cpp stopped while loading its projector {name}: the projector is"
+                " damaged or not one this version of llama.cpp can read",
+                said,
+            )
+        return ModelLoadError(
+            LoadProblem.LOAD_FAILED, path, f"while loading it, {exc.message}", said
+        )
 
     def _await_load(
         self,

@@ -34,6 +34,7 @@ from app.domain.budget import Overflow
 from app.domain.events import (
     FinishReason,
     GenerationDone,
+    GenerationEvent,
     JsonChecked,
     JsonRetried,
     MessageDone,
@@ -44,12 +45,8 @@ from app.domain.events import (
     TokenStep,
     TurnFailed,
 )
-from app.domain.messages import (
-    Conversation,
-    DeveloperContent,
-    Message,
-    Role,
-)
+from app.domain.images import ImagePixels
+from app.domain.messages import Conversation, DeveloperContent, Message, Role
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
 from app.engine.backend import ModelBackend
@@ -67,7 +64,7 @@ from app.engine.session import (
 )
 from app.errors import ContextError, ErrorCode, InvalidInputError
 from app.kvcache import prompt_tag
-from app.templates.base import GrammarRequest, Template
+from app.templates.base import GrammarRequest, OutputParser, Template
 
 
 def _is_call(event: ParseEvent) -> bool:
@@ -209,7 +206,22 @@ class ChatSession:
             for _ in parser.feed(token):
                 pass
         out = Generation([], None, None, False, None, list(prefix))
-        for event in self.client.generate(
+        for event in self._generate(prompt, request, constraint, budget, cancel, images):
+            yield from self._read(event, out, parser, images)
+        out.messages = parser.messages
+        return out
+
+    def _generate(
+        self,
+        prompt: list[int],
+        request: GenerationRequest,
+        constraint: Constraint | None,
+        budget: int,
+        cancel: threading.Event | None,
+        images: list[ImagePixels],
+    ) -> Iterator[GenerationEvent]:
+        """The worker's events for `prompt`, with the request's sampling and options."""
+        return self.client.generate(
             prompt,
             stop_ids=self.template.stop_ids(self.tokenizer),
             sampling=request.sampling.over(self.sampling),
@@ -220,33 +232,40 @@ class ChatSession:
             keep=self._keep(request),
             **({"reserved": True} if request.reserved else {}),
             **({"images": images} if images else {}),
-        ):
-            if isinstance(event, PromptRead):
-                yield event  # how far the prompt is read (the window and terminal show it)
-                continue
-            if isinstance(event, TokenStep):
-                out.tokens.append(event.token)
-                if event.logprob is not None:
-                    yield TokenScored(event.token, event.logprob, event.top, event.t_ms)
-                for parsed in parser.feed(event.token):
-                    out.called = out.called or _is_call(parsed)
-                    yield parsed
-                continue
-            if isinstance(event, GenerationDone):
-                out.timings, out.stop_id = event.timings, event.stop_id
-                counts = zip(images, event.timings.image_tokens, strict=False)
-                self._ids.image_tokens.update((i.sha256, n) for i, n in counts)
-                out.finished = event.reason is FinishReason.STOP
-                reason = "" if event.reason.value == "stop" else event.reason.value
-                for parsed in parser.finish(reason):
-                    out.called = out.called or _is_call(parsed)
-                    yield parsed
-            else:
-                out.failed = event.reason
-                yield from parser.finish(event.reason)
-            yield event
-        out.messages = parser.messages
-        return out
+        )
+
+    def _read(
+        self,
+        event: GenerationEvent,
+        out: Generation,
+        parser: OutputParser,
+        images: list[ImagePixels],
+    ) -> Iterator[ChatEvent]:
+        """One worker event parsed into chat events, its tokens and ending recorded in `out`."""
+        if isinstance(event, PromptRead):
+            yield event  # how far the prompt is read (the window and terminal show it)
+            return
+        if isinstance(event, TokenStep):
+            out.tokens.append(event.token)
+            if event.logprob is not None:
+                yield TokenScored(event.token, event.logprob, event.top, event.t_ms)
+            for parsed in parser.feed(event.token):
+                out.called = out.called or _is_call(parsed)
+                yield parsed
+            return
+        if isinstance(event, GenerationDone):
+            out.timings, out.stop_id = event.timings, event.stop_id
+            counts = zip(images, event.timings.image_tokens, strict=False)
+            self._ids.image_tokens.update((i.sha256, n) for i, n in counts)
+            out.finished = event.reason is FinishReason.STOP
+            reason = "" if event.reason.value == "stop" else event.reason.value
+            for parsed in parser.finish(reason):
+                out.called = out.called or _is_call(parsed)
+                yield parsed
+        else:
+            out.failed = event.reason
+            yield from parser.finish(event.reason)
+        yield event
 
     def _sees(self, conversation: Conversation) -> str:
         """Why the model cannot take `conversation`'s images ("" when it can, or has none)."""

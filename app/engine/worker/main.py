@@ -114,22 +114,10 @@ class _Worker:
         start = time.perf_counter()
         self._unload()
         neutralise_chat_templates(self.lc)  # a stored chat template never runs here
-        try:
-            vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            self._send(LoadFailed(req.request, "vocabulary", str(exc)))
+        weights = self._load_weights(req)
+        if weights is None:
             return
-        offload = self.low.llama_supports_gpu_offload()
-        placement = placement_for(req.settings, vocab.metadata, offload)
-        del vocab
-        try:
-            self.llm = self._llama(req, req.path, placement)
-        except (ValueError, RuntimeError, OSError) as exc:
-            cancelled = self.inbox.cancelled(req.request)
-            self._send(LoadFailed(req.request, "weights", str(exc), cancelled=cancelled))
-            return
-        llm = self.llm
-        placement = as_loaded(placement, llm.model_params, llm.context_params)
+        placement, offload = weights
         draft, why = self._draft(req, placement)
         if why:
             self._unload()
@@ -142,6 +130,33 @@ class _Worker:
             self._unload()
             self._send(LoadFailed(req.request, "projector", vision))
             return
+        self._make_pool(req, placement)
+        self._make_scheduler(req, draft, vision)
+        self._send(Loaded(req.request, self._model_info(req, placement, vision, start)))
+
+    def _load_weights(self, req: LoadRequest) -> tuple[Any, bool] | None:
+        """Place the model by its vocabulary and load its weights into `self.llm`: the placement
+        as loaded and whether the GPU takes offload, or None once a `LoadFailed` is sent."""
+        try:
+            vocab = self.lc.Llama(model_path=req.path, vocab_only=True, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self._send(LoadFailed(req.request, "vocabulary", str(exc)))
+            return None
+        offload = self.low.llama_supports_gpu_offload()
+        placement = placement_for(req.settings, vocab.metadata, offload)
+        del vocab
+        try:
+            self.llm = self._llama(req, req.path, placement)
+        except (ValueError, RuntimeError, OSError) as exc:
+            cancelled = self.inbox.cancelled(req.request)
+            self._send(LoadFailed(req.request, "weights", str(exc), cancelled=cancelled))
+            return None
+        llm = self.llm
+        return as_loaded(placement, llm.model_params, llm.context_params), offload
+
+    def _make_pool(self, req: LoadRequest, placement: Any) -> None:
+        """The prompt chunk size, the evaluation batch and the KV sequences with snapshots."""
+        llm = self.llm
         # on the CPU with flash attention, prompts go in chunks below its 64-row tile, so that
         # chunks of every size take one kernel and reuse stays exact (`placement.py`)
         cpu_fa = placement.flash_attn and placement.gpu_layers == 0
@@ -153,6 +168,12 @@ class _Worker:
         self.pool.snapshots = snapshots_for(
             llm, self.low, req.snapshots, placement, self.pool.holds, stamp
         )
+
+    def _make_scheduler(
+        self, req: LoadRequest, draft: DraftModel | None, vision: Vision | None
+    ) -> None:
+        """The scheduler that decodes generations over the pool, with its draft and vision."""
+        llm = self.llm
         self.scheduler = Scheduler(
             llm,
             self.low,
@@ -167,7 +188,14 @@ class _Worker:
         self.scheduler.chunk = self.n_batch
         self.scheduler.drafter.always_draft = req.always_draft
         self.scheduler.images.vision = vision
-        info = ModelInfo(
+
+    def _model_info(
+        self, req: LoadRequest, placement: Any, vision: Vision | None, start: float
+    ) -> ModelInfo:
+        """What the client hears about the model just loaded (`start`: when the load began)."""
+        llm = self.llm
+        assert self.scheduler is not None
+        return ModelInfo(
             path=req.path,
             n_vocab=llm.n_vocab(),
             n_ctx=int(self.low.llama_n_ctx_seq(llm._ctx.ctx)),
@@ -181,7 +209,6 @@ class _Worker:
             speculative=self.scheduler.drafter.speculative,
             **(vision.facts() if vision is not None else {}),
         )
-        self._send(Loaded(req.request, info))
 
     def _vision(self, req: LoadRequest, gpu: bool) -> Vision | str | None:
         """The model's projector (None when it has none asked), or why it cannot be used.

@@ -48,7 +48,7 @@ from PySide6.QtWidgets import (
 from app.controllers.chat import ChatController
 from app.controllers.mcp_host import MCP_PREFIX, McpHost, McpServer, Probe
 from app.ui.mcp.client_box import ClientBox, read_key
-from app.ui.mcp.page_jobs import EXAMPLES, PageJobs, named, pairs
+from app.ui.mcp.page_jobs import EXAMPLES, FIELDS, PageJobs, named, pairs
 from app.ui.mcp.plain import plain_label, plain_tip, set_plain
 from app.ui.mcp.sign_in import SignInRow
 from app.ui.problem_banner import ProblemBanner
@@ -100,7 +100,18 @@ class McpPage(QDialog):
         self.refresh()
 
     def _form(self) -> QVBoxLayout:
+        """The right-hand side: the server's fields, its OAuth client and sign-in, then what
+        it offers and says."""
         right = QVBoxLayout()
+        right.addLayout(self._fields())
+        right.addWidget(self.client_box)
+        self.sign_row = SignInRow(self.name, self.host, self.jobs, self.say, self)
+        right.addWidget(self.sign_row)
+        self._add_outputs(right)
+        return right
+
+    def _fields(self) -> QFormLayout:
+        """The server's editable fields (`FIELDS`: labels and tooltips) and its OAuth rows."""
         form = QFormLayout()
         self.name = QLineEdit(self)
         self.where = QLineEdit(self)
@@ -114,30 +125,18 @@ class McpPage(QDialog):
         self.timeout.setRange(1, 3600)
         self.timeout.setSuffix(" s")
         self.timeout.setValue(60)
-        for box, name, tip in (
-            (self.name, "Server name", "Letters, digits, '_' and '-'"),
-            (self.where, "Command or URL", "A local server's command line, or a remote one's URL"),
-            (self.env, "Environment", "KEY=VALUE per line (a local server's plain values)"),
-            (
-                self.secrets,
-                "Secrets",
-                "KEY=VALUE per line: environment values (local) or headers"
-                " (remote) kept in the keyring, never in a file; leave VALUE empty to keep the"
-                " stored one",
-            ),
-            (self.headers, "Headers", "KEY=VALUE per line (a remote server's plain headers)"),
-            (self.timeout, "Call timeout", "How long a call may go without a result or progress"),
-        ):
+        boxes = (self.name, self.where, self.env, self.secrets, self.headers, self.timeout)
+        for box, (name, tip) in zip(boxes, FIELDS.items(), strict=True):
             named(box, name, tip)
             if isinstance(box, QPlainTextEdit):
                 box.setFixedHeight(56)
                 box.setPlaceholderText(EXAMPLES[name])
             form.addRow(name, box)
         self._oauth_rows(form)
-        right.addLayout(form)
-        right.addWidget(self.client_box)
-        self.sign_row = SignInRow(self.name, self.host, self.jobs, self.say, self)
-        right.addWidget(self.sign_row)
+        return form
+
+    def _add_outputs(self, right: QVBoxLayout) -> None:
+        """The server's tools, its use here, its log, and the status line and problem banner."""
         self.tools = QListWidget(self)
         named(self.tools, "Its tools", "Unchecked tools are never offered to the model")
         self.offers = QLabel("Test the connection to see what it offers.", self)
@@ -164,7 +163,6 @@ class McpPage(QDialog):
             if label:
                 right.addWidget(QLabel(label, self))
             right.addWidget(widget)
-        return right
 
     def _buttons(self) -> QHBoxLayout:
         buttons = QHBoxLayout()

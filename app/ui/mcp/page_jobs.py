@@ -2,7 +2,8 @@
 the page has gone is dropped, and a job's failure is a value said in the page's problem banner
 (its sentence, and its details behind the banner's Details button), never raised on the job's
 thread; `pairs` reads the page's KEY=VALUE boxes and `named` gives a widget its accessible name
-and tooltip; `EXAMPLES` are the KEY=VALUE boxes' placeholders.
+and tooltip; `FIELDS` are the server form's labels and tooltips, in the form's order, and
+`EXAMPLES` the KEY=VALUE boxes' placeholders.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
 from app.controllers.background import Background
+
+FIELDS = {  # the server form's labels and their tooltips, in the form's order
+    "Server name": "Letters, digits, '_' and '-'",
+    "Command or URL": "A local server's command line, or a remote one's URL",
+    "Environment": "KEY=VALUE per line (a local server's plain values)",
+    "Secrets": "KEY=VALUE per line: environment values (local) or headers"
+    " (remote) kept in the keyring, never in a file; leave VALUE empty to keep the"
+    " stored one",
+    "Headers": "KEY=VALUE per line (a remote server's plain headers)",
+    "Call timeout": "How long a call may go without a result or progress",
+}
 
 EXAMPLES = {  # the KEY=VALUE boxes' placeholders: what a line looks like
     "Environment": "LOG_LEVEL=info   (one KEY=VALUE per line)",
@@ -82,4 +94,4 @@ class PageJobs(Background):
         super().run(attempt, back)
 
 
-__all__ = ["EXAMPLES", "Failed", "PageJobs", "named", "pairs"]
+__all__ = ["EXAMPLES", "FIELDS", "Failed", "PageJobs", "named", "pairs"]
