@@ -391,8 +391,9 @@ def test_a_request_whose_client_leaves_while_it_waits_is_never_run(smol: str) ->
     busy.start()
     time.sleep(0.3)
     with pytest.raises(httpx.TimeoutException):  # this client gives up while the first is served
-        httpx.post(f"{smol}/v1/chat/completions", timeout=0.5,
-                   json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 50})
+        httpx.post(f"{smol}/v1/chat/completions", timeout=0.5,  # an answer no step can end in 0.5 s
+                   json={"messages": [{"role": "user", "content": "Write a long story about a cat."}],
+                         "max_tokens": 200, "temperature": 0})
     busy.join(120)
     deadline = time.monotonic() + 30
     after = httpx.get(f"{smol}/harmony-desk/status").json()
