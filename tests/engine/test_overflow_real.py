@@ -211,7 +211,7 @@ def test_the_window_shows_the_budget_and_keeps_the_conversations_policy(qtbot: A
     from tests.gui_helpers import real_model_window
     from tests.ui.test_window import send
 
-    with real_model_window(qtbot, tmp_path, smollm_model, max_tokens=32) as window:
+    with real_model_window(qtbot, tmp_path, smollm_model, max_tokens=32, seed=11) as window:
         status, menu, controller = window.status, window.overflow_menu, window.controller
         assert status.budget.isVisible() and "instructions" in status.budget.toolTip()
         assert status.context.text().startswith("context ") and menu.chosen() is Overflow.SUMMARISE
