@@ -1,11 +1,11 @@
 """`harmony-desk chat`: a conversation in the terminal, on the same engine the window uses.
 
 The visible answer (and preambles) stream to stdout; analysis goes to stderr only with
-`--show-analysis`; progress, timings and problems go to stderr. A load error exits with
-status 2 and says what is wrong; a failed turn exits 1 with `--prompt`, and the interactive
-loop goes on after it. With `--json-schema` or `--json-object`, stdout holds only a valid JSON
-answer, printed once checked: a cut or invalid one prints nothing there and exits 1 (the
-verdict is on stderr).
+`--show-analysis`; progress, timings, problems and the reply's notices go to stderr. A load
+error exits with status 2 and says what is wrong; a failed turn exits 1 with `--prompt`, and
+the interactive loop goes on after it. With `--json-schema` or `--json-object`, stdout holds
+only a valid JSON answer, printed once checked: a cut or invalid one prints nothing there and
+exits 1 (the verdict is on stderr).
 
 Images: `--image FILE` (repeatable) goes with the first message, `/image FILE` in the loop with
 the next; each is checked first (`app/cli/attachments.py`), and a saved conversation keeps
@@ -33,6 +33,7 @@ from app.cli.chat_tools import close_tools, conversation_tools, local_sessions, 
 from app.cli.checkpoints import ChatCheckpoints, saved_chat
 from app.cli.local_model import add_model_arguments, load_model
 from app.cli.mcp_asks import TerminalAsks
+from app.cli.terminal_notices import TerminalNotices
 from app.cli.terminal_reply import TerminalReply
 from app.constrain.constraint import JsonSchemaFormat, ResponseFormat, check_schema
 from app.documents.kept import keep_files
@@ -365,8 +366,10 @@ def _follow(
 ) -> int:
     """Print a turn's events (and checkpoint them with --save); 1 when the turn failed."""
     failed: str | None = None
+    notices = TerminalNotices(printer.builder.reply, printer.err)  # said beside the answer
     for event in events:
         printer(event)
+        notices(event)
         if saved is not None:
             saved.event(event)
         if isinstance(event, TurnFailed):

@@ -4,14 +4,15 @@ audit log, the python tool's runtime compiled ahead (`tools_prepare.py`).
 Guarantees: `list` shows every tool a conversation may enable (built-ins `python` and
 `browser` included) with its plugin, risk and deadline, and reports plugins that could not
 load or were shadowed by an installed one; `audit` exports the tool audit log (all of it, or one
-conversation's) and says how many damaged lines it skipped; `approvals` lists the saved
-"always allow" / "deny" choices, and `--reset` forgets one or all of them. `plugins` lists
-every plugin found with its kind, path, content hash and trust (shipped, trusted, new,
-changed);
-`--trust NAME` trusts one as it is now, `--revoke NAME` forgets it. `call TOOL JSON` runs one
-call through the real tool host (python's sandbox, the plugin host, the browser's limits) as
-the model would, and prints the result envelope the model would read; exit 0 when the tool
-succeeded, 1 when it returned an error, 2 for a call that cannot be made.
+conversation's) as JSON, JSON Lines or Markdown — the writer the window's Tool calls view
+exports with (`app/tools/audit_export.py`) — and says how many damaged lines it skipped;
+`approvals` lists the saved "always allow" / "deny" choices, and `--reset` forgets one or all
+of them. `plugins` lists every plugin found with its kind, path, content hash and trust
+(shipped, trusted, new, changed); `--trust NAME` trusts one as it is now, `--revoke NAME`
+forgets it. `call TOOL JSON` runs one call through the real tool host (python's sandbox, the
+plugin host, the browser's limits) as the model would, and prints the result envelope the
+model would read; exit 0 when the tool succeeded, 1 when it returned an error, 2 for a call
+that cannot be made.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from app.engine.turn.loop import envelope
 from app.tools.api import Tool
 from app.tools.approval import ApprovalStore
 from app.tools.audit import AuditLog
+from app.tools.audit_export import FORMATS, export_calls, markdown
+from app.tools.audit_rows import configured_servers
 from app.tools.calls import Decision, PendingCall
 from app.tools.discovery import discover, is_shipped
 from app.tools.runner import run_calls
@@ -39,7 +42,9 @@ def add_arguments(tools: argparse.ArgumentParser) -> None:
     verbs.add_parser("prepare", help="compile the python tool's runtime now (once, cached)")
     audit = verbs.add_parser("audit", help="export the tool audit log")
     audit.add_argument("--conversation", help="only this conversation's calls")
-    audit.add_argument("--format", choices=["json", "jsonl"], default="json")
+    audit.add_argument(
+        "--format", choices=FORMATS, default="json", help="md: Markdown, for a person to read"
+    )
     audit.add_argument("--out", default="-", help="a file, or - for stdout (default)")
     plugins = verbs.add_parser("plugins", help="plugins found, their hash and trust")
     plugins.add_argument("--trust", metavar="NAME", help="trust this plugin as it is now")
@@ -84,11 +89,20 @@ def _audit(args: argparse.Namespace) -> int:
         read = log.read(args.conversation)
         if args.format == "json":
             print(json.dumps(read.entries, ensure_ascii=False, indent=1))
+        elif args.format == "md":
+            sys.stdout.write(markdown(read.entries, configured_servers()))
         else:
             for entry in read.entries:
                 print(json.dumps(entry, ensure_ascii=False))
     else:
-        read = log.export(Path(args.out), conversation_id=args.conversation, fmt=args.format)
+        servers = configured_servers() if args.format == "md" else ()
+        read = export_calls(
+            Path(args.out),
+            log=log,
+            conversation_id=args.conversation,
+            fmt=args.format,
+            servers=servers,
+        )
         print(f"{len(read.entries)} calls written to {args.out}", file=sys.stderr)
     if read.damaged_lines:
         print(f"{read.damaged_lines} damaged lines in {log.path} were skipped", file=sys.stderr)

@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from app.domain.inert import inert
+from app.domain.tool_names import readable
 from app.fileio import write_atomic
 from app.paths import config_dir
 from app.readback import read_back
@@ -106,12 +107,14 @@ def terminal_ask(read: Callable[[str], str]) -> Ask:
     """An `Ask` that prompts on a terminal: [y]es, [n]o, [a]llow for this chat, always allow
     ([A]), [N]ever, [e]dit arguments; the tool's name and arguments are shown inert
     (`app.domain.inert`: no escape sequence or bidi character in them acts on the terminal,
-    a long one is cut with how much more there was)."""
+    a long one is cut with how much more there was); the tool by the name the window gives it
+    (`app.domain.tool_names.readable`: "get_current_time · time")."""
 
     def ask(call: PendingCall) -> tuple[Mode | None, Decision]:
         shown = inert(json.dumps(call.arguments, ensure_ascii=False))  # escapes shown, not run
         question = (
-            f"Run {inert(call.tool.qualified_name)} ({call.tool.risk.value}) with {shown}?"
+            f"Run {inert(readable(call.tool.qualified_name, call.tool.plugin))}"
+            f" ({call.tool.risk.value}) with {shown}?"
             " [y]es [n]o [a]llow in this chat [A]lways [N]ever [e]dit: "
         )
         raw = read(question).strip()[:1]

@@ -74,7 +74,7 @@ def test_tools_cli(tiny_model: Any) -> None:
     assert allowed.returncode == 0, allowed.stderr
     assert "[tool call_1]" in allowed.stderr
     denied = subprocess.run(base, input="n\n" * 10, capture_output=True, text=True, timeout=300)
-    assert "Run functions.current_time (read-only) with" in denied.stderr and "E-TOOL-DENIED" in denied.stderr
+    assert "Run current_time (read-only) with" in denied.stderr and "E-TOOL-DENIED" in denied.stderr
     unknown = subprocess.run([*base[:-1], "teleport"], capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "no tool or plugin called teleport" in unknown.stderr and "current_time" in unknown.stderr
 

@@ -9,10 +9,18 @@ is written out whole below the list, read-only, to read or copy: the arguments t
 those that ran when the user edited them, and the whole result or error. It follows the chat
 the window shows and its finished answers while it is open, is one window per main window
 (`show_tool_calls` raises it when it is open already), and fits a 640×480 screen (the list and
-the details share its height; each scrolls).
+the details share its height; each scrolls). Its status line names the audit file shortened
+(`~/…`, or the file's name) with the whole path in its tooltip. Export… writes the chat's calls
+(what ran, with what, the result, who approved) to a file the user picks in the app's file
+dialog (`app/ui/start_folder.py`), as JSON Lines or Markdown (the kind picked, or the name's
+suffix; the kind's suffix is added to a name with none), with the one audit writer
+(`app/tools/audit_export.py`) off the GUI thread, and says where it wrote them or why not; a
+dialog closed without a choice writes nothing.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -31,19 +39,30 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
-from app.controllers.tool_calls_view import CallRow, CallsRead, ToolCallsView
+from app.controllers.tool_calls_view import (
+    CallRow,
+    CallsRead,
+    Exported,
+    Format,
+    ToolCallsView,
+    shown_path,
+)
 from app.ui.markdown.view import monospace
+from app.ui.start_folder import save_file
 from app.ui.theme import mark
+from app.ui.window.exchange_dialogs import file_name
 
 COLUMNS = ("When", "Tool", "Outcome", "Decided by")
 SIZE = (820, 560)  # at most; a smaller window gets a smaller view
 MARGIN = 40  # kept free around it inside the main window
+KINDS: dict[Format, str] = {"jsonl": "JSON Lines (*.jsonl)", "md": "Markdown (*.md)"}
 
 
 class ToolCallsDialog(QDialog):
     """See the module guarantees."""
 
     shown = Signal()  # a read of the audit is on screen
+    exported = Signal()  # an export is done (or said why not)
 
     def __init__(
         self, controller: ChatController, parent: QWidget, view: ToolCallsView | None = None
@@ -71,14 +90,21 @@ class ToolCallsDialog(QDialog):
         self.refresh_button = QPushButton("Refresh", self)
         self.refresh_button.setAccessibleName("Read the tool audit again")
         buttons.addButton(self.refresh_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.export_button = QPushButton("Export…", self)
+        self.export_button.setAccessibleName("Export this chat's tool calls to a file")
+        self.export_button.setToolTip("Write these calls to a file, as JSON Lines or Markdown")
+        self.export_button.setEnabled(False)  # until there are calls to write
+        buttons.addButton(self.export_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.close)
         self.refresh_button.clicked.connect(self.reload)
+        self.export_button.clicked.connect(self.export)
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(split, 1)
         layout.addWidget(buttons)
         self.fit_to(parent)
         self.view.loaded.connect(self._show)
+        self.view.exported.connect(self._exported)
         controller.docChanged.connect(self._followed)
         controller.replyFinished.connect(lambda _turn: self._followed())
         self.reload()
@@ -123,14 +149,43 @@ class ToolCallsDialog(QDialog):
             item = QTreeWidgetItem([row.when, row.tool, row.outcome, row.approver])
             item.setToolTip(1, f"The model called it {row.called}")
             self.table.addTopLevelItem(item)
-        self.status.setText(_said(read, self.view.path))
+        self.status.setText(_said(read, shown_path(self.view.path)))
+        self.status.setToolTip(self.view.path)
         mark(self.status, "error" if read.problem else "muted")
+        self.export_button.setEnabled(bool(read.rows))
         newest = self.table.topLevelItem(len(read.rows) - 1) if read.rows else None
         if newest is not None:
             self.table.setCurrentItem(newest)
         else:
             self.detail.clear()
         self.shown.emit()
+
+    def export(self) -> None:
+        """Ask for a file and write the chat's calls to it (nothing when none is chosen)."""
+        doc = self.controller.doc
+        suggested = f"{file_name(doc.title or 'New chat')} tool calls.jsonl"
+        path, chosen = save_file(
+            self, "Export the tool calls", suggested, ";;".join(KINDS.values())
+        )
+        if not path:
+            return
+        fmt = _kind(path, chosen)
+        out = path if Path(path).suffix else f"{path}.{fmt}"
+        self.export_button.setEnabled(False)  # one export at a time
+        self.status.setText(f"Exporting the tool calls to {shown_path(out)}…")
+        self.view.export(doc.id, out, fmt, doc.title)
+
+    def _exported(self, done: Exported) -> None:
+        self.export_button.setEnabled(bool(self.rows))
+        if done.problem:
+            self.status.setText(done.problem)
+            mark(self.status, "error")
+        else:
+            plural = "" if done.calls == 1 else "s"
+            self.status.setText(f"Exported {done.calls} call{plural} to {shown_path(done.path)}.")
+            self.status.setToolTip(f"{self.view.path}\nExported to {done.path}")
+            mark(self.status, "muted")
+        self.exported.emit()
 
     def _chosen(self) -> None:
         item = self.table.currentItem()
@@ -150,6 +205,14 @@ def _said(read: CallsRead, path: str) -> str:
     count = f"{len(read.rows)} tool call{'s' if len(read.rows) != 1 else ''} in this chat"
     damaged = f"; {read.damaged} damaged lines of the audit skipped" if read.damaged else ""
     return f"{count}, newest last (from {path}{damaged})."
+
+
+def _kind(path: str, chosen: str) -> Format:
+    """The name's suffix when it is one of the kinds, else the kind picked in the dialog."""
+    suffix = Path(path).suffix.lstrip(".").lower()
+    named = [fmt for fmt in KINDS if fmt == suffix]
+    picked = [fmt for fmt, listed in KINDS.items() if listed == chosen]
+    return (named or picked or ["jsonl"])[0]
 
 
 def show_tool_calls(parent: QWidget, controller: ChatController) -> ToolCallsDialog:

@@ -334,7 +334,7 @@ def test_a_full_turn_on_gpt_oss_calls_an_mcp_tool_approved_run_and_answered(tiny
             "--tool-choice", "envy__square", "--max-tool-calls", "1"]
     done = cli(base, env, stdin="y\n" * 4)
     assert done.returncode == 0, done.stderr
-    assert "Run functions.envy__square (runs code) with" in done.stderr  # asked, then run
+    assert "Run square · envy (runs code) with" in done.stderr  # asked, then run
     audit = [json.loads(line) for line in (tmp_path / "data" / "tool-audit.jsonl").read_text().splitlines()]
     first = audit[0]
     assert first["tool"] == "functions.envy__square" and first["ok"] and first["decision"] == "asked: allowed", first
