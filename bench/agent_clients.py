@@ -175,8 +175,12 @@ class Session:
 
     def probes(self) -> list[str]:
         """GET/HEAD requests refused (listed, not counted as errors)."""
-        said = {f"{x.method} {x.path} {x.status}" for t in self.turns for x in t.exchanges
-                if x.error and not http_error(x)}  # fmt: skip
+        said = {
+            f"{x.method} {x.path} {x.status}"
+            for t in self.turns
+            for x in t.exchanges
+            if x.error and not http_error(x)
+        }
         return sorted(said)
 
 
@@ -201,9 +205,11 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
                 ran = run_turn(agent.argv(index, prompt), repo, env, args.turn_timeout)
                 turn = Turn.ended(index, ran, recorder.since(start))
                 session.turns.append(turn)
-                say(f"  {agent.name} on {server_name}, turn {index + 1}: {ran.seconds:.1f} s,"
+                say(
+                    f"  {agent.name} on {server_name}, turn {index + 1}: {ran.seconds:.1f} s,"
                     f" {len(turn.exchanges)} requests, evaluated/total {turn.said()},"
-                    f" {'done' if turn.completed else turn.stopped}")  # fmt: skip
+                    f" {'done' if turn.completed else turn.stopped}"
+                )
                 if not turn.completed:
                     break
         if server_name == "ours":
@@ -239,16 +245,20 @@ def _cell(s: Session, what: str) -> str:
 
 
 def table(sessions: list[Session], turns: int) -> None:
-    print("| client | server | model | turns completed | first error | seconds per turn |"
-          " prompt tokens evaluated/total per turn | requests per turn |")  # fmt: skip
+    print(
+        "| client | server | model | turns completed | first error | seconds per turn |"
+        " prompt tokens evaluated/total per turn | requests per turn |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for s in sessions:
         done = sum(t.completed for t in s.turns)
         error = (s.first_error or "—").replace("|", "/").replace("\n", " ")
         short = error if len(error) <= 90 else error[:87] + "..."
         requests = ", ".join(str(len(t.exchanges)) for t in s.turns) or "—"
-        print(f"| {s.client} | {s.server} | {AGENTS[s.client].model} | {done}/{turns} | {short} |"
-              f" {_cell(s, 'seconds')} | {_cell(s, 'tokens')} | {requests} |")  # fmt: skip
+        print(
+            f"| {s.client} | {s.server} | {AGENTS[s.client].model} | {done}/{turns} | {short} |"
+            f" {_cell(s, 'seconds')} | {_cell(s, 'tokens')} | {requests} |"
+        )
     print("\nfirst errors, verbatim:")
     for s in sessions:
         if s.first_error:

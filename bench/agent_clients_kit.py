@@ -95,10 +95,20 @@ def _qwen_cap(settings: Any, tokens: int) -> None:
 _CLAUDE = ("-p", PROMPT, "--permission-mode", "acceptEdits")
 _CODEX = ("-c", 'sandbox_mode="workspace-write"', "-c", 'approval_policy="never"', PROMPT)
 _QWEN = ("--approval-mode", "auto-edit")
-_AIDER = ("--no-git", "--yes-always", "--no-suggest-shell-commands", "--no-show-model-warnings",
-          "--no-pretty", "--no-fancy-input", "--no-detect-urls")  # fmt: skip
-_OPENCODE_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                 "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}  # fmt: skip
+_AIDER = (
+    "--no-git",
+    "--yes-always",
+    "--no-suggest-shell-commands",
+    "--no-show-model-warnings",
+    "--no-pretty",
+    "--no-fancy-input",
+    "--no-detect-urls",
+)
+_OPENCODE_ENV = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+}
 # Claude Code and Codex end a turn whose answer a cap cut as failed, as their APIs define a cut
 # (Messages `stop_reason: max_tokens`, Responses `incomplete`): they get room for the model to
 # end its answer itself, on both servers alike.
@@ -106,25 +116,73 @@ CUT_IS_AN_ERROR = 1024
 AGENTS = {
     a.name: a
     for a in (
-        Agent("claude-code", "@anthropic-ai/claude-code", "npm", "gemma", "claude",
-              _CLAUDE, (*_CLAUDE, "--continue"), {}, ".claude/settings.json", _claude_cap,
-              CUT_IS_AN_ERROR),
-        Agent("codex", "@openai/codex", "npm", "gemma", "codex",
-              ("exec", *_CODEX), ("exec", "resume", "--last", *_CODEX),
-              answers=CUT_IS_AN_ERROR),
-        Agent("opencode", "opencode-ai", "npm", "gemma", "opencode",
-              ("run", PROMPT), ("run", "--continue", PROMPT),
-              _OPENCODE_ENV, ".config/opencode/opencode.json", _opencode_cap),
-        Agent("qwen-code", "@qwen-code/qwen-code", "npm", "gemma", "qwen",
-              (*_QWEN, PROMPT), (*_QWEN, "--continue", PROMPT), {}, ".qwen/settings.json",
-              _qwen_cap),
-        Agent("aider", "aider-chat", "pypi", "smollm2", "aider",
-              (*_AIDER, "--message", PROMPT, "hello.py"),
-              (*_AIDER, "--restore-chat-history", "--message", PROMPT, "hello.py")),
-        Agent("llm", "llm", "pypi", "smollm2", "llm",
-              ("-m", "harmony-desk", "-f", "hello.py", PROMPT), ("-c", PROMPT)),
+        Agent(
+            "claude-code",
+            "@anthropic-ai/claude-code",
+            "npm",
+            "gemma",
+            "claude",
+            _CLAUDE,
+            (*_CLAUDE, "--continue"),
+            {},
+            ".claude/settings.json",
+            _claude_cap,
+            CUT_IS_AN_ERROR,
+        ),
+        Agent(
+            "codex",
+            "@openai/codex",
+            "npm",
+            "gemma",
+            "codex",
+            ("exec", *_CODEX),
+            ("exec", "resume", "--last", *_CODEX),
+            answers=CUT_IS_AN_ERROR,
+        ),
+        Agent(
+            "opencode",
+            "opencode-ai",
+            "npm",
+            "gemma",
+            "opencode",
+            ("run", PROMPT),
+            ("run", "--continue", PROMPT),
+            _OPENCODE_ENV,
+            ".config/opencode/opencode.json",
+            _opencode_cap,
+        ),
+        Agent(
+            "qwen-code",
+            "@qwen-code/qwen-code",
+            "npm",
+            "gemma",
+            "qwen",
+            (*_QWEN, PROMPT),
+            (*_QWEN, "--continue", PROMPT),
+            {},
+            ".qwen/settings.json",
+            _qwen_cap,
+        ),
+        Agent(
+            "aider",
+            "aider-chat",
+            "pypi",
+            "smollm2",
+            "aider",
+            (*_AIDER, "--message", PROMPT, "hello.py"),
+            (*_AIDER, "--restore-chat-history", "--message", PROMPT, "hello.py"),
+        ),
+        Agent(
+            "llm",
+            "llm",
+            "pypi",
+            "smollm2",
+            "llm",
+            ("-m", "harmony-desk", "-f", "hello.py", PROMPT),
+            ("-c", PROMPT),
+        ),
     )
-}  # fmt: skip
+}
 
 
 def install(agents: list[Agent]) -> dict[str, str]:
@@ -172,18 +230,28 @@ def environment(agent: Agent, home: Path) -> dict[str, str]:
     the PATH (then the user's, for node and git), no proxy for loopback, a dumb terminal."""
     path = os.pathsep.join([str(agent.bin), os.environ.get("PATH", "/usr/bin:/bin")])
     folders = {
-        "HOME": home, "XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local/share",
-        "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local/state",
-        "TMPDIR": home / "tmp", "CODEX_HOME": home / ".codex", "LLM_USER_PATH": home / "llm",
-    }  # fmt: skip
+        "HOME": home,
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_DATA_HOME": home / ".local/share",
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_STATE_HOME": home / ".local/state",
+        "TMPDIR": home / "tmp",
+        "CODEX_HOME": home / ".codex",
+        "LLM_USER_PATH": home / "llm",
+    }
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     loopback = "127.0.0.1,localhost"
     return {
-        "PATH": path, "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
-        "NO_PROXY": loopback, "no_proxy": loopback, **{k: str(v) for k, v in folders.items()},
+        "PATH": path,
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "NO_PROXY": loopback,
+        "no_proxy": loopback,
+        **{k: str(v) for k, v in folders.items()},
         **agent.env,
-    }  # fmt: skip
+    }
 
 
 def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path) -> str:
@@ -196,8 +264,17 @@ def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path) -> s
         "HARMONY_DESK_CACHE": str(home / "harmony-desk" / "cache"),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
     }
-    argv = [sys.executable, "-m", "app", "connect", agent.name, "--base-url", base,
-            "--model", str(model)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "app",
+        "connect",
+        agent.name,
+        "--base-url",
+        base,
+        "--model",
+        str(model),
+    ]
     done = subprocess.run(argv, cwd=ROOT, env={**env, **app}, capture_output=True, text=True)
     if done.returncode:
         raise Unusable(f"harmony-desk connect {agent.name} failed: {done.stderr[-800:]}")
@@ -241,9 +318,14 @@ def run_turn(argv: list[str], repo: Path, env: Mapping[str, str], limit_s: float
     """`argv` in `repo`, in a process group of its own, killed at `limit_s`."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        argv, cwd=repo, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        argv,
+        cwd=repo,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     status: int | None
     try:
         out, _ = proc.communicate(timeout=limit_s)
@@ -263,6 +345,18 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 __all__ = [
-    "AGENTS", "CUT_IS_AN_ERROR", "TURNS", "Agent", "Ran", "Unusable", "app_version",
-    "cap_answers", "configure", "environment", "install", "run_turn", "scratch_repo", "version",
-]  # fmt: skip
+    "AGENTS",
+    "CUT_IS_AN_ERROR",
+    "TURNS",
+    "Agent",
+    "Ran",
+    "Unusable",
+    "app_version",
+    "cap_answers",
+    "configure",
+    "environment",
+    "install",
+    "run_turn",
+    "scratch_repo",
+    "version",
+]

@@ -29,8 +29,19 @@ from starlette.responses import Response, StreamingResponse
 
 from bench.llama_server import free_port
 
-HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer",
-                 "transfer-encoding", "upgrade", "host", "content-length"})  # fmt: skip
+HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
 ERROR_TEXT = 400  # characters of an error body kept
 
 
@@ -214,9 +225,13 @@ def proxying(upstream: str, recorder: Recorder) -> Iterator[str]:
     """A proxy to `upstream` on a free loopback port, running in a thread: its base URL."""
     port = free_port()
     config = uvicorn.Config(
-        Proxy(upstream, recorder), host="127.0.0.1", port=port, log_level="warning",
-        timeout_keep_alive=60, lifespan="on",
-    )  # fmt: skip
+        Proxy(upstream, recorder),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=60,
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="agent-proxy", daemon=True)
     thread.start()

@@ -26,8 +26,17 @@ from bench.agent_clients_proxy import Exchange
 from bench.llama_server import ROOT, say
 
 FIXTURES = ROOT / "tests" / "fixtures" / "agent_requests"
-DROPPED = frozenset({"authorization", "x-api-key", "cookie", "host", "content-length",
-                     "accept-encoding", "connection"})  # fmt: skip
+DROPPED = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "connection",
+    }
+)
 MODEL_APIS = ("messages", "responses", "chat")
 PLACEHOLDER = "/tmp/agent-clients"
 NOTE_HEAD = """# Agent clients' first requests
@@ -73,12 +82,20 @@ def record(agent: Agent, exchanges: list[Exchange], folder: Path, base: str) -> 
         say(f"  {agent.name}: no model request to record")
         return None
     body = json.loads(scrub(chosen.body.decode("utf-8"), folder, base))
-    headers = {k.lower(): scrub(v, folder, base) for k, v in chosen.headers.items()
-               if k.lower() not in DROPPED}  # fmt: skip
+    headers = {
+        k.lower(): scrub(v, folder, base)
+        for k, v in chosen.headers.items()
+        if k.lower() not in DROPPED
+    }
     fixture: dict[str, Any] = {
-        "client": agent.name, "version": version(agent), "api": chosen.api,
-        "method": chosen.method, "path": chosen.path, "headers": headers, "body": body,
-    }  # fmt: skip
+        "client": agent.name,
+        "version": version(agent),
+        "api": chosen.api,
+        "method": chosen.method,
+        "path": chosen.path,
+        "headers": headers,
+        "body": body,
+    }
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{agent.name}.json"
     path.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -92,8 +109,10 @@ def write_note() -> None:
     lines = []
     for path in sorted(FIXTURES.glob("*.json")):
         held = json.loads(path.read_text(encoding="utf-8"))
-        lines.append(f"- `{path.name}`: {held['client']} {held['version']},"
-                     f" {held['method']} {held['path']} ({held['api']} API)")  # fmt: skip
+        lines.append(
+            f"- `{path.name}`: {held['client']} {held['version']},"
+            f" {held['method']} {held['path']} ({held['api']} API)"
+        )
     text = NOTE_HEAD + "\n".join(lines) + f"\n\nCaptured against Harmony Desk {app_version()}.\n"
     (FIXTURES / "NOTE.md").write_text(text, encoding="utf-8")
 

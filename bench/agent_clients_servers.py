@@ -111,8 +111,10 @@ def fill_from_log(folder: Path, exchanges: list[Exchange]) -> None:
     log = folder / "data" / "logs" / "harmony-desk.log"
     text = log.read_text(errors="replace") if log.exists() else ""
     lines = [m.groups() for m in LOGGED.finditer(text) if m.group(3) == "200"]
-    posts = sorted((x for x in exchanges if x.method == "POST" and x.status == 200 and x.finished),
-                   key=lambda x: x.finished)  # fmt: skip
+    posts = sorted(
+        (x for x in exchanges if x.method == "POST" and x.status == 200 and x.finished),
+        key=lambda x: x.finished,
+    )
     answered = [x for x in posts if x.api in ("messages", "responses", "chat")]
     if [x.path for x in answered] != [line[1] for line in lines]:
         return

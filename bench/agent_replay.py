@@ -118,9 +118,14 @@ def send(client: httpx.Client, base: str, messages: list[dict[str, str]]) -> Rep
     """One greedy streamed chat completion of `messages`, on a connection of its own (as
     `bench.llama_server.stream`); failures are kept, not raised (`fault` reports them)."""
     body = {
-    "model": "m", "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0,
-    "seed": 1, "stream": True, "stream_options": {"include_usage": True},
-    }  # fmt: skip
+        "model": "m",
+        "messages": messages,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+        "seed": 1,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     got = Reply(sent=time.perf_counter())
     try:
         with client.stream(
@@ -225,8 +230,11 @@ def one_round(
             return session.turn(client, server.base, turn)
 
         got = list(pool.map(ask, sessions))
-    faults = [f"session {s.index + 1}, turn {turn + 1}: {said}"
-              for s, r in zip(sessions, got, strict=True) if (said := fault(r))]  # fmt: skip
+    faults = [
+        f"session {s.index + 1}, turn {turn + 1}: {said}"
+        for s, r in zip(sessions, got, strict=True)
+        if (said := fault(r))
+    ]
     if faults:
         raise Failed(f"{server.name}: " + "; ".join(faults))
     return max(r.ended for r in got) - min(r.sent for r in got)
@@ -250,8 +258,10 @@ def run_phase(
         for turn in turns:
             walls.append(one_round(server, sessions, turn, pool))
             evaluated = sum(s.replies[turn].evaluated for s in sessions)
-            say(f"  {model}, {server.name}, round {turn + 1}: {walls[-1]:.1f} s,"
-                f" {evaluated} prompt tokens evaluated")  # fmt: skip
+            say(
+                f"  {model}, {server.name}, round {turn + 1}: {walls[-1]:.1f} s,"
+                f" {evaluated} prompt tokens evaluated"
+            )
     replies = tuple(s.replies[t] for t in turns for s in sessions)
     return Phase(model, server.name, phase, replies, sum(walls))
 
@@ -316,8 +326,13 @@ def figures(phases: list[Phase], model: str) -> dict[str, float]:
     """Ours over llama-server on `model`: the three figures of the last line."""
 
     def total(server: str, what: str, only: str | None = None) -> float:
-        return float(sum(getattr(p, what) for p in phases if (p.model, p.server) == (model, server)
-                   and only in (None, p.phase)))  # fmt: skip
+        return float(
+            sum(
+                getattr(p, what)
+                for p in phases
+                if (p.model, p.server) == (model, server) and only in (None, p.phase)
+            )
+        )
 
     return {
         "evaluated": ratio(total("ours", "evaluated"), total("llama-server", "evaluated")),
@@ -331,18 +346,22 @@ def figures(phases: list[Phase], model: str) -> dict[str, float]:
 def table(phases: list[Phase], model: str) -> None:
     mine = [p for p in phases if p.model == model]
     first = {p.server: p.replies[0].prompt_tokens for p in mine if p.phase == PHASES[0]}
-    print(f"\n{model}: the first request's prompt (the shared system message and tool list,"
-          f" and one user message): " + ", ".join(f"{s} {n}" for s, n in first.items())
-          + " tokens")  # fmt: skip
-    print("| server | phase | requests | prompt tokens | evaluated | evaluated % |"
-          " server's prompt_n | first token p50 / p95 ms | wall s |")  # fmt: skip
+    print(
+        f"\n{model}: the first request's prompt (the shared system message and tool list,"
+        f" and one user message): " + ", ".join(f"{s} {n}" for s, n in first.items()) + " tokens"
+    )
+    print(
+        "| server | phase | requests | prompt tokens | evaluated | evaluated % |"
+        " server's prompt_n | first token p50 / p95 ms | wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for p in mine:
         own = "—" if p.prompt_n is None else str(p.prompt_n)
-        print(f"| {p.server} | {p.phase} | {len(p.replies)} | {p.prompt} | {p.evaluated} |"
-              f" {100 * ratio(p.evaluated, p.prompt):.1f} | {own} |"
-              f" {p.first_token_ms(50):.0f} / {p.first_token_ms(95):.0f} | {p.wall_s:.1f} |"
-              )  # fmt: skip
+        print(
+            f"| {p.server} | {p.phase} | {len(p.replies)} | {p.prompt} | {p.evaluated} |"
+            f" {100 * ratio(p.evaluated, p.prompt):.1f} | {own} |"
+            f" {p.first_token_ms(50):.0f} / {p.first_token_ms(95):.0f} | {p.wall_s:.1f} |"
+        )
     said = ", ".join(
         f"{k} {v:.2f}× (goal ≤ {GOALS[k]:.2f})" for k, v in figures(phases, model).items()
     )

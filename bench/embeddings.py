@@ -88,8 +88,16 @@ def in_process(
     import llama_cpp
 
     context, _ = _facts(path)
-    llm = llama_cpp.Llama(path, embedding=True, n_ctx=context, n_batch=context, n_ubatch=context,
-                          n_threads=threads, n_threads_batch=threads, verbose=False)  # fmt: skip
+    llm = llama_cpp.Llama(
+        path,
+        embedding=True,
+        n_ctx=context,
+        n_batch=context,
+        n_ubatch=context,
+        n_threads=threads,
+        n_threads_batch=threads,
+        verbose=False,
+    )
 
     def embed(items: list[str]) -> list[list[float]]:
         rows = np.asarray([d["embedding"] for d in llm.create_embedding(items)["data"]])
@@ -113,8 +121,20 @@ def _free_port() -> int:
 
 def _started(path: str, threads: int) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    command = [sys.executable, "-m", "app", "serve", "--model", "default", "--port", str(port),
-               "--threads", str(threads), "--embedding-model", path]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "app",
+        "serve",
+        "--model",
+        "default",
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+        "--embedding-model",
+        path,
+    ]
     proc = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ}
     )

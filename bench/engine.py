@@ -291,8 +291,12 @@ def bench_model(label: str, path: Path, template_name: str, args: argparse.Names
         full[-1] / full[0],
         ratio=False,
     )
-    _row("max |dlogit| after a 1000-token rollback (ours vs raw, window cache not full)",
-         exact, unchecked, ratio=False)  # fmt: skip
+    _row(
+        "max |dlogit| after a 1000-token rollback (ours vs raw, window cache not full)",
+        exact,
+        unchecked,
+        ratio=False,
+    )
     _row("cancel latency while decoding, ms (goal <= 100)", cancel)
     latency = statistics.median(s[0] for s in stops)
     _row("Stop during a 3000-token prompt, ms (goal <= 100)", latency)

@@ -51,8 +51,15 @@ def build_model(folder: Path) -> Path:
 def _raw_child(path: str, layers: int, threads: int, n: int, out: Connection) -> None:
     import llama_cpp
 
-    llm = llama_cpp.Llama(path, n_ctx=4096, n_batch=256, n_threads=threads, n_threads_batch=threads,
-                          n_gpu_layers=layers, verbose=False)  # fmt: skip
+    llm = llama_cpp.Llama(
+        path,
+        n_ctx=4096,
+        n_batch=256,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_gpu_layers=layers,
+        verbose=False,
+    )
     rates = []
     for _ in range(3):
         stamps = []
@@ -91,9 +98,13 @@ def ours(path: Path, layers: int, threads: int, n: int) -> tuple[float, str]:
         )
         rates = []
         for _ in range(3):
-            stamps = [time.perf_counter() for e in client.generate(
-                PROMPT, stop_ids=[], sampling=Sampling(temperature=0.0), max_tokens=n)
-                if isinstance(e, TokenStep)]  # fmt: skip
+            stamps = [
+                time.perf_counter()
+                for e in client.generate(
+                    PROMPT, stop_ids=[], sampling=Sampling(temperature=0.0), max_tokens=n
+                )
+                if isinstance(e, TokenStep)
+            ]
             if len(stamps) != n:
                 raise SystemExit(f"no figures: our worker generated {len(stamps)} of {n} tokens")
             rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))

@@ -118,9 +118,12 @@ def _short(client: httpx.Client, base: str, k: int) -> float:
 def _long(client: httpx.Client, base: str, k: int) -> dict[str, Any]:
     """Long request `k`, not streamed, its answer checked (see the module guarantees)."""
     body = {
-        "model": "m", "messages": [{"role": "user", "content": long_prompt(k)}],
-        "max_tokens": LONG_TOKENS, "temperature": 0, "seed": 1,
-    }  # fmt: skip
+        "model": "m",
+        "messages": [{"role": "user", "content": long_prompt(k)}],
+        "max_tokens": LONG_TOKENS,
+        "temperature": 0,
+        "seed": 1,
+    }
     try:
         response = client.post(f"{base}/v1/chat/completions", json=body)
     except httpx.HTTPError as exc:

@@ -103,9 +103,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=100)
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument(
-        "--model", choices=["default", "gemma", "tiny"], default="default",
+        "--model",
+        choices=["default", "gemma", "tiny"],
+        default="default",
         help="who writes the answers",
-    )  # fmt: skip
+    )
     args = ap.parse_args()
     taken = coverage(schemas())
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -155,8 +157,14 @@ def main() -> None:
     print(
         f"sample of {sample} schemas taken ({args.model}, {args.max_tokens} tokens max, 1 thread):"
     )
-    for what in ("valid", "retried then valid", "reported invalid", "truncated", "turn failed",
-                 "no answer"):  # fmt: skip
+    for what in (
+        "valid",
+        "retried then valid",
+        "reported invalid",
+        "truncated",
+        "turn failed",
+        "no answer",
+    ):
         print(f"  {what:24}{outcome[what]:>6}")
 
 

@@ -44,9 +44,15 @@ SOURCE = CACHE / "llama.cpp"
 BINARY = SOURCE / "build" / "bin" / "llama-server"
 LOG = CACHE / "build.log"
 CONFIGURE = [
-    "cmake", "-B", "build", "-G", "Ninja", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release",
+    "cmake",
+    "-B",
+    "build",
+    "-G",
+    "Ninja",
+    "-DLLAMA_CURL=OFF",
+    "-DCMAKE_BUILD_TYPE=Release",
     "-DLLAMA_BUILD_TESTS=OFF",
-]  # fmt: skip
+]
 BUILD = ["cmake", "--build", "build", "--target", "llama-server", "-j2"]
 STARTING_S = 300  # a server must answer within this
 STALE_S = 180  # a build log not written to for this long belongs to no running build
@@ -103,9 +109,17 @@ def _build() -> None:
 
 def _unpack() -> None:
     fetch = [
-        sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-        f"llama-cpp-python=={VERSION}", "-d", str(CACHE),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-binary",
+        ":all:",
+        "--no-deps",
+        f"llama-cpp-python=={VERSION}",
+        "-d",
+        str(CACHE),
+    ]
     if subprocess.run(fetch, stdout=sys.stderr).returncode:
         raise Unavailable(f"pip could not download llama-cpp-python {VERSION}'s sdist")
     archive = next(CACHE.glob(f"llama_cpp_python-{VERSION}.tar.gz"), None)
@@ -207,10 +221,28 @@ def llama_server(
     port = free_port()
     named = ("--no-jinja", "--chat-template", template) if template else ()
     argv = [
-        str(binary()), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-        "-t", str(threads), "-tb", str(threads), "-np", str(slots), "-c", str(ctx * slots),
-        "--no-repack", "--no-webui", "-fa", "on" if flash_attn else "off", *named, *spec,
-    ]  # fmt: skip
+        str(binary()),
+        "-m",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-t",
+        str(threads),
+        "-tb",
+        str(threads),
+        "-np",
+        str(slots),
+        "-c",
+        str(ctx * slots),
+        "--no-repack",
+        "--no-webui",
+        "-fa",
+        "on" if flash_attn else "off",
+        *named,
+        *spec,
+    ]
     return Server("llama-server", argv, port, "/health")
 
 
@@ -231,11 +263,27 @@ def ours(
     `extra` is more arguments (`--projector FILE`)."""
     port = free_port()
     argv = [
-        sys.executable, "-m", "app", "serve", "--model", str(model), "--port", str(port),
-        "--threads", str(threads), "--parallel", str(parallel), "--ctx", str(ctx),
-        "--speculative", speculative, "--flash-attn" if flash_attn else "--no-flash-attn",
-        "--repeat-penalty", "1.0", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "app",
+        "serve",
+        "--model",
+        str(model),
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+        "--parallel",
+        str(parallel),
+        "--ctx",
+        str(ctx),
+        "--speculative",
+        speculative,
+        "--flash-attn" if flash_attn else "--no-flash-attn",
+        "--repeat-penalty",
+        "1.0",
+        *extra,
+    ]
     return Server("ours", argv, port, "/v1/models", signal.SIGINT)  # Ctrl+C stops its worker
 
 
@@ -270,10 +318,14 @@ def stream(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> Str
     (llama-server closes kept-alive connections after a few requests, and a request sent on
     one closing fails); failures are kept, not raised (`problem` reports them)."""
     body = {
-        "model": "m", "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens, "temperature": 0, "seed": 1, "stream": True,
+        "model": "m",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": 1,
+        "stream": True,
         "stream_options": {"include_usage": True},
-    }  # fmt: skip
+    }
     url, close = f"{base}/v1/chat/completions", {"Connection": "close"}  # (see the docstring)
     got = Streamed(sent=time.perf_counter())
     try:
@@ -363,6 +415,8 @@ def _cpu_ticks() -> dict[int, tuple[str, int]]:
         except OSError:  # it ended meanwhile
             continue
         fields = text[text.rindex(")") + 2 :].split()  # from the state, the 3rd field, on
-        ticks[int(stat.parent.name)] = (text[text.index("(") + 1 : text.rindex(")")],
-                                        int(fields[11]) + int(fields[12]))  # fmt: skip
+        ticks[int(stat.parent.name)] = (
+            text[text.index("(") + 1 : text.rindex(")")],
+            int(fields[11]) + int(fields[12]),
+        )
     return ticks

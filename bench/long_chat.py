@@ -113,34 +113,58 @@ FACTS = (
 FACT_TURNS = (3, 5, 7, 9, 11)  # 1-based; FACTS[i] is stated in FACT_TURNS[i]
 
 QUESTIONS = (
-    "Why is the sky blue? One sentence, please.", "What is the capital of Japan?",
-    "How many legs does a spider have?", "What does a barometer measure?",
-    "Which planet is closest to the sun?", "What is the largest ocean on Earth?",
+    "Why is the sky blue? One sentence, please.",
+    "What is the capital of Japan?",
+    "How many legs does a spider have?",
+    "What does a barometer measure?",
+    "Which planet is closest to the sun?",
+    "What is the largest ocean on Earth?",
     "What is the boiling point of water at sea level, in Celsius?",
-    "Who wrote the play Romeo and Juliet?", "What is photosynthesis, in a few words?",
-    "How many days are there in a leap year?", "What gas do people breathe out?",
+    "Who wrote the play Romeo and Juliet?",
+    "What is photosynthesis, in a few words?",
+    "How many days are there in a leap year?",
+    "What gas do people breathe out?",
     "Why do leaves change colour in autumn? Keep it short.",
-)  # fmt: skip
+)
 TOPICS = (
-    "rain", "a lighthouse", "morning coffee", "an old bicycle", "the first snow", "a busy market",
-    "a quiet library", "the sea at night", "a mountain path", "a kitchen garden", "a train station",
-)  # fmt: skip
+    "rain",
+    "a lighthouse",
+    "morning coffee",
+    "an old bicycle",
+    "the first snow",
+    "a busy market",
+    "a quiet library",
+    "the sea at night",
+    "a mountain path",
+    "a kitchen garden",
+    "a train station",
+)
 TASKS = (
-    "Write one sentence about {topic}.", "Give me two words that rhyme with '{word}'.",
-    "Write a haiku about {topic}.", "Translate '{phrase}' into French.",
-    "Describe {topic} in two or three sentences.", "Spell the word '{word}' backwards.",
+    "Write one sentence about {topic}.",
+    "Give me two words that rhyme with '{word}'.",
+    "Write a haiku about {topic}.",
+    "Translate '{phrase}' into French.",
+    "Describe {topic} in two or three sentences.",
+    "Spell the word '{word}' backwards.",
     "Suggest a short title for a story about {topic}.",
-)  # fmt: skip
+)
 WORDS = ("cat", "light", "stone", "river", "cloud", "green", "table", "bread", "night", "song")
-PHRASES = ("good morning", "thank you very much", "where is the station", "see you tomorrow",
-           "the weather is nice", "I would like some tea")  # fmt: skip
+PHRASES = (
+    "good morning",
+    "thank you very much",
+    "where is the station",
+    "see you tomorrow",
+    "the weather is nice",
+    "I would like some tea",
+)
 REMARKS = (
     "By the way, I had {dish} for lunch today and it was quite good.",
     "It has been raining all afternoon here, so I stayed in and read for a while.",
     "I went for a walk of {km} kilometres this morning before work.",
     "Today I tidied the garage; it took longer than I expected.",
-    "I am thinking of trying {dish} for dinner tonight.", "The neighbours painted their fence.",
-)  # fmt: skip
+    "I am thinking of trying {dish} for dinner tonight.",
+    "The neighbours painted their fence.",
+)
 DISHES = ("lentil soup", "a cheese sandwich", "fried rice", "a Greek salad", "pancakes", "ramen")
 
 

@@ -101,8 +101,11 @@ class Row:
 
 
 def pick(rows: list[Row], model: str, threads: int, clients: int, server: str) -> Row:
-    return next(r for r in rows if (r.model, r.threads, r.clients, r.server)
-                == (model, threads, clients, server))  # fmt: skip
+    return next(
+        r
+        for r in rows
+        if (r.model, r.threads, r.clients, r.server) == (model, threads, clients, server)
+    )
 
 
 def wide_model() -> Path:
@@ -133,11 +136,15 @@ def _write_wide(path: Path, source: Path) -> None:
     head = WIDE_EMBD // WIDE_HEADS
     w.add_string("general.name", "wide-random-bench")
     for name, value in {
-        "context_length": 8192, "embedding_length": WIDE_EMBD, "block_count": WIDE_LAYERS,
-        "feed_forward_length": WIDE_FF, "attention.head_count": WIDE_HEADS,
-        "attention.head_count_kv": WIDE_KV_HEADS, "rope.dimension_count": head,
+        "context_length": 8192,
+        "embedding_length": WIDE_EMBD,
+        "block_count": WIDE_LAYERS,
+        "feed_forward_length": WIDE_FF,
+        "attention.head_count": WIDE_HEADS,
+        "attention.head_count_kv": WIDE_KV_HEADS,
+        "rope.dimension_count": head,
         "vocab_size": len(types),
-    }.items():  # fmt: skip
+    }.items():
         w.add_uint32(f"llama.{name}", value)
     w.add_float32("llama.rope.freq_base", 100000.0)
     w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
@@ -161,11 +168,14 @@ def _write_wide(path: Path, source: Path) -> None:
         w.add_tensor(p + "attn_norm.weight", np.ones(WIDE_EMBD, np.float32))
         w.add_tensor(p + "ffn_norm.weight", np.ones(WIDE_EMBD, np.float32))
         for name, rows, cols in (
-            ("attn_q", WIDE_EMBD, WIDE_EMBD), ("attn_k", kv, WIDE_EMBD),
-            ("attn_v", kv, WIDE_EMBD), ("attn_output", WIDE_EMBD, WIDE_EMBD),
-            ("ffn_gate", WIDE_FF, WIDE_EMBD), ("ffn_up", WIDE_FF, WIDE_EMBD),
+            ("attn_q", WIDE_EMBD, WIDE_EMBD),
+            ("attn_k", kv, WIDE_EMBD),
+            ("attn_v", kv, WIDE_EMBD),
+            ("attn_output", WIDE_EMBD, WIDE_EMBD),
+            ("ffn_gate", WIDE_FF, WIDE_EMBD),
+            ("ffn_up", WIDE_FF, WIDE_EMBD),
             ("ffn_down", WIDE_EMBD, WIDE_FF),
-        ):  # fmt: skip
+        ):
             add(f"{p}{name}.weight", rows, cols)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -255,8 +265,10 @@ def table(rows: list[Row], args: argparse.Namespace) -> None:
         f" of median tok/s of {args.rounds}, the servers taking turns; flash attention"
         f" {'on' if args.flash_attn else 'off'} in every server"
     )
-    print("| model | threads | clients | server | tokens | wall s | tok/s | × ours-serial"
-          " | × llama-server | first token p50 / p95 ms |")  # fmt: skip
+    print(
+        "| model | threads | clients | server | tokens | wall s | tok/s | × ours-serial"
+        " | × llama-server | first token p50 / p95 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         mine = r.server == "ours"

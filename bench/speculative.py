@@ -151,9 +151,14 @@ def near_tie(off: str, lookup: str) -> bool:
 def scored(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> dict[str, Any]:
     """One whole greedy answer with each token's two likeliest (the logprobs)."""
     body = {
-        "model": "m", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
-        "temperature": 0, "seed": 1, "logprobs": True, "top_logprobs": 2,
-    }  # fmt: skip
+        "model": "m",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": 1,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
     answer = client.post(f"{base}/v1/chat/completions", json=body, headers={"Connection": "close"})
     answer.raise_for_status()
     choice: dict[str, Any] = answer.json()["choices"][0]
@@ -186,8 +191,10 @@ def judge_tie(
             return False
         (first, best), (second, next_best) = ((t["token"], t["logprob"]) for t in top[:2])
         margin = best - next_best
-        say(f"  off and lookup part at {off[n : n + 12]!r} / {lookup[n : n + 12]!r}, the plain"
-            f" scores' two likeliest {first!r} and {second!r}, margin {margin:.3f}")  # fmt: skip
+        say(
+            f"  off and lookup part at {off[n : n + 12]!r} / {lookup[n : n + 12]!r}, the plain"
+            f" scores' two likeliest {first!r} and {second!r}, margin {margin:.3f}"
+        )
         swapped = (off.startswith(first, n) and lookup.startswith(second, n)) or (
             off.startswith(second, n) and lookup.startswith(first, n)
         )

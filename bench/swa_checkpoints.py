@@ -73,12 +73,17 @@ def _session(server: Server, size: int) -> Turn:
     """Turn 1, the side request, then turn 2 (what is measured)."""
     with running(server), httpx.Client() as client:
         first = _ask(client, server.base, _first("Monday, 4 May 2026", size))
-        side = [{"role": "system", "content": "You decide who speaks next. " * 30},
-                {"role": "user", "content": "Who speaks next?"}]  # fmt: skip
+        side = [
+            {"role": "system", "content": "You decide who speaks next. " * 30},
+            {"role": "user", "content": "Who speaks next?"},
+        ]
         _ask(client, server.base, side)
         said = {"role": "assistant", "content": first.text or "ok"}
-        second = [*_first("Tuesday, 5 May 2026", size), said,
-                  {"role": "user", "content": "Now list the files."}]  # fmt: skip
+        second = [
+            *_first("Tuesday, 5 May 2026", size),
+            said,
+            {"role": "user", "content": "Now list the files."},
+        ]
         return _ask(client, server.base, second)
 
 
@@ -107,8 +112,11 @@ def main() -> None:
         except (Unavailable, httpx.HTTPError) as exc:
             say(f"{name} failed: {exc}")
             continue
-        print(f"{name}: turn 2 evaluated {turn.evaluated} of {turn.prompt} tokens in "
-              f"{turn.seconds:.2f} s; answer {turn.text[:40]!r}", flush=True)  # fmt: skip
+        print(
+            f"{name}: turn 2 evaluated {turn.evaluated} of {turn.prompt} tokens in "
+            f"{turn.seconds:.2f} s; answer {turn.text[:40]!r}",
+            flush=True,
+        )
     print(_summary(results))
 
 

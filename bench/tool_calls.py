@@ -155,10 +155,14 @@ def learned_formats() -> list[tuple[str, CallFormat]]:
 
 
 def parse_costs(repeat: int) -> None:
-    print(f"\n== parse cost per token, o200k tokenizer, markers as control tokens, median of"
-          f" {repeat} passes")  # fmt: skip
-    print(f"{'format':28}{'tokens':>8}{'calls':>7}{'plain µs/tok':>14}{'calls µs/tok':>14}"
-          f"{'ratio':>8}")  # fmt: skip
+    print(
+        f"\n== parse cost per token, o200k tokenizer, markers as control tokens, median of"
+        f" {repeat} passes"
+    )
+    print(
+        f"{'format':28}{'tokens':>8}{'calls':>7}{'plain µs/tok':>14}{'calls µs/tok':>14}"
+        f"{'ratio':>8}"
+    )
     for name, fmt in [*sorted(FORMATS.items()), *learned_formats()]:
         text, written, prose = stream(fmt)
         ids, table, spelled = tokenized(fmt, text)
@@ -186,9 +190,13 @@ def decode(client: WorkerClient, tok: ModelTokenizer, runs: int, name: str, labe
     prompt = template.prompt_ids(conversation, tok)
     stops = template.stop_ids(tok)
     constraint = template.grammar(
-        GrammarRequest(tools={"get_current_time": SCHEMA}, tool_choice="required",
-                       control=template.control_markers(tok), thinking_budget=16)
-    )  # fmt: skip
+        GrammarRequest(
+            tools={"get_current_time": SCHEMA},
+            tool_choice="required",
+            control=template.control_markers(tok),
+            thinking_budget=16,
+        )
+    )
     greedy = Sampling(temperature=0.0)
 
     def run(n: int, stop_ids: list[int], **kw: object) -> tuple[float, list[int]]:
@@ -210,8 +218,10 @@ def decode(client: WorkerClient, tok: ModelTokenizer, runs: int, name: str, labe
     assert all(len(ids) == n for _, ids in free), [len(ids) for _, ids in free]
     f = statistics.median(r for r, _ in free)
     b = statistics.median(r for r, _ in bound)
-    print(f"\n== decode, {label} ({name}, {template.tool_calls}) through our worker, 1 thread,"
-          f" greedy, {n} tokens")  # fmt: skip
+    print(
+        f"\n== decode, {label} ({name}, {template.tool_calls}) through our worker, 1 thread,"
+        f" greedy, {n} tokens"
+    )
     print(f"call read: {calls[0].message.recipient} {calls[0].message.text}")
     print(f"{'unconstrained tok/s':32}{f:>10.1f}")
     print(f"{'constrained call tok/s':32}{b:>10.1f}")

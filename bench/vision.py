@@ -51,12 +51,19 @@ def data_url(seed: int) -> str:
 def timed(client: httpx.Client, base: str, url: str) -> tuple[float, int]:
     """(seconds, prompt tokens the server counted) of one image prompt answered with 1 token."""
     body = {
-        "model": "m", "max_tokens": 1, "temperature": 0,
-        "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "What is in this picture?"},
-            {"type": "image_url", "image_url": {"url": url}},
-        ]}],
-    }  # fmt: skip
+        "model": "m",
+        "max_tokens": 1,
+        "temperature": 0,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in this picture?"},
+                    {"type": "image_url", "image_url": {"url": url}},
+                ],
+            }
+        ],
+    }
     start = time.perf_counter()
     answer = client.post(f"{base}/v1/chat/completions", json=body, timeout=600)
     took = time.perf_counter() - start
@@ -120,12 +127,16 @@ def main() -> int:
         f"image prompts: tiny llama model + ViT-S-like projector ({IMAGE_TOKENS} image tokens),"
         f" {args.threads} threads, {args.rounds} rounds × {args.images} new images per server"
     )
-    print(f"  new image   ours {mine * 1000:7.1f} ms ({IMAGE_TOKENS / mine:6.0f} image tok/s)"
-          f"   llama-server {theirs * 1000:7.1f} ms ({IMAGE_TOKENS / theirs:6.0f} image tok/s)"
-          f"   ratio {theirs / mine:.2f}")  # fmt: skip
-    print(f"  same again  ours {again_mine * 1000:7.1f} ms"
-          f"   llama-server {again_theirs * 1000:7.1f} ms"
-          f"   ratio {again_theirs / again_mine:.2f}")  # fmt: skip
+    print(
+        f"  new image   ours {mine * 1000:7.1f} ms ({IMAGE_TOKENS / mine:6.0f} image tok/s)"
+        f"   llama-server {theirs * 1000:7.1f} ms ({IMAGE_TOKENS / theirs:6.0f} image tok/s)"
+        f"   ratio {theirs / mine:.2f}"
+    )
+    print(
+        f"  same again  ours {again_mine * 1000:7.1f} ms"
+        f"   llama-server {again_theirs * 1000:7.1f} ms"
+        f"   ratio {again_theirs / again_mine:.2f}"
+    )
     return 0
 
 
