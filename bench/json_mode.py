@@ -38,7 +38,8 @@ from app.domain.events import TokenStep
 from app.domain.sampling import Sampling
 from app.engine.local.client import WorkerClient
 from app.engine.worker.mask_plans import TOKEN_DATA
-from app.engine.worker.masking import MaskFactory, masked_sampler
+from app.engine.worker.masking import MaskFactory
+from app.engine.worker.running import sampler_chain
 from app.library.bundled import gemma_model_path
 from tests.json_schemas import SCHEMAS
 from tests.tiny_gpt_oss import build
@@ -128,7 +129,11 @@ def ours(
         apply.append(time.perf_counter() - t)
 
     def sampler(**options: Any) -> Any:
-        chain = masked_sampler(llm, mask, **options)
+        # the chain the worker builds for a greedy generation (the bench decodes greedily)
+        assert options.get("temp") == 0.0, options
+        chain = sampler_chain(
+            llm.n_vocab(), llm.last_n_tokens_size, Sampling(temperature=0.0), mask
+        )
         chain.custom_samplers[0][1].apply_func = timed  # the same place, timed
         return chain
 
