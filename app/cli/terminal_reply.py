@@ -7,9 +7,10 @@ then, whole — so the terminal shows what the window shows; analysis goes to st
 are lines on stderr, and after each generation's timings, the context budget on a line of its own
 (the prompt's parts, the answer's reserve, the room left), with what the overflow policy left out
 of the prompt or cut said as it happens; while a long prompt is read, how far (a bar on a terminal,
-`progress.py`; a line before and after it elsewhere). In JSON mode (`json_mode`) the answer is held
-back and printed only once its verdict says it is valid — stdout never holds a cut, broken or
-retried-over answer — and `json_failed` tells the caller it was not.
+`progress.py`; a line before and after it elsewhere), and each image its projector encodes on a
+line of its own, in the window's words ("Encoding image 1 of 2…"). In JSON mode (`json_mode`)
+the answer is held back and printed only once its verdict says it is valid — stdout never holds
+a cut, broken or retried-over answer — and `json_failed` tells the caller it was not.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from app.domain.events import (
     MessageDone,
     MessageStarted,
     ParseIssue,
-    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -47,7 +47,9 @@ from app.domain.events import (
 )
 from app.domain.figures import drafts
 from app.domain.history import Reply
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
+from app.domain.tool_names import MCP_SOURCE, readable
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
 
@@ -86,9 +88,20 @@ class TerminalReply:
         self.json_failed = self.json_mode  # until a valid verdict comes
         return self.builder
 
+    def _encoding(self, event: ImageEncoding) -> None:
+        """An image being encoded: its own line (`ImageEncoding.said`), a reading bar cleared
+        for it and drawn again by the next `PromptRead`."""
+        if self.reading is not None:
+            self.reading.abandon()
+        self.err.write(f"{event.said()}\n")
+        self.err.flush()
+
     def __call__(self, event: TurnEvent) -> None:
         if isinstance(event, PromptRead):
             self._read(event)
+            return
+        if isinstance(event, ImageEncoding):
+            self._encoding(event)
             return
         if self.reading is not None:  # the prompt is read: the progress line ends
             self.reading.end(f"Read {self.reading_total:,} tokens.")
@@ -155,6 +168,7 @@ class TerminalReply:
                 self.err.write(f"[compacted: {said}; /compact undo gives them back]\n")
             case (
                 PromptRead()
+                | ImageEncoding()
                 | MessageStarted()
                 | ContentDelta()
                 | MessageDone()
@@ -191,8 +205,10 @@ class TerminalReply:
         match event:
             case ToolCallRequested():
                 shown = _short(json.dumps(event.arguments, ensure_ascii=False))
-                source = f" from {event.source}" if event.source else ""
-                said = f"{event.tool}{source} ({event.risk}) {shown}"
+                name = readable(event.tool, event.source)  # as the window names it
+                mcp = event.source.startswith(MCP_SOURCE)  # its server is in the name
+                source = f" from {event.source}" if event.source and not mcp else ""
+                said = f"{name}{source} ({event.risk}) {shown}"
                 self.err.write(f"[tool {event.call_id}] {said}\n")
             case ToolCallDecided():
                 verdict = "runs" if event.allow else "not run"

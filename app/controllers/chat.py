@@ -26,15 +26,19 @@ Guarantees:
 - Compact now and Undo compaction are `compactions` (`compactions.py`), held like a turn;
 - one answer runs at a time: a message sent while one streams waits in `queue`
   (`send_queue.py`), shown in its own chat, and is sent into that chat (`send_to`, shown or
-  not) when the window is free; the window's Stop and Esc (`stop_shown`) stop only the
-  selected chat's answer, never another chat's;
-- each event of a turn is folded into its reply by `turn_fold.py`.
+  not) when the window is free, as do Regenerate, Edit and Continue asked in another chat
+  (`queued_actions.py`: they run on the conversation given, shown or not); the window's Stop
+  and Esc (`stop_shown`) stop only the selected chat's answer, never another chat's;
+- each event of a turn is folded into its reply by `turn_fold.py`;
+- empty chats earlier sessions left are removed once at start, on the store's thread, before
+  the chat to show is read (`stale_chats.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +55,7 @@ from app.controllers.model_host import ModelHost
 from app.controllers.remote_host import RemoteHost
 from app.controllers.reply_painter import FLUSH_MS, ReplyPainter
 from app.controllers.send_queue import SendQueue
+from app.controllers.stale_chats import drop_left_empty
 from app.controllers.tool_host import WindowTools
 from app.controllers.turn_fold import on_event
 from app.controllers.turn_inputs import TurnState, read_stored, reply_for, sees_images, turn_spec
@@ -83,6 +88,7 @@ class ChatController(ConversationsController):
     segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
     replyFinished = Signal(int)  # turn index
     promptRead = Signal(int, int, int)  # turn, prompt tokens read, of (a long prompt's progress)
+    progressed = Signal(int, object)  # turn, its `Progress` (a prompt read, an image encoded)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
 
     def __init__(
@@ -115,6 +121,7 @@ class ChatController(ConversationsController):
         self.docChanged.connect(self.painter.drop)  # the view draws the new one whole
         self.compactions = Compactions(self)  # compact now, undo (`compactions.py`)
         self.queue = SendQueue(self)  # messages waiting for the answer to end (`send_queue.py`)
+        self._io(partial(drop_left_empty, self.conversations, time.time()))  # earlier sessions'
         self._io(self._latest_or_new, partial(self._show, instead_of=self.doc))
 
     # --- conversations ---------------------------------------------------------------
@@ -189,33 +196,41 @@ class ChatController(ConversationsController):
         self.persist(doc=doc)
         self._keep_images(version, doc=doc.id)
         self.refresh_list()  # its title, and newest first
-        if doc is self.doc:
-            self.docChanged.emit()
+        self._shown(doc)
         self._start(len(doc.turns) - 1, doc=doc)
         return True
 
-    def regenerate(self, turn_index: int | None = None) -> None:
-        """A new reply for the turn (the last by default); the old one stays as an alternative."""
-        if self.busy or not self.doc.turns or not self.can_answer:
-            return
-        index = len(self.doc.turns) - 1 if turn_index is None else turn_index
-        self.doc.choose_version(index, self.doc.turns[index].chosen)
-        del self.doc.turns[index + 1 :]
-        self.docChanged.emit()
-        self._start(index)
+    def regenerate(self, turn_index: int | None = None, doc: ChatDoc | None = None) -> bool:
+        """A new reply for the turn (the last by default) of `doc` (default: the selected
+        conversation; another: a queued action); the old one stays as an alternative."""
+        doc = doc or self.doc
+        if self.busy or not doc.turns or not self.answers(doc.endpoint):
+            return False
+        index = len(doc.turns) - 1 if turn_index is None else turn_index
+        doc.choose_version(index, doc.turns[index].chosen)
+        del doc.turns[index + 1 :]
+        self._shown(doc)
+        self._start(index, doc=doc)
+        return True
 
-    def edit(self, turn_index: int, text: str) -> None:
-        """Resend turn `turn_index` with new text (and the same images); the old version and
-        its branch are kept."""
-        images = self.doc.turns[turn_index].version.images
-        if self.busy or not (text.strip() or images) or not self.can_answer:
-            return
-        version = self.doc.edit(turn_index, text)
+    def edit(self, turn_index: int, text: str, doc: ChatDoc | None = None) -> bool:
+        """Resend turn `turn_index` of `doc` (as `regenerate`) with new text (and the same
+        images); the old version and its branch are kept."""
+        doc = doc or self.doc
+        images = doc.turns[turn_index].version.images
+        if self.busy or not (text.strip() or images) or not self.answers(doc.endpoint):
+            return False
+        version = doc.edit(turn_index, text)
         version.images = images  # the edited message still shows its images
-        self.persist()
-        self._keep_images(version)
-        self.docChanged.emit()
-        self._start(turn_index)
+        self.persist(doc=doc)
+        self._keep_images(version, doc=doc.id)
+        self._shown(doc)
+        self._start(turn_index, doc=doc)
+        return True
+
+    def _shown(self, doc: ChatDoc) -> None:
+        if doc is self.doc:  # the view draws it again
+            self.docChanged.emit()
 
     def _keep_images(self, version: Version, reply: Reply | None = None, doc: str = "") -> None:
         """The version's images (with `reply`: those its tools returned) kept with conversation
@@ -225,19 +240,22 @@ class ChatController(ConversationsController):
         if keep is not None:
             self._io(keep, lambda said: self.notice.emit(said) if said else None)
 
-    def continue_reply(self) -> None:
-        """Let the model go on from where the last reply stopped, was cut or failed: its tokens
-        so far follow the prompt and the new ones are appended to the same reply."""
-        if self.busy or not self.doc.turns or not self.can_answer:
-            return
-        index = len(self.doc.turns) - 1
-        reply = self.doc.turns[index].version.reply
+    def continue_reply(self, doc: ChatDoc | None = None) -> bool:
+        """Let the model go on from where the last reply of `doc` (as `regenerate`) stopped,
+        was cut or failed: its tokens so far follow the prompt and the new ones are appended
+        to the same reply."""
+        doc = doc or self.doc
+        if self.busy or not doc.turns or not self.answers(doc.endpoint):
+            return False
+        index = len(doc.turns) - 1
+        reply = doc.turns[index].version.reply
         if reply is None or not reply.continuable:
-            return
+            return False
         while reply.segments and reply.segments[-1].kind in ("notice", "error"):
             reply.segments.pop()
         reply.state, reply.error = "streaming", ""
-        self._start(index, resume=reply)
+        self._start(index, resume=reply, doc=doc)
+        return True
 
     def choose_reply(self, turn_index: int, chosen: int) -> None:
         version = self.doc.turns[turn_index].version

@@ -21,6 +21,12 @@ Guarantees:
 - a queued message is never lost on the way: one that could not be sent after all (another
   message started first) goes back to the head of the queue; a chat sent to the trash takes its
   queued messages with it (`forget`);
+- Regenerate, Edit (with its new text) and Continue asked in a chat while another chat's
+  answer streams (`ask`) are queued the same way (`add_action`: kept, ordered, held, edited
+  — an edit's text only —, removed, sent now like a message; asked twice, one is kept: a
+  second edit of the same message replaces the first's text), and run in their chat, shown or
+  not, by `queued_actions.run`; one that no longer applies when its time comes (its turn gone,
+  its answer no longer the one to continue) is dropped and said;
 - queued messages live as long as the app runs: closing the window drops them (they were
   never sent, so nothing of them is in the history);
 - `changed` is emitted after every change of the queue.
@@ -39,6 +45,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
 
 from app.controllers.attachments import send_with
 from app.controllers.fit import Counted
+from app.controllers.queued_actions import ActingChat, Action, Kind, described, gone, run
 from app.domain.history import ChatDoc
 from app.domain.messages import ReasoningEffort
 
@@ -59,9 +66,25 @@ class Queued:
     files: tuple[Path, ...] = ()
     effort: ReasoningEffort | None = None
     json_schema: dict[str, Any] | None = None
+    kind: Kind = "message"  # or an action on one of its chat's turns (`queued_actions.py`)
+    turn: str = ""  # an action's turn (its id)
+    about: str = ""  # an action's turn's message, as it was when the action was asked
+
+    @property
+    def words(self) -> str:
+        """What it is, in words: a message's text, or the action said."""
+        return described(self.kind, self.about, self.text)
 
 
-class QueueingChat(Counted, Protocol):
+def counted(items: Sequence[Queued]) -> str:
+    """How many wait: "1 message queued", "3 messages queued", or "2 queued" where a
+    Regenerate, Edit or Continue is among them."""
+    if any(item.kind != "message" for item in items):
+        return f"{len(items)} queued"
+    return "1 message queued" if len(items) == 1 else f"{len(items)} messages queued"
+
+
+class QueueingChat(Counted, ActingChat, Protocol):
     """What the queue needs of the chat controller (passed in: never imported here)."""
 
     answering: ChatDoc | None
@@ -72,6 +95,8 @@ class QueueingChat(Counted, Protocol):
     def notice(self) -> SignalInstance: ...
     @property
     def busyChanged(self) -> SignalInstance: ...
+    @property
+    def shows_answer(self) -> bool: ...
     def answers(self, endpoint: str | None) -> bool: ...
     def send_to(
         self,
@@ -134,6 +159,49 @@ class SendQueue(QObject):
         self.go_on()  # nothing streams after all (it ended meanwhile): sent at once
         return item
 
+    def ask(self, kind: Action, turn_index: int, text: str = "") -> bool:
+        """Regenerate, Edit (`text`) or Continue asked on the selected chat's turn
+        `turn_index`: done at once when nothing holds the window; queued (True) while another
+        chat's answer streams or a queued message is on its way."""
+        chat = self.chat
+        if self.must_wait and not chat.shows_answer:
+            return self.add_action(kind, turn_index, text) is not None
+        if kind == "regenerate":
+            chat.regenerate(turn_index)
+        elif kind == "edit":
+            chat.edit(turn_index, text)
+        else:
+            chat.continue_reply()
+        return False
+
+    def add_action(self, kind: Action, turn_index: int, text: str = "") -> Queued | None:
+        """Queue an action on the selected chat's turn `turn_index` (see the module
+        guarantees); None when there is nothing to do (an edit with no text)."""
+        doc = self.chat.doc
+        turn = doc.turns[turn_index]
+        if kind == "edit" and not (text.strip() or turn.version.images):
+            return None
+        for index, item in enumerate(self.items):
+            if (item.doc_id, item.kind, item.turn) == (doc.id, kind, turn.id):
+                self.items[index] = replace(item, text=text)  # asked again: one, the latest
+                self.changed.emit()
+                return self.items[index]
+        about = turn.version.user_text
+        item = Queued(
+            next(self._ids),
+            doc.id,
+            doc.title,
+            doc.endpoint,
+            text,
+            kind=kind,
+            turn=turn.id,
+            about=about,
+        )
+        self.items.append(item)
+        self.changed.emit()
+        self.go_on()
+        return item
+
     def of(self, doc_id: str) -> list[Queued]:
         """Chat `doc_id`'s queued messages, in the order they will be sent."""
         return [item for item in self.items if item.doc_id == doc_id]
@@ -142,7 +210,8 @@ class SendQueue(QObject):
         """The message's new text; False (unchanged) when it would leave nothing to send or
         the message is no longer queued."""
         for index, item in enumerate(self.items):
-            if item.id == item_id and (text.strip() or item.images or item.files):
+            textual = item.kind in ("message", "edit")  # a regenerate has no text of its own
+            if item.id == item_id and textual and (text.strip() or item.images or item.files):
                 self.items[index] = replace(item, text=text)
                 self.changed.emit()
                 return True
@@ -224,7 +293,10 @@ class SendQueue(QObject):
 
     def _send(self, item: Queued, doc: ChatDoc) -> None:
         """Into its chat: with files (or the library's passages) they are attached first, on
-        the engine thread, as the composer's own messages are."""
+        the engine thread, as the composer's own messages are; an action runs on its turn."""
+        if item.kind != "message":
+            self._act(item, doc)
+            return
         if item.files or doc.library:
             aimed = _Aimed(self.chat, doc, item)
             self._task = asyncio.ensure_future(send_with(aimed, item.text, item.files, item.images))
@@ -232,6 +304,13 @@ class SendQueue(QObject):
             return
         sent = self.chat.send_to(doc, item.text, item.images, item.effort, item.json_schema)
         self._done(item, sent)
+
+    def _act(self, item: Queued, doc: ChatDoc) -> None:
+        assert item.kind != "message"
+        started = run(self.chat, doc, item.kind, item.turn, item.text)
+        if started is None:  # it no longer applies: dropped, and said
+            self.chat.notice.emit(gone(item.kind, item.chat))
+        self._done(item, started is not False)
 
     def _attached(self, item: Queued, aimed: _Aimed, task: asyncio.Task[object]) -> None:
         failed = None if task.cancelled() else task.exception()
@@ -269,4 +348,4 @@ class _Aimed:
         return self.sent
 
 
-__all__ = ["Queued", "QueueingChat", "SendQueue"]
+__all__ = ["Queued", "QueueingChat", "SendQueue", "counted"]

@@ -6,7 +6,8 @@ changes are painted in order by the chat's `ReplyPainter`; what is the window's 
 here and nowhere else — the model's vocabulary kept for the debug pane, the turn's messages
 kept on the reply, a crash of the engine thread made the turn's failure (`TurnFailed`,
 `E-INTERNAL`), a remote endpoint's wait or retry and a compaction said as a notice, the
-timings of a generation said with `statusChanged`; a tool call waiting in a conversation that
+timings of a generation said with `statusChanged`, the work before a first token (a prompt
+read, an image encoded) said with `progressed`; a tool call waiting in a conversation that
 is not shown is said in a notice naming that conversation.
 """
 
@@ -28,7 +29,6 @@ from app.domain.events import (
     JsonRetried,
     MessageDone,
     ParseIssue,
-    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -38,6 +38,7 @@ from app.domain.events import (
     TurnFailed,
     VocabularyRead,
 )
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.reply import Added
 from app.errors import ErrorCode
 
@@ -64,6 +65,8 @@ class FoldingChat(Protocol):
     def debugChanged(self) -> SignalInstance: ...
     @property
     def promptRead(self) -> SignalInstance: ...
+    @property
+    def progressed(self) -> SignalInstance: ...
 
 
 def on_event(
@@ -100,7 +103,10 @@ def fold(chat: FoldingChat, turn: int, reply: Reply, state: TurnState, event: Tu
         case RequestSent() | ResponseReceived() | ParseIssue():
             chat.painter.debug_grew(turn)
         case PromptRead():
-            chat.promptRead.emit(turn, event.done, event.total)  # the transcript says it
+            chat.progressed.emit(turn, event)  # the transcript says it (`reading.py`)
+            chat.promptRead.emit(turn, event.done, event.total)
+        case ImageEncoding():
+            chat.progressed.emit(turn, event)
         case GenerationDone():
             endpoint = state.doc.endpoint
             where = {"endpoint": endpoint} if endpoint else {"budget": reply.debug.budget}

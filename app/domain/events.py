@@ -4,8 +4,10 @@ value.
 The worker sends `TokenStep`s and ends with `GenerationDone` or `TurnFailed`; the parser emits
 message events (`MessageStarted`, `ContentDelta`, `MessageDone` with its lane, `ParseIssue`,
 `TurnDone` with its stop reason) and, while it reads a long prompt, how far it got
-(`PromptRead`, after each batch); a session says how the prompt fits the context (`ContextFit`:
-its budget, and what the overflow policy left out or cut), what it rendered (`PromptRendered`),
+(`PromptRead`, after each batch) and each image its projector encodes (`ImageEncoding`; both
+live in `app/domain/progress.py`, with the words every frontend says of them); a session says
+how the prompt fits the context (`ContextFit`: its budget, and what the overflow policy left
+out or cut), what it rendered (`PromptRendered`),
 what a remote endpoint was sent and said (`RequestSent`, `ResponseReceived`), JSON mode's retries
 (`JsonRetried`: the answer backs up to `kept`) and verdict (`JsonChecked`); the tool host asks
 approval for each call (`ToolCallRequested`, `ToolCallDecided`), how far a running call has got
@@ -26,6 +28,7 @@ from typing import Any
 from app.domain.budget import Budget, Cut, Overflow
 from app.domain.compaction import Compaction
 from app.domain.messages import Conversation, Message, Role
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.visibility import Lane
 from app.errors import ErrorCode
 
@@ -352,23 +355,10 @@ class Compacted:
     compaction: Compaction
 
 
-@dataclass(frozen=True)
-class PromptRead:
-    """How far the model has read the prompt before its first token: `done` of the `total`
-    tokens it evaluates (those no cache held), after each batch of a prompt longer than one."""
-
-    done: int
-    total: int
-
-    def said(self) -> str:
-        """ "Reading 3,626 tokens… 40 %" """
-        share = int(100 * self.done / self.total) if self.total else 0
-        return f"Reading {self.total:,} tokens… {share} %"
-
-
-GenerationEvent = TokenStep | GenerationDone | TurnFailed | PromptRead
+GenerationEvent = TokenStep | GenerationDone | TurnFailed | PromptRead | ImageEncoding
 TurnEvent = (
     PromptRead
+    | ImageEncoding
     | MessageStarted
     | ContentDelta
     | MessageDone

@@ -386,12 +386,13 @@ class NativeLog:
 
 @dataclass(frozen=True)
 class PromptProgress:
-    """How far a generation's prompt is read: `done` of the `total` tokens evaluated (those
-    no cache held), sent after each batch of a prompt longer than one, before its first token."""
+    """How far a generation's prompt is read (`done` of the `total` tokens no cache held), after
+    each batch but its last; with `image` (number from 1, of how many), that it reached it."""
 
     request: int
     done: int
     total: int
+    image: tuple[int, int] | None = None
 
 
 _Generating = Started | PromptProgress | TokenBatch | Finished  # one generation's replies

@@ -20,7 +20,6 @@ from app.domain.events import (
     JsonChecked,
     JsonRetried,
     ParseEvent,
-    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -29,6 +28,7 @@ from app.domain.events import (
     TurnFailed,
 )
 from app.domain.messages import Conversation, Message, ReasoningEffort
+from app.domain.progress import ImageEncoding, PromptRead
 from app.engine.request import GenerationRequest
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ ChatEvent = (
     | ResponseReceived
     | ContextFit
     | PromptRead
+    | ImageEncoding
 )
 
 

@@ -9,9 +9,10 @@ import io
 from typing import Any
 
 from app.cli.terminal_reply import TerminalReply
-from app.domain.events import GenerationDone, MessageStarted, PromptRead, TokenStep
+from app.domain.events import GenerationDone, MessageStarted, TokenStep
 from app.domain.history import Reply
 from app.domain.messages import Role
+from app.domain.progress import PromptRead
 from app.domain.visibility import Lane
 from app.engine.protocol import N_BATCH, Keep
 
@@ -20,7 +21,9 @@ def _events(client: Any, prompt: list[int], keep: Keep | None = None) -> list[An
     return list(client.generate(prompt, stop_ids=[], max_tokens=2, keep=keep))
 
 
-def test_a_long_prompt_is_reported_after_each_batch_before_its_first_token(tiny_client: Any) -> None:
+def test_a_long_prompt_is_reported_after_each_batch_before_its_first_token(
+    tiny_client: Any,
+) -> None:
     prompt = [1000 + (i * 7) % 5000 for i in range(3 * N_BATCH + 100)]
     events = _events(tiny_client, prompt)
     read = [e for e in events if isinstance(e, PromptRead)]
@@ -38,7 +41,9 @@ def test_a_short_prompt_or_a_cached_prefix_is_not_read_again(tiny_client: Any) -
     _events(tiny_client, prompt, keep)
     longer = prompt + [3000 + i for i in range(N_BATCH + 50)]
     read = [e for e in _events(tiny_client, longer, keep) if isinstance(e, PromptRead)]
-    done = next(e for e in _events(tiny_client, [*longer, 7], keep) if isinstance(e, GenerationDone))
+    done = next(
+        e for e in _events(tiny_client, [*longer, 7], keep) if isinstance(e, GenerationDone)
+    )
     assert done.timings.prompt_reused > 0
     assert read and all(r.total < len(longer) for r in read)  # the kept prefix is not counted
 

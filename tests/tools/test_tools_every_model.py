@@ -39,7 +39,7 @@ def test_the_terminal_chat_calls_an_mcp_tool_on_the_bundled_model(secret_service
                 "--max-tokens", "120", "--temperature", "0", "--prompt", OSLO], env)
     assert done.returncode == 0, done.stderr[-2000:]
     asked = [line for line in done.stderr.splitlines() if line.startswith("[tool call_1]")]
-    assert asked and "functions.time__get_current_time from MCP time" in asked[0], done.stderr[-2000:]
+    assert asked and "get_current_time · time (" in asked[0], done.stderr[-2000:]
     assert any("] ok {" in line and '"datetime"' in line for line in asked), asked  # it ran, for real
     assert done.stdout.strip(), "the model answered after the tool's result"
     records = _audited(tmp_path)

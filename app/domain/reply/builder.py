@@ -40,7 +40,6 @@ from app.domain.events import (
     MessageStarted,
     ParseEvent,
     ParseIssue,
-    PromptRead,
     PromptRendered,
     RequestSent,
     ResponseReceived,
@@ -56,6 +55,7 @@ from app.domain.events import (
     TurnResult,
 )
 from app.domain.history import Reply, Segment
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.reply.cards import ToolCards
 from app.domain.reply.changes import Appended, Change, Thought, Updated, add
 from app.domain.reply.debug import DebugLog
@@ -128,7 +128,7 @@ class ReplyBuilder:
                 return self.fail(event.reason, event.code)
             case ContextFit():
                 return self._fitted(event)
-            case PromptRead():
+            case PromptRead() | ImageEncoding():
                 return []  # the prompt is being read: a frontend's progress, not the reply
             case Compacting():
                 self.debug.line(f"compacting: {event.exchanges} exchanges, {event.tokens} tokens")

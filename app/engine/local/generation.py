@@ -1,7 +1,8 @@
 """Generations on the model worker, from the app's side: a request out, its tokens streamed
 back, its end (`WorkerClient.generate`).
 
-Guarantees: `generate` yields `TokenStep`s (and `PromptRead` while a long prompt is read) and
+Guarantees: `generate` yields `TokenStep`s (and, before the first, `PromptRead` while a long
+prompt is read and `ImageEncoding` as its projector reaches each image) and
 ends with one `GenerationDone` or one `TurnFailed`; cancelling (the `cancel` event) sends a
 `Cancel` for that request; a generation past its deadline is cancelled and ends as a
 `TurnFailed` that says so, and a worker that has not ended it `GRACE_S` later is stopped; a
@@ -17,8 +18,9 @@ import time
 from collections.abc import Iterator, Sequence
 
 from app.constrain.constraint import Constraint
-from app.domain.events import GenerationEvent, PromptRead, TurnFailed
+from app.domain.events import GenerationEvent, TurnFailed
 from app.domain.images import ImagePixels
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.sampling import Sampling
 from app.engine.local.limits import GRACE_S, deadline_for
 from app.engine.local.router import Router
@@ -129,7 +131,8 @@ class Generations:
                     partial.append(step.token)
                     yield step
             elif isinstance(msg, PromptProgress):
-                yield PromptRead(msg.done, msg.total)
+                image = msg.image
+                yield ImageEncoding(*image) if image else PromptRead(msg.done, msg.total)
             if msg is None or isinstance(msg, TokenBatch | PromptProgress):
                 if time.monotonic() > ends:
                     yield self._overran(router, request, limit, partial)

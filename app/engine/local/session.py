@@ -39,7 +39,6 @@ from app.domain.events import (
     JsonRetried,
     MessageDone,
     ParseEvent,
-    PromptRead,
     PromptRendered,
     TokenScored,
     TokenStep,
@@ -47,6 +46,7 @@ from app.domain.events import (
 )
 from app.domain.images import ImagePixels
 from app.domain.messages import Conversation, DeveloperContent, Message, Role
+from app.domain.progress import ImageEncoding, PromptRead
 from app.domain.sampling import Sampling
 from app.domain.visibility import Lane, is_tool_recipient
 from app.engine.backend import ModelBackend
@@ -162,7 +162,7 @@ class ChatSession:
         ):
             if isinstance(event, TokenStep):
                 yield decoder.decode(table[event.token] if event.token < len(table) else b"")
-            elif not isinstance(event, PromptRead):  # (a raw completion says no progress)
+            elif not isinstance(event, PromptRead | ImageEncoding):  # (a raw completion: none)
                 yield event
 
     def prompt_size(self, conversation: Conversation) -> int:
@@ -242,7 +242,7 @@ class ChatSession:
         images: list[ImagePixels],
     ) -> Iterator[ChatEvent]:
         """One worker event parsed into chat events, its tokens and ending recorded in `out`."""
-        if isinstance(event, PromptRead):
+        if isinstance(event, PromptRead | ImageEncoding):
             yield event  # how far the prompt is read (the window and terminal show it)
             return
         if isinstance(event, TokenStep):

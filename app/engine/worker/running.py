@@ -87,11 +87,13 @@ class Running:
     images: dict[int, Any] = field(default_factory=dict)  # prompt position → image piece
     image_tokens: tuple[int, ...] = ()  # what each image of the prompt became
 
-    def read(self, send: Any) -> None:
+    def read(self, send: Any, image: int = 0) -> None:
         """Send how far the prompt is read: of the tokens this generation evaluates (those its
-        cache did not hold when it started), how many are."""
+        cache did not hold when it started), how many are; with `image` (from 1), that the
+        reading reached that image of the prompt's and the projector encodes it now."""
         total = len(self.prompt) - self.reused - self.restored
-        send(PromptProgress(self.req.request, max(0, total - len(self.todo)), total))
+        done, at = max(0, total - len(self.todo)), (image, len(self.image_tokens))
+        send(PromptProgress(self.req.request, done, total, at if image else None))
 
     def view(self, cancelled: bool) -> Active:
         """This generation as a plan sees it (`cancelled`: its request was)."""

@@ -25,7 +25,8 @@ Guarantees:
 - A prompt with images (`vision.py`) is expanded when it comes, so its length is the one the
   context holds; each image is evaluated on its own when its place in the prompt is reached
   (a prompt chunk stops before it), between two steps; a model without a projector refuses
-  images, and an image the projector cannot take ends only its own generation, with why.
+  images, and an image the projector cannot take ends only its own generation, with why;
+  before an image is evaluated, which of the prompt's images it is goes out (`PromptProgress`).
 """
 
 from __future__ import annotations
@@ -230,6 +231,8 @@ class Scheduler:
             run.reused = run.restored = 0
             return
         n = piece.n_pos
+        if piece.first:  # said before the projector's work, once an image
+            run.read(self._send, image=piece.image + 1)
         try:
             after = vision.evaluate(self.ctx, piece, at, run.seq.id, self.n_batch)
             if after != at + n:

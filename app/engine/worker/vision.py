@@ -58,6 +58,8 @@ class Piece:
     key: str
     n_pos: int  # cache positions it takes
     n_tokens: int  # embeddings it becomes
+    image: int = 0  # its image's number among the prompt's (from 0)
+    first: bool = True  # the first piece of its image (where its encoding is said)
 
 
 @dataclass
@@ -170,7 +172,8 @@ class Vision:
             n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
             n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
             key = f"{image.sha256}:{image.width}x{image.height}:{i}"
-            out.images[len(out.tokens)] = Piece(chunk, key, n_pos, n_tokens)
+            first = not any(p.image == len(out.counts) for p in out.images.values())
+            out.images[len(out.tokens)] = Piece(chunk, key, n_pos, n_tokens, len(out.counts), first)
             out.tokens += [mark] * n_pos
             count += n_tokens
         out.counts.append(count)

@@ -4,7 +4,9 @@ Guarantees: the panel shows exactly the queued messages of the chat that is show
 they will be sent, and hides itself when that chat has none; its heading says when they go
 ("sent when this answer ends", "…when the answer in “Story” ends", "…once a model is loaded");
 each row shows its message (its first lines; the whole text in the tooltip) and what it
-carries, and has Edit, Send now and Remove; Edit opens the text in place and holds the message
+carries, and has Edit, Send now and Remove (a queued Regenerate, Edit or Continue is a row too,
+said as what it will do, "↻ Regenerate the answer to “…”"; Edit only where there is a text:
+a message, an edit's new text); Edit opens the text in place and holds the message
 (it is not sent while edited), Save keeps the new text (an empty one is refused and the editor
 stays) and Cancel or Esc leaves it as it was, both letting it go again;
 Send now says what it will do: "Send now" stops this chat's own answer (its text kept) so the
@@ -32,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.controllers.send_queue import Queued
+from app.controllers.send_queue import Queued, counted
 from app.ui.icons import give
 from app.ui.theme import mark
 
@@ -54,8 +56,9 @@ def carried(item: Queued) -> str:
 
 
 def shown_text(item: Queued) -> str:
-    """The row's words: the message on one line, cut at `SHOWN_CHARS`, and what it carries."""
-    line = " ".join(item.text.split())
+    """The row's words: the message (or the action: "↻ Regenerate the answer to …") on one
+    line, cut at `SHOWN_CHARS`, and what it carries."""
+    line = " ".join(item.words.split())
     if len(line) > SHOWN_CHARS:
         line = line[: SHOWN_CHARS - 1] + "…"
     extra = carried(item)
@@ -152,7 +155,7 @@ class QueueRow(QFrame):
         """The row shows `item` (its text may have been edited)."""
         self.item = item
         self.text.set_full(shown_text(item))
-        self.text.setToolTip(item.text)
+        self.text.setToolTip(item.words)
 
     def say_send_now(self, own_answer: bool, elsewhere: str) -> None:
         """Send now stops this chat's answer; behind another chat's it is Send next."""
@@ -191,6 +194,7 @@ class QueueRow(QFrame):
         self.editor.setVisible(on)
         for widget in (self.edit, self.send_now, self.remove):
             widget.setVisible(not on)
+        self.edit.setVisible(not on and self.item.kind in ("message", "edit"))  # has a text
         self.save.setVisible(on)
         self.cancel.setVisible(on)
 
@@ -264,7 +268,7 @@ class QueuePanel(QFrame):
         items = self.items()
         self.setVisible(bool(items))
         self._rows(items)
-        self.heading.setText(self._heading(len(items)))
+        self.heading.setText(self._heading())
         answering = self.chat.answering
         own = self.chat.shows_answer
         elsewhere = answering.title if answering is not None and not own else ""
@@ -291,10 +295,10 @@ class QueuePanel(QFrame):
             self.list.insertWidget(self.list.count() - 1, row)
             row.show()  # at once, not when the event loop next turns
 
-    def _heading(self, count: int) -> str:
+    def _heading(self) -> str:
         """How many wait here, and when they go."""
         chat = self.chat
-        many = "1 message queued" if count == 1 else f"{count} messages queued"
+        many = counted(self.items())
         answering = chat.answering
         if chat.shows_answer:
             return f"{many}: sent when this answer ends"

@@ -8,7 +8,9 @@ title is cut to the list's width with "…" and said whole in its tooltip and ac
 while searching, each conversation found shows the excerpt around the match, the match in
 bold; a conversation answered by a remote endpoint is marked ☁ (its messages leave the
 computer); the conversation whose answer is streaming is marked ● (and says so to a screen
-reader), so the user who went to another chat sees where the answer goes on; a deleted
+reader), so the user who went to another chat sees where the answer goes on; a chat with
+queued messages (or a queued Regenerate, Edit, Continue) is marked ⏳ and their number
+("⏳ 2", said as "2 queued"), following the queue as it changes; a deleted
 conversation can be brought back with Undo for ten seconds; an empty "New chat" the user
 switches away from is dropped, unless something of it is held (`empty_chats.py`).
 """
@@ -32,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controllers.chat import ChatController
+from app.controllers.send_queue import counted
 from app.domain.history import ChatDoc
 from app.domain.listing import plain
 from app.ui.icons import give
@@ -101,6 +104,7 @@ class Sidebar(QWidget):
         controller.listChanged.connect(self.refresh)
         controller.docChanged.connect(self.refresh)
         controller.busyChanged.connect(lambda _busy: self.refresh())
+        controller.queue.changed.connect(self.refresh)  # a chat's ⏳ mark
         keep_started(controller, self)  # an empty chat left behind is dropped (`empty_chats.py`)
         self.refresh()
 
@@ -142,7 +146,10 @@ class Sidebar(QWidget):
         answering = self.controller.answering
         remote = "☁ " if doc.endpoint is not None else ""  # its messages leave the computer
         streams = answering is not None and doc.id == answering.id
-        marks = ("● " if streams else "") + ("📌 " if doc.pinned else "") + remote
+        waiting = self.controller.queue.of(doc.id)
+        queued = len(waiting)
+        waits = f"⏳ {queued} " if queued else ""
+        marks = ("● " if streams else "") + waits + ("📌 " if doc.pinned else "") + remote
         item = QListWidgetItem(marks + doc.title)
         item.setData(Qt.ItemDataRole.UserRole, doc.id)
         said = [doc.title]
@@ -154,6 +161,9 @@ class Sidebar(QWidget):
         if streams:
             said.append("answering")
             tip += "\nAn answer is coming in this chat"
+        if queued:
+            said.append(f"{queued} queued")
+            tip += f"\n{counted(waiting)}: sent when the window is free"
         if doc.found and plain(doc.found) == doc.title:  # found in the title alone
             item.setData(TITLE_ROLE, [[marks, False], *(list(part) for part in doc.found)])
         elif doc.found:

@@ -1,15 +1,16 @@
 """One turn of the transcript: the user's message (with its versions) and the chosen reply.
 
-Guarantees: only segments are shown (the controller never puts analysis in one, and this
-widget reads nothing else); the user's message is a bubble on the right that fits its text (at
-most `BUBBLE_SHARE` of the column), folded when long (`user_message.py`: Show all / Show
-less), and the answer flows as text on the window's background; each turn has Copy (visible
-text only), Regenerate, alternatives (‹ n/m ›), Edit for the user message (its editor sends
-the edited message, or Cancel / Esc closes it with nothing changed), Continue for a reply
-that stopped, failed or was cut (never for one that failed because the conversation outgrew
-the context: it would fail again); the actions are small icon buttons
-that keep their text as their name and tooltip; Copy, Regenerate and Edit show while the
-pointer is over the turn or one of them has the keyboard focus, and stay in the tab order
+Guarantees: only segments are shown (the controller never puts analysis in one, and this widget
+reads nothing else); the user's message is a bubble on the right that fits its text (at most
+`BUBBLE_SHARE` of the column), folded when long (`user_message.py`: Show all / Show less), and
+the answer flows as text on the window's background; each turn has Copy (visible text only),
+Regenerate, alternatives (‹ n/m ›), Edit for the user message (its editor sends the edited
+message, or Cancel / Esc closes it with nothing changed), Continue for a reply that stopped,
+failed or was cut (never for one that failed because the conversation outgrew the context: it
+would fail again); Regenerate, Edit and Continue are off only while this chat's own answer
+streams — while another chat's does, they queue (`SendQueue.ask`); the actions are small icon
+buttons that keep their text as their name and tooltip; Copy, Regenerate and Edit show while
+the pointer is over the turn or one of them has the keyboard focus, and stay in the tab order
 while hidden (Enter or Space presses a focused one); under a finished answer, its figures
 (`answer_footer.py`); the files a message carried open from its Files button; the images it
 carried show as thumbnails above its bubble (`Pictures`: each opens large; one no longer kept
@@ -225,8 +226,8 @@ class TurnWidget(QFrame):
         self.cancel.clicked.connect(self.cancel_edit)
         self.resend.clicked.connect(self._resend)
         self.copy.clicked.connect(self._copy)
-        self.regenerate.clicked.connect(lambda: controller.regenerate(self.index))
-        self.continue_.clicked.connect(controller.continue_reply)
+        self.regenerate.clicked.connect(lambda: controller.queue.ask("regenerate", self.index))
+        self.continue_.clicked.connect(lambda: controller.queue.ask("continue", self.index))
         self.prev_reply.clicked.connect(lambda: self._flip_reply(-1))
         self.next_reply.clicked.connect(lambda: self._flip_reply(1))
         self.prev_version.clicked.connect(lambda: self._flip_version(-1))
@@ -337,14 +338,14 @@ class TurnWidget(QFrame):
             b.setVisible(w > 1)
         self.prev_version.setEnabled(not busy and v > 1)
         self.next_version.setEnabled(not busy and v < w)
-        for b in (self.copy, self.regenerate, self.edit_button):
-            b.setEnabled(not busy)
+        for b in (self.copy, self.regenerate, self.edit_button):  # another chat's answer:
+            b.setEnabled(not self.controller.shows_answer)  # they queue (`send_queue.ask`)
         for marker in self.segments:
             if isinstance(marker, CompactionMarker):
                 marker.set_busy(busy)
         self.interrupted.show_for(reply)
         self.continue_.setVisible(reply is not None and reply.continuable)
-        self.continue_.setEnabled(not busy)
+        self.continue_.setEnabled(not self.controller.shows_answer)
         self.update_footer()
 
     def update_footer(self) -> None:
@@ -373,8 +374,10 @@ class TurnWidget(QFrame):
 
     def _resend(self) -> None:
         """Send the edited text (the transcript then shows the new version, editor closed);
-        refused (an answer streams, no model, nothing written), the editor stays open."""
-        self.controller.edit(self.index, self.editor.toPlainText())
+        refused (no model, nothing written), the editor stays open; queued (another chat's
+        answer streams: it is sent when that ends), the editor closes."""
+        if self.controller.queue.ask("edit", self.index, self.editor.toPlainText()):
+            self.cancel_edit()
 
     def _flip_reply(self, step: int) -> None:
         self.controller.choose_reply(self.index, self.turn.version.chosen + step)
