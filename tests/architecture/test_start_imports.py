@@ -128,7 +128,7 @@ ALLOWED = (
     "app.ui.transcript.empty_state", "app.ui.transcript.sources", "app.ui.transcript.turn_parts",
     "app.ui.transcript.turn_widget", "app.ui.transcript.view",
     "app.ui.window", "app.ui.window.about", "app.ui.window.dialogs", "app.ui.window.endpoints",
-    "app.ui.window.exchange_dialogs", "app.ui.window.file_menus", "app.ui.window.header",
+    "app.ui.window.exchange_dialogs", "app.ui.window.file_menus", "app.ui.window.fitted_status", "app.ui.window.header",
     "app.ui.window.instructions_fold", "app.ui.window.main_window", "app.ui.window.menus",
     "app.ui.window.serve_switch", "app.ui.window.status_line", "app.ui.window.screen_fit",
     "app.ui.composer.drafts", "app.tools.mcp.interpreter",

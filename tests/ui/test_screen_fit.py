@@ -58,3 +58,26 @@ def test_a_narrow_header_elides_the_model_name_in_its_middle(qtbot: Any, qloop: 
     shown = picker.shown()
     assert "…" in shown and shown.startswith("SmolLM2") and shown.endswith("Q4_1"), shown
     assert not picker.grab().isNull()  # painted through the same text
+
+
+def test_a_long_status_sentence_is_cut_with_an_ellipsis_and_whole_on_hover(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    """At 640×480 the queue's sentence ran under the size grip, cut mid-word (review, 640×480)."""
+    from tests.ui.test_window import make_window
+
+    window, _ = make_window(qtbot, tmp_path, [])
+    window.resize(640, 480)
+    window.show()
+    bar = window.statusBar()
+    said = ("The answer in “Write a long story about a lighthouse keeper” goes on (marked ● in the list);"
+            " this message is sent when it ends.")
+    bar.showMessage(said)
+    qtbot.waitUntil(lambda: bar.width() <= 640, timeout=3000)
+    shown = bar.shown_text()
+    assert shown.endswith("…") and said.startswith(shown[:-1]), shown
+    assert bar.fontMetrics().horizontalAdvance(shown) <= bar.room() < bar.width()
+    assert bar.currentMessage() == said and bar.toolTip() == said
+    assert not bar.grab().isNull()  # painted through the same text
+    window.resize(1600, 1000)
+    qtbot.waitUntil(lambda: bar.shown_text() == said, timeout=3000)  # room again: whole
+    bar.clearMessage()
+    assert bar.toolTip() == "" and bar.currentMessage() == ""

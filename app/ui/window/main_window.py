@@ -51,6 +51,7 @@ from app.ui.window.about import Welcome
 from app.ui.window.compaction_controls import CompactionControls
 from app.ui.window.context_ways import ContextWays
 from app.ui.window.file_menus import RecentMenu, TrashMenu
+from app.ui.window.fitted_status import FittedStatusBar
 from app.ui.window.header import Header
 from app.ui.window.instructions_fold import InstructionsFold
 from app.ui.window.serve_switch import ServeSwitch
@@ -155,6 +156,7 @@ class MainWindow(QMainWindow):
         self.sidebar_fold = SidebarFold(self.sidebar, self.header.sidebar_button, self.state)
         self.debug = DebugPane(self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.debug)
+        self.setStatusBar(FittedStatusBar(self))  # a long sentence cut with …, whole on hover
         self.status = StatusLine(self.statusBar())
         self.status_speed, self.status_context = self.status.speed, self.status.context
 
