@@ -270,7 +270,8 @@ class GgufJinja(Template):
         if not self.source:
             return [tokenizer.eos_id] if tokenizer.eos_id >= 0 else []
         fmt = self.call_format()
-        return template_stop_ids(tokenizer, self.source, self.bos, self.eos, fmt)
+        source, bos, eos = self.source, self.bos, self.eos
+        return template_stop_ids(tokenizer, source, bos, eos, fmt, self.think_tags)
 
     def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
         spelled = spelled_markers(tokenizer, self.think_tags) if self.reasoning else {}

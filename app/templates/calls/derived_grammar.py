@@ -5,9 +5,10 @@ Guarantees: the markup is written as its samples, each piece a literal of its ow
 that is one control token is written as that token), a hole as a short run of text on one
 line; each call's name is one of the tools; JSON arguments are held to the tool's schema; per-key
 arguments take a tool's declared names (any name when it declares none), in any order, a
-string value as text that cannot hold its closing markup, any other typed value as JSON held
-to its schema. Every call the learned reader takes with simple values is a sentence of it,
-written the way the template writes it.
+string value as text that cannot hold its closing markup (a close that begins with a `<|…|>`
+unit may also follow the text as that unit's control token: Kimi-K3's `<|close|>argument…`),
+any other typed value as JSON held to its schema. Every call the learned reader takes with
+simple values is a sentence of it, written the way the template writes it.
 """
 
 from __future__ import annotations
@@ -111,7 +112,10 @@ def _value(m: Markup, key: str, fields: Mapping[str, Any], rules: list[str]) -> 
         return f"{json.dumps(m.quote_open)} {_up_to(m.quote_close, rules)} {close}"
     first, *rest = (p.replace(KEY, key) for p in m.param_close.parts)
     if first.strip():  # the text runs up to the close, which ends it
-        return f"{_up_to(first, rules)} {lit(Lit(('', *rest))) if rest else ''}".strip()
+        upto = _up_to(first, rules)
+        if UNITS.match(first):  # or, the close's first unit a control token, up to that token
+            upto = f"({upto} | {_before(UNITS.split(first)[1], rules)} {lit(Lit((first,)))})"
+        return f"{upto} {lit(Lit(('', *rest))) if rest else ''}".strip()
     stops = "".join(_in_class(t[:1]) for t in (m.param_sep.lead(), m.call_close.lead()))
     return f"/[^\\n{stops}]*/ {close}"
 
@@ -121,6 +125,17 @@ def _up_to(close: str, rules: list[str]) -> str:
     name = f"D_UP_TO_{close.encode().hex().upper()}"
     end = _regex(close)
     rule = f"{name}: /{_TEXT}{end}/ & ~/{_TEXT}{end}(.|\\n)+/"
+    if rule not in rules:
+        rules.append(rule)
+    return name
+
+
+def _before(unit: str, rules: list[str]) -> str:
+    """A terminal (added to `rules` once) for text that cannot hold `unit`: where the unit is
+    one control token the text ends at it; spelled out, the lexeme dies at it (`_up_to` then
+    takes the text)."""
+    name = f"D_BEFORE_{unit.encode().hex().upper()}"
+    rule = f"{name}: /{_TEXT}/ & ~/{_TEXT}{_regex(unit)}{_TEXT}/"
     if rule not in rules:
         rules.append(rule)
     return name

@@ -11,7 +11,8 @@ reader reads it: under `auto` such a call is constrained only where the answer b
 after a call (free text never begins with one, and holds one anywhere else as text), a call
 behind its other trigger (`<|python_tag|>`) wherever it starts. A marker that is one control
 token in the model's vocabulary (`control`) is written as that token, never spelled out in
-plain characters.
+plain characters; so is each control token within the trigger (Kimi-K3's
+`<|close|>response<|sep|><|open|>tools<|sep|>`), as within the rest of a learned call's markup.
 
 Reasoning (`ThinkBlock`) is the template's own markup, as its parser reads it (a derived
 `<|START_THINKING|>`…`<|END_THINKING|>` as well as `<think>`): a turn may open with a block
@@ -86,6 +87,11 @@ def _spell(marker: str, control: Mapping[str, int]) -> str:
     return " ".join(f"<[{control[p]}]>" if p in control else json.dumps(p) for p in parts if p)
 
 
+def _begins_with_token(marker: str, control: Mapping[str, int]) -> bool:
+    """Whether `marker` begins with a control token (free text cannot write it)."""
+    return _spell(marker, control).startswith("<[")
+
+
 def _holds_token(block: ThinkBlock, control: Mapping[str, int]) -> bool:
     """Whether the block's markup holds a control token (free text cannot write it)."""
     return any(m and m in tag for m in control for tag in block.tags)
@@ -147,10 +153,11 @@ def _no_call(
 ) -> tuple[str, str] | None:
     """`none`: text that cannot write the trigger (None: it cannot anyway, a control token)."""
     trigger = fmt.triggers[0]
-    if trigger in control and not fmt.opening:  # a control token: text cannot spell it
+    token = _begins_with_token(trigger, control)
+    if token and not fmt.opening:  # a control token: text cannot spell it
         return None
     banned = f"/{_TEXT}/ & ~/{_TEXT}{_escape(trigger)}{_TEXT}/"
-    if trigger in control:
+    if token:
         banned = f"/{_TEXT}/"
     lark = f"start: TEXT\nTEXT: {banned}"
     if fmt.opening:  # the answer begins with its own header
@@ -168,7 +175,7 @@ def _calls(
     trigger (`auto`), and what it allows."""
     rest = fmt.grammar_rest(tools)
     trigger = fmt.triggers[0]
-    trig = json.dumps(trigger)
+    trig = _spell(trigger, control)  # its control tokens as tokens (Kimi-K3's `<|close|>`)
     if forced:
         sep = json.dumps(fmt.separator) + " " if fmt.separator else ""
         opened = "call_first" if fmt.opening else f"{trig} call_rest"  # the prompt wrote it
@@ -179,7 +186,7 @@ def _calls(
         return _leading_auto(fmt, rest, control), said
     # after an opening the answer begins with a call or with the answer's own header
     opened = "(call_first | answer_first) " if fmt.opening else ""
-    if trigger in control:  # free text cannot hold a token: the call follows the text
+    if _begins_with_token(trigger, control):  # free text cannot hold it: the call follows
         head = [f"start: {opened}(tagged)* TAIL", f"tagged: TAIL {trig} call_rest"]
     else:
         head = [f"start: {opened}(tagged)* TAIL", "tagged: trig call_rest"]
