@@ -8,8 +8,10 @@ reaches the answer lane. Given a tool-call format, answer text (never reasoning:
 inside `<think>` is part of the thinking) goes through its scanner: each call becomes a call
 message (recipient `functions.NAME`, JSON arguments, the tool-call lane) with the text before it
 kept as its own answer message; markup that is no valid call becomes an error `ParseIssue`
-naming the tool and why, never a call and never answer text. Control tokens that are call
-markup (`spelled`) are read as their text. A generation whose prompt opened a `<think>` block
+naming the tool and why, never a call and never answer text. While a call is held, text goes
+to it whole (`CallScanner.feed_call`): think tags in a call's arguments (code that prints them)
+are the call's text, never reasoning and never dropped. Control tokens that are call markup
+(`spelled`) are read as their text. A generation whose prompt opened a `<think>` block
 (`thinking`) starts inside it. `think` overrides the tags (a template's own reasoning markup,
 `app/templates/reasoning_markup.py`); a close tag with no open one is dropped, never shown
 (unless the call format reads it as its own markup).
@@ -131,6 +133,9 @@ class TextOutputParser:
     def _text_in(self, text: str) -> None:
         buf = self._pending + text
         while buf:
+            if self._free is None and self._holds_call():  # (None: the scanner holds text)
+                buf = self._call_text(buf)  # a held call's text, think tags and all
+                continue
             tag = self._tags[1] if self._thinking else self._tags[0]
             at = buf.find(tag.text)
             if self._strays and not self._thinking:  # a close before any open: dropped
@@ -138,11 +143,17 @@ class TextOutputParser:
                 stray = buf.find(closing, 0, at if at >= 0 else len(buf))
                 if stray >= 0:
                     self._emit(buf[:stray])
+                    if self._holds_call():  # the text before it began a call: the call's
+                        buf = buf[stray:]
+                        continue
                     buf = buf[stray + len(closing) :]
                     continue
             if at >= 0:
                 self._emit(buf[:at])
-                if self._scanner is not None and not self._thinking and not self._scanner.in_call:
+                if self._holds_call():  # the text before it began a call: the call's
+                    buf = buf[at:]
+                    continue
+                if self._scanner is not None and not self._thinking:
                     self._answer(self._scanner.finish())
                 self._close()
                 self._thinking = not self._thinking
@@ -175,6 +186,21 @@ class TextOutputParser:
             self._free, self._one = scanner.firsts, scanner.first
         else:
             self._free, self._one = None, ""
+
+    def _holds_call(self) -> bool:
+        """Whether a call is held: text goes to it whole, a think tag in it being its text."""
+        return self._scanner is not None and not self._thinking and self._scanner.in_call
+
+    def _call_text(self, text: str) -> str:
+        """Give the held call `text`; what follows the call's end, once it ended."""
+        scanner = self._scanner
+        assert scanner is not None
+        pieces, rest = scanner.feed_call(text)
+        if pieces:
+            self._answer(pieces)
+        if not scanner.in_call:  # `_gate`: the call ended, the scanner may let text by
+            self._free, self._one = (scanner.firsts, scanner.first) if scanner.idle else (None, "")
+        return rest
 
     def _gate(self) -> None:
         """Keep `_free`: the characters that send text to the scanner (none while thinking:

@@ -1,6 +1,6 @@
 """Every tool-call format in FORMATS keeps the reader's promises, read through the real text
 parser: text before a call stays answer text; several calls are read; a call inside a think
-block stays thinking; a marker split across any two stream pieces is held back, never shown,
+block stays thinking, and think tags inside a call are its text; a marker split across any two stream pieces is held back, never shown,
 and read; a malformed call becomes an E-CALL-SCHEMA notice that holds what was written, never
 dropped. Each format's own `write` gives its call markup (what its template writes), so a
 format added to the registry is covered at collection time.
@@ -159,6 +159,23 @@ def test_a_call_after_a_think_block_is_read(name: str) -> None:
     got = read(fmt, list(text))
     assert got.thought.startswith(THOUGHT) and got.calls == want(WEATHER)
     assert got.issues == [] and got.answer.strip() == ""
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_think_tags_inside_a_call_are_the_calls_text(name: str) -> None:
+    """A call whose argument holds the think tags (code that prints them) reads back whole:
+    they neither open reasoning nor are dropped, and the answer after the call is read."""
+    fmt = FORMATS[name]
+    start, end = fmt.think
+    code = f"print('{start}hi{end}') if x < 2 else print('{end}')"
+    call = ToolCall("python_run", json.dumps({"code": code}))
+    text = prose_then(fmt, PROSE, [call])
+    if code not in text:
+        pytest.skip(f"{name} writes the value otherwise")
+    for pieces in ([text], list(text), by_marker(fmt, text)):
+        got = read(fmt, pieces)
+        assert got.calls == want(call) and got.issues == [], pieces[:3]
+        assert got.thought == "" and got.answer == PROSE
 
 
 # --- split markers ----------------------------------------------------------------------

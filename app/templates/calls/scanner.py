@@ -13,7 +13,9 @@ character fed comes back as text, in a call, or in an invalid call's `raw`, save
 format reads as the end of a turn that calls (a read of no calls: Gemma 4's `<|tool_response>`).
 A `leading` trigger begins a call only where the answer begins (past blank space) or right
 after a call; anywhere else it is answer text. A format's `opening` (what the generation prompt
-ends with) is held first, as if it had been fed.
+ends with) is held first, as if it had been fed. `feed_call` gives a held call its text and
+hands back, unread, what follows the call's end (the text parser reads think tags there, never
+inside a call).
 """
 
 from __future__ import annotations
@@ -72,24 +74,38 @@ class CallScanner:
                 return [text]
             self._buf += text
             return self._scan(final=False)
+        out, ended = self._grow(text)
+        return out + self._scan(final=False) if ended else out
+
+    def feed_call(self, text: str) -> tuple[list[str | Scanned], str]:
+        """Text while a call is held (`in_call`): what came of it, and, once the call ended,
+        the text after its end, not taken (the caller reads it as any text, then `feed`s it)."""
+        out, ended = self._grow(text)
+        if not ended:
+            return out, ""
+        rest, self._buf = self._buf, ""
+        self.idle = not (self._after_call or self._start)
+        return out, rest
+
+    def _grow(self, text: str) -> tuple[list[str | Scanned], bool]:
+        """The held call's text grown by `text`: what came of it, and whether the call ended
+        (the text after its end left in the buffer)."""
         self._buf += text
         one = self._closer  # (`in` is the quicker test than a set's, for up to three)
         if one:
             if one not in text:
-                return []  # it cannot have completed the held call
+                return [], False  # it cannot have completed the held call
         elif (few := self._few) is not None:
             a, b, c = few
             if a not in text and b not in text and c not in text:
-                return []
+                return [], False
         elif self._closers and self._closers.isdisjoint(text):
-            return []
+            return [], False
         wakes = self._wakes
         if wakes is not None and not wakes(self._buf):
-            return []  # its reader says a read would find it still open
+            return [], False  # its reader says a read would find it still open
         out: list[str | Scanned] = []
-        if not self._read(False, out):
-            return out  # still open (the common case, decided without a scan)
-        return out + self._scan(final=False)
+        return out, self._read(False, out)  # (still open: the common case, without a scan)
 
     def finish(self) -> list[str | Scanned]:
         return self._scan(final=True)
