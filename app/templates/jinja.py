@@ -49,6 +49,7 @@ from app.templates.calls.grammar import ThinkBlock
 from app.templates.harmony import HarmonyTemplate
 from app.templates.jinja_render import RENDER_CHARS, RENDER_SECONDS, JinjaTemplateError, render
 from app.templates.jinja_stops import opens_think, template_stop_ids
+from app.templates.jinja_variables import extra_variables
 from app.templates.reasoning_markup import chosen_tags, reasoning_markup, spelled_markers
 from app.templates.text_output import TextOutputParser
 
@@ -215,6 +216,7 @@ class GgufJinja(Template):
             add_generation_prompt=add_generation_prompt,
             bos_token=self.bos,
             eos_token=self.eos,
+            **extra_variables(tools),
         )
 
     def prompt_ids(

@@ -26,11 +26,6 @@ from tests.templates.test_template_corpus import CASES, FIXTURES, TOOLS, _lines,
 
 CALLS_READ = "calls learned and read"
 LEARN_LEFT_OUT = {
-    # the template cannot be used with OpenAI-shaped tools and calls at all
-    "CohereForAI-c4ai-command-r-plus-tool_use": "takes tools in Cohere's legacy shape"
-    " (`parameter_definitions`); rendering OpenAI tools fails, so nothing can be learned",
-    "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
-    " OpenAI-shaped caller provides, so nothing can be learned",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its"
     " text): there are no calls to learn",
     # the calls are learned and read; what the turn writes around them is not a call's markup

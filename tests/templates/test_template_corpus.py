@@ -34,8 +34,10 @@ TOOLS = [
         },
     }
     for n, p in (
-        ("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}),
-        ("get_time", {"zone": {"type": "string"}}),
+        # (each argument described, as real declarations are: Cohere's template writes it)
+        ("get_weather", {"city": {"type": "string", "description": "A city"},
+                         "days": {"type": "integer", "description": "How many days"}}),
+        ("get_time", {"zone": {"type": "string", "description": "A time zone"}}),
     )
 ]
 Call = tuple[str, dict[str, Any]]  # a tool's name and its arguments
@@ -50,10 +52,6 @@ CASES: dict[str, tuple[list[Call], str]] = {
 
 HARMONY = "openai-gpt-oss-120b"  # Harmony: its own parser (app/harmony), not a text call format
 LEFT_OUT = {
-    "CohereForAI-c4ai-command-r-plus-tool_use": "takes tools in Cohere's legacy shape"
-    " (`parameter_definitions`), not OpenAI's; rendering OpenAI tools fails",
-    "fireworks-ai-llama-3-firefunction-v2": "needs `functions` and `datetime` variables no"
-    " OpenAI-shaped caller provides",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "drops an assistant's tool calls (writes only its text)",
 }
 

@@ -18,6 +18,7 @@ from app.templates.calls.hermes import tojson
 from app.templates.calls.learn import IDS, NAME_A, NAME_B
 from app.templates.calls.scanner import CallScanner
 from app.templates.jinja_render import render
+from app.templates.jinja_variables import extra_variables
 
 PROSE = "probe_prose_text"
 BESIDE = "probe_words_before_a_call"  # prose the assistant writes before its call
@@ -63,9 +64,27 @@ def _inside_tag(text: str) -> bool:
     return text.rfind("<") > text.rfind(">")
 
 
+def trailer(bare: str, full: str) -> str:
+    """What a template writes after every conversation, whatever its last turn (Cohere's
+    command-r ends each with its tool-use instructions): the end `bare` (a conversation) and
+    `full` (it, then one more turn) share, where `full` does not just extend `bare`; "" for a
+    template whose conversations only grow."""
+    if full.startswith(bare):
+        return ""
+    k = 0
+    while k < min(len(bare), len(full)) and bare[-1 - k] == full[-1 - k]:
+        k += 1
+    return bare[len(bare) - k :] if k and full.startswith(bare[: len(bare) - k]) else ""
+
+
 def after(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) -> tuple[str, str]:
-    """(prefill, the text after the shared prefix) of `head + [turn]` against its prompt."""
+    """(prefill, the text after the shared prefix) of `head + [turn]` against its prompt (a
+    `trailer` taken out of both, where the template writes one)."""
     prompt, full = render(head, True), render([*head, turn], False)
+    bare = render(head, False)
+    if tail := trailer(bare, full) if prompt.startswith(bare) else "":
+        prompt = bare[: len(bare) - len(tail)] + prompt[len(bare) :]
+        full = full[: len(full) - len(tail)]
     n = 0
     while n < min(len(prompt), len(full)) and prompt[n] == full[n]:
         n += 1
@@ -92,7 +111,8 @@ def turn_part(render: Render, head: list[dict[str, Any]], turn: dict[str, Any]) 
 
 def probe_tools() -> list[dict[str, Any]]:
     """OpenAI-shaped declarations of the probes' tools."""
-    props = {k: {"type": "string"} for k in ("key_alpha", "key_beta", "key_gamma")}
+    described = {"type": "string", "description": "A probe argument."}  # (Cohere's writes it)
+    props = {k: dict(described) for k in ("key_alpha", "key_beta", "key_gamma")}
     return [
         {
             "type": "function",
@@ -117,6 +137,7 @@ def renderer(source: str, bos: str, eos: str, tools: list[dict[str, Any]] | None
             bos_token=bos,
             eos_token=eos,
             add_generation_prompt=add_generation_prompt,
+            **extra_variables(tools),
         )
 
     return run
