@@ -11,10 +11,14 @@ server in turn (never both at once; a fresh server per client), a session of thr
 "Read hello.py and tell me what it prints.", "Add a docstring to hello.py.", "What did you
 change?", in a scratch git repository, each later turn continuing the session (the client's
 own `--continue`, `resume --last`, `-c`, `--restore-chat-history`), each under
-`--turn-timeout` seconds of wall time (600 by default: on 2 shared cores Gemma reads a first
-prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qwen Code send
-prompts of 9,000-21,000 tokens and run on Gemma 3 270M with 32,768 tokens of context; aider
-and llm on SmolLM2-135M with 8,192 (`bench/agent_clients_servers.py`); answers are capped at
+`--turn-timeout` seconds of wall time (600 by default: on 2 shared cores a 135M model reads a
+first prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qwen Code
+send prompts of 9,000-23,000 tokens and run on SmolLM2-135M extended by YaRN x4 to 32,768
+tokens of context (`smollm2-32k`: ours `--rope-scale 4`, llama-server `--rope-scaling yarn
+--rope-scale 4 --yarn-orig-ctx 8192`), not on Gemma 3 270M: the registry's only model trained
+for 32k is a base model that never ends its turns, so no agent's turn could be judged on it,
+while SmolLM2 so extended reads such prompts and ends its turns; aider and llm run on SmolLM2
+with its trained 8,192 (`bench/agent_clients_servers.py`); answers are capped at
 128 tokens by both servers alike (the clients that ask for a cap of their own are set to ask
 for that one), 1,024 for Claude Code and Codex, which fail a turn whose answer a cap cut, as
 their APIs define a cut (`agent_clients_kit.CUT_IS_AN_ERROR`). The model is tiny: what counts

@@ -49,11 +49,11 @@ class Unusable(Exception):
 
 @dataclass(frozen=True)
 class Agent:
-    """One client: its package, the model it is measured on (`gemma` where its prompts need
-    32k tokens, else `smollm2`), its command's arguments for the first turn and for the later
-    ones (`PROMPT` marks the prompt), the variables it needs besides the private home's, and,
-    for a client that asks for as many tokens as its configuration says, that file (JSON,
-    relative to the home) and how to set the cap in it."""
+    """One client: its package, the model it is measured on (`smollm2-32k` where its prompts
+    need 32k tokens, else `smollm2`; `bench/agent_clients_servers.py`), its command's arguments
+    for the first turn and for the later ones (`PROMPT` marks the prompt), the variables it
+    needs besides the private home's, and, for a client that asks for as many tokens as its
+    configuration says, that file (JSON, relative to the home) and how to set the cap in it."""
 
     name: str  # as `harmony-desk connect` names it
     package: str
@@ -120,7 +120,7 @@ AGENTS = {
             "claude-code",
             "@anthropic-ai/claude-code",
             "npm",
-            "gemma",
+            "smollm2-32k",
             "claude",
             _CLAUDE,
             (*_CLAUDE, "--continue"),
@@ -133,7 +133,7 @@ AGENTS = {
             "codex",
             "@openai/codex",
             "npm",
-            "gemma",
+            "smollm2-32k",
             "codex",
             ("exec", *_CODEX),
             ("exec", "resume", "--last", *_CODEX),
@@ -143,7 +143,7 @@ AGENTS = {
             "opencode",
             "opencode-ai",
             "npm",
-            "gemma",
+            "smollm2-32k",
             "opencode",
             ("run", PROMPT),
             ("run", "--continue", PROMPT),
@@ -155,7 +155,7 @@ AGENTS = {
             "qwen-code",
             "@qwen-code/qwen-code",
             "npm",
-            "gemma",
+            "smollm2-32k",
             "qwen",
             (*_QWEN, PROMPT),
             (*_QWEN, "--continue", PROMPT),

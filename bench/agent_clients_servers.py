@@ -1,18 +1,24 @@
 """The two servers `bench/agent_clients.py` runs each client against, on the same GGUF.
 
-Guarantees: both get the same model file, context (`CONTEXTS`: 32,768 tokens for Gemma 3 270M,
-whose clients' prompts need it; 8,192 for SmolLM2-135M), one slot, `--threads`, and the same
+Guarantees: both get the same model file, context (`CONTEXTS`: 32,768 tokens for `smollm2-32k`,
+for the clients whose prompts need it; 8,192 for SmolLM2-135M as trained; 32,768 for Gemma 3
+270M, kept for comparison), the same RoPE (`YARN`: `smollm2-32k` is the bundled SmolLM2
+extended by YaRN x4 from its trained 8,192 tokens, ours `--rope-scale 4`, llama-server
+`--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192`), one slot, `--threads`, and the same
 cap on an answer (`MAX_TOKENS`): ours `--max-tokens`, llama-server `-n`, which is only a
 default there (a request's `max_tokens` wins over it), so the clients that ask for a number
 of their own are set to ask for this one (`agent_clients_kit.cap_answers`). Ours is
 `python -m app serve` with temporary config, data and cache folders (a run never reuses what
 an earlier one kept on disk, nor touches the user's), and picks its chat template from the
-model itself. llama-server runs with `--jinja`: on the
-GGUF's own template for SmolLM2; Gemma 3 270M base's GGUF has none, and llama.cpp's built-in
-`gemma` template refuses `tools`, so it is given `GEMMA_TOOLS`, Gemma's turns with tools
-declared and called as ours does for Gemma (`app/templates/calls/gemma.py`: the declaration
-after the system text, leading the first user turn; calls in ```` ```tool_call ```` blocks,
-results in ```` ```tool_output ```` blocks in a user turn), so both read about the same prompt.
+model itself. The agents run on `smollm2-32k`, not on Gemma 3 270M: the registry's only 32k
+model is a base model that never ends its turns, so no agent's turn could be judged on it;
+SmolLM2 extended by YaRN x4 reads their 9,000-23,000-token prompts and ends its turns.
+llama-server runs with `--jinja`: on the GGUF's own template for SmolLM2; Gemma 3 270M base's
+GGUF has none, and llama.cpp's built-in `gemma` template refuses `tools`, so it is given
+`GEMMA_TOOLS`, Gemma's turns with tools declared and called as ours does for Gemma
+(`app/templates/calls/gemma.py`: the declaration after the system text, leading the first user
+turn; calls in ```` ```tool_call ```` blocks, results in ```` ```tool_output ```` blocks in a
+user turn), so both read about the same prompt.
 """
 
 from __future__ import annotations
@@ -26,8 +32,13 @@ from app.library.bundled import default_model_path, gemma_model_path
 from bench.agent_clients_proxy import Exchange
 from bench.llama_server import Server, llama_server, ours
 
-MODELS: dict[str, Callable[[], Path]] = {"smollm2": default_model_path, "gemma": gemma_model_path}
-CONTEXTS = {"smollm2": 8192, "gemma": 32768}
+MODELS: dict[str, Callable[[], Path]] = {
+    "smollm2": default_model_path,
+    "smollm2-32k": default_model_path,
+    "gemma": gemma_model_path,
+}
+CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768}
+YARN = {"smollm2-32k": (4, 8192)}  # a model's YaRN scale and the trained context it extends
 MAX_TOKENS = 128
 SERVERS = ("ours", "llama-server")
 
@@ -85,7 +96,7 @@ def starter(
     cap_tokens = str(answers or MAX_TOKENS)
     path, ctx = model_path(model), CONTEXTS[model]
     if name == "ours":
-        cap = ("--max-tokens", cap_tokens)
+        cap = ("--max-tokens", cap_tokens, *_ours_rope(model))
         cache, data = str(folder / "cache"), str(folder / "data")
         keep = {"HARMONY_DESK_CACHE": cache, "HARMONY_DESK_DATA": data}
         made = ours(path, threads=threads, parallel=1, ctx=ctx, extra=cap)
@@ -95,8 +106,23 @@ def starter(
         file = folder / "gemma-tools.jinja"
         file.write_text(GEMMA_TOOLS)
         template = ("--chat-template-file", str(file))
-    spec = ("--jinja", *template, "-n", cap_tokens)
+    spec = ("--jinja", *template, "-n", cap_tokens, *_llama_server_rope(model))
     return lambda: llama_server(path, threads=threads, slots=1, ctx=ctx, spec=spec)
+
+
+def _ours_rope(model: str) -> tuple[str, ...]:
+    """`serve`'s arguments for `model`'s RoPE (none: the model's own)."""
+    if model not in YARN:
+        return ()
+    return ("--rope-scale", str(YARN[model][0]))
+
+
+def _llama_server_rope(model: str) -> tuple[str, ...]:
+    """llama-server's flags for `model`'s RoPE, the same scaling as `_ours_rope`."""
+    if model not in YARN:
+        return ()
+    scale, trained = YARN[model]
+    return ("--rope-scaling", "yarn", "--rope-scale", str(scale), "--yarn-orig-ctx", str(trained))
 
 
 LOGGED = re.compile(r" (POST) (/\S*) (\d{3}) \d+ ms; prompt (\d+) \(evaluated (\d+)")
@@ -128,6 +154,7 @@ __all__ = [
     "MAX_TOKENS",
     "MODELS",
     "SERVERS",
+    "YARN",
     "fill_from_log",
     "model_path",
     "starter",

@@ -6,13 +6,18 @@ one, assembled on first use with its progress shown; the template, sampling and 
 given are checked before they are remembered for the model; loading shows its progress as a
 bar on a terminal and, on a pipe or a file, as exactly one line when it starts (`Loading
 NAME…`) and one when it ends (`app/cli/progress.py`) — that line says what was loaded, from
-which file, in how long, on what, with how many threads; a failed load clears its bar and leaves
-the one sentence saying why to the caller.
+which file, in how long, on what, with how many threads, and its context extension if any; a
+failed load clears its bar and leaves the one sentence saying why to the caller. `--rope-scale
+N` (a number of at least 1; anything else is refused by the parser, exit status 2) loads the
+model with YaRN RoPE scaling by N from its trained context, for this run only; without `--ctx`
+the context is then the trained one times N, bounded by the fit check as the trained one is
+(said on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -50,6 +55,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="a template file (LMDeploy's JSON shape, or YAML) to use: see `templates check`",
     )
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
+    parser.add_argument(
+        "--rope-scale",
+        type=rope_scale,
+        default=1.0,
+        metavar="N",
+        help="extend the model's trained context N times by YaRN RoPE scaling (1, the default:"
+        " off); without --ctx the context is then the trained one times N, where it fits",
+    )
     parser.add_argument("--threads", type=int, default=None, help=f"default {default_threads()}")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
@@ -92,6 +105,20 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, help="remembered for this model")
     parser.add_argument("--top-k", type=int, help="remembered for this model")
     parser.add_argument("--repeat-penalty", type=float, help="remembered for this model")
+
+
+def rope_scale(text: str) -> float:
+    """`--rope-scale`: a finite number of at least 1, else the parser's error (exit status 2)."""
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = float("nan")
+    if not math.isfinite(scale) or scale < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a scale: give a number of at least 1 (1 keeps the model's trained"
+            " context; 4 makes it four times as long, by YaRN)"
+        )
+    return scale
 
 
 def status(text: str) -> None:
@@ -162,11 +189,12 @@ def _projector_arg(given: str | None) -> str | None:
 
 
 def _default_context(path: str, args: argparse.Namespace, projector: Path | None) -> int:
-    """The context a load without `--ctx` gets: 4,096 for a chat; for `serve` (which has
-    `--parallel`: agents send prompts of 6k-25k tokens), the model's trained context, halved
-    until a cache for each answer at once fits the free memory — said on stderr."""
-    parallel = getattr(args, "parallel", None)
-    if parallel is None:
+    """The context a load without `--ctx` gets: 4,096 for a chat on the model's own RoPE; for
+    `serve` (which has `--parallel`: agents send prompts of 6k-25k tokens) or with
+    `--rope-scale N`, the model's trained context (times N), halved until a cache for each
+    answer at once fits the free memory — said on stderr."""
+    parallel, scale = getattr(args, "parallel", None), getattr(args, "rope_scale", 1.0)
+    if parallel is None and scale <= 1.0:
         return 4096
     from app.engine.local.memory import context_that_fits, with_projector
     from app.gguf.info import read_model
@@ -176,21 +204,28 @@ def _default_context(path: str, args: argparse.Namespace, projector: Path | None
     except HarmonyDeskError:
         return 4096  # the load says what is wrong with the file
     trained = model.context_length
+    wanted = int(trained * scale)
     n_ctx, estimate = context_that_fits(
-        with_projector(model, projector), trained, sequences=parallel
+        with_projector(model, projector), wanted, sequences=parallel or 1
     )
-    why = (
-        "the model's trained context"
-        if n_ctx == trained
-        else (
-            f"the model is trained for {trained:,}; {n_ctx:,} is what fits the free memory"
-            if trained
-            else "the model's file names no context"
-        )
+    why = _context_why(n_ctx, trained, wanted, scale)
+    each = f" for each of {parallel} answers at once" if parallel else ""
+    print(
+        f"Context: {n_ctx:,} tokens{each} ({why}; {estimate.short()}). --ctx N chooses another.",
+        file=sys.stderr,
     )
-    said = f"Context: {n_ctx:,} tokens for each of {parallel} answers at once ({why};"
-    print(f"{said} {estimate.short()}). --ctx N chooses another.", file=sys.stderr)
     return n_ctx
+
+
+def _context_why(n_ctx: int, trained: int, wanted: int, scale: float) -> str:
+    """Why the default context is `n_ctx` (`wanted`: the trained context times `scale`)."""
+    if not trained:
+        return "the model's file names no context"
+    yarn = f", YaRN x{scale:g}" if scale > 1.0 else ""
+    if n_ctx == wanted:
+        return f"trained {trained:,}{yarn}" if yarn else "the model's trained context"
+    extended = f"; {wanted:,} with YaRN x{scale:g}" if yarn else ""
+    return f"the model is trained for {trained:,}{extended}; {n_ctx:,} is what fits the free memory"
 
 
 def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
@@ -214,6 +249,7 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
             projector=projector,
             seed=args.seed,
             on_progress=progress,
+            rope_scale=getattr(args, "rope_scale", 1.0),
         )
     except BaseException:
         progress.abandon()
@@ -221,12 +257,14 @@ def load_model(client: WorkerClient, args: argparse.Namespace) -> Loaded:
     info = loaded.info
     where = info.placement.words() if info.placement else "CPU"
     sees = f", with its projector {Path(info.projector).name}" if info.projector else ""
+    rope = info.placement.rope_words() if info.placement else ""
+    extended = f", {rope}" if rope else ""
     progress.end(
         f"Loaded {info.architecture} model {Path(path).name}{sees} in {progress.elapsed:.1f} s"
-        f" ({info.n_ctx} context, template {loaded.template.name}, on {where},"
+        f" ({info.n_ctx} context{extended}, template {loaded.template.name}, on {where},"
         f" {info.n_threads} threads)."
     )
     return loaded
 
 
-__all__ = ["add_model_arguments", "load_model", "status"]
+__all__ = ["add_model_arguments", "load_model", "rope_scale", "status"]

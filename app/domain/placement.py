@@ -2,7 +2,8 @@
 
 Guarantees: plain frozen values (they cross the worker's pipe); `LoadSettings()` is the
 default every model starts from (auto GPU offload, f16 cache, exact reuse on sliding-window
-models, see `app/engine/worker/placement.py`); `Placement.words` is what the status bar says.
+models, the model's own RoPE, see `app/engine/worker/placement.py`); `Placement.words` is what
+the status bar says; `Placement.rope_words` says a context extension ("" without one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class LoadSettings:
     swa_full: bool | None = None  # None: a full-size window cache for a sliding-window model
     speculative: str = "lookup"  # "off", "lookup" (n-gram drafts from the context) or "draft"
     draft_model: str = ""  # the draft model's GGUF (same vocabulary) for "draft"
+    rope_scale: float = 1.0  # > 1: the context extended by YaRN RoPE scaling by this factor
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,14 @@ class Placement:
     kv_type: str
     swa_full: bool
     sliding_window: int  # 0: the model attends to its whole context on every layer
+    rope_scale: float = 1.0  # YaRN scaling by this factor (1: the model's own RoPE)
+    yarn_orig_ctx: int = 0  # the trained context YaRN extends (0: no extension)
+
+    def rope_words(self) -> str:
+        """The context extension in a few words ("YaRN x4 of 8,192"), "" without one."""
+        if self.rope_scale <= 1.0:
+            return ""
+        return f"YaRN x{self.rope_scale:g} of {self.yarn_orig_ctx:,}"
 
     def words(self) -> str:
         if self.gpu_layers <= 0:

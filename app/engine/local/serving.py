@@ -2,20 +2,22 @@
 worker of its own.
 
 Guarantees: `load_chosen` is the one way a command or a server loads a file with its choice
-(`ModelChoice`: template, sampling, load settings, projector): the template is the choice's, else
-the one the file's metadata names (`default_template_name`: a Gemma GGUF without one gets
+(`ModelChoice`: template, sampling, load settings, projector): the template is the choice's,
+else the one the file's metadata names (`default_template_name`: a Gemma GGUF without one gets
 Gemma's), specialised for the model, and the sampling is the choice's over the template's
-defaults; `Models.need` is the fit check's estimate for a file and its projector at the context
-that fits `room` bytes (its trained context, halved until it fits, `memory.context_that_fits`);
-`Models.open` starts a worker for one model and loads it there (`Opened`), and if the load fails
-the worker is stopped before the error is raised; `Opened.close` stops it. `Models.embedder`
-does the same for an embedding model (`EmbeddingClient`, in llama.cpp's embedding mode).
+defaults; a `rope_scale` above 1 (the command line's `--rope-scale`, never remembered) loads it
+with YaRN RoPE scaling by that factor over the choice's load settings; `Models.need` is the fit
+check's estimate for a file and its projector at the context that fits `room` bytes (its trained
+context, halved until it fits, `memory.context_that_fits`); `Models.open` starts a worker for
+one model and loads it there (`Opened`), and if the load fails the worker is stopped before the
+error is raised; `Opened.close` stops it. `Models.embedder` does the same for an embedding model
+(`EmbeddingClient`, in llama.cpp's embedding mode).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.domain.library import MemoryEstimate, ModelEntry
@@ -54,15 +56,17 @@ def load_chosen(
     projector: Path | None,
     seed: int | None = None,
     on_progress: Callable[[float], None] | None = None,
+    rope_scale: float = 1.0,
 ) -> Loaded:
     """Load `path` into `client` with `choice` (see the module guarantees)."""
     settings = load_settings()
+    load = replace(choice.load_settings(settings.gpu_layers), rope_scale=rope_scale)
     info = client.load(
         path,
         n_ctx=n_ctx,
         n_threads=threads,
         on_progress=on_progress,
-        settings=choice.load_settings(settings.gpu_layers),
+        settings=load,
         snapshots=SnapshotSettings.of(settings.kv_cache_gib, cache_ram),
         sequences=sequences,
         projector=projector,

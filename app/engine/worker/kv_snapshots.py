@@ -122,7 +122,15 @@ def snapshots_for(
     def stamp(model_sha256: str, template: str) -> Stamp:
         p, n_ctx = placement, int(low.llama_n_ctx_seq(llm._ctx.ctx))  # one sequence's
         return Stamp(
-            model_sha256, n_ctx, p.kv_type, p.flash_attn, p.swa_full, template, build, projector
+            model_sha256,
+            n_ctx,
+            p.kv_type,
+            p.flash_attn,
+            p.swa_full,
+            template,
+            build,
+            projector,
+            p.rope_words(),
         )
 
     return Snapshots(llm, low, settings, stamp, holds, window)

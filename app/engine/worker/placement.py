@@ -16,8 +16,11 @@ sequence in a step with it on (a tile from 64 rows; a split of the cache for one
 cached tokens, 1.08 logits away on Gemma 3) and without it (one row against several: 0.3 of
 a logit on SmolLM2), so no choice makes a batch of one sequence's tokens round as one token at
 a time does; off, the default, keeps prompts, reuse and snapshots exact, and a checked draft
-can change a greedy answer only at a near-tie (`tests/engine/test_parallel.py`). The result
-says what was chosen, for the status bar and the debug pane.
+can change a greedy answer only at a near-tie (`tests/engine/test_parallel.py`). A
+`rope_scale` above 1 loads the model with YaRN RoPE scaling by that factor from its trained
+context (`<arch>.context_length`), as llama-server's `--rope-scaling yarn --rope-scale N
+--yarn-orig-ctx TRAINED` does; at 1 llama.cpp keeps the model's own RoPE (nothing is passed).
+The result says what was chosen, for the status bar and the debug pane.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from app.domain.placement import LoadSettings, Placement
 
 KV_TYPES = {"f16": 1, "q8_0": 8}  # ggml type ids
+ROPE_YARN = 2  # llama.cpp's LLAMA_ROPE_SCALING_TYPE_YARN
 
 
 def _int(metadata: dict[str, Any], key: str) -> int:
@@ -49,7 +53,11 @@ def placement_for(settings: LoadSettings, metadata: dict[str, Any], offload: boo
     kv_type = settings.kv_type if settings.kv_type in KV_TYPES else "f16"
     flash_attn = settings.flash_attn or kv_type != "f16"
     swa_full = settings.swa_full if settings.swa_full is not None else window > 0
-    return Placement(offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window)
+    scale = max(1.0, settings.rope_scale)
+    trained = _int(metadata, f"{arch}.context_length") if scale > 1.0 else 0
+    return Placement(
+        offload, gpu_layers, layers, flash_attn, kv_type, swa_full, window, scale, trained
+    )
 
 
 def llama_arguments(placement: Placement) -> dict[str, Any]:
@@ -62,6 +70,18 @@ def llama_arguments(placement: Placement) -> dict[str, Any]:
         "type_k": kv,
         "type_v": kv,
         "swa_full": placement.swa_full,
+        **_rope_arguments(placement),
+    }
+
+
+def _rope_arguments(placement: Placement) -> dict[str, Any]:
+    """YaRN's `Llama(...)` arguments, none for the model's own RoPE."""
+    if placement.rope_scale <= 1.0:
+        return {}
+    return {
+        "rope_scaling_type": ROPE_YARN,
+        "rope_freq_scale": 1.0 / placement.rope_scale,
+        "yarn_orig_ctx": placement.yarn_orig_ctx,
     }
 
 
@@ -76,7 +96,19 @@ def as_loaded(placement: Placement, model_params: Any, context_params: Any) -> P
         flash_attn=int(context_params.flash_attn_type) == 1,
         kv_type=names.get(int(context_params.type_k), str(context_params.type_k)),
         swa_full=bool(context_params.swa_full),
+        **_rope_as_loaded(context_params),
     )
 
 
-__all__ = ["KV_TYPES", "as_loaded", "llama_arguments", "placement_for"]
+def _rope_as_loaded(context_params: Any) -> dict[str, Any]:
+    """The RoPE scaling llama.cpp's context parameters hold (1, 0: the model's own)."""
+    freq_scale = float(context_params.rope_freq_scale)
+    if int(context_params.rope_scaling_type) != ROPE_YARN or not 0.0 < freq_scale < 1.0:
+        return {"rope_scale": 1.0, "yarn_orig_ctx": 0}
+    return {
+        "rope_scale": round(1.0 / freq_scale, 4),
+        "yarn_orig_ctx": int(context_params.yarn_orig_ctx),
+    }
+
+
+__all__ = ["KV_TYPES", "ROPE_YARN", "as_loaded", "llama_arguments", "placement_for"]

@@ -5,13 +5,14 @@ the token ids it holds, so that reopening the conversation restores it instead o
 the prompt again (the worker's side: `app/engine/worker/kv_snapshots.py`).
 
 Guarantees:
-- A file is `MAGIC`, a fixed head (`b"head"`, the format `VERSION`, the header's length), a
-  JSON header (its `Stamp`: what makes the state valid — the model file's content hash, context
-  length, cache type, flash attention, window cache, template — as one fingerprint; llama.cpp's
-  build; the token count; the state's length), the token ids (int32, little-endian), the head's
-  MAC, the state, and the file's MAC. Both MACs are HMAC-SHA256 under the install's snapshot
-  key (`SnapshotSettings.key`; the app keeps it in the keyring, `app/kvcache.py`), over the
-  bytes as written, after the name of the conversation (the folder) the file is kept for: a
+- A file is `MAGIC`, a fixed head (`b"head"`, the format `VERSION`, the header's length), a JSON
+  header (its `Stamp`: what makes the state valid — the model file's content hash, context
+  length, cache type, flash attention, window cache, RoPE scaling, template — as one
+  fingerprint, in which a model on its own RoPE keeps the one it had before scaling was;
+  llama.cpp's build; the token count; the state's length), the token ids (int32, little-endian),
+  the head's MAC, the state, and the file's MAC. Both MACs are HMAC-SHA256 under the install's
+  snapshot key (`SnapshotSettings.key`; the app keeps it in the keyring, `app/kvcache.py`), over
+  the bytes as written, after the name of the conversation (the folder) the file is kept for: a
   file forged, copied from another conversation or another install, or written by an older
   version never verifies. The file's MAC is computed as the state is written and read.
 - Nothing in a file is trusted before it is checked: the path is checked before it is opened (a
@@ -26,7 +27,8 @@ Guarantees:
   cut short, forged, another conversation's or install's, an older version's) is set aside
   (`app/readback.py`: `NAME.kv.unusable-…`, kept for the user, counted in the folder's cap and
   the first to go under it: `app/kvcache.py`); an authentic one made for another build of
-  llama.cpp or another model, context, cache or template can never be used, and is deleted.
+  llama.cpp or another model, context, cache, RoPE scaling or template can never be used, and
+  is deleted.
 - `authentic` says whether a file is a whole snapshot kept for a conversation whose MACs both
   verify under a key, with the same bounds, and never moves, removes or changes it, whatever
   it is (a file of the old layout may be another key's: `snapshot_adopt.py`).
@@ -83,12 +85,14 @@ class Stamp:
     template: str
     build: str  # llama.cpp's build and its state format
     projector: str = ""  # the multimodal projector images went through (name and size)
+    rope: str = ""  # the context extension (`Placement.rope_words`); "": the model's own RoPE
 
     def fingerprint(self) -> str:
         fields = dataclasses.asdict(self)
         fields.pop("build")  # said apart, so a foreign build is named as such
-        if not fields["projector"]:
-            fields.pop("projector")  # a text-only model's snapshots keep their fingerprint
+        for optional in ("projector", "rope"):
+            if not fields[optional]:
+                fields.pop(optional)  # a model without one keeps its snapshots' fingerprint
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -190,7 +194,7 @@ def _head(path: Path, stamp: Stamp, key: bytes, tag: str, limit: int) -> Head:
     if head.build != stamp.build:
         raise _Stale(f"it was written by another build of llama.cpp ({head.build})")
     if head.fingerprint != stamp.fingerprint():
-        raise _Stale("it was made for another model file, context, cache or template")
+        raise _Stale("it was made for another model file, context, cache, RoPE or template")
     return head
 
 
