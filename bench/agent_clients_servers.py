@@ -20,7 +20,11 @@ GGUF has none, and llama.cpp's built-in `gemma` template refuses `tools`, so it 
 `GEMMA_TOOLS`, Gemma's turns with tools declared and called as ours does for Gemma
 (`app/templates/calls/gemma.py`: the declaration after the system text, leading the first user
 turn; calls in ```` ```tool_call ```` blocks, results in ```` ```tool_output ```` blocks in a
-user turn), so both read about the same prompt.
+user turn), so both read about the same prompt. For `smollm2-32k` llama-server is given Qwen
+2.5's official template (`HERMES_TOOLS`): SmolLM2's own template writes no tools, so on it the
+agents' 10,000-15,000 tokens of tool declarations never reached llama-server's prompt (a first
+run measured ours reading 40,860 prompt tokens in Claude Code's first turn against its 7,413),
+while ours declares them in the Hermes shape Qwen's templates use, with the same ChatML turns.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ MODELS: dict[str, Callable[[], Path]] = {
     "gemma": gemma_model_path,
 }
 CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768}
+HERMES_TOOLS = {"smollm2-32k"}  # llama-server declares tools as ours does (`QWEN25`)
+QWEN25 = (
+    Path(__file__).resolve().parent.parent
+    / "tests/fixtures/llama_templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+)
 FLASH = {"smollm2-32k"}  # flash attention on both servers: 1.6x the reading speed at 20k tokens
 YARN = {"smollm2-32k": (4, 8192)}  # a model's YaRN scale and the trained context it extends
 MAX_TOKENS = 128
@@ -110,6 +119,8 @@ def starter(
         file = folder / "gemma-tools.jinja"
         file.write_text(GEMMA_TOOLS)
         template = ("--chat-template-file", str(file))
+    elif model in HERMES_TOOLS:  # SmolLM2's own template drops the tools the agents declare
+        template = ("--chat-template-file", str(QWEN25))
     spec = ("--jinja", *template, "-n", cap_tokens, *_llama_server_rope(model))
     fa = model in FLASH
     return lambda: llama_server(path, threads=threads, slots=1, ctx=ctx, spec=spec, flash_attn=fa)

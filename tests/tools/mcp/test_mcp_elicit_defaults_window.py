@@ -9,11 +9,12 @@ wrong."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QListWidget, QMainWindow
 
 from app.controllers.mcp_asks import WindowAsks
@@ -28,17 +29,31 @@ from tests.tools.mcp.test_mcp_elicit_defaults import DEFAULTS, SCHEMA, Served, f
 __all__ = ["folders", "mugs"]  # the fixtures, shared
 
 
-class Call(QObject):
-    """One call of the server's `order` on a thread of its own; `done` carries its envelope."""
-
-    done = Signal(object)
+class Call:
+    """One call of the server's `order` on a thread of its own; `envelope` holds what it
+    returned (a future the test waits on: no Qt object is touched off the GUI thread — a
+    signal emitted from this thread once took the test process down in Qt's garbage
+    collection)."""
 
     def __init__(self, pool: McpPool) -> None:
-        super().__init__()
         self.pool = pool
+        self.envelope: Future[Any] = Future()
+        self.thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> None:
-        threading.Thread(target=lambda: self.done.emit(self.pool.call("mugs", "order", {}, None)), daemon=True).start()
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.envelope.set_result(self.pool.call("mugs", "order", {}, None))
+        except BaseException as exc:  # said by the test's `result()`
+            self.envelope.set_exception(exc)
+
+    def wait(self, qtbot: Any) -> Any:
+        """The envelope, once the call returned (the Qt loop running meanwhile)."""
+        qtbot.waitUntil(self.envelope.done, timeout=30_000)
+        self.thread.join(10)
+        return self.envelope.result()
 
 
 W = TypeVar("W")
@@ -96,10 +111,10 @@ def test_the_dialog_prefills_every_field_and_send_sends_the_defaults(qtbot: Any,
     form.send_button.click()  # the reason is missing: said, nothing sent
     assert form.isVisible() and form.problem.text() == "“Reason” is required." and mugs.received == []
     _w(form, "reason", QLineEdit).setText("For the office.")
-    with qtbot.waitSignal(call.done, timeout=30_000) as done:
-        form.send_button.click()
+    form.send_button.click()
+    envelope = call.wait(qtbot)
     assert mugs.received == [{"reason": "For the office.", **DEFAULTS}]  # what the host sent
-    assert done.args[0]["content"]["result"].startswith('ordered: {"reason":"For the office.","name":"Ada",')
+    assert envelope["content"]["result"].startswith('ordered: {"reason":"For the office.","name":"Ada",')
     entry = AuditLog().read("").entries[0]
     assert entry["decision"] == "accept" and entry["result"]["answered"] == ["reason", *DEFAULTS]
 
@@ -121,8 +136,8 @@ def test_an_emptied_optional_field_is_filled_from_its_default_and_a_change_is_ke
     form.send_button.click()
     assert form.isVisible() and form.problem.text() == "“Email” takes an email address." and form.focusWidget() is email
     email.setText("grace@example.com")
-    with qtbot.waitSignal(call.done, timeout=30_000):
-        form.send_button.click()
+    form.send_button.click()
+    call.wait(qtbot)
     sent = {**DEFAULTS, "reason": "Tea.", "email": "grace@example.com", "gift": False, "colour": "blue",
             "extras": ["lid", "saucer", "spoon"]}  # fmt: skip
     assert mugs.received == [{k: sent[k] for k in ("reason", *DEFAULTS)}]  # name and count: their defaults
