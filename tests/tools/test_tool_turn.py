@@ -108,7 +108,7 @@ def test_approval_is_asked_and_answered_as_events_that_every_frontend_folds() ->
     card = next(s for s in builder.reply.segments if s.kind == "tool")
     assert '"6*8"' in card.data["arguments"] and card.data["decision"] == "asked: allowed, arguments edited"
     said = err.getvalue()
-    assert "functions.calculate (read-only)" in said and "runs: asked: allowed, arguments edited" in said
+    assert "calculate (read-only)" in said and "functions.calculate" not in said and "runs: asked: allowed, arguments edited" in said
     assert '"result": 48' in said
 
 
