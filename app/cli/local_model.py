@@ -42,6 +42,15 @@ from app.templates.registry import (
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model options `serve` and `chat` share, in this order: which model and template,
+    its context and resources, how it loads (remembered for the model), its sampling."""
+    _add_model_and_template(parser)
+    _add_context_and_resources(parser)
+    _add_load_settings(parser)
+    _add_sampling(parser)
+
+
+def _add_model_and_template(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default="default",
@@ -54,6 +63,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="a template file (LMDeploy's JSON shape, or YAML) to use: see `templates check`",
     )
+
+
+def _add_context_and_resources(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ctx", type=int, default=None, help="context length in tokens")
     parser.add_argument(
         "--rope-scale",
@@ -73,6 +85,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="the prompt cache's RAM in MiB (states of prompts and conversations; the disk cache"
         " takes what it lets go, under the cap in Settings); 0 keeps none in RAM",
     )
+
+
+def _add_load_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu-layers",
         help="layers on the GPU: auto (all, where llama.cpp can offload), all, 0, or a number;"
@@ -101,6 +116,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="the model's multimodal projector (an mmproj file), so that it sees images; 'none'"
         " for text only; default: the one in the model's folder; remembered for the model",
     )
+
+
+def _add_sampling(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, help="remembered for this model")
     parser.add_argument("--top-p", type=float, help="remembered for this model")
     parser.add_argument("--top-k", type=int, help="remembered for this model")
