@@ -87,7 +87,6 @@ class ChatController(ConversationsController):
     segmentText = Signal(int, int, str)  # turn, segment, appended text (coalesced)
     segmentUpdated = Signal(int, int)  # turn, segment (tool state, JSON verdict)
     replyFinished = Signal(int)  # turn index
-    promptRead = Signal(int, int, int)  # turn, prompt tokens read, of (a long prompt's progress)
     progressed = Signal(int, object)  # turn, its `Progress` (a prompt read, an image encoded)
     statusChanged = Signal(dict)  # tokens/s, first token ms, context used
 

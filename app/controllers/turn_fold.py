@@ -64,8 +64,6 @@ class FoldingChat(Protocol):
     @property
     def debugChanged(self) -> SignalInstance: ...
     @property
-    def promptRead(self) -> SignalInstance: ...
-    @property
     def progressed(self) -> SignalInstance: ...
 
 
@@ -104,7 +102,6 @@ def fold(chat: FoldingChat, turn: int, reply: Reply, state: TurnState, event: Tu
             chat.painter.debug_grew(turn)
         case PromptRead():
             chat.progressed.emit(turn, event)  # the transcript says it (`reading.py`)
-            chat.promptRead.emit(turn, event.done, event.total)
         case ImageEncoding():
             chat.progressed.emit(turn, event)
         case GenerationDone():

@@ -33,6 +33,7 @@ from PySide6.QtGui import QAction
 
 from app.controllers.bridge import EngineBridge
 from app.controllers.model_host import ModelHost
+from app.domain.progress import PromptRead
 from app.store.history import HistoryStore
 from app.tools.mcp.config import McpServer, save_servers
 from app.ui.app import application, build_window
@@ -228,17 +229,18 @@ def _read_and_shoot(window: MainWindow, out: Path, theme_name: str, prompt: str)
         if not taken and note.isVisible() and said and 25 <= int(said.group(1)) <= 90:
             taken.append(save(window, out, "reading", theme_name))
 
-    def read(_turn: int, _done: int, _total: int) -> None:
-        QTimer.singleShot(0, grab)  # once the note has taken it and is laid out
+    def read(_turn: int, progress: object) -> None:
+        if isinstance(progress, PromptRead):
+            QTimer.singleShot(0, grab)  # once the note has taken it and is laid out
 
     if c.doc.turns:
         _new_chat(window)
-    c.promptRead.connect(read)
+    c.progressed.connect(read)
     try:
         wait_signal("the long prompt's answer", c.replyFinished,
                     lambda: _enter(window, prompt), 180)  # fmt: skip
     finally:
-        c.promptRead.disconnect(read)
+        c.progressed.disconnect(read)
     if not taken:
         raise RuntimeError("the prompt was read before a picture of the note could be taken")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from app.domain.progress import PromptRead
 from tests.ui.test_window import make_window
 
 
@@ -25,11 +26,13 @@ def test_a_long_prompt_read_is_said_inline_until_the_answer_starts(
     seen: list[tuple[bool, str, bool]] = []
     note = window.reading
 
-    def read(turn: int, _done: int, _total: int) -> None:  # after the note took it
+    def read(turn: int, progress: object) -> None:  # after the note took it
+        if not isinstance(progress, PromptRead):
+            return
         shown_in = window.transcript.turns[turn - window.transcript.first]
         seen.append((note.isVisible(), note.text(), note.parent() is shown_in))
 
-    chat.promptRead.connect(read)
+    chat.progressed.connect(read)
     with qtbot.waitSignal(chat.replyFinished, timeout=120_000):
         window.composer.box.setPlainText("Summarise: " + "the pump ran and the valve held. " * 220)
         qtbot.keyClick(window.composer.box, Qt.Key.Key_Return)
