@@ -198,7 +198,7 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
         with running(server), proxying(server.base, recorder) as base:
             env = environment(agent, folder / "home")
             try:
-                configure(agent, env, base, model_path(agent.model))
+                configure(agent, env, base, model_path(agent.model), CONTEXTS[agent.model])
                 cap_answers(agent, Path(env["HOME"]), agent.answers or MAX_TOKENS)
             except Unusable as exc:
                 session.setup_error = str(exc)

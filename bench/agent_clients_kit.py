@@ -254,9 +254,11 @@ def environment(agent: Agent, home: Path) -> dict[str, str]:
     }
 
 
-def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path) -> str:
-    """`harmony-desk connect` run for `agent` in its private home, pointed at `base`: what it
-    printed."""
+def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path, context: int) -> str:
+    """`harmony-desk connect` run for `agent` in its private home, pointed at `base`, with the
+    context both servers give the model (`--ctx`: a client that compacts or trims by the
+    context it is told, as Codex does, is told the same on both; llama-server lists no
+    context connect could read): what it printed."""
     home = Path(env["HOME"])
     app = {
         "HARMONY_DESK_CONFIG": str(home / "harmony-desk" / "config"),
@@ -274,6 +276,8 @@ def configure(agent: Agent, env: Mapping[str, str], base: str, model: Path) -> s
         base,
         "--model",
         str(model),
+        "--ctx",
+        str(context),
     ]
     done = subprocess.run(argv, cwd=ROOT, env={**env, **app}, capture_output=True, text=True)
     if done.returncode:

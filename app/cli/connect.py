@@ -1,10 +1,13 @@
-"""`harmony-desk connect CLIENT [--print] [--base-url URL] [--model NAME] [--undo]`: point a
-coding agent's own user-level configuration at the local server.
+"""`harmony-desk connect CLIENT [--print] [--base-url URL] [--model NAME] [--ctx TOKENS] [--undo]`:
+point a coding agent's own user-level configuration at the local server.
 
 Guarantees: the key is the server's token when the keyring holds one (read, never made), else
-a placeholder a keyless loopback server takes; the model is the one `serve` would load (its
-file's stem, the name the server gives it), with the context `serve` would choose for it now
-and answers capped at `serve`'s limit or a quarter of that context, whichever is less. The
+a placeholder a keyless loopback server takes. The model and its context come from, in order:
+`--ctx` (the context, as given); the server at `--base-url` when it answers and lists the model
+loaded (`app.clients.served`: without `--model`, the model it serves first, so a server started
+with `--ctx` or `--rope-scale` is described as it runs); else the model `serve` would load (its
+file's stem, the name the server gives it) with the context `serve` would choose for it now.
+Answers are capped at `serve`'s limit or a quarter of that context, whichever is less. The
 files are merged, backed up, reported and undone by `app.clients.connecting`, the same code
 the window's Serve page runs (its guarantees: nothing is written when a file cannot be read,
 comments and layout are kept, `--undo` takes out only what connect set and keeps the backup);
@@ -20,9 +23,11 @@ import sys
 from pathlib import Path
 
 from app.clients import CLIENTS, PLACEHOLDER_KEY, Target, connecting
+from app.clients.served import served_model
 
 DEFAULT_ROOT = "http://127.0.0.1:8080"
 FALLBACK_CONTEXT = 4096  # a model known by name only: the app's own default context
+MIN_CONTEXT = 256  # `--ctx` below this leaves no room for any client's prompt
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="the model name clients ask for, or a GGUF file (default: the model `serve`"
         " loads); the server answers any name with its model",
+    )
+    parser.add_argument(
+        "--ctx",
+        type=_tokens,
+        metavar="TOKENS",
+        help="the context the server gives the model (default: what the running server at"
+        " --base-url says, else what `serve` would load the model with)",
     )
     either.add_argument(
         "--undo",
@@ -76,9 +88,8 @@ def _target(args: argparse.Namespace) -> tuple[Target, list[str]]:
     """What the client is pointed at, and lines saying where each part came from."""
     from app.server.options import ServeOptions
 
-    name, path = _model(args.model)
-    context, how = _context(path)
     key, whose = _key()
+    name, context, how = _sized(args, key)
     target = connecting.target_for(args.base_url, key, name, context, ServeOptions().max_tokens)
     facts = [
         f"  model: {name} (context {context:,} tokens, {how};"
@@ -86,6 +97,31 @@ def _target(args: argparse.Namespace) -> tuple[Target, list[str]]:
         f"  key: {whose}",
     ]
     return target, facts
+
+
+def _sized(args: argparse.Namespace, key: str) -> tuple[str, int, str]:
+    """The model's name, its context and where that came from (the module guarantees' order)."""
+    name, path = _model(args.model)
+    root = connecting.root_of(args.base_url)
+    served = served_model(root, key, name if args.model else None)
+    if served is not None:
+        name = served.name
+    if args.ctx is not None:
+        return name, args.ctx, "as given with --ctx"
+    if served is not None:
+        return name, served.context, f"as the server at {root} serves it now"
+    return name, *_context(path)
+
+
+def _tokens(text: str) -> int:
+    """`--ctx`: a whole number of tokens, at least `MIN_CONTEXT`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of tokens") from None
+    if value < MIN_CONTEXT:
+        raise argparse.ArgumentTypeError(f"a context of {value} tokens is under {MIN_CONTEXT}")
+    return value
 
 
 def _key() -> tuple[str, str]:

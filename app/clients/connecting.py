@@ -46,11 +46,15 @@ UNDO_TARGET = Target("http://127.0.0.1", "(undo)", "(undo)", 4096, 1024)  # ever
 SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|password)$")  # names of keys' keys
 
 
+def root_of(url: str) -> str:
+    """The server's root URL, given it or its `/v1` (no trailing slash)."""
+    return re.sub(r"/v1$", "", url.rstrip("/"))
+
+
 def target_for(url: str, key: str, model: str, context: int, cap: int) -> Target:
     """The server at `url` (its root, or its `/v1`) with `key` and `model`; answers capped at
     `cap` or a quarter of `context`, whichever is less (the prompt keeps the rest)."""
-    root = re.sub(r"/v1$", "", url.rstrip("/"))
-    return Target(root, key, model, context, min(cap, context // OUTPUT_SHARE))
+    return Target(root_of(url), key, model, context, min(cap, context // OUTPUT_SHARE))
 
 
 @dataclass(frozen=True)
@@ -351,6 +355,7 @@ __all__ = [
     "Report",
     "connect",
     "preview",
+    "root_of",
     "target_for",
     "undo",
 ]
