@@ -51,6 +51,9 @@ ours without an HTTP error (K' on llama-server); X and Y are ours' evaluated and
 tokens of the last turn, X' llama-server's evaluated, summed over the clients that did that
 turn on both; the seconds ratio is ours' over llama-server's turn seconds, summed over the
 turns both completed (goals: K = N, X ≤ X', ratio ≤ 1.0).
+`--keep DIR` writes every exchange of every session to `DIR/<client>-<server>.jsonl` (turn,
+method, path, status, the request's body and the response's text), to read side by side what
+each server answered.
 `--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
 `tests/fixtures/agent_requests/`.
 """
@@ -58,6 +61,7 @@ turns both completed (goals: K = N, X ≤ X', ratio ≤ 1.0).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -218,11 +222,34 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
                     break
         if server_name == "ours":
             fill_from_log(folder, recorder.since(0))
+        if args.keep is not None:
+            keep(session, args.keep)
         if args.record and server_name == "ours" and session.turns:
             from bench.agent_clients_record import record
 
             record(agent, session.turns[0].exchanges, folder, base)
     return session
+
+
+def keep(session: Session, folder: Path) -> None:
+    """Every exchange of `session` as JSON lines in `folder` (see `--keep`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps(
+            {
+                "turn": t.index + 1,
+                "method": x.method,
+                "path": x.path,
+                "status": x.status,
+                "request": x.json_body(),
+                "answer": x.answer,
+            }
+        )
+        for t in session.turns
+        for x in t.exchanges
+    ]
+    path = folder / f"{session.client}-{session.server}.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def check(sessions: list[Session], turns: int) -> None:
@@ -303,6 +330,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", default=",".join(AGENTS), help="a subset, comma-separated")
     parser.add_argument("--quick", action="store_true", help="one turn per client")
     parser.add_argument("--record", action="store_true", help="write the fixtures (see above)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="write every exchange there")
     parser.add_argument("--threads", type=int, default=2, help="in each server")
     parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds per turn")
     args = parser.parse_args(argv)

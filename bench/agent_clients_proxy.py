@@ -61,6 +61,7 @@ class Exchange:
     ended: bool = False  # the response body was read to its end
     finished: float = 0.0  # when the response body ended (monotonic s)
     logged: tuple[int, int] | None = None  # (in all, evaluated) from the server's own log
+    answer: str = ""  # the response body as text, once it has ended (kept for `--keep`)
 
     @property
     def api(self) -> str:
@@ -130,6 +131,7 @@ def read_body(exchange: Exchange, data: bytes, encoding: str) -> None:
         except zlib.error:
             return
     text = data.decode("utf-8", errors="replace")
+    exchange.answer = text
     chunks = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
     for chunk in chunks or [text]:
         try:
