@@ -37,7 +37,12 @@ cached) and ours' request log line (`prompt N (evaluated E, ...)`, paired with t
 the order they ended) say it. A turn's figures are its answered requests' sums (`?` after
 them: one had none, as a request cut off by a time-out); its seconds the client process's
 wall time. A turn is completed when the client exits 0 in time having had at least one model
-request answered 200. An HTTP error: a POST answered 400 or over (or a stream that ended in an
+request answered 200, and, for Claude Code and Codex, none of its answers reached their cap
+(`CUT_IS_AN_ERROR`; counted from each answer's usage, the same on both servers): those clients
+fail a turn whose answer the server says was cut, and llama-server's Responses API says
+`completed` for every answer (`server-task.cpp`), so Codex takes a cut answer there that it
+refuses from ours, which says `incomplete` as OpenAI's API does.
+An HTTP error: a POST answered 400 or over (or a stream that ended in an
 error event), or any 5xx; a GET or HEAD answered 4xx (a probe, such as Claude Code's `HEAD /`)
 is listed, not counted. A client's first error is its first HTTP error, else why its first
 unfinished turn stopped (time-out, exit status, with the end of its output); a session stops
@@ -113,13 +118,19 @@ class Turn:
     ran: Ran
     exchanges: list[Exchange]
     failures: list[str] = field(default_factory=list)  # its HTTP errors, as the turn ended
+    cap: int = 0  # the cap on an answer, where a cut answer fails the turn (0: it does not)
 
     @classmethod
-    def ended(cls, index: int, ran: Ran, exchanges: list[Exchange]) -> Turn:
+    def ended(cls, index: int, ran: Ran, exchanges: list[Exchange], cap: int = 0) -> Turn:
         """The turn as its client's run ended: a request it left in flight that fails later
         (the server stopped under it) is no error of the turn's."""
         said = [f"{x.method} {x.path}: {x.error}" for x in exchanges if http_error(x)]
-        return cls(index, ran, exchanges, said)
+        return cls(index, ran, exchanges, said, cap)
+
+    @property
+    def cut(self) -> int:
+        """Its answers that reached the cap, counted from their usage alike on both servers."""
+        return sum((x.output_tokens() or 0) >= self.cap > 0 for x in self.answered)
 
     @property
     def answered(self) -> list[Exchange]:
@@ -139,6 +150,8 @@ class Turn:
             return f"{number}: exit status {self.ran.status}: {self._tail()}"
         if not self.answered:
             return f"{number}: exited 0 with no model request answered: {self._tail()}"
+        if self.cut:
+            return f"{number}: {self.cut} answer(s) cut at the cap of {self.cap} tokens"
         return None
 
     def _tail(self) -> str:
@@ -211,7 +224,7 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
             for index, prompt in enumerate(TURNS[: args.turns]):
                 start = len(recorder)
                 ran = run_turn(agent.argv(index, prompt), repo, env, args.turn_timeout)
-                turn = Turn.ended(index, ran, recorder.since(start))
+                turn = Turn.ended(index, ran, recorder.since(start), agent.answers)
                 session.turns.append(turn)
                 say(
                     f"  {agent.name} on {server_name}, turn {index + 1}: {ran.seconds:.1f} s,"
@@ -262,7 +275,7 @@ def check(sessions: list[Session], turns: int) -> None:
             if not t.completed:
                 continue
             for x in t.answered:
-                if not x.ended:
+                if not x.whole:
                     raise Failed(f"{who}, turn {t.index + 1}: {x.path}'s answer was cut off")
                 if x.prompt() is None:
                     said = f"usage {x.usage or 'none'}"

@@ -43,6 +43,12 @@ HOP = frozenset(
     }
 )
 ERROR_TEXT = 400  # characters of an error body kept
+LAST_EVENTS = (  # an answer's last event, in each API's stream
+    "data: [DONE]",
+    "event: response.completed",
+    "event: response.incomplete",
+    "event: message_stop",
+)
 
 
 @dataclass
@@ -70,6 +76,18 @@ class Exchange:
             if self.path.rstrip("/").endswith(name):
                 return name.split("/")[0]
         return self.path
+
+    @property
+    def whole(self) -> bool:
+        """The answer was read to its end, or to its API's last event (a client may hang up
+        once it has that event, before the server closes the stream)."""
+        return self.ended or any(mark in self.answer for mark in LAST_EVENTS)
+
+    def output_tokens(self) -> int | None:
+        """The answer's tokens, as its usage says them (None: it says none)."""
+        u = self.usage
+        said = u.get("completion_tokens") if self.api == "chat" else u.get("output_tokens")
+        return int(said) if said is not None else None
 
     def json_body(self) -> Any:
         try:
