@@ -37,11 +37,12 @@ cached) and ours' request log line (`prompt N (evaluated E, ...)`, paired with t
 the order they ended) say it. A turn's figures are its answered requests' sums (`?` after
 them: one had none, as a request cut off by a time-out); its seconds the client process's
 wall time. A turn is completed when the client exits 0 in time having had at least one model
-request answered 200, and, for Claude Code and Codex, none of its answers reached their cap
-(`CUT_IS_AN_ERROR`; counted from each answer's usage, the same on both servers): those clients
-fail a turn whose answer the server says was cut, and llama-server's Responses API says
-`completed` for every answer (`server-task.cpp`), so Codex takes a cut answer there that it
-refuses from ours, which says `incomplete` as OpenAI's API does.
+request answered 200, and, for Codex, none of its answers reached the cap (`CUT_IS_AN_ERROR`;
+counted from each answer's usage, the same on both servers): Codex fails a turn whose answer
+the server says was cut, and llama-server's Responses API says `completed` for every answer
+(`server-task.cpp`), so Codex takes a cut answer there that it refuses from ours, which says
+`incomplete` as OpenAI's API does (both servers' Messages API say `max_tokens`, and Claude
+Code continues a cut answer itself, up to three times).
 An HTTP error: a POST answered 400 or over (or a stream that ended in an
 error event), or any 5xx; a GET or HEAD answered 4xx (a probe, such as Claude Code's `HEAD /`)
 is listed, not counted. A client's first error is its first HTTP error, else why its first
@@ -129,8 +130,11 @@ class Turn:
 
     @property
     def cut(self) -> int:
-        """Its answers that reached the cap, counted from their usage alike on both servers."""
-        return sum((x.output_tokens() or 0) >= self.cap > 0 for x in self.answered)
+        """Its Responses answers that reached the cap, counted from their usage alike on both
+        servers: the one API where llama-server says `completed` for a cut answer (its Messages
+        API says `max_tokens`, as ours does, and Claude Code continues such an answer itself)."""
+        hidden = [x for x in self.answered if x.api == "responses"]
+        return sum((x.output_tokens() or 0) >= self.cap > 0 for x in hidden)
 
     @property
     def answered(self) -> list[Exchange]:
