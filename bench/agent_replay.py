@@ -42,21 +42,19 @@ each the worst model's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx2 as httpx
 
 from app.library.bundled import default_model_path, gemma_model_path
+from bench.agent_replay_reply import MAX_TOKENS, Reply, fault, send
 from bench.agent_workload import system_message, user_turn
 from bench.llama_server import (
     Server,
@@ -69,7 +67,6 @@ from bench.llama_server import (
     say,
 )
 
-MAX_TOKENS = 24
 SLOTS = 4
 GOALS = {"evaluated": 1.00, "wall": 1.00, "after restart": 0.10}
 MODELS: dict[str, Callable[[], Path]] = {"smollm2": default_model_path, "gemma": gemma_model_path}
@@ -80,100 +77,6 @@ PHASES = ("before restart", "after restart")
 
 class Failed(Exception):
     """The run did not do what it reports."""
-
-
-@dataclass
-class Reply:
-    """What one streamed chat completion delivered, timed by its client (perf_counter s)."""
-
-    sent: float = 0.0
-    first: float = 0.0  # the first content chunk; 0 when none came
-    ended: float = 0.0
-    text: str = ""
-    finish: str | None = None
-    done: bool = False  # `data: [DONE]` came
-    usage: dict[str, Any] = field(default_factory=dict)
-    timings: dict[str, Any] = field(default_factory=dict)  # llama-server's
-    error: str | None = None
-
-    @property
-    def prompt_tokens(self) -> int:
-        return int(self.usage.get("prompt_tokens", -1))
-
-    @property
-    def cached_tokens(self) -> int:
-        return int((self.usage.get("prompt_tokens_details") or {}).get("cached_tokens", -1))
-
-    @property
-    def evaluated(self) -> int:
-        return self.prompt_tokens - self.cached_tokens
-
-    @property
-    def first_token_s(self) -> float:
-        """To the first content chunk; to the end for an answer cut before it said anything."""
-        return (self.first or self.ended) - self.sent
-
-
-def send(client: httpx.Client, base: str, messages: list[dict[str, str]]) -> Reply:
-    """One greedy streamed chat completion of `messages`, on a connection of its own (as
-    `bench.llama_server.stream`); failures are kept, not raised (`fault` reports them)."""
-    body = {
-        "model": "m",
-        "messages": messages,
-        "max_tokens": MAX_TOKENS,
-        "temperature": 0,
-        "seed": 1,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    got = Reply(sent=time.perf_counter())
-    try:
-        with client.stream(
-            "POST", f"{base}/v1/chat/completions", json=body, headers={"Connection": "close"}
-        ) as response:
-            if response.status_code != 200:
-                got.error = f"HTTP {response.status_code}: {response.read()[:300]!r}"
-            else:
-                for line in response.iter_lines():
-                    take(got, line)
-    except (httpx.HTTPError, ValueError) as exc:  # ValueError: a chunk that is not JSON
-        got.error = f"{type(exc).__name__}: {exc}"
-    got.ended = time.perf_counter()
-    return got
-
-
-def take(got: Reply, line: str) -> None:
-    """One line of the event stream into `got`."""
-    if not line.startswith("data: "):
-        return
-    data = line.removeprefix("data: ")
-    if data == "[DONE]":
-        got.done = True
-        return
-    chunk = json.loads(data)
-    if "error" in chunk:
-        got.error = str(chunk["error"])[:300]
-    got.usage = chunk.get("usage") or got.usage
-    got.timings |= chunk.get("timings") or {}
-    for choice in chunk.get("choices") or []:
-        said = (choice.get("delta") or {}).get("content") or ""
-        if said:
-            got.first = got.first or time.perf_counter()
-            got.text += said
-        got.finish = choice.get("finish_reason") or got.finish
-
-
-def fault(got: Reply) -> str | None:
-    """Why `got` does not count (see the module docstring), or None."""
-    if got.error:
-        return f"failed: {got.error}"
-    if not got.done or got.finish is None:
-        return "the stream ended before its finish reason and [DONE]"
-    if got.prompt_tokens < 1 or got.cached_tokens < 0:
-        return f"no usage with prompt and cached tokens ({got.usage or 'none'})"
-    if not got.text and got.finish != "length":
-        return f"an empty answer (finish {got.finish!r})"
-    return None
 
 
 @dataclass
