@@ -1,14 +1,15 @@
 """A recording HTTP proxy between an agent client and a server, for `bench/agent_clients.py`.
 
-Guarantees: every request is forwarded to the upstream server with its method, path, query and
-body byte for byte (its headers too, less the hop-by-hop ones and `host`), and the response
-goes back with its status, headers (less the hop-by-hop ones) and body byte for byte, streamed
-as it comes (a server-sent event stream reaches the client event by event). Every exchange is
-recorded (`Exchange`): the request's method, path, headers and body, the response's status,
-and, once its body has ended, what the body said about prompt tokens (`usage`, merged over the
-stream's events in order; llama-server's `timings`) and its error, if any: an HTTP status of
-400 or over, an `error` event in a stream, or an upstream that could not be reached (answered
-502 to the client). Nothing is changed on the way; nothing is kept but the records.
+Guarantees: every request is forwarded to the upstream server, on a connection of its own, with
+its method, path, query and body byte for byte (its headers too, less the hop-by-hop ones and
+`host`), and the response goes back with its status, headers (less the hop-by-hop ones) and body
+byte for byte, streamed as it comes (a server-sent event stream reaches the client event by
+event). Every exchange is recorded (`Exchange`): the request's method, path, headers and body,
+the response's status, and, once its body has ended, what the body said about prompt tokens
+(`usage`, merged over the stream's events in order; llama-server's `timings`) and its error, if
+any: an HTTP status of 400 or over, an `error` event in a stream, or an upstream that could not
+be reached (answered 502 to the client). Nothing is changed on the way; nothing is kept but the
+records.
 """
 
 from __future__ import annotations
@@ -180,7 +181,10 @@ class Proxy:
     def __init__(self, upstream: str, recorder: Recorder) -> None:
         self.upstream = upstream
         self.recorder = recorder
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(None), trust_env=False)
+        # a connection per request: a pooled one the server closed while idle (ours after 5 s,
+        # httpx's own expiry) fails the next request sent on it, and would be a 502 of the proxy's
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(None), trust_env=False, limits=fresh)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
