@@ -57,6 +57,12 @@ def app(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
+    return client_env(tmp_path)
+
+
+def client_env(tmp_path: Path) -> dict[str, str]:
+    """The variables every run gets: HOME, the XDG folders, the keyring and the app's folders
+    in `tmp_path`, no client's own folder variable, no token."""
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_HOMES}

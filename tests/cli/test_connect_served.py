@@ -17,10 +17,15 @@ from typing import Any
 import pytest
 
 from app.clients.served import Listed, pick
-from tests.cli.test_connect import app, connect, default_model_name, env  # noqa: F401
+from tests.cli.test_connect import app, client_env, connect, default_model_name
 from tests.server.test_rope_scale import Served, _serving
 
 SERVED_CONTEXT = 12288
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return client_env(tmp_path)
 
 
 @pytest.fixture(scope="module")
