@@ -2,14 +2,16 @@
 app's `Conversation`, whichever API it came by.
 
 Guarantees: the same conversation for every template and every API — system and developer text
-(instructions) is gathered, in order, into the developer message, which comes first and holds
-the declared tools as its `functions`; an assistant's tool calls become call messages to
-`functions.NAME` (their arguments' JSON, `<|constrain|>json`), and its reasoning is kept only
-before tool calls, so analysis after a final answer is never rendered (a template that shows
-no reasoning leaves it out); a tool result is named by the call it answers (by the call's id;
-else the name given, else `tool`); a user's text and images stay in their order, text side by
-side joined, empty text left out (text alone is one text message, even empty). Nothing here
-reads a wire format: each API hands in values it has already checked.
+(instructions) given before any other message is gathered, in order, into the developer message,
+which comes first and holds the declared tools as its `functions`; instructions given later stay
+where the client put them, each a developer message of its own (a template with no place for
+them gathers them: `app/domain/instructions.py`); an assistant's tool calls become call messages
+to `functions.NAME` (their arguments' JSON, `<|constrain|>json`), and its reasoning is kept only
+before tool calls, so analysis after a final answer is never rendered (a template that shows no
+reasoning leaves it out); a tool result is named by the call it answers (by the call's id; else
+the name given, else `tool`); a user's text and images stay in their order, text side by side
+joined, empty text left out (text alone is one text message, even empty). Nothing here reads a
+wire format: each API hands in values it has already checked.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ class Transcript:
         self.names: dict[str, str] = {}  # a call's id → its function's name
 
     def instruct(self, text: str) -> None:
-        """System or developer text (empty text adds nothing)."""
-        if text:
+        """System or developer text (empty text adds nothing): before any other message it
+        joins the opening instructions, after one it stays where the client put it."""
+        if text and self.messages:
+            self.messages.append(Message.of(Role.DEVELOPER, text))
+        elif text:
             self.instructions.append(text)
 
     def user(self, parts: Sequence[str | ImageContent]) -> None:

@@ -36,18 +36,11 @@ from app.constrain.constraint import (
     json_constraint,
 )
 from app.domain.events import ParseEvent
-from app.domain.messages import Conversation, DeveloperContent, Message, ReasoningEffort
+from app.domain.messages import Conversation, Message, ReasoningEffort
 from app.domain.sampling import Sampling
 from app.templates.calls.format import CODE_PARAMETERS, CallFormat, name_of
 from app.templates.calls.formats import call_format
 from app.templates.calls.grammar import ThinkBlock, call_grammar
-
-
-def turn_text(message: Message) -> str:
-    """What a plain-text template writes for a message: its text, or the instructions a
-    developer message carries."""
-    found = [c.instructions for c in message.content if isinstance(c, DeveloperContent)]
-    return "".join(i for i in found if i) or message.text
 
 
 def _controls_within(

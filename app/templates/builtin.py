@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from app.domain.instructions import gathered, turn_text
 from app.domain.messages import Conversation, ReasoningEffort, Role, ToolDescription
 from app.templates.base import (
     Capability,
@@ -16,7 +17,6 @@ from app.templates.base import (
     Template,
     TemplateDefaults,
     Tokenizer,
-    turn_text,
 )
 from app.templates.calls.format import CallFormat, Piece
 from app.templates.calls.llama3 import ENVIRONMENT, KNOWLEDGE
@@ -161,10 +161,11 @@ class Gemma(_Marked):
         return f"<start_of_turn>{'model' if role == 'assistant' else 'user'}\n"
 
     def pieces(self, conversation: Conversation) -> list[tuple[str, list[Piece]]]:
-        """Gemma has no system turn: its text leads the next user turn."""
+        """Gemma has no system turn: its text leads the first user turn, with instructions
+        given later gathered there (their place may have no user turn after it)."""
         out: list[tuple[str, list[Piece]]] = []
         system: list[Piece] = []
-        for role, pieces in super().pieces(conversation):
+        for role, pieces in super().pieces(gathered(conversation)):
             if role == "system":
                 system += [*pieces, Piece("\n\n")]
                 continue

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.domain.instructions import turn_text
 from app.domain.messages import Conversation, Role, ToolDescription
-from app.templates.base import TemplateDefaults, turn_text
+from app.templates.base import TemplateDefaults
 from app.templates.builtin import ChatML, Qwen, _Marked
 from app.templates.calls.format import (
     CallFormat,

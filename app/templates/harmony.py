@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 from app.constrain.constraint import Constraint, ResponseFormat
+from app.domain.instructions import gathered
 from app.domain.messages import (
     Conversation,
     Message,
@@ -73,6 +74,7 @@ class HarmonyTemplate(Template):
         *,
         reasoning_effort: ReasoningEffort | None = None,
     ) -> list[int]:
+        conversation = gathered(conversation)  # Harmony's instructions come first, all of them
         if reasoning_effort is not None:
             conversation = with_effort(conversation, reasoning_effort)
         return self._renderer.render(conversation, RenderMode.COMPLETION)

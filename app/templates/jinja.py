@@ -8,6 +8,10 @@ results as `tool` messages (`tool_call_id`, `name`), so the model sees its own m
 text is tokenized without special-token parsing even though the template writes one string:
 each message's content (a tool's result included) is rendered as a sentinel, the string is
 split at the sentinels, and only the template's own text is tokenized with special parsing.
+Instructions a client gives after the conversation began (`app/domain/instructions.py`) are
+rendered where it gave them, as `system` messages, when the template renders them there with
+every message's text intact; a template that refuses them, drops them or rewrites text gets
+them gathered into the opening system message instead.
 A call's arguments are written by the template itself, so a prompt holding calls, like one
 whose template rewrites message text (the sentinels do not survive), is checked on the output:
 it is refused with a clear error when a message spells a control token, or when the rendered
@@ -34,8 +38,9 @@ import json
 import re
 from typing import Any
 
+from app.domain.instructions import gathered, later_instructions, turn_text
 from app.domain.messages import Conversation, Message, ReasoningEffort, Role
-from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer, turn_text
+from app.templates.base import OutputParser, Template, TemplateDefaults, Tokenizer
 from app.templates.calls.detect import Detection, detect
 from app.templates.calls.format import (
     CallFormat,
@@ -226,6 +231,18 @@ class GgufJinja(Template):
         *,
         reasoning_effort: ReasoningEffort | None = None,
     ) -> list[int]:
+        if later_instructions(conversation):
+            try:
+                return self._ids(conversation, tokenizer, in_place=True)
+            except JinjaTemplateError:  # the template has no place for them: they lead
+                conversation = gathered(conversation)
+        return self._ids(conversation, tokenizer)
+
+    def _ids(
+        self, conversation: Conversation, tokenizer: Tokenizer, *, in_place: bool = False
+    ) -> list[int]:
+        """The prompt's ids; `in_place`: a `JinjaTemplateError` unless every message's text
+        is where the template put it (none dropped or rewritten)."""
         strings = self.detection().string_arguments if self.source else False
         messages, texts, called = openai_messages(conversation, strings)
         tools = openai_tools(declared_tools(conversation))
@@ -242,6 +259,8 @@ class GgufJinja(Template):
             if called:  # the template wrote the calls' arguments itself
                 self._guard(out, _neutral(_filled(messages, texts)), tools, tokenizer)
             return out
+        if in_place:
+            raise JinjaTemplateError("the model's chat template drops or rewrites message text")
         for text in texts:
             if tokenizer.tokenize(text, special=True) != tokenizer.tokenize(text, special=False):
                 raise JinjaTemplateError(

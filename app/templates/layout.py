@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.domain.instructions import header_length, turn_text
 from app.domain.messages import Conversation, ReasoningEffort, Role
 from app.templates.base import (
     Capability,
@@ -32,7 +33,6 @@ from app.templates.base import (
     Template,
     TemplateDefaults,
     Tokenizer,
-    turn_text,
 )
 from app.templates.builtin import ChatML, Completion, Llama3, Qwen, SmolLM2, stop_ids_of
 from app.templates.calls.format import Piece
@@ -130,7 +130,8 @@ class LayoutTemplate(Template):
             ]
         fmt = self.call_format()
         meta = self.spec.meta_instruction
-        if meta is not None and not any(text for role, text in turns if role == "system"):
+        opening = conversation.messages[: header_length(conversation)]
+        if meta is not None and not any(turn_text(x) for x in opening):
             conversation = conversation.with_header(Role.DEVELOPER, instructions=meta)
         called = call_turns(fmt, conversation) if fmt is not None else None
         if called is not None:

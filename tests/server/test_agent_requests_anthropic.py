@@ -115,14 +115,15 @@ def _instructions(said: Asked) -> str:
     return first.content[0].instructions or ""
 
 
-def test_the_first_request_becomes_one_conversation_with_the_system_message_in_its_instructions() -> None:
+def test_the_first_request_becomes_one_conversation_with_its_system_message_in_its_place() -> None:
     said = _converted(FIRST)
     steady = BILLING.replace("cch=a5145;", "cch=fffff;")  # the same on every request
     system = steady + IDENTITY + GUIDE  # text blocks are joined, as a user's are
-    assert _instructions(said) == f"{system}\n\n{ENVIRONMENT}"  # appended, in order, after `system`
+    assert _instructions(said) == system
     roles = [m.author.role for m in said.conversation.messages]
-    assert roles == [Role.DEVELOPER, Role.USER]  # no system message left among the turns
+    assert roles == [Role.DEVELOPER, Role.USER, Role.DEVELOPER]  # the environment after the task, as sent
     assert said.conversation.messages[1].content[0].text == REMINDER + TASK  # type: ignore[union-attr]
+    assert said.conversation.messages[2].text == ENVIRONMENT
     assert said.ignored == ("context_management",)  # metadata and cache_control change nothing
     generation = said.generation
     assert set(generation.tools or {}) == {"Bash", "Read", "TodoWrite"} and generation.tool_choice == "auto"
@@ -132,7 +133,7 @@ def test_the_first_request_becomes_one_conversation_with_the_system_message_in_i
     assert counted.conversation == said.conversation and counted.ignored == said.ignored
 
 
-def test_system_messages_anywhere_join_the_instructions_in_their_order() -> None:
+def test_system_messages_before_the_first_turn_join_the_instructions_and_later_ones_keep_their_place() -> None:
     said = _converted({"max_tokens": 8, "system": "One.", "messages": [
         {"role": "system", "content": [{"type": "text", "text": "Two", "cache_control": EPHEMERAL},
                                        {"type": "text", "text": "."}]},
@@ -142,9 +143,11 @@ def test_system_messages_anywhere_join_the_instructions_in_their_order() -> None
         {"role": "user", "content": "Go on."},
         {"role": "system", "content": "Four."},
     ]})
-    assert _instructions(said) == "One.\n\nTwo.\n\nThree.\n\nFour."
-    assert [m.author.role for m in said.conversation.messages] == [Role.DEVELOPER, Role.USER, Role.ASSISTANT,
-                                                                    Role.USER]
+    assert _instructions(said) == "One.\n\nTwo."
+    messages = said.conversation.messages
+    assert [m.author.role for m in messages] == [Role.DEVELOPER, Role.USER, Role.ASSISTANT, Role.DEVELOPER,
+                                                 Role.USER, Role.DEVELOPER]
+    assert (messages[3].text, messages[5].text) == ("Three.", "Four.")
 
 
 @pytest.mark.parametrize(("extra", "ignored"), [

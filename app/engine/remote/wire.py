@@ -2,14 +2,14 @@
 shapes answers come back in.
 
 Guarantees: what is sent is the conversation the user sees — analysis is never sent back,
-developer instructions go as a system message, tool calls and their results keep their
-pairing, at most 32 function tools are declared; sampling set on the endpoint wins over the
-session's; a user message with images is sent as OpenAI's content parts — each image an
-`image_url` part with a `data:` URL of its kept bytes (`app.images.kept.find`), the text a `text`
-part, in the message's order (Databricks serving endpoints, vLLM, llama-server and OpenAI take
-this one shape) — and an image no longer kept is an `InvalidInputError` naming it, never a
-request without it; `for_the_record` is the body with each image's data shortened, for the
-debug record; the reasoning shapes servers use (`reasoning_content`, `reasoning`, `thinking`,
+developer instructions go as a system message in their place, tool calls and their results keep
+their pairing, at most 32 function tools are declared; sampling set on the endpoint wins over
+the session's; a user message with images is sent as OpenAI's content parts — each image an
+`image_url` part with a `data:` URL of its kept bytes (`app.images.kept.find`), the text a
+`text` part, in the message's order (Databricks serving endpoints, vLLM, llama-server and OpenAI
+take this one shape) — and an image no longer kept is an `InvalidInputError` naming it, never a
+request without it; `for_the_record` is the body with each image's data shortened, for the debug
+record; the reasoning shapes servers use (`reasoning_content`, `reasoning`, `thinking`,
 Databricks' typed content parts) are read here, and never echoed back.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 from app.constrain.constraint import ResponseFormat, ToolChoice
 from app.domain.endpoint import Endpoint
+from app.domain.instructions import turn_text
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -88,9 +89,8 @@ def to_openai(conversation: Conversation) -> list[dict[str, Any]]:
         if role is Role.SYSTEM:
             continue  # Harmony's system message (identity, dates, channels) is for gpt-oss only
         if role is Role.DEVELOPER:
-            developer = next((c for c in m.content if isinstance(c, DeveloperContent)), None)
-            if developer is not None and developer.instructions:
-                out.append({"role": "system", "content": developer.instructions})
+            if text := turn_text(m):  # the opening instructions, or ones given later in place
+                out.append({"role": "system", "content": text})
         elif role is Role.USER:
             out.append(_user(m, images))
             images += len(m.images)
