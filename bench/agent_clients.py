@@ -58,8 +58,9 @@ tokens of the last turn, X' llama-server's evaluated, summed over the clients th
 turn on both; the seconds ratio is ours' over llama-server's turn seconds, summed over the
 turns both completed (goals: K = N, X ≤ X', ratio ≤ 1.0).
 `--keep DIR` writes every exchange of every session to `DIR/<client>-<server>.jsonl` (turn,
-method, path, status, the request's body and the response's text), to read side by side what
-each server answered.
+method, path, status, seconds to the answer's end, the proxy's error, the request's body and the
+response's text), to read side by side what each server answered, and ours' log (each
+request's figures and duration) beside it as `DIR/<client>-ours.log`.
 `--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
 `tests/fixtures/agent_requests/`.
 """
@@ -68,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -240,7 +242,7 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
         if server_name == "ours":
             fill_from_log(folder, recorder.since(0))
         if args.keep is not None:
-            keep(session, args.keep)
+            keep(session, args.keep, folder / "data" / "logs" / "harmony-desk.log")
         if args.record and server_name == "ours" and session.turns:
             from bench.agent_clients_record import record
 
@@ -248,8 +250,9 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
     return session
 
 
-def keep(session: Session, folder: Path) -> None:
-    """Every exchange of `session` as JSON lines in `folder` (see `--keep`)."""
+def keep(session: Session, folder: Path, log: Path) -> None:
+    """Every exchange of `session` as JSON lines in `folder`, and the server's `log` beside
+    them when it wrote one (see `--keep`)."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = [
         json.dumps(
@@ -258,6 +261,8 @@ def keep(session: Session, folder: Path) -> None:
                 "method": x.method,
                 "path": x.path,
                 "status": x.status,
+                "seconds": round(x.finished - x.started, 1) if x.finished else None,
+                "error": x.error,
                 "request": x.json_body(),
                 "answer": x.answer,
             }
@@ -265,8 +270,10 @@ def keep(session: Session, folder: Path) -> None:
         for t in session.turns
         for x in t.exchanges
     ]
-    path = folder / f"{session.client}-{session.server}.jsonl"
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    name = f"{session.client}-{session.server}"
+    (folder / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    if log.exists():
+        shutil.copyfile(log, folder / f"{name}.log")
 
 
 def check(sessions: list[Session], turns: int) -> None:

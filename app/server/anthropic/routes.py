@@ -40,6 +40,7 @@ from app.server.anthropic.wire import CountRequest, MessagesRequest
 from app.server.asked import Asked, Target, off_loop
 from app.server.errors import ApiError, ContextTooLong, parse
 from app.server.fleet import Fleet
+from app.server.keepalive import kept_alive
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import Running, start, stopped, warnings
@@ -99,7 +100,7 @@ class MessagesRoute:
         if asked_for.stream:
             prompt = await _prompt_size(run)
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            stream = _events(run, head, blocks, prompt)
+            stream = kept_alive(_events(run, head, blocks, prompt), sse("ping"))
             return StreamingResponse(stream, media_type="text/event-stream", headers=run.headers())
         async for piece in run.pieces():
             blocks.feed(piece)

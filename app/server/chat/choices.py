@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from app.domain.budget import Overflow
 from app.server.asked import Asked
 from app.server.chat.completion import Shape, choice_chunks, usage_chunk, whole
+from app.server.keepalive import COMMENT, kept_alive
 from app.server.running import Disconnected, Running, start
 from app.server.served import ServedModel
 
@@ -78,7 +79,9 @@ async def choices(
         for run in runs:
             run.watcher.cancel()
         return StreamingResponse(
-            _stream(runs, shape), media_type="text/event-stream", headers=warned
+            kept_alive(_stream(runs, shape), COMMENT),
+            media_type="text/event-stream",
+            headers=warned,
         )
     await asyncio.gather(*(run.drain() for run in runs))
     wholes = [whole(run, shape) for run in runs]

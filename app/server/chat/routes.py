@@ -27,6 +27,7 @@ from app.server.chat.effort import said, taken_as
 from app.server.chat.wire import ChatRequest
 from app.server.errors import parse
 from app.server.fleet import Fleet
+from app.server.keepalive import COMMENT, kept_alive
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import start
@@ -60,7 +61,7 @@ class ChatRoute:
         run = await start(served, what, disconnected)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            stream = chunks(run, shape)
+            stream = kept_alive(chunks(run, shape), COMMENT)
             headers = run.headers(note)
             return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
         await run.drain()

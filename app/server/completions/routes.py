@@ -30,6 +30,7 @@ from app.server.completions.convert import generation_of, prompt_of
 from app.server.completions.wire import CompletionRequest
 from app.server.errors import ContextTooLong, parse
 from app.server.fleet import Fleet
+from app.server.keepalive import COMMENT, kept_alive
 from app.server.options import ServeOptions
 from app.server.routing import Routes, body_of
 from app.server.running import event, fingerprint, first_of, warnings
@@ -116,7 +117,7 @@ class CompletionsRoute:
         first, watcher = await first_of(events, request.is_disconnected, cancel)
         if asked_for.stream:
             watcher.cancel()
-            stream = _chunks(first, events, text, head, asked_for, prompt)
+            stream = kept_alive(_chunks(first, events, text, head, asked_for, prompt), COMMENT)
             return StreamingResponse(stream, media_type="text/event-stream", headers=warn)
         try:
             for batch in first:

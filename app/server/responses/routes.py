@@ -23,6 +23,7 @@ from app.server.asked import Target, off_loop
 from app.server.chat.effort import said, taken_as
 from app.server.errors import parse
 from app.server.fleet import Fleet
+from app.server.keepalive import COMMENT, kept_alive
 from app.server.options import ServeOptions
 from app.server.responses.convert import asked
 from app.server.responses.output import Stream, shell, whole
@@ -49,7 +50,7 @@ class ResponsesRoute:
         started = shell(served.name, asked_for)
         if asked_for.stream:
             run.watcher.cancel()  # a streamed answer learns of a gone client from its writes
-            events = Stream(run, started).events()
+            events = kept_alive(Stream(run, started).events(), COMMENT)
             return StreamingResponse(
                 events, media_type="text/event-stream", headers=run.headers(note)
             )
