@@ -3,8 +3,13 @@
 Guarantees: only keys of `env` are set, all as strings (Claude Code exports each into its own
 environment): the Anthropic API's root, the key as a bearer token (`ANTHROPIC_AUTH_TOKEN`, sent
 as `Authorization: Bearer`), our model for the main model and for every alias Claude Code picks
-(opus, sonnet, haiku, sub-agents, and the older small/fast one), the output cap, and the
-switches that stop its telemetry, error reports and other non-essential traffic.
+(opus, sonnet, haiku, sub-agents, and the older small/fast one), the output cap, how long it
+waits for a local model, and the switches that stop its telemetry, error reports and other
+non-essential traffic. The waits: a request's (`API_TIMEOUT_MS`, 10 minutes by default) and a
+stream's silence (`CLAUDE_STREAM_IDLE_TIMEOUT_MS`, 5 minutes by default, counted in the events
+its SDK passes on, so a server's `ping` events do not count) are both 30 minutes, the most its
+byte-level watchdog takes: on a CPU a small model reads Claude Code's first prompt, some 20,000
+tokens, in several minutes before its first token, and Claude Code would give up and resend it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ TITLE = "Claude Code"
 SOURCE = (
     "code.claude.com/docs/en/env-vars and /settings (the `env` object of settings.json;"
     " ANTHROPIC_AUTH_TOKEN is sent as a bearer token; ANTHROPIC_SMALL_FAST_MODEL is the"
-    " deprecated name of ANTHROPIC_DEFAULT_HAIKU_MODEL); CLAUDE_CONFIG_DIR moves ~/.claude"
+    " deprecated name of ANTHROPIC_DEFAULT_HAIKU_MODEL); CLAUDE_CONFIG_DIR moves ~/.claude;"
+    " API_TIMEOUT_MS and CLAUDE_STREAM_IDLE_TIMEOUT_MS as Claude Code 2.1 reads them (its"
+    " stream watchdogs: 300 s by default, 1,800 s at most)"
 )
 NOTE = "Start `claude` in a project; `/status` shows the base URL and model it uses."
 
@@ -32,6 +39,8 @@ MODEL_VARIABLES = (
     "CLAUDE_CODE_SUBAGENT_MODEL",
 )
 QUIET = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING")
+WAITS = ("API_TIMEOUT_MS", "CLAUDE_STREAM_IDLE_TIMEOUT_MS")
+WAIT_MS = 30 * 60 * 1000
 
 
 def settings_path(env: Mapping[str, str], home: Path) -> Path:
@@ -44,6 +53,7 @@ def edits(target: Target, env: Mapping[str, str], home: Path) -> tuple[FileEdit,
         "ANTHROPIC_AUTH_TOKEN": target.key,
         **dict.fromkeys(MODEL_VARIABLES, target.model),
         "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(target.max_tokens),
+        **dict.fromkeys(WAITS, str(WAIT_MS)),
         **dict.fromkeys(QUIET, "1"),
     }
     return (FileEdit(settings_path(env, home), "json", {"env": variables}),)

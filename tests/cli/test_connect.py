@@ -197,6 +197,14 @@ def test_an_answer_leaves_the_prompt_most_of_the_context(env: dict[str, str]) ->
     assert options == {"contextLength": 4096, "maxTokens": 1024}
 
 
+def test_claude_code_waits_for_a_local_model_to_read_its_first_prompt(env: dict[str, str]) -> None:
+    """Its stream watchdogs give up after 300 s without an event by default, sooner than a CPU
+    reads its 20,000-token first prompt; both waits are set to the most its byte watchdog takes."""
+    connect("claude-code", env)
+    found = json_file(Path(env["HOME"]) / ".claude" / "settings.json")["env"]
+    assert (found["API_TIMEOUT_MS"], found["CLAUDE_STREAM_IDLE_TIMEOUT_MS"]) == ("1800000", "1800000")
+
+
 # --- a user's own settings and comments: kept, backed up once; --undo takes out only connect's
 
 SEEDS: dict[str, tuple[str, str]] = {
