@@ -50,7 +50,7 @@ ALLOWED = (
     "app.controllers.turn_inputs", "app.controllers.turn_source", "app.controllers.ui_state",
     "app.controllers.exchange_host", "app.controllers.library_files", "app.controllers.model_context",
     "app.documents", "app.documents.kept",
-    "app.domain", "app.domain.attachments", "app.domain.builtin_tools", "app.domain.citations",
+    "app.domain", "app.domain.instructions", "app.domain.attachments", "app.domain.builtin_tools", "app.domain.citations",
     "app.domain.declared", "app.domain.endpoint", "app.domain.events", "app.domain.progress", "app.domain.figures", "app.domain.history", "app.domain.library", "app.domain.listing",
     "app.domain.messages", "app.domain.placement", "app.domain.redact", "app.domain.reply",
     "app.domain.reply.builder", "app.domain.reply.cards", "app.domain.reply.changes",
