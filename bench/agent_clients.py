@@ -2,7 +2,8 @@
 llama-server on the same GGUF, three turns each, in one run.
 
 Usage: python bench/agent_clients.py [--clients claude-code,codex,...] [--quick] [--record]
-                                     [--threads 2] [--turn-timeout 600]
+                                     [--threads 2] [--turn-timeout 600] [--keep DIR]
+                                     [--servers ours|llama-server]
 
 Clients (`bench/agent_clients_kit.py`, installed from npm and PyPI into
 `~/.cache/harmony-desk-bench/clients/` when missing): Claude Code (Anthropic Messages API),
@@ -61,6 +62,8 @@ turns both completed (goals: K = N, X ≤ X', ratio ≤ 1.0).
 method, path, status, seconds to the answer's end, the proxy's error, the request's body and the
 response's text), to read side by side what each server answered, and ours' log (each
 request's figures and duration) beside it as `DIR/<client>-ours.log`.
+`--servers NAME` runs the clients on that server alone, to look into one (the table, no last
+line: the last line compares the two).
 `--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
 `tests/fixtures/agent_requests/`.
 """
@@ -72,7 +75,6 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -82,7 +84,6 @@ from bench.agent_clients_kit import (
     CUT_IS_AN_ERROR,
     TURNS,
     Agent,
-    Ran,
     Unusable,
     cap_answers,
     configure,
@@ -91,7 +92,7 @@ from bench.agent_clients_kit import (
     run_turn,
     scratch_repo,
 )
-from bench.agent_clients_proxy import Exchange, Recorder, proxying
+from bench.agent_clients_proxy import Recorder, proxying
 from bench.agent_clients_servers import (
     CONTEXTS,
     MAX_TOKENS,
@@ -100,115 +101,8 @@ from bench.agent_clients_servers import (
     model_path,
     starter,
 )
+from bench.agent_clients_session import Failed, Session, Turn
 from bench.llama_server import Unavailable, machine_note, running, say
-
-MODEL_PATHS = ("messages", "responses", "chat")  # Exchange.api of a model request
-
-
-class Failed(Exception):
-    """The run did not do what it reports."""
-
-
-def http_error(x: Exchange) -> bool:
-    return x.error is not None and (x.method == "POST" or x.status >= 500)
-
-
-@dataclass
-class Turn:
-    """One turn of a session: the client's run and the requests it made."""
-
-    index: int
-    ran: Ran
-    exchanges: list[Exchange]
-    failures: list[str] = field(default_factory=list)  # its HTTP errors, as the turn ended
-    cap: int = 0  # the cap on an answer, where a cut answer fails the turn (0: it does not)
-
-    @classmethod
-    def ended(cls, index: int, ran: Ran, exchanges: list[Exchange], cap: int = 0) -> Turn:
-        """The turn as its client's run ended: a request it left in flight that fails later
-        (the server stopped under it) is no error of the turn's."""
-        said = [f"{x.method} {x.path}: {x.error}" for x in exchanges if http_error(x)]
-        return cls(index, ran, exchanges, said, cap)
-
-    @property
-    def cut(self) -> int:
-        """Its Responses answers that reached the cap, counted from their usage alike on both
-        servers: the one API where llama-server says `completed` for a cut answer (its Messages
-        API says `max_tokens`, as ours does, and Claude Code continues such an answer itself)."""
-        hidden = [x for x in self.answered if x.api == "responses"]
-        return sum((x.output_tokens() or 0) >= self.cap > 0 for x in hidden)
-
-    @property
-    def answered(self) -> list[Exchange]:
-        return [x for x in self.exchanges if x.api in MODEL_PATHS and x.status == 200]
-
-    @property
-    def completed(self) -> bool:
-        return self.ran.status == 0 and bool(self.answered) and not self.stopped
-
-    @property
-    def stopped(self) -> str | None:
-        """Why the client's run did not finish (None when it exited 0 with an answer)."""
-        number = f"turn {self.index + 1}"
-        if self.ran.status is None:
-            return f"{number}: timed out after {self.ran.seconds:.0f} s: {self._tail()}"
-        if self.ran.status != 0:
-            return f"{number}: exit status {self.ran.status}: {self._tail()}"
-        if not self.answered:
-            return f"{number}: exited 0 with no model request answered: {self._tail()}"
-        if self.cut:
-            return f"{number}: {self.cut} answer(s) cut at the cap of {self.cap} tokens"
-        return None
-
-    def _tail(self) -> str:
-        return " | ".join(self.ran.output.strip().splitlines()[-6:])[-600:] or "(no output)"
-
-    @property
-    def prompt(self) -> tuple[int, int]:
-        """(prompt tokens in all, evaluated), summed over the turn's answered requests."""
-        figures = [p for x in self.answered if (p := x.prompt()) is not None]
-        return sum(p[0] for p in figures), sum(p[1] for p in figures)
-
-    def said(self) -> str:
-        """The prompt figures as `evaluated/total`, `?` where an answer carried none."""
-        total, evaluated = self.prompt
-        whole = all(x.prompt() is not None for x in self.answered)
-        return f"{evaluated}/{total}" if whole else f"{evaluated}/{total}?"
-
-
-@dataclass
-class Session:
-    """One client's turns on one server."""
-
-    client: str
-    server: str
-    turns: list[Turn] = field(default_factory=list)
-    setup_error: str | None = None
-
-    @property
-    def first_error(self) -> str | None:
-        if self.setup_error:
-            return self.setup_error
-        for turn in self.turns:
-            if turn.failures:
-                return f"turn {turn.index + 1}: {turn.failures[0]}"
-            if turn.stopped:
-                return turn.stopped
-        return None
-
-    def works(self, turns: int) -> bool:
-        done = len(self.turns) == turns and all(t.completed for t in self.turns)
-        return done and not any(t.failures for t in self.turns)
-
-    def probes(self) -> list[str]:
-        """GET/HEAD requests refused (listed, not counted as errors)."""
-        said = {
-            f"{x.method} {x.path} {x.status}"
-            for t in self.turns
-            for x in t.exchanges
-            if x.error and not http_error(x)
-        }
-        return sorted(said)
 
 
 def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Session:
@@ -353,6 +247,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--clients", default=",".join(AGENTS), help="a subset, comma-separated")
     parser.add_argument("--quick", action="store_true", help="one turn per client")
+    parser.add_argument(
+        "--servers", default=",".join(SERVERS), help="one of them alone: no last line"
+    )
     parser.add_argument("--record", action="store_true", help="write the fixtures (see above)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write every exchange there")
     parser.add_argument("--threads", type=int, default=2, help="in each server")
@@ -361,6 +258,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     args.clients = [c for c in args.clients.split(",") if c]
     if unknown := [c for c in args.clients if c not in AGENTS]:
         parser.error(f"unknown clients {unknown}; expected some of {', '.join(AGENTS)}")
+    args.servers = [name for name in args.servers.split(",") if name]
+    if not args.servers or [name for name in args.servers if name not in SERVERS]:
+        parser.error(f"--servers takes some of {', '.join(SERVERS)}")
     args.turns = 1 if args.quick else len(TURNS)
     return args
 
@@ -374,7 +274,7 @@ def main() -> int:
         versions = install(agents)
         sessions = []
         for agent in agents:
-            for name in SERVERS:
+            for name in args.servers:
                 say(f"{agent.name} {versions[agent.name]} on {name} ({agent.model})")
                 sessions.append(run_session(agent, name, args))
         check(sessions, args.turns)
@@ -390,8 +290,9 @@ def main() -> int:
         " evaluated = prompt tokens - cached, from each response's usage\n"
     )
     table(sessions, args.turns)
-    print()
-    print(last_line(sessions, args.clients, args.turns))
+    if len(args.servers) == len(SERVERS):
+        print()
+        print(last_line(sessions, args.clients, args.turns))
     return 0
 
 

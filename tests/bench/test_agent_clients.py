@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench.agent_clients import Session, Turn, last_line
+from bench.agent_clients import last_line
 from bench.agent_clients_kit import Ran
 from bench.agent_clients_proxy import Exchange, read_body
+from bench.agent_clients_session import Session, Turn
 
 DONE = Ran(seconds=2.0, status=0, output="ok")
 
