@@ -23,10 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from app.domain.instructions import INSTRUCTION_ROLES
 from app.domain.messages import Conversation, Message, Role, TextContent
 from app.errors import InvalidInputError
 
-HEADER_ROLES = (Role.SYSTEM, Role.DEVELOPER)
+HEADER_ROLES = INSTRUCTION_ROLES
 SUMMARY_OPENS = "[Summary of the earlier conversation, written when it was compacted]"
 SUMMARY_CLOSES = "[End of the summary; the conversation continues]"
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from app.domain.attachments import compose, estimate, split
 from app.domain.budget import Budget, Cut, Overflow, marker, reserve_for
 from app.domain.events import ContextFit
+from app.domain.instructions import header_length
 from app.domain.messages import (
     Conversation,
     DeveloperContent,
@@ -49,7 +50,6 @@ from app.domain.messages import (
 from app.errors import HarmonyDeskError
 from app.templates.base import Template, Tokenizer
 
-_HEADER = (Role.SYSTEM, Role.DEVELOPER)
 _MEMO = 8  # header renders remembered (the header rarely changes from one turn to the next)
 
 MARGIN_SHARE = 0.5  # the overflow is rounded up to a multiple of this share of the room
@@ -214,12 +214,7 @@ def kept_always(conversation: Conversation, policy: Overflow) -> Conversation:
 
 def _header(conversation: Conversation) -> list[Message]:
     """The leading system and developer messages."""
-    head = []
-    for m in conversation.messages:
-        if m.author.role not in _HEADER:
-            break
-        head.append(m)
-    return head
+    return list(conversation.messages[: header_length(conversation)])
 
 
 def _exchanges(conversation: Conversation) -> list[list[Message]]:
