@@ -44,18 +44,26 @@ def templates_folder() -> Path:
 
 
 def _yaml(text: str) -> Any:
-    """`text` read as YAML (safe types) with at most `MAX_ALIASES` aliases."""
+    """`text` read as YAML (safe types) with at most `MAX_ALIASES` aliases, refused as soon as
+    it nests deeper than `MAX_DEPTH` (before the rest of the file is read)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
         aliases = 0
+        depth = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 self.aliases += 1
                 if self.aliases > MAX_ALIASES:
                     raise TemplateFileError(f"uses more than {MAX_ALIASES} YAML aliases")
-            return super().compose_node(parent, index)
+            self.depth += 1
+            if self.depth > MAX_DEPTH + 1:
+                raise TemplateFileError(f"nests values more than {MAX_DEPTH} deep")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
     loader = Loader(text)
     try:

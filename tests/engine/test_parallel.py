@@ -4,7 +4,8 @@
   tiny gpt-oss), and they really ran side by side (their spans overlap);
 - a client that leaves mid-stream frees its sequence at once: a queued one starts while the
   others go on, and theirs are still the tokens they give alone;
-- the window's turn (reserved) starts and ends while eight clients hold or wait for the rest;
+- the window's turn (reserved) starts and ends while eight clients hold or wait for the rest,
+  and the eight give the same tokens or part first at a near-tie (their batches differ);
 - speculative decoding gives the tokens plain decoding gives, with prompt lookup and with a
   draft model (SmolLM2 drafting for itself), drafting on every step it can (`always_draft`) —
   or differs first where plain decoding's top two are a near-tie (`NEAR_TIE`), because
@@ -62,7 +63,9 @@ COPY = (
 COPY_ON = f"{CODE}\n\n# The same two functions again, unchanged:\n\n{CODE[:40]}"  # it copies
 
 
-NEAR_TIE = 0.5  # logits: where the top two are closer, llama.cpp's batched rounding may swap them
+# logits: where the top two are closer, llama.cpp's batched rounding may swap them. On AVX2-only
+# CPUs a prompt decoded beside others parted from itself alone where the margin was 0.503.
+NEAR_TIE = 1.0
 
 
 def same_or_near_tie(client: WorkerClient, prompt: list[int], plain: list[int], other: list[int]) -> str:
@@ -225,13 +228,16 @@ def test_the_windows_turn_starts_while_eight_clients_are_busy(smollm_model: Any)
         _run(client, _ids(client, PROMPTS[0]), 8, window, reserved=True)
         for t in threads:
             t.join(600)
+        first = outs[0]["tokens"]
+        verdicts = [same_or_near_tie(client, prompt, first, o["tokens"]) for o in outs[1:]]
     finally:
         client.close()
     assert use == {"total": 3, "reserved": 1, "busy": 2, "queued": 6}
     assert window["tokens"] and isinstance(window["done"], GenerationDone)
     still = [o for o in outs if o["end"] > window["end"]]
     assert len(still) >= 6  # the window did not wait for the clients' queue
-    assert all(o["tokens"] == outs[0]["tokens"] for o in outs)
+    # the same prompt decoded beside one, two or no others: the same tokens, or parted at a tie
+    assert all(v in ("identical", "near-tie") for v in verdicts), verdicts
 
 
 @pytest.mark.parametrize("kind", ["lookup", "draft"])
