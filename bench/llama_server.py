@@ -11,7 +11,8 @@
 
 Both start on a free loopback port, are waited for until they answer, and are stopped (a server
 that exits first raises `Unavailable` with the end of its log). `stream` sends one streamed chat
-completion and keeps what it saw; `problem` says why a stream does not count (or None).
+completion and keeps what it saw (`take` reads each line of it); `problem` says why a stream
+does not count (or None).
 """
 
 from __future__ import annotations
@@ -200,17 +201,35 @@ class Streamed:
     sent: float = 0.0
     first: float = 0.0  # the first content (or reasoning) chunk; 0 when none came
     ended: float = 0.0
-    tokens: int = -1  # the usage's completion_tokens; -1 when the stream carried no usage
     chunks: int = 0  # chunks that carried text
     text: str = ""
     finish: str | None = None
     done: bool = False  # `data: [DONE]` came
+    usage: dict[str, Any] = field(default_factory=dict)  # the last chunk's that carried one
     timings: dict[str, Any] = field(default_factory=dict)  # llama-server's, or ours' if sent
     error: str | None = None
 
     @property
+    def tokens(self) -> int:
+        """The usage's completion_tokens; -1 when the stream carried no usage."""
+        return int(self.usage.get("completion_tokens", -1))
+
+    @property
+    def prompt_tokens(self) -> int:
+        return int(self.usage.get("prompt_tokens", -1))
+
+    @property
+    def cached_tokens(self) -> int:
+        return int((self.usage.get("prompt_tokens_details") or {}).get("cached_tokens", -1))
+
+    @property
+    def evaluated(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
     def first_token_s(self) -> float:
-        return self.first - self.sent
+        """To the first text chunk; to the end for an answer cut before it said anything."""
+        return (self.first or self.ended) - self.sent
 
     @property
     def decode_rate(self) -> float:
@@ -219,13 +238,17 @@ class Streamed:
         return (self.tokens - 1) / took if self.tokens > 1 and took > 0 else 0.0
 
 
-def stream(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> Streamed:
-    """One greedy chat completion of `prompt`, streamed with usage, on a connection of its own
-    (llama-server closes kept-alive connections after a few requests, and a request sent on
-    one closing fails); failures are kept, not raised (`problem` reports them)."""
+def stream(
+    client: httpx.Client, base: str, prompt: str | list[dict[str, str]], max_tokens: int
+) -> Streamed:
+    """One greedy (`temperature` 0, `seed` 1) chat completion of `prompt` (a user message, or
+    the messages), streamed with usage, on a connection of its own (llama-server closes
+    kept-alive connections after a few requests, and a request sent on one closing fails);
+    failures are kept, not raised (`problem` reports them)."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     body = {
         "model": "m",
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": messages,
         "max_tokens": max_tokens,
         "temperature": 0,
         "seed": 1,
@@ -240,14 +263,16 @@ def stream(client: httpx.Client, base: str, prompt: str, max_tokens: int) -> Str
                 got.error = f"HTTP {response.status_code}: {response.read()[:300]!r}"
             else:
                 for line in response.iter_lines():
-                    _take(got, line)
-    except httpx.HTTPError as exc:
+                    take(got, line)
+    except (httpx.HTTPError, ValueError) as exc:  # ValueError: a chunk that is not JSON
         got.error = f"{type(exc).__name__}: {exc}"
     got.ended = time.perf_counter()
     return got
 
 
-def _take(got: Streamed, line: str) -> None:
+def take(got: Streamed, line: str) -> None:
+    """One line of the event stream into `got`: the text (content and reasoning), the finish
+    reason, the usage, llama-server's `timings`, an error chunk."""
     if not line.startswith("data: "):
         return
     data = line.removeprefix("data: ")
@@ -257,8 +282,7 @@ def _take(got: Streamed, line: str) -> None:
     chunk = json.loads(data)
     if "error" in chunk:
         got.error = str(chunk["error"])[:300]
-    if chunk.get("usage"):
-        got.tokens = int(chunk["usage"]["completion_tokens"])
+    got.usage = chunk.get("usage") or got.usage
     got.timings |= chunk.get("timings") or {}
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
@@ -345,4 +369,5 @@ __all__ = [
     "running",
     "say",
     "stream",
+    "take",
 ]

@@ -10,7 +10,8 @@ import pytest
 
 from bench import agent_replay, agent_workload
 from bench.agent_replay import Phase, figures, last_line
-from bench.agent_replay_reply import Reply, fault, take
+from bench.agent_replay_reply import Reply, fault
+from bench.llama_server import take
 
 
 def whole(text: str = "ok", finish: str = "stop", prompt: int = 100, cached: int = 90) -> Reply:

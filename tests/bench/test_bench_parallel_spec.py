@@ -13,8 +13,9 @@ from bench.llama_server import Streamed, percentile, problem
 
 
 def whole(tokens: int = 16, chunks: int = 10, finish: str = "length") -> Streamed:
+    usage = {"completion_tokens": tokens} if tokens >= 0 else {}
     return Streamed(
-        sent=1.0, first=1.5, ended=3.5, tokens=tokens, chunks=chunks, text="x", finish=finish,
+        sent=1.0, first=1.5, ended=3.5, usage=usage, chunks=chunks, text="x", finish=finish,
         done=True,
     )  # fmt: skip
 
@@ -55,9 +56,9 @@ def test_the_stream_is_read_as_sent() -> None:
             "timings": {"draft_n": 4, "draft_n_accepted": 3},
         },
     ):
-        llama_server._take(got, "data: " + json.dumps(chunk))
-    llama_server._take(got, "")
-    llama_server._take(got, "data: [DONE]")
+        llama_server.take(got, "data: " + json.dumps(chunk))
+    llama_server.take(got, "")
+    llama_server.take(got, "data: [DONE]")
     assert (got.text, got.chunks, got.tokens, got.finish, got.done) == (
         "Hello world",
         2,
