@@ -59,8 +59,9 @@ $(NPM_DIR)/.installed: tests/mcp_npm/package.json tests/mcp_npm/package-lock.jso
 	cd $(NPM_DIR) && npm ci --silent --no-audit --no-fund --ignore-scripts
 	touch $@
 
+# The 30 slowest steps close the report: what to look at first when the suite grows.
 test: lint keyring-daemon $(NPM_DIR)/.installed
-	$(BIN)/pytest -n $(WORKERS)
+	$(BIN)/pytest -n $(WORKERS) --durations=30
 
 # The README's pictures: a real conversation with the bundled SmolLM2 (fixed seed) in both
 # themes, an empty chat and a 640x480 window (offscreen: no display needed; the scripted sample,
