@@ -7,7 +7,8 @@ extended by YaRN x4 from its trained 8,192 tokens, ours `--rope-scale 4`, llama-
 `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192`), the same attention (`FLASH`, the models
 run with flash attention on both: none, as ours' default; ours reads a prompt in 63-row chunks
 under flash attention on the CPU, to keep its restores exact, so it would not be the same
-workload), one slot, `--threads`, and the same
+workload), one slot, `--threads`, the same sampling where a request names none (`_sampling`: ours'
+defaults for the model, given to llama-server), and the same
 cap on an answer (`MAX_TOKENS`): ours `--max-tokens`, llama-server `-n`, which is only a
 default there (a request's `max_tokens` wins over it), so the clients that ask for a number
 of their own are set to ask for this one (`agent_clients_kit.cap_answers`). Ours is
@@ -35,7 +36,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from app.gguf.info import read_model
 from app.library.bundled import default_model_path, gemma_model_path
+from app.templates.registry import default_template_name, get_template
 from bench.agent_clients_proxy import Exchange
 from bench.llama_server import Server, llama_server, ours
 
@@ -122,7 +125,7 @@ def starter(
         template = ("--chat-template-file", str(file))
     elif model in HERMES_TOOLS:  # SmolLM2's own template drops the tools the agents declare
         template = ("--chat-template-file", str(QWEN25))
-    spec = ("--jinja", *template, "-n", cap_tokens, *_llama_server_rope(model))
+    spec = ("--jinja", *template, "-n", cap_tokens, *_llama_server_rope(model), *_sampling(path))
     fa = model in FLASH
     return lambda: llama_server(path, threads=threads, slots=1, ctx=ctx, spec=spec, flash_attn=fa)
 
@@ -140,6 +143,22 @@ def _llama_server_rope(model: str) -> tuple[str, ...]:
         return ()
     scale, trained = YARN[model]
     return ("--rope-scaling", "yarn", "--rope-scale", str(scale), "--yarn-orig-ctx", str(trained))
+
+
+def _sampling(path: Path) -> tuple[str, ...]:
+    """llama-server's flags for the sampling ours gives a request that names none: the defaults
+    of the template ours picks for the file (SmolLM2: temperature 0.2, top-p 0.9, top-k 40,
+    repetition penalty 1.1), where llama-server's own are temperature 0.8, top-p 0.95, min-p
+    0.05 and no penalty. Claude Code names none, and one model sampled two ways is not one
+    workload: on Claude Code's first prompt SmolLM2 ended its answer on llama-server's and ran
+    to the cap on ours'."""
+    metadata = read_model(path).metadata
+    template = get_template(default_template_name(metadata)).for_model(metadata)
+    s = template.defaults.sampling()
+    return (
+        *("--temp", str(s.temperature), "--top-p", str(s.top_p), "--top-k", str(s.top_k)),
+        *("--min-p", str(s.min_p), "--repeat-penalty", str(s.repeat_penalty)),
+    )
 
 
 LOGGED = re.compile(r" (POST) (/\S*) (\d{3}) \d+ ms; prompt (\d+) \(evaluated (\d+)")
