@@ -18,7 +18,11 @@ send prompts of 9,000-23,000 tokens and run on SmolLM2-135M extended by YaRN x4 
 tokens of context (`smollm2-32k`: ours `--rope-scale 4`, llama-server `--rope-scaling yarn
 --rope-scale 4 --yarn-orig-ctx 8192`), not on Gemma 3 270M: the registry's only model trained
 for 32k is a base model that never ends its turns, so no agent's turn could be judged on it,
-while SmolLM2 so extended reads such prompts and ends its turns; aider and llm run on SmolLM2
+while SmolLM2 so extended reads such prompts and ends Codex's, OpenCode's and Qwen Code's
+turns (not Claude Code's: on its prompt SmolLM2 repeats itself to the cap on both servers at
+the model card's sampling, as it does on ours with that prompt cut to 3,200 tokens by `--tools
+Read,Edit,Bash --disable-slash-commands`, so Claude Code fails on both servers alike, for the
+model's sake, not a server's); aider and llm run on SmolLM2
 with its trained 8,192 (`bench/agent_clients_servers.py`); answers are capped at
 128 tokens by both servers alike (the clients that ask for a cap of their own are set to ask
 for that one), 1,024 for Claude Code and Codex, which fail a turn whose answer a cap cut, as

@@ -16,7 +16,8 @@ of their own are set to ask for this one (`agent_clients_kit.cap_answers`). Ours
 an earlier one kept on disk, nor touches the user's), and picks its chat template from the
 model itself. The agents run on `smollm2-32k`, not on Gemma 3 270M: the registry's only 32k
 model is a base model that never ends its turns, so no agent's turn could be judged on it;
-SmolLM2 extended by YaRN x4 reads their 9,000-23,000-token prompts and ends its turns.
+SmolLM2 extended by YaRN x4 reads their 9,000-23,000-token prompts and ends its turns, but for
+Claude Code's (see `bench/agent_clients.py`).
 llama-server runs with `--jinja`: on the GGUF's own template for SmolLM2; Gemma 3 270M base's
 GGUF has none, and llama.cpp's built-in `gemma` template refuses `tools`, so it is given
 `GEMMA_TOOLS`, Gemma's turns with tools declared and called as ours does for Gemma
