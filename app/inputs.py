@@ -90,6 +90,8 @@ def read_opened_text(fd: int, info: os.stat_result, target: Path, limit: int) ->
 
 
 def _clean(text: str) -> str:
+    if text.isascii():  # no surrogate in it: most keys and values, at C speed
+        return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
