@@ -90,14 +90,16 @@ def test_every_completed_answer_validates_on_the_tiny_gpt_oss(tiny_client: Any) 
 
 
 def test_every_completed_answer_validates_on_gemma(gemma_client: Any) -> None:
+    """64 tokens each: an open object's extra keys run to the budget, where the closer ends
+    the answer with the schema's shortest ending; a longer budget only makes more keys."""
     completed = 0
     for i, name in enumerate(sorted(SCHEMAS)):
-        check = _run(gemma_client, "completion", name, seed=i, max_tokens=160)
+        check = _run(gemma_client, "completion", name, seed=i, max_tokens=64)
         if check.result.code is ErrorCode.STREAM_TRUNCATED:
             continue
         assert check.result.valid, (name, check.result)
         completed += 1
-    assert completed >= 25
+    assert completed >= 30  # measured here: all 32, the closer ending the open objects in time
 
 
 def test_hitting_max_tokens_inside_the_json_is_truncated_not_valid(tiny_client: Any) -> None:
