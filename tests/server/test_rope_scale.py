@@ -39,7 +39,7 @@ class Served:
         env = {**os.environ, "HARMONY_DESK_DATA": str(tmp / "data"),
                "HARMONY_DESK_CACHE": str(tmp / "cache")}  # fmt: skip
         command = [sys.executable, "-m", "app", "serve", "--port", str(self.port), "--parallel",
-                   "1", "--threads", "2", "--max-tokens", "64", *extra]  # fmt: skip
+                   "1", "--threads", "1", "--max-tokens", "64", *extra]  # fmt: skip
         with self.log.open("w") as out:
             self.proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
         self.base = f"http://127.0.0.1:{self.port}"
