@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.gguf_fields import read_fields
 from tests.tiny_gguf import (
     FIXTURES,
     Family,
@@ -159,14 +160,12 @@ SPECS: dict[str, Family] = {
 
 def _llama_cpp_vocab(family: str) -> Vocab:
     """The family's vocab-only GGUF from llama.cpp's models/ folder (stored xz-compressed)."""
-    import gguf
-
-    fields = gguf.GGUFReader(decompressed(spec(family).vocab_file)).fields
+    fields = read_fields(decompressed(spec(family).vocab_file))
     return Vocab(
-        str(fields["tokenizer.ggml.model"].contents()),
-        list(fields["tokenizer.ggml.tokens"].contents()),
-        [int(t) for t in fields["tokenizer.ggml.token_type"].contents()],
-        list(fields["tokenizer.ggml.merges"].contents()),
+        str(fields["tokenizer.ggml.model"].value),
+        list(fields["tokenizer.ggml.tokens"].value),
+        [int(t) for t in fields["tokenizer.ggml.token_type"].value],
+        list(fields["tokenizer.ggml.merges"].value),
     )
 
 

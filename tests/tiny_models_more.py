@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.gguf_fields import read_fields
 from tests.tiny_gguf import (
     Family,
     TinyFamilies,
@@ -128,10 +129,8 @@ SPECS: dict[str, Family] = {
 @functools.cache
 def _gemma4_tokenizer() -> dict[str, Any]:
     """Every `tokenizer.ggml.*` value of llama.cpp's Gemma 4 vocabulary, unchanged."""
-    import gguf
-
-    fields = gguf.GGUFReader(decompressed(spec("gemma4").vocab_file)).fields
-    return {k: f.contents() for k, f in fields.items() if k.startswith("tokenizer.ggml.")}
+    fields = read_fields(decompressed(spec("gemma4").vocab_file))
+    return {k: f.value for k, f in fields.items() if k.startswith("tokenizer.ggml.")}
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.gguf_fields import read_fields
 from tests.session_dirs import build_once
 from tests.tiny_gpt_oss import cache_dir
 
@@ -56,13 +57,13 @@ def _write_text(path: Path, seed: int) -> None:
 
     from app.library.bundled import default_model_path
 
-    reader = gguf.GGUFReader(default_model_path())
+    fields = read_fields(default_model_path())
     w = gguf.GGUFWriter(str(path), arch="llama")
-    for key, f in reader.fields.items():  # SmolLM2's tokenizer and chat template
+    for key, f in fields.items():  # SmolLM2's tokenizer and chat template
         if key.startswith("tokenizer."):
-            inner = f.types[-1] if len(f.types) > 1 else None
-            w.add_key_value(key, f.contents(), f.types[0], inner)
-    n_vocab = len(reader.fields["tokenizer.ggml.tokens"].contents())
+            kind, *inner = (gguf.GGUFValueType(t) for t in f.types)
+            w.add_key_value(key, f.value, kind, inner[0] if inner else None)
+    n_vocab = len(fields["tokenizer.ggml.tokens"].value)
     head = N_EMBD // N_HEAD
     w.add_string("general.name", "tiny-vision-text-test")
     for name, value in {

@@ -126,3 +126,20 @@ def test_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_unknown_family_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown family"):
         tiny_models.build("gemma")
+
+
+def test_the_fast_metadata_reader_gives_what_gguf_reader_gives() -> None:
+    """`tests/gguf_fields.py` (which the builders read vocabularies with) against the `gguf`
+    package's reader, on the bundled SmolLM2: the same keys in order, values and types."""
+    import gguf
+
+    from app.library.bundled import default_model_path
+    from tests.gguf_fields import read_fields
+
+    theirs = {k: f for k, f in gguf.GGUFReader(default_model_path()).fields.items() if not k.startswith("GGUF.")}
+    ours = read_fields(default_model_path())
+    assert list(ours) == list(theirs) and len(ours["tokenizer.ggml.tokens"].value) == 49152
+    for key, field in theirs.items():
+        value = field.contents()
+        assert ours[key].value == value and type(ours[key].value) is type(value), key
+        assert ours[key].types == tuple(int(t) for t in field.types), key
