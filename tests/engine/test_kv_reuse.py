@@ -106,8 +106,8 @@ def test_a_window_cache_that_cannot_roll_back_is_evaluated_again(gemma_model: An
     try:
         info = client.load(gemma_model, n_ctx=4096, n_threads=1, settings=LoadSettings(swa_full=False))
         assert info.placement is not None and not info.placement.swa_full
-        history = _words(9, 2000)
-        prompt = history[:1000] + _words(10, 10)
+        history = _words(9, 1200)  # past the 512-token window, and the rollback below it
+        prompt = history[:600] + _words(10, 10)
         reused, after = logits_after(client, history, prompt)
         assert reused == 0
         assert float(np.max(np.abs(after - fresh_logits(client, prompt)))) < TOLERANCE
@@ -120,7 +120,7 @@ def test_a_window_cache_that_cannot_roll_back_is_evaluated_again(gemma_model: An
 
 
 def test_stop_during_a_long_prompt_evaluation_ends_it_and_the_worker_stays_ready(gemma_long: WorkerClient) -> None:
-    prompt = _words(11, 3000)
+    prompt = _words(11, 1500)  # three batches and more: seconds to read, stopped after 0.5 s
     gemma_long.logits([1, 2, 3])
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
