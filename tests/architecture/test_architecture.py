@@ -6,6 +6,7 @@ line kept out of the formatter (modules past 400 lines are said after the run, n
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,12 @@ def _app_imports(path: Path, *, type_only: bool = False) -> list[tuple[str, bool
     a function; with `type_only`, also those under `if TYPE_CHECKING:` (they never run, but a
     helper that names its owner's class there is still tied to it); `from app.x import y` names
     `app.x.y` when that is a module."""
-    tree = ast.parse(path.read_text())
+    return list(_imports_in(path.read_text(), type_only))
+
+
+@functools.cache  # several tests walk every module: each text is parsed once
+def _imports_in(text: str, type_only: bool) -> tuple[tuple[str, bool], ...]:
+    tree = ast.parse(text)
     top = {id(node) for node in tree.body}
     checking = {
         id(inner)
@@ -175,9 +181,10 @@ def _app_imports(path: Path, *, type_only: bool = False) -> list[tuple[str, bool
         else:
             continue
         found += [(n, id(node) in top or id(node) in checking) for n in names if n == "app" or n.startswith("app.")]
-    return found
+    return tuple(found)
 
 
+@functools.cache
 def _is_module(name: str) -> bool:
     base = APP.parent / name.replace(".", "/")
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
