@@ -68,6 +68,10 @@ response's text), to read side by side what each server answered, and ours' log 
 request's figures and duration) beside it as `DIR/<client>-ours.log`.
 `--servers NAME` runs the clients on that server alone, to look into one (the table, no last
 line: the last line compares the two).
+`--model NAME` runs every client chosen on that model instead of its own (`MODELS` of
+`bench/agent_clients_servers.py`: `qwen2.5-coder-1.5b` is an instruct model that follows Claude
+Code's prompt, where SmolLM2 does not; about 35 prompt tokens/s on two threads here, so give
+`--turn-timeout 2400`).
 `--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
 `tests/fixtures/agent_requests/`.
 """
@@ -75,6 +79,7 @@ line: the last line compares the two).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -100,6 +105,7 @@ from bench.agent_clients_proxy import Recorder, proxying
 from bench.agent_clients_servers import (
     CONTEXTS,
     MAX_TOKENS,
+    MODELS,
     SERVERS,
     fill_from_log,
     model_path,
@@ -197,7 +203,7 @@ def _cell(s: Session, what: str) -> str:
     return ", ".join(t.said() for t in s.turns) or "—"
 
 
-def table(sessions: list[Session], turns: int) -> None:
+def table(sessions: list[Session], turns: int, models: dict[str, str]) -> None:
     print(
         "| client | server | model | turns completed | first error | seconds per turn |"
         " prompt tokens evaluated/total per turn | requests per turn |"
@@ -209,7 +215,7 @@ def table(sessions: list[Session], turns: int) -> None:
         short = error if len(error) <= 90 else error[:87] + "..."
         requests = ", ".join(str(len(t.exchanges)) for t in s.turns) or "—"
         print(
-            f"| {s.client} | {s.server} | {AGENTS[s.client].model} | {done}/{turns} | {short} |"
+            f"| {s.client} | {s.server} | {models[s.client]} | {done}/{turns} | {short} |"
             f" {_cell(s, 'seconds')} | {_cell(s, 'tokens')} | {requests} |"
         )
     print("\nfirst errors, verbatim:")
@@ -258,6 +264,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write every exchange there")
     parser.add_argument("--threads", type=int, default=2, help="in each server")
     parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds per turn")
+    parser.add_argument("--model", choices=sorted(MODELS), help="every client on this model")
     args = parser.parse_args(argv)
     args.clients = [c for c in args.clients.split(",") if c]
     if unknown := [c for c in args.clients if c not in AGENTS]:
@@ -274,6 +281,8 @@ def main() -> int:
     note = machine_note()
     say(f"before the bench: {note}")
     agents = [AGENTS[c] for c in args.clients]
+    if args.model:
+        agents = [dataclasses.replace(a, model=args.model) for a in agents]
     try:
         versions = install(agents)
         sessions = []
@@ -293,7 +302,7 @@ def main() -> int:
         f" {MAX_TOKENS} tokens ({CUT_IS_AN_ERROR} for claude-code and codex);"
         " evaluated = prompt tokens - cached, from each response's usage\n"
     )
-    table(sessions, args.turns)
+    table(sessions, args.turns, {a.name: a.model for a in agents})
     if len(args.servers) == len(SERVERS):
         print()
         print(last_line(sessions, args.clients, args.turns))

@@ -17,7 +17,9 @@ an earlier one kept on disk, nor touches the user's), and picks its chat templat
 model itself. The agents run on `smollm2-32k`, not on Gemma 3 270M: the registry's only 32k
 model is a base model that never ends its turns, so no agent's turn could be judged on it;
 SmolLM2 extended by YaRN x4 reads their 9,000-23,000-token prompts and ends its turns, but for
-Claude Code's (see `bench/agent_clients.py`).
+Claude Code's (see `bench/agent_clients.py`). `--model qwen2.5-coder-1.5b` runs them on
+Qwen2.5-Coder-1.5B-Instruct from PyPI instead (`bench/registry_models.py`): its trained 32,768
+tokens, its own template on both (it declares tools and calls them in the Hermes shape).
 llama-server runs with `--jinja`: on the GGUF's own template for SmolLM2; Gemma 3 270M base's
 GGUF has none, and llama.cpp's built-in `gemma` template refuses `tools`, so it is given
 `GEMMA_TOOLS`, Gemma's turns with tools declared and called as ours does for Gemma
@@ -42,13 +44,15 @@ from app.library.bundled import default_model_path, gemma_model_path
 from app.templates.registry import default_template_name, get_template
 from bench.agent_clients_proxy import Exchange
 from bench.llama_server import Server, llama_server, ours
+from bench.registry_models import CODER, coder_model_path
 
 MODELS: dict[str, Callable[[], Path]] = {
     "smollm2": default_model_path,
     "smollm2-32k": default_model_path,
     "gemma": gemma_model_path,
+    CODER: coder_model_path,  # `--model`: an instruct model that follows an agent's prompt
 }
-CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768}
+CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768, CODER: 32768}
 HERMES_TOOLS = {"smollm2-32k"}  # llama-server declares tools as ours does (`QWEN25`)
 QWEN25 = (
     Path(__file__).resolve().parent.parent
