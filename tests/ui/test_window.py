@@ -135,9 +135,12 @@ def tool_scripts(arguments: str) -> list[str]:
 
 
 def pending_card(qtbot: Any, window: MainWindow) -> ToolCard:
+    """The last tool card once it shows itself pending: its segment says so and the card has
+    redrawn with its decisions (the segment changes first; the card redraws on the signal)."""
+
     def card_is_pending() -> None:
         cards = [w for w in segments(window) if isinstance(w, ToolCard)] if window.transcript.turns else []
-        assert cards and cards[-1].data.get("state") == "pending"
+        assert cards and cards[-1].data.get("state") == "pending" and cards[-1].run.isVisible()
     qtbot.waitUntil(card_is_pending, timeout=10_000)
     return [w for w in segments(window) if isinstance(w, ToolCard)][-1]
 
