@@ -240,3 +240,17 @@ def test_an_item_that_is_not_a_tick_closes_the_tools_menu_and_acts(qtbot: Any, q
     click(qtbot, menu, action_named(menu, "Trust plugin dice"))
     qtbot.waitUntil(lambda: asked == ["dice"])  # asked once the menu has gone
     assert QApplication.activePopupWidget() is None and window.controller.doc.tools == ()
+
+
+def test_a_hidden_composer_counts_nothing_until_it_is_shown_again(qtbot: Any, composer: Composer) -> None:
+    from app.ui.composer.fit_bar import PAUSE_MS
+
+    host = composer.parentWidget()
+    assert host is not None
+    composer.box.setPlainText("a message typed just before the window closed")
+    host.hide()  # within the pause: its count would have needed a loop nobody runs
+    qtbot.wait(PAUSE_MS * 2)
+    assert composer.count.text() == "" and composer.count.fit is None
+    host.show()
+    qtbot.waitUntil(lambda: "tokens" in composer.count.text(), timeout=5_000)
+    assert composer.count.current_for(composer.box.toPlainText())

@@ -4,7 +4,8 @@ Guarantees: the count ("312 tokens · 3,400 left") follows the message box at mo
 `PAUSE_MS` after the user stops typing, and a count that arrives after a newer one was asked
 is dropped; it turns to the error colour when the message cannot fit; `recount` drops a count
 measured against a context or a conversation that changed since (a reload after "Raise the
-context", an answer, a compaction), so a decision is never taken on it. A message that cannot
+context", an answer, a compaction), so a decision is never taken on it. A closed or hidden
+window counts nothing: the pause's count waits until it is shown again. A message that cannot
 fit (said after a large paste, or when the user sends it) offers its ways on: attach it as a
 document (while documents would still get `MIN_DOCUMENT` tokens), raise the context (named),
 compact the conversation now, move it to a new chat (in a chat with history), or cancel — and
@@ -18,6 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.controllers.fit import Fit
@@ -40,6 +42,7 @@ class FitCount(QLabel):
         self.fit: Fit | None = None
         self._text = ""
         self._asked = 0
+        self._held = False  # a pause's count stopped by hiding, to be taken once shown
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(PAUSE_MS)
@@ -56,6 +59,19 @@ class FitCount(QLabel):
             self.setText("")
             return
         self._timer.start()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        """Hidden (its window closed): no count is taken for a message nobody sees."""
+        self._held = self._timer.isActive()
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Shown again: the count the pause was waiting for is taken after it."""
+        super().showEvent(event)
+        if self._held:
+            self._held = False
+            self._timer.start()
 
     def recount(self) -> None:
         """What the count was measured against changed (the model loaded again, perhaps with
