@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
@@ -161,7 +161,7 @@ class Template(ABC):
         """Ids that end a generation."""
 
     @abstractmethod
-    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+    def output_parser(self, tokenizer: Tokenizer, tools: Collection[str] = ()) -> OutputParser:
         """A fresh parser for one generation."""
 
     def check_model(self, tokenizer: Tokenizer) -> None:  # noqa: B027 - optional hook

@@ -7,7 +7,7 @@ carries the sampling defaults its model family recommends.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 from app.domain.instructions import gathered, turn_text
 from app.domain.messages import Conversation, ReasoningEffort, Role, ToolDescription
@@ -96,12 +96,13 @@ class _Marked(Template):
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return stop_ids_of(tokenizer, self.stop_markers)
 
-    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+    def output_parser(self, tokenizer: Tokenizer, tools: Collection[str] = ()) -> OutputParser:
         return TextOutputParser(
             tokenizer.token_table(),
             self.stop_ids(tokenizer),
             self.call_format(),
             {i: m for m, i in self.control_markers(tokenizer).items()},
+            tools=tools,
         )
 
 

@@ -8,6 +8,7 @@ vocabulary disagrees with o200k_harmony (size or special tokens) is refused befo
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 from app.constrain.constraint import Constraint, ResponseFormat
 from app.domain.instructions import gathered
@@ -82,7 +83,7 @@ class HarmonyTemplate(Template):
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return [enc.RETURN, enc.CALL, enc.END_OF_TEXT]
 
-    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+    def output_parser(self, tokenizer: Tokenizer, tools: Collection[str] = ()) -> OutputParser:
         return StreamParser(self._renderer.encoding)
 
     def first_messages(self, today: dt.date) -> tuple[Message, ...]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 from app.domain.instructions import gathered, later_instructions, turn_text
@@ -294,7 +295,7 @@ class GgufJinja(Template):
         source, bos, eos = self.source, self.bos, self.eos
         return template_stop_ids(tokenizer, source, bos, eos, fmt, self.think_tags)
 
-    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+    def output_parser(self, tokenizer: Tokenizer, tools: Collection[str] = ()) -> OutputParser:
         spelled = spelled_markers(tokenizer, self.think_tags) if self.reasoning else {}
         spelled.update({i: m for m, i in self.control_markers(tokenizer).items()})
         return TextOutputParser(
@@ -304,6 +305,7 @@ class GgufJinja(Template):
             spelled,
             thinking=self._opened_think,
             think=self.think_tags,
+            tools=tools,
         )
 
 

@@ -20,7 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -179,12 +179,13 @@ class LayoutTemplate(Template):
     def stop_ids(self, tokenizer: Tokenizer) -> list[int]:
         return stop_ids_of(tokenizer, self.spec.stop_words or ())
 
-    def output_parser(self, tokenizer: Tokenizer) -> OutputParser:
+    def output_parser(self, tokenizer: Tokenizer, tools: Collection[str] = ()) -> OutputParser:
         return TextOutputParser(
             tokenizer.token_table(),
             self.stop_ids(tokenizer),
             self.call_format(),
             {i: m for m, i in self.control_markers(tokenizer).items()},
+            tools=tools,
         )
 
 

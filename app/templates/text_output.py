@@ -14,13 +14,15 @@ are the call's text, never reasoning and never dropped. Control tokens that are 
 (`spelled`) are read as their text. A generation whose prompt opened a `<think>` block
 (`thinking`) starts inside it. `think` overrides the tags (a template's own reasoning markup,
 `app/templates/reasoning_markup.py`); a close tag with no open one is dropped, never shown
-(unless the call format reads it as its own markup).
+(unless the call format reads it as its own markup). `tools` names the tools the conversation
+declares: the format reads, besides its own markup, what only they tell from an answer's own
+text (`CallFormat.knowing`).
 """
 
 from __future__ import annotations
 
 import codecs
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from app.domain.events import (
     ContentDelta,
@@ -79,10 +81,11 @@ class TextOutputParser:
         spelled: Mapping[int, str] | None = None,
         thinking: bool = False,
         think: tuple[str, str] | None = None,
+        tools: Collection[str] = (),
     ) -> None:
         self._table = table
         self._stops = frozenset(stop_ids)
-        self._scanner = CallScanner(calls) if calls is not None else None
+        self._scanner = CallScanner(calls.knowing(tools)) if calls is not None else None
         self._spelled = {i: t.encode() for i, t in (spelled or {}).items()}
         self.called = False  # a call was read
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

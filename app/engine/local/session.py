@@ -65,6 +65,7 @@ from app.engine.session import (
 from app.errors import ContextError, ErrorCode, InvalidInputError
 from app.kvcache import prompt_tag
 from app.templates.base import GrammarRequest, OutputParser, Template
+from app.templates.calls.format import declared_names
 
 
 def _is_call(event: ParseEvent) -> bool:
@@ -201,11 +202,10 @@ class ChatSession:
             yield TurnFailed(exc.message, exc.code)
             return Generation([], None, exc.message, False, None)
         yield PromptRendered(tuple(prompt))
-        parser = self.template.output_parser(self.tokenizer)
-        for token in prefix:
-            for _ in parser.feed(token):
-                pass
+        parser = self.template.output_parser(self.tokenizer, declared_names(fitted.conversation))
         out = Generation([], None, None, False, None, list(prefix))
+        for token in prefix:  # read silently, but a call it held whole is still a call
+            out.called = any(_is_call(e) for e in parser.feed(token)) or out.called
         for event in self._generate(prompt, request, constraint, budget, cancel, images):
             yield from self._read(event, out, parser, images)
         out.messages = parser.messages

@@ -52,6 +52,7 @@ from app.engine.request import GenerationRequest
 from app.engine.session import REMOTE, Capabilities, ChatEvent, Generation, TurnRecord
 from app.errors import ErrorCode, InvalidInputError
 from app.harmony.encoding import CALL
+from app.templates.calls.format import declared_names
 from app.templates.calls.formats import call_format
 from app.templates.calls.scanner import CallScanner
 
@@ -157,7 +158,7 @@ class RemoteSession:
         fmt = call_format(self.endpoint.tool_calls)
         state = ReplyStream(
             gpt_oss=self.gpt_oss,
-            scanner=CallScanner(fmt) if fmt else None,
+            scanner=CallScanner(fmt.knowing(declared_names(conversation))) if fmt else None,
             harmony_calls=self.endpoint.text_calls,
         )
         failed = yield from self._stream(body, cancel, state, start)

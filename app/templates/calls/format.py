@@ -5,7 +5,8 @@ Guarantees: a format is pure text in, text out — the prompt side returns `Piec
 tokenized with special-token parsing, apart from content, which never is: a tool's result
 cannot forge a control token); `read` takes text that starts at one of the format's
 `triggers` and returns the calls it holds and how much text they took, `None` while more text
-may still complete them, or raises `CallSyntaxError` (with the tool's name when it could be
+may still complete them, raises `NotACall` for text that is the answer's after all, or raises
+`CallSyntaxError` (with the tool's name when it could be
 read) for markup that can never become a valid call; `grammar_call` is the Lark text of one
 call after its trigger, its name and arguments held to the declared tools.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -72,6 +73,15 @@ class CallSyntaxError(HarmonyDeskError):
         self.calls = calls  # whole calls written before the bad part (they stand)
 
 
+class NotACall(Exception):
+    """Text at a trigger that turned out to be answer text: its first `length` characters
+    are (a format whose trigger may also begin an answer's own markup, a Markdown fence)."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+
 def name_of(recipient: str) -> str:
     """The name a text model calls the tool at `recipient` by."""
     return recipient.removeprefix("functions.")
@@ -106,6 +116,11 @@ def declared_tools(conversation: Conversation) -> list[ToolDescription]:
                         ToolDescription(name=name, description=t.description, parameters=params)
                     )
     return found
+
+
+def declared_names(conversation: Conversation) -> frozenset[str]:
+    """The names a text model calls the conversation's tools by (see `declared_tools`)."""
+    return frozenset(t.name for t in declared_tools(conversation))
 
 
 def openai_tools(tools: Sequence[ToolDescription]) -> list[dict[str, Any]]:
@@ -191,3 +206,9 @@ class CallFormat(ABC):
     def markers(self) -> tuple[str, ...]:
         """Markup that may be one control token in a model's vocabulary."""
         return self.triggers
+
+    def knowing(self, tools: Collection[str]) -> CallFormat:
+        """This format for a generation whose conversation declares `tools` (by the names the
+        model calls them): a format that reads calls it could not tell from an answer's own
+        text without them (Hermes' fenced JSON) reads them; most are themselves."""
+        return self

@@ -33,8 +33,7 @@ from app.constrain.constraint import json_body
 from app.domain.messages import ToolDescription
 from app.harmony.schema_ts import to_typescript
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import tojson
-from app.templates.calls.llama3 import skip_space
+from app.templates.calls.hermes import skip_space, tojson
 from app.templates.calls.reading import Read, Remembering, Scan
 
 MARK, ANSWER, CODE = ">>>", "all", "python"

@@ -42,8 +42,7 @@ from app.templates.calls.gemma4_values import (
     gemma_value,
     read_object,
 )
-from app.templates.calls.hermes import tojson
-from app.templates.calls.llama3 import skip_space
+from app.templates.calls.hermes import skip_space, tojson
 from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, CLOSE, CALL = "<|tool_call>", "<tool_call|>", "call:"

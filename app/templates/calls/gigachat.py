@@ -25,8 +25,8 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_object, json_call_rest
-from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.hermes import call_object, json_call_rest, skip_space
+from app.templates.calls.llama3 import name_guess
 from app.templates.calls.reading import Read, Remembering, Scan
 
 ROLE_SEP, MESSAGE_SEP, FUNCTION_CALL = "<|role_sep|>", "<|message_sep|>", "<|function_call|>"

@@ -28,7 +28,7 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_object, json_call_rest, tojson
+from app.templates.calls.hermes import call_object, json_call_rest, skip_space, tojson
 from app.templates.calls.reading import Read, Remembering, Scan
 
 PYTHON_TAG = "<|python_tag|>"
@@ -41,13 +41,6 @@ INTRO = (
     " and its value}.Do not use variables.\n\n"
 )
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
-
-
-def skip_space(text: str, at: int) -> int:
-    """The first index at or after `at` that is not whitespace."""
-    while at < len(text) and text[at].isspace():
-        at += 1
-    return at
 
 
 def _builtin_call(code: str) -> ToolCall:

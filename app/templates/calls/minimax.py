@@ -39,8 +39,7 @@ from app.templates.calls.format import (
     arguments_of,
     openai_tools,
 )
-from app.templates.calls.hermes import tojson
-from app.templates.calls.llama3 import skip_space
+from app.templates.calls.hermes import skip_space, tojson
 from app.templates.calls.minimax_grammar import NS, minimax_call_rest
 from app.templates.calls.reading import Read, Remembering, Scan
 from app.templates.calls.xml_calls import typed_value

@@ -46,8 +46,7 @@ from app.templates.calls.format import (
     arguments_of,
     openai_tools,
 )
-from app.templates.calls.hermes import call_object, tojson
-from app.templates.calls.llama3 import skip_space
+from app.templates.calls.hermes import call_object, skip_space, tojson
 from app.templates.calls.muse_grammar import (
     BLOCK,
     BLOCK_END,

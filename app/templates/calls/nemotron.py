@@ -26,8 +26,8 @@ from typing import Any
 
 from app.domain.messages import ToolDescription
 from app.templates.calls.format import CallFormat, CallSyntaxError, Piece, ToolCall, openai_tools
-from app.templates.calls.hermes import call_value, json_call_rest, tojson
-from app.templates.calls.llama3 import name_guess, skip_space
+from app.templates.calls.hermes import call_value, json_call_rest, skip_space, tojson
+from app.templates.calls.llama3 import name_guess
 from app.templates.calls.reading import Read, Remembering, Scan
 
 OPEN, CLOSE = "<TOOLCALL>", "</TOOLCALL>"

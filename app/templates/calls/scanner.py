@@ -15,7 +15,8 @@ A `leading` trigger begins a call only where the answer begins (past blank space
 after a call; anywhere else it is answer text. A format's `opening` (what the generation prompt
 ends with) is held first, as if it had been fed. `feed_call` gives a held call its text and
 hands back, unread, what follows the call's end (the text parser reads think tags there, never
-inside a call).
+inside a call). Held text the format reads as no call after all (`NotACall`) is answer text,
+handed on whole, and scanning goes on after it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.templates.calls.format import CallFormat, CallSyntaxError, ToolCall
+from app.templates.calls.format import CallFormat, CallSyntaxError, NotACall, ToolCall
 from app.templates.calls.reading import CallReader, Resumable
 
 
@@ -160,6 +161,12 @@ class CallScanner:
         """Read the held call; False while it needs more text."""
         try:
             read = self._reader.read(self._buf, final)
+        except NotACall as exc:  # answer text after all (and no trigger where it begins)
+            n = max(1, min(exc.length, len(self._buf)))
+            self._in_call = False
+            self._text(self._buf[:n], out)
+            self._buf = self._buf[n:]
+            return True
         except CallSyntaxError as exc:
             n = len(self._buf) if exc.length is None else max(1, exc.length)
             if exc.calls:  # whole calls before the bad part stand
