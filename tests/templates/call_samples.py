@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from app.templates.calls.detect import Detection, detect, renderer, turn_part
 from app.templates.calls.format import CallFormat, ToolCall
+from app.templates.calls.scanner import CallScanner, Scanned
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_templates"
 _SENTINEL = "sample_answer_text"
@@ -90,3 +92,19 @@ def _template_of(name: str) -> str:
         if found is not None and found.name == name:
             return source
     raise LookupError(f"no template in {TEMPLATES} speaks {name}")
+
+
+def scanned(fmt: CallFormat, pieces: Sequence[str]) -> list[Any]:
+    """What the scanner hands on for `pieces`, adjacent text joined."""
+    scanner = CallScanner(fmt)
+    out: list[str | Scanned] = []
+    for piece in pieces:
+        out += scanner.feed(piece)
+    out += scanner.finish()
+    joined: list[Any] = []
+    for item in out:
+        if isinstance(item, str) and joined and isinstance(joined[-1], str):
+            joined[-1] += item
+        else:
+            joined.append(item)
+    return joined

@@ -9,7 +9,6 @@ qwen2.5-coder-1.5b`), and its broken second turn (a Python triple-quoted string 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from app.templates.calls.format import CallFormat
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.hermes import FencedHermes
 from app.templates.calls.scanner import CallScanner, Scanned
+from tests.templates.call_samples import scanned
 from tests.templates.no_reader import Afresh
 
 TOOLS = ("Read", "Write", "Edit", "Bash")
@@ -27,22 +27,6 @@ BROKEN = (
     '```json\n{\n  "name": "Write",\n  "arguments": {\n    "file_path": "hello.py",\n'
     '    "content": """\n# hello.py\n\nRun it:\n  ```\n  python hello.py\n  ```\n"""\n  }\n}\n```'
 )
-
-
-def scanned(fmt: CallFormat, pieces: Sequence[str]) -> list[Any]:
-    """What the scanner hands on for `pieces`, adjacent text joined."""
-    scanner = CallScanner(fmt)
-    out: list[str | Scanned] = []
-    for piece in pieces:
-        out += scanner.feed(piece)
-    out += scanner.finish()
-    joined: list[Any] = []
-    for item in out:
-        if isinstance(item, str) and joined and isinstance(joined[-1], str):
-            joined[-1] += item
-        else:
-            joined.append(item)
-    return joined
 
 
 def calls_of(out: list[Any]) -> list[tuple[str, Any]]:

@@ -14,8 +14,6 @@ tail against its definition on any text.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -25,9 +23,9 @@ from app.harmony import encoding as enc
 from app.templates.calls.format import CallFormat, ToolCall
 from app.templates.calls.formats import FORMATS
 from app.templates.calls.reading import JsonEnd, Memo, Remembering, json_end
-from app.templates.calls.scanner import CallScanner, Scanned
+from app.templates.calls.scanner import Scanned
 from app.templates.text_output import Tag
-from tests.templates.call_samples import at_start, said
+from tests.templates.call_samples import at_start, said, scanned
 from tests.templates.grammar_check import accepts, grammar_of
 from tests.templates.no_reader import Afresh
 
@@ -36,22 +34,6 @@ CALLS = [
     ToolCall("get_time", '{"zone": "Europe/Oslo", "nested": {"x": [1, {"y": "q\\"}"}]}}'),
 ]
 REMEMBERING = sorted(n for n, f in FORMATS.items() if isinstance(f, Remembering))
-
-
-def _scanned(fmt: CallFormat, pieces: Sequence[str]) -> list[Any]:
-    """What the scanner hands on for `pieces`, adjacent text joined."""
-    scanner = CallScanner(fmt)
-    out: list[str | Scanned] = []
-    for piece in pieces:
-        out += scanner.feed(piece)
-    out += scanner.finish()
-    joined: list[Any] = []
-    for item in out:
-        if isinstance(item, str) and joined and isinstance(joined[-1], str):
-            joined[-1] += item
-        else:
-            joined.append(item)
-    return joined
 
 
 def _texts(fmt: CallFormat) -> list[str]:
@@ -68,13 +50,13 @@ def test_a_remembering_reader_reads_what_a_fresh_read_reads_at_every_split(name:
     fmt = FORMATS[name]
     afresh = Afresh(fmt)
     for text in _texts(fmt):
-        whole = _scanned(afresh, [text])
-        assert whole == _scanned(fmt, [text])
+        whole = scanned(afresh, [text])
+        assert whole == scanned(fmt, [text])
         for cut in range(1, len(text)):
             pieces = [text[:cut], text[cut:]]
-            assert _scanned(fmt, pieces) == _scanned(afresh, pieces), (name, text, cut)
+            assert scanned(fmt, pieces) == scanned(afresh, pieces), (name, text, cut)
         by_char = list(text)
-        assert _scanned(fmt, by_char) == _scanned(afresh, by_char), (name, text)
+        assert scanned(fmt, by_char) == scanned(afresh, by_char), (name, text)
 
 
 @pytest.mark.parametrize("name", REMEMBERING)
@@ -82,7 +64,7 @@ def test_every_call_written_is_read_back_through_the_reader(name: str) -> None:
     fmt = FORMATS[name]
     calls = [
         c
-        for piece in _scanned(fmt, list(at_start(fmt, CALLS)))
+        for piece in scanned(fmt, list(at_start(fmt, CALLS)))
         if isinstance(piece, Scanned)
         for c in piece.calls
     ]
@@ -100,7 +82,7 @@ VALUES = [
 
 
 @pytest.mark.parametrize("value", VALUES)
-def test_json_end_remembers_how_far_it_scanned(value: str) -> None:
+def test_json_end_remembers_how_far_itscanned(value: str) -> None:
     text = "pre " + value
     scan = JsonEnd(4)
     for n in range(5, len(text) + 1):
@@ -173,7 +155,7 @@ def test_llama3_auto_grammar_holds_a_bare_call_only_where_the_reader_reads_one(
 ) -> None:
     assert accepts(grammar_of(FORMATS["llama3"], TOOLS, "auto"), text) is accepted
     read = [
-        c for p in _scanned(FORMATS["llama3"], [text]) if isinstance(p, Scanned) for c in p.calls
+        c for p in scanned(FORMATS["llama3"], [text]) if isinstance(p, Scanned) for c in p.calls
     ]
     if accepted and GOOD in text and not text.startswith("As text"):
         assert [c.name for c in read][:1] == ["special_function"]  # the reader reads it as a call
