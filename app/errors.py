@@ -33,6 +33,8 @@ llama.cpp's own words, a full path) for a Details disclosure, a log or a bug rep
     ├── TemplateRefused, TooBig                      inside the template renderer's process
     ├── CallSyntaxError                 CALL-SCHEMA  call markup no tool call can come of
     │                                                (templates/calls; a notice, never run)
+    ├── NotACall                        CALL-SCHEMA  held text a format reads as answer text
+    │                                                (templates/calls; a signal, never shown)
     ├── ToolError                       TOOL-ERROR   a tool's own failure (tools/api)
     ├── DuplicateToolError, UnknownToolError, McpError, SignInError, SandboxFolderError,
     │   SandboxUnavailableError                      the tool host

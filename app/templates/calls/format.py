@@ -73,12 +73,15 @@ class CallSyntaxError(HarmonyDeskError):
         self.calls = calls  # whole calls written before the bad part (they stand)
 
 
-class NotACall(Exception):
+class NotACall(HarmonyDeskError):
     """Text at a trigger that turned out to be answer text: its first `length` characters
-    are (a format whose trigger may also begin an answer's own markup, a Markdown fence)."""
+    are (a format whose trigger may also begin an answer's own markup, a Markdown fence). A
+    signal between a format's reader and the scanner, never shown: the text is the answer's."""
+
+    code = ErrorCode.CALL_SCHEMA
 
     def __init__(self, length: int) -> None:
-        super().__init__(length)
+        super().__init__("the text is the answer's, not a call")
         self.length = length
 
 
