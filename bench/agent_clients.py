@@ -2,7 +2,7 @@
 llama-server on the same GGUF, three turns each, in one run.
 
 Usage: python bench/agent_clients.py [--clients claude-code,codex,...] [--quick] [--record]
-                                     [--threads 2] [--turn-timeout 600] [--keep DIR]
+                                     [--threads 2] [--turn-timeout SECONDS] [--keep DIR]
                                      [--servers ours|llama-server]
 
 Clients (`bench/agent_clients_kit.py`, installed from npm and PyPI into
@@ -12,17 +12,20 @@ server in turn (never both at once; a fresh server per client), a session of thr
 "Read hello.py and tell me what it prints.", "Add a docstring to hello.py.", "What did you
 change?", in a scratch git repository, each later turn continuing the session (the client's
 own `--continue`, `resume --last`, `-c`, `--restore-chat-history`), each under
-`--turn-timeout` seconds of wall time (600 by default: on 2 shared cores a 135M model reads a
-first prompt of 21,000 tokens at 50-100 tokens/s). Claude Code, Codex, OpenCode and Qwen Code
-send prompts of 9,000-23,000 tokens and run on SmolLM2-135M extended by YaRN x4 to 32,768
-tokens of context (`smollm2-32k`: ours `--rope-scale 4`, llama-server `--rope-scaling yarn
---rope-scale 4 --yarn-orig-ctx 8192`), not on Gemma 3 270M: the registry's only model trained
-for 32k is a base model that never ends its turns, so no agent's turn could be judged on it,
-while SmolLM2 so extended reads such prompts and ends Codex's, OpenCode's and Qwen Code's
-turns (not Claude Code's: on its prompt SmolLM2 repeats itself to the cap on both servers at
-the model card's sampling, as it does on ours with that prompt cut to 3,200 tokens by `--tools
-Read,Edit,Bash --disable-slash-commands`, so Claude Code fails on both servers alike, for the
-model's sake, not a server's); aider and llm run on SmolLM2
+`--turn-timeout` seconds of wall time (by default the model's `TURN_SECONDS`: 600 for SmolLM2,
+which on 2 shared cores reads a first prompt of 21,000 tokens at 50-100 tokens/s; 2,400 for
+Qwen2.5-Coder-1.5B, at about 35). Codex, OpenCode and Qwen Code send prompts of 9,000-23,000
+tokens and run on SmolLM2-135M extended by YaRN x4 to 32,768 tokens of context (`smollm2-32k`:
+ours `--rope-scale 4`, llama-server `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192`),
+not on Gemma 3 270M: the registry's only model trained for 32k is a base model that never ends
+its turns, so no agent's turn could be judged on it, while SmolLM2 so extended reads such
+prompts and ends Codex's, OpenCode's and Qwen Code's turns. Claude Code runs on
+Qwen2.5-Coder-1.5B-Instruct from PyPI (`qwen2.5-coder-1.5b`, `bench/registry_models.py`; its
+trained 32,768 tokens, its own template on both servers): on Claude Code's prompt SmolLM2
+repeats itself to the cap on both servers at the model card's sampling, as it does on ours with
+that prompt cut to 3,200 tokens by `--tools Read,Edit,Bash --disable-slash-commands`, so on it
+Claude Code failed on both servers alike, for the model's sake, not a server's; the Qwen model
+follows the prompt, ends its answers and calls Claude Code's tools. aider and llm run on SmolLM2
 with its trained 8,192 (`bench/agent_clients_servers.py`); answers are capped at
 128 tokens by both servers alike (the clients that ask for a cap of their own are set to ask
 for that one), 1,024 for Claude Code and Codex, which fail a turn whose answer a cap cut, as
@@ -69,9 +72,8 @@ request's figures and duration) beside it as `DIR/<client>-ours.log`.
 `--servers NAME` runs the clients on that server alone, to look into one (the table, no last
 line: the last line compares the two).
 `--model NAME` runs every client chosen on that model instead of its own (`MODELS` of
-`bench/agent_clients_servers.py`: `qwen2.5-coder-1.5b` is an instruct model that follows Claude
-Code's prompt, where SmolLM2 does not; about 35 prompt tokens/s on two threads here, so give
-`--turn-timeout 2400`).
+`bench/agent_clients_servers.py`), each turn under that model's `TURN_SECONDS` unless
+`--turn-timeout` is given.
 `--record` writes each client's first request on ours (`bench/agent_clients_record.py`) to
 `tests/fixtures/agent_requests/`.
 """
@@ -107,6 +109,7 @@ from bench.agent_clients_servers import (
     MAX_TOKENS,
     MODELS,
     SERVERS,
+    TURN_SECONDS,
     fill_from_log,
     model_path,
     starter,
@@ -131,9 +134,10 @@ def run_session(agent: Agent, server_name: str, args: argparse.Namespace) -> Ses
                 session.setup_error = str(exc)
                 return session
             repo = scratch_repo(folder / "repo", env)
+            limit = args.turn_timeout or TURN_SECONDS[agent.model]
             for index, prompt in enumerate(TURNS[: args.turns]):
                 start = len(recorder)
-                ran = run_turn(agent.argv(index, prompt), repo, env, args.turn_timeout)
+                ran = run_turn(agent.argv(index, prompt), repo, env, limit)
                 turn = Turn.ended(index, ran, recorder.since(start), agent.answers)
                 session.turns.append(turn)
                 say(
@@ -251,6 +255,14 @@ def last_line(sessions: list[Session], clients: list[str], turns: int) -> str:
     )
 
 
+def _limits(agents: list[Agent], given: float | None) -> str:
+    """The turns' time limits, as the run applies them (see `--turn-timeout`)."""
+    if given:
+        return f"{given:.0f} s"
+    by_model = {a.model: TURN_SECONDS[a.model] for a in agents}
+    return ", ".join(f"{seconds:.0f} s on {model}" for model, seconds in by_model.items())
+
+
 def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -263,7 +275,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--record", action="store_true", help="write the fixtures (see above)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write every exchange there")
     parser.add_argument("--threads", type=int, default=2, help="in each server")
-    parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds per turn")
+    parser.add_argument(
+        "--turn-timeout", type=float, help="seconds per turn (default: the model's TURN_SECONDS)"
+    )
     parser.add_argument("--model", choices=sorted(MODELS), help="every client on this model")
     args = parser.parse_args(argv)
     args.clients = [c for c in args.clients.split(",") if c]
@@ -297,7 +311,8 @@ def main() -> int:
     print(f"before the bench: {note}")
     print("clients: " + ", ".join(f"{a.name} {versions[a.name]}" for a in agents))
     print(
-        f"{args.turns} turn(s) per client and server, {args.turn_timeout:.0f} s each at most;"
+        f"{args.turns} turn(s) per client and server, each at most"
+        f" {_limits(agents, args.turn_timeout)};"
         f" contexts {CONTEXTS}, one slot, {args.threads} thread(s), answers capped at"
         f" {MAX_TOKENS} tokens ({CUT_IS_AN_ERROR} for claude-code and codex);"
         " evaluated = prompt tokens - cached, from each response's usage\n"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.llama_server import CACHE, ROOT, say
+from bench.registry_models import CODER
 
 CLIENTS_DIR = CACHE / "clients"
 NPM_DIR = CLIENTS_DIR / "npm"
@@ -50,7 +51,8 @@ class Unusable(Exception):
 @dataclass(frozen=True)
 class Agent:
     """One client: its package, the model it is measured on (`smollm2-32k` where its prompts
-    need 32k tokens, else `smollm2`; `bench/agent_clients_servers.py`), its command's arguments
+    need 32k tokens, else `smollm2`; Claude Code's `qwen2.5-coder-1.5b`, the one model here that
+    follows its prompt; `bench/agent_clients_servers.py`), its command's arguments
     for the first turn and for the later ones (`PROMPT` marks the prompt), the variables it
     needs besides the private home's, and, for a client that asks for as many tokens as its
     configuration says, that file (JSON, relative to the home) and how to set the cap in it."""
@@ -120,7 +122,7 @@ AGENTS = {
             "claude-code",
             "@anthropic-ai/claude-code",
             "npm",
-            "smollm2-32k",
+            CODER,  # SmolLM2 does not follow its prompt (see `bench/agent_clients.py`)
             "claude",
             _CLAUDE,
             (*_CLAUDE, "--continue"),

@@ -17,9 +17,10 @@ an earlier one kept on disk, nor touches the user's), and picks its chat templat
 model itself. The agents run on `smollm2-32k`, not on Gemma 3 270M: the registry's only 32k
 model is a base model that never ends its turns, so no agent's turn could be judged on it;
 SmolLM2 extended by YaRN x4 reads their 9,000-23,000-token prompts and ends its turns, but for
-Claude Code's (see `bench/agent_clients.py`). `--model qwen2.5-coder-1.5b` runs them on
-Qwen2.5-Coder-1.5B-Instruct from PyPI instead (`bench/registry_models.py`): its trained 32,768
-tokens, its own template on both (it declares tools and calls them in the Hermes shape).
+Claude Code's (see `bench/agent_clients.py`), which runs on Qwen2.5-Coder-1.5B-Instruct from
+PyPI (`qwen2.5-coder-1.5b`, `bench/registry_models.py`; `--model` runs every client on it): its
+trained 32,768 tokens, its own template on both (it declares tools and calls them in the Hermes
+shape).
 llama-server runs with `--jinja`: on the GGUF's own template for SmolLM2; Gemma 3 270M base's
 GGUF has none, and llama.cpp's built-in `gemma` template refuses `tools`, so it is given
 `GEMMA_TOOLS`, Gemma's turns with tools declared and called as ours does for Gemma
@@ -53,6 +54,10 @@ MODELS: dict[str, Callable[[], Path]] = {
     CODER: coder_model_path,  # `--model`: an instruct model that follows an agent's prompt
 }
 CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768, CODER: 32768}
+# A turn's wall-clock limit by model, where `--turn-timeout` gives none: on two threads here
+# SmolLM2 reads about 50-100 prompt tokens/s, Qwen2.5-Coder-1.5B about 35, and Claude Code's
+# first turn is a 19,000-token prompt read once per request.
+TURN_SECONDS = {"smollm2": 600.0, "smollm2-32k": 600.0, "gemma": 600.0, CODER: 2400.0}
 HERMES_TOOLS = {"smollm2-32k"}  # llama-server declares tools as ours does (`QWEN25`)
 QWEN25 = (
     Path(__file__).resolve().parent.parent
