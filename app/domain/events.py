@@ -84,6 +84,7 @@ class ParseIssue:
     message: str
     severity: Severity = Severity.WARNING
     index: int | None = None
+    raw: str = ""  # the model's own text the issue stands for (an invalid call's markup)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,18 @@ Guarantees: what the client gets is what the window shows for the same tokens �
 preambles) from the reply builder's answer and preamble segments, the model's calls from its
 tool cards, the analysis (or `<think>` text) only as reasoning, never in the content; a call the
 tolerant parser recovered is a tool call, and output it could not read is what the builder kept
-of it — never an HTTP 500; a stop sequence ends the content before it (and the generation);
-log-probabilities are those of the tokens that wrote the answer's text; the turn is `run_turn`'s, as
-every frontend's: the prompt is fitted once to the context under the request's overflow policy,
-and a prompt that still does not fit is a 400 `context_length_exceeded` with the counts
-(`ContextTooLong`: the context, the prompt, the answer's reserve, and what would make it fit)
-before anything is generated. Under summarise, the server's kept compaction that applies to the
-conversation (`app/server/compactions.py`) is the request's, and each one the turn makes is kept;
-the answer records the compaction its prompt carried (made now, or reused) for the usage's
-`compacted` object. A JSON-mode answer
+of it — never an HTTP 500: markup that was no valid call (not run; the window says so on a
+notice) is content, the model's text as it wrote it, in its place, as llama-server and vLLM give
+it (the blank space the reader drops after markup given back as a line break before the text
+that follows), and the request's log line says it; a stop sequence ends the content before it
+(and the generation); log-probabilities are those of the tokens that wrote the answer's text;
+the turn is `run_turn`'s, as every frontend's: the prompt is fitted once to the context under
+the request's overflow policy, and a prompt that still does not fit is a 400
+`context_length_exceeded` with the counts (`ContextTooLong`: the context, the prompt, the
+answer's reserve, and what would make it fit) before anything is generated. Under summarise, the
+server's kept compaction that applies to the conversation (`app/server/compactions.py`) is the
+request's, and each one the turn makes is kept; the answer records the compaction its prompt
+carried (made now, or reused) for the usage's `compacted` object. A JSON-mode answer
 (`hold_json`) is given out whole once its verdict came — JSON mode may back up and retry a
 value, so nothing is streamed that could be taken back.
 """
@@ -41,7 +44,7 @@ from app.domain.events import (
     TurnEvent,
     TurnFailed,
 )
-from app.domain.history import Reply
+from app.domain.history import Reply, Segment
 from app.domain.reply import Added, Appended, ReplyBuilder, Thought, Updated
 from app.domain.visibility import Lane
 from app.engine.request import GenerationRequest
@@ -205,6 +208,7 @@ class Answer:
         self._sent: dict[int, int] = {}  # segment → characters given out
         self._pending: list[Scored] = []  # scored tokens not yet placed in a message
         self._said = ""  # the raw text of the message being written
+        self._joined = False  # the next text continues the last one's without a break
         self.compaction: tuple[Compaction, bool] | None = None  # the prompt's, and reused?
 
     def feed_all(self, items: list[Item]) -> Piece:
@@ -236,7 +240,7 @@ class Answer:
         if isinstance(event, JsonChecked) and event.target == "answer" and self.hold_json:
             self.hold_json = False  # the verdict came: the answer goes out whole
             for index, segment in enumerate(self.builder.reply.segments):
-                if segment.kind == "answer":
+                if segment.kind == "answer" or _unread(segment):
                     self._segment(index, piece)
         self.reasoning += piece.reasoning
         return piece
@@ -293,13 +297,27 @@ class Answer:
             }
             self.calls.append(call)
             piece.calls.append(call)
+        elif _unread(segment) and not self.hold_json and index not in self._sent:
+            self._sent[index] = 1
+            request_log.remarked("a call that was not valid, given as text")
+            piece.content += self._visible(str(segment.data["raw"]))
+            self._joined = True  # the model's text goes on after it, as it wrote it
         elif segment.kind == "preamble" or (segment.kind == "answer" and not self.hold_json):
             sent = self._sent.get(index, 0)
             if len(segment.text) > sent:
                 if sent == 0 and self.content + self.cut.held:
-                    piece.content += self._visible("\n\n")
+                    piece.content += self._visible(self._break(segment.text))
                 piece.content += self._visible(segment.text[sent:])
                 self._sent[index] = len(segment.text)
+                self._joined = False
+
+    def _break(self, text: str) -> str:
+        """What goes between the content so far and a new segment's `text`: a paragraph
+        between messages; after markup that was no valid call, the line break the reader
+        dropped (none when `text` begins with blank space of its own)."""
+        if not self._joined:
+            return "\n\n"
+        return "" if text[:1].isspace() else "\n"
 
     def _visible(self, text: str) -> str:
         shown = self.cut.take(text)
@@ -352,6 +370,11 @@ class Answer:
             r = bad[0].result
             return f"{bad[0].target}: {r.code.value if r.code else ''} {r.error} {r.path}".strip()
         return None
+
+
+def _unread(segment: Segment) -> bool:
+    """A notice standing for the model's own text: markup that was no valid call."""
+    return segment.kind == "notice" and bool(segment.data.get("raw"))
 
 
 _BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})

@@ -29,14 +29,11 @@ from app.domain.events import (
     MessageDone,
     MessageStarted,
     ParseEvent,
-    ParseIssue,
-    Severity,
     StopReason,
     TurnDone,
 )
 from app.domain.messages import Author, Message, Role, TextContent
 from app.domain.visibility import Lane
-from app.errors import ErrorCode
 from app.templates.calls.format import CallFormat, ToolCall, recipient_of
 from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
 
@@ -226,8 +223,7 @@ class TextOutputParser:
                     self._call(call)
             else:
                 self._close(ended=True)
-                issue = ParseIssue(ErrorCode.CALL_SCHEMA, invalid_call(piece), Severity.ERROR)
-                self._events.append(issue)
+                self._events.append(invalid_call(piece))
 
     def _call(self, call: ToolCall) -> None:
         self._index += 1

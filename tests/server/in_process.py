@@ -15,16 +15,20 @@ from app.engine.local.session import ChatSession
 from app.server.listen import server_config
 from app.server.options import ServeOptions
 from app.server.served import ServedModel
+from app.templates.base import Template
 from app.templates.registry import get_template
 
 
 @contextmanager
-def scripted_server(client: ScriptedClient, options: ServeOptions) -> Iterator[str]:
-    """uvicorn serving `client` (the Harmony template, answers of `options.max_tokens`) on
-    `options.port`, started before the base URL is given and stopped after."""
+def scripted_server(
+    client: ScriptedClient, options: ServeOptions, template: Template | None = None
+) -> Iterator[str]:
+    """uvicorn serving `client` (with `template`, the Harmony one unless given; answers of
+    `options.max_tokens`) on `options.port`, started before the base URL is given and stopped
+    after."""
     import uvicorn
 
-    template = get_template("harmony")
+    template = template or get_template("harmony")
 
     def session() -> ChatSession:
         return ChatSession(client, template, sampling=Sampling(), max_tokens=options.max_tokens)

@@ -150,7 +150,7 @@ class ReplyBuilder:
                 self.issues.append(event)
                 self.debug.issue(event)
                 if event.code in _SAID:  # a call that was not valid, tools not offered: said
-                    return self.notice(event.message)
+                    return self.notice(event.message, event.raw)
                 return []
             case TurnDone():
                 self.stop = event.stop
@@ -361,9 +361,11 @@ class ReplyBuilder:
         data = {"compaction": c.to_dict()}
         return add(self.reply, Segment("notice", said, data=data, complete=True))
 
-    def notice(self, text: str) -> list[Change]:
-        """Something the user should read on the reply (not model text)."""
-        return add(self.reply, Segment("notice", text, complete=True))
+    def notice(self, text: str, raw: str = "") -> list[Change]:
+        """Something the user should read on the reply (not model text); `raw`, the model's
+        own text it stands for (an invalid call's markup), kept in its data as `raw`."""
+        data = {"raw": raw} if raw else {}
+        return add(self.reply, Segment("notice", text, data, complete=True))
 
     def fail(self, reason: str, code: ErrorCode | None = None) -> list[Change]:
         """The reply failed: said on it, with what arrived kept. A conversation that outgrew

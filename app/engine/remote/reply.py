@@ -29,7 +29,6 @@ from app.domain.events import (
     MessageStarted,
     ParseEvent,
     ParseIssue,
-    Severity,
     StopReason,
     TurnDone,
 )
@@ -37,7 +36,6 @@ from app.domain.messages import Message, Role
 from app.domain.visibility import Lane, route
 from app.engine.remote.wire import REASONING_FIELDS, delta_field, typed_parts
 from app.engine.session import ChatEvent
-from app.errors import ErrorCode
 from app.harmony.text_stream import HarmonyText
 from app.templates.calls.format import recipient_of
 from app.templates.calls.scanner import CallScanner, Scanned, invalid_call
@@ -244,7 +242,7 @@ class ReplyStream:
                 yield from self._append(call.arguments, start)
                 yield from self._close_open(complete=True)
             if piece.invalid:
-                yield ParseIssue(ErrorCode.CALL_SCHEMA, invalid_call(piece), Severity.ERROR)
+                yield invalid_call(piece)
 
     def _text(self, lane: Lane, text: str, start: float) -> Iterator[ChatEvent]:
         self.chunks += 1

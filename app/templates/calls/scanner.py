@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.domain.events import ParseIssue, Severity
+from app.errors import ErrorCode
 from app.templates.calls.format import CallFormat, CallSyntaxError, NotACall, ToolCall
 from app.templates.calls.reading import CallReader, Resumable
 
@@ -217,10 +219,12 @@ def _reader_of(fmt: CallFormat) -> Callable[[], CallReader] | None:
 _RESUMABLE: dict[type, bool] = {}
 
 
-def invalid_call(piece: Scanned) -> str:
-    """What the reply says of markup that is no valid call (it was not run)."""
+def invalid_call(piece: Scanned) -> ParseIssue:
+    """What the reply says of markup that is no valid call (it was not run), with the markup
+    itself as the issue's `raw`."""
     who = f"call {piece.name}" if piece.name else "call a tool"
-    return (
+    said = (
         f"The model tried to {who}; the call was not valid: {piece.invalid}."
         f" It was not run. What it wrote: {piece.raw[:400]}"
     )
+    return ParseIssue(ErrorCode.CALL_SCHEMA, said, Severity.ERROR, raw=piece.raw)
