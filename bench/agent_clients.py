@@ -14,7 +14,7 @@ change?", in a scratch git repository, each later turn continuing the session (t
 own `--continue`, `resume --last`, `-c`, `--restore-chat-history`), each under
 `--turn-timeout` seconds of wall time (by default the model's `TURN_SECONDS`: 600 for SmolLM2,
 which on 2 shared cores reads a first prompt of 21,000 tokens at 50-100 tokens/s; 2,400 for
-Qwen2.5-Coder-1.5B, at about 35). Codex, OpenCode and Qwen Code send prompts of 9,000-23,000
+Qwen2.5-Coder-1.5B, at about 20). Codex, OpenCode and Qwen Code send prompts of 9,000-23,000
 tokens and run on SmolLM2-135M extended by YaRN x4 to 32,768 tokens of context (`smollm2-32k`:
 ours `--rope-scale 4`, llama-server `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192`),
 not on Gemma 3 270M: the registry's only model trained for 32k is a base model that never ends

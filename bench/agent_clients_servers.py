@@ -55,7 +55,7 @@ MODELS: dict[str, Callable[[], Path]] = {
 }
 CONTEXTS = {"smollm2": 8192, "smollm2-32k": 32768, "gemma": 32768, CODER: 32768}
 # A turn's wall-clock limit by model, where `--turn-timeout` gives none: on two threads here
-# SmolLM2 reads about 50-100 prompt tokens/s, Qwen2.5-Coder-1.5B about 35, and Claude Code's
+# SmolLM2 reads about 50-100 prompt tokens/s, Qwen2.5-Coder-1.5B about 20, and Claude Code's
 # first turn is a 19,000-token prompt read once per request.
 TURN_SECONDS = {"smollm2": 600.0, "smollm2-32k": 600.0, "gemma": 600.0, CODER: 2400.0}
 HERMES_TOOLS = {"smollm2-32k"}  # llama-server declares tools as ours does (`QWEN25`)
